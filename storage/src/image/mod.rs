@@ -1,0 +1,443 @@
+//! Image encoding for the writer and decoding of stored images: JPEG (libjpeg-turbo through the
+//! `turbojpeg` crate) and PNG sources, colour conversion (grey, CMYK, YCCK), EXIF orientation,
+//! the `max_resolution` downscale, and the write modes (raw / jpg / smart / proportion) with
+//! JPEG passthrough.
+//!
+//! Everything here takes untrusted bytes and never panics: bad input is an [`Error::Image`].
+//!
+//! # What the writer does with an image ([`encode_image`])
+//!
+//! 1. **Source.** [`ImageSource::Pixels`] (1, 3 or 4 channels, HWC), or JPEG / PNG bytes
+//!    ([`ImageSource::Encoded`], [`ImageSource::File`]) recognised by their magic bytes, never by
+//!    the file name.
+//! 2. **Decode, strictly.** JPEG: libjpeg-turbo with every libjpeg *warning* made an error
+//!    (`TJPARAM_STOPONWARNING`), so a truncated or corrupt JPEG is refused instead of being stored
+//!    as a half-grey picture. Grey, YCbCr (any subsampling), RGB, CMYK and YCCK; baseline,
+//!    extended, progressive, arithmetic; 8-bit samples only. Adobe CMYK/YCCK (inverted, as
+//!    Photoshop writes them) is converted to RGB as Pillow does. Bytes after EOI are ignored.
+//!    PNG: every colour type and bit depth; palettes expanded, 16-bit samples keep their high
+//!    byte, alpha dropped. Decoded images over 2 GiB of pixels are refused.
+//! 3. **EXIF orientation is applied at write time**: a JPEG whose EXIF orientation tag is 2–8 is
+//!    rotated / mirrored to be upright (tag 6: stored 64×48, shown and stored 48×64). The stored
+//!    image is therefore always upright and carries no orientation; [`decode_stored`] never
+//!    rotates. An unreadable EXIF block is ignored (orientation 1).
+//! 4. **Channels.** An RGB field replicates grey sources and drops alpha; a grey field converts
+//!    colour to luma with ITU-R 601-2, as Pillow's `convert("L")`:
+//!    `L = (299·R + 587·G + 114·B + 500) / 1000`.
+//! 5. **Downscale** to `max_resolution` with FFCV's size rule (`ratio = max_res / max(w, h)`;
+//!    below 1 the size becomes `(floor(ratio·w), floor(ratio·h))`, each at least 1) by **area
+//!    averaging**: `fast_image_resize`'s `Convolution(FilterType::Box)`, Pillow's BOX filter, in
+//!    which each output pixel is the mean of the source pixels whose centres fall inside its
+//!    footprint. That is exact area averaging for integer ratios and a close stand-in for
+//!    OpenCV's `INTER_AREA` (which FFCV uses) for fractional ones. Integer arithmetic:
+//!    deterministic. A final size over 65535 on either side is an error (the row stores `u16`).
+//! 6. **Mode.** raw: HWC bytes. jpg: libjpeg-turbo at `jpeg_quality`, 4:2:0 chroma subsampling
+//!    for RGB (as `cv2.imencode`, which FFCV uses), a 1-component JPEG for grey fields. smart:
+//!    jpg when the raw bytes would exceed the threshold. proportion: jpg when the per-sample
+//!    `draw` is below the probability.
+//! 7. **JPEG passthrough.** When the result is to be a JPEG and the source is a JPEG that needs
+//!    no downscale and no rotation and is YCbCr (RGB field) or grey (grey field), its bytes are
+//!    stored unchanged (after a full strict decode to validate them): no generation loss.
+//!
+//! The same input always gives the same bytes.
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+mod jpeg;
+mod orient;
+mod png;
+mod resize;
+#[cfg(test)]
+mod tests;
+
+/// Most bytes of decoded pixels accepted from one image (2 GiB): bigger images are an error,
+/// not an allocation failure.
+pub(crate) const MAX_PIXEL_BYTES: u64 = 1 << 31;
+
+/// How an image payload is stored (the `mode` byte of the row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ImageMode {
+    /// JPEG bytes (`mode` 0).
+    Jpg = 0,
+    /// Raw HWC `u8` pixels (`mode` 1).
+    Raw = 1,
+}
+
+impl ImageMode {
+    /// The mode for a stored `mode` byte; `None` for anything but 0 and 1.
+    pub fn from_byte(b: u8) -> Option<ImageMode> {
+        match b {
+            0 => Some(ImageMode::Jpg),
+            1 => Some(ImageMode::Raw),
+            _ => None,
+        }
+    }
+
+    /// `"jpg"` or `"raw"`, FFCV's names.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageMode::Jpg => "jpg",
+            ImageMode::Raw => "raw",
+        }
+    }
+}
+
+/// Channels of an image field: RGBImage fields hold 3, GreyImage fields 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Channels {
+    /// 3 channels, RGB.
+    Rgb = 3,
+    /// 1 channel, luma.
+    Grey = 1,
+}
+
+/// How the writer chooses between JPEG and raw for each image (FFCV's `write_mode`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WriteMode {
+    /// Always raw pixels.
+    Raw,
+    /// Always JPEG.
+    Jpg,
+    /// JPEG when the raw image would take more than `threshold` bytes (FFCV's `smart_threshold`).
+    Smart {
+        /// Raw size in bytes above which the image is JPEG-encoded.
+        threshold: u64,
+    },
+    /// JPEG with probability `probability`, drawn per sample from the writer's seed and the
+    /// sample index (FFCV's `compress_probability`), so the choice does not depend on threads.
+    Proportion {
+        /// Probability of JPEG, in [0, 1].
+        probability: f64,
+    },
+}
+
+/// Options of an image field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageOptions {
+    /// Raw / jpg / smart / proportion.
+    pub write_mode: WriteMode,
+    /// Longest side after the writer's downscale (area averaging); `None` keeps the size.
+    pub max_resolution: Option<u32>,
+    /// JPEG quality, 1–100 (FFCV's default 90).
+    pub jpeg_quality: u8,
+    /// Store a source JPEG as is when it is to be stored as JPEG, already fits `max_resolution`,
+    /// needs no rotation and is YCbCr or grey (no decode/re-encode loss). Default true.
+    pub jpeg_passthrough: bool,
+}
+
+impl Default for ImageOptions {
+    fn default() -> Self {
+        ImageOptions {
+            write_mode: WriteMode::Raw,
+            max_resolution: None,
+            jpeg_quality: 90,
+            jpeg_passthrough: true,
+        }
+    }
+}
+
+/// Decoded pixels, row-major HWC `u8`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pixels {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// 1 (grey), 3 (RGB) or 4 (RGBA; alpha is dropped when stored).
+    pub channels: u8,
+    /// `width × height × channels` bytes.
+    pub data: Vec<u8>,
+}
+
+/// An image given to the writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageSource {
+    /// Pixels already decoded.
+    Pixels(Pixels),
+    /// The bytes of a JPEG or PNG file (sniffed by magic bytes, not by name).
+    Encoded(Vec<u8>),
+    /// A JPEG or PNG file to read.
+    File(PathBuf),
+}
+
+/// An image ready to store: the row's mode, width, height and the payload bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedImage {
+    /// JPEG or raw.
+    pub mode: ImageMode,
+    /// Width in pixels (fits the row's `<u2`).
+    pub width: u16,
+    /// Height in pixels (fits the row's `<u2`).
+    pub height: u16,
+    /// The payload.
+    pub data: Vec<u8>,
+}
+
+/// Encodes one image for a field of `channels` channels. `draw` is a uniform number in [0, 1)
+/// derived from (seed, sample index), used by [`WriteMode::Proportion`].
+///
+/// # Errors
+/// [`Error::Image`] naming what is wrong: not a JPEG or PNG, corrupt or truncated data, a size
+/// over 65535 after the downscale, an unsupported colour space.
+pub fn encode_image(
+    source: &ImageSource,
+    options: &ImageOptions,
+    channels: Channels,
+    draw: f64,
+) -> Result<EncodedImage> {
+    if !(1..=100).contains(&options.jpeg_quality) {
+        return Err(Error::Image(format!("jpeg_quality {} is not in 1..=100", options.jpeg_quality)));
+    }
+    if options.max_resolution == Some(0) {
+        return Err(Error::Image("max_resolution 0: must be at least 1".into()));
+    }
+    let file_bytes;
+    let (bytes, loaded) = match source {
+        ImageSource::Pixels(p) => {
+            check_pixels(p)?;
+            (None, Loaded::Pixels(p))
+        }
+        ImageSource::Encoded(b) => (Some(b.as_slice()), decode_source(b)?),
+        ImageSource::File(path) => {
+            file_bytes = read_file(path)?;
+            (Some(file_bytes.as_slice()), decode_source(&file_bytes)?)
+        }
+    };
+
+    // Passthrough is possible only for a JPEG that needs no rotation and has the field's colour
+    // space (a grey JPEG in an RGB field would hand a reader 1 channel where it expects 3).
+    let passthrough_ok = match (&loaded, bytes) {
+        (Loaded::Jpeg(j), Some(_)) => {
+            options.jpeg_passthrough
+                && j.orientation.is_none_or(|o| o == 1)
+                && !j.header.lossless
+                && match channels {
+                    Channels::Rgb => j.header.color == jpeg::JpegColor::YCbCr,
+                    Channels::Grey => j.header.color == jpeg::JpegColor::Grey,
+                }
+        }
+        _ => false,
+    };
+
+    let pixels = match loaded {
+        Loaded::Pixels(p) => to_channels_ref(p, channels),
+        Loaded::Png(p) => to_channels(p, channels),
+        Loaded::Jpeg(j) => {
+            let p = match j.orientation {
+                Some(o) => orient::apply(j.pixels, o),
+                None => j.pixels,
+            };
+            to_channels(p, channels)
+        }
+    };
+    let (width, height) = resize::target_size(pixels.width, pixels.height, options.max_resolution);
+    let (w16, h16) = check_size(width, height)?;
+    let needs_resize = (width, height) != (pixels.width, pixels.height);
+    let raw_bytes = u64::from(width) * u64::from(height) * channels as u64;
+    let mode = match options.write_mode {
+        WriteMode::Raw => ImageMode::Raw,
+        WriteMode::Jpg => ImageMode::Jpg,
+        WriteMode::Smart { threshold } if raw_bytes > threshold => ImageMode::Jpg,
+        WriteMode::Smart { .. } => ImageMode::Raw,
+        WriteMode::Proportion { probability } if draw < probability => ImageMode::Jpg,
+        WriteMode::Proportion { .. } => ImageMode::Raw,
+    };
+
+    if mode == ImageMode::Jpg && passthrough_ok && !needs_resize {
+        if let Some(b) = bytes {
+            return Ok(EncodedImage { mode, width: w16, height: h16, data: b.to_vec() });
+        }
+    }
+
+    let pixels = if needs_resize { resize::resize(&pixels, width, height)? } else { pixels };
+    let data = match mode {
+        ImageMode::Raw => pixels.data,
+        ImageMode::Jpg => jpeg::encode(&pixels, options.jpeg_quality)?,
+    };
+    Ok(EncodedImage { mode, width: w16, height: h16, data })
+}
+
+/// Decodes a stored image payload (as found in a row) to pixels of `channels` channels.
+///
+/// # Errors
+/// [`Error::Image`] for a corrupt JPEG, or raw data whose length is not width × height × channels.
+pub fn decode_stored(
+    mode: ImageMode,
+    width: u16,
+    height: u16,
+    data: &[u8],
+    channels: Channels,
+) -> Result<Pixels> {
+    match mode {
+        ImageMode::Raw => {
+            let expected = usize::from(width) * usize::from(height) * channels as usize;
+            if data.len() != expected {
+                return Err(Error::Image(format!(
+                    "raw image of {width}x{height}x{} needs {expected} bytes, found {}",
+                    channels as u8,
+                    data.len()
+                )));
+            }
+            Ok(Pixels {
+                width: u32::from(width),
+                height: u32::from(height),
+                channels: channels as u8,
+                data: data.to_vec(),
+            })
+        }
+        ImageMode::Jpg => {
+            if !data.starts_with(&JPEG_MAGIC) {
+                return Err(Error::Image(format!("stored JPEG is not a JPEG ({})", describe_start(data))));
+            }
+            // The stored image is upright (orientation was applied when writing): no rotation.
+            let j = jpeg::decode(data)?;
+            if (j.pixels.width, j.pixels.height) != (u32::from(width), u32::from(height)) {
+                return Err(Error::Image(format!(
+                    "stored JPEG is {}x{}, but the row says {width}x{height}",
+                    j.pixels.width, j.pixels.height
+                )));
+            }
+            Ok(to_channels(j.pixels, channels))
+        }
+    }
+}
+
+/// Decodes JPEG or PNG file bytes (recognised by their magic bytes) to upright pixels of
+/// `channels` channels, exactly as [`encode_image`] sees them before the downscale: strict JPEG
+/// decoding, EXIF orientation applied, alpha dropped, grey/RGB conversion.
+///
+/// # Errors
+/// [`Error::Image`]: not a JPEG or PNG, corrupt or truncated data, too large (over 2 GiB of
+/// pixels), an unsupported colour space or precision.
+pub fn decode(bytes: &[u8], channels: Channels) -> Result<Pixels> {
+    let pixels = match decode_source(bytes)? {
+        Loaded::Pixels(p) => p.clone(),
+        Loaded::Png(p) => p,
+        Loaded::Jpeg(j) => match j.orientation {
+            Some(o) => orient::apply(j.pixels, o),
+            None => j.pixels,
+        },
+    };
+    Ok(to_channels(pixels, channels))
+}
+
+/// The first bytes of every JPEG: SOI and the first marker's 0xFF.
+const JPEG_MAGIC: [u8; 3] = [0xFF, 0xD8, 0xFF];
+/// The PNG signature.
+const PNG_MAGIC: [u8; 8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A];
+
+/// A decoded source, before orientation and channel conversion.
+enum Loaded<'a> {
+    Pixels(&'a Pixels),
+    Png(Pixels),
+    Jpeg(jpeg::DecodedJpeg),
+}
+
+/// "starts with 89 50 4e 47 ..." or "0 bytes", for error messages.
+fn describe_start(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "empty: 0 bytes".into();
+    }
+    let hex: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let more = if bytes.len() > 8 { "..." } else { "" };
+    format!("starts with {}{more}", hex.join(" "))
+}
+
+fn decode_source(bytes: &[u8]) -> Result<Loaded<'static>> {
+    if bytes.starts_with(&JPEG_MAGIC) {
+        Ok(Loaded::Jpeg(jpeg::decode(bytes)?))
+    } else if bytes.starts_with(&PNG_MAGIC) {
+        Ok(Loaded::Png(png::decode(bytes)?))
+    } else {
+        Err(Error::Image(format!("not a JPEG or PNG ({})", describe_start(bytes))))
+    }
+}
+
+fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::Image(format!("cannot read {}: {e}", path.display())))
+}
+
+/// Checks that given pixels are consistent: 1, 3 or 4 channels and `w × h × c` bytes.
+fn check_pixels(p: &Pixels) -> Result<()> {
+    if !matches!(p.channels, 1 | 3 | 4) {
+        return Err(Error::Image(format!(
+            "pixels with {} channels: must be 1 (grey), 3 (RGB) or 4 (RGBA)",
+            p.channels
+        )));
+    }
+    let expected = u64::from(p.width)
+        .checked_mul(u64::from(p.height))
+        .and_then(|n| n.checked_mul(u64::from(p.channels)));
+    if expected != u64::try_from(p.data.len()).ok() {
+        return Err(Error::Image(format!(
+            "pixels of {}x{}x{} need {} bytes, found {}",
+            p.width,
+            p.height,
+            p.channels,
+            expected.map_or_else(|| "too many".to_string(), |n| n.to_string()),
+            p.data.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a stored size of 0 or over 65535 on either side.
+fn check_size(width: u32, height: u32) -> Result<(u16, u16)> {
+    match (u16::try_from(width), u16::try_from(height)) {
+        (Ok(w), Ok(h)) if w > 0 && h > 0 => Ok((w, h)),
+        _ => Err(Error::Image(format!(
+            "image size {width}x{height} cannot be stored: each side must be 1 to 65535 \
+             (set max_resolution to downscale)"
+        ))),
+    }
+}
+
+/// ITU-R 601-2 luma as Pillow's `convert("L")`.
+fn luma(r: u8, g: u8, b: u8) -> u8 {
+    let l = (u32::from(r) * 299 + u32::from(g) * 587 + u32::from(b) * 114 + 500) / 1000;
+    u8::try_from(l).unwrap_or(u8::MAX)
+}
+
+/// Converts pixels (1, 3 or 4 channels; validated) to the field's channels.
+fn to_channels(p: Pixels, channels: Channels) -> Pixels {
+    if p.channels == channels as u8 {
+        return p;
+    }
+    to_channels_ref(&p, channels)
+}
+
+fn to_channels_ref(p: &Pixels, channels: Channels) -> Pixels {
+    let c = usize::from(p.channels.max(1));
+    let data: Vec<u8> = match (channels, p.channels) {
+        (Channels::Rgb, 3) | (Channels::Grey, 1) => p.data.clone(),
+        (Channels::Rgb, 1) => p.data.iter().flat_map(|&v| [v, v, v]).collect(),
+        (Channels::Rgb, _) => p
+            .data
+            .chunks_exact(c)
+            .flat_map(|px| {
+                let [r, g, b] = rgb_of(px);
+                [r, g, b]
+            })
+            .collect(),
+        (Channels::Grey, _) => p
+            .data
+            .chunks_exact(c)
+            .map(|px| {
+                let [r, g, b] = rgb_of(px);
+                luma(r, g, b)
+            })
+            .collect(),
+    };
+    Pixels { width: p.width, height: p.height, channels: channels as u8, data }
+}
+
+/// The RGB of a pixel of 2 (grey+alpha) or more channels.
+fn rgb_of(px: &[u8]) -> [u8; 3] {
+    match px {
+        [r, g, b, ..] => [*r, *g, *b],
+        [v, ..] => [*v, *v, *v],
+        [] => [0, 0, 0],
+    }
+}

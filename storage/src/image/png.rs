@@ -1,0 +1,64 @@
+//! PNG decoding with the `png` crate: every colour type and bit depth, expanded to 8-bit grey or
+//! RGB. Palettes and sub-byte depths are expanded, 16-bit samples keep their high byte, and alpha
+//! (including a `tRNS` transparency) is dropped without compositing, as Pillow's `convert("RGB")`.
+
+use std::io::Cursor;
+
+use png::{BitDepth, ColorType, Transformations};
+
+use super::{Pixels, MAX_PIXEL_BYTES};
+use crate::error::{Error, Result};
+
+fn corrupt(e: png::DecodingError) -> Error {
+    match e {
+        png::DecodingError::LimitsExceeded => {
+            Error::Image(format!("PNG too large: over the limit of {MAX_PIXEL_BYTES} bytes of pixels"))
+        }
+        e => Error::Image(format!("corrupt PNG: {e}")),
+    }
+}
+
+/// Decodes a PNG (the first image of an APNG) to 1-channel grey or 3-channel RGB.
+pub(crate) fn decode(data: &[u8]) -> Result<Pixels> {
+    let limit = usize::try_from(MAX_PIXEL_BYTES).unwrap_or(usize::MAX);
+    let mut decoder = png::Decoder::new_with_limits(Cursor::new(data), png::Limits { bytes: limit });
+    decoder.set_transformations(Transformations::EXPAND | Transformations::STRIP_16);
+    let mut reader = decoder.read_info().map_err(corrupt)?;
+    let size = reader.output_buffer_size().ok_or_else(|| Error::Image("PNG too large".into()))?;
+    if u64::try_from(size).unwrap_or(u64::MAX) > MAX_PIXEL_BYTES {
+        let (w, h) = reader.info().size();
+        return Err(Error::Image(format!(
+            "PNG too large: {w}x{h} is over the limit of {MAX_PIXEL_BYTES} bytes of pixels"
+        )));
+    }
+    let mut buf = vec![0u8; size];
+    let info = reader.next_frame(&mut buf).map_err(corrupt)?;
+    if info.bit_depth != BitDepth::Eight {
+        return Err(Error::Image(format!(
+            "unsupported PNG: {:?}-bit output after expansion",
+            info.bit_depth
+        )));
+    }
+    let samples = info.color_type.samples();
+    let width = usize::try_from(info.width).map_err(|_| Error::Image("PNG too wide".into()))?;
+    let height = usize::try_from(info.height).map_err(|_| Error::Image("PNG too tall".into()))?;
+    let row = width.checked_mul(samples).ok_or_else(|| Error::Image("PNG too large".into()))?;
+    let total = row.checked_mul(height).ok_or_else(|| Error::Image("PNG too large".into()))?;
+    if width == 0 || height == 0 || info.line_size != row || buf.len() < total {
+        return Err(Error::Image(format!(
+            "corrupt PNG: {}x{} image with {} bytes a row",
+            info.width, info.height, info.line_size
+        )));
+    }
+    buf.truncate(total);
+    let (channels, data) = match info.color_type {
+        ColorType::Grayscale => (1, buf),
+        ColorType::Rgb => (3, buf),
+        ColorType::GrayscaleAlpha => (1, buf.chunks_exact(2).map(|p| p[0]).collect()),
+        ColorType::Rgba => (3, buf.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect()),
+        ColorType::Indexed => {
+            return Err(Error::Image("corrupt PNG: palette was not expanded".into()));
+        }
+    };
+    Ok(Pixels { width: info.width, height: info.height, channels, data })
+}

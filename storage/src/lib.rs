@@ -1,0 +1,39 @@
+//! beton-storage: the `.beton` file format.
+//!
+//! A `.beton` file is FFCV 1.0.2's format (version 2): a header, field descriptors, a fixed-width
+//! per-sample data table, whole pages of payloads and an allocation table. This crate reads any
+//! file FFCV writes ([`Dataset::open`]: memory-mapped, validated on open, O(1) access to any
+//! sample) and writes files FFCV reads ([`Writer`]: parallel, deterministic, atomic), plus
+//! beton's extension fields (text, bool, variable-length arrays, grey images) through FFCV's own
+//! extension point. docs/FORMAT.md is the normative description of the bytes.
+//!
+//! ```no_run
+//! use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+//!
+//! let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("score", FieldType::Float)];
+//! let writer = Writer::new("scores.beton", fields, WriterOptions::default())?;
+//! writer.write_indexed(100, |i| Ok(vec![SampleValue::Int(i as i64), SampleValue::Float(0.5)]))?;
+//!
+//! let ds = Dataset::open("scores.beton")?;
+//! let label = ds.field_index("label")?;
+//! assert_eq!(ds.get(7, label)?.as_int(), Some(7));
+//! # Ok::<(), beton_storage::Error>(())
+//! ```
+
+pub mod error;
+pub mod field;
+pub mod format;
+pub mod image;
+pub mod imagefolder;
+mod mmap;
+pub mod reader;
+pub mod summary;
+pub mod writer;
+
+pub use error::{Error, Result};
+pub use field::{ArraySpec, DType, FieldType};
+pub use format::{AllocEntry, Header, Slot};
+pub use image::{Channels, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
+pub use reader::{Dataset, Field, ImageRef, OpenOptions, Value};
+pub use summary::{verify, Summary};
+pub use writer::{FieldSpec, Progress, SampleValue, WriteReport, Writer, WriterOptions};

@@ -1,0 +1,686 @@
+//! Opening a `.beton` file: validate everything once, then trust.
+//!
+//! [`Dataset::open`] maps the file and checks the header, every descriptor, the row layout, the
+//! bounds of the data table and every allocation-table entry (owner, pointer, size, one page per
+//! allocation). After that, any sample's scalars are read from its row in O(1), and payloads are
+//! slices of the map found through an index of the allocation table that is built on first use
+//! (nothing is built for files that are only queried). Row pointers are checked against that
+//! index on every read, so a corrupt row is an error, never a wrong slice.
+//!
+//! This module takes untrusted bytes and never panics on any input; the fuzz target
+//! `fuzz/fuzz_targets/open_read.rs` holds it to that.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
+use crate::field::{ArraySpec, DType, FieldType};
+use crate::format::{self, AllocEntry, FieldDesc, Header, RowLayout, Slot};
+use crate::format::{ALLOC_ENTRY_SIZE, ARGS_SIZE, FIELD_DESC_SIZE, HEADER_SIZE, VERSION};
+use crate::image::{self, Channels, ImageMode, Pixels};
+use crate::mmap::Bytes;
+
+/// Options for opening a file.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    custom_layouts: HashMap<String, Slot>,
+}
+
+impl OpenOptions {
+    /// Default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declares the row slot of a foreign custom field (type id 255 written by an FFCV `Field`
+    /// class beton does not know): `size` bytes aligned to `align` (numpy's `itemsize` and
+    /// `alignment` of that field's `metadata_type`; 1 for a structured dtype).
+    pub fn custom_layout(mut self, name: &str, size: usize, align: usize) -> Self {
+        self.custom_layouts.insert(name.to_string(), Slot { size, align });
+        self
+    }
+
+    /// Opens and validates `path`.
+    ///
+    /// # Errors
+    /// I/O errors, and every way the file breaks the format (see [`Dataset::open`]).
+    pub fn open(&self, path: impl AsRef<Path>) -> Result<Dataset> {
+        let path = path.as_ref();
+        Dataset::validate(path.to_path_buf(), Bytes::map(path)?, self)
+    }
+
+    /// Validates a dataset held in memory (tests and fuzzing); errors name the path `<memory>`.
+    ///
+    /// # Errors
+    /// As [`OpenOptions::open`].
+    pub fn open_bytes(&self, bytes: Vec<u8>) -> Result<Dataset> {
+        Dataset::validate(PathBuf::from("<memory>"), Bytes::Owned(bytes), self)
+    }
+}
+
+/// One field of an open dataset.
+#[derive(Debug, Clone)]
+pub struct Field {
+    name: String,
+    ty: FieldType,
+    offset: usize,
+    desc: FieldDesc,
+}
+
+impl Field {
+    /// The field's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the field holds.
+    pub fn field_type(&self) -> &FieldType {
+        &self.ty
+    }
+
+    /// Byte offset of the field's slot in a data-table row.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The descriptor's type id as stored.
+    pub fn type_id(&self) -> u8 {
+        self.desc.type_id
+    }
+
+    /// The descriptor's 1024-byte argument blob as stored.
+    pub fn arguments(&self) -> &[u8; ARGS_SIZE] {
+        &self.desc.arguments
+    }
+}
+
+/// An image as stored in one sample: the row's metadata and the payload bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageRef<'a> {
+    /// JPEG or raw.
+    pub mode: ImageMode,
+    /// Width from the row.
+    pub width: u16,
+    /// Height from the row.
+    pub height: u16,
+    /// 3 for RGBImage fields, 1 for GreyImage fields.
+    pub channels: Channels,
+    /// The payload: JPEG bytes, or `width × height × channels` raw bytes.
+    pub data: &'a [u8],
+}
+
+impl ImageRef<'_> {
+    /// Decodes the image to HWC `u8` pixels.
+    ///
+    /// # Errors
+    /// A corrupt JPEG, or a decoded size that differs from the row's.
+    pub fn decode(&self) -> Result<Pixels> {
+        image::decode_stored(self.mode, self.width, self.height, self.data, self.channels)
+    }
+}
+
+/// One field's value in one sample, borrowed from the file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
+    /// IntField.
+    Int(i64),
+    /// FloatField.
+    Float(f64),
+    /// RGBImageField or GreyImageField.
+    Image(ImageRef<'a>),
+    /// BytesField payload.
+    Bytes(&'a [u8]),
+    /// JSONField text, without the stored trailing NUL.
+    Json(&'a str),
+    /// NDArrayField / TorchTensorField payload: the array's bytes (dtype and shape are the
+    /// field's).
+    NDArray(&'a [u8]),
+    /// TextField.
+    Text(&'a str),
+    /// BoolField.
+    Bool(bool),
+    /// ArrayField payload: the elements' bytes (element type is the field's).
+    Array(&'a [u8]),
+    /// A custom field's raw row bytes.
+    Custom(&'a [u8]),
+}
+
+impl<'a> Value<'a> {
+    /// The integer, for Int values.
+    pub fn as_int(&self) -> Option<i64> {
+        match *self {
+            Value::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The float, for Float values.
+    pub fn as_float(&self) -> Option<f64> {
+        match *self {
+            Value::Float(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The text, for Json and Text values.
+    pub fn as_str(&self) -> Option<&'a str> {
+        match *self {
+            Value::Json(s) | Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The payload or raw bytes, for Bytes, NDArray, Array and Custom values (and the UTF-8 of
+    /// text).
+    pub fn as_bytes(&self) -> Option<&'a [u8]> {
+        match *self {
+            Value::Bytes(b) | Value::NDArray(b) | Value::Array(b) | Value::Custom(b) => Some(b),
+            Value::Json(s) | Value::Text(s) => Some(s.as_bytes()),
+            Value::Image(img) => Some(img.data),
+            _ => None,
+        }
+    }
+
+    /// The image, for image values.
+    pub fn as_image(&self) -> Option<ImageRef<'a>> {
+        match *self {
+            Value::Image(img) => Some(img),
+            _ => None,
+        }
+    }
+}
+
+/// Index from (sample, pointer) to allocation size, built on first payload access.
+enum AllocIndex {
+    /// The file's table is already ordered by (sample_id, ptr): search it in place.
+    InFile,
+    /// A sorted copy (files written by FFCV with several workers are not in sample order).
+    Sorted(Vec<AllocEntry>),
+}
+
+/// An open, validated `.beton` file.
+pub struct Dataset {
+    path: PathBuf,
+    bytes: Bytes,
+    header: Header,
+    fields: Vec<Field>,
+    row_size: usize,
+    table_start: u64,
+    data_start: u64,
+    num_allocations: u64,
+    alloc_sorted: bool,
+    index: OnceLock<AllocIndex>,
+}
+
+impl std::fmt::Debug for Dataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dataset")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .field("fields", &self.fields.iter().map(|f| &f.name).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Dataset {
+    /// Opens `path` with default options.
+    ///
+    /// Checks, in order: the 24-byte header; version 2; `alloc_table_ptr` ≠ 0 (0 is the mark of a
+    /// write that never finished); the descriptors fit in the file; every name is ASCII; every
+    /// type id and argument blob; page size a power of two; the data table ends within the file
+    /// and before the allocation table; the allocation table is whole 24-byte entries; and every
+    /// entry belongs to a sample, lies inside the data pages and within one page.
+    ///
+    /// # Errors
+    /// [`Error::Io`], [`Error::UnsupportedVersion`], [`Error::InterruptedWrite`],
+    /// [`Error::UnknownCustomField`] or [`Error::Corrupt`] naming the byte offset.
+    pub fn open(path: impl AsRef<Path>) -> Result<Dataset> {
+        OpenOptions::new().open(path)
+    }
+
+    fn validate(path: PathBuf, bytes: Bytes, options: &OpenOptions) -> Result<Dataset> {
+        let data = bytes.as_slice();
+        let len = data.len() as u64;
+        let corrupt = |offset: u64, what: String| Error::Corrupt { path: path.clone(), offset, what };
+        let header = Header::parse(data).ok_or_else(|| {
+            corrupt(0, format!("file is {len} bytes, shorter than the {HEADER_SIZE}-byte header"))
+        })?;
+        if header.version != VERSION {
+            return Err(Error::UnsupportedVersion { path, version: header.version, expected: VERSION });
+        }
+        if header.alloc_table_ptr == 0 {
+            return Err(Error::InterruptedWrite { path });
+        }
+        let table_start = format::data_table_start(header.num_fields);
+        if table_start > len {
+            return Err(corrupt(
+                HEADER_SIZE as u64,
+                format!(
+                    "header announces {} field descriptors ({} bytes), but the file is {len} bytes",
+                    header.num_fields,
+                    FIELD_DESC_SIZE * header.num_fields as usize
+                ),
+            ));
+        }
+
+        let mut fields = Vec::with_capacity(header.num_fields as usize);
+        for k in 0..header.num_fields as usize {
+            let offset = HEADER_SIZE + k * FIELD_DESC_SIZE;
+            let desc = FieldDesc::parse(&data[offset..])
+                .ok_or_else(|| corrupt(offset as u64, format!("field descriptor {k} is cut short")))?;
+            let name_bytes = desc.name_bytes();
+            if !name_bytes.is_ascii() {
+                return Err(corrupt(
+                    offset as u64 + 1,
+                    format!("field {k}: name {:?} is not ASCII", String::from_utf8_lossy(name_bytes)),
+                ));
+            }
+            let name = String::from_utf8_lossy(name_bytes).into_owned();
+            let ty = FieldType::from_descriptor(
+                desc.type_id,
+                &desc.arguments,
+                options.custom_layouts.get(&name).copied(),
+            )
+            .map_err(|why| match why {
+                None => Error::UnknownCustomField { path: path.clone(), field: name.clone() },
+                Some(why) => corrupt(offset as u64, format!("field {k} '{name}': {why}")),
+            })?;
+            fields.push(Field { name, ty, offset: 0, desc });
+        }
+
+        let page_size = header.page_size as u64;
+        if !page_size.is_power_of_two() {
+            return Err(corrupt(4, format!("page_size {page_size} is not a power of two")));
+        }
+        let slots: Vec<Slot> = fields.iter().map(|f| f.ty.slot()).collect();
+        let layout = RowLayout::new(&slots)
+            .ok_or_else(|| corrupt(HEADER_SIZE as u64, "row layout overflows".to_string()))?;
+        for (f, &offset) in fields.iter_mut().zip(&layout.offsets) {
+            f.offset = offset;
+        }
+        let table_end = header
+            .num_samples
+            .checked_mul(layout.size as u64)
+            .and_then(|n| n.checked_add(table_start))
+            .filter(|&end| end <= len)
+            .ok_or_else(|| {
+                corrupt(
+                    table_start,
+                    format!(
+                        "data table of {} rows × {} bytes from byte {table_start} runs past the end \
+                         of the file ({len} bytes)",
+                        header.num_samples, layout.size
+                    ),
+                )
+            })?;
+        let alloc_start = header.alloc_table_ptr;
+        if alloc_start > len {
+            return Err(corrupt(
+                16,
+                format!("alloc_table_ptr {alloc_start} is past the end of the file ({len} bytes)"),
+            ));
+        }
+        if alloc_start < table_end {
+            return Err(corrupt(
+                16,
+                format!(
+                    "alloc_table_ptr {alloc_start} points inside the data table, which ends at byte \
+                     {table_end}"
+                ),
+            ));
+        }
+        let table_bytes = len - alloc_start;
+        if table_bytes % ALLOC_ENTRY_SIZE as u64 != 0 {
+            return Err(corrupt(
+                alloc_start,
+                format!(
+                    "allocation table ({table_bytes} bytes from byte {alloc_start} to the end) is not \
+                     a whole number of {ALLOC_ENTRY_SIZE}-byte entries"
+                ),
+            ));
+        }
+        let num_allocations = table_bytes / ALLOC_ENTRY_SIZE as u64;
+        let data_start = format::align_to_page(table_end, page_size)
+            .ok_or_else(|| corrupt(4, "first page offset overflows".to_string()))?;
+
+        let mut alloc_sorted = true;
+        let mut previous = None;
+        let alloc_bytes = &data[alloc_start as usize..];
+        for (k, chunk) in alloc_bytes.chunks_exact(ALLOC_ENTRY_SIZE).enumerate() {
+            let e = AllocEntry::parse(chunk).unwrap_or(AllocEntry { sample_id: 0, ptr: 0, size: 0 });
+            let at = alloc_start + (k * ALLOC_ENTRY_SIZE) as u64;
+            let problem = if e.sample_id >= header.num_samples {
+                Some(format!(
+                    "belongs to sample {}, past the last sample {}",
+                    e.sample_id,
+                    header.num_samples.saturating_sub(1).min(header.num_samples)
+                ))
+            } else if e.ptr < data_start {
+                Some(format!("points before the first data page at byte {data_start}"))
+            } else if e.ptr.checked_add(e.size).is_none_or(|end| end > alloc_start) {
+                Some(format!("runs past the last data page, which ends at byte {alloc_start}"))
+            } else if e.size > 0 && e.ptr / page_size != (e.ptr + e.size - 1) / page_size {
+                Some(format!("straddles a page boundary (page size {page_size})"))
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                return Err(corrupt(
+                    at,
+                    format!(
+                        "allocation entry {k} (sample {}, ptr {}, size {}) {problem}",
+                        e.sample_id, e.ptr, e.size
+                    ),
+                ));
+            }
+            let key = (e.sample_id, e.ptr);
+            alloc_sorted &= previous.is_none_or(|p| p <= key);
+            previous = Some(key);
+        }
+
+        Ok(Dataset {
+            path,
+            bytes,
+            header,
+            fields,
+            row_size: layout.size,
+            table_start,
+            data_start,
+            num_allocations,
+            alloc_sorted,
+            index: OnceLock::new(),
+        })
+    }
+
+    /// The file's path (`<memory>` for [`OpenOptions::open_bytes`]).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Number of samples (rows).
+    pub fn num_samples(&self) -> u64 {
+        self.header.num_samples
+    }
+
+    /// Page size in bytes.
+    pub fn page_size(&self) -> u64 {
+        self.header.page_size as u64
+    }
+
+    /// The fields, in file order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// Position of the first field called `name`.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchField`] listing the fields there are.
+    pub fn field_index(&self, name: &str) -> Result<usize> {
+        self.fields.iter().position(|f| f.name == name).ok_or_else(|| Error::NoSuchField {
+            name: name.to_string(),
+            available: self.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// Size of one data-table row in bytes.
+    pub fn row_size(&self) -> usize {
+        self.row_size
+    }
+
+    /// The whole data table: `num_samples × row_size` bytes, row-major.
+    pub fn data_table(&self) -> &[u8] {
+        let start = self.table_start as usize;
+        &self.bytes.as_slice()[start..start + self.header.num_samples as usize * self.row_size]
+    }
+
+    /// Byte offset of the data table in the file.
+    pub fn data_table_offset(&self) -> u64 {
+        self.table_start
+    }
+
+    /// Byte offset of the first data page.
+    pub fn data_start(&self) -> u64 {
+        self.data_start
+    }
+
+    /// Number of data pages (0 when the file has no payloads).
+    pub fn num_pages(&self) -> u64 {
+        if self.num_allocations == 0 {
+            return 0;
+        }
+        (self.header.alloc_table_ptr.saturating_sub(self.data_start)).div_ceil(self.page_size())
+    }
+
+    /// Size of the file in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.bytes.as_slice().len() as u64
+    }
+
+    /// The whole file's bytes (pages are `page_size` slices from [`Dataset::data_start`]).
+    pub fn file_bytes(&self) -> &[u8] {
+        self.bytes.as_slice()
+    }
+
+    /// Number of allocation-table entries.
+    pub fn num_allocations(&self) -> u64 {
+        self.num_allocations
+    }
+
+    /// Allocation-table entry `k`, in file order (validated on open).
+    ///
+    /// # Panics
+    /// If `k >= num_allocations()`.
+    pub fn allocation(&self, k: u64) -> AllocEntry {
+        assert!(k < self.num_allocations, "allocation {k} out of range");
+        let at = (self.header.alloc_table_ptr + k * ALLOC_ENTRY_SIZE as u64) as usize;
+        AllocEntry::parse(&self.bytes.as_slice()[at..]).expect("allocation table validated on open")
+    }
+
+    /// Row `index` of the data table.
+    ///
+    /// # Errors
+    /// [`Error::SampleOutOfRange`].
+    pub fn row(&self, index: u64) -> Result<&[u8]> {
+        if index >= self.header.num_samples {
+            return Err(Error::SampleOutOfRange { index, num_samples: self.header.num_samples });
+        }
+        let start = self.table_start as usize + index as usize * self.row_size;
+        Ok(&self.bytes.as_slice()[start..start + self.row_size])
+    }
+
+    fn index(&self) -> &AllocIndex {
+        self.index.get_or_init(|| {
+            if self.alloc_sorted {
+                AllocIndex::InFile
+            } else {
+                let mut v: Vec<AllocEntry> = (0..self.num_allocations).map(|k| self.allocation(k)).collect();
+                v.sort_unstable();
+                AllocIndex::Sorted(v)
+            }
+        })
+    }
+
+    /// The allocations of sample `index`, ordered by pointer.
+    pub fn sample_allocations(&self, index: u64) -> Vec<AllocEntry> {
+        match self.index() {
+            AllocIndex::InFile => {
+                let lo = partition_point(self.num_allocations, |k| self.allocation(k).sample_id < index);
+                (lo..self.num_allocations)
+                    .map(|k| self.allocation(k))
+                    .take_while(|e| e.sample_id == index)
+                    .collect()
+            }
+            AllocIndex::Sorted(v) => {
+                let lo = v.partition_point(|e| e.sample_id < index);
+                v[lo..].iter().take_while(|e| e.sample_id == index).copied().collect()
+            }
+        }
+    }
+
+    /// Size of the allocation of sample `index` at `ptr`, if the table has one.
+    fn allocation_size(&self, index: u64, ptr: u64) -> Option<u64> {
+        let key = (index, ptr);
+        match self.index() {
+            AllocIndex::InFile => {
+                let k = partition_point(self.num_allocations, |k| {
+                    let e = self.allocation(k);
+                    (e.sample_id, e.ptr) < key
+                });
+                (k < self.num_allocations)
+                    .then(|| self.allocation(k))
+                    .filter(|e| (e.sample_id, e.ptr) == key)
+                    .map(|e| e.size)
+            }
+            AllocIndex::Sorted(v) => {
+                let k = v.partition_point(|e| (e.sample_id, e.ptr) < key);
+                v.get(k).filter(|e| (e.sample_id, e.ptr) == key).map(|e| e.size)
+            }
+        }
+    }
+
+    fn row_offset(&self, index: u64, field: usize) -> u64 {
+        self.table_start + index * self.row_size as u64 + self.fields[field].offset as u64
+    }
+
+    /// The payload of sample `index`, field `field`, whose row pointer is `ptr`: the allocation
+    /// at `ptr` owned by that sample.
+    fn payload(&self, index: u64, field: usize, ptr: u64) -> Result<&[u8]> {
+        let size = self.allocation_size(index, ptr).ok_or_else(|| Error::Corrupt {
+            path: self.path.clone(),
+            offset: self.row_offset(index, field),
+            what: format!(
+                "sample {index}, field '{}': pointer {ptr} is not an allocation of this sample",
+                self.fields[field].name
+            ),
+        })?;
+        // Validated on open: every allocation lies inside the file.
+        Ok(&self.bytes.as_slice()[ptr as usize..(ptr + size) as usize])
+    }
+
+    /// The value of field `field` in sample `index`.
+    ///
+    /// # Errors
+    /// [`Error::SampleOutOfRange`], [`Error::NoSuchField`] for a field position past the end, and
+    /// [`Error::Corrupt`] when the row disagrees with the allocation table or the payload breaks
+    /// its type (bad image mode, raw size ≠ width × height × channels, NDArray size ≠ its shape,
+    /// JSON without its NUL or not UTF-8, bool not 0 or 1).
+    pub fn get(&self, index: u64, field: usize) -> Result<Value<'_>> {
+        let row = self.row(index)?;
+        let f = self.fields.get(field).ok_or_else(|| Error::NoSuchField {
+            name: format!("#{field}"),
+            available: self.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+        })?;
+        let slot = &row[f.offset..f.offset + f.ty.slot().size];
+        let u64_at = |o: usize| u64::from_le_bytes(slot[o..o + 8].try_into().unwrap_or([0; 8]));
+        let corrupt = |what: String| Error::Corrupt {
+            path: self.path.clone(),
+            offset: self.row_offset(index, field),
+            what: format!("sample {index}, field '{}': {what}", f.name),
+        };
+        let sized_payload = |ptr: u64, size: u64| -> Result<&[u8]> {
+            let data = self.payload(index, field, ptr)?;
+            if data.len() as u64 != size {
+                return Err(corrupt(format!(
+                    "row says {size} bytes, the allocation table {} bytes",
+                    data.len()
+                )));
+            }
+            Ok(data)
+        };
+        let utf8 = |bytes| std::str::from_utf8(bytes).map_err(|e| corrupt(format!("text is not UTF-8: {e}")));
+        Ok(match &f.ty {
+            FieldType::Int => Value::Int(u64_at(0) as i64),
+            FieldType::Float => Value::Float(f64::from_bits(u64_at(0))),
+            FieldType::Bool => match slot[0] {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                b => return Err(corrupt(format!("bool byte is {b}, not 0 or 1"))),
+            },
+            FieldType::RgbImage | FieldType::GreyImage => {
+                let mode = ImageMode::from_byte(slot[0]).ok_or_else(|| {
+                    corrupt(format!("image mode {} is neither 0 (jpg) nor 1 (raw)", slot[0]))
+                })?;
+                let width = u16::from_le_bytes([slot[1], slot[2]]);
+                let height = u16::from_le_bytes([slot[3], slot[4]]);
+                let channels = if f.ty == FieldType::GreyImage { Channels::Grey } else { Channels::Rgb };
+                let data = self.payload(index, field, u64_at(5))?;
+                let raw_len = width as u64 * height as u64 * channels as u64;
+                if mode == ImageMode::Raw && data.len() as u64 != raw_len {
+                    return Err(corrupt(format!(
+                        "raw {width}×{height} image needs {raw_len} bytes, its allocation has {}",
+                        data.len()
+                    )));
+                }
+                Value::Image(ImageRef { mode, width, height, channels, data })
+            }
+            FieldType::Bytes => Value::Bytes(sized_payload(u64_at(0), u64_at(8))?),
+            FieldType::Json => {
+                let data = sized_payload(u64_at(0), u64_at(8))?;
+                match data.split_last() {
+                    Some((0, text)) => Value::Json(utf8(text)?),
+                    _ => return Err(corrupt("JSON payload does not end with its NUL byte".to_string())),
+                }
+            }
+            FieldType::Text => Value::Text(utf8(sized_payload(u64_at(0), u64_at(8))?)?),
+            FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
+                let data = self.payload(index, field, u64_at(0))?;
+                check_array_len(spec, data.len()).map_err(corrupt)?;
+                Value::NDArray(data)
+            }
+            FieldType::Array(dtype) => {
+                let len = u64_at(8);
+                let size = len
+                    .checked_mul(dtype.itemsize() as u64)
+                    .ok_or_else(|| corrupt(format!("array length {len} overflows")))?;
+                Value::Array(sized_payload(u64_at(0), size)?)
+            }
+            FieldType::Custom { .. } => Value::Custom(slot),
+        })
+    }
+
+    /// The value of the field called `name` in sample `index`.
+    ///
+    /// # Errors
+    /// As [`Dataset::get`], and [`Error::NoSuchField`].
+    pub fn get_by_name(&self, index: u64, name: &str) -> Result<Value<'_>> {
+        self.get(index, self.field_index(name)?)
+    }
+}
+
+fn check_array_len(spec: &ArraySpec, len: usize) -> Result<(), String> {
+    if len as u64 != spec.nbytes() {
+        return Err(format!(
+            "array of shape {:?} and dtype {} needs {} bytes, its allocation has {len}",
+            spec.shape,
+            spec.dtype.name(),
+            spec.nbytes()
+        ));
+    }
+    Ok(())
+}
+
+/// Number of elements of a variable-length array value of element type `dtype`.
+pub fn array_len(dtype: &DType, data: &[u8]) -> usize {
+    data.len() / dtype.itemsize()
+}
+
+/// The first `k` in `0..n` for which `pred(k)` is false (`pred` must be true then false).
+fn partition_point(n: u64, pred: impl Fn(u64) -> bool) -> u64 {
+    let (mut lo, mut hi) = (0u64, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}

@@ -1,0 +1,650 @@
+//! Writing `.beton` files: parallel encoding, deterministic layout, atomic publication.
+//!
+//! Samples are encoded in chunks on a rayon pool (JPEG encoding is the cost), then laid out one
+//! by one in sample order, as FFCV does with one worker: each sample's payloads go back to back
+//! in the current page, or all together in a fresh page when they do not fit (FFCV's rule: a
+//! sample never straddles pages). Because layout is sequential and every random choice is drawn
+//! from (seed, sample index), the bytes do not depend on the number of threads.
+//!
+//! The file is written to a temporary file beside the destination, fsynced, then renamed over it
+//! (and the directory fsynced), so an error, a panic or a crash never leaves a partial `.beton`
+//! at the destination and never harms a file already there.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::field::FieldType;
+use crate::format::{self, AllocEntry, FieldDesc, Header, RowLayout, Slot};
+use crate::format::{MAX_PAGE_SIZE, MIN_PAGE_SIZE, NAME_SIZE, VERSION};
+use crate::image::{self, Channels, ImageOptions, ImageSource};
+
+/// One field of the schema being written: its name, type and (for image fields) options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldSpec {
+    /// ASCII name, 1 to 16 bytes, unique.
+    pub name: String,
+    /// What the field holds.
+    pub ty: FieldType,
+    /// Encoding options, used by image fields only.
+    pub image: ImageOptions,
+}
+
+impl FieldSpec {
+    /// A field of type `ty` with default image options.
+    pub fn new(name: impl Into<String>, ty: FieldType) -> Self {
+        FieldSpec { name: name.into(), ty, image: ImageOptions::default() }
+    }
+
+    /// An RGB image field (FFCV's RGBImageField) with `options`.
+    pub fn rgb_image(name: impl Into<String>, options: ImageOptions) -> Self {
+        FieldSpec { name: name.into(), ty: FieldType::RgbImage, image: options }
+    }
+
+    /// A single-channel image field (beton extension) with `options`.
+    pub fn grey_image(name: impl Into<String>, options: ImageOptions) -> Self {
+        FieldSpec { name: name.into(), ty: FieldType::GreyImage, image: options }
+    }
+}
+
+/// One field's value in a sample given to the writer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SampleValue {
+    /// For Int fields.
+    Int(i64),
+    /// For Float fields.
+    Float(f64),
+    /// For image fields.
+    Image(ImageSource),
+    /// For Bytes fields.
+    Bytes(Vec<u8>),
+    /// For JSON fields: JSON text (checked to parse).
+    Json(String),
+    /// For NDArray and TorchTensor fields: the array's bytes, C order, little-endian.
+    NDArray(Vec<u8>),
+    /// For Text fields.
+    Text(String),
+    /// For Bool fields.
+    Bool(bool),
+    /// For Array fields: the elements' bytes, a whole number of elements.
+    Array(Vec<u8>),
+    /// For custom fields: the row slot's bytes.
+    Custom(Vec<u8>),
+}
+
+impl SampleValue {
+    fn kind(&self) -> &'static str {
+        match self {
+            SampleValue::Int(_) => "an int",
+            SampleValue::Float(_) => "a float",
+            SampleValue::Image(_) => "an image",
+            SampleValue::Bytes(_) => "bytes",
+            SampleValue::Json(_) => "JSON",
+            SampleValue::NDArray(_) => "an ndarray",
+            SampleValue::Text(_) => "text",
+            SampleValue::Bool(_) => "a bool",
+            SampleValue::Array(_) => "an array",
+            SampleValue::Custom(_) => "custom bytes",
+        }
+    }
+}
+
+/// Progress of a write: samples encoded so far, and the total when known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Samples encoded and laid out.
+    pub done: u64,
+    /// All samples, when the source's length is known.
+    pub total: Option<u64>,
+}
+
+/// A progress callback; returning `false` cancels the write (nothing is published).
+pub type ProgressFn = Arc<dyn Fn(Progress) -> bool + Send + Sync>;
+
+/// Writer options; [`WriterOptions::default`] matches FFCV's defaults.
+#[derive(Clone)]
+pub struct WriterOptions {
+    /// Page size, a power of two in [2 MiB, 4 GiB). Default 8 MiB (FFCV's).
+    pub page_size: u64,
+    /// Encoding threads; 0 uses every core. The output does not depend on it.
+    pub num_threads: usize,
+    /// Seed of per-sample random choices (the `Proportion` write mode).
+    pub seed: u64,
+    /// Samples encoded per parallel step (memory holds about two chunks of encoded samples).
+    pub chunk_size: usize,
+    /// Called after every chunk.
+    pub progress: Option<ProgressFn>,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            page_size: format::DEFAULT_PAGE_SIZE,
+            num_threads: 0,
+            seed: 0,
+            chunk_size: 256,
+            progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for WriterOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterOptions")
+            .field("page_size", &self.page_size)
+            .field("num_threads", &self.num_threads)
+            .field("seed", &self.seed)
+            .field("chunk_size", &self.chunk_size)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// What a finished write produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteReport {
+    /// The destination.
+    pub path: PathBuf,
+    /// Samples written.
+    pub num_samples: u64,
+    /// Data pages written.
+    pub num_pages: u64,
+    /// Size of the file.
+    pub file_len: u64,
+}
+
+/// A source error type the writer accepts from callbacks and iterators.
+pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Writes one `.beton` file.
+pub struct Writer {
+    path: PathBuf,
+    fields: Vec<FieldSpec>,
+    layout: RowLayout,
+    options: WriterOptions,
+    pool: rayon::ThreadPool,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("path", &self.path)
+            .field("fields", &self.fields)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+/// A sample after encoding: its row (payload pointers still 0) and payloads with the row offset
+/// of their pointer.
+struct Encoded {
+    row: Vec<u8>,
+    payloads: Vec<(usize, Vec<u8>)>,
+}
+
+impl Writer {
+    /// Prepares a writer for `path` with `fields` in order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for names that are empty, longer than 16 bytes, not ASCII,
+    /// containing NUL or repeated; more than 65535 fields; a page size that is not a power of two
+    /// in [2 MiB, 4 GiB); a JPEG quality outside 1–100 or a proportion outside [0, 1].
+    pub fn new(path: impl AsRef<Path>, fields: Vec<FieldSpec>, options: WriterOptions) -> Result<Writer> {
+        let invalid = |what: &str, why: String| Error::InvalidArgument { what: what.to_string(), why };
+        if fields.len() > u16::MAX as usize {
+            return Err(invalid("schema", format!("{} fields, at most 65535", fields.len())));
+        }
+        for (k, f) in fields.iter().enumerate() {
+            let what = format!("field name {:?}", f.name);
+            if f.name.is_empty() || f.name.len() > NAME_SIZE {
+                return Err(invalid(
+                    &what,
+                    format!("must be 1 to {NAME_SIZE} bytes (FFCV truncates longer names)"),
+                ));
+            }
+            if !f.name.is_ascii() || f.name.contains('\0') {
+                return Err(invalid(&what, "must be ASCII without NUL".into()));
+            }
+            if fields[..k].iter().any(|g| g.name == f.name) {
+                return Err(invalid(&what, "is used twice".into()));
+            }
+            if let FieldType::Custom { slot, .. } = &f.ty {
+                if ![1, 2, 4, 8].contains(&slot.align) {
+                    return Err(invalid(
+                        &what,
+                        format!("custom slot alignment {} is not 1, 2, 4 or 8", slot.align),
+                    ));
+                }
+            }
+            if matches!(f.ty, FieldType::RgbImage | FieldType::GreyImage) {
+                let q = f.image.jpeg_quality;
+                if !(1..=100).contains(&q) {
+                    return Err(invalid(&what, format!("jpeg_quality {q} is not in 1..=100")));
+                }
+                if let image::WriteMode::Proportion { probability } = f.image.write_mode {
+                    if !(0.0..=1.0).contains(&probability) {
+                        return Err(invalid(&what, format!("proportion {probability} is not in [0, 1]")));
+                    }
+                }
+                if f.image.max_resolution == Some(0) {
+                    return Err(invalid(&what, "max_resolution must be at least 1".into()));
+                }
+            }
+        }
+        let ps = options.page_size;
+        if !ps.is_power_of_two() || !(MIN_PAGE_SIZE..MAX_PAGE_SIZE).contains(&ps) {
+            return Err(invalid(
+                "page_size",
+                format!("{ps} must be a power of two in [{MIN_PAGE_SIZE}, {MAX_PAGE_SIZE})"),
+            ));
+        }
+        let slots: Vec<Slot> = fields.iter().map(|f| f.ty.slot()).collect();
+        let layout =
+            RowLayout::new(&slots).ok_or_else(|| invalid("schema", "row layout overflows".into()))?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(options.num_threads)
+            .thread_name(|i| format!("beton-writer-{i}"))
+            .build()
+            .map_err(|e| invalid("num_threads", e.to_string()))?;
+        Ok(Writer { path: path.as_ref().to_path_buf(), fields, layout, options, pool })
+    }
+
+    /// Writes `num_samples` samples, sample `i` from `source(i)` (called from the encoding
+    /// threads, in any order).
+    ///
+    /// # Errors
+    /// The first error in sample order: [`Error::Source`], [`Error::InvalidSample`],
+    /// [`Error::SampleTooLarge`], [`Error::Cancelled`] or [`Error::Io`]. Nothing is left at the
+    /// destination then.
+    pub fn write_indexed<F>(self, num_samples: u64, source: F) -> Result<WriteReport>
+    where
+        F: Fn(u64) -> std::result::Result<Vec<SampleValue>, SourceError> + Sync,
+    {
+        let chunk = self.options.chunk_size.max(1) as u64;
+        let starts = (0..num_samples).step_by(chunk as usize);
+        let chunks = starts.map(move |first| (first, (first..(first + chunk).min(num_samples)).collect()));
+        self.write_chunks(Some(num_samples), chunks, |i: u64| source(i))
+    }
+
+    /// Writes the samples of `samples`, in order. Items are pulled on the calling thread and
+    /// encoded in parallel a chunk at a time. The pages go to a scratch file next to the
+    /// destination until the number of samples (which decides where the first page starts) is
+    /// known, unless the iterator's size hint is exact.
+    ///
+    /// # Errors
+    /// As [`Writer::write_indexed`].
+    pub fn write_iter<I>(self, samples: I) -> Result<WriteReport>
+    where
+        I: IntoIterator<Item = std::result::Result<Vec<SampleValue>, SourceError>>,
+    {
+        let mut it = samples.into_iter();
+        let total = match it.size_hint() {
+            (lo, Some(hi)) if lo == hi => Some(lo as u64),
+            _ => None,
+        };
+        let chunk = self.options.chunk_size.max(1);
+        let mut first = 0u64;
+        let chunks = std::iter::from_fn(move || {
+            let items: Vec<_> = it.by_ref().take(chunk).collect();
+            (!items.is_empty()).then(|| {
+                let start = first;
+                first += items.len() as u64;
+                (start, items)
+            })
+        });
+        self.write_chunks(total, chunks, |item| item)
+    }
+
+    /// The write itself: `chunks` gives (index of the first sample, items); `resolve` turns an
+    /// item into a sample on the encoding threads.
+    fn write_chunks<T, C, R>(self, total: Option<u64>, chunks: C, resolve: R) -> Result<WriteReport>
+    where
+        T: Send,
+        C: Iterator<Item = (u64, Vec<T>)>,
+        R: Fn(T) -> std::result::Result<Vec<SampleValue>, SourceError> + Sync,
+    {
+        let dir = match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let file_name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "dataset".into());
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{file_name}."))
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .map_err(|e| Error::io(&dir, e))?;
+        let table_start = format::data_table_start(self.fields.len() as u16);
+        // With the number of samples known, pages go straight to their place in the file;
+        // otherwise to a scratch file, copied over at the end.
+        let (spill, page_base) = match total {
+            Some(n) => (None, self.data_start(table_start, n)?),
+            None => {
+                let spill = tempfile::Builder::new()
+                    .prefix(&format!(".{file_name}."))
+                    .suffix(".pages.tmp")
+                    .tempfile_in(&dir)
+                    .map_err(|e| Error::io(&dir, e))?;
+                (Some(spill), 0)
+            }
+        };
+        let page_file = match &spill {
+            Some(s) => s.as_file().try_clone(),
+            None => temp.as_file().try_clone(),
+        }
+        .map_err(|e| Error::io(temp.path(), e))?;
+        let mut pages =
+            PageWriter::new(page_file, page_base, self.options.page_size, temp.path().to_path_buf())?;
+
+        let mut rows: Vec<u8> = Vec::with_capacity(total.unwrap_or(0) as usize * self.layout.size);
+        let mut allocs: Vec<AllocEntry> = Vec::new();
+        let mut done = 0u64;
+        for (first, items) in chunks {
+            let encoded: Vec<Result<Encoded>> = self.pool.install(|| {
+                items
+                    .into_par_iter()
+                    .enumerate()
+                    .map(|(k, item)| {
+                        let index = first + k as u64;
+                        let sample = resolve(item).map_err(|source| Error::Source { index, source })?;
+                        self.encode(index, sample)
+                    })
+                    .collect()
+            });
+            for (k, e) in encoded.into_iter().enumerate() {
+                let index = first + k as u64;
+                let mut e = e?;
+                pages.place(index, &mut e, &mut allocs)?;
+                rows.extend_from_slice(&e.row);
+                done += 1;
+            }
+            if let Some(progress) = &self.options.progress {
+                if !progress(Progress { done, total }) {
+                    return Err(Error::Cancelled { done, path: self.path.clone() });
+                }
+            }
+        }
+        let num_samples = done;
+        if let Some(n) = total {
+            if n != num_samples {
+                return Err(Error::InvalidArgument {
+                    what: "sample source".into(),
+                    why: format!("announced {n} samples but gave {num_samples}"),
+                });
+            }
+        }
+        let num_pages = pages.finish()?;
+        let data_start = self.data_start(table_start, num_samples)?;
+
+        // Payload pointers were laid out relative to the first page; make them absolute.
+        let ptr_offsets: Vec<usize> = self
+            .fields
+            .iter()
+            .zip(&self.layout.offsets)
+            .filter_map(|(f, &o)| f.ty.payload_ptr_offset().map(|p| o + p))
+            .collect();
+        if !ptr_offsets.is_empty() {
+            for row in rows.chunks_exact_mut(self.layout.size) {
+                for &o in &ptr_offsets {
+                    let rel = u64::from_le_bytes(row[o..o + 8].try_into().expect("8 bytes"));
+                    row[o..o + 8].copy_from_slice(&(rel + data_start).to_le_bytes());
+                }
+            }
+        }
+        for a in &mut allocs {
+            a.ptr += data_start;
+        }
+
+        let tpath = temp.path().to_path_buf();
+        let io = |e| Error::io(&tpath, e);
+        let mut out = BufWriter::with_capacity(1 << 20, temp.as_file());
+        let alloc_table_ptr = if num_pages == 0 {
+            table_start + rows.len() as u64
+        } else {
+            data_start + num_pages * self.options.page_size
+        };
+        let header = Header {
+            version: VERSION,
+            num_fields: self.fields.len() as u16,
+            page_size: self.options.page_size as u32,
+            num_samples,
+            alloc_table_ptr,
+        };
+        out.seek(SeekFrom::Start(0)).map_err(io)?;
+        out.write_all(&header.to_bytes()).map_err(io)?;
+        for f in &self.fields {
+            let mut name = [0u8; NAME_SIZE];
+            name[..f.name.len()].copy_from_slice(f.name.as_bytes());
+            let desc = FieldDesc { type_id: f.ty.type_id(), name, arguments: f.ty.to_arguments() };
+            out.write_all(&desc.to_bytes()).map_err(io)?;
+        }
+        out.write_all(&rows).map_err(io)?;
+        if num_pages > 0 {
+            // Zero gap up to the first page (its bytes may already be there: pages written in
+            // place start at data_start, after this gap).
+            let gap = data_start - (table_start + rows.len() as u64);
+            std::io::copy(&mut std::io::repeat(0).take(gap), &mut out).map_err(io)?;
+            if let Some(spill) = &spill {
+                let mut src = spill.reopen().map_err(|e| Error::io(spill.path(), e))?;
+                out.flush().map_err(io)?;
+                std::io::copy(&mut src, out.get_mut()).map_err(io)?;
+            }
+        }
+        out.seek(SeekFrom::Start(alloc_table_ptr)).map_err(io)?;
+        for a in &allocs {
+            out.write_all(&a.to_bytes()).map_err(io)?;
+        }
+        out.flush().map_err(io)?;
+        drop(out);
+        let file_len = alloc_table_ptr + (allocs.len() * format::ALLOC_ENTRY_SIZE) as u64;
+        temp.as_file().set_len(file_len).map_err(io)?;
+        temp.as_file().sync_all().map_err(io)?;
+        drop(spill);
+        temp.persist(&self.path).map_err(|e| Error::io(&self.path, e.error))?;
+        #[cfg(unix)]
+        if let Ok(d) = File::open(&dir) {
+            // Make the rename itself durable.
+            let _ = d.sync_all();
+        }
+        Ok(WriteReport { path: self.path, num_samples, num_pages, file_len })
+    }
+
+    fn data_start(&self, table_start: u64, num_samples: u64) -> Result<u64> {
+        num_samples
+            .checked_mul(self.layout.size as u64)
+            .and_then(|t| t.checked_add(table_start))
+            .and_then(|end| format::align_to_page(end, self.options.page_size))
+            .ok_or_else(|| Error::InvalidArgument {
+                what: "sample source".into(),
+                why: format!("{num_samples} samples overflow the file size"),
+            })
+    }
+
+    /// Encodes sample `index`: row bytes and payloads.
+    fn encode(&self, index: u64, sample: Vec<SampleValue>) -> Result<Encoded> {
+        if sample.len() != self.fields.len() {
+            return Err(Error::InvalidSample {
+                index,
+                field: self.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+                why: format!("has {} values for {} fields", sample.len(), self.fields.len()),
+            });
+        }
+        let mut row = vec![0u8; self.layout.size];
+        let mut payloads = Vec::new();
+        for ((f, &offset), value) in self.fields.iter().zip(&self.layout.offsets).zip(sample) {
+            let slot = &mut row[offset..offset + f.ty.slot().size];
+            if let Some(payload) =
+                encode_value(f, slot, value, self.draw(index)).map_err(|e| e.in_sample(index, &f.name))?
+            {
+                let ptr_at = offset + f.ty.payload_ptr_offset().expect("payload fields have a pointer");
+                payloads.push((ptr_at, payload));
+            }
+        }
+        Ok(Encoded { row, payloads })
+    }
+
+    /// A uniform number in [0, 1) for sample `index`, from the seed alone (splitmix64).
+    fn draw(&self, index: u64) -> f64 {
+        let mut z = self.options.seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Fills `slot` for one value and returns its payload, if the field has one.
+fn encode_value(f: &FieldSpec, slot: &mut [u8], value: SampleValue, draw: f64) -> Result<Option<Vec<u8>>> {
+    let mismatch = |v: &SampleValue| Error::InvalidArgument {
+        what: "value".into(),
+        why: format!("expected a value for a {} field, got {}", f.ty.name(), v.kind()),
+    };
+    let invalid = |why: String| Error::InvalidArgument { what: "value".into(), why };
+    let ptr_size = |slot: &mut [u8], size: u64| slot[8..16].copy_from_slice(&size.to_le_bytes());
+    Ok(match (&f.ty, value) {
+        (FieldType::Int, SampleValue::Int(v)) => {
+            slot.copy_from_slice(&v.to_le_bytes());
+            None
+        }
+        (FieldType::Float, SampleValue::Float(v)) => {
+            slot.copy_from_slice(&v.to_le_bytes());
+            None
+        }
+        (FieldType::Bool, SampleValue::Bool(v)) => {
+            slot[0] = v as u8;
+            None
+        }
+        (FieldType::RgbImage | FieldType::GreyImage, SampleValue::Image(src)) => {
+            let channels = if f.ty == FieldType::GreyImage { Channels::Grey } else { Channels::Rgb };
+            let img = image::encode_image(&src, &f.image, channels, draw)?;
+            slot[0] = img.mode as u8;
+            slot[1..3].copy_from_slice(&img.width.to_le_bytes());
+            slot[3..5].copy_from_slice(&img.height.to_le_bytes());
+            Some(img.data)
+        }
+        (FieldType::Bytes, SampleValue::Bytes(b)) => {
+            ptr_size(slot, b.len() as u64);
+            Some(b)
+        }
+        (FieldType::Json, SampleValue::Json(text)) => {
+            serde_json::from_str::<serde::de::IgnoredAny>(&text)
+                .map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+            let mut b = text.into_bytes();
+            b.push(0);
+            ptr_size(slot, b.len() as u64);
+            Some(b)
+        }
+        (FieldType::Text, SampleValue::Text(text)) => {
+            ptr_size(slot, text.len() as u64);
+            Some(text.into_bytes())
+        }
+        (FieldType::NDArray(spec) | FieldType::TorchTensor(spec), SampleValue::NDArray(b)) => {
+            if b.len() as u64 != spec.nbytes() {
+                return Err(invalid(format!(
+                    "array of {} bytes, but shape {:?} of {} needs {}",
+                    b.len(),
+                    spec.shape,
+                    spec.dtype.name(),
+                    spec.nbytes()
+                )));
+            }
+            Some(b)
+        }
+        (FieldType::Array(dtype), SampleValue::Array(b)) => {
+            if b.len() % dtype.itemsize() != 0 {
+                return Err(invalid(format!(
+                    "{} bytes is not a whole number of {}-byte {} elements",
+                    b.len(),
+                    dtype.itemsize(),
+                    dtype.name()
+                )));
+            }
+            ptr_size(slot, (b.len() / dtype.itemsize()) as u64);
+            Some(b)
+        }
+        (FieldType::Custom { slot: s, .. }, SampleValue::Custom(b)) => {
+            if b.len() != s.size {
+                return Err(invalid(format!("custom value of {} bytes for a {}-byte slot", b.len(), s.size)));
+            }
+            slot.copy_from_slice(&b);
+            None
+        }
+        (_, v) => return Err(mismatch(&v)),
+    })
+}
+
+/// Lays payloads out in pages and streams the pages to a file.
+struct PageWriter {
+    out: BufWriter<File>,
+    path: PathBuf,
+    base: u64,
+    page_size: u64,
+    /// The open page (number) and the bytes used in it.
+    current: Option<(u64, u64)>,
+}
+
+impl PageWriter {
+    fn new(file: File, base: u64, page_size: u64, path: PathBuf) -> Result<Self> {
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        out.seek(SeekFrom::Start(base)).map_err(|e| Error::io(&path, e))?;
+        Ok(PageWriter { out, path, base, page_size, current: None })
+    }
+
+    /// Places all payloads of sample `index` in one page, writes them, and records pointers
+    /// relative to the first page in the row and in `allocs`.
+    fn place(&mut self, index: u64, e: &mut Encoded, allocs: &mut Vec<AllocEntry>) -> Result<()> {
+        if e.payloads.is_empty() {
+            return Ok(());
+        }
+        let total: u64 = e.payloads.iter().map(|(_, p)| p.len() as u64).sum();
+        if total > self.page_size {
+            let needed = total.next_power_of_two().max(MIN_PAGE_SIZE);
+            return Err(Error::SampleTooLarge { index, bytes: total, page_size: self.page_size, needed });
+        }
+        let (page, used) = match self.current {
+            Some((page, used)) if used + total <= self.page_size => (page, used),
+            Some((page, used)) => {
+                self.zero_fill(self.page_size - used)?;
+                (page + 1, 0)
+            }
+            None => (0, 0),
+        };
+        let mut at = page * self.page_size + used;
+        for (ptr_at, payload) in &e.payloads {
+            e.row[*ptr_at..*ptr_at + 8].copy_from_slice(&at.to_le_bytes());
+            allocs.push(AllocEntry { sample_id: index, ptr: at, size: payload.len() as u64 });
+            self.out.write_all(payload).map_err(|err| Error::io(&self.path, err))?;
+            at += payload.len() as u64;
+        }
+        self.current = Some((page, used + total));
+        Ok(())
+    }
+
+    fn zero_fill(&mut self, n: u64) -> Result<()> {
+        std::io::copy(&mut std::io::repeat(0).take(n), &mut self.out)
+            .map(|_| ())
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Fills the last page with zeros and flushes; returns the number of pages.
+    fn finish(mut self) -> Result<u64> {
+        let pages = match self.current {
+            Some((page, used)) => {
+                self.zero_fill(self.page_size - used)?;
+                page + 1
+            }
+            None => 0,
+        };
+        self.out.flush().map_err(|e| Error::io(&self.path, e))?;
+        let _ = self.base;
+        Ok(pages)
+    }
+}

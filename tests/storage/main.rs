@@ -1,0 +1,5 @@
+//! beton-storage integration tests, one binary: FFCV's golden fixtures, byte-exact layouts,
+//! round trips, corrupt files, writer guarantees.
+
+mod common;
+mod fixtures;
