@@ -193,7 +193,7 @@ impl<'a> Value<'a> {
 
 /// Index from (sample, pointer) to allocation size, built on first payload access.
 enum AllocIndex {
-    /// The file's table is already ordered by (sample_id, ptr): search it in place.
+    /// The file's table is already ordered by (sample_id, ptr, size): search it in place.
     InFile,
     /// A sorted copy (files written by FFCV with several workers are not in sample order).
     Sorted(Vec<AllocEntry>),
@@ -374,7 +374,7 @@ impl Dataset {
                     ),
                 ));
             }
-            let key = (e.sample_id, e.ptr);
+            let key = (e.sample_id, e.ptr, e.size);
             alloc_sorted &= previous.is_none_or(|p| p <= key);
             previous = Some(key);
         }
@@ -524,40 +524,43 @@ impl Dataset {
         }
     }
 
-    /// Size of the allocation of sample `index` at `ptr`, if the table has one.
-    fn allocation_size(&self, index: u64, ptr: u64) -> Option<u64> {
-        let key = (index, ptr);
-        match self.index() {
+    /// Size of the allocation of sample `index` at `ptr`: the entry of exactly `size` bytes when
+    /// the row states one, else the non-empty entry. (An empty payload shares its pointer with the
+    /// next payload of its sample, so (sample, ptr) alone can be ambiguous; image and NDArray
+    /// payloads, whose rows state no size, are never empty.)
+    fn allocation_size(&self, index: u64, ptr: u64, size: Option<u64>) -> Option<u64> {
+        let key = (index, ptr, size.unwrap_or(1));
+        let found = match self.index() {
             AllocIndex::InFile => {
                 let k = partition_point(self.num_allocations, |k| {
                     let e = self.allocation(k);
-                    (e.sample_id, e.ptr) < key
+                    (e.sample_id, e.ptr, e.size) < key
                 });
-                (k < self.num_allocations)
-                    .then(|| self.allocation(k))
-                    .filter(|e| (e.sample_id, e.ptr) == key)
-                    .map(|e| e.size)
+                (k < self.num_allocations).then(|| self.allocation(k))
             }
             AllocIndex::Sorted(v) => {
-                let k = v.partition_point(|e| (e.sample_id, e.ptr) < key);
-                v.get(k).filter(|e| (e.sample_id, e.ptr) == key).map(|e| e.size)
+                v.get(v.partition_point(|e| (e.sample_id, e.ptr, e.size) < key)).copied()
             }
-        }
+        };
+        found
+            .filter(|e| (e.sample_id, e.ptr) == (index, ptr) && size.is_none_or(|s| s == e.size))
+            .map(|e| e.size)
     }
 
     fn row_offset(&self, index: u64, field: usize) -> u64 {
         self.table_start + index * self.row_size as u64 + self.fields[field].offset as u64
     }
 
-    /// The payload of sample `index`, field `field`, whose row pointer is `ptr`: the allocation
-    /// at `ptr` owned by that sample.
-    fn payload(&self, index: u64, field: usize, ptr: u64) -> Result<&[u8]> {
-        let size = self.allocation_size(index, ptr).ok_or_else(|| Error::Corrupt {
+    /// The payload of sample `index`, field `field`, whose row pointer is `ptr` (and size, when the
+    /// row has one): the allocation at `ptr` owned by that sample.
+    fn payload(&self, index: u64, field: usize, ptr: u64, size: Option<u64>) -> Result<&[u8]> {
+        let size = self.allocation_size(index, ptr, size).ok_or_else(|| Error::Corrupt {
             path: self.path.clone(),
             offset: self.row_offset(index, field),
             what: format!(
-                "sample {index}, field '{}': pointer {ptr} is not an allocation of this sample",
-                self.fields[field].name
+                "sample {index}, field '{}': no allocation of this sample at pointer {ptr}{}",
+                self.fields[field].name,
+                size.map(|s| format!(" with the row's size {s}")).unwrap_or_default()
             ),
         })?;
         // Validated on open: every allocation lies inside the file.
@@ -584,16 +587,7 @@ impl Dataset {
             offset: self.row_offset(index, field),
             what: format!("sample {index}, field '{}': {what}", f.name),
         };
-        let sized_payload = |ptr: u64, size: u64| -> Result<&[u8]> {
-            let data = self.payload(index, field, ptr)?;
-            if data.len() as u64 != size {
-                return Err(corrupt(format!(
-                    "row says {size} bytes, the allocation table {} bytes",
-                    data.len()
-                )));
-            }
-            Ok(data)
-        };
+        let sized_payload = |ptr: u64, size: u64| self.payload(index, field, ptr, Some(size));
         let utf8 = |bytes| std::str::from_utf8(bytes).map_err(|e| corrupt(format!("text is not UTF-8: {e}")));
         Ok(match &f.ty {
             FieldType::Int => Value::Int(u64_at(0) as i64),
@@ -610,7 +604,7 @@ impl Dataset {
                 let width = u16::from_le_bytes([slot[1], slot[2]]);
                 let height = u16::from_le_bytes([slot[3], slot[4]]);
                 let channels = if f.ty == FieldType::GreyImage { Channels::Grey } else { Channels::Rgb };
-                let data = self.payload(index, field, u64_at(5))?;
+                let data = self.payload(index, field, u64_at(5), None)?;
                 let raw_len = width as u64 * height as u64 * channels as u64;
                 if mode == ImageMode::Raw && data.len() as u64 != raw_len {
                     return Err(corrupt(format!(
@@ -630,7 +624,7 @@ impl Dataset {
             }
             FieldType::Text => Value::Text(utf8(sized_payload(u64_at(0), u64_at(8))?)?),
             FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
-                let data = self.payload(index, field, u64_at(0))?;
+                let data = self.payload(index, field, u64_at(0), None)?;
                 check_array_len(spec, data.len()).map_err(corrupt)?;
                 Value::NDArray(data)
             }

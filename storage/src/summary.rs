@@ -164,7 +164,7 @@ pub fn verify(ds: &Dataset, decode_images: bool) -> Result<VerifyReport> {
     by_ptr.sort_unstable();
     for w in by_ptr.windows(2) {
         let (a, b) = (w[0], w[1]);
-        if a.0 + a.1 > b.0 || (a.0 == b.0 && a.1 == 0 && b.1 == 0 && a.2 != b.2) {
+        if a.0 + a.1 > b.0 {
             return Err(corrupt(
                 ds.header().alloc_table_ptr + b.3 * 24,
                 format!(

@@ -70,7 +70,8 @@ pub fn parse_py_float_hex(s: &str) -> f64 {
             // value = (int + frac / 16^len) * 2^exp; exact for Python's 13-digit mantissas.
             let scale = 4 * frac.len() as i32;
             let m = (int << scale) | frac_bits;
-            m as f64 * 2f64.powi(exp - scale)
+            // Two exact power-of-two steps: 2^(exp - scale) alone underflows for subnormals.
+            m as f64 * 2f64.powi(-scale) * 2f64.powi(exp)
         }
     };
     if neg {

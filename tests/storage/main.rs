@@ -3,3 +3,5 @@
 
 mod common;
 mod fixtures;
+mod roundtrip;
+mod writer;
