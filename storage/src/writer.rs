@@ -316,11 +316,17 @@ impl Writer {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "dataset".into());
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{file_name}."))
-            .suffix(".tmp")
-            .tempfile_in(&dir)
-            .map_err(|e| Error::io(&dir, e))?;
+        let prefix = format!(".{file_name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        #[cfg(unix)]
+        {
+            // A normal file's permissions (0666 less the umask), not a temp file's 0600: the rename
+            // publishes this very inode.
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let temp = builder.tempfile_in(&dir).map_err(|e| Error::io(&dir, e))?;
         let table_start = format::data_table_start(self.fields.len() as u16);
         // With the number of samples known, pages go straight to their place in the file;
         // otherwise to a scratch file, copied over at the end.

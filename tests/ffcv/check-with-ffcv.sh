@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Proves that the real FFCV 1.0.2 reads what beton writes: writes every kind of file with
+# examples/ffcv_compat.rs, loads each with FFCV's Reader and Loader (shared/tools/ffcv-load.py),
+# and compares every value FFCV sees with beton's own view.
+#
+# Not part of CI (FFCV's environment downloads ~3 GB). Usage, from the repo root:
+#   bash tests/ffcv/check-with-ffcv.sh [OUT_DIR]
+# Needs ../shared/tools (ffcv-env.sh, ffcv-load.py) beside the repo.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+tools="${BETON_SHARED:-$here/../shared}/tools"
+out="${1:-$(mktemp -d)}"
+PY="$(bash "$tools/ffcv-env.sh" | tail -n1)"
+cargo run --quiet --release --example ffcv_compat -- "$out" > "$out/files.txt"
+status=0
+while read -r file; do
+  args=()
+  while IFS= read -r c || [ -n "$c" ]; do [ -n "$c" ] && args+=(--custom "$c"); done < "${file%.beton}.custom"
+  if ! "$PY" "$tools/ffcv-load.py" "$file" --json "$file.ffcv.json" "${args[@]}"; then
+    status=1; continue
+  fi
+  "$PY" - "${file%.beton}.beton.json" "$file.ffcv.json" <<'PYEOF' || status=1
+import json, sys
+beton, ffcv = (json.load(open(p)) for p in sys.argv[1:3])
+bad = []
+for key in ("metadata_row_size", "alloc_table_entries"):
+    if beton[key] != ffcv[key]:
+        bad.append(f"{key}: beton {beton[key]} ffcv {ffcv[key]}")
+for key, val in beton["header"].items():
+    if ffcv["header"][key] != val:
+        bad.append(f"header.{key}: beton {val} ffcv {ffcv['header'][key]}")
+for i, (b, f) in enumerate(zip(beton["samples"], ffcv["samples"])):
+    for name, bv in b.items():
+        fv = f[name]
+        if isinstance(bv, dict) and "repr" in bv:     # floats: compare values, not spellings
+            same = float(bv["repr"]) == float(fv["repr"])
+        elif isinstance(bv, dict):
+            same = all(fv.get(k) == v for k, v in bv.items())
+        else:
+            same = bv == fv
+        if not same:
+            bad.append(f"sample {i} field {name}: beton {bv} ffcv {fv}")
+if len(beton["samples"]) != len(ffcv["samples"]):
+    bad.append("sample counts differ")
+print(f"  {sys.argv[1]}: {len(beton['samples'])} samples, " + ("MISMATCH" if bad else "every value identical in FFCV"))
+for b in bad[:10]:
+    print("   ", b)
+sys.exit(1 if bad else 0)
+PYEOF
+done < "$out/files.txt"
+[ $status -eq 0 ] && echo "check-with-ffcv: OK, FFCV 1.0.2 reads every file beton wrote" || echo "check-with-ffcv: FAILED"
+exit $status
