@@ -191,12 +191,15 @@ impl<'a> Value<'a> {
     }
 }
 
-/// Index from (sample, pointer) to allocation size, built on first payload access.
-enum AllocIndex {
-    /// The file's table is already ordered by (sample_id, ptr, size): search it in place.
-    InFile,
-    /// A sorted copy (files written by FFCV with several workers are not in sample order).
-    Sorted(Vec<AllocEntry>),
+/// Index from sample to its allocations, built on first payload access: the allocation entries
+/// ordered by (sample_id, ptr, size) and, per sample, where its entries start. A lookup scans
+/// only that sample's entries (one per payload field), so it is O(1) in the size of the file.
+struct AllocIndex {
+    /// `None` when the file's own table is already in that order (beton's files, FFCV's with one
+    /// worker): it is read in place. Otherwise a sorted copy (FFCV with several workers).
+    sorted: Option<Vec<AllocEntry>>,
+    /// `starts[i]..starts[i + 1]` are sample i's entries; `num_samples + 1` items.
+    starts: Vec<u64>,
 }
 
 /// An open, validated `.beton` file.
@@ -497,31 +500,42 @@ impl Dataset {
 
     fn index(&self) -> &AllocIndex {
         self.index.get_or_init(|| {
-            if self.alloc_sorted {
-                AllocIndex::InFile
-            } else {
+            let sorted = (!self.alloc_sorted).then(|| {
                 let mut v: Vec<AllocEntry> = (0..self.num_allocations).map(|k| self.allocation(k)).collect();
-                v.sort_unstable();
-                AllocIndex::Sorted(v)
+                v.sort_unstable_by_key(|e| (e.sample_id, e.ptr, e.size));
+                v
+            });
+            // Counting sort of entry positions by sample (ids were validated < num_samples).
+            let mut starts = vec![0u64; self.header.num_samples as usize + 1];
+            for k in 0..self.num_allocations {
+                let id = match &sorted {
+                    Some(v) => v[k as usize].sample_id,
+                    None => self.allocation(k).sample_id,
+                };
+                starts[id as usize + 1] += 1;
             }
+            for i in 1..starts.len() {
+                starts[i] += starts[i - 1];
+            }
+            AllocIndex { sorted, starts }
         })
     }
 
-    /// The allocations of sample `index`, ordered by pointer.
+    /// The allocations of sample `index`, ordered by pointer (empty for an index out of range).
     pub fn sample_allocations(&self, index: u64) -> Vec<AllocEntry> {
-        match self.index() {
-            AllocIndex::InFile => {
-                let lo = partition_point(self.num_allocations, |k| self.allocation(k).sample_id < index);
-                (lo..self.num_allocations)
-                    .map(|k| self.allocation(k))
-                    .take_while(|e| e.sample_id == index)
-                    .collect()
-            }
-            AllocIndex::Sorted(v) => {
-                let lo = v.partition_point(|e| e.sample_id < index);
-                v[lo..].iter().take_while(|e| e.sample_id == index).copied().collect()
-            }
-        }
+        self.sample_entries(index).collect()
+    }
+
+    fn sample_entries(&self, index: u64) -> impl Iterator<Item = AllocEntry> + '_ {
+        let idx = self.index();
+        let range = match (idx.starts.get(index as usize), idx.starts.get(index as usize + 1)) {
+            (Some(&lo), Some(&hi)) => lo..hi,
+            _ => 0..0,
+        };
+        range.map(move |k| match &idx.sorted {
+            Some(v) => v[k as usize],
+            None => self.allocation(k),
+        })
     }
 
     /// Size of the allocation of sample `index` at `ptr`: the entry of exactly `size` bytes when
@@ -529,21 +543,8 @@ impl Dataset {
     /// next payload of its sample, so (sample, ptr) alone can be ambiguous; image and NDArray
     /// payloads, whose rows state no size, are never empty.)
     fn allocation_size(&self, index: u64, ptr: u64, size: Option<u64>) -> Option<u64> {
-        let key = (index, ptr, size.unwrap_or(1));
-        let found = match self.index() {
-            AllocIndex::InFile => {
-                let k = partition_point(self.num_allocations, |k| {
-                    let e = self.allocation(k);
-                    (e.sample_id, e.ptr, e.size) < key
-                });
-                (k < self.num_allocations).then(|| self.allocation(k))
-            }
-            AllocIndex::Sorted(v) => {
-                v.get(v.partition_point(|e| (e.sample_id, e.ptr, e.size) < key)).copied()
-            }
-        };
-        found
-            .filter(|e| (e.sample_id, e.ptr) == (index, ptr) && size.is_none_or(|s| s == e.size))
+        self.sample_entries(index)
+            .find(|e| e.ptr == ptr && size.map_or(e.size > 0, |s| s == e.size))
             .map(|e| e.size)
     }
 
@@ -663,18 +664,4 @@ fn check_array_len(spec: &ArraySpec, len: usize) -> Result<(), String> {
 /// Number of elements of a variable-length array value of element type `dtype`.
 pub fn array_len(dtype: &DType, data: &[u8]) -> usize {
     data.len() / dtype.itemsize()
-}
-
-/// The first `k` in `0..n` for which `pred(k)` is false (`pred` must be true then false).
-fn partition_point(n: u64, pred: impl Fn(u64) -> bool) -> u64 {
-    let (mut lo, mut hi) = (0u64, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
