@@ -387,3 +387,70 @@ fn default_value(ty: &FieldType) -> SampleValue {
         other => panic!("{other:?}"),
     }
 }
+
+/// `tests/data/edge-jpegs` (manifest.json says what each file must give) through the writer:
+/// valid files are stored upright in RGB at their shown size; invalid ones make the write fail
+/// naming the sample, and nothing is written.
+#[test]
+fn edge_jpegs_through_the_writer() {
+    let dir = data_dir().join("edge-jpegs");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let entries = manifest.as_array().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let path = out.path().join("edge.beton");
+    let fields = || {
+        vec![FieldSpec::rgb_image(
+            "image",
+            ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() },
+        )]
+    };
+    let valid: Vec<&serde_json::Value> = entries.iter().filter(|e| e["valid"] == true).collect();
+    assert!(valid.len() >= 20);
+    Writer::new(&path, fields(), options(16 * MIB, 2))
+        .unwrap()
+        .write_indexed(valid.len() as u64, |i| {
+            let file = dir.join(valid[i as usize]["file"].as_str().unwrap());
+            Ok(vec![SampleValue::Image(ImageSource::File(file))])
+        })
+        .unwrap();
+    let ds = Dataset::open(&path).unwrap();
+    for (i, e) in valid.iter().enumerate() {
+        let img = ds.get(i as u64, 0).unwrap().as_image().unwrap();
+        let (w, h) = (e["width"].as_u64().unwrap() as u16, e["height"].as_u64().unwrap() as u16);
+        // Orientations 5-8 swap the shown width and height.
+        let shown = if e["orientation"].as_u64().is_some_and(|o| o >= 5) { (h, w) } else { (w, h) };
+        assert_eq!((img.width, img.height), shown, "{}", e["file"]);
+        assert_eq!(img.data.len(), img.width as usize * img.height as usize * 3, "{}", e["file"]);
+    }
+    // A PNG named .jpg is sniffed by its magic bytes and decoded as PNG (the manifest allows
+    // that); stored as JPEG it must be a real JPEG, never the PNG bytes.
+    let jpg = vec![FieldSpec::rgb_image(
+        "image",
+        ImageOptions { write_mode: WriteMode::Jpg, ..ImageOptions::default() },
+    )];
+    let png_path = out.path().join("png.beton");
+    Writer::new(&png_path, jpg, options(2 * MIB, 1))
+        .unwrap()
+        .write_indexed(1, |_| Ok(vec![SampleValue::Image(ImageSource::File(dir.join("png-renamed.jpg")))]))
+        .unwrap();
+    let ds = Dataset::open(&png_path).unwrap();
+    let img = ds.get(0, 0).unwrap().as_image().unwrap();
+    assert_eq!(
+        (img.mode, img.width, img.height, &img.data[..2]),
+        (ImageMode::Jpg, 96, 64, &[0xFF, 0xD8][..])
+    );
+
+    for e in entries.iter().filter(|e| e["valid"] == false && e["file"] != "png-renamed.jpg") {
+        let file = dir.join(e["file"].as_str().unwrap());
+        let err = Writer::new(&path.with_extension("bad"), fields(), options(2 * MIB, 1))
+            .unwrap()
+            .write_indexed(3, |i| {
+                let src = if i == 1 { file.clone() } else { dir.join("tiny-1x1.jpg") };
+                Ok(vec![SampleValue::Image(ImageSource::File(src))])
+            })
+            .unwrap_err();
+        assert!(err.to_string().starts_with("sample 1, field 'image': "), "{}: {err}", e["file"]);
+        assert!(!path.with_extension("bad").exists());
+    }
+}
