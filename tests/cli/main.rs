@@ -1,0 +1,147 @@
+//! The `beton` binary: info, verify and write-imagefolder on FFCV fixtures and small folders.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn beton(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_beton")).args(args).output().expect("run beton")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Gunzips fixture `name` from tests/data/ffcv into `dir`.
+fn fixture(dir: &Path, name: &str) -> PathBuf {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/ffcv/{name}.beton.gz"));
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(src).unwrap()).read_to_end(&mut bytes).unwrap();
+    let path = dir.join(format!("{name}.beton"));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn info_prints_table_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(dir.path(), "scalars");
+    let o = beton(&["info", f.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("1000 samples") && out.contains("IntField (1)") && out.contains("score"), "{out}");
+    let o = beton(&["info", "--json", f.to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["num_samples"], 1000);
+    assert_eq!(json["fields"][1]["type"], "FloatField");
+}
+
+#[test]
+fn custom_fields_need_and_take_a_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(dir.path(), "custom_field");
+    let o = beton(&["info", f.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("'ext'") && err.contains("--custom ext=SIZE"), "{err}");
+    let o = beton(&["info", "--json", "--custom", "ext=6:1", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["fields"][2]["row_offset"], 16);
+    let o = beton(&["info", "--custom", "ext=six", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn verify_passes_good_files_and_names_the_first_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(dir.path(), "pages_2mib");
+    let o = beton(&["verify", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(text(&o).0.starts_with("ok: "));
+
+    let crashed = fixture(dir.path(), "crashed_write");
+    let o = beton(&["verify", crashed.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("interrupted write"), "{}", text(&o).1);
+
+    // Point the first allocation entry past the end of the file.
+    let mut bytes = std::fs::read(&f).unwrap();
+    let table = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
+    bytes[table + 8..table + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let bad = dir.path().join("bad.beton");
+    std::fs::write(&bad, bytes).unwrap();
+    let o = beton(&["verify", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o).1;
+    assert!(err.contains("allocation entry 0") && err.contains(&format!("byte {table}")), "{err}");
+}
+
+fn write_png(path: &Path, w: u32, h: u32, shade: u8) {
+    let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut enc = png::Encoder::new(file, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut writer = enc.write_header().unwrap();
+    writer.write_image_data(&vec![shade; (w * h * 3) as usize]).unwrap();
+}
+
+#[test]
+fn write_imagefolder_labels_by_sorted_class_and_records_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("folder");
+    for (class, n) in [("zebra", 2), ("ant", 3)] {
+        std::fs::create_dir_all(root.join(class)).unwrap();
+        for k in 0..n {
+            write_png(&root.join(class).join(format!("{k}.png")), 5 + k, 4, 40 * k as u8);
+        }
+    }
+    let out = dir.path().join("out.beton");
+    let o = beton(&[
+        "write-imagefolder",
+        root.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--mode",
+        "raw",
+        "--with-path",
+        "--workers",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(text(&o).0.contains("5 images in 2 classes"), "{}", text(&o).0);
+    let ds = beton_storage::Dataset::open(&out).unwrap();
+    assert_eq!(ds.fields().iter().map(|f| f.name()).collect::<Vec<_>>(), ["image", "label", "path"]);
+    let labels: Vec<i64> = (0..5).map(|i| ds.get_by_name(i, "label").unwrap().as_int().unwrap()).collect();
+    assert_eq!(labels, [0, 0, 0, 1, 1], "ant before zebra");
+    assert_eq!(ds.get_by_name(3, "path").unwrap().as_str(), Some("zebra/0.png"));
+    let img = ds.get_by_name(2, "image").unwrap().as_image().unwrap();
+    assert_eq!((img.width, img.height, img.data[0]), (7, 4, 80));
+    let o = beton(&["info", "--json", out.to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((json["num_samples"].as_u64(), json["fields"][0]["raw"].as_u64()), (Some(5), Some(5)));
+}
+
+#[test]
+fn write_imagefolder_failures_leave_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.beton");
+    let o =
+        beton(&["write-imagefolder", dir.path().join("missing").to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.starts_with("beton write-imagefolder: "), "{}", text(&o).1);
+    assert!(!out.exists());
+
+    let root = dir.path().join("folder");
+    std::fs::create_dir_all(root.join("c")).unwrap();
+    write_png(&root.join("c/ok.png"), 3, 3, 1);
+    std::fs::write(root.join("c/broken.jpg"), b"\xFF\xD8\xFF\xE0 not really").unwrap();
+    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("sample 0, field 'image'"), "{}", text(&o).1);
+    assert!(!out.exists());
+    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--mode", "smart"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("--smart-threshold"));
+    let o = beton(&["write-imagefolder", "--bogus"]);
+    assert_eq!(o.status.code(), Some(2), "usage errors are clap's exit 2");
+}
