@@ -302,6 +302,15 @@ impl Dataset {
         for (f, &offset) in fields.iter_mut().zip(&layout.offsets) {
             f.offset = offset;
         }
+        if layout.size == 0 && header.num_samples > 0 {
+            return Err(corrupt(
+                8,
+                format!(
+                    "{} samples with rows of 0 bytes: a file with samples must have fields",
+                    header.num_samples
+                ),
+            ));
+        }
         let table_end = header
             .num_samples
             .checked_mul(layout.size as u64)

@@ -195,6 +195,9 @@ impl Writer {
     /// in [2 MiB, 4 GiB); a JPEG quality outside 1–100 or a proportion outside [0, 1].
     pub fn new(path: impl AsRef<Path>, fields: Vec<FieldSpec>, options: WriterOptions) -> Result<Writer> {
         let invalid = |what: &str, why: String| Error::InvalidArgument { what: what.to_string(), why };
+        if fields.is_empty() {
+            return Err(invalid("schema", "no fields: a dataset needs at least one field".into()));
+        }
         if fields.len() > u16::MAX as usize {
             return Err(invalid("schema", format!("{} fields, at most 65535", fields.len())));
         }

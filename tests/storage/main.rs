@@ -2,6 +2,7 @@
 //! round trips, corrupt files, writer guarantees.
 
 mod common;
+mod corrupt;
 mod fixtures;
 mod roundtrip;
 mod writer;

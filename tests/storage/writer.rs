@@ -349,8 +349,10 @@ fn invalid_schemas_and_values_are_named() {
         let err = Writer::new(&path, fields, WriterOptions::default()).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }), "{name:?}: {err}");
     }
+    let err = Writer::new(&path, vec![], WriterOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("no fields"), "{err}");
     for ps in [MIB, 3 * MIB, 1 << 32] {
-        let err = Writer::new(&path, vec![], options(ps, 1)).unwrap_err();
+        let err = Writer::new(&path, vec![FieldSpec::new("x", FieldType::Int)], options(ps, 1)).unwrap_err();
         assert!(err.to_string().contains("page_size"), "{err}");
     }
     let spec = ArraySpec::new(DType::parse("<f4").unwrap(), vec![2, 3]).unwrap();

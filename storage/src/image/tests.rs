@@ -15,10 +15,7 @@ fn corpus(name: &str) -> Vec<u8> {
 }
 
 fn opts(write_mode: WriteMode) -> ImageOptions {
-    ImageOptions {
-        write_mode,
-        ..ImageOptions::default()
-    }
+    ImageOptions { write_mode, ..ImageOptions::default() }
 }
 
 fn rgb_pixels(width: u32, height: u32, f: impl Fn(u32, u32) -> [u8; 3]) -> Pixels {
@@ -28,21 +25,12 @@ fn rgb_pixels(width: u32, height: u32, f: impl Fn(u32, u32) -> [u8; 3]) -> Pixel
             data.extend_from_slice(&f(x, y));
         }
     }
-    Pixels {
-        width,
-        height,
-        channels: 3,
-        data,
-    }
+    Pixels { width, height, channels: 3, data }
 }
 
 fn mean_abs_diff(a: &[u8], b: &[u8]) -> f64 {
     assert_eq!(a.len(), b.len());
-    let sum: u64 = a
-        .iter()
-        .zip(b)
-        .map(|(&x, &y)| u64::from(x.abs_diff(y)))
-        .sum();
+    let sum: u64 = a.iter().zip(b).map(|(&x, &y)| u64::from(x.abs_diff(y))).sum();
     sum as f64 / a.len() as f64
 }
 
@@ -73,11 +61,7 @@ fn edge_jpegs_match_manifest() {
             let (sw, sh) = if swapped { (h, w) } else { (w, h) };
             for (channels, c) in [(Channels::Rgb, 3u8), (Channels::Grey, 1)] {
                 let p = decode(&bytes, channels).unwrap_or_else(|e| panic!("{name}: {e}"));
-                assert_eq!(
-                    (u64::from(p.width), u64::from(p.height), p.channels),
-                    (sw, sh, c),
-                    "{name}"
-                );
+                assert_eq!((u64::from(p.width), u64::from(p.height), p.channels), (sw, sh, c), "{name}");
                 assert_eq!(p.data.len() as u64, sw * sh * u64::from(c), "{name}");
                 let enc = encode_image(&ImageSource::File(path.clone()), &raw, channels, 0.5)
                     .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -88,13 +72,9 @@ fn edge_jpegs_match_manifest() {
             // png-renamed.jpg: sniffed as the PNG it is, never stored as JPEG bytes.
             let p = decode(&bytes, Channels::Rgb).expect("PNG named .jpg decodes as PNG");
             assert_eq!((p.width, p.height), (96, 64));
-            let enc = encode_image(
-                &ImageSource::File(path.clone()),
-                &opts(WriteMode::Jpg),
-                Channels::Rgb,
-                0.5,
-            )
-            .expect("re-encoded as JPEG");
+            let enc =
+                encode_image(&ImageSource::File(path.clone()), &opts(WriteMode::Jpg), Channels::Rgb, 0.5)
+                    .expect("re-encoded as JPEG");
             assert!(enc.data.starts_with(&JPEG_MAGIC), "{name}");
         } else {
             let msg = err_text(decode(&bytes, Channels::Rgb));
@@ -119,12 +99,8 @@ fn error_messages_say_what_is_wrong() {
     let msg = err_text(decode(&corpus("soi-then-garbage.jpg"), Channels::Rgb));
     assert!(msg.starts_with("corrupt JPEG"), "{msg}");
     let missing = corpus_dir().join("no-such-file.jpg");
-    let msg = err_text(encode_image(
-        &ImageSource::File(missing),
-        &ImageOptions::default(),
-        Channels::Rgb,
-        0.,
-    ));
+    let msg =
+        err_text(encode_image(&ImageSource::File(missing), &ImageOptions::default(), Channels::Rgb, 0.));
     assert!(msg.contains("no-such-file.jpg"), "{msg}");
 }
 
@@ -226,12 +202,7 @@ fn exif_orientation_6_and_8_rotate_the_stored_pixels() {
 fn all_eight_orientations_on_a_3x2_image() {
     // Stored:   a b c
     //           d e f
-    let stored = Pixels {
-        width: 3,
-        height: 2,
-        channels: 1,
-        data: b"abcdef".to_vec(),
-    };
+    let stored = Pixels { width: 3, height: 2, channels: 1, data: b"abcdef".to_vec() };
     let cases: [(u32, u32, &[u8]); 8] = [
         (1, 3, b"abcdef"),
         (2, 3, b"cbafed"),
@@ -256,8 +227,8 @@ fn all_eight_orientations_on_a_3x2_image() {
 #[test]
 fn raw_round_trip_is_exact() {
     let p = rgb_pixels(7, 5, |x, y| [x as u8 * 30, y as u8 * 40, 200]);
-    let enc = encode_image(&ImageSource::Pixels(p.clone()), &opts(WriteMode::Raw), Channels::Rgb, 0.)
-        .unwrap();
+    let enc =
+        encode_image(&ImageSource::Pixels(p.clone()), &opts(WriteMode::Raw), Channels::Rgb, 0.).unwrap();
     assert_eq!((enc.mode, enc.width, enc.height), (ImageMode::Raw, 7, 5));
     assert_eq!(enc.data, p.data);
     let back = decode_stored(enc.mode, enc.width, enc.height, &enc.data, Channels::Rgb).unwrap();
@@ -268,8 +239,7 @@ fn raw_round_trip_is_exact() {
 fn jpg_round_trip_of_a_constant_colour() {
     for (channels, colour) in [(Channels::Rgb, [30u8, 140, 220]), (Channels::Grey, [90, 90, 90])] {
         let p = rgb_pixels(33, 17, |_, _| colour);
-        let enc =
-            encode_image(&ImageSource::Pixels(p), &opts(WriteMode::Jpg), channels, 0.).unwrap();
+        let enc = encode_image(&ImageSource::Pixels(p), &opts(WriteMode::Jpg), channels, 0.).unwrap();
         assert_eq!((enc.mode, enc.width, enc.height), (ImageMode::Jpg, 33, 17));
         assert!(enc.data.starts_with(&JPEG_MAGIC));
         let back = decode_stored(enc.mode, enc.width, enc.height, &enc.data, channels).unwrap();
@@ -295,16 +265,13 @@ fn smart_threshold_both_sides() {
     let p = rgb_pixels(10, 10, |x, y| [x as u8, y as u8, 0]); // 300 raw bytes
     let src = ImageSource::Pixels(p);
     let at = |threshold| {
-        encode_image(&src, &opts(WriteMode::Smart { threshold }), Channels::Rgb, 0.)
-            .unwrap()
-            .mode
+        encode_image(&src, &opts(WriteMode::Smart { threshold }), Channels::Rgb, 0.).unwrap().mode
     };
     assert_eq!(at(299), ImageMode::Jpg);
     assert_eq!(at(300), ImageMode::Raw);
     assert_eq!(at(10_000), ImageMode::Raw);
     // The threshold applies to the field's channels after the downscale.
-    let grey = encode_image(&src, &opts(WriteMode::Smart { threshold: 150 }), Channels::Grey, 0.)
-        .unwrap();
+    let grey = encode_image(&src, &opts(WriteMode::Smart { threshold: 150 }), Channels::Grey, 0.).unwrap();
     assert_eq!(grey.mode, ImageMode::Raw);
 }
 
@@ -312,9 +279,7 @@ fn smart_threshold_both_sides() {
 fn proportion_uses_the_draw() {
     let src = ImageSource::Pixels(rgb_pixels(4, 4, |_, _| [1, 2, 3]));
     let mode = |probability, draw| {
-        encode_image(&src, &opts(WriteMode::Proportion { probability }), Channels::Rgb, draw)
-            .unwrap()
-            .mode
+        encode_image(&src, &opts(WriteMode::Proportion { probability }), Channels::Rgb, draw).unwrap().mode
     };
     assert_eq!(mode(0.5, 0.3), ImageMode::Jpg);
     assert_eq!(mode(0.7, 0.3), ImageMode::Jpg);
@@ -335,10 +300,7 @@ fn max_resolution_follows_ffcv_size_rule() {
     assert_eq!(resize::target_size(100, 33, Some(10)), (10, 3));
 
     let p = rgb_pixels(64, 48, |x, y| [(x * 4) as u8, (y * 5) as u8, 77]);
-    let o = ImageOptions {
-        max_resolution: Some(40),
-        ..opts(WriteMode::Raw)
-    };
+    let o = ImageOptions { max_resolution: Some(40), ..opts(WriteMode::Raw) };
     let enc = encode_image(&ImageSource::Pixels(p), &o, Channels::Rgb, 0.).unwrap();
     assert_eq!((enc.width, enc.height), (40, 30));
     assert_eq!(enc.data.len(), 40 * 30 * 3);
@@ -348,13 +310,8 @@ fn max_resolution_follows_ffcv_size_rule() {
     assert!(row0.windows(2).all(|w| w[0] <= w[1]), "{row0:?}");
 
     // A JPEG source too.
-    let o = ImageOptions {
-        max_resolution: Some(40),
-        ..opts(WriteMode::Jpg)
-    };
-    let enc =
-        encode_image(&ImageSource::Encoded(corpus("baseline-420.jpg")), &o, Channels::Rgb, 0.)
-            .unwrap();
+    let o = ImageOptions { max_resolution: Some(40), ..opts(WriteMode::Jpg) };
+    let enc = encode_image(&ImageSource::Encoded(corpus("baseline-420.jpg")), &o, Channels::Rgb, 0.).unwrap();
     assert_eq!((enc.mode, enc.width, enc.height), (ImageMode::Jpg, 40, 26));
     let back = decode_stored(enc.mode, enc.width, enc.height, &enc.data, Channels::Rgb).unwrap();
     assert_eq!((back.width, back.height), (40, 26));
@@ -362,22 +319,14 @@ fn max_resolution_follows_ffcv_size_rule() {
 
 #[test]
 fn resize_of_a_2x_downscale_is_the_block_mean() {
-    let p = Pixels {
-        width: 4,
-        height: 2,
-        channels: 1,
-        data: vec![0, 10, 100, 200, 20, 30, 50, 50],
-    };
+    let p = Pixels { width: 4, height: 2, channels: 1, data: vec![0, 10, 100, 200, 20, 30, 50, 50] };
     let r = resize::resize(&p, 2, 1).unwrap();
     assert_eq!(r.data, vec![15, 100]);
 }
 
 #[test]
 fn encoding_is_deterministic() {
-    let o = ImageOptions {
-        max_resolution: Some(50),
-        ..opts(WriteMode::Jpg)
-    };
+    let o = ImageOptions { max_resolution: Some(50), ..opts(WriteMode::Jpg) };
     let src = ImageSource::Encoded(corpus("progressive.jpg"));
     let a = encode_image(&src, &o, Channels::Rgb, 0.).unwrap();
     let b = encode_image(&src, &o, Channels::Rgb, 0.).unwrap();
@@ -395,24 +344,15 @@ fn passthrough_keeps_fitting_jpegs_and_reencodes_otherwise() {
     let kept = encode_image(&src, &jpg, Channels::Rgb, 0.).unwrap();
     assert_eq!((kept.mode, kept.width, kept.height), (ImageMode::Jpg, 96, 64));
     assert_eq!(kept.data, bytes);
-    let fits = ImageOptions {
-        max_resolution: Some(96),
-        ..jpg.clone()
-    };
+    let fits = ImageOptions { max_resolution: Some(96), ..jpg.clone() };
     assert_eq!(encode_image(&src, &fits, Channels::Rgb, 0.).unwrap().data, bytes);
 
-    let smaller = ImageOptions {
-        max_resolution: Some(95),
-        ..jpg.clone()
-    };
+    let smaller = ImageOptions { max_resolution: Some(95), ..jpg.clone() };
     let resized = encode_image(&src, &smaller, Channels::Rgb, 0.).unwrap();
     assert_ne!(resized.data, bytes);
     assert_eq!((resized.width, resized.height), (95, 63));
 
-    let off = ImageOptions {
-        jpeg_passthrough: false,
-        ..jpg.clone()
-    };
+    let off = ImageOptions { jpeg_passthrough: false, ..jpg.clone() };
     let reencoded = encode_image(&src, &off, Channels::Rgb, 0.).unwrap();
     assert_ne!(reencoded.data, bytes);
     assert_eq!((reencoded.width, reencoded.height), (96, 64));
@@ -428,8 +368,7 @@ fn passthrough_keeps_fitting_jpegs_and_reencodes_otherwise() {
     assert_eq!((rotated.width, rotated.height), (48, 64));
     let shown = decode(&six, Channels::Rgb).unwrap();
     let back =
-        decode_stored(rotated.mode, rotated.width, rotated.height, &rotated.data, Channels::Rgb)
-            .unwrap();
+        decode_stored(rotated.mode, rotated.width, rotated.height, &rotated.data, Channels::Rgb).unwrap();
     assert!(mean_abs_diff(&back.data, &shown.data) < 6.0);
 
     // Colour JPEG into a grey field: re-encoded grey.
@@ -467,64 +406,37 @@ fn grey_field_from_rgb_uses_pillow_luma() {
         1 => [0, 255, 0],
         _ => [10, 20, 250],
     });
-    let enc = encode_image(&ImageSource::Pixels(p), &opts(WriteMode::Raw), Channels::Grey, 0.)
-        .unwrap();
+    let enc = encode_image(&ImageSource::Pixels(p), &opts(WriteMode::Raw), Channels::Grey, 0.).unwrap();
     // (299·255 + 500)/1000 = 76, (587·255 + 500)/1000 = 150, (2990 + 11740 + 28500 + 500)/1000 = 43.
     assert_eq!(enc.data, vec![76, 150, 43]);
 }
 
 #[test]
 fn rgb_field_from_grey_and_rgba_pixels() {
-    let grey = Pixels {
-        width: 2,
-        height: 1,
-        channels: 1,
-        data: vec![5, 250],
-    };
-    let enc =
-        encode_image(&ImageSource::Pixels(grey), &opts(WriteMode::Raw), Channels::Rgb, 0.).unwrap();
+    let grey = Pixels { width: 2, height: 1, channels: 1, data: vec![5, 250] };
+    let enc = encode_image(&ImageSource::Pixels(grey), &opts(WriteMode::Raw), Channels::Rgb, 0.).unwrap();
     assert_eq!(enc.data, vec![5, 5, 5, 250, 250, 250]);
-    let rgba = Pixels {
-        width: 2,
-        height: 1,
-        channels: 4,
-        data: vec![1, 2, 3, 0, 4, 5, 6, 255],
-    };
-    let enc =
-        encode_image(&ImageSource::Pixels(rgba), &opts(WriteMode::Raw), Channels::Rgb, 0.).unwrap();
+    let rgba = Pixels { width: 2, height: 1, channels: 4, data: vec![1, 2, 3, 0, 4, 5, 6, 255] };
+    let enc = encode_image(&ImageSource::Pixels(rgba), &opts(WriteMode::Raw), Channels::Rgb, 0.).unwrap();
     assert_eq!(enc.data, vec![1, 2, 3, 4, 5, 6]);
 }
 
 #[test]
 fn bad_pixels_and_sizes_are_errors() {
-    let src = |w, h, c, n| {
-        ImageSource::Pixels(Pixels {
-            width: w,
-            height: h,
-            channels: c,
-            data: vec![0; n],
-        })
-    };
+    let src = |w, h, c, n| ImageSource::Pixels(Pixels { width: w, height: h, channels: c, data: vec![0; n] });
     let raw = opts(WriteMode::Raw);
     assert!(err_text(encode_image(&src(2, 2, 3, 11), &raw, Channels::Rgb, 0.)).contains("12"));
     assert!(err_text(encode_image(&src(2, 2, 2, 8), &raw, Channels::Rgb, 0.)).contains("channels"));
     assert!(encode_image(&src(0, 5, 3, 0), &raw, Channels::Rgb, 0.).is_err());
     let msg = err_text(encode_image(&src(70_000, 1, 1, 70_000), &raw, Channels::Grey, 0.));
     assert!(msg.contains("70000x1"), "{msg}");
-    let capped = ImageOptions {
-        max_resolution: Some(7000),
-        ..raw.clone()
-    };
+    let capped = ImageOptions { max_resolution: Some(7000), ..raw.clone() };
     let ok = encode_image(&src(70_000, 1, 1, 70_000), &capped, Channels::Grey, 0.).unwrap();
     assert_eq!((ok.width, ok.height), (7000, 1));
-    let q0 = ImageOptions {
-        jpeg_quality: 0,
-        ..raw
-    };
+    let q0 = ImageOptions { jpeg_quality: 0, ..raw };
     assert!(encode_image(&src(1, 1, 3, 3), &q0, Channels::Rgb, 0.).is_err());
     // Overflowing sizes are errors, not panics.
-    assert!(encode_image(&src(u32::MAX, u32::MAX, 4, 0), &opts(WriteMode::Raw), Channels::Rgb, 0.)
-        .is_err());
+    assert!(encode_image(&src(u32::MAX, u32::MAX, 4, 0), &opts(WriteMode::Raw), Channels::Rgb, 0.).is_err());
 }
 
 #[test]
@@ -571,9 +483,8 @@ fn make_png(
 fn png_sources_of_every_kind() {
     use ::png::{BitDepth, ColorType};
     let raw = opts(WriteMode::Raw);
-    let enc = |bytes: Vec<u8>, channels| {
-        encode_image(&ImageSource::Encoded(bytes), &raw, channels, 0.).unwrap()
-    };
+    let enc =
+        |bytes: Vec<u8>, channels| encode_image(&ImageSource::Encoded(bytes), &raw, channels, 0.).unwrap();
 
     // RGBA: alpha dropped.
     let rgba = make_png(2, 1, ColorType::Rgba, BitDepth::Eight, None, &[1, 2, 3, 0, 4, 5, 6, 9]);
@@ -589,7 +500,8 @@ fn png_sources_of_every_kind() {
     assert_eq!(enc(pal2, Channels::Rgb).data, vec![0, 0, 255, 255, 0, 0, 0, 255, 0]);
 
     // 16-bit RGB: the high byte.
-    let rgb16 = make_png(1, 1, ColorType::Rgb, BitDepth::Sixteen, None, &[0x12, 0x34, 0xAB, 0xCD, 0xFF, 0x01]);
+    let rgb16 =
+        make_png(1, 1, ColorType::Rgb, BitDepth::Sixteen, None, &[0x12, 0x34, 0xAB, 0xCD, 0xFF, 0x01]);
     assert_eq!(enc(rgb16, Channels::Rgb).data, vec![0x12, 0xAB, 0xFF]);
 
     // 16-bit grey and grey+alpha, 1-bit grey.
@@ -603,8 +515,8 @@ fn png_sources_of_every_kind() {
 
     // PNG into a JPEG field: encoded (never passed through).
     let rgb = make_png(2, 2, ColorType::Rgb, BitDepth::Eight, None, &[9; 12]);
-    let j = encode_image(&ImageSource::Encoded(rgb.clone()), &opts(WriteMode::Jpg), Channels::Rgb, 0.)
-        .unwrap();
+    let j =
+        encode_image(&ImageSource::Encoded(rgb.clone()), &opts(WriteMode::Jpg), Channels::Rgb, 0.).unwrap();
     assert_eq!(j.mode, ImageMode::Jpg);
     assert!(j.data.starts_with(&JPEG_MAGIC));
 
