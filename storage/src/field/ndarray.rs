@@ -144,7 +144,7 @@ impl ArraySpec {
             shape.pop();
         }
         let len = word(MAX_DIMS);
-        let end = DESCR_OFFSET as u64 + len;
+        let end = (DESCR_OFFSET as u64).saturating_add(len);
         if end > ARGS_SIZE as u64 {
             return Err(format!("dtype description length {len} runs past the 1024-byte argument blob"));
         }

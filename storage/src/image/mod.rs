@@ -323,8 +323,8 @@ pub fn decode(bytes: &[u8], channels: Channels) -> Result<Pixels> {
     Ok(to_channels(pixels, channels))
 }
 
-/// The first bytes of every JPEG: SOI and the first marker's 0xFF.
-const JPEG_MAGIC: [u8; 3] = [0xFF, 0xD8, 0xFF];
+/// SOI (a JPEG whose next bytes are not a marker is still a JPEG, a corrupt one: libjpeg says why).
+const JPEG_MAGIC: [u8; 2] = [0xFF, 0xD8];
 /// The PNG signature.
 const PNG_MAGIC: [u8; 8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A];
 
