@@ -118,6 +118,15 @@ impl ImageRef<'_> {
     pub fn decode(&self) -> Result<Pixels> {
         image::decode_stored(self.mode, self.width, self.height, self.data, self.channels)
     }
+
+    /// Decodes as FFCV 1.0.2's loader does (libjpeg-turbo's fast integer IDCT): pixel for pixel
+    /// what FFCV hands out for this image.
+    ///
+    /// # Errors
+    /// As [`ImageRef::decode`].
+    pub fn decode_like_ffcv(&self) -> Result<Pixels> {
+        image::decode_stored_like_ffcv(self.mode, self.width, self.height, self.data, self.channels)
+    }
 }
 
 /// One field's value in one sample, borrowed from the file.

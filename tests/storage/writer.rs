@@ -445,7 +445,7 @@ fn edge_jpegs_through_the_writer() {
 
     for e in entries.iter().filter(|e| e["valid"] == false && e["file"] != "png-renamed.jpg") {
         let file = dir.join(e["file"].as_str().unwrap());
-        let err = Writer::new(&path.with_extension("bad"), fields(), options(2 * MIB, 1))
+        let err = Writer::new(path.with_extension("bad"), fields(), options(2 * MIB, 1))
             .unwrap()
             .write_indexed(3, |i| {
                 let src = if i == 1 { file.clone() } else { dir.join("tiny-1x1.jpg") };

@@ -262,7 +262,16 @@ pub(crate) fn exif_orientation(tiff: &[u8]) -> Option<u32> {
 /// Decodes a whole JPEG strictly. Grey JPEGs give 1 channel; YCbCr and RGB JPEGs give RGB;
 /// CMYK and YCCK give RGB through [`cmyk_to_rgb`].
 pub(crate) fn decode(data: &[u8]) -> Result<DecodedJpeg> {
+    decode_with(data, false)
+}
+
+/// [`decode`], optionally with libjpeg-turbo's fast integer IDCT (`TJPARAM_FASTDCT`), which is
+/// what FFCV's loader uses (`TJFLAG_FASTDCT` in `libffcv.cpp`): with it the pixels equal FFCV's.
+pub(crate) fn decode_with(data: &[u8], fast_dct: bool) -> Result<DecodedJpeg> {
     let mut dec = Decompressor::new()?;
+    if fast_dct {
+        dec.handle.set(raw::TJPARAM_TJPARAM_FASTDCT, 1)?;
+    }
     let header = dec.header(data)?;
     if header.precision > 8 {
         return Err(Error::Image(format!(
