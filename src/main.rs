@@ -1,6 +1,8 @@
 //! `beton`: the command-line tool. Inspect (`info`), check (`verify`) and write (`write-imagefolder`)
 //! `.beton` files. All the work is in `beton-storage`; this file parses arguments and prints.
 
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -102,10 +104,35 @@ fn main() {
         Command::Verify { file, decode_images, custom } => ("verify", verify(&file, decode_images, &custom)),
         Command::WriteImagefolder(args) => ("write-imagefolder", write_imagefolder(&args)),
     };
-    if let Err(e) = result {
-        eprintln!("beton {name}: {e:#}");
-        std::process::exit(1);
+    let failed = |e: anyhow::Error| -> ! {
+        // Not eprintln!: it panics when stderr is closed.
+        let _ = writeln!(std::io::stderr(), "beton {name}: {}", chain(&e));
+        std::process::exit(1)
+    };
+    let text = result.unwrap_or_else(|e| failed(e));
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        // `beton info FILE | head`: the reader went away; that is not the tool's failure.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => failed(anyhow::Error::new(e).context("writing to stdout")),
     }
+}
+
+/// The error and its causes joined by `: `, leaving out a cause its parent's message already
+/// ends with (storage errors print their source, e.g. `PATH: No such file or directory`).
+fn chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let msg = cause.to_string();
+        if !text.ends_with(&msg) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&msg);
+        }
+    }
+    text
 }
 
 fn open(file: &Path, custom: &[String]) -> Result<Dataset> {
@@ -118,32 +145,36 @@ fn open(file: &Path, custom: &[String]) -> Result<Dataset> {
             |s: &str| s.parse::<usize>().with_context(|| format!("--custom {spec}: '{s}' is not a number"));
         options = options.custom_layout(name, parse(size)?, parse(align)?);
     }
-    Ok(options.open(file)?)
+    options.open(file).map_err(|e| name_file(file, e))
 }
 
-fn info(file: &Path, json: bool, custom: &[String]) -> Result<()> {
+fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
     let ds = open(file, custom)?;
-    let s = Summary::of(&ds)?;
+    let s = Summary::of(&ds).map_err(|e| name_file(file, e))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
-        return Ok(());
+        return Ok(serde_json::to_string_pretty(&s)? + "\n");
     }
-    println!("{}", s.path);
-    println!(
-        "  version {}, {} samples, {} fields, row {} bytes",
+    let mut out = String::new();
+    let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    writeln!(out, "{}", s.path)?;
+    writeln!(
+        out,
+        "  version {}, {}, {}, row {}",
         s.version,
-        s.num_samples,
-        s.fields.len(),
-        s.row_bytes
-    );
-    println!(
-        "  {} pages of {}, allocation table at byte {} ({} entries), file {}",
-        s.num_pages,
+        plural(s.num_samples, "sample"),
+        plural(s.fields.len() as u64, "field"),
+        plural(s.row_bytes as u64, "byte"),
+    )?;
+    writeln!(
+        out,
+        "  {} of {}, allocation table at byte {} ({} {}), file {}",
+        plural(s.num_pages, "page"),
         human(s.page_size),
         s.alloc_table_ptr,
         s.num_allocations,
+        if s.num_allocations == 1 { "entry" } else { "entries" },
         human(s.file_bytes)
-    );
+    )?;
     let rows: Vec<[String; 6]> = s
         .fields
         .iter()
@@ -168,41 +199,54 @@ fn info(file: &Path, json: bool, custom: &[String]) -> Result<()> {
         .collect();
     for r in [&header].into_iter().chain(&rows) {
         let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        println!("  {}", cells.join("  ").trim_end());
+        writeln!(out, "  {}", cells.join("  ").trim_end())?;
     }
-    Ok(())
+    Ok(out)
 }
 
-fn verify(file: &Path, decode_images: bool, custom: &[String]) -> Result<()> {
-    let ds = open(file, custom).with_context(|| format!("{} is not a valid .beton file", file.display()))?;
-    let report = beton_storage::verify(&ds, decode_images)?;
-    println!(
-        "ok: {}: {} samples and {} allocations checked{}",
-        file.display(),
-        report.samples,
-        report.allocations,
-        if decode_images { format!(", {} images decoded", report.images_decoded) } else { String::new() }
-    );
-    Ok(())
+fn verify(file: &Path, decode_images: bool, custom: &[String]) -> Result<String> {
+    let ds = open(file, custom)?;
+    let report = beton_storage::verify(&ds, decode_images).map_err(|e| name_file(file, e))?;
+    let decoded =
+        if decode_images { format!(", {} images decoded", report.images_decoded) } else { String::new() };
+    Ok(format!("ok: {} samples, {} allocations checked{decoded}\n", report.samples, report.allocations))
 }
 
-fn write_imagefolder(a: &WriteArgs) -> Result<()> {
+fn write_imagefolder(a: &WriteArgs) -> Result<String> {
     let start = Instant::now();
-    let folder = imagefolder::scan(&a.dir)?;
     let write_mode = match a.mode {
         Mode::Raw => WriteMode::Raw,
         Mode::Jpg => WriteMode::Jpg,
         Mode::Smart => match a.smart_threshold {
             Some(threshold) => WriteMode::Smart { threshold },
-            None => bail!("--mode smart needs --smart-threshold BYTES"),
+            None => bail!("--mode smart needs --smart-threshold BYTES (store as JPEG above this raw size)"),
         },
         Mode::Proportion => WriteMode::Proportion { probability: a.proportion },
     };
+    if a.smart_threshold.is_some() && !matches!(a.mode, Mode::Smart) {
+        bail!("--smart-threshold applies to --mode smart only");
+    }
     let image = ImageOptions {
         write_mode,
         max_resolution: a.max_resolution,
         jpeg_quality: a.quality,
         jpeg_passthrough: !a.no_passthrough,
+    };
+    let folder = imagefolder::scan(&a.dir)?;
+    // The `path` text field is UTF-8: refuse other names up front rather than mangle them.
+    let rel_paths: Vec<String> = if a.with_path {
+        folder
+            .samples
+            .iter()
+            .map(|(path, _)| {
+                let rel = path.strip_prefix(&a.dir).unwrap_or(path);
+                rel.to_str().map(str::to_owned).with_context(|| {
+                    format!("--with-path: {} is not valid UTF-8 (the path field is text)", path.display())
+                })
+            })
+            .collect::<Result<_>>()?
+    } else {
+        Vec::new()
     };
     let mut fields = vec![FieldSpec::rgb_image("image", image), FieldSpec::new("label", FieldType::Int)];
     if a.with_path {
@@ -225,21 +269,24 @@ fn write_imagefolder(a: &WriteArgs) -> Result<()> {
         })),
         ..WriterOptions::default()
     };
-    let report = Writer::new(&a.out, fields, options)?.write_indexed(n, |i| {
-        let (path, label) = &folder.samples[i as usize];
-        let mut sample =
-            vec![SampleValue::Image(ImageSource::File(path.clone())), SampleValue::Int(*label as i64)];
-        if a.with_path {
-            let rel = path.strip_prefix(&a.dir).unwrap_or(path);
-            sample.push(SampleValue::Text(rel.to_string_lossy().into_owned()));
-        }
-        Ok(sample)
+    let report = Writer::new(&a.out, fields, options).and_then(|w| {
+        w.write_indexed(n, |i| {
+            let (path, label) = &folder.samples[i as usize];
+            let mut sample = vec![
+                SampleValue::Image(ImageSource::File(path.clone())),
+                SampleValue::Int(i64::from(*label)),
+            ];
+            if let Some(rel) = rel_paths.get(i as usize) {
+                sample.push(SampleValue::Text(rel.clone()));
+            }
+            Ok(sample)
+        })
     });
     bar.finish_and_clear();
     let report = report?;
     let secs = start.elapsed().as_secs_f64();
-    println!(
-        "wrote {}: {} images in {} classes, {} pages, {} in {:.1} s ({:.0} images/s)",
+    Ok(format!(
+        "wrote {}: {} images in {} classes, {} pages, {} in {:.1} s ({:.0} images/s)\n",
         report.path.display(),
         report.num_samples,
         folder.classes.len(),
@@ -247,8 +294,17 @@ fn write_imagefolder(a: &WriteArgs) -> Result<()> {
         human(report.file_len),
         secs,
         report.num_samples as f64 / secs.max(1e-9)
-    );
-    Ok(())
+    ))
+}
+
+/// Puts `FILE: ` before a storage error unless its message already starts with the file.
+fn name_file(file: &Path, e: beton_storage::Error) -> anyhow::Error {
+    let name = file.display().to_string();
+    if e.to_string().starts_with(&name) {
+        e.into()
+    } else {
+        anyhow::Error::new(e).context(name)
+    }
 }
 
 /// Bytes in binary units: `8.0 MiB`.

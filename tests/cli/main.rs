@@ -58,12 +58,21 @@ fn verify_passes_good_files_and_names_the_first_problem() {
     let f = fixture(dir.path(), "pages_2mib");
     let o = beton(&["verify", f.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o).1);
-    assert!(text(&o).0.starts_with("ok: "));
+    assert_eq!(text(&o).0, "ok: 120 samples, 120 allocations checked\n");
 
     let crashed = fixture(dir.path(), "crashed_write");
     let o = beton(&["verify", crashed.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).1.contains("interrupted write"), "{}", text(&o).1);
+    let err = text(&o).1;
+    assert!(err.starts_with(&format!("beton verify: {}: ", crashed.display())), "{err}");
+    assert!(err.contains("interrupted write"), "{err}");
+    assert!(o.stdout.is_empty());
+
+    let o = beton(&["verify", dir.path().join("missing.beton").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o).1;
+    assert!(err.starts_with("beton verify: ") && err.contains("missing.beton: "), "{err}");
+    assert_eq!(err.matches("os error 2").count(), 1, "each cause once: {err}");
 
     // Point the first allocation entry past the end of the file.
     let mut bytes = std::fs::read(&f).unwrap();
@@ -75,6 +84,38 @@ fn verify_passes_good_files_and_names_the_first_problem() {
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o).1;
     assert!(err.contains("allocation entry 0") && err.contains(&format!("byte {table}")), "{err}");
+    assert!(err.starts_with(&format!("beton verify: {}: ", bad.display())), "{err}");
+}
+
+#[test]
+fn help_and_version() {
+    let o = beton(&["--help"]);
+    assert!(o.status.success());
+    let out = text(&o).0;
+    for sub in ["info ", "verify ", "write-imagefolder "] {
+        assert!(out.contains(sub), "{out}");
+    }
+    let o = beton(&["--version"]);
+    assert_eq!(text(&o).0, format!("beton {}\n", env!("CARGO_PKG_VERSION")));
+    assert_eq!(beton(&[]).status.code(), Some(2), "no subcommand is a usage error");
+    assert_eq!(beton(&["info"]).status.code(), Some(2));
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(dir.path(), "ndarrays");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_beton"))
+        .args(["info", "--json", f.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // `beton info --json F | head -0`
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(o.stderr.is_empty(), "{}", text(&o).1);
 }
 
 fn write_png(path: &Path, w: u32, h: u32, shade: u8) {
@@ -122,6 +163,35 @@ fn write_imagefolder_labels_by_sorted_class_and_records_paths() {
 }
 
 #[test]
+fn write_imagefolder_smart_mode_then_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("folder");
+    // Raw sizes 60, 72 and 84 bytes; a threshold of 65 keeps the first of each class raw.
+    for (class, n) in [("a", 3), ("b", 2)] {
+        std::fs::create_dir_all(root.join(class).join("nested")).unwrap();
+        for k in 0..n {
+            let sub = if k == 0 { "" } else { "nested" };
+            write_png(&root.join(class).join(sub).join(format!("{k}.png")), 5 + k, 4, 100);
+        }
+    }
+    let out = dir.path().join("smart.beton");
+    let (r, o) = (root.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["write-imagefolder", r, o, "--mode", "smart", "--smart-threshold", "65", "--page-size"];
+    let w = beton(&[&args[..], &["2097152", "--seed", "3", "--with-path"]].concat());
+    assert!(w.status.success(), "{}", text(&w).1);
+    let o = beton(&["info", "--json", out.to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["page_size"], 2097152);
+    assert_eq!((json["fields"][0]["jpg"].as_u64(), json["fields"][0]["raw"].as_u64()), (Some(3), Some(2)));
+    let ds = beton_storage::Dataset::open(&out).unwrap();
+    let paths: Vec<String> =
+        (0..5).map(|i| ds.get_by_name(i, "path").unwrap().as_str().unwrap().to_string()).collect();
+    assert_eq!(paths, ["a/0.png", "a/nested/1.png", "a/nested/2.png", "b/0.png", "b/nested/1.png"]);
+    let o = beton(&["verify", "--decode-images", out.to_str().unwrap()]); // images and paths
+    assert_eq!(text(&o).0, "ok: 5 samples, 10 allocations checked, 5 images decoded\n", "{}", text(&o).1);
+}
+
+#[test]
 fn write_imagefolder_failures_leave_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.beton");
@@ -142,6 +212,27 @@ fn write_imagefolder_failures_leave_no_file() {
     let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--mode", "smart"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("--smart-threshold"));
+    let o = beton(&[
+        "write-imagefolder",
+        root.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--smart-threshold",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("--mode smart only"));
+    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--quality", "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("quality"), "{}", text(&o).1);
+    assert!(!out.exists());
+    std::fs::write(root.join("c/x.bmp"), b"").unwrap();
+    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o).1;
+    assert!(err.contains("x.bmp") && err.contains("beton reads JPEG and PNG"), "{err}");
+    assert!(!out.exists());
+    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--mode", "webp"]);
+    assert_eq!(o.status.code(), Some(2));
     let o = beton(&["write-imagefolder", "--bogus"]);
     assert_eq!(o.status.code(), Some(2), "usage errors are clap's exit 2");
 }
