@@ -186,31 +186,45 @@ pub fn verify(ds: &Dataset, decode_images: bool) -> Result<VerifyReport> {
                 ));
             }
         }
-        let mut payload_fields = 0u64;
+        // The (ptr, size) of every payload the row points to must be exactly the sample's
+        // allocations: none missing, none shared by two fields, none left over.
+        let base = ds.file_bytes().as_ptr() as u64;
+        let mut referenced = Vec::with_capacity(allocs.len());
         for k in 0..ds.fields().len() {
             let v = ds.get(i, k)?;
             if ds.fields()[k].field_type().payload_ptr_offset().is_some() {
-                payload_fields += 1;
+                if let Some(payload) = v.as_bytes() {
+                    let len = payload.len() as u64 + u64::from(matches!(v, Value::Json(_)));
+                    referenced.push((payload.as_ptr() as u64 - base, len));
+                }
             }
             if let (true, Value::Image(img)) = (decode_images, v) {
                 img.decode().map_err(|e| {
                     corrupt(
-                        img.data.as_ptr() as u64 - ds.file_bytes().as_ptr() as u64,
+                        img.data.as_ptr() as u64 - base,
                         format!("sample {i}, field '{}': image does not decode: {e}", ds.fields()[k].name()),
                     )
                 })?;
                 images_decoded += 1;
             }
         }
-        if payload_fields != allocs.len() as u64 {
+        referenced.sort_unstable();
+        let mut table: Vec<(u64, u64)> = allocs.iter().map(|a| (a.ptr, a.size)).collect();
+        table.sort_unstable();
+        if referenced != table {
             return Err(corrupt(
                 ds.data_table_offset() + i * ds.row_size() as u64,
                 format!(
-                    "sample {i}: {} allocations in the table, but its row points to {payload_fields} payloads",
-                    allocs.len()
+                    "sample {i}: its row points to {} payloads {:?}, the allocation table lists {} {:?} \
+                     (ptr, size)",
+                    referenced.len(),
+                    referenced,
+                    table.len(),
+                    table
                 ),
             ));
         }
+        let payload_fields = referenced.len() as u64;
         used += payload_fields;
     }
     debug_assert_eq!(used, n);

@@ -594,7 +594,6 @@ fn encode_value(f: &FieldSpec, slot: &mut [u8], value: SampleValue, draw: f64) -
 struct PageWriter {
     out: BufWriter<File>,
     path: PathBuf,
-    base: u64,
     page_size: u64,
     /// The open page (number) and the bytes used in it.
     current: Option<(u64, u64)>,
@@ -604,7 +603,7 @@ impl PageWriter {
     fn new(file: File, base: u64, page_size: u64, path: PathBuf) -> Result<Self> {
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.seek(SeekFrom::Start(base)).map_err(|e| Error::io(&path, e))?;
-        Ok(PageWriter { out, path, base, page_size, current: None })
+        Ok(PageWriter { out, path, page_size, current: None })
     }
 
     /// Places all payloads of sample `index` in one page, writes them, and records pointers
@@ -653,7 +652,6 @@ impl PageWriter {
             None => 0,
         };
         self.out.flush().map_err(|e| Error::io(&self.path, e))?;
-        let _ = self.base;
         Ok(pages)
     }
 }

@@ -5,4 +5,5 @@ mod common;
 mod corrupt;
 mod fixtures;
 mod roundtrip;
+mod verify;
 mod writer;
