@@ -1,0 +1,44 @@
+//! The one error type of beton-query.
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors from building tables, evaluating queries and combining index sets.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An error from the storage layer (opening or reading the file).
+    #[error(transparent)]
+    Storage(#[from] beton_storage::Error),
+
+    /// A column that does not exist; lists the columns there are.
+    #[error("no column named '{name}'; the columns are: {available}")]
+    NoSuchColumn {
+        /// The name asked for.
+        name: String,
+        /// Comma-separated list of the columns there are.
+        available: String,
+    },
+
+    /// An invalid argument (fractions that do not sum to at most 1, unsorted ids, ...).
+    #[error("invalid {what}: {why}")]
+    InvalidArgument {
+        /// The argument at fault.
+        what: String,
+        /// Why it is invalid.
+        why: String,
+    },
+
+    /// Serialised bytes that are not an index set.
+    #[error("corrupt index set at byte {offset}: {what}")]
+    CorruptIndexSet {
+        /// Byte offset of the problem.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+
+    /// An Arrow error while building or computing on columns.
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+}

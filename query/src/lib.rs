@@ -1,0 +1,16 @@
+//! beton-query: the data table of a `.beton` file as Arrow columns, and index sets.
+//!
+//! beton's central idea: the per-sample data table is a columnar table one can query, and a query
+//! yields an [`IndexSet`] that the loader samples from. [`Table`] materialises the columns a
+//! query touches, lazily, with a columnar gather from the row-major table; payload pages are read
+//! only for columns whose values live there (text).
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod index_set;
+pub mod table;
+
+pub use error::{Error, Result};
+pub use index_set::IndexSet;
+pub use table::Table;

@@ -1,0 +1,362 @@
+//! The data table of a `.beton` file as Arrow columns.
+//!
+//! A `.beton` data table is row-major: each row packs the fields' metadata (numpy aligned-struct
+//! layout, docs/FORMAT.md §4). [`Table`] exposes it as named columns and materialises a column
+//! only when asked, by a columnar gather over the rows, caching the result:
+//!
+//! | field type | columns | Arrow type | reads payload pages? |
+//! |---|---|---|---|
+//! | (every file) | `index` | UInt64 | no |
+//! | Int | `name` | Int64 | no |
+//! | Float | `name` | Float64 | no |
+//! | RGBImage / GreyImage | `name.mode` ('jpg'/'raw'), `name.width`, `name.height`, `name.nbytes` | Utf8, UInt16, UInt16, UInt64 | no (nbytes comes from the allocation table) |
+//! | Bytes, JSON | `name`: payload bytes as stored (JSON counts its NUL) | UInt64 | no |
+//! | NDArray, TorchTensor | `name`: payload bytes | UInt64 | no |
+//! | Text | `name` | Utf8 | **yes** |
+//! | Bool | `name` | Boolean | no |
+//! | Array | `name`: number of elements | UInt64 | no |
+//! | custom | `name`: the row slot's bytes | FixedSizeBinary | no |
+//!
+//! Only Text columns read heap pages, and only when they are materialised.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::builder::{FixedSizeBinaryBuilder, StringBuilder};
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt64Array};
+use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
+use beton_storage::{Dataset, FieldType, ImageMode, Value};
+
+use crate::error::{Error, Result};
+
+/// What a column is computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The row id.
+    Index,
+    /// An 8-byte little-endian integer at this offset of the field's slot.
+    Int,
+    /// An 8-byte little-endian float.
+    Float,
+    /// The bool byte.
+    Bool,
+    /// Image mode byte, as 'jpg' / 'raw'.
+    ImageMode,
+    /// Image width (`<u2` at slot offset 1).
+    ImageWidth,
+    /// Image height (`<u2` at slot offset 3).
+    ImageHeight,
+    /// Image payload size, from the allocation table.
+    ImageNbytes,
+    /// The `size` word of a `{ptr, size}` slot (Bytes, JSON) or the `len` of an array.
+    SizeWord,
+    /// NDArray payload size: fixed by the field's shape and dtype.
+    ArrayNbytes(u64),
+    /// Text payload, decoded as UTF-8.
+    Text,
+    /// The raw slot bytes.
+    Raw(usize),
+}
+
+#[derive(Debug, Clone)]
+struct Column {
+    name: String,
+    field: usize,
+    source: Source,
+    data_type: DataType,
+}
+
+/// The data table of an open dataset, as lazily materialised Arrow columns.
+pub struct Table<'a> {
+    ds: &'a Dataset,
+    columns: Vec<Column>,
+    schema: SchemaRef,
+    cache: Mutex<HashMap<usize, ArrayRef>>,
+}
+
+impl std::fmt::Debug for Table<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table").field("path", &self.ds.path()).field("columns", &self.column_names()).finish()
+    }
+}
+
+impl<'a> Table<'a> {
+    /// The table of `ds`: its columns are known at once, none is materialised yet.
+    pub fn new(ds: &'a Dataset) -> Table<'a> {
+        let mut columns = vec![Column {
+            name: "index".into(),
+            field: usize::MAX,
+            source: Source::Index,
+            data_type: DataType::UInt64,
+        }];
+        for (k, f) in ds.fields().iter().enumerate() {
+            let col = |name: String, source, data_type| Column { name, field: k, source, data_type };
+            let name = f.name().to_string();
+            match f.field_type() {
+                FieldType::Int => columns.push(col(name, Source::Int, DataType::Int64)),
+                FieldType::Float => columns.push(col(name, Source::Float, DataType::Float64)),
+                FieldType::Bool => columns.push(col(name, Source::Bool, DataType::Boolean)),
+                FieldType::RgbImage | FieldType::GreyImage => {
+                    columns.push(col(format!("{name}.mode"), Source::ImageMode, DataType::Utf8));
+                    columns.push(col(format!("{name}.width"), Source::ImageWidth, DataType::UInt16));
+                    columns.push(col(format!("{name}.height"), Source::ImageHeight, DataType::UInt16));
+                    columns.push(col(format!("{name}.nbytes"), Source::ImageNbytes, DataType::UInt64));
+                }
+                FieldType::Bytes | FieldType::Json | FieldType::Array(_) => {
+                    columns.push(col(name, Source::SizeWord, DataType::UInt64))
+                }
+                FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
+                    columns.push(col(name, Source::ArrayNbytes(spec.nbytes()), DataType::UInt64))
+                }
+                FieldType::Text => columns.push(col(name, Source::Text, DataType::Utf8)),
+                FieldType::Custom { slot, .. } => columns.push(col(
+                    name,
+                    Source::Raw(slot.size),
+                    DataType::FixedSizeBinary(slot.size.min(i32::MAX as usize) as i32),
+                )),
+            }
+        }
+        let schema = Arc::new(Schema::new(
+            columns.iter().map(|c| ArrowField::new(&c.name, c.data_type.clone(), false)).collect::<Vec<_>>(),
+        ));
+        Table { ds, columns, schema, cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// The dataset this table reads.
+    pub fn dataset(&self) -> &'a Dataset {
+        self.ds
+    }
+
+    /// Number of rows.
+    pub fn num_rows(&self) -> u64 {
+        self.ds.num_samples()
+    }
+
+    /// The Arrow schema of every column (materialised or not).
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Column names, in schema order.
+    pub fn column_names(&self) -> Vec<&str> {
+        self.columns.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    /// True when the column's values live in payload pages (reading it reads the heap).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`].
+    pub fn reads_payloads(&self, name: &str) -> Result<bool> {
+        Ok(self.columns[self.position(name)?].source == Source::Text)
+    }
+
+    fn position(&self, name: &str) -> Result<usize> {
+        self.columns.iter().position(|c| c.name == name).ok_or_else(|| Error::NoSuchColumn {
+            name: name.to_string(),
+            available: self.column_names().join(", "),
+        })
+    }
+
+    /// Column `name`, materialised on first use and cached.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`] listing the columns; storage errors for rows that disagree with
+    /// the allocation table (image sizes) or text that is not UTF-8.
+    pub fn column(&self, name: &str) -> Result<ArrayRef> {
+        let pos = self.position(name)?;
+        if let Some(a) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&pos) {
+            return Ok(a.clone());
+        }
+        let array = self.materialise(&self.columns[pos])?;
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(pos, array.clone());
+        Ok(array)
+    }
+
+    /// A record batch of the named columns, in the order given.
+    ///
+    /// # Errors
+    /// As [`Table::column`].
+    pub fn record_batch(&self, names: &[&str]) -> Result<RecordBatch> {
+        let arrays = names.iter().map(|n| self.column(n)).collect::<Result<Vec<_>>>()?;
+        let fields: Vec<ArrowField> =
+            names.iter().map(|n| self.schema.field(self.position(n).unwrap_or(0)).clone()).collect();
+        Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
+    }
+
+    fn materialise(&self, c: &Column) -> Result<ArrayRef> {
+        let ds = self.ds;
+        let n = ds.num_samples();
+        if c.source == Source::Index {
+            return Ok(Arc::new(UInt64Array::from_iter_values(0..n)));
+        }
+        let offset = ds.fields()[c.field].offset();
+        // Each row's slot of this field: a strided view of the row-major table.
+        let slots = || ds.data_table().chunks_exact(ds.row_size().max(1)).map(move |row| &row[offset..]);
+        let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
+        let half = |s: &[u8], at: usize| u16::from_le_bytes([s[at], s[at + 1]]);
+        Ok(match c.source {
+            Source::Index => unreachable!("handled above"),
+            Source::Int => Arc::new(Int64Array::from_iter_values(slots().map(|s| word(s, 0) as i64))),
+            Source::Float => {
+                Arc::new(Float64Array::from_iter_values(slots().map(|s| f64::from_bits(word(s, 0)))))
+            }
+            Source::Bool => Arc::new(BooleanArray::from_iter(slots().map(|s| Some(s[0] != 0)))),
+            Source::ImageWidth => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 1)))),
+            Source::ImageHeight => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 3)))),
+            Source::SizeWord => Arc::new(UInt64Array::from_iter_values(slots().map(|s| word(s, 8)))),
+            Source::ArrayNbytes(nbytes) => Arc::new(UInt64Array::from_iter_values((0..n).map(|_| nbytes))),
+            Source::ImageMode => {
+                let mut b = StringBuilder::with_capacity(n as usize, 3 * n as usize);
+                for (i, s) in slots().enumerate() {
+                    match ImageMode::from_byte(s[0]) {
+                        Some(mode) => b.append_value(mode.name()),
+                        // Not 0 or 1: the reader's error names the sample and byte offset.
+                        None => {
+                            return Err(ds.get(i as u64, c.field).err().map_or_else(
+                                || Error::InvalidArgument {
+                                    what: "image mode".into(),
+                                    why: format!("byte {}", s[0]),
+                                },
+                                Error::from,
+                            ))
+                        }
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            Source::ImageNbytes => {
+                let values = (0..n)
+                    .map(|i| Ok(ds.get(i, c.field)?.as_image().map_or(0, |img| img.data.len() as u64)))
+                    .collect::<Result<Vec<u64>>>()?;
+                Arc::new(UInt64Array::from(values))
+            }
+            Source::Text => {
+                let mut b = StringBuilder::with_capacity(n as usize, 16 * n as usize);
+                for i in 0..n {
+                    match ds.get(i, c.field)? {
+                        Value::Text(t) => b.append_value(t),
+                        other => unreachable!("text field gave {other:?}"),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            Source::Raw(size) => {
+                let mut b = FixedSizeBinaryBuilder::with_capacity(n as usize, size as i32);
+                for s in slots() {
+                    b.append_value(&s[..size])?;
+                }
+                Arc::new(b.finish())
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Array, StringArray};
+    use beton_storage::{
+        ArraySpec, DType, FieldSpec, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,
+        WriterOptions,
+    };
+
+    fn dataset(dir: &std::path::Path) -> Dataset {
+        let path = dir.join("t.beton");
+        let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+        let fields = vec![
+            FieldSpec::rgb_image("image", raw),
+            FieldSpec::new("label", FieldType::Int),
+            FieldSpec::new("score", FieldType::Float),
+            FieldSpec::new("blob", FieldType::Bytes),
+            FieldSpec::new("meta", FieldType::Json),
+            FieldSpec::new(
+                "arr",
+                FieldType::NDArray(ArraySpec::new(DType::parse("<f4").unwrap(), vec![2, 3]).unwrap()),
+            ),
+            FieldSpec::new("caption", FieldType::Text),
+            FieldSpec::new("flag", FieldType::Bool),
+            FieldSpec::new("boxes", FieldType::Array(DType::parse("<i2").unwrap())),
+        ];
+        Writer::new(&path, fields, WriterOptions { page_size: 1 << 21, ..WriterOptions::default() })
+            .unwrap()
+            .write_indexed(5, |i| {
+                let w = 1 + i as u32;
+                Ok(vec![
+                    SampleValue::Image(ImageSource::Pixels(Pixels {
+                        width: w,
+                        height: 2,
+                        channels: 3,
+                        data: vec![7; (w * 6) as usize],
+                    })),
+                    SampleValue::Int(i as i64 - 2),
+                    SampleValue::Float(i as f64 / 2.0),
+                    SampleValue::Bytes(vec![0; i as usize]),
+                    SampleValue::Json(format!("{{\"i\": {i}}}")),
+                    SampleValue::NDArray(vec![0; 24]),
+                    SampleValue::Text(format!("c{i}")),
+                    SampleValue::Bool(i % 2 == 0),
+                    SampleValue::Array(vec![0; 2 * i as usize]),
+                ])
+            })
+            .unwrap();
+        Dataset::open(&path).unwrap()
+    }
+
+    #[test]
+    fn every_field_type_maps_to_its_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = dataset(dir.path());
+        let t = Table::new(&ds);
+        assert_eq!(
+            t.column_names(),
+            [
+                "index",
+                "image.mode",
+                "image.width",
+                "image.height",
+                "image.nbytes",
+                "label",
+                "score",
+                "blob",
+                "meta",
+                "arr",
+                "caption",
+                "flag",
+                "boxes"
+            ]
+        );
+        let get_u64 =
+            |n: &str| t.column(n).unwrap().as_any().downcast_ref::<UInt64Array>().unwrap().values().to_vec();
+        assert_eq!(get_u64("index"), [0, 1, 2, 3, 4]);
+        assert_eq!(get_u64("image.nbytes"), [6, 12, 18, 24, 30]);
+        assert_eq!(get_u64("blob"), [0, 1, 2, 3, 4]);
+        assert_eq!(get_u64("meta"), [9, 9, 9, 9, 9], "JSON size counts its NUL");
+        assert_eq!(get_u64("arr"), [24; 5]);
+        assert_eq!(get_u64("boxes"), [0, 1, 2, 3, 4], "array length in elements");
+        let w = t.column("image.width").unwrap();
+        assert_eq!(w.as_any().downcast_ref::<UInt16Array>().unwrap().values().to_vec(), [1, 2, 3, 4, 5]);
+        let labels = t.column("label").unwrap();
+        assert_eq!(
+            labels.as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec(),
+            [-2, -1, 0, 1, 2]
+        );
+        let mode = t.column("image.mode").unwrap();
+        assert_eq!(mode.as_any().downcast_ref::<StringArray>().unwrap().value(3), "raw");
+        let caption = t.column("caption").unwrap();
+        assert_eq!(caption.as_any().downcast_ref::<StringArray>().unwrap().value(4), "c4");
+        let flag = t.column("flag").unwrap();
+        assert!(flag.as_any().downcast_ref::<BooleanArray>().unwrap().value(2));
+        assert!(t.reads_payloads("caption").unwrap() && !t.reads_payloads("image.nbytes").unwrap());
+        let batch = t.record_batch(&["label", "score"]).unwrap();
+        assert_eq!((batch.num_rows(), batch.num_columns()), (5, 2));
+        assert_eq!(batch.column(1).len(), 5);
+    }
+
+    #[test]
+    fn unknown_column_lists_the_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = dataset(dir.path());
+        let err = Table::new(&ds).column("lable").unwrap_err().to_string();
+        assert!(err.contains("no column named 'lable'") && err.contains("label, score"), "{err}");
+    }
+}
