@@ -1,6 +1,6 @@
 """Regenerates the bad-file registry (tests/data/bad/*.beton), each file a few KB, from the
-small `custom_field` FFCV fixture or from scratch. tests/storage/corrupt.rs lists the error each
-must give. Run from the repo root: python3 tests/data/bad/make.py"""
+small `custom_field` FFCV fixture or from scratch. tests/storage/corrupt.rs (BAD_FILES) lists the
+error each must give, on open or on reading its samples. Run from the repo root: python3 tests/data/bad/make.py"""
 import gzip, struct
 from pathlib import Path
 
@@ -22,6 +22,18 @@ def descriptor(type_id, name, args=b""):
     return bytes([type_id]) + name.ljust(16, b"\0") + args.ljust(1024, b"\0")
 
 
+def one_payload(type_id, name, payload, row_ptr_delta=0):
+    """One sample of one {ptr, size} field (Bytes 3, JSON 5) on 1 KiB pages: the file opens and
+    only reading the sample fails. 3 KB."""
+    page = 1024
+    table = 24 + 1041
+    data_start = -(-(table + 16) // page) * page
+    row = struct.pack("<QQ", data_start + row_ptr_delta, len(payload))
+    out = header(1, 1, data_start + page, page=page) + descriptor(type_id, name) + row
+    out += bytes(data_start - len(out)) + payload.ljust(page, b"\0")
+    return out + struct.pack("<QQQ", 0, data_start, len(payload))
+
+
 files = {
     "empty.beton": b"",
     "version-1.beton": patch(base, 0, struct.pack("<H", 1)),
@@ -37,6 +49,8 @@ files = {
         header(1, 0, 24 + 1041)
         + descriptor(255, b"caption", b"BETONEXT" + struct.pack("<HHIII", 1, 1, 4, 1, 0))
     ),
+    "row-pointer-not-allocated.beton": one_payload(3, b"blob", b"hello", row_ptr_delta=1),
+    "json-without-nul.beton": one_payload(5, b"meta", b'{"a": 1}'),
 }
 for name, data in files.items():
     (out / name).write_bytes(data)
