@@ -260,7 +260,8 @@ mod tests {
         let (at, what) = corrupt_at(with_ids(1, &[0x80, 0x00]));
         assert!(at == 14 && what.contains("overlong"), "{what}");
         // 10th byte above 1.
-        let (at, what) = corrupt_at(with_ids(1, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]));
+        let (at, what) =
+            corrupt_at(with_ids(1, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]));
         assert!(at == 22 && what.contains("overflows"), "{what}");
         // u64::MAX followed by any id.
         let mut max = vec![0xff; 9];
@@ -301,7 +302,7 @@ mod tests {
                 // Keep a valid header half the time so the varint decoder is reached.
                 let mut h = valid.clone();
                 h.truncate(13);
-                h[5..13].copy_from_slice(&((next() % 48) as u64).to_le_bytes());
+                h[5..13].copy_from_slice(&(next() % 48).to_le_bytes());
                 h.extend_from_slice(&b);
                 b = h;
             }

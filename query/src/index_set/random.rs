@@ -349,7 +349,16 @@ mod tests {
         let parts = set.stratified_split(&keys, &[0.5, 0.5], 7).unwrap();
         let parts: Vec<&[u64]> = parts.iter().map(IndexSet::as_slice).collect();
         assert_eq!(parts, GOLDEN_STRATIFIED_7);
+        // Samples small against the set take the map-based path.
+        assert_eq!(IndexSet::all(100).sample(3, 7).unwrap().as_slice(), [15, 17, 71]);
+        let squares: IndexSet = (0..1000u64).map(|x| x * x).collect();
+        assert_eq!(squares.sample(20, 123).unwrap().as_slice(), GOLDEN_SAMPLE_SQUARES_123);
     }
+
+    const GOLDEN_SAMPLE_SQUARES_123: &[u64] = &[
+        784, 8836, 26244, 28224, 31684, 40000, 58081, 63001, 112896, 121801, 277729, 344569, 442225, 538756,
+        546121, 577600, 727609, 767376, 972196, 978121,
+    ];
 
     const GOLDEN_SAMPLE_7: &[u64] = &[103, 104, 113, 114, 115];
     const GOLDEN_SPLIT_7: [&[u64]; 3] = [
@@ -564,13 +573,17 @@ mod tests {
             let by_labels = collect_parts(set.as_slice(), &labels, &[n / 2, n - n / 2]);
             let by_sorting = cut(&full[..n], &[n / 2, n - n / 2]);
             prop_assert_eq!(by_labels, by_sorting);
-            prop_assert_eq!(positions.iter().map(|&p| set.get(p as usize).unwrap()).collect::<Vec<_>>(), &full[..n]);
+            let ids: Vec<u64> = positions.iter().map(|&p| set.get(p as usize).unwrap()).collect();
+            prop_assert_eq!(ids, &full[..n]);
         }
 
         #[test]
         fn sample_is_a_subset_of_the_right_size(set in set(), n in 0usize..400, seed in any::<u64>()) {
             let n = n.min(set.len());
             let s = set.sample(n, seed).unwrap();
+            let mut first_n = set.shuffled(seed)[..n].to_vec();
+            first_n.sort_unstable();
+            prop_assert_eq!(s.as_slice(), first_n);
             prop_assert_eq!(s.len(), n);
             prop_assert!(s.is_subset(&set));
             prop_assert!(IndexSet::from_sorted(s.into_vec()).is_ok());
@@ -583,6 +596,7 @@ mod tests {
             let sum: f64 = f.iter().sum();
             let total = ((set.len() as f64 * sum).round() as usize).min(set.len());
             prop_assert_eq!(parts.iter().map(IndexSet::len).sum::<usize>(), total);
+            prop_assert_eq!(&parts, &cut(&set.shuffled(seed)[..total], &sizes(&parts)));
             let mut seen = IndexSet::empty();
             for (p, &fk) in parts.iter().zip(&f) {
                 prop_assert!((p.len() as f64 - set.len() as f64 * fk).abs() < 1.0);
