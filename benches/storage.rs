@@ -5,21 +5,22 @@
 //!   (examples/data/imagefolder: 134 JPEG + 21 PNG), raw and jpg q90 at max_resolution 256, with
 //!   1 and 2 threads, plus jpg without JPEG passthrough (what FFCV always does: re-encode).
 //!   Baselines: the codec floor (plain turbojpeg decode + encode q90 of every image at full size,
-//!   one thread, no resize, nothing written; PNGs decoded with the `png` crate), decode alone, and
-//!   a memcpy of the file bytes.
+//!   one thread, no resize, nothing written; PNGs decoded with the `png` crate), decode alone, a
+//!   memcpy of the file bytes, and writing + fsyncing as many bytes as beton's output (I/O floor).
 //! - `write_images/corpus`: the same over `$BETON_BENCH_CORPUS` (an ImageFolder, e.g. made by
 //!   `shared/tools/bench-corpus.sh`), skipped with a note when unset.
 //! - `open`: `Dataset::open` of a 10M-row and a 1M-row Int+Float file and of a 1M-image file
 //!   (1M allocation entries, 2 MiB pages), and open + first access of one sample (for images:
 //!   its payload, which builds the lazy allocation index). Baselines: `File::open` + mmap of the
-//!   same file, reading its 24-byte header, and (images) touching every byte of the allocation
-//!   table through a map.
+//!   same file, reading its 24-byte header, and (images) reading the whole allocation table through
+//!   a map, with and without the `MADV_RANDOM` advice that `Dataset::open` gives its map.
 //!
 //! Run: `cargo bench --bench storage` (see benches/README.md).
 
 use std::hint::black_box;
-use std::io::{Cursor, Read};
+use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use beton_storage::imagefolder;
@@ -72,10 +73,26 @@ fn write_group(c: &mut Criterion, name: &str, root: &Path) {
     let mut g = c.benchmark_group(format!("write_images/{name}"));
     g.sampling_mode(SamplingMode::Flat)
         .sample_size(10)
-        .measurement_time(Duration::from_secs(3))
+        // 10 iterations at least (flat sampling); about 9 ms an image on one thread.
+        .measurement_time(Duration::from_millis((n * 9).max(3000)))
         .warm_up_time(Duration::from_secs(1))
         .throughput(Throughput::Elements(n));
 
+    let write = |write_mode, jpeg_passthrough, num_threads| {
+        let image =
+            ImageOptions { write_mode, max_resolution: Some(256), jpeg_quality: 90, jpeg_passthrough };
+        let fields = vec![FieldSpec::rgb_image("image", image), FieldSpec::new("label", FieldType::Int)];
+        Writer::new(&out, fields, WriterOptions { num_threads, ..WriterOptions::default() })
+            .expect("writer")
+            .write_indexed(n, |i| {
+                let (path, label) = &samples[i as usize];
+                Ok(vec![
+                    SampleValue::Image(ImageSource::File(path.clone())),
+                    SampleValue::Int(i64::from(*label)),
+                ])
+            })
+            .expect("write")
+    };
     let variants = [
         ("beton_raw_max256", WriteMode::Raw, true, &[1, 2][..]),
         ("beton_jpg_q90_max256", WriteMode::Jpg, true, &[1, 2][..]),
@@ -83,24 +100,8 @@ fn write_group(c: &mut Criterion, name: &str, root: &Path) {
     ];
     for (label, write_mode, jpeg_passthrough, threads) in variants {
         for &num_threads in threads {
-            let image =
-                ImageOptions { write_mode, max_resolution: Some(256), jpeg_quality: 90, jpeg_passthrough };
             g.bench_function(BenchmarkId::new(label, format!("{num_threads}_thread")), |b| {
-                b.iter(|| {
-                    let fields =
-                        vec![FieldSpec::rgb_image("image", image.clone()), FieldSpec::new("label", FieldType::Int)];
-                    let options = WriterOptions { num_threads, ..WriterOptions::default() };
-                    Writer::new(&out, fields, options)
-                        .expect("writer")
-                        .write_indexed(n, |i| {
-                            let (path, label) = &samples[i as usize];
-                            Ok(vec![
-                                SampleValue::Image(ImageSource::File(path.clone())),
-                                SampleValue::Int(i64::from(*label)),
-                            ])
-                        })
-                        .expect("write")
-                })
+                b.iter(|| write(write_mode, jpeg_passthrough, num_threads))
             });
         }
     }
@@ -131,6 +132,24 @@ fn write_group(c: &mut Criterion, name: &str, root: &Path) {
             all
         })
     });
+    // The I/O floor: writing as many bytes as beton's raw / jpg output to a new file, and fsync
+    // (the writer fsyncs before publishing; FFCV does not).
+    for (label, write_mode) in [("raw_output", WriteMode::Raw), ("jpg_output", WriteMode::Jpg)] {
+        // Made on first use, so that a filtered run that skips this benchmark skips the setup.
+        let bytes = OnceLock::new();
+        let path = dir.path().join("floor.bin");
+        g.bench_function(BenchmarkId::new("baseline_write_fsync", label), |b| {
+            let bytes: &Vec<u8> = bytes.get_or_init(|| {
+                let size = write(write_mode, true, 0).file_len as usize;
+                (0..size).map(|i| (i * 31 % 251) as u8).collect()
+            });
+            b.iter(|| {
+                let mut f = std::fs::File::create(&path).expect("create");
+                f.write_all(bytes).expect("write");
+                f.sync_all().expect("fsync");
+            })
+        });
+    }
     g.finish();
 }
 
@@ -166,24 +185,53 @@ fn write_tiny_images(path: &Path, n: u64) {
         .expect("write images");
 }
 
+/// The files of the `open` group, written once.
+struct OpenFiles {
+    _dir: tempfile::TempDir,
+    rows_10m: PathBuf,
+    rows_1m: PathBuf,
+    images_1m: PathBuf,
+    /// Where the 1M-image file's allocation table starts.
+    alloc_table_ptr: usize,
+}
+
+impl OpenFiles {
+    fn write() -> OpenFiles {
+        let dir = scratch();
+        let [rows_10m, rows_1m, images_1m] =
+            ["rows-10m.beton", "rows-1m.beton", "images-1m.beton"].map(|f| dir.path().join(f));
+        let t = std::time::Instant::now();
+        write_scalars(&rows_10m, 10_000_000);
+        write_scalars(&rows_1m, 1_000_000);
+        write_tiny_images(&images_1m, 1_000_000);
+        eprintln!("open: wrote the 10M-row, 1M-row and 1M-image files in {:.1} s", t.elapsed().as_secs_f64());
+        let alloc_table_ptr = Dataset::open(&images_1m).expect("open").header().alloc_table_ptr as usize;
+        OpenFiles { _dir: dir, rows_10m, rows_1m, images_1m, alloc_table_ptr }
+    }
+
+    fn get(&self, name: &str) -> &Path {
+        match name {
+            "10m_rows" => &self.rows_10m,
+            "1m_rows" => &self.rows_1m,
+            _ => &self.images_1m,
+        }
+    }
+}
+
 fn open(c: &mut Criterion) {
-    let dir = scratch();
-    let rows_10m = dir.path().join("rows-10m.beton");
-    let rows_1m = dir.path().join("rows-1m.beton");
-    let images_1m = dir.path().join("images-1m.beton");
-    let t = std::time::Instant::now();
-    write_scalars(&rows_10m, 10_000_000);
-    write_scalars(&rows_1m, 1_000_000);
-    write_tiny_images(&images_1m, 1_000_000);
-    eprintln!("open: wrote the 10M-row, 1M-row and 1M-image files in {:.1} s", t.elapsed().as_secs_f64());
+    // Written on first use, so that a run filtered to other groups does not pay for it.
+    let files = OnceLock::new();
+    let files = || files.get_or_init(OpenFiles::write);
 
     let mut g = c.benchmark_group("open");
     g.sample_size(10).measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500));
-    for (name, path) in [("10m_rows", &rows_10m), ("1m_rows", &rows_1m), ("1m_images", &images_1m)] {
+    for name in ["10m_rows", "1m_rows", "1m_images"] {
         g.bench_function(BenchmarkId::new("beton_open", name), |b| {
+            let path = files().get(name);
             b.iter(|| Dataset::open(path).expect("open"))
         });
         g.bench_function(BenchmarkId::new("beton_open_then_get_one", name), |b| {
+            let path = files().get(name);
             b.iter(|| {
                 let ds = Dataset::open(path).expect("open");
                 // Images: the payload (first payload access builds the allocation index);
@@ -194,6 +242,7 @@ fn open(c: &mut Criterion) {
             })
         });
         g.bench_function(BenchmarkId::new("baseline_file_open_mmap", name), |b| {
+            let path = files().get(name);
             b.iter(|| {
                 let f = std::fs::File::open(path).expect("open");
                 // SAFETY: a read-only map of a file this benchmark wrote and never modifies.
@@ -201,6 +250,7 @@ fn open(c: &mut Criterion) {
             })
         });
         g.bench_function(BenchmarkId::new("baseline_read_header", name), |b| {
+            let path = files().get(name);
             b.iter(|| {
                 let mut header = [0u8; 24];
                 std::fs::File::open(path).expect("open").read_exact(&mut header).expect("read");
@@ -208,19 +258,25 @@ fn open(c: &mut Criterion) {
             })
         });
     }
-    // What validating the allocation table must at least do: map the file and read every entry.
-    let alloc_table_ptr = Dataset::open(&images_1m).expect("open").header().alloc_table_ptr as usize;
-    g.bench_function(BenchmarkId::new("baseline_mmap_read_alloc_table", "1m_images"), |b| {
-        b.iter(|| {
-            let f = std::fs::File::open(&images_1m).expect("open");
-            // SAFETY: a read-only map of a file this benchmark wrote and never modifies.
-            let map = unsafe { memmap2::Mmap::map(&f) }.expect("map");
-            let sum = map[alloc_table_ptr..]
-                .chunks_exact(8)
-                .fold(0u64, |s, w| s.wrapping_add(u64::from_le_bytes(w.try_into().expect("8 bytes"))));
-            (map, sum)
-        })
-    });
+    // What validating the allocation table must at least do: map the file and read every entry;
+    // with and without MADV_RANDOM, which Dataset::open sets on its map.
+    for (label, advice) in [("1m_images", None), ("1m_images_madv_random", Some(memmap2::Advice::Random))] {
+        g.bench_function(BenchmarkId::new("baseline_mmap_read_alloc_table", label), |b| {
+            let (path, at) = (&files().images_1m, files().alloc_table_ptr);
+            b.iter(|| {
+                let f = std::fs::File::open(path).expect("open");
+                // SAFETY: a read-only map of a file this benchmark wrote and never modifies.
+                let map = unsafe { memmap2::Mmap::map(&f) }.expect("map");
+                if let Some(advice) = advice {
+                    map.advise(advice).expect("madvise");
+                }
+                let sum = map[at..]
+                    .chunks_exact(8)
+                    .fold(0u64, |s, w| s.wrapping_add(u64::from_le_bytes(w.try_into().expect("8 bytes"))));
+                (map, sum)
+            })
+        });
+    }
     g.finish();
 }
 
