@@ -12,8 +12,12 @@ cargo fmt --all --check
 step "cargo clippy (all targets, -D warnings)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "cargo test (workspace)"
-cargo test --workspace --quiet 2>&1 | tee /tmp/beton-test.log
+mkdir -p target
+cargo test --workspace --quiet 2>&1 | tee target/test-output.log
 step "fuzz target builds (plain cargo, shared target dir)"
 CARGO_TARGET_DIR="$PWD/target" cargo build --quiet --manifest-path fuzz/Cargo.toml
 echo
 echo "all checks passed in $((SECONDS - t0)) s"
+# One closing line for the whole suite (every crate's test binaries summed).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1); if ($i ~ /^ignored;?$/) s += $(i-1) } }
+     END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' target/test-output.log

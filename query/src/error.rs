@@ -38,6 +38,19 @@ pub enum Error {
         what: String,
     },
 
+    /// An SQL text that does not parse, names an unknown column, mixes types or uses syntax beton
+    /// does not support. `line` and `column` are 1-based positions in the SQL text (0 when the
+    /// position is unknown).
+    #[error("SQL error at line {line}, column {column}: {message}")]
+    Sql {
+        /// What is wrong.
+        message: String,
+        /// 1-based line in the SQL text.
+        line: u64,
+        /// 1-based column in the SQL text.
+        column: u64,
+    },
+
     /// An Arrow error while building or computing on columns.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),

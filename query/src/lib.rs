@@ -9,8 +9,10 @@
 
 pub mod error;
 pub mod index_set;
+pub mod sql;
 pub mod table;
 
 pub use error::{Error, Result};
 pub use index_set::IndexSet;
+pub use sql::{query, select_indices};
 pub use table::Table;

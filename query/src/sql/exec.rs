@@ -1,0 +1,500 @@
+//! The `SELECT` pipeline: WHERE (a boolean column to row ids), GROUP BY (row-format keys in a hash
+//! map), aggregates, projection, ORDER BY (`lexsort_to_indices`) and LIMIT/OFFSET.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array};
+use arrow_ord::sort::{lexsort_to_indices, sort_to_indices, SortColumn};
+use arrow_row::{RowConverter, SortField};
+use arrow_schema::{DataType, Field, Schema, SortOptions};
+use arrow_select::take::take;
+use beton_storage::{FieldType, Value as StorageValue};
+use sqlparser::ast::{Expr, SelectItem, Spanned, Value};
+use sqlparser::tokenizer::Span;
+
+use super::eval::{column_name, function_args, sql_type_name, Ctx, Val, AGGREGATES};
+use super::parse::{unsupported, OrderKey, SelectPlan};
+use super::{at, sql_error};
+use crate::error::Result;
+use crate::index_set::IndexSet;
+use crate::table::Table;
+
+/// The rows where `predicate` is true (NULL counts as false), ascending.
+fn matching_rows(ctx: &Ctx, predicate: &Expr) -> Result<Vec<u32>> {
+    let v = ctx.eval(predicate)?;
+    let span = predicate.span();
+    if v.array.data_type() != &DataType::Boolean && v.array.data_type() != &DataType::Null {
+        return Err(sql_error(
+            format!("WHERE needs a boolean, got {}", sql_type_name(v.array.data_type())),
+            span,
+        ));
+    }
+    let mask = ctx.broadcast(v)?;
+    let Some(mask) = mask.as_boolean_opt() else { return Ok(Vec::new()) };
+    let bits = match mask.nulls() {
+        Some(n) => mask.values() & n.inner(),
+        None => mask.values().clone(),
+    };
+    Ok(bits.set_indices_u32().collect())
+}
+
+/// Rows of the table addressed with u32 (Arrow's take indices).
+fn check_size(table: &Table) -> Result<()> {
+    if table.num_rows() > u64::from(u32::MAX) {
+        return Err(sql_error("tables of more than 2^32 rows are not supported by SQL yet", Span::empty()));
+    }
+    Ok(())
+}
+
+/// [`super::select_indices`] for a bare predicate.
+pub(crate) fn filter_ids(table: &Table, predicate: &Expr) -> Result<IndexSet> {
+    check_size(table)?;
+    let rows = matching_rows(&Ctx::all(table), predicate)?;
+    IndexSet::from_sorted(rows.into_iter().map(u64::from).collect())
+}
+
+/// [`super::select_indices`] for a `SELECT`: WHERE, then ORDER BY / LIMIT / OFFSET pick the rows.
+pub(crate) fn select_ids(table: &Table, plan: &SelectPlan) -> Result<IndexSet> {
+    check_size(table)?;
+    if let Some(g) = plan.group_by.first() {
+        return Err(unsupported("GROUP BY in a row selection", g.span()));
+    }
+    if let Some(h) = &plan.having {
+        return Err(unsupported("HAVING in a row selection", h.span()));
+    }
+    for item in &plan.projection {
+        if let Some(e) = item_expr(item) {
+            if contains_aggregate(e) {
+                return Err(unsupported("aggregates in a row selection", e.span()));
+            }
+        }
+    }
+    let mut rows = where_rows(table, plan)?;
+    if !plan.order_by.is_empty() {
+        let ctx = Ctx::rows(table, UInt32Array::from(rows.clone()));
+        let mut keys = Vec::new();
+        for k in &plan.order_by {
+            let expr = resolve_alias(&k.expr, &plan.projection).unwrap_or(&k.expr);
+            keys.push(sort_column(ctx.broadcast(ctx.eval(expr)?)?, k));
+        }
+        let order = lexsort_to_indices(&keys, plan.limit.map(|l| l + plan.offset))?;
+        rows = order.values().iter().map(|&i| rows[i as usize]).collect();
+    }
+    let end = plan.limit.map_or(rows.len(), |l| rows.len().min(plan.offset.saturating_add(l)));
+    let mut kept: Vec<u64> =
+        rows.get(plan.offset.min(end)..end).unwrap_or(&[]).iter().map(|&r| u64::from(r)).collect();
+    kept.sort_unstable();
+    IndexSet::from_sorted(kept)
+}
+
+/// The rows WHERE keeps, or all rows.
+fn where_rows(table: &Table, plan: &SelectPlan) -> Result<Vec<u32>> {
+    match &plan.selection {
+        Some(p) => matching_rows(&Ctx::all(table), p),
+        None => Ok((0..table.num_rows() as u32).collect()),
+    }
+}
+
+/// [`super::query`].
+pub(crate) fn run(table: &Table, plan: &SelectPlan) -> Result<RecordBatch> {
+    check_size(table)?;
+    let aggregate = !plan.group_by.is_empty()
+        || plan.having.is_some()
+        || plan.projection.iter().any(|item| item_expr(item).is_some_and(contains_aggregate));
+    let mut rows = where_rows(table, plan)?;
+    if !aggregate && plan.order_by.is_empty() {
+        // Nothing reorders the rows: cut before evaluating.
+        let end = plan.limit.map_or(rows.len(), |l| rows.len().min(plan.offset.saturating_add(l)));
+        rows = rows.get(plan.offset.min(end)..end).unwrap_or(&[]).to_vec();
+        let ctx = Ctx::rows(table, UInt32Array::from(rows));
+        let (fields, arrays) = project(&ctx, plan)?;
+        return batch(fields, arrays, ctx.num_rows());
+    }
+    let ctx = Ctx::rows(table, UInt32Array::from(rows));
+    let ctx = if aggregate { group(&ctx, plan)? } else { ctx };
+    let (fields, arrays) = project(&ctx, plan)?;
+    let num_rows = ctx.num_rows();
+    let mut keys = Vec::new();
+    for k in &plan.order_by {
+        let array = match output_position(&k.expr, &fields, &plan.projection)? {
+            Some(i) => arrays[i].clone(),
+            None => ctx.broadcast(ctx.eval(resolve_alias(&k.expr, &plan.projection).unwrap_or(&k.expr))?)?,
+        };
+        keys.push(sort_column(array, k));
+    }
+    let (arrays, num_rows) = if keys.is_empty() {
+        (arrays, num_rows)
+    } else {
+        let order = lexsort_to_indices(&keys, plan.limit.map(|l| l + plan.offset))?;
+        let arrays = arrays.iter().map(|a| take(a.as_ref(), &order, None)).collect::<Result<Vec<_>, _>>()?;
+        (arrays, order.len())
+    };
+    let end = plan.limit.map_or(num_rows, |l| num_rows.min(plan.offset.saturating_add(l)));
+    let start = plan.offset.min(end);
+    let arrays: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(start, end - start)).collect();
+    batch(fields, arrays, end - start)
+}
+
+fn batch(fields: Vec<Field>, arrays: Vec<ArrayRef>, num_rows: usize) -> Result<RecordBatch> {
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(num_rows));
+    Ok(RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)?)
+}
+
+fn sort_column(values: ArrayRef, k: &OrderKey) -> SortColumn {
+    SortColumn { values, options: Some(SortOptions { descending: k.descending, nulls_first: k.nulls_first }) }
+}
+
+fn item_expr(item: &SelectItem) -> Option<&Expr> {
+    match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+        _ => None,
+    }
+}
+
+/// The output name of a select item.
+fn item_name(e: &Expr, alias: Option<&str>) -> String {
+    alias.map(str::to_string).or_else(|| column_name(e)).unwrap_or_else(|| e.to_string())
+}
+
+/// An ORDER BY that names a select alias: the aliased expression.
+fn resolve_alias<'p>(e: &Expr, projection: &'p [SelectItem]) -> Option<&'p Expr> {
+    let Expr::Identifier(id) = e else { return None };
+    projection.iter().find_map(|item| match item {
+        SelectItem::ExprWithAlias { expr, alias } if alias.value == id.value => Some(expr),
+        _ => None,
+    })
+}
+
+/// Which output column an ORDER BY key is: a 1-based ordinal, an output name, or the same
+/// expression text as a select item.
+fn output_position(e: &Expr, fields: &[Field], projection: &[SelectItem]) -> Result<Option<usize>> {
+    if let Expr::Value(v) = e {
+        if let Value::Number(n, _) = &v.value {
+            return match n.parse::<usize>() {
+                Ok(k) if (1..=fields.len()).contains(&k) => Ok(Some(k - 1)),
+                _ => Err(sql_error(format!("ORDER BY position {n} is not in the select list"), e.span())),
+            };
+        }
+    }
+    if let Some(name) = column_name(e) {
+        if let Some(i) = fields.iter().position(|f| *f.name() == name) {
+            return Ok(Some(i));
+        }
+    }
+    let text = e.to_string();
+    let has_wildcard = projection.iter().any(|i| item_expr(i).is_none());
+    if has_wildcard {
+        return Ok(None);
+    }
+    Ok(projection.iter().position(|item| item_expr(item).is_some_and(|x| x.to_string() == text)))
+}
+
+/// Evaluates the select list over the rows in scope (no aggregates).
+fn project(ctx: &Ctx, plan: &SelectPlan) -> Result<(Vec<Field>, Vec<ArrayRef>)> {
+    let (mut fields, mut arrays) = (Vec::new(), Vec::new());
+    for item in &plan.projection {
+        match item {
+            SelectItem::Wildcard(opts) => {
+                if opts.opt_exclude.is_some()
+                    || opts.opt_except.is_some()
+                    || opts.opt_replace.is_some()
+                    || opts.opt_rename.is_some()
+                    || opts.opt_ilike.is_some()
+                {
+                    return Err(unsupported("options on *", opts.wildcard_token.0.span));
+                }
+                for name in ctx.table().column_names() {
+                    let array = ctx.column(name, opts.wildcard_token.0.span)?;
+                    fields.push(Field::new(name, array.data_type().clone(), true));
+                    arrays.push(array);
+                }
+            }
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                let alias = match item {
+                    SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.as_str()),
+                    _ => None,
+                };
+                let array = ctx.broadcast(ctx.eval(e)?)?;
+                fields.push(Field::new(item_name(e, alias), array.data_type().clone(), true));
+                arrays.push(array);
+            }
+            other => return Err(unsupported(&format!("the select item {other}"), other.span())),
+        }
+    }
+    Ok((fields, arrays))
+}
+
+/// True when `e` calls an aggregate.
+fn contains_aggregate(e: &Expr) -> bool {
+    let mut found = Vec::new();
+    collect_aggregates(e, &mut found);
+    !found.is_empty()
+}
+
+/// The aggregate calls in `e`, outermost first (arguments of an aggregate are not searched).
+fn collect_aggregates<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Function(f) => {
+            if AGGREGATES.contains(&f.name.to_string().to_ascii_lowercase().as_str()) {
+                out.push(e);
+            } else if let Ok(args) = function_args(f, Span::empty()) {
+                args.into_iter().for_each(|a| collect_aggregates(a, out));
+            }
+        }
+        Expr::BinaryOp { left, right, .. } => {
+            collect_aggregates(left, out);
+            collect_aggregates(right, out);
+        }
+        Expr::UnaryOp { expr, .. }
+        | Expr::Nested(expr)
+        | Expr::Cast { expr, .. }
+        | Expr::IsNull(expr)
+        | Expr::IsNotNull(expr)
+        | Expr::IsTrue(expr)
+        | Expr::IsNotTrue(expr)
+        | Expr::IsFalse(expr)
+        | Expr::IsNotFalse(expr) => collect_aggregates(expr, out),
+        Expr::Between { expr, low, high, .. } => {
+            [expr, low, high].into_iter().for_each(|x| collect_aggregates(x, out));
+        }
+        Expr::InList { expr, list, .. } => {
+            collect_aggregates(expr, out);
+            list.iter().for_each(|x| collect_aggregates(x, out));
+        }
+        Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
+            collect_aggregates(expr, out);
+            collect_aggregates(pattern, out);
+        }
+        Expr::Case { operand, conditions, else_result, .. } => {
+            operand.iter().chain(else_result).for_each(|x| collect_aggregates(x, out));
+            for when in conditions {
+                collect_aggregates(&when.condition, out);
+                collect_aggregates(&when.result, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Group ids of the rows in scope, and the first row of each group.
+fn group_ids(ctx: &Ctx, keys: &[ArrayRef]) -> Result<(Vec<u32>, Vec<u32>)> {
+    let n = ctx.num_rows();
+    if keys.is_empty() {
+        // One group, even over no rows: `SELECT count(*) … WHERE false` is one row of 0.
+        return Ok((vec![0; n], vec![0]));
+    }
+    let converter = RowConverter::new(keys.iter().map(|k| SortField::new(k.data_type().clone())).collect())?;
+    let rows = converter.convert_columns(keys)?;
+    let mut ids = HashMap::new();
+    let (mut group, mut first) = (Vec::with_capacity(n), Vec::new());
+    for i in 0..n {
+        let next = first.len() as u32;
+        let g = *ids.entry(rows.row(i)).or_insert(next);
+        if g == next {
+            first.push(i as u32);
+        }
+        group.push(g);
+    }
+    Ok((group, first))
+}
+
+/// Groups the rows in scope: a context of one row per group in which the group keys and every
+/// aggregate of the select list, HAVING and ORDER BY are columns; HAVING is applied.
+fn group<'t, 'a>(ctx: &Ctx<'t, 'a>, plan: &SelectPlan) -> Result<Ctx<'t, 'a>> {
+    let keys = plan.group_by.iter().map(|g| ctx.broadcast(ctx.eval(g)?)).collect::<Result<Vec<_>>>()?;
+    let (group, first) = group_ids(ctx, &keys)?;
+    let num_groups = first.len();
+    let mut values = HashMap::new();
+    let first = UInt32Array::from(first);
+    for (g, key) in plan.group_by.iter().zip(&keys) {
+        let at_first = if num_groups == 0 { key.slice(0, 0) } else { take(key.as_ref(), &first, None)? };
+        values.insert(g.to_string(), at_first);
+    }
+    let mut calls = Vec::new();
+    for item in &plan.projection {
+        match item_expr(item) {
+            Some(e) => collect_aggregates(e, &mut calls),
+            None => {
+                return Err(sql_error(
+                    format!("{item} cannot be selected in a grouped or aggregate query"),
+                    item.span(),
+                ))
+            }
+        }
+    }
+    plan.having
+        .iter()
+        .chain(plan.order_by.iter().map(|k| &k.expr))
+        .for_each(|e| collect_aggregates(e, &mut calls));
+    for call in calls {
+        let Expr::Function(f) = call else { continue };
+        let text = call.to_string();
+        if let std::collections::hash_map::Entry::Vacant(slot) = values.entry(text) {
+            let name = f.name.to_string().to_ascii_lowercase();
+            slot.insert(aggregate(ctx, &name, f, &group, num_groups, call.span())?);
+        }
+    }
+    let grouped = Ctx::groups(ctx.table(), num_groups, values);
+    let Some(having) = &plan.having else { return Ok(grouped) };
+    let mask = grouped.eval(having)?;
+    if !matches!(mask.array.data_type(), DataType::Boolean | DataType::Null) {
+        return Err(sql_error(
+            format!("HAVING needs a boolean, got {}", sql_type_name(mask.array.data_type())),
+            having.span(),
+        ));
+    }
+    let keep = matching_rows(&grouped, having)?;
+    let keep = UInt32Array::from(keep);
+    let Some(values) = grouped.into_groups() else { unreachable!("a grouped context") };
+    let values = values
+        .into_iter()
+        .map(|(k, v)| Ok((k, take(v.as_ref(), &keep, None)?)))
+        .collect::<Result<HashMap<_, _>>>()?;
+    Ok(Ctx::groups(ctx.table(), keep.len(), values))
+}
+
+/// One aggregate per group.
+fn aggregate(
+    ctx: &Ctx,
+    name: &str,
+    f: &sqlparser::ast::Function,
+    group: &[u32],
+    num_groups: usize,
+    span: Span,
+) -> Result<ArrayRef> {
+    let star = matches!(&f.args, sqlparser::ast::FunctionArguments::List(l)
+        if matches!(l.args.as_slice(), [sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Wildcard)]));
+    if star {
+        if name != "count" {
+            return Err(sql_error(format!("{name}(*) is not allowed; only count(*)"), span));
+        }
+        let mut counts = vec![0i64; num_groups];
+        for &g in group {
+            counts[g as usize] += 1;
+        }
+        return Ok(Arc::new(Int64Array::from(counts)));
+    }
+    let args = function_args(f, span)?;
+    let [arg] = args.as_slice() else {
+        return Err(sql_error(format!("{name}() takes one argument, got {}", args.len()), span));
+    };
+    if contains_aggregate(arg) {
+        return Err(sql_error("aggregates cannot be nested", arg.span()));
+    }
+    let values = ctx.broadcast(ctx.eval(arg)?)?;
+    let t = values.data_type().clone();
+    let valid = |i: usize| values.is_valid(i);
+    match name {
+        "count" => {
+            let mut counts = vec![0i64; num_groups];
+            for (i, &g) in group.iter().enumerate() {
+                counts[g as usize] += i64::from(valid(i));
+            }
+            Ok(Arc::new(Int64Array::from(counts)))
+        }
+        "sum" if t.is_integer() => {
+            let v = arrow_cast::cast(values.as_ref(), &DataType::Int64)?;
+            let v = v.as_primitive::<Int64Type>();
+            let mut sums: Vec<Option<i64>> = vec![None; num_groups];
+            for (i, &g) in group.iter().enumerate() {
+                if v.is_valid(i) {
+                    let s = sums[g as usize].unwrap_or(0);
+                    sums[g as usize] = Some(
+                        s.checked_add(v.value(i)).ok_or_else(|| sql_error("sum overflows BIGINT", span))?,
+                    );
+                }
+            }
+            Ok(Arc::new(Int64Array::from(sums)))
+        }
+        "sum" | "avg" => {
+            if !(t.is_integer() || t.is_floating() || t == DataType::Null) {
+                return Err(sql_error(format!("{name}() needs numbers, got {}", sql_type_name(&t)), span));
+            }
+            let v = arrow_cast::cast(values.as_ref(), &DataType::Float64)?;
+            let v = v.as_primitive::<Float64Type>();
+            let (mut sums, mut counts) = (vec![0f64; num_groups], vec![0u64; num_groups]);
+            for (i, &g) in group.iter().enumerate() {
+                if v.is_valid(i) {
+                    sums[g as usize] += v.value(i);
+                    counts[g as usize] += 1;
+                }
+            }
+            let out: Float64Array = sums
+                .iter()
+                .zip(&counts)
+                .map(|(&s, &c)| (c > 0).then(|| if name == "avg" { s / c as f64 } else { s }))
+                .collect();
+            Ok(Arc::new(out))
+        }
+        _ => {
+            // min / max: one sort of the values, then each group's first row in that order.
+            let options = SortOptions { descending: name == "max", nulls_first: false };
+            let order =
+                sort_to_indices(values.as_ref(), Some(options), None).map_err(|e| at(span)(e.into()))?;
+            let mut pick: Vec<Option<u32>> = vec![None; num_groups];
+            for &i in order.values() {
+                let g = group[i as usize] as usize;
+                if pick[g].is_none() {
+                    pick[g] = Some(i);
+                }
+            }
+            Ok(take(values.as_ref(), &UInt32Array::from(pick), None)?)
+        }
+    }
+}
+
+/// `json_extract(field, '$.a.b')`: the value at the path in each row's JSON payload, as text
+/// (strings unquoted, other values as JSON; missing paths and JSON null are NULL).
+pub(crate) fn json_extract(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
+    let [field, path] = args else {
+        return Err(sql_error(format!("json_extract() takes two arguments, got {}", args.len()), span));
+    };
+    let name = column_name(field)
+        .ok_or_else(|| sql_error("json_extract() needs a JSON field name first", field.span()))?;
+    let ds = ctx.table().dataset();
+    let k = ds
+        .fields()
+        .iter()
+        .position(|f| f.name() == name && matches!(f.field_type(), FieldType::Json))
+        .ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), field.span()))?;
+    let path = match path {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => s.clone(),
+            _ => return Err(sql_error("json_extract() needs a path literal like '$.a.b'", path.span())),
+        },
+        _ => return Err(sql_error("json_extract() needs a path literal like '$.a.b'", path.span())),
+    };
+    let steps: Vec<&str> = match path.strip_prefix('$') {
+        Some("") => Vec::new(),
+        Some(rest) if rest.starts_with('.') => rest[1..].split('.').collect(),
+        _ => return Err(sql_error(format!("JSON path must start with '$.': {path}"), span)),
+    };
+    // The rows in scope, as table row ids.
+    let ids = ctx.column("index", span)?;
+    let ids = ids.as_primitive::<arrow_array::types::UInt64Type>();
+    let mut out = Vec::with_capacity(ids.len());
+    for &i in ids.values() {
+        let text = match ds.get(i, k)? {
+            StorageValue::Json(t) => t,
+            _ => unreachable!("JSON field"),
+        };
+        let doc: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| sql_error(format!("sample {i}: field '{name}' is not valid JSON: {e}"), span))?;
+        let mut at_path = Some(&doc);
+        for step in &steps {
+            at_path = at_path.and_then(|v| match v {
+                serde_json::Value::Array(a) => step.parse::<usize>().ok().and_then(|j| a.get(j)),
+                _ => v.get(step),
+            });
+        }
+        out.push(match at_path {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            Some(other) => Some(other.to_string()),
+        });
+    }
+    Ok(Val { array: Arc::new(StringArray::from(out)), scalar: false })
+}
