@@ -15,6 +15,8 @@ use beton_storage::{
 };
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod query;
+
 /// beton: FFCV-compatible .beton dataset files.
 #[derive(Parser)]
 #[command(name = "beton", version, about)]
@@ -43,6 +45,22 @@ enum Command {
         /// Also decode every image.
         #[arg(long)]
         decode_images: bool,
+        /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
+        #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
+        custom: Vec<String>,
+    },
+    /// Run SQL on the data table: `SELECT ... FROM samples ...` or a bare predicate (`label < 3`).
+    Query {
+        /// The .beton file.
+        file: PathBuf,
+        /// The query.
+        sql: String,
+        /// Print one JSON object a row.
+        #[arg(long, conflicts_with = "ids")]
+        json: bool,
+        /// Print the indices of the matching samples, one a line.
+        #[arg(long)]
+        ids: bool,
         /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
@@ -103,6 +121,16 @@ fn main() {
         Command::Info { file, json, custom } => ("info", info(&file, json, &custom)),
         Command::Verify { file, decode_images, custom } => ("verify", verify(&file, decode_images, &custom)),
         Command::WriteImagefolder(args) => ("write-imagefolder", write_imagefolder(&args)),
+        Command::Query { file, sql, json, ids, custom } => {
+            let output = if ids {
+                query::Output::Ids
+            } else if json {
+                query::Output::Json
+            } else {
+                query::Output::Table
+            };
+            ("query", query::run(&file, &custom, &sql, output))
+        }
     };
     let failed = |e: anyhow::Error| -> ! {
         // Not eprintln!: it panics when stderr is closed.

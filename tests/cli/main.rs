@@ -236,3 +236,37 @@ fn write_imagefolder_failures_leave_no_file() {
     let o = beton(&["write-imagefolder", "--bogus"]);
     assert_eq!(o.status.code(), Some(2), "usage errors are clap's exit 2");
 }
+
+#[test]
+fn query_prints_tables_json_and_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(dir.path(), "odd5");
+    let file = f.to_str().unwrap();
+    let o = beton(&["query", file, "SELECT count(*) AS n, min(bb) AS lo FROM samples WHERE bb >= 0"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.lines().next().unwrap().starts_with("n") && out.contains("(1 rows)"), "{out}");
+
+    let o = beton(&["query", file, "bb < 0 OR a > 1e300", "--ids"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let ids: Vec<u64> = text(&o).0.lines().map(|l| l.parse().unwrap()).collect();
+    let ds = beton_storage::Dataset::open(&f).unwrap();
+    let want: Vec<u64> = (0..ds.num_samples())
+        .filter(|&i| {
+            let bb = ds.get_by_name(i, "bb").unwrap().as_int().unwrap();
+            let a = ds.get_by_name(i, "a").unwrap().as_float().unwrap();
+            bb < 0 || a > 1e300
+        })
+        .collect();
+    assert_eq!(ids, want);
+
+    let o = beton(&["query", file, "SELECT index, bb FROM samples ORDER BY index LIMIT 2", "--json"]);
+    let rows: Vec<serde_json::Value> = text(&o).0.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["index"], 1);
+
+    let o = beton(&["query", file, "SELECT nope FROM samples"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o).1;
+    assert!(err.contains("line 1, column 8") && err.contains("no column named 'nope'"), "{err}");
+}

@@ -1,0 +1,104 @@
+//! `beton query FILE SQL`: runs a query on the data table and prints the rows as a table, JSON
+//! lines, or (`--ids`) the matching sample indices.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use arrow_array::{Array, RecordBatch};
+use arrow_cast::display::{ArrayFormatter, FormatOptions};
+use arrow_schema::DataType;
+use beton_query::Table;
+
+/// How `beton query` prints its result.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// An aligned text table.
+    Table,
+    /// One JSON object a row.
+    Json,
+    /// The indices of the matching samples, one a line.
+    Ids,
+}
+
+/// Runs `sql` on the data table of `file`; returns what to print.
+pub fn run(file: &Path, custom: &[String], sql: &str, output: Output) -> Result<String> {
+    let ds = crate::open(file, custom)?;
+    let table = Table::new(&ds);
+    if output == Output::Ids {
+        let ids = beton_query::select_indices(&table, sql)?;
+        let mut out = String::with_capacity(ids.len() * 8);
+        for id in ids.iter() {
+            let _ = writeln!(out, "{id}");
+        }
+        return Ok(out);
+    }
+    let batch = beton_query::query(&table, sql)?;
+    Ok(match output {
+        Output::Json => json_lines(&batch)?,
+        _ => text_table(&batch)?,
+    })
+}
+
+fn formatted(batch: &RecordBatch) -> Result<Vec<Vec<String>>> {
+    let options = FormatOptions::default().with_null("NULL");
+    let formatters = batch
+        .columns()
+        .iter()
+        .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((0..batch.num_rows()).map(|r| formatters.iter().map(|f| f.value(r).to_string()).collect()).collect())
+}
+
+fn text_table(batch: &RecordBatch) -> Result<String> {
+    let header: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let rows = formatted(batch)?;
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter().map(|r| r[c].chars().count()).chain([header[c].chars().count()]).max().unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    let _ = writeln!(out, "({} rows)", batch.num_rows());
+    Ok(out)
+}
+
+fn json_lines(batch: &RecordBatch) -> Result<String> {
+    let schema = batch.schema();
+    let rows = formatted(batch)?;
+    let mut out = String::new();
+    for (r, row) in rows.iter().enumerate() {
+        let mut obj = serde_json::Map::new();
+        for (c, text) in row.iter().enumerate() {
+            let column = batch.column(c);
+            let value = if column.is_null(r) {
+                serde_json::Value::Null
+            } else {
+                match schema.field(c).data_type() {
+                    DataType::Boolean
+                    | DataType::Int8
+                    | DataType::Int16
+                    | DataType::Int32
+                    | DataType::Int64
+                    | DataType::UInt8
+                    | DataType::UInt16
+                    | DataType::UInt32
+                    | DataType::UInt64
+                    | DataType::Float32
+                    | DataType::Float64 => {
+                        // Numbers and bools print as JSON already; NaN and infinities become strings.
+                        serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.clone()))
+                    }
+                    _ => serde_json::Value::String(text.clone()),
+                }
+            };
+            obj.insert(schema.field(c).name().clone(), value);
+        }
+        let _ = writeln!(out, "{}", serde_json::Value::Object(obj));
+    }
+    Ok(out)
+}
