@@ -15,7 +15,9 @@ use beton_storage::{
 };
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod explain;
 mod query;
+mod show;
 
 /// beton: FFCV-compatible .beton dataset files.
 #[derive(Parser)]
@@ -61,6 +63,32 @@ enum Command {
         /// Print the indices of the matching samples, one a line.
         #[arg(long)]
         ids: bool,
+        /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
+        #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
+        custom: Vec<String>,
+    },
+    /// Print every field of one sample; `--out x.png` writes its image as a PNG.
+    Show {
+        /// The .beton file.
+        file: PathBuf,
+        /// The sample index.
+        index: u64,
+        /// Write the decoded image (the first image field, or --field) to this PNG file.
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+        /// Only this field (with --out: the image field to write).
+        #[arg(long, value_name = "NAME")]
+        field: Option<String>,
+        /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
+        #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
+        custom: Vec<String>,
+    },
+    /// Show what a query touches and reads: columns, heap columns, rows matched, pages and bytes.
+    Explain {
+        /// The .beton file.
+        file: PathBuf,
+        /// The query: `SELECT ... FROM samples ...` or a bare predicate.
+        sql: String,
         /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
@@ -120,6 +148,10 @@ fn main() {
     let (name, result) = match cli.command {
         Command::Info { file, json, custom } => ("info", info(&file, json, &custom)),
         Command::Verify { file, decode_images, custom } => ("verify", verify(&file, decode_images, &custom)),
+        Command::Show { file, index, out, field, custom } => {
+            ("show", show::run(&file, &custom, index, field.as_deref(), out.as_deref()))
+        }
+        Command::Explain { file, sql, custom } => ("explain", explain::run(&file, &custom, &sql)),
         Command::WriteImagefolder(args) => ("write-imagefolder", write_imagefolder(&args)),
         Command::Query { file, sql, json, ids, custom } => {
             let output = if ids {

@@ -1,0 +1,175 @@
+//! `beton show FILE INDEX`: prints every field of one sample, one a line, and (`--out x.png`)
+//! writes its image as a PNG.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use beton_storage::{Dataset, FieldType, Pixels, Value};
+
+/// How many payload bytes `show` prints in hex.
+const HEX_PREFIX: usize = 16;
+
+/// Prints sample `index` of `file`; with `out`, writes the image field `field` (default: the
+/// first image field) there as a PNG. With `field` and no `out`, prints that field only.
+pub fn run(
+    file: &Path,
+    custom: &[String],
+    index: u64,
+    field: Option<&str>,
+    out: Option<&Path>,
+) -> Result<String> {
+    let ds = crate::open(file, custom)?;
+    let n = ds.num_samples();
+    if index >= n {
+        bail!(
+            "sample {index} is out of range: {} has {n} sample{} (indices 0..{})",
+            file.display(),
+            if n == 1 { "" } else { "s" },
+            n.saturating_sub(1)
+        );
+    }
+    let chosen = match field {
+        Some(name) => Some(ds.field_index(name).map_err(|e| crate::name_file(file, e))?),
+        None => None,
+    };
+    let mut text = String::new();
+    for (k, f) in ds.fields().iter().enumerate() {
+        if chosen.is_some_and(|c| c != k) {
+            continue;
+        }
+        let value = ds.get(index, k).map_err(|e| crate::name_file(file, e))?;
+        writeln!(text, "{}: {}", f.name(), describe(f.field_type(), &value))?;
+    }
+    if let Some(out) = out {
+        let k = image_field(&ds, chosen)?;
+        let image = ds.get(index, k).map_err(|e| crate::name_file(file, e))?;
+        let image = image.as_image().context("not an image value")?;
+        let pixels = image
+            .decode()
+            .map_err(|e| crate::name_file(file, e))
+            .with_context(|| format!("decoding sample {index}, field '{}'", ds.fields()[k].name()))?;
+        write_png(out, &pixels)?;
+        writeln!(
+            text,
+            "wrote {}: {}x{} {} PNG",
+            out.display(),
+            pixels.width,
+            pixels.height,
+            if pixels.channels == 1 { "grey" } else { "RGB" }
+        )?;
+    }
+    Ok(text)
+}
+
+/// The image field to write: `chosen` if it is one, else the first image field.
+fn image_field(ds: &Dataset, chosen: Option<usize>) -> Result<usize> {
+    let is_image =
+        |k: usize| matches!(ds.fields()[k].field_type(), FieldType::RgbImage | FieldType::GreyImage);
+    match chosen {
+        Some(k) if is_image(k) => Ok(k),
+        Some(k) => {
+            let f = &ds.fields()[k];
+            bail!("--out: field '{}' is not an image (it is a {})", f.name(), f.field_type().name())
+        }
+        None => (0..ds.fields().len()).find(|&k| is_image(k)).with_context(|| {
+            let names: Vec<&str> = ds.fields().iter().map(|f| f.name()).collect();
+            format!("--out: the file has no image field (fields: {})", names.join(", "))
+        }),
+    }
+}
+
+/// One value as text on one line.
+fn describe(ty: &FieldType, value: &Value) -> String {
+    match *value {
+        Value::Int(v) => v.to_string(),
+        Value::Float(v) => format!("{v:?}"),
+        Value::Bool(v) => v.to_string(),
+        Value::Text(s) => serde_json::Value::String(s.to_string()).to_string(),
+        Value::Json(s) => match serde_json::from_str::<serde_json::Value>(s) {
+            Ok(v) => v.to_string(),
+            // Not valid JSON: shown as stored, kept on one line.
+            Err(_) => s.replace('\n', "\\n"),
+        },
+        Value::Image(img) => {
+            format!("{}x{} {}, {} bytes", img.width, img.height, img.mode.name(), img.data.len())
+        }
+        Value::Bytes(b) => format!("{} bytes{}", b.len(), hex_prefix(b)),
+        Value::NDArray(b) => {
+            let kind = match ty {
+                FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
+                    format!("{} {:?}, ", spec.dtype.name(), spec.shape)
+                }
+                _ => String::new(),
+            };
+            format!("{kind}{} bytes{}", b.len(), hex_prefix(b))
+        }
+        Value::Array(b) => {
+            let kind = match ty {
+                FieldType::Array(dtype) => {
+                    format!("{} [{}], ", dtype.name(), beton_storage::reader::array_len(dtype, b))
+                }
+                _ => String::new(),
+            };
+            format!("{kind}{} bytes{}", b.len(), hex_prefix(b))
+        }
+        Value::Custom(b) => format!("custom, {} bytes{}", b.len(), hex_prefix(b)),
+    }
+}
+
+/// `: 00 01 02 …` — the first bytes in hex, or nothing for no bytes.
+fn hex_prefix(b: &[u8]) -> String {
+    if b.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(":");
+    for byte in &b[..b.len().min(HEX_PREFIX)] {
+        let _ = write!(s, " {byte:02x}");
+    }
+    if b.len() > HEX_PREFIX {
+        s.push_str(" …");
+    }
+    s
+}
+
+/// Writes `pixels` as an 8-bit RGB or grey PNG: to a temporary file beside `out`, then renamed
+/// over it, so `out` is never half written.
+fn write_png(out: &Path, pixels: &Pixels) -> Result<()> {
+    let color = match pixels.channels {
+        1 => png::ColorType::Grayscale,
+        3 => png::ColorType::Rgb,
+        c => bail!("cannot write a {c}-channel image as PNG"),
+    };
+    let name = out.file_name().with_context(|| format!("--out {}: not a file name", out.display()))?;
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| -> Result<()> {
+        let file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut w = std::io::BufWriter::new(file);
+        {
+            let mut encoder = png::Encoder::new(&mut w, pixels.width, pixels.height);
+            encoder.set_color(color);
+            encoder.set_depth(png::BitDepth::Eight);
+            let mut writer = encoder.write_header()?;
+            writer.write_image_data(&pixels.data)?;
+            writer.finish()?;
+        }
+        w.flush()?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, out)
+            .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", out.display()))
+}
