@@ -362,6 +362,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
         match op {
             B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq => {
                 let (l, r) = coerce(l, r, &op.to_string(), span)?;
+                let (l, r) = (sql_float_order(l), sql_float_order(r));
                 let out = match op {
                     B::Eq => arrow_ord::cmp::eq(&l, &r),
                     B::NotEq => arrow_ord::cmp::neq(&l, &r),
@@ -582,5 +583,19 @@ pub(crate) fn sql_type_name(t: &DataType) -> &'static str {
         t if t.is_integer() => "INTEGER",
         DataType::FixedSizeBinary(_) => "BINARY",
         _ => "unsupported type",
+    }
+}
+
+/// Float operands made to compare as SQL does under Arrow's IEEE totalOrder kernels: `-0.0` becomes
+/// `0.0` (SQL: equal), and every NaN the positive quiet NaN (totalOrder puts a NaN with its sign bit
+/// set below every number; PostgreSQL's NaN is above every number and equal to itself).
+fn sql_float_order(v: Val) -> Val {
+    match v.array.as_any().downcast_ref::<Float64Array>() {
+        Some(a) => {
+            let out: Float64Array =
+                arrow_arith::arity::unary(a, |x: f64| if x.is_nan() { f64::NAN } else { x + 0.0 });
+            Val { array: Arc::new(out), scalar: v.scalar }
+        }
+        None => v,
     }
 }
