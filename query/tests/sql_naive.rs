@@ -748,4 +748,3 @@ fn nan_is_not_below_zero() {
         assert!(select_indices(&table, sql).unwrap().is_empty(), "{sql}");
     }
 }
-
