@@ -687,7 +687,6 @@ fn integer_division_and_modulo_by_zero_are_errors() {
 /// operands that are both NULL literals ("Invalid arithmetic operation: Null + Null") and on
 /// `-NULL` ("Invalid arithmetic operation: !Null").
 #[test]
-#[ignore = "bug: NULL + NULL, NULL * NULL, -NULL, ... are errors instead of NULL"]
 fn arithmetic_on_null_literals_is_null() {
     let (_dir, ds) = one_row_table(1.0);
     let table = Table::new(&ds);

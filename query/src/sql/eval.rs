@@ -173,6 +173,9 @@ impl<'t, 'a> Ctx<'t, 'a> {
                     UnaryOperator::Not => Ok(v.like(Arc::new(not(&boolean(v.clone(), span)?)?))),
                     UnaryOperator::Minus => {
                         let v = widen(v, span)?;
+                        if v.array.data_type() == &DataType::Null {
+                            return Ok(v); // -NULL is NULL
+                        }
                         Ok(v.like(numeric::neg(v.array.as_ref()).map_err(|e| at(span)(e.into()))?))
                     }
                     UnaryOperator::Plus => widen(v, span),
@@ -376,6 +379,11 @@ impl<'t, 'a> Ctx<'t, 'a> {
             }
             B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo => {
                 let (l, r) = (widen(l, span)?, widen(r, span)?);
+                if l.array.data_type() == &DataType::Null && r.array.data_type() == &DataType::Null {
+                    // NULL op NULL is NULL (Arrow's kernels have no arithmetic on the Null type).
+                    let len = l.array.len().max(r.array.len());
+                    return Ok(Val { array: new_null_array(&DataType::Null, len), scalar });
+                }
                 let (l, r) = coerce(l, r, &op.to_string(), span)?;
                 let out = match op {
                     B::Plus => numeric::add(&l, &r),
