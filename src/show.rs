@@ -71,7 +71,7 @@ fn image_field(ds: &Dataset, chosen: Option<usize>) -> Result<usize> {
         Some(k) if is_image(k) => Ok(k),
         Some(k) => {
             let f = &ds.fields()[k];
-            bail!("--out: field '{}' is not an image (it is a {})", f.name(), f.field_type().name())
+            bail!("--out: field '{}' is not an image (its type is {})", f.name(), f.field_type().name())
         }
         None => (0..ds.fields().len()).find(|&k| is_image(k)).with_context(|| {
             let names: Vec<&str> = ds.fields().iter().map(|f| f.name()).collect();
