@@ -2,17 +2,24 @@
 //! fingerprint (stored in the loader's resume state).
 //!
 //! ```text
-//! index_set := magic version count ids
+//! index_set := magic form count body
 //! magic     := b"BIDX"
-//! version   := u8 = 1
+//! form      := u8: 1 (gaps) or 2 (bitmap)
 //! count     := u64 little-endian, the number of ids
-//! ids       := count × varint   (unsigned LEB128, shortest form)
+//! body (1)  := count × varint   (unsigned LEB128, shortest form)
 //!              first: the smallest id; then each id minus the previous id minus 1
+//! body (2)  := base span bits
+//!              base: u64 LE, the smallest id; span: u64 LE, largest id - base + 1;
+//!              bits: ceil(span / 8) bytes, bit j (byte j / 8, bit j % 8, LSB first) set
+//!              when base + j is in the set; bits past span are zero
 //! ```
 //!
 //! Ids are strictly increasing, so gaps minus one are ≥ 0 and a dense run of ids costs one byte
-//! each (`IndexSet::all(n)` is `13 + n` bytes). Decoding accepts exactly the bytes encoding
-//! produces: no overlong varints, no trailing bytes, so an encoding is unique per set.
+//! each in the gap form; the bitmap form costs one bit per id of the span, so a 90 % training
+//! split of 10 M rows takes 1.25 MB instead of 9 MB. The writer picks the smaller form (gaps on a
+//! tie, and always for the empty set). Decoding accepts exactly the bytes encoding produces: no
+//! overlong varints, no trailing bytes, no bitmap where the gap form is no larger, so an
+//! encoding is unique per set.
 
 use super::random::splitmix64;
 use super::IndexSet;
@@ -21,10 +28,16 @@ use crate::error::{Error, Result};
 /// The first four bytes of every encoded index set.
 pub(super) const MAGIC: [u8; 4] = *b"BIDX";
 
-/// The version this build writes and reads.
-pub(super) const VERSION: u8 = 1;
+/// The form byte of the gap encoding.
+const FORM_GAPS: u8 = 1;
 
-/// Magic, version, count.
+/// The form byte of the bitmap encoding.
+const FORM_BITMAP: u8 = 2;
+
+/// Magic, form, count, base, span: the bytes of a bitmap encoding before its bits.
+const BITMAP_HEADER_BYTES: usize = HEADER_BYTES + 16;
+
+/// Magic, form, count.
 const HEADER_BYTES: usize = MAGIC.len() + 1 + 8;
 
 /// Seed of the fingerprint: "beton-ix" as a big-endian u64, so a fingerprint is not a bare
@@ -41,6 +54,39 @@ fn write_varint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// Bytes of the shortest LEB128 form of `v`.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Bytes of the gap form of strictly increasing `ids`.
+fn gap_form_len(ids: &[u64]) -> usize {
+    let mut len = HEADER_BYTES;
+    let mut prev: Option<u64> = None;
+    for &id in ids {
+        len += varint_len(prev.map_or(id, |p| id - p - 1));
+        prev = Some(id);
+    }
+    len
+}
+
+/// Bytes of the bitmap form of non-empty strictly increasing `ids`.
+fn bitmap_form_len(ids: &[u64]) -> Option<usize> {
+    let (first, last) = (*ids.first()?, *ids.last()?);
+    let span = (last - first).checked_add(1)?;
+    usize::try_from(span.div_ceil(8)).ok()?.checked_add(BITMAP_HEADER_BYTES)
+}
+
+fn read_u64(bytes: &[u8], at: usize, what: &str) -> Result<u64> {
+    let Some(b) = bytes.get(at..at + 8) else {
+        let have = bytes.len().saturating_sub(at);
+        return Err(corrupt(at, format!("truncated {what}: {have} of 8 bytes")));
+    };
+    let mut le = [0u8; 8];
+    le.copy_from_slice(b);
+    Ok(u64::from_le_bytes(le))
 }
 
 /// Reads one shortest-form LEB128 varint at `start`; returns it and the offset after it.
@@ -68,23 +114,23 @@ fn read_varint(bytes: &[u8], start: usize) -> Result<(u64, usize)> {
 }
 
 impl IndexSet {
-    /// The compact binary form, about one byte per id for dense sets and at most ten:
-    ///
-    /// ```text
-    /// index_set := magic version count ids
-    /// magic     := b"BIDX"
-    /// version   := u8 = 1
-    /// count     := u64 little-endian, the number of ids
-    /// ids       := count × varint   (unsigned LEB128, shortest form)
-    ///              first: the smallest id; then each id minus the previous id minus 1
-    /// ```
+    /// The compact binary form (see the module doc): gap varints, about one byte per id for
+    /// dense sets and at most ten, or a bitmap of the span when that is smaller.
     ///
     /// [`from_bytes`](Self::from_bytes) accepts exactly what this writes, so the encoding of a
     /// set is unique.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_BYTES + self.len() + 8);
+        let gaps = gap_form_len(&self.ids);
+        match bitmap_form_len(&self.ids) {
+            Some(bitmap) if bitmap < gaps => self.bitmap_form(bitmap),
+            _ => self.gap_form(gaps),
+        }
+    }
+
+    fn gap_form(&self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len);
         out.extend_from_slice(&MAGIC);
-        out.push(VERSION);
+        out.push(FORM_GAPS);
         out.extend_from_slice(&(self.len() as u64).to_le_bytes());
         let mut prev: Option<u64> = None;
         for &id in &self.ids {
@@ -95,33 +141,58 @@ impl IndexSet {
         out
     }
 
+    /// Called with a non-empty set whose bitmap form is `len` bytes (so its span fits memory).
+    fn bitmap_form(&self, len: usize) -> Vec<u8> {
+        let base = self.ids[0];
+        let span = self.ids[self.ids.len() - 1] - base + 1;
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(&MAGIC);
+        out.push(FORM_BITMAP);
+        out.extend_from_slice(&(self.len() as u64).to_le_bytes());
+        out.extend_from_slice(&base.to_le_bytes());
+        out.extend_from_slice(&span.to_le_bytes());
+        out.resize(len, 0);
+        let bits = &mut out[BITMAP_HEADER_BYTES..];
+        for &id in &self.ids {
+            let j = (id - base) as usize;
+            bits[j / 8] |= 1 << (j % 8);
+        }
+        out
+    }
+
     /// Reads the binary form of [`to_bytes`](Self::to_bytes).
     ///
     /// This routine never panics, for any input: every length, count and sum is checked, and
-    /// memory is reserved only for as many ids as there are bytes left.
+    /// memory is reserved only for as many ids as the bytes can hold.
     ///
     /// # Errors
     ///
     /// [`Error::CorruptIndexSet`] with the byte offset of the first problem: wrong magic or
-    /// version, a count larger than the bytes can hold, a truncated, overlong or overflowing
-    /// varint, an id past `u64::MAX`, or bytes left over after the last id.
+    /// form, a count larger than the bytes can hold, a truncated, overlong or overflowing
+    /// varint, an id past `u64::MAX`, a bitmap whose bits disagree with its count, base or span,
+    /// a bitmap where the gap form is no larger, or bytes left over.
     pub fn from_bytes(bytes: &[u8]) -> Result<IndexSet> {
         if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
             let head = &bytes[..bytes.len().min(MAGIC.len())];
             return Err(corrupt(0, format!("bad magic {head:02x?}, expected b\"BIDX\"")));
         }
-        let Some(&version) = bytes.get(4) else {
-            return Err(corrupt(4, "truncated before the version byte"));
+        let Some(&form) = bytes.get(4) else {
+            return Err(corrupt(4, "truncated before the form byte"));
         };
-        if version != VERSION {
-            return Err(corrupt(4, format!("unsupported version {version} (this build reads {VERSION})")));
+        let count = read_u64(bytes, 5, "count")?;
+        match form {
+            FORM_GAPS => Self::from_gap_form(bytes, count),
+            FORM_BITMAP => Self::from_bitmap_form(bytes, count),
+            _ => Err(corrupt(
+                4,
+                format!(
+                    "unsupported form {form} (this build reads {FORM_GAPS} = gaps, {FORM_BITMAP} = bitmap)"
+                ),
+            )),
         }
-        let Some(count) = bytes.get(5..HEADER_BYTES) else {
-            return Err(corrupt(5, format!("truncated count: {} of 8 bytes", bytes.len() - 5)));
-        };
-        let mut le = [0u8; 8];
-        le.copy_from_slice(count);
-        let count = u64::from_le_bytes(le);
+    }
+
+    fn from_gap_form(bytes: &[u8], count: u64) -> Result<IndexSet> {
         let remaining = bytes.len() - HEADER_BYTES;
         // Each id takes at least one byte, which also bounds the allocation below.
         if count > remaining as u64 {
@@ -147,6 +218,58 @@ impl IndexSet {
         }
         if at != bytes.len() {
             return Err(corrupt(at, format!("{} trailing bytes after {count} ids", bytes.len() - at)));
+        }
+        Ok(IndexSet { ids })
+    }
+
+    fn from_bitmap_form(bytes: &[u8], count: u64) -> Result<IndexSet> {
+        let base = read_u64(bytes, HEADER_BYTES, "bitmap base")?;
+        let span = read_u64(bytes, HEADER_BYTES + 8, "bitmap span")?;
+        let bits = &bytes[BITMAP_HEADER_BYTES..];
+        if span == 0 || base.checked_add(span - 1).is_none() {
+            return Err(corrupt(
+                HEADER_BYTES + 8,
+                format!("bitmap span {span} from base {base} is empty or runs past u64::MAX"),
+            ));
+        }
+        if span.div_ceil(8) != bits.len() as u64 {
+            return Err(corrupt(
+                BITMAP_HEADER_BYTES,
+                format!("bitmap of span {span} needs {} bytes, found {}", span.div_ceil(8), bits.len()),
+            ));
+        }
+        // `bits` is in memory, so `span` bits fit a usize from here on.
+        let set: u64 = bits.iter().map(|b| u64::from(b.count_ones())).sum();
+        if set != count {
+            return Err(corrupt(5, format!("count {count} but the bitmap has {set} bits set")));
+        }
+        let span = span as usize;
+        let last_byte = bits[bits.len() - 1];
+        let used = span - (bits.len() - 1) * 8;
+        if used < 8 && last_byte >> used != 0 {
+            return Err(corrupt(bytes.len() - 1, format!("bits set past the span of {span}")));
+        }
+        if bits[0] & 1 == 0 || last_byte & (1 << (used - 1)) == 0 {
+            return Err(corrupt(
+                BITMAP_HEADER_BYTES,
+                "the first and last bits of the span must be set (base and span are the smallest \
+                 and largest ids)",
+            ));
+        }
+        let mut ids = Vec::with_capacity(count as usize);
+        for (k, &byte) in bits.iter().enumerate() {
+            let mut b = byte;
+            while b != 0 {
+                let j = b.trailing_zeros() as u64;
+                ids.push(base + k as u64 * 8 + j);
+                b &= b - 1;
+            }
+        }
+        if gap_form_len(&ids) <= bytes.len() {
+            return Err(corrupt(
+                4,
+                "bitmap form where the gap form is no larger (not the canonical encoding)",
+            ));
         }
         Ok(IndexSet { ids })
     }
@@ -186,12 +309,80 @@ mod tests {
         want.extend_from_slice(&[0x05, 0x00, 0x01, 0xbf, 0x01]);
         write_varint(&mut want, (1 << 40) - 201);
         assert_eq!(set.to_bytes(), want);
-        assert_eq!(IndexSet::all(300).to_bytes().len(), 13 + 300);
+        // Dense: the bitmap (29 + 38 bytes) beats one byte per id.
+        assert_eq!(IndexSet::all(300).to_bytes().len(), 29 + 38);
         let max = IndexSet::from_sorted(vec![u64::MAX]).unwrap().to_bytes();
         assert_eq!(&max[13..], [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
         assert_eq!(IndexSet::from_bytes(&max).unwrap().as_slice(), [u64::MAX]);
         let ends = IndexSet::from_sorted(vec![0, u64::MAX]).unwrap();
         assert_eq!(IndexSet::from_bytes(&ends.to_bytes()).unwrap(), ends);
+    }
+
+    #[test]
+    fn golden_bitmap_encodings() {
+        // 0..=9 without 3: gaps take 13 + 9 bytes, the bitmap 29 + 2.
+        let dense: IndexSet = (0..10u64).filter(|&i| i != 3).collect();
+        assert_eq!(dense.to_bytes()[4], FORM_GAPS);
+        // 100 ids of 0..=199 (every other one): gaps 113 bytes, bitmap 29 + 25.
+        let every_other: IndexSet = (0..100u64).map(|i| 1000 + 2 * i).collect();
+        let bytes = every_other.to_bytes();
+        let mut want = b"BIDX\x02".to_vec();
+        want.extend_from_slice(&100u64.to_le_bytes());
+        want.extend_from_slice(&1000u64.to_le_bytes());
+        want.extend_from_slice(&199u64.to_le_bytes());
+        want.extend_from_slice(&[0x55; 24]);
+        want.push(0x55 & 0x7f);
+        assert_eq!(bytes, want);
+        assert_eq!(IndexSet::from_bytes(&bytes).unwrap(), every_other);
+        // A 90 % split of 100,000 rows: 12.5 kB, not 90 kB.
+        let split = &IndexSet::all(100_000).split(&[0.9, 0.1], 7).unwrap()[0];
+        assert_eq!(split.to_bytes().len(), 29 + 12_500);
+        assert_eq!(&IndexSet::from_bytes(&split.to_bytes()).unwrap(), split);
+    }
+
+    #[test]
+    fn rejects_bad_bitmaps() {
+        let good: IndexSet = (0..100u64).map(|i| 2 * i).collect();
+        let bytes = good.to_bytes();
+        assert_eq!(bytes[4], FORM_BITMAP);
+        let with = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = bytes.clone();
+            edit(&mut b);
+            corrupt_at(IndexSet::from_bytes(&b))
+        };
+        let (at, what) = with(&|b| b[5] = 99);
+        assert!(at == 5 && what.contains("count 99"), "{what}");
+        let (at, what) = with(&|b| b.truncate(40));
+        assert!(at == 29 && what.contains("needs 25 bytes"), "{what}");
+        let (at, what) = with(&|b| b[29] = 0x54);
+        assert!(what.contains("count 100"), "{at} {what}");
+        let (at, what) = with(&|b| {
+            b[29] = 0x54;
+            b[53] = 0x55 | 0x80
+        });
+        assert!(at == 53 && what.contains("past the span"), "{what}");
+        let (at, what) = with(&|b| {
+            b[21..29].copy_from_slice(&0u64.to_le_bytes());
+        });
+        assert!(at == 21 && what.contains("span 0"), "{what}");
+        let (at, what) = with(&|b| {
+            b[13..21].copy_from_slice(&u64::MAX.to_le_bytes());
+        });
+        assert!(at == 21 && what.contains("past u64::MAX"), "{what}");
+        let (_, what) = with(&|b| {
+            b[29] = 0x54;
+            b[30] = 0x55 | 0x02;
+            b[53] = 0x55;
+        });
+        assert!(what.contains("first and last bits"), "{what}");
+        // A dense bitmap whose gap form is smaller is not canonical.
+        let mut dense = b"BIDX\x02".to_vec();
+        dense.extend_from_slice(&8u64.to_le_bytes());
+        dense.extend_from_slice(&0u64.to_le_bytes());
+        dense.extend_from_slice(&8u64.to_le_bytes());
+        dense.push(0xff);
+        let (at, what) = corrupt_at(IndexSet::from_bytes(&dense));
+        assert!(at == 4 && what.contains("canonical"), "{what}");
     }
 
     #[test]
@@ -230,8 +421,8 @@ mod tests {
         assert_eq!(corrupt_at(IndexSet::from_bytes(b"BID")).0, 0);
         assert_eq!(corrupt_at(IndexSet::from_bytes(b"BIDY\x01\0\0\0\0\0\0\0\0")).0, 0);
         assert_eq!(corrupt_at(IndexSet::from_bytes(b"BIDX")).0, 4);
-        let (at, what) = corrupt_at(IndexSet::from_bytes(b"BIDX\x02\0\0\0\0\0\0\0\0"));
-        assert!(at == 4 && what.contains("version 2"), "{what}");
+        let (at, what) = corrupt_at(IndexSet::from_bytes(b"BIDX\x03\0\0\0\0\0\0\0\0"));
+        assert!(at == 4 && what.contains("form 3"), "{what}");
         assert_eq!(corrupt_at(IndexSet::from_bytes(b"BIDX\x01\0\0\0")).0, 5);
     }
 
@@ -323,8 +514,10 @@ mod tests {
     proptest! {
         #[test]
         fn bytes_round_trip(ids in proptest::collection::btree_set(any::<u64>(), 0..200),
-                            dense in proptest::collection::btree_set(0u64..500, 0..200)) {
-            for set in [ids.into_iter().collect::<IndexSet>(), dense.into_iter().collect()] {
+                            dense in proptest::collection::btree_set(0u64..500, 0..200),
+                            denser in proptest::collection::btree_set(0u64..300, 100..300)) {
+            let sets = [ids, dense, denser];
+            for set in sets.into_iter().map(|s| s.into_iter().collect::<IndexSet>()) {
                 let bytes = set.to_bytes();
                 prop_assert_eq!(IndexSet::from_bytes(&bytes).unwrap(), set.clone());
                 prop_assert!(bytes.len() <= 13 + 10 * set.len());
@@ -334,10 +527,13 @@ mod tests {
         #[test]
         fn from_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = IndexSet::from_bytes(&bytes);
-            let mut framed = b"BIDX\x01".to_vec();
-            framed.extend_from_slice(&bytes);
-            if let Ok(set) = IndexSet::from_bytes(&framed) {
-                prop_assert_eq!(set.to_bytes(), framed);
+            for form in [FORM_GAPS, FORM_BITMAP] {
+                let mut framed = b"BIDX".to_vec();
+                framed.push(form);
+                framed.extend_from_slice(&bytes);
+                if let Ok(set) = IndexSet::from_bytes(&framed) {
+                    prop_assert_eq!(set.to_bytes(), framed);
+                }
             }
         }
     }

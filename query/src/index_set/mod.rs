@@ -13,8 +13,8 @@
 //! the form every consumer wants anyway (Arrow `take`, the sampler, Python).
 //!
 //! The cost is memory: 8 bytes per id in RAM. At dataset scale (up to ~10^9 rows) that is at most
-//! the size of one `u64` column of the table, and the on-disk form ([`to_bytes`]) delta-encodes
-//! a dense set to ~1 byte per id.
+//! the size of one `u64` column of the table, and the on-disk form ([`to_bytes`]) takes ~1 byte
+//! per id (gap varints) or 1 bit per row of the set's span (a bitmap), whichever is smaller.
 //!
 //! Measured with `cargo bench -p beton-query --bench index_set` (criterion; one run on a shared
 //! 2-core AMD EPYC VM, so read the ratios, not the absolute times): two sets of 1,000,000 random
@@ -29,7 +29,7 @@
 //! | intersection, sparse            |    4.2 ms  |     3.7 ms       |
 //! | 1,000 × `get(i)` / `select(i)`  |   0.47 µs  |  550 µs (dense), 4.5 ms (sparse) |
 //! | 1k ∩ 1M, dense (galloping path) |    44 µs   |     11 µs        |
-//! | bytes: dense / sparse           | 8 MB in RAM, 1.0 / 1.9 MB `to_bytes` | 0.50 / 2.1 MB serialised |
+//! | bytes: dense / sparse           | 8 MB in RAM, 0.50 / 1.9 MB `to_bytes` | 0.50 / 2.1 MB serialised |
 //!
 //! Roaring wins the algebra on dense ids by 15–90× (word-wise bitmap operations) and ties on
 //! sparse ids; the vector wins positional access by three orders of magnitude. Positional access
