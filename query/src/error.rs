@@ -29,6 +29,15 @@ pub enum Error {
         why: String,
     },
 
+    /// A named split the file does not have; lists the splits it has.
+    #[error("no split named '{name}'; the splits are: {available}")]
+    NoSuchSplit {
+        /// The name asked for.
+        name: String,
+        /// Comma-separated list of the splits there are, or "(none)".
+        available: String,
+    },
+
     /// Serialised bytes that are not an index set.
     #[error("corrupt index set at byte {offset}: {what}")]
     CorruptIndexSet {

@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod index_set;
+pub mod splits;
 pub mod sql;
 pub mod table;
 

@@ -19,8 +19,8 @@
 //!
 //! Only Text columns read heap pages, and only when they are materialised.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::builder::{FixedSizeBinaryBuilder, StringBuilder};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt64Array};
@@ -28,6 +28,7 @@ use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use beton_storage::{Dataset, FieldType, ImageMode, Value};
 
 use crate::error::{Error, Result};
+use crate::index_set::IndexSet;
 
 /// What a column is computed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +73,8 @@ pub struct Table<'a> {
     columns: Vec<Column>,
     schema: SchemaRef,
     cache: Mutex<HashMap<usize, ArrayRef>>,
+    /// The file's named splits, read once per table (so one query sees one generation).
+    splits: OnceLock<BTreeMap<String, Arc<IndexSet>>>,
 }
 
 impl std::fmt::Debug for Table<'_> {
@@ -119,7 +122,23 @@ impl<'a> Table<'a> {
         let schema = Arc::new(Schema::new(
             columns.iter().map(|c| ArrowField::new(&c.name, c.data_type.clone(), false)).collect::<Vec<_>>(),
         ));
-        Table { ds, columns, schema, cache: Mutex::new(HashMap::new()) }
+        Table { ds, columns, schema, cache: Mutex::new(HashMap::new()), splits: OnceLock::new() }
+    }
+
+    /// The named split `name` of the file, read with the table's first use of a split and kept
+    /// for the table's life, so every query on one table sees the same splits.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchSplit`] listing the splits; storage errors reading them.
+    pub fn split(&self, name: &str) -> Result<Arc<IndexSet>> {
+        let splits = match self.splits.get() {
+            Some(s) => s,
+            None => {
+                let read = crate::splits::all(self.ds)?.into_iter().map(|(n, s)| (n, Arc::new(s))).collect();
+                self.splits.get_or_init(|| read)
+            }
+        };
+        splits.get(name).cloned().ok_or_else(|| crate::splits::no_such_split(name, splits.keys()))
     }
 
     /// The dataset this table reads.

@@ -56,6 +56,22 @@ pub enum Error {
         expected: u16,
     },
 
+    /// The named splits do not fit the room the file has for them (FORMAT.md §12).
+    #[error(
+        "{path}: the splits need {needed} bytes but the file has room for {available} \
+         (the spare bytes between its data table and first page, halved for crash safety); \
+         remove splits you no longer need, or rewrite the file with beton (which reserves \
+         64 KiB + 2 bytes per sample by default, WriterOptions::splits_reserve)"
+    )]
+    NoRoomForSplits {
+        /// The file.
+        path: PathBuf,
+        /// Bytes of one slot the new splits need.
+        needed: u64,
+        /// Bytes of one slot the file has.
+        available: u64,
+    },
+
     /// A field of type 255 (custom) whose row layout the file does not store.
     #[error(
         "{path}: field '{field}' is a custom field (type id 255) not written by beton; \

@@ -27,6 +27,7 @@ pub mod image;
 pub mod imagefolder;
 mod mmap;
 pub mod reader;
+pub mod splits;
 pub mod summary;
 pub mod writer;
 
@@ -35,5 +36,6 @@ pub use field::{ArraySpec, DType, FieldType};
 pub use format::{AllocEntry, Header, Slot};
 pub use image::{Channels, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
 pub use reader::{Dataset, Field, ImageRef, OpenOptions, Value};
+pub use splits::{update_splits, SplitMap, SplitRegion};
 pub use summary::{verify, Summary};
 pub use writer::{FieldSpec, Progress, SampleValue, WriteReport, Writer, WriterOptions};

@@ -219,6 +219,8 @@ pub struct Dataset {
     fields: Vec<Field>,
     row_size: usize,
     table_start: u64,
+    table_end: u64,
+    /// The first page holding an allocation (the allocation table's offset when there is none).
     data_start: u64,
     num_allocations: u64,
     alloc_sorted: bool,
@@ -367,6 +369,9 @@ impl Dataset {
 
         let mut alloc_sorted = true;
         let mut previous = None;
+        // The first page holding an allocation: where the pages start (a writer may leave whole
+        // pages between the data table and it, for named splits, FORMAT.md §12).
+        let mut first_page = alloc_start;
         let alloc_bytes = &data[alloc_start as usize..];
         for (k, chunk) in alloc_bytes.chunks_exact(ALLOC_ENTRY_SIZE).enumerate() {
             let e = AllocEntry::parse(chunk).unwrap_or(AllocEntry { sample_id: 0, ptr: 0, size: 0 });
@@ -395,6 +400,7 @@ impl Dataset {
                     ),
                 ));
             }
+            first_page = first_page.min(e.ptr - e.ptr % page_size);
             let key = (e.sample_id, e.ptr, e.size);
             alloc_sorted &= previous.is_none_or(|p| p <= key);
             previous = Some(key);
@@ -407,7 +413,8 @@ impl Dataset {
             fields,
             row_size: layout.size,
             table_start,
-            data_start,
+            table_end,
+            data_start: first_page,
             num_allocations,
             alloc_sorted,
             index: OnceLock::new(),
@@ -466,7 +473,15 @@ impl Dataset {
         self.table_start
     }
 
-    /// Byte offset of the first data page.
+    /// Byte offset just past the data table's last row.
+    pub fn data_table_end(&self) -> u64 {
+        self.table_end
+    }
+
+    /// Byte offset of the first data page: the first page holding an allocation, or the
+    /// allocation table's offset when there is none. It is a multiple of the page size at or
+    /// after the end of the data table rounded up to a page; a writer may leave whole pages in
+    /// between (FORMAT.md §12).
     pub fn data_start(&self) -> u64 {
         self.data_start
     }

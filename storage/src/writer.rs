@@ -118,6 +118,12 @@ pub struct WriterOptions {
     pub chunk_size: usize,
     /// Called after every chunk.
     pub progress: Option<ProgressFn>,
+    /// Bytes to leave free between the data table and the first page for named splits
+    /// (FORMAT.md §12); pages still start on a page boundary, so the room is at least this.
+    /// `None` (the default) leaves 64 KiB + 2 bytes per sample: room for about eight splits
+    /// spanning the whole dataset as bitmaps. `Some(0)` gives FFCV's exact layout (the room is
+    /// then whatever the page alignment leaves).
+    pub splits_reserve: Option<u64>,
 }
 
 impl Default for WriterOptions {
@@ -128,6 +134,7 @@ impl Default for WriterOptions {
             seed: 0,
             chunk_size: 256,
             progress: None,
+            splits_reserve: None,
         }
     }
 }
@@ -138,6 +145,7 @@ impl std::fmt::Debug for WriterOptions {
             .field("page_size", &self.page_size)
             .field("num_threads", &self.num_threads)
             .field("seed", &self.seed)
+            .field("splits_reserve", &self.splits_reserve)
             .field("chunk_size", &self.chunk_size)
             .field("progress", &self.progress.is_some())
             .finish()
@@ -415,7 +423,11 @@ impl Writer {
         let io = |e| Error::io(&tpath, e);
         let mut out = BufWriter::with_capacity(1 << 20, temp.as_file());
         let alloc_table_ptr = if num_pages == 0 {
-            table_start + rows.len() as u64
+            match self.splits_reserve(num_samples) {
+                0 => table_start + rows.len() as u64,
+                // The split region starts 8-aligned (FORMAT.md §12).
+                reserve => (table_start + rows.len() as u64).next_multiple_of(8) + reserve,
+            }
         } else {
             data_start + num_pages * self.options.page_size
         };
@@ -465,10 +477,19 @@ impl Writer {
         Ok(WriteReport { path: self.path, num_samples, num_pages, file_len })
     }
 
+    /// Bytes left for named splits after the data table.
+    fn splits_reserve(&self, num_samples: u64) -> u64 {
+        self.options.splits_reserve.unwrap_or_else(|| (64 << 10) + 2 * num_samples)
+    }
+
     fn data_start(&self, table_start: u64, num_samples: u64) -> Result<u64> {
         num_samples
             .checked_mul(self.layout.size as u64)
             .and_then(|t| t.checked_add(table_start))
+            .and_then(|t| match self.splits_reserve(num_samples) {
+                0 => Some(t),
+                reserve => t.checked_next_multiple_of(8)?.checked_add(reserve),
+            })
             .and_then(|end| format::align_to_page(end, self.options.page_size))
             .ok_or_else(|| Error::InvalidArgument {
                 what: "sample source".into(),

@@ -13,7 +13,14 @@ use crate::common::*;
 const MIB: u64 = 1 << 20;
 
 fn options(page_size: u64, threads: usize) -> WriterOptions {
-    WriterOptions { page_size, num_threads: threads, chunk_size: 7, ..WriterOptions::default() }
+    // FFCV's exact layout: no room reserved for splits.
+    WriterOptions {
+        page_size,
+        num_threads: threads,
+        chunk_size: 7,
+        splits_reserve: Some(0),
+        ..WriterOptions::default()
+    }
 }
 
 /// The schema and values of an FFCV fixture, as beton reads them, ready to write again.

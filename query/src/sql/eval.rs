@@ -344,9 +344,10 @@ impl<'t, 'a> Ctx<'t, 'a> {
                 Ok(v.like(out))
             }
             "json_extract" => super::exec::json_extract(self, args, span),
+            "in_split" => super::exec::in_split(self, args, span),
             _ => Err(sql_error(
                 format!(
-                    "unknown function {name}(); the functions are lower, upper, length, abs, json_extract, \
+                    "unknown function {name}(); the functions are lower, upper, length, abs, json_extract, in_split, \
                      and the aggregates count, sum, min, max, avg"
                 ),
                 span,

@@ -498,3 +498,36 @@ pub(crate) fn json_extract(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val>
     }
     Ok(Val { array: Arc::new(StringArray::from(out)), scalar: false })
 }
+
+/// `in_split('val')`: whether each row in scope is in the file's named split `val`.
+pub(crate) fn in_split(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
+    let name = match args {
+        [Expr::Value(v)] => match &v.value {
+            Value::SingleQuotedString(s) => s.as_str(),
+            _ => {
+                return Err(sql_error("in_split() needs a split name in quotes, like in_split('val')", span))
+            }
+        },
+        _ => return Err(sql_error("in_split() needs a split name in quotes, like in_split('val')", span)),
+    };
+    let split = ctx.table().split(name).map_err(|e| sql_error(e.to_string(), args[0].span()))?;
+    let ids = ctx.column("index", span)?;
+    let ids = ids.as_primitive::<arrow_array::types::UInt64Type>();
+    let members = split.as_slice();
+    let ids = ids.values();
+    let out: arrow_array::BooleanArray = if ids.windows(2).all(|w| w[0] < w[1]) {
+        // Both ascend (the usual case: rows in table order), so one linear merge.
+        let mut j = 0;
+        ids.iter()
+            .map(|&i| {
+                while members.get(j).is_some_and(|&m| m < i) {
+                    j += 1;
+                }
+                Some(members.get(j) == Some(&i))
+            })
+            .collect()
+    } else {
+        ids.iter().map(|i| Some(members.binary_search(i).is_ok())).collect()
+    };
+    Ok(Val { array: Arc::new(out), scalar: false })
+}
