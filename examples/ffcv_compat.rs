@@ -1,7 +1,8 @@
 //! Writes `.beton` files covering every FFCV field type, beton's extension fields and real
 //! ImageFolder photos, each with `NAME.beton.json`: beton's own view of every value in the shape of
 //! the FFCV fixtures' `expected.json`. `tests/ffcv/check-with-ffcv.sh` then loads each file with the
-//! real FFCV 1.0.2 (`ffcv-load.py`) and compares what FFCV sees with what beton wrote.
+//! real FFCV 1.0.2 (`ffcv-load.py`) and compares what FFCV sees with what beton wrote. Every file
+//! also carries named splits, which FFCV must not notice.
 //!
 //! Run: `cargo run --release --example ffcv_compat -- OUT_DIR`
 
@@ -72,6 +73,12 @@ fn write(
     let path = out.join(format!("{name}.beton"));
     let opts = WriterOptions { page_size: 1 << 21, seed: 7, ..WriterOptions::default() };
     Writer::new(&path, fields, opts).expect("writer").write_indexed(n, |i| Ok(f(i))).expect("write");
+    // Named splits live where FFCV never looks (FORMAT.md §12): every file carries some, and
+    // FFCV must still see exactly the same samples.
+    if n > 0 {
+        let parts = beton_query::IndexSet::all(n).split(&[0.75, 0.25], 1).expect("split");
+        beton_query::splits::save(&path, [("train", &parts[0]), ("val", &parts[1])]).expect("splits");
+    }
     path
 }
 

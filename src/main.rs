@@ -1,5 +1,6 @@
-//! `beton`: the command-line tool. Inspect (`info`), check (`verify`) and write (`write-imagefolder`)
-//! `.beton` files. All the work is in `beton-storage`; this file parses arguments and prints.
+//! `beton`: the command-line tool. Inspect (`info`, `show`), check (`verify`), query (`query`,
+//! `explain`), split (`split`) and write (`write-imagefolder`) `.beton` files. The work is in
+//! `beton-storage` and `beton-query`; this file parses arguments and prints.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -18,6 +19,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod explain;
 mod query;
 mod show;
+mod split;
 
 /// beton: FFCV-compatible .beton dataset files.
 #[derive(Parser)]
@@ -93,6 +95,11 @@ enum Command {
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
     },
+    /// Named splits stored in the file: list, add (from SQL), random, remove.
+    Split {
+        #[command(subcommand)]
+        action: split::Action,
+    },
     /// Write an ImageFolder (DIR/CLASS/IMAGE) as fields `image` and `label` (FFCV types only).
     WriteImagefolder(WriteArgs),
 }
@@ -153,6 +160,7 @@ fn main() {
         }
         Command::Explain { file, sql, custom } => ("explain", explain::run(&file, &custom, &sql)),
         Command::WriteImagefolder(args) => ("write-imagefolder", write_imagefolder(&args)),
+        Command::Split { action } => ("split", split::run(&action)),
         Command::Query { file, sql, json, ids, custom } => {
             let output = if ids {
                 query::Output::Ids
@@ -211,8 +219,15 @@ fn open(file: &Path, custom: &[String]) -> Result<Dataset> {
 fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
     let ds = open(file, custom)?;
     let s = Summary::of(&ds).map_err(|e| name_file(file, e))?;
+    let (splits, room, used) = split::summary(&ds)?;
     if json {
-        return Ok(serde_json::to_string_pretty(&s)? + "\n");
+        let mut value = serde_json::to_value(&s)?;
+        value["splits"] = splits
+            .iter()
+            .map(|(name, rows, bytes)| serde_json::json!({"name": name, "rows": rows, "bytes": bytes}))
+            .collect();
+        value["split_room"] = serde_json::json!({"bytes": room, "used": used});
+        return Ok(serde_json::to_string_pretty(&value)? + "\n");
     }
     let mut out = String::new();
     let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
@@ -261,6 +276,13 @@ fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
         let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
         writeln!(out, "  {}", cells.join("  ").trim_end())?;
     }
+    let listed: Vec<String> =
+        splits.iter().map(|(name, rows, _)| format!("{name} ({})", plural(*rows, "row"))).collect();
+    writeln!(
+        out,
+        "  splits: {} (room: {used} of {room} bytes used)",
+        if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+    )?;
     Ok(out)
 }
 

@@ -2,7 +2,10 @@
 //!
 //! The invariant that makes the map sound: `.beton` files are write-once. beton's writer never
 //! modifies a file in place; it writes a temporary file and renames it over the destination, so a
-//! file that is mapped keeps its inode and contents until unmapped. A file truncated or rewritten
+//! file that is mapped keeps its inode and contents until unmapped. The one exception is the split
+//! region (`splits.rs`, FORMAT.md §12): its slots are rewritten in place with `pwrite`, never
+//! truncating, and are read by copying a slot out and checking its CRC, so a read racing an
+//! update sees whole old or whole new splits; nothing else in the file refers to those bytes. A file truncated or rewritten
 //! in place by another program while mapped is outside what this crate (or any mmap reader, FFCV
 //! included) can defend against; the kernel then delivers SIGBUS rather than wrong data.
 
