@@ -84,6 +84,16 @@ impl EpochPlan {
     }
 }
 
+impl<'a> IntoIterator for &'a EpochPlan {
+    type Item = &'a [u64];
+    type IntoIter = std::slice::Chunks<'a, u64>;
+
+    /// The batches in order, as [`EpochPlan::batches`].
+    fn into_iter(self) -> Self::IntoIter {
+        self.batches()
+    }
+}
+
 /// Rank `rank` of `world_size`'s plan for the epoch `ctx` describes, under `order`.
 ///
 /// Every rank calling this with the same `order` and `ctx` gets its part of one agreed split,
@@ -153,6 +163,7 @@ mod tests {
         assert_eq!(plan.batches_from(1).collect::<Vec<_>>(), [&[4, 5, 6, 7][..], &[8, 9]]);
         assert_eq!(plan.batches_from(3).count(), 0);
         assert_eq!(plan.batches_from(usize::MAX).count(), 0);
+        assert_eq!((&plan).into_iter().count(), 3);
     }
 
     #[test]

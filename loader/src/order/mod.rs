@@ -71,7 +71,8 @@ use crate::pages::PageMap;
 #[derive(Clone, Copy, Debug)]
 pub struct EpochContext<'a> {
     /// The ids the loader reads (a query's answer, or every sample). Each must be mapped by
-    /// `pages` (below [`PageMap::num_samples`]); [`plan_epoch`] checks this.
+    /// `pages` (below [`PageMap::num_samples`]): [`plan_epoch`] checks this and returns an
+    /// error; calling QUASI_RANDOM's [`Order::epoch_order`] directly with an unmapped id panics.
     pub indices: &'a IndexSet,
     /// The page of every sample of the dataset.
     pub pages: &'a PageMap,
