@@ -10,8 +10,9 @@
 //!   it is grouped by the `page_size` block of the table holding the start of its row, in ids
 //!   after all payload pages, so QUASI_RANDOM still reads neighbouring rows together.
 //!
-//! Ids are dense (from 0, below [`num_pages`](PageMap::num_pages)), so grouping an epoch's
-//! samples by page is a counting sort, and stored as `u32` whenever they fit: 4 bytes a sample.
+//! Ids are small (from 0, below [`num_pages`](PageMap::num_pages), about the number of pages of
+//! the file), so grouping an epoch's samples by page is a counting sort, and stored as `u32`
+//! whenever they fit: 4 bytes a sample.
 
 use beton_storage::Dataset;
 
@@ -74,7 +75,7 @@ impl PageMap {
         Self::dense(dense)
     }
 
-    /// Wraps ids that are already dense enough to count-sort by.
+    /// Wraps ids that are already small enough to count-sort by.
     fn dense(pages: Vec<u64>) -> Self {
         let num_pages = pages.iter().max().map_or(0, |&m| m + 1);
         let pages = if num_pages <= u64::from(u32::MAX) + 1 {
