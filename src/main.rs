@@ -219,7 +219,7 @@ fn open(file: &Path, custom: &[String]) -> Result<Dataset> {
 fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
     let ds = open(file, custom)?;
     let s = Summary::of(&ds).map_err(|e| name_file(file, e))?;
-    let (splits, room, used) = split::summary(&ds)?;
+    let split::SplitSummary { splits, room, used } = split::summary(&ds)?;
     if json {
         let mut value = serde_json::to_value(&s)?;
         value["splits"] = splits

@@ -74,20 +74,30 @@ pub fn run(action: &Action) -> Result<String> {
     }
 }
 
-/// (name, rows, bytes) of every split of `ds`; the bytes one slot can hold; the bytes used.
-pub fn summary(ds: &Dataset) -> Result<(Vec<(String, u64, u64)>, u64, u64)> {
+/// The splits of a file, for `list` and `info`.
+pub struct SplitSummary {
+    /// (name, rows, stored bytes) of every split.
+    pub splits: Vec<(String, u64, u64)>,
+    /// Payload bytes one slot can hold.
+    pub room: u64,
+    /// Payload bytes the splits take.
+    pub used: u64,
+}
+
+/// The splits of `ds`.
+pub fn summary(ds: &Dataset) -> Result<SplitSummary> {
     let raw = ds.splits()?;
     let decoded = splits::all(ds)?;
     let rows = decoded.iter().map(|(n, s)| (n.clone(), s.len() as u64, raw[n].len() as u64)).collect();
     let region = SplitRegion::of(ds);
     let entries = raw.iter().map(|(n, b)| 1 + n.len() as u64 + 8 + b.len() as u64).sum::<u64>();
     let used = if raw.is_empty() { 0 } else { 4 + entries };
-    Ok((rows, region.capacity(), used))
+    Ok(SplitSummary { splits: rows, room: region.capacity(), used })
 }
 
 fn list(file: &Path) -> Result<String> {
     let ds = crate::open(file, &[])?;
-    let (rows, capacity, used) = summary(&ds)?;
+    let SplitSummary { splits: rows, room: capacity, used } = summary(&ds)?;
     let n = ds.num_samples().max(1);
     let mut out = String::new();
     if rows.is_empty() {
