@@ -291,7 +291,13 @@ fn verify(file: &Path, decode_images: bool, custom: &[String]) -> Result<String>
     let report = beton_storage::verify(&ds, decode_images).map_err(|e| name_file(file, e))?;
     let decoded =
         if decode_images { format!(", {} images decoded", report.images_decoded) } else { String::new() };
-    Ok(format!("ok: {} samples, {} allocations checked{decoded}\n", report.samples, report.allocations))
+    // Every stored split decodes and names rows of the file.
+    let splits = beton_query::splits::all(&ds)?.len();
+    let splits = if splits > 0 { format!(", {splits} splits") } else { String::new() };
+    Ok(format!(
+        "ok: {} samples, {} allocations checked{decoded}{splits}\n",
+        report.samples, report.allocations
+    ))
 }
 
 fn write_imagefolder(a: &WriteArgs) -> Result<String> {

@@ -270,3 +270,42 @@ fn query_prints_tables_json_and_ids() {
     let err = text(&o).1;
     assert!(err.contains("line 1, column 8") && err.contains("no column named 'nope'"), "{err}");
 }
+
+#[test]
+fn split_commands_on_ffcv_written_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(dir.path(), "pages_2mib");
+    let file = f.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let o = beton(args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{args:?}: {err}");
+        out
+    };
+    let out = run(&["split", "random", file, "train=0.8", "val=0.2", "--seed", "3", "--stratify", "label"]);
+    assert!(out.contains("split 'train'") && out.contains("split 'val'"), "{out}");
+    let out = run(&["split", "add", file, "even", "label % 2 = 0"]);
+    let even: usize = out.split_whitespace().nth(2).unwrap().parse().unwrap();
+    let out = run(&["split", "list", file]);
+    assert!(out.contains("even") && out.contains("train") && out.contains("val"), "{out}");
+    let ids = run(&["query", file, "in_split('even')", "--ids"]);
+    assert_eq!(ids.lines().count(), even);
+    let both = run(&["query", file, "in_split('train') AND in_split('val')", "--ids"]);
+    assert_eq!(both, "", "train and val are disjoint");
+    let json: serde_json::Value = serde_json::from_slice(&beton(&["info", "--json", file]).stdout).unwrap();
+    let names: Vec<&str> =
+        json["splits"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["even", "train", "val"]);
+    run(&["verify", file]);
+    run(&["split", "remove", file, "even"]);
+    let o = beton(&["split", "remove", file, "even"]);
+    assert!(!o.status.success() && text(&o).1.contains("no split named 'even'; the splits are: train, val"));
+
+    // FFCV's scalar-only file has no pages, so no spare bytes: a clear error, no change.
+    let f = fixture(dir.path(), "scalars");
+    let before = std::fs::read(&f).unwrap();
+    let o = beton(&["split", "add", f.to_str().unwrap(), "small", "label < 3"]);
+    let err = text(&o).1;
+    assert!(!o.status.success() && err.contains("room for 0"), "{err}");
+    assert_eq!(std::fs::read(&f).unwrap(), before);
+}

@@ -10,6 +10,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 tools="${BETON_SHARED:-$here/../shared}/tools"
 out="${1:-$(mktemp -d)}"
+mkdir -p "$out"
 PY="$(bash "$tools/ffcv-env.sh" | tail -n1)"
 cargo run --quiet --release --example ffcv_compat -- "$out" > "$out/files.txt"
 status=0
