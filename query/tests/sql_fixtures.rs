@@ -246,6 +246,8 @@ const BAD_QUERIES: &[(&str, u64, u64, &str)] = &[
 const BAD_POSITIONS: &[(&str, u64, u64, &str)] = &[
     ("SELECT index FROM samples LIMIT -1", 1, 33, "expected a non-negative integer"),
     ("CAST(label AS DATE) = 1", 1, 1, "CAST to DATE not supported"),
+    ("label = 1 AND cast ( label AS DATE ) = 1", 1, 15, "CAST to DATE not supported"),
+    ("SELECT index FROM samples LIMIT 5 OFFSET - 2", 1, 42, "expected a non-negative integer"),
 ];
 
 #[test]
@@ -255,8 +257,7 @@ fn bad_queries_give_sql_errors_at_their_positions() {
 }
 
 #[test]
-#[ignore = "bug: error positions of `LIMIT -1` (1:34, the digit) and `CAST(x AS DATE)` (1:6, the operand)"]
-fn bad_query_positions_off() {
+fn errors_point_at_the_first_token_of_minus_and_cast() {
     check_errors(BAD_POSITIONS);
 }
 

@@ -38,10 +38,11 @@ use crate::table::Table;
 /// columns, mixed types and unsupported syntax (`GROUP BY` and aggregates included); storage
 /// errors from materialising columns.
 pub fn select_indices(table: &Table, predicate_or_query: &str) -> Result<IndexSet> {
-    match parse::parse(predicate_or_query)? {
+    let run = || match parse::parse(predicate_or_query)? {
         parse::Parsed::Predicate(expr) => exec::filter_ids(table, &expr),
         parse::Parsed::Select(select) => exec::select_ids(table, &select),
-    }
+    };
+    run().map_err(|e| reanchor(predicate_or_query, e))
 }
 
 /// Runs `SELECT … FROM samples …` over `table`.
@@ -49,11 +50,48 @@ pub fn select_indices(table: &Table, predicate_or_query: &str) -> Result<IndexSe
 /// # Errors
 /// As [`select_indices`]; a bare predicate is an error here.
 pub fn query(table: &Table, sql: &str) -> Result<RecordBatch> {
-    match parse::parse(sql)? {
+    let run = || match parse::parse(sql)? {
         parse::Parsed::Predicate(e) => {
             Err(sql_error("expected a SELECT statement (a bare predicate is for select_indices)", e.span()))
         }
         parse::Parsed::Select(select) => exec::run(table, &select),
+    };
+    run().map_err(|e| reanchor(sql, e))
+}
+
+/// sqlparser's span of `-x` and of `CAST(x AS t)` is the span of `x`; errors about the whole
+/// expression should point at its first token. Moves such an error left over the text: to the
+/// `-` of a negative LIMIT/OFFSET, to the `CAST` keyword of an unsupported cast.
+fn reanchor(sql: &str, e: Error) -> Error {
+    let Error::Sql { message, line, column } = e else { return e };
+    let keep = |message| Error::Sql { message, line, column };
+    let Some(text) = sql.split('\n').nth(line.saturating_sub(1) as usize) else { return keep(message) };
+    let chars: Vec<char> = text.chars().collect();
+    // 0-based index of the character just before the error position, skipping whitespace.
+    let before = |mut i: usize| {
+        while i > 0 && chars[i - 1].is_whitespace() {
+            i -= 1;
+        }
+        i.checked_sub(1)
+    };
+    let start = (column as usize).saturating_sub(1).min(chars.len());
+    let moved = if message.starts_with("expected a non-negative integer, got -") {
+        before(start).filter(|&i| chars[i] == '-')
+    } else if message.starts_with("CAST to ") {
+        before(start).filter(|&i| chars[i] == '(').and_then(before).and_then(|end| {
+            let mut i = end + 1;
+            while i > 0 && (chars[i - 1].is_ascii_alphanumeric() || chars[i - 1] == '_') {
+                i -= 1;
+            }
+            let word: String = chars[i..=end].iter().collect::<String>().to_ascii_uppercase();
+            word.ends_with("CAST").then_some(i)
+        })
+    } else {
+        None
+    };
+    match moved {
+        Some(i) => Error::Sql { message, line, column: i as u64 + 1 },
+        None => keep(message),
     }
 }
 
