@@ -3,7 +3,7 @@
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Errors from planning epochs and from saving and resuming loader state.
+/// Errors from building loaders, planning epochs, decoding batches and resuming.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -29,6 +29,37 @@ pub enum Error {
         saved: String,
         /// Its value in the loader resuming it.
         current: String,
+    },
+
+    /// An error from the storage layer (opening or reading the file).
+    #[error(transparent)]
+    Storage(#[from] beton_storage::Error),
+
+    /// An operating-system error on a named file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A decoder could not write a value (raised by decoders; the loader wraps it in
+    /// [`Error::Sample`]).
+    #[error("{0}")]
+    Decode(String),
+
+    /// Decoding one field of one sample failed.
+    #[error("sample {index}, field '{field}': {source}")]
+    Sample {
+        /// The sample's row id.
+        index: u64,
+        /// The field.
+        field: String,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
     },
 
     /// Saved state that is not a loader state: bad JSON, a missing field, an unknown version, or

@@ -31,13 +31,20 @@
 //!
 //! [`Dataset`]: beton_storage::Dataset
 
+mod cache;
+pub mod decode;
+mod engine;
 pub mod error;
 pub mod order;
 pub mod pages;
 mod random;
+mod slots;
 pub mod state;
 
+pub use decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
+pub use engine::{Epoch, EpochStats, Loader, LoaderBuilder};
 pub use error::{Error, Result};
 pub use order::{plan_epoch, EpochContext, EpochPlan, Order, OrderOption};
 pub use pages::PageMap;
+pub use slots::{Batch, Column};
 pub use state::LoaderState;

@@ -35,7 +35,7 @@ pub use error::{Error, Result};
 pub use field::{ArraySpec, DType, FieldType};
 pub use format::{AllocEntry, Header, Slot};
 pub use image::{Channels, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
-pub use reader::{Dataset, Field, ImageRef, OpenOptions, Value};
+pub use reader::{Dataset, Field, ImageRef, OpenOptions, Value, Window};
 pub use splits::{update_splits, SplitMap, SplitRegion};
 pub use summary::{verify, Summary};
 pub use writer::{FieldSpec, Progress, SampleValue, WriteReport, Writer, WriterOptions};

@@ -211,6 +211,16 @@ struct AllocIndex {
     starts: Vec<u64>,
 }
 
+/// Bytes of a `.beton` file starting at byte `offset`, to read payloads from
+/// ([`Dataset::get_in`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Window<'a> {
+    /// File offset of `bytes[0]`.
+    pub offset: u64,
+    /// The bytes.
+    pub bytes: &'a [u8],
+}
+
 /// An open, validated `.beton` file.
 pub struct Dataset {
     path: PathBuf,
@@ -585,9 +595,26 @@ impl Dataset {
         self.table_start + index * self.row_size as u64 + self.fields[field].offset as u64
     }
 
+    /// The byte range `[start, end)` of the file holding all of sample `index`'s payloads (one
+    /// page at most, FORMAT.md §5), or `None` when it has none. A loader that reads samples with
+    /// `pread` instead of the map reads this range and passes it to [`Dataset::get_in`].
+    pub fn sample_span(&self, index: u64) -> Option<(u64, u64)> {
+        self.sample_entries(index).fold(None, |span, e| {
+            let (lo, hi) = span.unwrap_or((e.ptr, e.ptr + e.size));
+            Some((lo.min(e.ptr), hi.max(e.ptr + e.size)))
+        })
+    }
+
     /// The payload of sample `index`, field `field`, whose row pointer is `ptr` (and size, when the
-    /// row has one): the allocation at `ptr` owned by that sample.
-    fn payload(&self, index: u64, field: usize, ptr: u64, size: Option<u64>) -> Result<&[u8]> {
+    /// row has one): the allocation at `ptr` owned by that sample, read from `window`.
+    fn payload<'a>(
+        &self,
+        index: u64,
+        field: usize,
+        ptr: u64,
+        size: Option<u64>,
+        window: Window<'a>,
+    ) -> Result<&'a [u8]> {
         let size = self.allocation_size(index, ptr, size).ok_or_else(|| Error::Corrupt {
             path: self.path.clone(),
             offset: self.row_offset(index, field),
@@ -597,8 +624,19 @@ impl Dataset {
                 size.map(|s| format!(" with the row's size {s}")).unwrap_or_default()
             ),
         })?;
-        // Validated on open: every allocation lies inside the file.
-        Ok(&self.bytes.as_slice()[ptr as usize..(ptr + size) as usize])
+        // Validated on open: every allocation lies inside the file; a window may not hold it.
+        ptr.checked_sub(window.offset)
+            .and_then(|start| window.bytes.get(start as usize..(start + size) as usize))
+            .ok_or_else(|| Error::InvalidArgument {
+                what: "payload window".into(),
+                why: format!(
+                    "sample {index}, field '{}': bytes {ptr}..{} are outside the window {}..{}",
+                    self.fields[field].name,
+                    ptr + size,
+                    window.offset,
+                    window.offset + window.bytes.len() as u64
+                ),
+            })
     }
 
     /// The value of field `field` in sample `index`.
@@ -609,6 +647,16 @@ impl Dataset {
     /// its type (bad image mode, raw size ≠ width × height × channels, NDArray size ≠ its shape,
     /// JSON without its NUL or not UTF-8, bool not 0 or 1).
     pub fn get(&self, index: u64, field: usize) -> Result<Value<'_>> {
+        self.get_in(index, field, Window { offset: 0, bytes: self.bytes.as_slice() })
+    }
+
+    /// The value of field `field` in sample `index`, with its payload read from `window` (bytes
+    /// of the file from `window.offset`) instead of the map: a loader's own page cache, or the
+    /// sample's [`sample_span`](Self::sample_span) read with `pread`.
+    ///
+    /// # Errors
+    /// As [`Dataset::get`], and [`Error::InvalidArgument`] when the payload is not in `window`.
+    pub fn get_in<'a>(&'a self, index: u64, field: usize, window: Window<'a>) -> Result<Value<'a>> {
         let row = self.row(index)?;
         let f = self.fields.get(field).ok_or_else(|| Error::NoSuchField {
             name: format!("#{field}"),
@@ -621,7 +669,7 @@ impl Dataset {
             offset: self.row_offset(index, field),
             what: format!("sample {index}, field '{}': {what}", f.name),
         };
-        let sized_payload = |ptr: u64, size: u64| self.payload(index, field, ptr, Some(size));
+        let sized_payload = |ptr: u64, size: u64| self.payload(index, field, ptr, Some(size), window);
         let utf8 = |bytes| std::str::from_utf8(bytes).map_err(|e| corrupt(format!("text is not UTF-8: {e}")));
         Ok(match &f.ty {
             FieldType::Int => Value::Int(u64_at(0) as i64),
@@ -638,7 +686,7 @@ impl Dataset {
                 let width = u16::from_le_bytes([slot[1], slot[2]]);
                 let height = u16::from_le_bytes([slot[3], slot[4]]);
                 let channels = if f.ty == FieldType::GreyImage { Channels::Grey } else { Channels::Rgb };
-                let data = self.payload(index, field, u64_at(5), None)?;
+                let data = self.payload(index, field, u64_at(5), None, window)?;
                 let raw_len = width as u64 * height as u64 * channels as u64;
                 if mode == ImageMode::Raw && data.len() as u64 != raw_len {
                     return Err(corrupt(format!(
@@ -658,7 +706,7 @@ impl Dataset {
             }
             FieldType::Text => Value::Text(utf8(sized_payload(u64_at(0), u64_at(8))?)?),
             FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
-                let data = self.payload(index, field, u64_at(0), None)?;
+                let data = self.payload(index, field, u64_at(0), None, window)?;
                 check_array_len(spec, data.len()).map_err(corrupt)?;
                 Value::NDArray(data)
             }

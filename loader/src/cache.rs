@@ -1,0 +1,207 @@
+//! The process cache (`os_cache = false`): pages read with `pread` ahead of use into a bounded
+//! pool of page buffers, following the epoch's known order.
+//!
+//! Before an epoch starts the loader knows every batch's samples, so it knows each page's uses
+//! (the batches that read it). A prefetch thread walks the batches in order, a bounded distance
+//! ahead of the consumer, and makes each batch's pages resident before workers build it. When
+//! the pool is full it evicts the resident page whose next use is farthest away (Belady's rule,
+//! exact here because the future is known), never one a batch in flight still needs. When no
+//! page can be evicted, the page is not cached and workers read just their sample's bytes with
+//! `pread` instead ("direct reads"): an order whose working set exceeds the bound (RANDOM over a
+//! large file) re-reads instead of failing, and the cache never holds more than its bound.
+//!
+//! The data table is read through the map (it is the metadata FFCV also keeps in memory); only
+//! payload pages go through this cache.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::sync::{Arc, Mutex};
+
+use beton_storage::Dataset;
+
+use crate::error::{Error, Result};
+
+/// One page's bytes.
+pub(crate) type PageBuf = Arc<Vec<u8>>;
+
+#[derive(Default)]
+struct State {
+    resident: HashMap<u64, PageBuf>,
+    free: Vec<Vec<u8>>,
+    allocated: usize,
+}
+
+/// The loader's page pool, reused across epochs.
+pub(crate) struct PageCache {
+    file: File,
+    path: std::path::PathBuf,
+    page_size: u64,
+    /// End of the data pages (the allocation table's offset).
+    data_end: u64,
+    capacity: usize,
+    state: Mutex<State>,
+}
+
+/// Which pages each batch of an epoch reads, and when each page is used.
+pub(crate) struct Schedule {
+    /// Distinct pages of each batch, in order of first appearance.
+    pub(crate) batch_pages: Vec<Vec<u64>>,
+    /// The batches using each page, ascending.
+    uses: HashMap<u64, Vec<usize>>,
+}
+
+impl Schedule {
+    /// The schedule of `batches` (sample ids) of `ds`.
+    pub(crate) fn new<'b>(ds: &Dataset, batches: impl Iterator<Item = &'b [u64]>) -> Schedule {
+        let page_size = ds.page_size();
+        let mut uses: HashMap<u64, Vec<usize>> = HashMap::new();
+        let batch_pages = batches
+            .enumerate()
+            .map(|(b, ids)| {
+                let mut pages = Vec::new();
+                for &i in ids {
+                    if let Some((start, _)) = ds.sample_span(i) {
+                        let p = start / page_size;
+                        let u = uses.entry(p).or_default();
+                        if u.last() != Some(&b) {
+                            u.push(b);
+                            pages.push(p);
+                        }
+                    }
+                }
+                pages
+            })
+            .collect();
+        Schedule { batch_pages, uses }
+    }
+
+    /// The first batch at or after `from` that reads `page` (`usize::MAX`: none).
+    fn next_use(&self, page: u64, from: usize) -> usize {
+        let u = &self.uses[&page];
+        u.get(u.partition_point(|&b| b < from)).copied().unwrap_or(usize::MAX)
+    }
+}
+
+/// What one prefetch pass did.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Prefetched {
+    pub(crate) pages_read: u64,
+    pub(crate) bytes_read: u64,
+}
+
+impl PageCache {
+    /// A cache of at most `capacity` pages of `ds`'s file.
+    pub(crate) fn new(ds: &Dataset, capacity: usize) -> Result<PageCache> {
+        let path = ds.path().to_path_buf();
+        let file = File::open(&path).map_err(|e| Error::Io { path: path.clone(), source: e })?;
+        Ok(PageCache {
+            file,
+            path,
+            page_size: ds.page_size(),
+            data_end: ds.header().alloc_table_ptr,
+            capacity,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The resident page `page`, if any; the caller holds it (it cannot be evicted) while it
+    /// keeps the handle.
+    pub(crate) fn get(&self, page: u64) -> Option<PageBuf> {
+        self.lock().resident.get(&page).cloned()
+    }
+
+    /// Page buffers allocated so far (the cache's peak, since buffers are never freed).
+    pub(crate) fn allocated(&self) -> usize {
+        self.lock().allocated
+    }
+
+    /// The page size.
+    pub(crate) fn page_size(&self) -> u64 {
+        self.page_size
+    }
+
+    /// Reads `len` bytes at `offset` into `buf`.
+    pub(crate) fn pread(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        buf.resize(len, 0);
+        read_exact_at(&self.file, buf, offset).map_err(|e| Error::Io { path: self.path.clone(), source: e })
+    }
+
+    /// Makes the pages of batch `b` resident where the bound allows. `in_flight` is the first
+    /// batch not yet handed to the consumer: pages used by batches in `in_flight..=b` are not
+    /// evicted.
+    pub(crate) fn prefetch(&self, schedule: &Schedule, b: usize, in_flight: usize) -> Result<Prefetched> {
+        let mut done = Prefetched::default();
+        for &page in &schedule.batch_pages[b] {
+            let buf = {
+                let mut st = self.lock();
+                if st.resident.contains_key(&page) {
+                    continue;
+                }
+                match st.free.pop() {
+                    Some(buf) => buf,
+                    None if st.allocated < self.capacity => {
+                        st.allocated += 1;
+                        Vec::with_capacity(self.page_size as usize)
+                    }
+                    None => {
+                        // Evict the farthest next use among pages no reader holds and no batch
+                        // in flight needs.
+                        let victim = st
+                            .resident
+                            .iter()
+                            .filter(|(_, buf)| Arc::strong_count(buf) == 1)
+                            .map(|(&p, _)| (schedule.next_use(p, in_flight), p))
+                            .filter(|&(next, _)| next > b)
+                            .max();
+                        let Some((_, victim)) = victim else { continue };
+                        let buf = st.resident.remove(&victim).and_then(|a| Arc::try_unwrap(a).ok());
+                        match buf {
+                            Some(buf) => buf,
+                            None => continue,
+                        }
+                    }
+                }
+            };
+            let mut buf = buf;
+            let start = page * self.page_size;
+            let len = self.page_size.min(self.data_end.saturating_sub(start)) as usize;
+            let read = self.pread(start, len, &mut buf);
+            let mut st = self.lock();
+            match read {
+                Ok(()) => {
+                    st.resident.insert(page, Arc::new(buf));
+                    done.pages_read += 1;
+                    done.bytes_read += len as u64;
+                }
+                Err(e) => {
+                    st.free.push(buf);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(done)
+    }
+}
+
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = std::os::windows::fs::FileExt::seek_read(file, &mut buf[done..], offset + done as u64)?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,333 @@
+//! Field decoders: what the loader writes into a batch for each field of a sample.
+//!
+//! A [`FieldDecoder`] declares the fixed-size columns it fills for one sample ([`ColumnSpec`]: a
+//! name, an element type and a per-sample shape) and then, on a worker thread, writes one
+//! sample's value straight into its rows of the output slot: no per-sample allocation, no
+//! intermediate batch. The built-ins are FFCV's decoders for its scalar and payload fields;
+//! image decoders plug in through the same trait.
+//!
+//! Variable-length payloads (bytes, JSON, text, beton's arrays) are padded to the longest value
+//! of the dataset, as FFCV's `BytesDecoder` does, with a second column `NAME.len` holding each
+//! sample's length.
+
+use beton_storage::{Dataset, FieldType, Value};
+
+use crate::error::{Error, Result};
+
+/// Element type of an output column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    /// `u8` (images, bytes, text).
+    U8,
+    /// `bool` stored as one byte, 0 or 1.
+    Bool,
+    /// `i8`.
+    I8,
+    /// `i16`.
+    I16,
+    /// `i32`.
+    I32,
+    /// `i64` (FFCV's IntField).
+    I64,
+    /// `u16`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `u64` (lengths).
+    U64,
+    /// IEEE half.
+    F16,
+    /// `f32`.
+    F32,
+    /// `f64` (FFCV's FloatField).
+    F64,
+}
+
+impl ElemType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::U8 | ElemType::Bool | ElemType::I8 => 1,
+            ElemType::I16 | ElemType::U16 | ElemType::F16 => 2,
+            ElemType::I32 | ElemType::U32 | ElemType::F32 => 4,
+            ElemType::I64 | ElemType::U64 | ElemType::F64 => 8,
+        }
+    }
+
+    /// numpy's name of the type (`"<i8"`, `"|u1"`, ...), little-endian.
+    pub fn numpy(self) -> &'static str {
+        match self {
+            ElemType::U8 => "|u1",
+            ElemType::Bool => "|b1",
+            ElemType::I8 => "|i1",
+            ElemType::I16 => "<i2",
+            ElemType::I32 => "<i4",
+            ElemType::I64 => "<i8",
+            ElemType::U16 => "<u2",
+            ElemType::U32 => "<u4",
+            ElemType::U64 => "<u8",
+            ElemType::F16 => "<f2",
+            ElemType::F32 => "<f4",
+            ElemType::F64 => "<f8",
+        }
+    }
+
+    fn from_numpy(descr: &str) -> Option<ElemType> {
+        let code = descr.trim_start_matches(['<', '|', '=']);
+        Some(match code {
+            "u1" | "B" => ElemType::U8,
+            "b1" | "?" => ElemType::Bool,
+            "i1" => ElemType::I8,
+            "i2" => ElemType::I16,
+            "i4" => ElemType::I32,
+            "i8" => ElemType::I64,
+            "u2" => ElemType::U16,
+            "u4" => ElemType::U32,
+            "u8" => ElemType::U64,
+            "f2" => ElemType::F16,
+            "f4" => ElemType::F32,
+            "f8" => ElemType::F64,
+            _ => return None,
+        })
+    }
+}
+
+/// One output column: `shape` is per sample (a batch column has shape `[batch, ...shape]`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ColumnSpec {
+    /// Column name: the field's, or `FIELD.len` for lengths.
+    pub name: String,
+    /// Element type.
+    pub elem: ElemType,
+    /// Per-sample shape (empty for a scalar).
+    pub shape: Vec<usize>,
+}
+
+impl ColumnSpec {
+    /// Bytes one sample takes.
+    pub fn sample_bytes(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.elem.size()
+    }
+}
+
+/// What a decoder knows about the sample it decodes.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleContext {
+    /// The sample's row id in the dataset.
+    pub index: u64,
+    /// The loader's seed.
+    pub seed: u64,
+    /// The epoch.
+    pub epoch: u64,
+    /// Position of the sample in its batch.
+    pub position: usize,
+}
+
+/// Writes one field of one sample into its rows of the batch's columns.
+///
+/// Implementations must write every byte of `out` (slots are reused, so bytes left alone hold a
+/// previous batch's data) and take all randomness from [`SampleContext`] (seed, epoch, index),
+/// so that batches do not depend on thread count or timing.
+pub trait FieldDecoder: Send + Sync {
+    /// The columns this decoder fills for field `field` of `ds`, for `epoch` (a decoder may
+    /// change its output size between epochs, e.g. progressive resizing).
+    ///
+    /// # Errors
+    /// When the decoder cannot decode this field (wrong type, sizes that differ, ...).
+    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>>;
+
+    /// Writes `value` into `out`, one byte slice per column of [`columns`](Self::columns), each
+    /// of that column's `sample_bytes()`.
+    ///
+    /// # Errors
+    /// A value this decoder cannot write (the message should say why; the loader adds the
+    /// sample index and field name).
+    fn decode(&self, value: Value<'_>, ctx: &SampleContext, out: &mut [&mut [u8]]) -> Result<()>;
+}
+
+fn decode_error(why: impl Into<String>) -> Error {
+    Error::Decode(why.into())
+}
+
+/// FFCV's `IntDecoder`: an `i64` per sample.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IntDecoder;
+
+/// FFCV's `FloatDecoder`: an `f64` per sample.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FloatDecoder;
+
+/// A `bool` (one byte, 0 or 1) per sample, for beton's bool field.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BoolDecoder;
+
+/// FFCV's `NDArrayDecoder` (and `TorchTensorField`'s): the array's bytes, its dtype and shape.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NDArrayDecoder;
+
+/// FFCV's `BytesDecoder`, also for JSON, text and beton's variable-length arrays: the payload
+/// padded with zeros to the longest of the dataset, and its length in `NAME.len`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BytesDecoder;
+
+fn scalar(
+    ds: &Dataset,
+    field: usize,
+    want: &[FieldType],
+    elem: ElemType,
+    decoder: &str,
+) -> Result<Vec<ColumnSpec>> {
+    let f = &ds.fields()[field];
+    if !want.contains(f.field_type()) {
+        return Err(Error::InvalidArgument {
+            what: format!("decoder for field '{}'", f.name()),
+            why: format!("{decoder} cannot decode a {:?} field", f.field_type()),
+        });
+    }
+    Ok(vec![ColumnSpec { name: f.name().to_string(), elem, shape: vec![] }])
+}
+
+impl FieldDecoder for IntDecoder {
+    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        scalar(ds, field, &[FieldType::Int], ElemType::I64, "IntDecoder")
+    }
+
+    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
+        let v = value.as_int().ok_or_else(|| decode_error("not an int"))?;
+        out[0].copy_from_slice(&v.to_le_bytes());
+        Ok(())
+    }
+}
+
+impl FieldDecoder for FloatDecoder {
+    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        scalar(ds, field, &[FieldType::Float], ElemType::F64, "FloatDecoder")
+    }
+
+    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
+        let v = value.as_float().ok_or_else(|| decode_error("not a float"))?;
+        out[0].copy_from_slice(&v.to_le_bytes());
+        Ok(())
+    }
+}
+
+impl FieldDecoder for BoolDecoder {
+    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        scalar(ds, field, &[FieldType::Bool], ElemType::Bool, "BoolDecoder")
+    }
+
+    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
+        match value {
+            Value::Bool(b) => out[0][0] = b as u8,
+            _ => return Err(decode_error("not a bool")),
+        }
+        Ok(())
+    }
+}
+
+impl FieldDecoder for NDArrayDecoder {
+    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        let f = &ds.fields()[field];
+        match f.field_type() {
+            FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
+                let elem =
+                    ElemType::from_numpy(spec.dtype.typestr()).ok_or_else(|| Error::InvalidArgument {
+                        what: format!("decoder for field '{}'", f.name()),
+                        why: format!(
+                            "arrays of dtype {} are not supported by the loader",
+                            spec.dtype.typestr()
+                        ),
+                    })?;
+                Ok(vec![ColumnSpec {
+                    name: f.name().to_string(),
+                    elem,
+                    shape: spec.shape.iter().map(|&d| d as usize).collect(),
+                }])
+            }
+            other => Err(Error::InvalidArgument {
+                what: format!("decoder for field '{}'", f.name()),
+                why: format!("NDArrayDecoder cannot decode a {other:?} field"),
+            }),
+        }
+    }
+
+    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
+        match value {
+            Value::NDArray(bytes) if bytes.len() == out[0].len() => out[0].copy_from_slice(bytes),
+            _ => return Err(decode_error("array payload of the wrong size")),
+        }
+        Ok(())
+    }
+}
+
+/// The longest payload of a variable-length field over every row (from the rows' size words).
+fn longest(ds: &Dataset, field: usize) -> Result<(usize, usize)> {
+    let f = &ds.fields()[field];
+    let (itemsize, suffix) = match f.field_type() {
+        FieldType::Bytes | FieldType::Text => (1, 0),
+        // The trailing NUL is not part of the value.
+        FieldType::Json => (1, 1),
+        FieldType::Array(dtype) => (dtype.itemsize(), 0),
+        other => {
+            return Err(Error::InvalidArgument {
+                what: format!("decoder for field '{}'", f.name()),
+                why: format!("BytesDecoder cannot decode a {other:?} field"),
+            })
+        }
+    };
+    let (row, offset) = (ds.row_size(), f.offset());
+    let table = ds.data_table();
+    let mut max = 0u64;
+    for r in table.chunks_exact(row) {
+        let word = u64::from_le_bytes(r[offset + 8..offset + 16].try_into().unwrap_or_default());
+        max = max.max(word);
+    }
+    let bytes = (max as usize).saturating_mul(itemsize).saturating_sub(suffix);
+    Ok((bytes, itemsize))
+}
+
+impl FieldDecoder for BytesDecoder {
+    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        let (max, _) = longest(ds, field)?;
+        let name = ds.fields()[field].name().to_string();
+        Ok(vec![
+            ColumnSpec { name: name.clone(), elem: ElemType::U8, shape: vec![max] },
+            ColumnSpec { name: format!("{name}.len"), elem: ElemType::U64, shape: vec![] },
+        ])
+    }
+
+    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
+        let bytes = match value {
+            Value::Bytes(b) | Value::Array(b) => b,
+            Value::Json(t) | Value::Text(t) => t.as_bytes(),
+            _ => return Err(decode_error("not a bytes, JSON, text or array value")),
+        };
+        let (data, len) = out.split_at_mut(1);
+        let data = &mut data[0];
+        if bytes.len() > data.len() {
+            return Err(decode_error(format!(
+                "{} bytes, longer than the column's {}",
+                bytes.len(),
+                data.len()
+            )));
+        }
+        data[..bytes.len()].copy_from_slice(bytes);
+        data[bytes.len()..].fill(0);
+        len[0].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+        Ok(())
+    }
+}
+
+/// The decoder FFCV uses by default for a field of this type; `None` for images (their decoders
+/// come with the image pipeline) and custom fields.
+pub fn default_decoder(ty: &FieldType) -> Option<std::sync::Arc<dyn FieldDecoder>> {
+    use std::sync::Arc;
+    Some(match ty {
+        FieldType::Int => Arc::new(IntDecoder),
+        FieldType::Float => Arc::new(FloatDecoder),
+        FieldType::Bool => Arc::new(BoolDecoder),
+        FieldType::NDArray(_) | FieldType::TorchTensor(_) => Arc::new(NDArrayDecoder),
+        FieldType::Bytes | FieldType::Json | FieldType::Text | FieldType::Array(_) => Arc::new(BytesDecoder),
+        FieldType::RgbImage | FieldType::GreyImage | FieldType::Custom { .. } => return None,
+    })
+}

@@ -1,0 +1,768 @@
+//! The loader: builds the batches of an epoch on a pool of threads, in parallel, into reused
+//! output slots, and hands them out in order.
+//!
+//! Each epoch iterator ([`Epoch`]) starts `threads` workers. A worker takes the next batch
+//! number, waits until it is within `batches_ahead` of the consumer (back-pressure), takes a
+//! free slot, decodes every sample of the batch straight into it and files it; the consumer
+//! takes batches strictly in order. With `os_cache = false` a prefetch thread reads the pages of
+//! upcoming batches first (`cache.rs`). Dropping an [`Epoch`] mid-way stops and joins all of its
+//! threads. Every random choice comes from (seed, epoch, sample index), so the batches are the
+//! same whatever the thread count or timing.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use beton_query::IndexSet;
+use beton_storage::{Dataset, Window};
+
+use crate::cache::{PageCache, Schedule};
+use crate::decode::{default_decoder, ColumnSpec, FieldDecoder, SampleContext};
+use crate::error::{Error, Result};
+use crate::order::{plan_epoch, EpochContext, EpochPlan, Order, OrderOption};
+use crate::pages::PageMap;
+use crate::slots::{Batch, Slot, SlotPool};
+use crate::state::LoaderState;
+
+/// Counters of one epoch (see [`Epoch::stats`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EpochStats {
+    /// Batches handed to the consumer.
+    pub batches: u64,
+    /// Samples decoded.
+    pub samples: u64,
+    /// Payload bytes decoded from.
+    pub payload_bytes: u64,
+    /// Pages read into the process cache (`os_cache = false`).
+    pub pages_read: u64,
+    /// Bytes of those pages.
+    pub page_bytes_read: u64,
+    /// Samples served from a cached page.
+    pub cache_hits: u64,
+    /// Samples read with their own `pread` because their page was not cached.
+    pub direct_reads: u64,
+    /// Bytes of those reads.
+    pub direct_bytes: u64,
+    /// Page buffers the process cache holds (its peak; at most its bound).
+    pub cache_pages: u64,
+    /// Output slots the loader has allocated.
+    pub slots: u64,
+    /// Time workers spent building batches, summed over workers.
+    pub worker_busy: Duration,
+    /// Time workers spent waiting (back-pressure, prefetch).
+    pub worker_wait: Duration,
+    /// Time the consumer spent waiting for the next batch.
+    pub consumer_wait: Duration,
+}
+
+#[derive(Default)]
+struct Counters {
+    samples: AtomicU64,
+    payload_bytes: AtomicU64,
+    pages_read: AtomicU64,
+    page_bytes_read: AtomicU64,
+    cache_hits: AtomicU64,
+    direct_reads: AtomicU64,
+    direct_bytes: AtomicU64,
+    worker_busy_ns: AtomicU64,
+    worker_wait_ns: AtomicU64,
+}
+
+fn add(c: &AtomicU64, v: u64) {
+    c.fetch_add(v, AtomicOrdering::Relaxed);
+}
+
+fn nanos(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// One field the loader decodes, and where its columns are in a slot.
+#[derive(Clone)]
+struct Pipeline {
+    field: usize,
+    decoder: Arc<dyn FieldDecoder>,
+    first_column: usize,
+    num_columns: usize,
+}
+
+/// Builder of a [`Loader`]; FFCV's `Loader` arguments.
+pub struct LoaderBuilder {
+    ds: Arc<Dataset>,
+    indices: Option<IndexSet>,
+    batch_size: usize,
+    threads: usize,
+    order: Arc<dyn Order>,
+    seed: u64,
+    drop_last: bool,
+    batches_ahead: usize,
+    os_cache: bool,
+    cache_pages: Option<usize>,
+    rank: usize,
+    world_size: usize,
+    fields: Option<Vec<String>>,
+    decoders: Vec<(String, Arc<dyn FieldDecoder>)>,
+}
+
+impl LoaderBuilder {
+    /// The samples to read (default: every row). Usually a query's answer or a named split.
+    pub fn indices(mut self, indices: IndexSet) -> Self {
+        self.indices = Some(indices);
+        self
+    }
+
+    /// Samples per batch (default 32).
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = n;
+        self
+    }
+
+    /// Worker threads (default: the number of cores; 0 also means that).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+
+    /// The traversal order (default SEQUENTIAL).
+    pub fn order(mut self, order: OrderOption) -> Self {
+        self.order = Arc::new(order);
+        self
+    }
+
+    /// A custom traversal order.
+    pub fn custom_order(mut self, order: Arc<dyn Order>) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// The seed of every random choice (default 0).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Drop the last batch when it is partial (default true, as FFCV).
+    pub fn drop_last(mut self, drop_last: bool) -> Self {
+        self.drop_last = drop_last;
+        self
+    }
+
+    /// Batches built ahead of the consumer (default 3, as FFCV).
+    pub fn batches_ahead(mut self, n: usize) -> Self {
+        self.batches_ahead = n;
+        self
+    }
+
+    /// `true` (default): read through the map, the OS page cache shared by processes. `false`:
+    /// the process cache, reading pages ahead of use into a bounded pool.
+    pub fn os_cache(mut self, os_cache: bool) -> Self {
+        self.os_cache = os_cache;
+        self
+    }
+
+    /// Bound of the process cache in pages (default: `2 × batch_size + 16`, the QUASI_RANDOM
+    /// buffer plus batches in flight, at most the file's pages).
+    pub fn cache_pages(mut self, n: usize) -> Self {
+        self.cache_pages = Some(n);
+        self
+    }
+
+    /// This process is rank `rank` of `world_size` (torch.distributed's numbers).
+    pub fn distributed(mut self, rank: usize, world_size: usize) -> Self {
+        self.rank = rank;
+        self.world_size = world_size;
+        self
+    }
+
+    /// Decode only these fields (default: every field with a default decoder, plus those given
+    /// a decoder).
+    pub fn fields(mut self, names: &[&str]) -> Self {
+        self.fields = Some(names.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    /// Decode field `name` with `decoder`.
+    pub fn decoder(mut self, name: &str, decoder: Arc<dyn FieldDecoder>) -> Self {
+        self.decoders.push((name.to_string(), decoder));
+        self
+    }
+
+    /// Checks the arguments and builds the loader.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the argument: batch size 0, rank outside the world,
+    /// indices past the dataset, an unknown field, a field with no decoder.
+    pub fn build(self) -> Result<Loader> {
+        let invalid = |what: &str, why: String| Error::InvalidArgument { what: what.into(), why };
+        if self.batch_size == 0 {
+            return Err(invalid("batch_size", "must be at least 1".into()));
+        }
+        if self.world_size == 0 || self.rank >= self.world_size {
+            return Err(invalid(
+                "distributed",
+                format!("rank {} of world size {}", self.rank, self.world_size),
+            ));
+        }
+        let n = self.ds.num_samples();
+        let indices = self.indices.unwrap_or_else(|| IndexSet::all(n));
+        if let Some(max) = indices.max_id() {
+            if max >= n {
+                return Err(invalid("indices", format!("row {max} is past the last row ({n} rows)")));
+            }
+        }
+        let names: Vec<String> = match &self.fields {
+            Some(names) => names.clone(),
+            None => {
+                let mut names: Vec<String> = self
+                    .ds
+                    .fields()
+                    .iter()
+                    .filter(|f| default_decoder(f.field_type()).is_some())
+                    .map(|f| f.name().to_string())
+                    .collect();
+                for (name, _) in &self.decoders {
+                    if !names.contains(name) {
+                        names.push(name.clone());
+                    }
+                }
+                names
+            }
+        };
+        let mut pipelines = Vec::new();
+        for name in &names {
+            let field = self.ds.field_index(name)?;
+            let decoder = match self.decoders.iter().rev().find(|(n, _)| n == name) {
+                Some((_, d)) => Arc::clone(d),
+                None => default_decoder(self.ds.fields()[field].field_type()).ok_or_else(|| {
+                    invalid(
+                        "fields",
+                        format!("field '{name}' has no default decoder (images need an image decoder)"),
+                    )
+                })?,
+            };
+            pipelines.push(Pipeline { field, decoder, first_column: 0, num_columns: 0 });
+        }
+        let threads = match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let pages = Arc::new(PageMap::from_dataset(&self.ds));
+        let cache = if self.os_cache {
+            None
+        } else {
+            let bound = self.cache_pages.unwrap_or(2 * self.batch_size + 16);
+            let bound = bound.min(self.ds.num_pages() as usize);
+            Some(Arc::new(PageCache::new(&self.ds, bound)?))
+        };
+        Ok(Loader {
+            ds: self.ds,
+            indices: Arc::new(indices),
+            pages,
+            pipelines,
+            batch_size: self.batch_size,
+            threads,
+            order: self.order,
+            seed: self.seed,
+            drop_last: self.drop_last,
+            batches_ahead: self.batches_ahead.max(1),
+            rank: self.rank,
+            world_size: self.world_size,
+            cache,
+            pool: SlotPool::default(),
+            next_epoch: 0,
+            resume_at: 0,
+        })
+    }
+}
+
+/// FFCV's loader over one `.beton` file: see the crate doc.
+pub struct Loader {
+    ds: Arc<Dataset>,
+    indices: Arc<IndexSet>,
+    pages: Arc<PageMap>,
+    pipelines: Vec<Pipeline>,
+    batch_size: usize,
+    threads: usize,
+    order: Arc<dyn Order>,
+    seed: u64,
+    drop_last: bool,
+    batches_ahead: usize,
+    rank: usize,
+    world_size: usize,
+    cache: Option<Arc<PageCache>>,
+    pool: SlotPool,
+    next_epoch: u64,
+    resume_at: usize,
+}
+
+impl Loader {
+    /// A builder over `ds` with FFCV's defaults.
+    pub fn builder(ds: Arc<Dataset>) -> LoaderBuilder {
+        LoaderBuilder {
+            ds,
+            indices: None,
+            batch_size: 32,
+            threads: 0,
+            order: Arc::new(OrderOption::Sequential),
+            seed: 0,
+            drop_last: true,
+            batches_ahead: 3,
+            os_cache: true,
+            cache_pages: None,
+            rank: 0,
+            world_size: 1,
+            fields: None,
+            decoders: Vec::new(),
+        }
+    }
+
+    /// The plan of `epoch` for this rank.
+    ///
+    /// # Errors
+    /// As [`plan_epoch`].
+    pub fn plan(&self, epoch: u64) -> Result<EpochPlan> {
+        let ctx = self.context(epoch);
+        plan_epoch(self.order.as_ref(), &ctx, self.rank, self.world_size, self.drop_last)
+    }
+
+    fn context(&self, epoch: u64) -> EpochContext<'_> {
+        EpochContext {
+            indices: &self.indices,
+            pages: &self.pages,
+            seed: self.seed,
+            epoch,
+            batch_size: self.batch_size,
+        }
+    }
+
+    /// Batches per epoch on this rank.
+    ///
+    /// # Errors
+    /// As [`plan_epoch`].
+    pub fn num_batches(&self) -> Result<usize> {
+        Ok(self.plan(self.next_epoch)?.num_batches())
+    }
+
+    /// The epoch the next [`next_epoch`](Self::next_epoch) call runs.
+    pub fn epoch(&self) -> u64 {
+        self.next_epoch
+    }
+
+    /// Runs the next epoch (FFCV: each `for batch in loader` is one epoch).
+    ///
+    /// # Errors
+    /// As [`plan_epoch`]; column errors from the decoders.
+    pub fn next_epoch(&mut self) -> Result<Epoch> {
+        let epoch = self.next_epoch;
+        let skip = std::mem::take(&mut self.resume_at);
+        self.next_epoch += 1;
+        self.run_epoch(epoch, skip)
+    }
+
+    /// Runs epoch `epoch` from its batch `first` on, without changing what
+    /// [`next_epoch`](Self::next_epoch) runs.
+    ///
+    /// # Errors
+    /// As [`next_epoch`](Self::next_epoch), and [`Error::InvalidArgument`] when `first` is past
+    /// the epoch's batches.
+    pub fn run_epoch(&self, epoch: u64, first: usize) -> Result<Epoch> {
+        let plan = self.plan(epoch)?;
+        if first > plan.num_batches() {
+            return Err(Error::InvalidArgument {
+                what: "first batch".into(),
+                why: format!("{first} is past the epoch's {} batches", plan.num_batches()),
+            });
+        }
+        let mut pipelines = self.pipelines.clone();
+        let mut columns = Vec::new();
+        for p in &mut pipelines {
+            let cols = p.decoder.columns(&self.ds, p.field, epoch)?;
+            p.first_column = columns.len();
+            p.num_columns = cols.len();
+            columns.extend(cols);
+        }
+        let schedule = self.cache.as_ref().map(|_| Schedule::new(&self.ds, plan.batches()));
+        let shared = Arc::new(Shared {
+            ds: Arc::clone(&self.ds),
+            plan,
+            pipelines,
+            columns: Arc::new(columns),
+            cache: self.cache.clone(),
+            schedule,
+            pool: self.pool.clone(),
+            seed: self.seed,
+            epoch,
+            batch_size: self.batch_size,
+            ahead: self.batches_ahead,
+            next: AtomicUsize::new(first),
+            gate: Mutex::new(Gate {
+                consumed: first,
+                prefetched: first,
+                ready: BTreeMap::new(),
+                stop: false,
+            }),
+            changed: Condvar::new(),
+            counters: Counters::default(),
+        });
+        let mut threads = Vec::new();
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(f)
+                .map_err(|e| Error::Io { path: "<thread>".into(), source: e })
+        };
+        if shared.cache.is_some() {
+            let s = Arc::clone(&shared);
+            threads.push(spawn("beton-prefetch".into(), Box::new(move || s.prefetch_loop()))?);
+        }
+        for k in 0..self.threads.min(shared.plan.num_batches().max(1)) {
+            let s = Arc::clone(&shared);
+            threads.push(spawn(format!("beton-worker-{k}"), Box::new(move || s.worker_loop()))?);
+        }
+        let state = LoaderState::new(
+            self.order.as_ref(),
+            &self.context(epoch),
+            self.rank,
+            self.world_size,
+            self.drop_last,
+        );
+        Ok(Epoch { shared, threads, consumer_wait: Duration::ZERO, batches: 0, failed: false, state })
+    }
+
+    /// Resumes from a state saved with [`Epoch::state`]: the next [`next_epoch`](Self::next_epoch)
+    /// runs the saved epoch from the first batch not consumed.
+    ///
+    /// # Errors
+    /// [`Error::StateMismatch`] naming the first setting that differs from the saved run's
+    /// (indices, world size, rank, order, batch size, drop_last, seed).
+    pub fn resume(&mut self, state: &LoaderState) -> Result<()> {
+        let current = LoaderState::new(
+            self.order.as_ref(),
+            &self.context(state.epoch),
+            self.rank,
+            self.world_size,
+            self.drop_last,
+        );
+        state.validate_against(&current)?;
+        let plan = self.plan(state.epoch)?;
+        if state.batches_consumed as usize > plan.num_batches() {
+            return Err(Error::InvalidState(format!(
+                "{} batches consumed, but epoch {} has {}",
+                state.batches_consumed,
+                state.epoch,
+                plan.num_batches()
+            )));
+        }
+        self.next_epoch = state.epoch;
+        self.resume_at = state.batches_consumed as usize;
+        Ok(())
+    }
+
+    /// The dataset.
+    pub fn dataset(&self) -> &Arc<Dataset> {
+        &self.ds
+    }
+
+    /// The samples this loader reads.
+    pub fn indices(&self) -> &IndexSet {
+        &self.indices
+    }
+}
+
+struct Gate {
+    /// Batches handed to the consumer (the next one it takes).
+    consumed: usize,
+    /// Batches whose pages the prefetcher has handled.
+    prefetched: usize,
+    ready: BTreeMap<usize, Result<Slot>>,
+    stop: bool,
+}
+
+struct Shared {
+    ds: Arc<Dataset>,
+    plan: EpochPlan,
+    pipelines: Vec<Pipeline>,
+    columns: Arc<Vec<ColumnSpec>>,
+    cache: Option<Arc<PageCache>>,
+    schedule: Option<Schedule>,
+    pool: SlotPool,
+    seed: u64,
+    epoch: u64,
+    batch_size: usize,
+    ahead: usize,
+    next: AtomicUsize,
+    gate: Mutex<Gate>,
+    changed: Condvar,
+    counters: Counters,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Gate> {
+        self.gate.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until `ready(gate)` or stop; returns false on stop.
+    fn wait_for(&self, ready: impl Fn(&Gate) -> bool) -> bool {
+        let started = Instant::now();
+        let mut gate = self.lock();
+        while !gate.stop && !ready(&gate) {
+            gate = self.changed.wait(gate).unwrap_or_else(|e| e.into_inner());
+        }
+        add(&self.counters.worker_wait_ns, nanos(started.elapsed()));
+        !gate.stop
+    }
+
+    fn prefetch_loop(&self) {
+        let (Some(cache), Some(schedule)) = (&self.cache, &self.schedule) else { return };
+        let start = self.lock().prefetched;
+        for b in start..self.plan.num_batches() {
+            if !self.wait_for(|g| b < g.consumed + self.ahead) {
+                return;
+            }
+            let in_flight = self.lock().consumed;
+            let result = cache.prefetch(schedule, b, in_flight);
+            let mut gate = self.lock();
+            match result {
+                Ok(done) => {
+                    add(&self.counters.pages_read, done.pages_read);
+                    add(&self.counters.page_bytes_read, done.bytes_read);
+                    gate.prefetched = b + 1;
+                }
+                Err(e) => {
+                    gate.ready.insert(b, Err(e));
+                    gate.prefetched = usize::MAX;
+                }
+            }
+            drop(gate);
+            self.changed.notify_all();
+        }
+    }
+
+    fn worker_loop(&self) {
+        let mut scratch = Vec::new();
+        loop {
+            let b = self.next.fetch_add(1, AtomicOrdering::Relaxed);
+            if b >= self.plan.num_batches() {
+                return;
+            }
+            let prefetching = self.cache.is_some();
+            if !self.wait_for(|g| b < g.consumed + self.ahead && (!prefetching || g.prefetched > b)) {
+                return;
+            }
+            let started = Instant::now();
+            let mut slot = self.pool.take(&self.columns, self.batch_size);
+            let built = std::panic::catch_unwind(AssertUnwindSafe(|| self.build(b, &mut slot, &mut scratch)))
+                .unwrap_or_else(|panic| {
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a decoder panicked".into());
+                    Err(Error::Decode(format!("panic while building batch {b}: {why}")))
+                });
+            add(&self.counters.worker_busy_ns, nanos(started.elapsed()));
+            let entry = match built {
+                Ok(()) => Ok(slot),
+                Err(e) => {
+                    self.pool.give_back(slot);
+                    Err(e)
+                }
+            };
+            let mut gate = self.lock();
+            if gate.stop {
+                if let Ok(slot) = entry {
+                    self.pool.give_back(slot);
+                }
+                return;
+            }
+            // The prefetcher may have filed an error for this batch already; it wins.
+            if let Some(Err(_)) = gate.ready.get(&b) {
+                if let Ok(slot) = entry {
+                    self.pool.give_back(slot);
+                }
+            } else {
+                gate.ready.insert(b, entry);
+            }
+            drop(gate);
+            self.changed.notify_all();
+        }
+    }
+
+    /// Decodes batch `b` into `slot`.
+    fn build(&self, b: usize, slot: &mut Slot, scratch: &mut Vec<u8>) -> Result<()> {
+        let ids = self.plan.batch(b);
+        slot.indices.clear();
+        slot.indices.extend_from_slice(ids);
+        let mut columns = slot.columns_mut();
+        let sample_bytes: Vec<usize> = self.columns.iter().map(ColumnSpec::sample_bytes).collect();
+        let (mut hits, mut direct, mut direct_bytes, mut payload) = (0u64, 0u64, 0u64, 0u64);
+        for (position, &index) in ids.iter().enumerate() {
+            // The sample's bytes: the map, a cached page, or a pread of its span.
+            let mut held = None;
+            let window = match (&self.cache, self.ds.sample_span(index)) {
+                (Some(cache), Some((start, end))) => {
+                    payload += end - start;
+                    let page = start / cache.page_size();
+                    match cache.get(page) {
+                        Some(buf) => {
+                            hits += 1;
+                            held = Some(buf);
+                            let bytes = held.as_ref().map_or(&[][..], |b| b.as_slice());
+                            Window { offset: page * cache.page_size(), bytes }
+                        }
+                        None => {
+                            direct += 1;
+                            direct_bytes += end - start;
+                            cache.pread(start, (end - start) as usize, scratch)?;
+                            Window { offset: start, bytes: scratch.as_slice() }
+                        }
+                    }
+                }
+                (None, span) => {
+                    payload += span.map_or(0, |(s, e)| e - s);
+                    Window { offset: 0, bytes: self.ds.file_bytes() }
+                }
+                (Some(_), None) => Window { offset: 0, bytes: &[] },
+            };
+            let ctx = SampleContext { index, seed: self.seed, epoch: self.epoch, position };
+            for p in &self.pipelines {
+                let value = self.ds.get_in(index, p.field, window)?;
+                let cols = p.first_column..p.first_column + p.num_columns;
+                let mut outs: Vec<&mut [u8]> = columns[cols.clone()]
+                    .iter_mut()
+                    .zip(&sample_bytes[cols])
+                    .map(|(c, &n)| &mut c[position * n..(position + 1) * n])
+                    .collect();
+                p.decoder.decode(value, &ctx, &mut outs).map_err(|e| Error::Sample {
+                    index,
+                    field: self.ds.fields()[p.field].name().to_string(),
+                    source: Box::new(e),
+                })?;
+            }
+            drop(held);
+        }
+        let c = &self.counters;
+        add(&c.samples, ids.len() as u64);
+        add(&c.payload_bytes, payload);
+        add(&c.cache_hits, hits);
+        add(&c.direct_reads, direct);
+        add(&c.direct_bytes, direct_bytes);
+        Ok(())
+    }
+}
+
+/// One epoch's batches, in order. Dropping it stops and joins its threads; batches already
+/// handed out stay valid.
+pub struct Epoch {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    consumer_wait: Duration,
+    batches: u64,
+    failed: bool,
+    state: LoaderState,
+}
+
+impl Epoch {
+    /// Batches in the whole epoch (including any already consumed before a resume).
+    pub fn num_batches(&self) -> usize {
+        self.shared.plan.num_batches()
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> EpochStats {
+        let c = &self.shared.counters;
+        let get = |a: &AtomicU64| a.load(AtomicOrdering::Relaxed);
+        EpochStats {
+            batches: self.batches,
+            samples: get(&c.samples),
+            payload_bytes: get(&c.payload_bytes),
+            pages_read: get(&c.pages_read),
+            page_bytes_read: get(&c.page_bytes_read),
+            cache_hits: get(&c.cache_hits),
+            direct_reads: get(&c.direct_reads),
+            direct_bytes: get(&c.direct_bytes),
+            cache_pages: self.shared.cache.as_ref().map_or(0, |c| c.allocated() as u64),
+            slots: self.shared.pool.allocated() as u64,
+            worker_busy: Duration::from_nanos(get(&c.worker_busy_ns)),
+            worker_wait: Duration::from_nanos(get(&c.worker_wait_ns)),
+            consumer_wait: self.consumer_wait,
+        }
+    }
+
+    /// The state to save to resume after the batches consumed so far.
+    pub fn state(&self) -> LoaderState {
+        let mut state = self.state.clone();
+        state.batches_consumed = self.shared.lock().consumed as u64;
+        state
+    }
+
+    fn stop(&mut self) {
+        {
+            let mut gate = self.shared.lock();
+            gate.stop = true;
+            for (_, entry) in std::mem::take(&mut gate.ready) {
+                if let Ok(slot) = entry {
+                    self.shared.pool.give_back(slot);
+                }
+            }
+        }
+        self.shared.changed.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Iterator for Epoch {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Result<Batch>> {
+        if self.failed {
+            return None;
+        }
+        let shared = &self.shared;
+        let started = Instant::now();
+        let mut gate = shared.lock();
+        let b = gate.consumed;
+        if b >= shared.plan.num_batches() {
+            return None;
+        }
+        let entry = loop {
+            if let Some(entry) = gate.ready.remove(&b) {
+                break entry;
+            }
+            gate = shared.changed.wait(gate).unwrap_or_else(|e| e.into_inner());
+        };
+        gate.consumed += 1;
+        drop(gate);
+        shared.changed.notify_all();
+        self.consumer_wait += started.elapsed();
+        match entry {
+            Ok(slot) => {
+                self.batches += 1;
+                let len = slot.indices.len();
+                Some(Ok(Batch::new(
+                    slot,
+                    shared.pool.clone(),
+                    Arc::clone(&shared.columns),
+                    len,
+                    shared.epoch,
+                    b,
+                )))
+            }
+            Err(e) => {
+                self.failed = true;
+                self.stop();
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Drop for Epoch {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,195 @@
+//! Output slots: the memory batches are built in, allocated once per loader and reused across
+//! epochs, and the [`Batch`] handle that lends one to the consumer.
+//!
+//! A slot holds one buffer per output column, sized for a full batch, 8-byte aligned (numpy and
+//! torch can view any column in place). Workers take a free slot, fill it and hand it to the
+//! consumer as a [`Batch`]; the slot goes back to the pool only when the last handle to that
+//! batch is dropped, so **a batch the consumer holds is never overwritten** (FFCV issue #231).
+//! The pool starts empty and allocates a slot only when none is free: with the consumer holding
+//! one batch at a time that is `batches_ahead + 2` slots for the loader's life; a consumer that
+//! keeps batches costs one more slot per batch kept, never a silent overwrite.
+
+use std::sync::{Arc, Mutex};
+
+use crate::decode::ColumnSpec;
+
+/// Buffers of one batch: one per column, plus the sample ids.
+pub(crate) struct Slot {
+    /// `u64` words so every column is 8-byte aligned.
+    buffers: Vec<Vec<u64>>,
+    pub(crate) indices: Vec<u64>,
+}
+
+impl Slot {
+    /// Shapes the slot for `columns` × `batch_size` samples, reusing its memory when it fits.
+    fn shape_for(&mut self, columns: &[ColumnSpec], batch_size: usize) {
+        self.buffers.resize_with(columns.len(), Vec::new);
+        for (buf, col) in self.buffers.iter_mut().zip(columns) {
+            let words = (col.sample_bytes() * batch_size).div_ceil(8);
+            if buf.len() != words {
+                // Zeroed once; afterwards every byte a batch exposes is written by its decoder.
+                buf.clear();
+                buf.resize(words, 0);
+                buf.shrink_to(words);
+            }
+        }
+    }
+
+    /// Every column as bytes, to split per sample.
+    pub(crate) fn columns_mut(&mut self) -> Vec<&mut [u8]> {
+        self.buffers.iter_mut().map(|b| bytemuck::cast_slice_mut::<u64, u8>(b)).collect()
+    }
+
+    fn column(&self, k: usize) -> &[u8] {
+        bytemuck::cast_slice(&self.buffers[k])
+    }
+}
+
+#[derive(Default)]
+struct PoolState {
+    free: Vec<Slot>,
+    allocated: usize,
+}
+
+/// The loader's slots. Cloning shares the pool.
+#[derive(Clone, Default)]
+pub(crate) struct SlotPool {
+    state: Arc<Mutex<PoolState>>,
+}
+
+impl SlotPool {
+    /// A free slot shaped for `columns` × `batch_size` (a new one when none is free).
+    pub(crate) fn take(&self, columns: &[ColumnSpec], batch_size: usize) -> Slot {
+        let mut slot = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            match state.free.pop() {
+                Some(slot) => slot,
+                None => {
+                    state.allocated += 1;
+                    Slot { buffers: Vec::new(), indices: Vec::with_capacity(batch_size) }
+                }
+            }
+        };
+        slot.shape_for(columns, batch_size);
+        slot
+    }
+
+    /// Returns `slot` to the pool.
+    pub(crate) fn give_back(&self, slot: Slot) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).free.push(slot);
+    }
+
+    /// Slots allocated so far.
+    pub(crate) fn allocated(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).allocated
+    }
+}
+
+/// One column of a batch: `len` samples of `spec.shape`, little-endian `spec.elem` values.
+#[derive(Debug, Clone, Copy)]
+pub struct Column<'a> {
+    /// What the column holds per sample.
+    pub spec: &'a ColumnSpec,
+    /// The bytes of the batch's samples (`len × spec.sample_bytes()`), 8-byte aligned.
+    pub bytes: &'a [u8],
+}
+
+/// A batch: a view of its slot, which is not reused while this (or a clone) is alive.
+pub struct Batch {
+    inner: Arc<BatchInner>,
+}
+
+struct BatchInner {
+    slot: Option<Slot>,
+    pool: SlotPool,
+    columns: Arc<Vec<ColumnSpec>>,
+    len: usize,
+    epoch: u64,
+    number: usize,
+}
+
+impl Drop for BatchInner {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            self.pool.give_back(slot);
+        }
+    }
+}
+
+impl Clone for Batch {
+    fn clone(&self) -> Self {
+        Batch { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("epoch", &self.inner.epoch)
+            .field("number", &self.inner.number)
+            .field("len", &self.inner.len)
+            .field("columns", &self.inner.columns.iter().map(|c| &c.name).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Batch {
+    pub(crate) fn new(
+        slot: Slot,
+        pool: SlotPool,
+        columns: Arc<Vec<ColumnSpec>>,
+        len: usize,
+        epoch: u64,
+        number: usize,
+    ) -> Batch {
+        Batch { inner: Arc::new(BatchInner { slot: Some(slot), pool, columns, len, epoch, number }) }
+    }
+
+    fn slot(&self) -> &Slot {
+        // Only `Drop` takes the slot out.
+        self.inner.slot.as_ref().unwrap_or_else(|| unreachable!("a live batch has its slot"))
+    }
+
+    /// Samples in the batch (the last batch of an epoch may be short).
+    pub fn len(&self) -> usize {
+        self.inner.len
+    }
+
+    /// Whether the batch has no samples (never, for batches a loader yields).
+    pub fn is_empty(&self) -> bool {
+        self.inner.len == 0
+    }
+
+    /// The epoch it belongs to.
+    pub fn epoch(&self) -> u64 {
+        self.inner.epoch
+    }
+
+    /// Its position in the epoch (0, 1, ...).
+    pub fn number(&self) -> usize {
+        self.inner.number
+    }
+
+    /// The dataset row ids of its samples, in batch order.
+    pub fn indices(&self) -> &[u64] {
+        &self.slot().indices
+    }
+
+    /// The columns' specs.
+    pub fn specs(&self) -> &[ColumnSpec] {
+        &self.inner.columns
+    }
+
+    /// Column `name`.
+    pub fn column(&self, name: &str) -> Option<Column<'_>> {
+        let k = self.inner.columns.iter().position(|c| c.name == name)?;
+        Some(self.column_at(k))
+    }
+
+    /// Column `k` in [`specs`](Self::specs) order.
+    pub fn column_at(&self, k: usize) -> Column<'_> {
+        let spec = &self.inner.columns[k];
+        let bytes = &self.slot().column(k)[..spec.sample_bytes() * self.inner.len];
+        Column { spec, bytes }
+    }
+}
