@@ -16,6 +16,7 @@ use beton_storage::{
 };
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bench;
 mod explain;
 mod query;
 mod show;
@@ -95,6 +96,8 @@ enum Command {
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
     },
+    /// Run the loader over a file for a few epochs and print throughput, reads and waits.
+    Bench(bench::BenchArgs),
     /// Named splits stored in the file: list, add (from SQL), random, remove.
     Split {
         #[command(subcommand)]
@@ -161,6 +164,7 @@ fn main() {
         Command::Explain { file, sql, custom } => ("explain", explain::run(&file, &custom, &sql)),
         Command::WriteImagefolder(args) => ("write-imagefolder", write_imagefolder(&args)),
         Command::Split { action } => ("split", split::run(&action)),
+        Command::Bench(args) => ("bench", bench::run(&args)),
         Command::Query { file, sql, json, ids, custom } => {
             let output = if ids {
                 query::Output::Ids

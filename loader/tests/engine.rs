@@ -423,3 +423,64 @@ fn distributed_ranks_split_the_epoch() {
         assert_eq!(union, (0..N).collect::<Vec<_>>(), "{order:?}: each sample once across ranks");
     }
 }
+
+#[cfg(target_os = "linux")]
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A 2 GiB file (2,048 payloads of 1 MiB, 256 pages of 8 MiB) read with the process cache
+/// bounded to 12 pages (96 MiB): QUASI_RANDOM finishes, never holds more than the bound, and
+/// reads each page about once; 25 epochs (50 GiB read) leave the memory where it was.
+#[cfg(target_os = "linux")]
+#[test]
+fn multi_gib_file_under_a_small_cache_bound_with_flat_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.beton");
+    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
+    let options = WriterOptions { page_size: 8 << 20, ..WriterOptions::default() };
+    const MIB: usize = 1 << 20;
+    Writer::new(&path, fields, options)
+        .unwrap()
+        .write_indexed(2048, |i| {
+            Ok(vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![(i % 256) as u8; MIB])])
+        })
+        .unwrap();
+    let ds = Arc::new(Dataset::open(&path).unwrap());
+    assert!(ds.file_len() > 2 << 30);
+    let mut loader = Loader::builder(Arc::clone(&ds))
+        .batch_size(4)
+        .order(OrderOption::QuasiRandom { buffer_pages: Some(4) })
+        .os_cache(false)
+        .cache_pages(12)
+        .batches_ahead(2)
+        .threads(2)
+        .build()
+        .unwrap();
+    let mut rss = Vec::new();
+    for e in 0..25 {
+        let mut epoch = loader.next_epoch().unwrap();
+        let mut samples = 0;
+        for b in epoch.by_ref() {
+            let b = b.unwrap();
+            let col = b.column("blob").unwrap();
+            for (k, &i) in b.indices().iter().enumerate() {
+                let row = &col.bytes[k * MIB..(k + 1) * MIB];
+                assert!(row[0] == (i % 256) as u8 && row[MIB - 1] == (i % 256) as u8);
+            }
+            samples += b.len();
+        }
+        let s = epoch.stats();
+        assert_eq!(samples, 2048);
+        assert!(s.cache_pages <= 12, "{s:?}");
+        if e == 0 {
+            assert!(s.pages_read <= 256 + 12, "QUASI_RANDOM reads each page about once: {s:?}");
+            assert_eq!(s.direct_reads, 0, "{s:?}");
+        }
+        rss.push(rss_kib());
+    }
+    let (settled, last) = (rss[4], rss[rss.len() - 1]);
+    assert!(last <= settled + 16 * 1024, "RSS grew from {settled} KiB to {last} KiB: {rss:?}");
+}
