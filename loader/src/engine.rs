@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use beton_query::IndexSet;
 use beton_storage::{Dataset, Window};
+use smallvec::SmallVec;
 
 use crate::cache::{PageCache, Schedule};
 use crate::decode::{default_decoder, ColumnSpec, FieldDecoder, SampleContext};
@@ -630,7 +631,8 @@ impl Shared {
             for p in &self.pipelines {
                 let value = self.ds.get_in(index, p.field, window)?;
                 let cols = p.first_column..p.first_column + p.num_columns;
-                let mut outs: Vec<&mut [u8]> = columns[cols.clone()]
+                // Inline for up to four columns: no allocation per sample.
+                let mut outs: SmallVec<[&mut [u8]; 4]> = columns[cols.clone()]
                     .iter_mut()
                     .zip(&sample_bytes[cols])
                     .map(|(c, &n)| &mut c[position * n..(position + 1) * n])
