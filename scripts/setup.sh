@@ -16,6 +16,13 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${pkgs[@]}" >&2
 fi
+# Python 3 with venv (the Python package is built into target/py-venv by maturin).
+if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+  echo "[setup] installing python3-venv python3-pip (apt-get)" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 python3-venv python3-pip >&2
+fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "[setup] cargo not found: install Rust with rustup (https://rustup.rs); rust-toolchain.toml pins the version" >&2
   exit 1

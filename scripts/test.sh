@@ -14,10 +14,20 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "cargo test (workspace)"
 mkdir -p target
 cargo test --workspace --quiet 2>&1 | tee target/test-output.log
+step "python: build beton._native (maturin, shared target dir), then pytest"
+py=target/py-venv/bin/python
+[ -x "$py" ] || python3 -m venv target/py-venv
+"$py" -m pip install --quiet --disable-pip-version-check -r python/requirements-test.txt
+(cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$PWD/../target" \
+  ../target/py-venv/bin/maturin develop --quiet)
+"$py" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee target/pytest-output.log
+grep -qE "^[0-9]+ passed" target/pytest-output.log && ! grep -qE "[0-9]+ (failed|error)" target/pytest-output.log
 step "fuzz target builds (plain cargo, shared target dir)"
 CARGO_TARGET_DIR="$PWD/target" cargo build --quiet --manifest-path fuzz/Cargo.toml
 echo
 echo "all checks passed in $((SECONDS - t0)) s"
 # One closing line for the whole suite (every crate's test binaries summed).
+# Rust: "test result: ok. N passed; M failed; K ignored"; pytest: "N passed, K skipped in 1.0s".
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1); if ($i ~ /^ignored;?$/) s += $(i-1) } }
-     END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' target/test-output.log
+     /^[0-9]+ passed/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed,?$/) p += $(i-1); if ($i ~ /^(failed|errors?),?$/) f += $(i-1); if ($i ~ /^skipped,?$/) s += $(i-1) } }
+     END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' target/test-output.log target/pytest-output.log

@@ -1,0 +1,54 @@
+"""FFCV's NDArrayField and TorchTensorField (fixed dtype and shape), and beton's ArrayField
+(variable length)."""
+
+import numpy as np
+
+from beton.fields.base import Field
+
+
+class NDArrayField(Field):
+    type_name = "ndarray"
+
+    def __init__(self, dtype, shape):
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(int(s) for s in shape)
+
+    def options(self):
+        return {"dtype": self.dtype.newbyteorder("<").str if self.dtype.itemsize > 1 else self.dtype.str,
+                "shape": list(self.shape)}
+
+    def encode(self, value):
+        a = np.ascontiguousarray(value, dtype=self.dtype.newbyteorder("<"))
+        if a.shape != self.shape:
+            raise ValueError(f"array of shape {a.shape}, the field's is {self.shape}")
+        return a.tobytes()
+
+
+class TorchTensorField(NDArrayField):
+    type_name = "torch_tensor"
+
+    def __init__(self, dtype, shape):
+        import torch
+
+        np_dtype = torch.empty((), dtype=dtype).numpy().dtype if isinstance(dtype, torch.dtype) else dtype
+        super().__init__(np_dtype, shape)
+
+    def encode(self, value):
+        if hasattr(value, "numpy"):
+            value = value.detach().cpu().numpy()
+        return super().encode(value)
+
+
+class ArrayField(Field):
+    """A variable-length 1-D array of a fixed dtype per sample (beton extension)."""
+
+    type_name = "array"
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    def options(self):
+        return {"dtype": self.dtype.newbyteorder("<").str if self.dtype.itemsize > 1 else self.dtype.str}
+
+    def encode(self, value):
+        return np.ascontiguousarray(value, dtype=self.dtype.newbyteorder("<")).ravel().tobytes()

@@ -1,0 +1,53 @@
+"""FFCV's RGBImageField (and beton's GreyImageField): images stored raw or as JPEG."""
+
+from typing import Optional
+
+import numpy as np
+
+from beton.fields.base import Field
+
+
+class RGBImageField(Field):
+    """An RGB image per sample: numpy HWC uint8 arrays, PIL images, encoded JPEG/PNG bytes, or
+    file paths. ``write_mode`` is ``raw``, ``jpg``, ``smart`` or ``proportion`` (FFCV's)."""
+
+    type_name = "rgb_image"
+
+    def __init__(self, write_mode: str = "raw", max_resolution: Optional[int] = None,
+                 smart_threshold: Optional[int] = None, jpeg_quality: int = 90,
+                 compress_probability: float = 0.5, jpeg_passthrough: bool = True):
+        self.write_mode = write_mode
+        self.max_resolution = max_resolution
+        self.smart_threshold = smart_threshold
+        self.jpeg_quality = int(jpeg_quality)
+        self.compress_probability = compress_probability
+        self.jpeg_passthrough = jpeg_passthrough
+
+    def options(self):
+        o = {"write_mode": self.write_mode, "jpeg_quality": self.jpeg_quality,
+             "compress_probability": self.compress_probability, "jpeg_passthrough": self.jpeg_passthrough}
+        if self.max_resolution is not None:
+            o["max_resolution"] = int(self.max_resolution)
+        if self.smart_threshold is not None:
+            o["smart_threshold"] = int(self.smart_threshold)
+        return o
+
+    def encode(self, value):
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value)
+        if isinstance(value, str) or hasattr(value, "__fspath__"):
+            return str(value)
+        if not isinstance(value, np.ndarray):  # PIL.Image and friends
+            value = np.asarray(value.convert("RGB") if hasattr(value, "convert") else value)
+        a = np.ascontiguousarray(value, dtype=np.uint8)
+        if a.ndim == 2:
+            a = a[:, :, None]
+        if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
+            raise ValueError(f"an image is HxW or HxWxC (C = 1, 3, 4) uint8, got shape {a.shape}")
+        return (a.tobytes(), a.shape[0], a.shape[1], a.shape[2])
+
+
+class GreyImageField(RGBImageField):
+    """A greyscale image per sample (beton extension)."""
+
+    type_name = "grey_image"

@@ -1,0 +1,136 @@
+"""FFCV's ``Loader``: batches of a ``.beton`` file, built by native threads into reused slots.
+
+Each iteration over the loader is one epoch and yields, per batch, a tuple with one entry per
+decoded field (in the file's field order): numpy arrays that view the loader's memory without a
+copy (a batch you keep is never overwritten), passed through the pipeline's batch-level stages
+(``ToTensor``, ``ToDevice``, a ``torch.nn.Module``, any callable).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from beton import _native
+from beton._native import IndexSet
+
+
+class OrderOption(enum.Enum):
+    SEQUENTIAL = "sequential"
+    RANDOM = "random"
+    QUASI_RANDOM = "quasi_random"
+
+
+def _distributed_rank_world(distributed):
+    if distributed is True:
+        import torch.distributed as dist
+
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError("distributed=True needs torch.distributed initialised (init_process_group)")
+        return dist.get_rank(), dist.get_world_size()
+    if distributed:
+        rank, world = distributed
+        return int(rank), int(world)
+    return 0, 1
+
+
+class Loader:
+    """``Loader(fname, batch_size, num_workers=-1, os_cache=True, order=OrderOption.SEQUENTIAL,
+    distributed=False, seed=None, indices=None, pipelines={}, drop_last=True, batches_ahead=3)``.
+
+    ``distributed`` is ``True`` (rank and world size from torch.distributed) or ``(rank,
+    world_size)``. ``indices`` is an ``IndexSet`` (``ds.where(...)``, a split) or a sequence of
+    row ids. ``pipelines`` maps a field to its list of operations (a decoder first, then
+    transforms and callables) or to ``None`` to skip the field.
+    """
+
+    def __init__(self, fname, batch_size: int, num_workers: int = -1, os_cache: bool = True,
+                 order: OrderOption = OrderOption.SEQUENTIAL, distributed=False, seed: Optional[int] = None,
+                 indices=None, pipelines: Optional[Dict[str, Any]] = None, custom_fields=None,
+                 drop_last: bool = True, batches_ahead: int = 3, recompile: bool = False):
+        from beton.dataset import Dataset
+
+        self.dataset = fname if isinstance(fname, Dataset) else Dataset(fname)
+        pipelines = dict(pipelines or {})
+        kinds = {name: kind for name, kind, _ in self.dataset._native.fields()}
+        self.fields: List[str] = []
+        self.stages: Dict[str, list] = {}
+        for name, kind in kinds.items():
+            if name in pipelines and pipelines[name] is None:
+                continue
+            ops = list(pipelines.get(name) or [])
+            if kind in ("rgb_image", "grey_image", "custom") and not ops:
+                continue  # FFCV needs a decoder for these; without a pipeline they are skipped
+            self.fields.append(name)
+            self.stages[name] = [op for op in ops if not getattr(op, "_beton_decoder", False)]
+        if indices is not None and not isinstance(indices, IndexSet):
+            indices = IndexSet(np.asarray(indices, dtype=np.int64).tolist())
+        rank, world = _distributed_rank_world(distributed)
+        if isinstance(order, str):
+            order = OrderOption(order)
+        self.batch_size = int(batch_size)
+        self._native = _native.Loader(
+            self.dataset._native, self.batch_size,
+            num_workers=0 if num_workers is None or num_workers < 0 else int(num_workers),
+            order=order.value, seed=0 if seed is None else int(seed), drop_last=drop_last,
+            batches_ahead=int(batches_ahead), os_cache=bool(os_cache), indices=indices, rank=rank,
+            world_size=world, fields=self.fields)
+        self._epoch = None
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    @property
+    def indices(self) -> IndexSet:
+        return self._native.indices()
+
+    def __iter__(self):
+        self._epoch = self._native.epoch()
+        return _EpochIterator(self, self._epoch)
+
+    def state(self) -> str:
+        """The state of the current epoch (JSON), to resume after its consumed batches."""
+        if self._epoch is None:
+            raise RuntimeError("no epoch has started")
+        return self._epoch.state()
+
+    def resume(self, state: str) -> None:
+        """The next iteration continues the saved epoch after its consumed batches."""
+        self._native.resume(state)
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters of the current epoch: pages and bytes read, cache hits, waits."""
+        return {} if self._epoch is None else self._epoch.stats()
+
+
+class _EpochIterator:
+    def __init__(self, loader: Loader, epoch):
+        self.loader = loader
+        self.epoch = epoch
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self.epoch)
+
+    def __next__(self):
+        batch = next(self.epoch)  # StopIteration ends the epoch
+        out = []
+        for name in self.loader.fields:
+            value = np.asarray(batch.column(name))
+            for stage in self.loader.stages[name]:
+                value = stage(value)
+            out.append(value)
+        return tuple(out)
+
+    def close(self):
+        self.epoch.close()
+
+    def __del__(self):
+        try:
+            self.epoch.close()
+        except Exception:
+            pass

@@ -1,0 +1,56 @@
+//! Rust errors as Python exceptions: corrupt files raise `beton.CorruptFileError` (a
+//! `ValueError`), I/O errors `OSError`, unknown names `KeyError`, bad arguments and SQL
+//! `ValueError`; the message is the Rust error's, which names the file, offset, sample or SQL
+//! position.
+
+use pyo3::exceptions::{PyKeyError, PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+pyo3::create_exception!(
+    _native,
+    CorruptFileError,
+    PyValueError,
+    "A .beton file whose bytes break the format (the message names the byte offset)."
+);
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("CorruptFileError", m.py().get_type::<CorruptFileError>())
+}
+
+fn storage(e: beton_storage::Error) -> PyErr {
+    use beton_storage::Error as E;
+    let msg = e.to_string();
+    match e {
+        E::Io { source, .. } => PyOSError::new_err((source.raw_os_error().unwrap_or(0), msg)),
+        E::Corrupt { .. } | E::InterruptedWrite { .. } | E::UnsupportedVersion { .. } => {
+            CorruptFileError::new_err(msg)
+        }
+        E::NoSuchField { .. } => PyKeyError::new_err(msg),
+        _ => PyValueError::new_err(msg),
+    }
+}
+
+/// A storage error as a Python exception.
+pub(crate) fn from_storage(e: beton_storage::Error) -> PyErr {
+    storage(e)
+}
+
+/// A query error as a Python exception.
+pub(crate) fn from_query(e: beton_query::Error) -> PyErr {
+    use beton_query::Error as E;
+    match e {
+        E::Storage(s) => storage(s),
+        E::NoSuchColumn { .. } | E::NoSuchSplit { .. } => PyKeyError::new_err(e.to_string()),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+/// A loader error as a Python exception.
+pub(crate) fn from_loader(e: beton_loader::Error) -> PyErr {
+    use beton_loader::Error as E;
+    match e {
+        E::Storage(s) => storage(s),
+        E::Io { .. } => PyOSError::new_err(e.to_string()),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}

@@ -1,0 +1,26 @@
+//! `beton._native`: the Python bindings. Everything here converts between Python and the Rust
+//! crates and releases the GIL around native work; the Python package (`python/beton/`) adds the
+//! FFCV-shaped API on top, and nothing of substance lives in either.
+
+mod dataset;
+mod errors;
+mod index_set;
+mod loader;
+mod writer;
+
+use pyo3::prelude::*;
+
+/// The native module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<dataset::Dataset>()?;
+    m.add_class::<index_set::IndexSet>()?;
+    m.add_class::<loader::Loader>()?;
+    m.add_class::<loader::Epoch>()?;
+    m.add_class::<loader::Batch>()?;
+    m.add_class::<loader::Column>()?;
+    m.add_function(wrap_pyfunction!(writer::write, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

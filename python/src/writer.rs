@@ -1,0 +1,188 @@
+//! `write`: writes a `.beton` file from a Python callable giving each sample's values. Encoding
+//! runs on Rust threads without the GIL; only fetching a sample from Python takes it. A progress
+//! callable is called after every chunk and can stop the write (as can Ctrl-C), leaving the
+//! destination untouched.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use beton_storage::{
+    ArraySpec, DType, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode,
+    Writer, WriterOptions,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+
+use crate::errors::from_storage;
+
+fn bad(what: impl Into<String>) -> PyErr {
+    PyValueError::new_err(what.into())
+}
+
+/// A field from `(name, type, options)`: type is int, float, bytes, json, text, bool,
+/// ndarray / torch_tensor (options dtype, shape), array (dtype), rgb_image / grey_image
+/// (options write_mode, max_resolution, jpeg_quality, jpeg_passthrough).
+fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<FieldSpec> {
+    let opt = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+        match options {
+            Some(d) => d.get_item(key),
+            None => Ok(None),
+        }
+    };
+    let dtype = || -> PyResult<DType> {
+        let s: String =
+            opt("dtype")?.ok_or_else(|| bad(format!("field '{name}': needs a dtype")))?.extract()?;
+        DType::parse(&s).map_err(|e| bad(format!("field '{name}': {e}")))
+    };
+    let image = || -> PyResult<ImageOptions> {
+        let mut o = ImageOptions::default();
+        if let Some(m) = opt("write_mode")? {
+            let m: String = m.extract()?;
+            o.write_mode = match m.as_str() {
+                "raw" => WriteMode::Raw,
+                "jpg" => WriteMode::Jpg,
+                "smart" => WriteMode::Smart {
+                    threshold: opt("smart_threshold")?.map(|t| t.extract()).transpose()?.unwrap_or(1 << 20),
+                },
+                "proportion" => WriteMode::Proportion {
+                    probability: opt("compress_probability")?
+                        .map(|t| t.extract())
+                        .transpose()?
+                        .unwrap_or(0.5),
+                },
+                other => return Err(bad(format!("field '{name}': write_mode '{other}'"))),
+            };
+        }
+        if let Some(v) = opt("max_resolution")? {
+            o.max_resolution = v.extract()?;
+        }
+        if let Some(v) = opt("jpeg_quality")? {
+            o.jpeg_quality = v.extract()?;
+        }
+        if let Some(v) = opt("jpeg_passthrough")? {
+            o.jpeg_passthrough = v.extract()?;
+        }
+        Ok(o)
+    };
+    Ok(match ty {
+        "int" => FieldSpec::new(name, FieldType::Int),
+        "float" => FieldSpec::new(name, FieldType::Float),
+        "bytes" => FieldSpec::new(name, FieldType::Bytes),
+        "json" => FieldSpec::new(name, FieldType::Json),
+        "text" => FieldSpec::new(name, FieldType::Text),
+        "bool" => FieldSpec::new(name, FieldType::Bool),
+        "array" => FieldSpec::new(name.clone(), FieldType::Array(dtype()?)),
+        "ndarray" | "torch_tensor" => {
+            let shape: Vec<u64> =
+                opt("shape")?.ok_or_else(|| bad(format!("field '{name}': needs a shape")))?.extract()?;
+            let spec = ArraySpec::new(dtype()?, shape).map_err(|e| bad(format!("field '{name}': {e}")))?;
+            let ty = if ty == "ndarray" { FieldType::NDArray(spec) } else { FieldType::TorchTensor(spec) };
+            FieldSpec::new(name, ty)
+        }
+        "rgb_image" => FieldSpec::rgb_image(name.clone(), image()?),
+        "grey_image" => FieldSpec::grey_image(name.clone(), image()?),
+        other => return Err(bad(format!("field '{name}': unknown type '{other}'"))),
+    })
+}
+
+/// A Python value as the field's sample value.
+fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
+    Ok(match ty {
+        FieldType::Int => SampleValue::Int(v.extract()?),
+        FieldType::Float => SampleValue::Float(v.extract()?),
+        FieldType::Bool => SampleValue::Bool(v.extract()?),
+        FieldType::Bytes => SampleValue::Bytes(v.extract()?),
+        FieldType::Json => SampleValue::Json(v.extract()?),
+        FieldType::Text => SampleValue::Text(v.extract()?),
+        FieldType::NDArray(_) | FieldType::TorchTensor(_) => SampleValue::NDArray(v.extract()?),
+        FieldType::Array(_) => SampleValue::Array(v.extract()?),
+        FieldType::Custom { .. } => SampleValue::Custom(v.extract()?),
+        FieldType::RgbImage | FieldType::GreyImage => {
+            let source = if let Ok(b) = v.cast::<PyBytes>() {
+                ImageSource::Encoded(b.as_bytes().to_vec())
+            } else if v.is_instance_of::<PyString>() {
+                ImageSource::File(PathBuf::from(v.extract::<String>()?))
+            } else if let Ok(t) = v.cast::<PyTuple>() {
+                // (pixels bytes, height, width, channels), C order HWC u8.
+                let (data, height, width, channels): (Vec<u8>, u32, u32, u8) = t.extract()?;
+                ImageSource::Pixels(Pixels { width, height, channels, data })
+            } else {
+                return Err(bad("an image is file bytes, a path, or (pixels, height, width, channels)"));
+            };
+            SampleValue::Image(source)
+        }
+    })
+}
+
+/// Writes `num_samples` samples, `get(i)` giving sample i's values in field order.
+#[pyfunction]
+#[pyo3(signature = (path, fields, num_samples, get, page_size = 8 << 20, num_workers = 0, seed = 0,
+                    chunk_size = 256, progress = None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    fields: Vec<(String, String, Option<Bound<'py, PyDict>>)>,
+    num_samples: u64,
+    get: Py<PyAny>,
+    page_size: u64,
+    num_workers: usize,
+    seed: u64,
+    chunk_size: usize,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let specs = fields.into_iter().map(|(n, t, o)| field(n, &t, o.as_ref())).collect::<PyResult<Vec<_>>>()?;
+    let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
+    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    let progress: Option<beton_storage::writer::ProgressFn> = progress.map(|cb| {
+        let f: beton_storage::writer::ProgressFn = Arc::new(move |p: beton_storage::Progress| {
+            Python::attach(|py| {
+                // Ctrl-C, an exception in the callback, or the callback returning False stops
+                // the write.
+                if py.check_signals().is_err() {
+                    return false;
+                }
+                match cb.call1(py, (p.done, p.total)) {
+                    Ok(r) => !matches!(r.extract::<bool>(py), Ok(false)),
+                    Err(_) => false,
+                }
+            })
+        });
+        f
+    });
+    let options = WriterOptions {
+        page_size,
+        num_threads: num_workers,
+        seed,
+        chunk_size,
+        progress,
+        ..Default::default()
+    };
+    let writer = Writer::new(&path, specs, options).map_err(from_storage)?;
+    type SourceError = Box<dyn std::error::Error + Send + Sync>;
+    let fetch = |i: u64| -> Result<Vec<SampleValue>, SourceError> {
+        Python::attach(|py| {
+            let sample = get.call1(py, (i,))?;
+            let sample = sample.bind(py);
+            let items: Vec<Bound<'_, PyAny>> = sample.try_iter()?.collect::<PyResult<_>>()?;
+            if items.len() != types.len() {
+                return Err(bad(format!("sample {i} has {} values for {} fields", items.len(), types.len())));
+            }
+            items
+                .iter()
+                .zip(&types)
+                .zip(&names)
+                .map(|((v, t), n)| value(t, v).map_err(|e| bad(format!("sample {i}, field '{n}': {e}"))))
+                .collect()
+        })
+        .map_err(|e: PyErr| SourceError::from(e.to_string()))
+    };
+    let report = py.detach(|| writer.write_indexed(num_samples, fetch)).map_err(from_storage)?;
+    let d = PyDict::new(py);
+    d.set_item("path", report.path)?;
+    d.set_item("num_samples", report.num_samples)?;
+    d.set_item("num_pages", report.num_pages)?;
+    d.set_item("file_len", report.file_len)?;
+    Ok(d)
+}
