@@ -364,6 +364,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
         let scalar = l.scalar && r.scalar;
         match op {
             B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq => {
+                let (l, r) = narrow_literal(l, r);
                 let (l, r) = coerce(l, r, &op.to_string(), span)?;
                 let (l, r) = (sql_float_order(l), sql_float_order(r));
                 let out = match op {
@@ -503,6 +504,31 @@ fn widen(v: Val, span: Span) -> Result<Val> {
     }
 }
 
+/// An integer literal compared with an integer column of another type: the literal cast to the
+/// column's type when it fits, so that the column is compared as it is instead of through a widened
+/// copy (`image.width >= 2` compares UInt16 values). The outcome is the same: both sides hold the
+/// same integers either way. A literal that does not fit is left for [`coerce`] to widen.
+fn narrow_literal(l: Val, r: Val) -> (Val, Val) {
+    let narrows = |lit: &Val, col: &Val| {
+        lit.scalar
+            && !col.scalar
+            && lit.data_type() == &DataType::Int64
+            && lit.array.null_count() == 0
+            && col.data_type().is_integer()
+            && col.data_type() != &DataType::Int64
+    };
+    if narrows(&r, &l) {
+        if let Ok(r) = cast(r.clone(), l.data_type(), Span::empty()) {
+            return (l, r);
+        }
+    } else if narrows(&l, &r) {
+        if let Ok(l) = cast(l.clone(), r.data_type(), Span::empty()) {
+            return (l, r);
+        }
+    }
+    (l, r)
+}
+
 /// Both operands at one type: numbers to Int64 or Float64, NULL to the other side's type.
 fn coerce(l: Val, r: Val, op: &str, span: Span) -> Result<(Val, Val)> {
     let (lt, rt) = (l.data_type().clone(), r.data_type().clone());
@@ -599,6 +625,9 @@ pub(crate) fn sql_type_name(t: &DataType) -> &'static str {
 /// set below every number; PostgreSQL's NaN is above every number and equal to itself).
 fn sql_float_order(v: Val) -> Val {
     match v.array.as_any().downcast_ref::<Float64Array>() {
+        // Nothing to change (the usual case): no copy of the column. Checking is one read-only
+        // pass, far cheaper than writing a new column of the same size.
+        Some(a) if !a.values().iter().any(|x| x.is_nan() || x.to_bits() == (-0.0f64).to_bits()) => v,
         Some(a) => {
             let out: Float64Array =
                 arrow_arith::arity::unary(a, |x: f64| if x.is_nan() { f64::NAN } else { x + 0.0 });
