@@ -5,7 +5,12 @@
    itself in it.
 2. Runs `cargo bench --bench query_compare -- --rows N ...`: it writes the .beton file (once),
    times beton (open-to-first-result; each query warm and cold) and exports the queried columns
-   as an Arrow IPC file. Its last stdout line is a JSON report.
+   as an Arrow IPC file. Its last stdout line is a JSON report. It runs twice: with glibc malloc's
+   defaults, and with malloc keeping freed memory (GLIBC_TUNABLES, below), which is what the
+   allocators bundled with polars (jemalloc) and pyarrow (its memory pool) do. On the VM this was
+   written on, touching fresh pages costs more than the queries' arithmetic, and glibc returns
+   every block over 32 MiB to the kernel on free, so the default run pays page faults for every
+   large result (row ids, widened columns) on every repetition.
 3. Loads that IPC file (pyarrow memory-mapped; polars from that Arrow table, outside the timing),
    times the same three queries with polars (eager API, and its SQLContext) and pyarrow.compute,
    median of K runs, checks that the results agree with beton's, and prints a table of ratios.
@@ -43,12 +48,19 @@ def ensure_venv():
     os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
 
 
-def run_beton(args):
+# Large blocks from the heap and never trimmed: freed memory is reused without new page faults.
+RETAIN = "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295"
+
+
+def run_beton(args, tunables=None):
     cmd = ["cargo", "bench", "--bench", "query_compare", "--", "--rows", str(args.rows), "--runs", str(args.runs)]
     if args.file:
         cmd += ["--file", args.file]
-    print("$", " ".join(cmd), file=sys.stderr)
-    out = subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
+    env = dict(os.environ)
+    if tunables:
+        env["GLIBC_TUNABLES"] = tunables
+    print("$", f"GLIBC_TUNABLES={tunables}" if tunables else "", " ".join(cmd), file=sys.stderr)
+    out = subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     return json.loads(line)
 
@@ -77,6 +89,7 @@ def main():
     args = p.parse_args()
 
     beton = run_beton(args)
+    retained = run_beton(args, RETAIN)
     ipc = ROOT / beton["ipc"] if not Path(beton["ipc"]).is_absolute() else Path(beton["ipc"])
 
     t = time.perf_counter()
@@ -179,30 +192,36 @@ def main():
     rows = beton["rows"]
     print()
     print(f"rows {rows:,}; .beton {beton['file_bytes'] / 1e6:.0f} MB; median of {args.runs} runs, ms")
-    print(
-        f"beton open-to-first-result: {beton['open_to_first_result_ms']:.1f} ms "
-        f"(open {beton['open_ms']:.1f} + Table::new {beton['table_new_ms']:.2f} + first WHERE "
-        f"{beton['first_query_ms']:.1f}, of which column materialisation "
-        f"{sum(beton['materialise_ms'][c] for c in ('label', 'score', 'image.width')):.1f})"
-    )
+    for name, b in [("malloc defaults", beton), ("malloc retaining", retained)]:
+        print(
+            f"beton open-to-first-result ({name}): {b['open_to_first_result_ms']:.1f} ms "
+            f"(open {b['open_ms']:.1f} + Table::new {b['table_new_ms']:.2f} + first WHERE "
+            f"{b['first_query_ms']:.1f}; materialising label, score, image.width alone: "
+            f"{sum(b['materialise_ms'][c] for c in ('label', 'score', 'image.width')):.1f})"
+        )
     print(f"load IPC: pyarrow mmap {pa_load_ms:.1f} ms; polars from Arrow {pl_load_ms:.1f} ms")
     print()
     header = (
-        "| query | beton warm | beton cold | polars | polars SQL | pyarrow "
-        "| beton/polars | beton/pyarrow | beton/polars SQL |"
+        "| query | beton warm | beton warm, malloc retaining | beton cold | beton cold, retaining "
+        "| polars | polars SQL | pyarrow | beton/polars | beton/polars SQL | beton/pyarrow |"
     )
     print(header)
-    print("|" + "---|" * 9)
+    print("|---|" + "---:|" * 10)
     for key, label_ in [("where", "3-predicate WHERE"), ("group_by", "GROUP BY label count"), ("top", "ORDER BY score LIMIT 100")]:
         warm, cold = q[key]["warm_ms"], q[key]["cold_ms"]
+        r = retained["queries"][key]
+        assert r["result"] == q[key]["result"]
         pol, sql, pa_ = (results[f"{e}/{key}"][0] for e in ("polars", "polars-sql", "pyarrow"))
         print(
-            f"| {label_} | {warm:.1f} | {cold:.1f} | {pol:.1f} | {sql:.1f} | {pa_:.1f} "
-            f"| {warm / pol:.2f} | {warm / pa_:.2f} | {warm / sql:.2f} |"
+            f"| {label_} | {warm:.1f} | {r['warm_ms']:.1f} | {cold:.1f} | {r['cold_ms']:.1f} "
+            f"| {pol:.1f} | {sql:.1f} | {pa_:.1f} "
+            f"| {warm / pol:.2f} | {warm / sql:.2f} | {warm / pa_:.2f} |"
         )
     print()
+    print("ratios: beton warm (malloc defaults) / the other engine; below 1 means beton is faster")
+    print()
     print("all three engines agree on every result")
-    print(json.dumps({"beton": beton, "python": {k: {"median_ms": v[0], "min_ms": v[1]} for k, v in results.items()}}))
+    print(json.dumps({"beton": beton, "beton_retaining": retained, "python": {k: {"median_ms": v[0], "min_ms": v[1]} for k, v in results.items()}}))
 
 
 if __name__ == "__main__":
