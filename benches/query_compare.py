@@ -199,6 +199,12 @@ def main():
             f"{b['first_query_ms']:.1f}; materialising label, score, image.width alone: "
             f"{sum(b['materialise_ms'][c] for c in ('label', 'score', 'image.width')):.1f})"
         )
+        u = b["uncached"]
+        print(
+            f"  the same with the file dropped from the page cache first: {u['open_to_first_result_ms']:.1f} ms "
+            f"(open {u['open_ms']:.1f} + first WHERE {u['first_query_ms']:.1f})"
+            + ("" if u["evicted"] else " [eviction failed: the file may have been cached]")
+        )
     print(f"load IPC: pyarrow mmap {pa_load_ms:.1f} ms; polars from Arrow {pl_load_ms:.1f} ms")
     print()
     header = (
