@@ -118,7 +118,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
     /// The column `name` refers to: itself, without a `samples.` qualifier, or the one column
     /// that matches it ignoring ASCII case. Unknown names are kept (the lookup then lists the
     /// columns).
-    fn resolve(&self, name: &str) -> String {
+    pub fn resolve(&self, name: &str) -> String {
         let names = self.table.column_names();
         let bare = name.strip_prefix(TABLE_NAME).and_then(|n| n.strip_prefix('.'));
         for candidate in [Some(name), bare].into_iter().flatten() {

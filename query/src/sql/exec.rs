@@ -67,6 +67,7 @@ fn check_size(table: &Table) -> Result<()> {
 /// [`super::select_indices`] for a bare predicate.
 pub(crate) fn filter_ids(table: &Table, predicate: &Expr) -> Result<IndexSet> {
     check_size(table)?;
+    prefetch(table, [predicate]);
     let bits = matching_mask(&Ctx::all(table), predicate)?;
     // Straight to u64 ids, allocated once (no u32 list in between).
     let mut ids = Vec::with_capacity(bits.count_set_bits());
@@ -90,6 +91,7 @@ pub(crate) fn select_ids(table: &Table, plan: &SelectPlan) -> Result<IndexSet> {
             }
         }
     }
+    prefetch(table, plan_exprs(plan));
     let filtered = where_rows(table, plan)?;
     let rows: Vec<u32> = if plan.order_by.is_empty() {
         filtered.unwrap_or_else(|| (0..table.num_rows() as u32).collect())
@@ -111,6 +113,76 @@ pub(crate) fn select_ids(table: &Table, plan: &SelectPlan) -> Result<IndexSet> {
         rows.get(plan.offset.min(end)..end).unwrap_or(&[]).iter().map(|&r| u64::from(r)).collect();
     kept.sort_unstable();
     IndexSet::from_sorted(kept)
+}
+
+/// Every expression of `plan`.
+fn plan_exprs(plan: &SelectPlan) -> impl Iterator<Item = &Expr> {
+    plan.projection
+        .iter()
+        .filter_map(item_expr)
+        .chain(&plan.selection)
+        .chain(&plan.group_by)
+        .chain(&plan.having)
+        .chain(plan.order_by.iter().map(|k| &k.expr))
+}
+
+/// Materialises the columns that `exprs` name together ([`Table::prefetch`]), before evaluation
+/// asks for them one at a time.
+fn prefetch<'e>(table: &Table, exprs: impl IntoIterator<Item = &'e Expr>) {
+    let mut names = Vec::new();
+    for e in exprs {
+        collect_columns(e, &mut names);
+    }
+    let ctx = Ctx::all(table);
+    let names: Vec<String> = names.iter().map(|n| ctx.resolve(n)).collect();
+    table.prefetch(&names.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// The column names in `e`, as written (a name inside an expression the engine does not support is
+/// simply not collected).
+fn collect_columns(e: &Expr, out: &mut Vec<String>) {
+    match e {
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => out.extend(column_name(e)),
+        Expr::Function(f) => {
+            // json_extract reads its field's payloads, not a column.
+            let skip = usize::from(f.name.to_string().eq_ignore_ascii_case("json_extract"));
+            if let Ok(args) = function_args(f, Span::empty()) {
+                args.into_iter().skip(skip).for_each(|a| collect_columns(a, out));
+            }
+        }
+        Expr::BinaryOp { left, right, .. } => {
+            collect_columns(left, out);
+            collect_columns(right, out);
+        }
+        Expr::UnaryOp { expr, .. }
+        | Expr::Nested(expr)
+        | Expr::Cast { expr, .. }
+        | Expr::IsNull(expr)
+        | Expr::IsNotNull(expr)
+        | Expr::IsTrue(expr)
+        | Expr::IsNotTrue(expr)
+        | Expr::IsFalse(expr)
+        | Expr::IsNotFalse(expr) => collect_columns(expr, out),
+        Expr::Between { expr, low, high, .. } => {
+            [expr, low, high].into_iter().for_each(|x| collect_columns(x, out));
+        }
+        Expr::InList { expr, list, .. } => {
+            collect_columns(expr, out);
+            list.iter().for_each(|x| collect_columns(x, out));
+        }
+        Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
+            collect_columns(expr, out);
+            collect_columns(pattern, out);
+        }
+        Expr::Case { operand, conditions, else_result, .. } => {
+            operand.iter().chain(else_result).for_each(|x| collect_columns(x, out));
+            for when in conditions {
+                collect_columns(&when.condition, out);
+                collect_columns(&when.result, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The rows WHERE keeps, or `None` for all rows (without listing them).
@@ -192,6 +264,7 @@ pub(crate) fn run(table: &Table, plan: &SelectPlan) -> Result<RecordBatch> {
     let aggregate = !plan.group_by.is_empty()
         || plan.having.is_some()
         || plan.projection.iter().any(|item| item_expr(item).is_some_and(contains_aggregate));
+    prefetch(table, plan_exprs(plan));
     let rows = where_rows(table, plan)?;
     if !aggregate && plan.order_by.is_empty() {
         // Nothing reorders the rows: cut before evaluating.
