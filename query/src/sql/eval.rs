@@ -579,6 +579,15 @@ fn cast(v: Val, to: &DataType, span: Span) -> Result<Val> {
     Ok(v.like(array))
 }
 
+/// True when `values` holds a NaN or -0.0. Branch-free within blocks of 1024 so that it compiles to
+/// SIMD (a short-circuiting `any` per value does not).
+fn has_nan_or_negative_zero(values: &[f64]) -> bool {
+    let negative_zero = (-0.0f64).to_bits();
+    values
+        .chunks(1024)
+        .any(|block| block.iter().fold(false, |seen, x| seen | x.is_nan() | (x.to_bits() == negative_zero)))
+}
+
 /// The Arrow type of an SQL type name in CAST.
 fn arrow_type(t: &SqlType, span: Span) -> Result<DataType> {
     Ok(match t {
@@ -627,12 +636,31 @@ fn sql_float_order(v: Val) -> Val {
     match v.array.as_any().downcast_ref::<Float64Array>() {
         // Nothing to change (the usual case): no copy of the column. Checking is one read-only
         // pass, far cheaper than writing a new column of the same size.
-        Some(a) if !a.values().iter().any(|x| x.is_nan() || x.to_bits() == (-0.0f64).to_bits()) => v,
+        Some(a) if !has_nan_or_negative_zero(a.values()) => v,
         Some(a) => {
             let out: Float64Array =
                 arrow_arith::arity::unary(a, |x: f64| if x.is_nan() { f64::NAN } else { x + 0.0 });
             Val { array: Arc::new(out), scalar: v.scalar }
         }
         None => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_nan_and_negative_zero_anywhere() {
+        let mut values = vec![0.5; 3000];
+        assert!(!has_nan_or_negative_zero(&values));
+        values[0] = 0.0;
+        assert!(!has_nan_or_negative_zero(&values), "positive zero is kept");
+        for (at, x) in [(0, f64::NAN), (1023, -0.0), (1024, -f64::NAN), (2999, f64::NAN)] {
+            let mut v = values.clone();
+            v[at] = x;
+            assert!(has_nan_or_negative_zero(&v), "{x} at {at}");
+        }
+        assert!(!has_nan_or_negative_zero(&[]));
     }
 }
