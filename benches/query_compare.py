@@ -15,7 +15,7 @@
    times the same three queries with polars (eager API, and its SQLContext) and pyarrow.compute,
    median of K runs, checks that the results agree with beton's, and prints a table of ratios.
 
-Usage: python3 benches/query_compare.py [--rows N] [--runs K] [--file PATH]
+Usage: python3 benches/query_compare.py [--rows N] [--runs K] [--file PATH] [--threads T]
 """
 
 import argparse
@@ -78,15 +78,23 @@ def timed(fn, runs):
 
 def main():
     ensure_venv()
-    import polars as pl
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--file", help="the .beton file (default: target/bench-data/query-<rows>.beton)")
+    p.add_argument("--threads", type=int, help="threads for polars and pyarrow (default: all cores; beton uses one)")
     args = p.parse_args()
+    if args.threads:
+        # Read by polars when it is imported.
+        os.environ["POLARS_MAX_THREADS"] = str(args.threads)
+
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if args.threads:
+        pa.set_cpu_count(args.threads)
+    threads = f"polars {pl.thread_pool_size()} threads, pyarrow {pa.cpu_count()} threads, beton 1 thread"
 
     beton = run_beton(args)
     retained = run_beton(args, RETAIN)
@@ -191,7 +199,7 @@ def main():
     # The table.
     rows = beton["rows"]
     print()
-    print(f"rows {rows:,}; .beton {beton['file_bytes'] / 1e6:.0f} MB; median of {args.runs} runs, ms")
+    print(f"rows {rows:,}; .beton {beton['file_bytes'] / 1e6:.0f} MB; median of {args.runs} runs, ms; {threads}")
     for name, b in [("malloc defaults", beton), ("malloc retaining", retained)]:
         print(
             f"beton open-to-first-result ({name}): {b['open_to_first_result_ms']:.1f} ms "
