@@ -5,7 +5,9 @@
 //! (benches/query_compare.rs): a GROUP BY on one integer key with a small range of values looks
 //! groups up in a table instead of hashing encoded rows ([`dense_group_ids`]), and an ORDER BY of
 //! one numeric key with a small LIMIT keeps the best rows in a heap instead of sorting every row
-//! ([`top_k`]). Both give exactly the result of the general path (ties in row order).
+//! ([`top_k`]). Both give the general path's result: the same groups, numbered in order of first
+//! appearance; the same order of values, with ties in row order (an order the general sort, which
+//! is unstable, may also give).
 
 use std::collections::HashMap;
 use std::sync::Arc;
