@@ -118,7 +118,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
     /// The column `name` refers to: itself, without a `samples.` qualifier, or the one column
     /// that matches it ignoring ASCII case. Unknown names are kept (the lookup then lists the
     /// columns).
-    fn resolve(&self, name: &str) -> String {
+    pub fn resolve(&self, name: &str) -> String {
         let names = self.table.column_names();
         let bare = name.strip_prefix(TABLE_NAME).and_then(|n| n.strip_prefix('.'));
         for candidate in [Some(name), bare].into_iter().flatten() {
@@ -365,6 +365,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
         let scalar = l.scalar && r.scalar;
         match op {
             B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq => {
+                let (l, r) = narrow_literal(l, r);
                 let (l, r) = coerce(l, r, &op.to_string(), span)?;
                 let (l, r) = (sql_float_order(l), sql_float_order(r));
                 let out = match op {
@@ -504,6 +505,31 @@ fn widen(v: Val, span: Span) -> Result<Val> {
     }
 }
 
+/// An integer literal compared with an integer column of another type: the literal cast to the
+/// column's type when it fits, so that the column is compared as it is instead of through a widened
+/// copy (`image.width >= 2` compares UInt16 values). The outcome is the same: both sides hold the
+/// same integers either way. A literal that does not fit is left for [`coerce`] to widen.
+fn narrow_literal(l: Val, r: Val) -> (Val, Val) {
+    let narrows = |lit: &Val, col: &Val| {
+        lit.scalar
+            && !col.scalar
+            && lit.data_type() == &DataType::Int64
+            && lit.array.null_count() == 0
+            && col.data_type().is_integer()
+            && col.data_type() != &DataType::Int64
+    };
+    if narrows(&r, &l) {
+        if let Ok(r) = cast(r.clone(), l.data_type(), Span::empty()) {
+            return (l, r);
+        }
+    } else if narrows(&l, &r) {
+        if let Ok(l) = cast(l.clone(), r.data_type(), Span::empty()) {
+            return (l, r);
+        }
+    }
+    (l, r)
+}
+
 /// Both operands at one type: numbers to Int64 or Float64, NULL to the other side's type.
 fn coerce(l: Val, r: Val, op: &str, span: Span) -> Result<(Val, Val)> {
     let (lt, rt) = (l.data_type().clone(), r.data_type().clone());
@@ -554,6 +580,15 @@ fn cast(v: Val, to: &DataType, span: Span) -> Result<Val> {
     Ok(v.like(array))
 }
 
+/// True when `values` holds a NaN or -0.0. Branch-free within blocks of 1024 so that it compiles to
+/// SIMD (a short-circuiting `any` per value does not).
+fn has_nan_or_negative_zero(values: &[f64]) -> bool {
+    let negative_zero = (-0.0f64).to_bits();
+    values
+        .chunks(1024)
+        .any(|block| block.iter().fold(false, |seen, x| seen | x.is_nan() | (x.to_bits() == negative_zero)))
+}
+
 /// The Arrow type of an SQL type name in CAST.
 fn arrow_type(t: &SqlType, span: Span) -> Result<DataType> {
     Ok(match t {
@@ -600,11 +635,33 @@ pub(crate) fn sql_type_name(t: &DataType) -> &'static str {
 /// set below every number; PostgreSQL's NaN is above every number and equal to itself).
 fn sql_float_order(v: Val) -> Val {
     match v.array.as_any().downcast_ref::<Float64Array>() {
+        // Nothing to change (the usual case): no copy of the column. Checking is one read-only
+        // pass, far cheaper than writing a new column of the same size.
+        Some(a) if !has_nan_or_negative_zero(a.values()) => v,
         Some(a) => {
             let out: Float64Array =
                 arrow_arith::arity::unary(a, |x: f64| if x.is_nan() { f64::NAN } else { x + 0.0 });
             Val { array: Arc::new(out), scalar: v.scalar }
         }
         None => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_nan_and_negative_zero_anywhere() {
+        let mut values = vec![0.5; 3000];
+        assert!(!has_nan_or_negative_zero(&values));
+        values[0] = 0.0;
+        assert!(!has_nan_or_negative_zero(&values), "positive zero is kept");
+        for (at, x) in [(0, f64::NAN), (1023, -0.0), (1024, -f64::NAN), (2999, f64::NAN)] {
+            let mut v = values.clone();
+            v[at] = x;
+            assert!(has_nan_or_negative_zero(&v), "{x} at {at}");
+        }
+        assert!(!has_nan_or_negative_zero(&[]));
     }
 }

@@ -1,5 +1,13 @@
 //! The `SELECT` pipeline: WHERE (a boolean column to row ids), GROUP BY (row-format keys in a hash
 //! map), aggregates, projection, ORDER BY (`lexsort_to_indices`) and LIMIT/OFFSET.
+//!
+//! Two shortcuts keep the common metadata queries near the cost of one pass over their columns
+//! (benches/query_compare.rs): a GROUP BY on one integer key with a small range of values looks
+//! groups up in a table instead of hashing encoded rows ([`dense_group_ids`]), and an ORDER BY of
+//! one numeric key with a small LIMIT keeps the best rows in a heap instead of sorting every row
+//! ([`top_k`]). Both give the general path's result: the same groups, numbered in order of first
+//! appearance; the same order of values, with ties in row order (an order the general sort, which
+//! is unstable, may also give).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,6 +32,14 @@ use crate::table::Table;
 
 /// The rows where `predicate` is true (NULL counts as false), ascending.
 fn matching_rows(ctx: &Ctx, predicate: &Expr) -> Result<Vec<u32>> {
+    let bits = matching_mask(ctx, predicate)?;
+    let mut rows = Vec::with_capacity(bits.count_set_bits());
+    rows.extend(bits.set_indices_u32());
+    Ok(rows)
+}
+
+/// A bit per row in scope: set where `predicate` is true (NULL counts as false).
+fn matching_mask(ctx: &Ctx, predicate: &Expr) -> Result<arrow_buffer::BooleanBuffer> {
     let v = ctx.eval(predicate)?;
     let span = predicate.span();
     if v.array.data_type() != &DataType::Boolean && v.array.data_type() != &DataType::Null {
@@ -33,12 +49,13 @@ fn matching_rows(ctx: &Ctx, predicate: &Expr) -> Result<Vec<u32>> {
         ));
     }
     let mask = ctx.broadcast(v)?;
-    let Some(mask) = mask.as_boolean_opt() else { return Ok(Vec::new()) };
-    let bits = match mask.nulls() {
+    let Some(mask) = mask.as_boolean_opt() else {
+        return Ok(arrow_buffer::BooleanBuffer::new_unset(ctx.num_rows()));
+    };
+    Ok(match mask.nulls() {
         Some(n) => mask.values() & n.inner(),
         None => mask.values().clone(),
-    };
-    Ok(bits.set_indices_u32().collect())
+    })
 }
 
 /// Rows of the table addressed with u32 (Arrow's take indices).
@@ -52,8 +69,12 @@ fn check_size(table: &Table) -> Result<()> {
 /// [`super::select_indices`] for a bare predicate.
 pub(crate) fn filter_ids(table: &Table, predicate: &Expr) -> Result<IndexSet> {
     check_size(table)?;
-    let rows = matching_rows(&Ctx::all(table), predicate)?;
-    IndexSet::from_sorted(rows.into_iter().map(u64::from).collect())
+    prefetch(table, [predicate]);
+    let bits = matching_mask(&Ctx::all(table), predicate)?;
+    // Straight to u64 ids, allocated once (no u32 list in between).
+    let mut ids = Vec::with_capacity(bits.count_set_bits());
+    ids.extend(bits.set_indices().map(|i| i as u64));
+    IndexSet::from_sorted(ids)
 }
 
 /// [`super::select_indices`] for a `SELECT`: WHERE, then ORDER BY / LIMIT / OFFSET pick the rows.
@@ -72,17 +93,23 @@ pub(crate) fn select_ids(table: &Table, plan: &SelectPlan) -> Result<IndexSet> {
             }
         }
     }
-    let mut rows = where_rows(table, plan)?;
-    if !plan.order_by.is_empty() {
-        let ctx = Ctx::rows(table, UInt32Array::from(rows.clone()));
+    prefetch(table, plan_exprs(plan));
+    let filtered = where_rows(table, plan)?;
+    let rows: Vec<u32> = if plan.order_by.is_empty() {
+        filtered.unwrap_or_else(|| (0..table.num_rows() as u32).collect())
+    } else {
+        let ctx = scope(table, filtered.clone());
         let mut keys = Vec::new();
         for k in &plan.order_by {
             let expr = resolve_alias(&k.expr, &plan.projection).unwrap_or(&k.expr);
             keys.push(sort_column(ctx.broadcast(ctx.eval(expr)?)?, k));
         }
-        let order = lexsort_to_indices(&keys, plan.limit.map(|l| l + plan.offset))?;
-        rows = order.values().iter().map(|&i| rows[i as usize]).collect();
-    }
+        let order = sort_indices(&keys, plan.limit.map(|l| l + plan.offset))?;
+        match &filtered {
+            Some(rows) => order.values().iter().map(|&i| rows[i as usize]).collect(),
+            None => order.values().to_vec(),
+        }
+    };
     let end = plan.limit.map_or(rows.len(), |l| rows.len().min(plan.offset.saturating_add(l)));
     let mut kept: Vec<u64> =
         rows.get(plan.offset.min(end)..end).unwrap_or(&[]).iter().map(|&r| u64::from(r)).collect();
@@ -90,12 +117,147 @@ pub(crate) fn select_ids(table: &Table, plan: &SelectPlan) -> Result<IndexSet> {
     IndexSet::from_sorted(kept)
 }
 
-/// The rows WHERE keeps, or all rows.
-fn where_rows(table: &Table, plan: &SelectPlan) -> Result<Vec<u32>> {
-    match &plan.selection {
-        Some(p) => matching_rows(&Ctx::all(table), p),
-        None => Ok((0..table.num_rows() as u32).collect()),
+/// Every expression of `plan`.
+fn plan_exprs(plan: &SelectPlan) -> impl Iterator<Item = &Expr> {
+    plan.projection
+        .iter()
+        .filter_map(item_expr)
+        .chain(&plan.selection)
+        .chain(&plan.group_by)
+        .chain(&plan.having)
+        .chain(plan.order_by.iter().map(|k| &k.expr))
+}
+
+/// Materialises the columns that `exprs` name together ([`Table::prefetch`]), before evaluation
+/// asks for them one at a time.
+fn prefetch<'e>(table: &Table, exprs: impl IntoIterator<Item = &'e Expr>) {
+    let mut names = Vec::new();
+    for e in exprs {
+        collect_columns(e, &mut names);
     }
+    let ctx = Ctx::all(table);
+    let names: Vec<String> = names.iter().map(|n| ctx.resolve(n)).collect();
+    table.prefetch(&names.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// The column names in `e`, as written (a name inside an expression the engine does not support is
+/// simply not collected).
+fn collect_columns(e: &Expr, out: &mut Vec<String>) {
+    match e {
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => out.extend(column_name(e)),
+        Expr::Function(f) => {
+            // json_extract reads its field's payloads, not a column.
+            let skip = usize::from(f.name.to_string().eq_ignore_ascii_case("json_extract"));
+            if let Ok(args) = function_args(f, Span::empty()) {
+                args.into_iter().skip(skip).for_each(|a| collect_columns(a, out));
+            }
+        }
+        Expr::BinaryOp { left, right, .. } => {
+            collect_columns(left, out);
+            collect_columns(right, out);
+        }
+        Expr::UnaryOp { expr, .. }
+        | Expr::Nested(expr)
+        | Expr::Cast { expr, .. }
+        | Expr::IsNull(expr)
+        | Expr::IsNotNull(expr)
+        | Expr::IsTrue(expr)
+        | Expr::IsNotTrue(expr)
+        | Expr::IsFalse(expr)
+        | Expr::IsNotFalse(expr) => collect_columns(expr, out),
+        Expr::Between { expr, low, high, .. } => {
+            [expr, low, high].into_iter().for_each(|x| collect_columns(x, out));
+        }
+        Expr::InList { expr, list, .. } => {
+            collect_columns(expr, out);
+            list.iter().for_each(|x| collect_columns(x, out));
+        }
+        Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
+            collect_columns(expr, out);
+            collect_columns(pattern, out);
+        }
+        Expr::Case { operand, conditions, else_result, .. } => {
+            operand.iter().chain(else_result).for_each(|x| collect_columns(x, out));
+            for when in conditions {
+                collect_columns(&when.condition, out);
+                collect_columns(&when.result, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The rows WHERE keeps, or `None` for all rows (without listing them).
+fn where_rows(table: &Table, plan: &SelectPlan) -> Result<Option<Vec<u32>>> {
+    plan.selection.as_ref().map(|p| matching_rows(&Ctx::all(table), p)).transpose()
+}
+
+/// The context of the rows WHERE kept.
+fn scope<'t, 'a>(table: &'t Table<'a>, rows: Option<Vec<u32>>) -> Ctx<'t, 'a> {
+    match rows {
+        Some(rows) => Ctx::rows(table, UInt32Array::from(rows)),
+        None => Ctx::all(table),
+    }
+}
+
+/// The row order of `keys`, only the first `limit` rows when given: [`top_k`] for one numeric key
+/// without nulls and a limit well below the number of rows, `lexsort_to_indices` otherwise.
+fn sort_indices(keys: &[SortColumn], limit: Option<usize>) -> Result<UInt32Array> {
+    if let ([key], Some(k)) = (keys, limit) {
+        let n = key.values.len();
+        if key.values.null_count() == 0 && k <= n / 8 {
+            let descending = key.options.is_some_and(|o| o.descending);
+            if let Some(order) = top_k(key.values.as_ref(), k, descending) {
+                return Ok(UInt32Array::from(order));
+            }
+        }
+    }
+    Ok(lexsort_to_indices(keys, limit)?)
+}
+
+/// Positions of the `k` first values of `values` in ascending (or descending) order, ties in
+/// position order: one pass with a heap of `k` entries. `None` for types it does not handle.
+///
+/// Values are compared through a u64 key whose unsigned order is the order Arrow's sort uses:
+/// IEEE totalOrder for floats (so -0.0 before 0.0 and NaN after every number, as `sort_to_indices`
+/// orders them), two's complement with the sign bit flipped for signed integers.
+fn top_k(values: &dyn Array, k: usize, descending: bool) -> Option<Vec<u32>> {
+    use arrow_array::types::{UInt16Type, UInt64Type};
+    const SIGN: u64 = 1 << 63;
+    let flip = if descending { u64::MAX } else { 0 };
+    fn pick(keys: impl Iterator<Item = u64>, k: usize) -> Vec<u32> {
+        let mut heap: std::collections::BinaryHeap<(u64, u32)> =
+            std::collections::BinaryHeap::with_capacity(k + 1);
+        for (i, key) in keys.enumerate() {
+            if heap.len() < k {
+                heap.push((key, i as u32));
+            } else if let Some(mut top) = heap.peek_mut() {
+                // A later row never displaces an equal key: ties stay in row order.
+                if key < top.0 {
+                    *top = (key, i as u32);
+                }
+            }
+        }
+        heap.into_sorted_vec().into_iter().map(|(_, i)| i).collect()
+    }
+    Some(match values.data_type() {
+        DataType::Float64 => pick(
+            values.as_primitive::<Float64Type>().values().iter().map(|x| {
+                let bits = x.to_bits();
+                let key = if bits & SIGN != 0 { !bits } else { bits | SIGN };
+                key ^ flip
+            }),
+            k,
+        ),
+        DataType::Int64 => {
+            pick(values.as_primitive::<Int64Type>().values().iter().map(|&x| (x as u64 ^ SIGN) ^ flip), k)
+        }
+        DataType::UInt64 => pick(values.as_primitive::<UInt64Type>().values().iter().map(|&x| x ^ flip), k),
+        DataType::UInt16 => {
+            pick(values.as_primitive::<UInt16Type>().values().iter().map(|&x| u64::from(x) ^ flip), k)
+        }
+        _ => return None,
+    })
 }
 
 /// [`super::query`].
@@ -104,16 +266,22 @@ pub(crate) fn run(table: &Table, plan: &SelectPlan) -> Result<RecordBatch> {
     let aggregate = !plan.group_by.is_empty()
         || plan.having.is_some()
         || plan.projection.iter().any(|item| item_expr(item).is_some_and(contains_aggregate));
-    let mut rows = where_rows(table, plan)?;
+    prefetch(table, plan_exprs(plan));
+    let rows = where_rows(table, plan)?;
     if !aggregate && plan.order_by.is_empty() {
         // Nothing reorders the rows: cut before evaluating.
-        let end = plan.limit.map_or(rows.len(), |l| rows.len().min(plan.offset.saturating_add(l)));
-        rows = rows.get(plan.offset.min(end)..end).unwrap_or(&[]).to_vec();
+        let len = rows.as_ref().map_or(table.num_rows() as usize, Vec::len);
+        let end = plan.limit.map_or(len, |l| len.min(plan.offset.saturating_add(l)));
+        let start = plan.offset.min(end);
+        let rows = match rows {
+            Some(rows) => rows[start..end].to_vec(),
+            None => (start as u32..end as u32).collect(),
+        };
         let ctx = Ctx::rows(table, UInt32Array::from(rows));
         let (fields, arrays) = project(&ctx, plan)?;
         return batch(fields, arrays, ctx.num_rows());
     }
-    let ctx = Ctx::rows(table, UInt32Array::from(rows));
+    let ctx = scope(table, rows);
     let ctx = if aggregate { group(&ctx, plan)? } else { ctx };
     let (fields, arrays) = project(&ctx, plan)?;
     let num_rows = ctx.num_rows();
@@ -128,7 +296,7 @@ pub(crate) fn run(table: &Table, plan: &SelectPlan) -> Result<RecordBatch> {
     let (arrays, num_rows) = if keys.is_empty() {
         (arrays, num_rows)
     } else {
-        let order = lexsort_to_indices(&keys, plan.limit.map(|l| l + plan.offset))?;
+        let order = sort_indices(&keys, plan.limit.map(|l| l + plan.offset))?;
         let arrays = arrays.iter().map(|a| take(a.as_ref(), &order, None)).collect::<Result<Vec<_>, _>>()?;
         (arrays, order.len())
     };
@@ -286,6 +454,11 @@ fn group_ids(ctx: &Ctx, keys: &[ArrayRef]) -> Result<(Vec<u32>, Vec<u32>)> {
         // One group, even over no rows: `SELECT count(*) … WHERE false` is one row of 0.
         return Ok((vec![0; n], vec![0]));
     }
+    if let [key] = keys {
+        if let Some(ids) = dense_group_ids(key) {
+            return Ok(ids);
+        }
+    }
     let converter = RowConverter::new(keys.iter().map(|k| SortField::new(k.data_type().clone())).collect())?;
     let rows = converter.convert_columns(keys)?;
     let mut ids = HashMap::new();
@@ -299,6 +472,39 @@ fn group_ids(ctx: &Ctx, keys: &[ArrayRef]) -> Result<(Vec<u32>, Vec<u32>)> {
         group.push(g);
     }
     Ok((group, first))
+}
+
+/// [`group_ids`] for one integer key without nulls whose values span at most `max(2^16, n)`
+/// integers: each value's group is found in a table indexed by `value - min`. Groups are numbered
+/// in order of first appearance, as the hashing path numbers them. `None` when it does not apply.
+fn dense_group_ids(key: &ArrayRef) -> Option<(Vec<u32>, Vec<u32>)> {
+    if !key.data_type().is_integer() || key.null_count() > 0 || key.is_empty() {
+        return None;
+    }
+    // Exact for every integer type but u64 values past i64::MAX, which become NULL (then: None).
+    let values = arrow_cast::cast(key.as_ref(), &DataType::Int64).ok()?;
+    let values = values.as_primitive::<Int64Type>();
+    if values.null_count() > 0 {
+        return None;
+    }
+    // One pass for both bounds (arrow's min and max kernels are two slower passes here).
+    let (min, max) = values.values().iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let range = (i128::from(max) - i128::from(min) + 1) as u128;
+    if range > (1u128 << 16).max(values.len() as u128) {
+        return None;
+    }
+    let mut slot = vec![u32::MAX; range as usize];
+    let (mut group, mut first) = (Vec::with_capacity(values.len()), Vec::new());
+    for (i, &v) in values.values().iter().enumerate() {
+        // In range by construction: min <= v <= max.
+        let s = &mut slot[v.wrapping_sub(min) as u64 as usize];
+        if *s == u32::MAX {
+            *s = first.len() as u32;
+            first.push(i as u32);
+        }
+        group.push(*s);
+    }
+    Some((group, first))
 }
 
 /// Groups the rows in scope: a context of one row per group in which the group keys and every
@@ -530,4 +736,115 @@ pub(crate) fn in_split(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
         ids.iter().map(|i| Some(members.binary_search(i).is_ok())).collect()
     };
     Ok(Val { array: Arc::new(out), scalar: false })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{UInt16Array, UInt64Array};
+
+    /// The reference order: a full sort on (value, position), first `k`.
+    fn reference(values: &ArrayRef, k: usize, descending: bool) -> Vec<u32> {
+        let positions: ArrayRef = Arc::new(UInt32Array::from_iter_values(0..values.len() as u32));
+        let keys = [
+            SortColumn {
+                values: values.clone(),
+                options: Some(SortOptions { descending, nulls_first: false }),
+            },
+            SortColumn { values: positions, options: Some(SortOptions::default()) },
+        ];
+        lexsort_to_indices(&keys, Some(k)).unwrap().values().to_vec()
+    }
+
+    fn check_top_k(values: ArrayRef) {
+        for descending in [false, true] {
+            for k in [1, 2, 3, 7, values.len()] {
+                let got = top_k(values.as_ref(), k, descending).expect("a handled type");
+                assert_eq!(
+                    got,
+                    reference(&values, k, descending),
+                    "k {k}, descending {descending}: {values:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn top_k_orders_as_arrow_sort_with_ties_in_row_order() {
+        let floats = vec![
+            0.5,
+            -0.0,
+            0.0,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.5,
+            -1e300,
+            1e-300,
+            0.0,
+            -0.0,
+            2.0,
+            0.5,
+        ];
+        check_top_k(Arc::new(Float64Array::from(floats)));
+        check_top_k(Arc::new(Int64Array::from(vec![3, -1, i64::MIN, 3, i64::MAX, 0, -1, 7, 3, i64::MIN])));
+        check_top_k(Arc::new(UInt64Array::from(vec![5, u64::MAX, 0, 5, 1 << 63, 2, u64::MAX, 0])));
+        check_top_k(Arc::new(UInt16Array::from(vec![4, 1, 4, u16::MAX, 0, 1, 2, 4])));
+        assert!(top_k(&StringArray::from(vec!["a"]), 1, false).is_none());
+    }
+
+    #[test]
+    fn sort_indices_takes_the_heap_only_when_it_applies() {
+        let values: ArrayRef = Arc::new(Int64Array::from_iter_values((0..100).map(|i| (i * 37) % 11)));
+        let key = |descending| SortColumn {
+            values: values.clone(),
+            options: Some(SortOptions { descending, nulls_first: false }),
+        };
+        for descending in [false, true] {
+            let got = sort_indices(&[key(descending)], Some(5)).unwrap().values().to_vec();
+            assert_eq!(got, reference(&values, 5, descending));
+        }
+        // No limit, or a limit near the number of rows: the general sort, same order of values.
+        let all = sort_indices(&[key(false)], None).unwrap();
+        let sorted: Vec<i64> = all.values().iter().map(|&i| (i64::from(i) * 37) % 11).collect();
+        assert!(sorted.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    /// Group ids numbered in order of first appearance, by brute force.
+    fn naive_groups(values: &[i64]) -> (Vec<u32>, Vec<u32>) {
+        let (mut seen, mut group, mut first) = (Vec::<i64>::new(), Vec::new(), Vec::new());
+        for (i, v) in values.iter().enumerate() {
+            let g = seen.iter().position(|s| s == v).unwrap_or_else(|| {
+                seen.push(*v);
+                first.push(i as u32);
+                seen.len() - 1
+            });
+            group.push(g as u32);
+        }
+        (group, first)
+    }
+
+    #[test]
+    fn dense_group_ids_number_groups_by_first_appearance() {
+        let values = vec![7, -3, 7, 0, -3, 65_000, 7, -300];
+        let key: ArrayRef = Arc::new(Int64Array::from(values.clone()));
+        assert_eq!(dense_group_ids(&key), Some(naive_groups(&values)));
+        let key: ArrayRef = Arc::new(UInt16Array::from(vec![4, 1, 4, u16::MAX, 0, 1]));
+        assert_eq!(dense_group_ids(&key), Some(naive_groups(&[4, 1, 4, 65_535, 0, 1])));
+    }
+
+    #[test]
+    fn dense_group_ids_decline_wide_ranges_nulls_and_other_types() {
+        let wide: ArrayRef = Arc::new(Int64Array::from(vec![0, 1 << 40, 5]));
+        assert_eq!(dense_group_ids(&wide), None);
+        let extremes: ArrayRef = Arc::new(Int64Array::from(vec![i64::MIN, i64::MAX]));
+        assert_eq!(dense_group_ids(&extremes), None);
+        let big: ArrayRef = Arc::new(UInt64Array::from(vec![u64::MAX, u64::MAX - 1]));
+        assert_eq!(dense_group_ids(&big), None, "past i64::MAX");
+        let nulls: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None]));
+        assert_eq!(dense_group_ids(&nulls), None);
+        let floats: ArrayRef = Arc::new(Float64Array::from(vec![1.0]));
+        assert_eq!(dense_group_ids(&floats), None);
+    }
 }
