@@ -33,13 +33,25 @@ impl Bytes {
         // module doc: writes go to a temporary file renamed over the destination). Concurrent
         // in-place truncation by another program is the documented limit of any mmap reader.
         let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(|e| Error::io(path, e))?;
-        #[cfg(unix)]
-        {
-            // Random access is the common pattern (quasi-random and random orders); read-ahead of
-            // whole neighbouring pages is the loader's business, not the kernel's guess.
-            let _ = map.advise(memmap2::Advice::Random);
-        }
         Ok(Bytes::Mapped(map))
+    }
+
+    /// Tells the kernel that bytes `start..end` (the data pages) are read at random: quasi-random
+    /// and random orders jump between pages, and read-ahead of neighbouring pages is the
+    /// loader's business, not the kernel's guess. The header, data table and allocation table
+    /// keep the default read-around, so scanning them (queries, open) streams from disk.
+    pub(crate) fn advise_random(&self, start: u64, end: u64) {
+        #[cfg(unix)]
+        if let Bytes::Mapped(map) = self {
+            const OS_PAGE: u64 = 4096;
+            let start = start.next_multiple_of(OS_PAGE);
+            let end = end.min(map.len() as u64) / OS_PAGE * OS_PAGE;
+            if end > start {
+                let _ = map.advise_range(memmap2::Advice::Random, start as usize, (end - start) as usize);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = (start, end);
     }
 
     pub(crate) fn as_slice(&self) -> &[u8] {

@@ -377,6 +377,7 @@ impl Dataset {
         let data_start = format::align_to_page(table_end, page_size)
             .ok_or_else(|| corrupt(4, "first page offset overflows".to_string()))?;
 
+        bytes.advise_random(data_start, alloc_start);
         let mut alloc_sorted = true;
         let mut previous = None;
         // The first page holding an allocation: where the pages start (a writer may leave whole
