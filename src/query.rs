@@ -23,7 +23,7 @@ pub enum Output {
 
 /// Runs `sql` on the data table of `file`; returns what to print.
 pub fn run(file: &Path, custom: &[String], sql: &str, output: Output) -> Result<String> {
-    let ds = crate::open(file, custom)?;
+    let ds = crate::open_for_query(file, custom)?;
     let table = Table::new(&ds);
     if output == Output::Ids {
         let ids = beton_query::select_indices(&table, sql)?;

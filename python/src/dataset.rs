@@ -50,7 +50,7 @@ fn type_name(ty: &FieldType) -> String {
 
 #[pymethods]
 impl Dataset {
-    /// Opens and validates `path`. `custom` maps a foreign custom field's name to its row
+    /// Opens and validates `path` (its allocation table on first payload read). `custom` maps a foreign custom field's name to its row
     /// layout `(size, align)`.
     #[new]
     #[pyo3(signature = (path, custom = None))]
@@ -59,7 +59,9 @@ impl Dataset {
         path: std::path::PathBuf,
         custom: Option<BTreeMap<String, (usize, usize)>>,
     ) -> PyResult<Self> {
-        let mut options = OpenOptions::new();
+        // The allocation table is checked on first payload read, so opening a file to query its
+        // data table costs O(fields), not O(payloads).
+        let mut options = OpenOptions::new().defer_allocation_checks(true);
         for (name, (size, align)) in custom.unwrap_or_default() {
             options = options.custom_layout(&name, size, align);
         }

@@ -25,6 +25,7 @@ use crate::mmap::Bytes;
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     custom_layouts: HashMap<String, Slot>,
+    defer_allocation_checks: bool,
 }
 
 impl OpenOptions {
@@ -38,6 +39,16 @@ impl OpenOptions {
     /// `alignment` of that field's `metadata_type`; 1 for a structured dtype).
     pub fn custom_layout(mut self, name: &str, size: usize, align: usize) -> Self {
         self.custom_layouts.insert(name.to_string(), Slot { size, align });
+        self
+    }
+
+    /// Checks the allocation table's entries on first use instead of on open: opening is then
+    /// O(fields) however many payloads the file has, and a workload that reads only the data
+    /// table (SQL over scalar columns) never reads the allocation table at all. A bad entry is
+    /// then reported by the first payload read (and by [`crate::verify`]) as the same
+    /// [`Error::Corrupt`] that open would give. Everything else is still checked on open.
+    pub fn defer_allocation_checks(mut self, defer: bool) -> Self {
+        self.defer_allocation_checks = defer;
         self
     }
 
@@ -230,11 +241,21 @@ pub struct Dataset {
     row_size: usize,
     table_start: u64,
     table_end: u64,
-    /// The first page holding an allocation (the allocation table's offset when there is none).
-    data_start: u64,
+    /// Where pages may start: the end of the data table rounded up to a page.
+    first_page_bound: u64,
     num_allocations: u64,
-    alloc_sorted: bool,
+    /// The allocation table's entries, checked once (on open, or on first use when deferred).
+    alloc_check: OnceLock<std::result::Result<AllocMeta, (u64, String)>>,
     index: OnceLock<AllocIndex>,
+}
+
+/// What checking the allocation table finds out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AllocMeta {
+    /// Entries already in (sample, ptr, size) order.
+    sorted: bool,
+    /// The first page holding an allocation (the allocation table's offset when there is none).
+    first_page: u64,
 }
 
 impl std::fmt::Debug for Dataset {
@@ -378,12 +399,37 @@ impl Dataset {
             .ok_or_else(|| corrupt(4, "first page offset overflows".to_string()))?;
 
         bytes.advise_random(data_start, alloc_start);
+        Ok(Dataset {
+            path,
+            bytes,
+            header,
+            fields,
+            row_size: layout.size,
+            table_start,
+            table_end,
+            first_page_bound: data_start,
+            num_allocations,
+            alloc_check: OnceLock::new(),
+            index: OnceLock::new(),
+        })
+        .and_then(|ds| {
+            if !options.defer_allocation_checks {
+                ds.alloc_meta()?;
+            }
+            Ok(ds)
+        })
+    }
+
+    /// Checks every allocation entry: its sample, its bounds, its page (FORMAT.md §6).
+    fn check_allocations(&self) -> std::result::Result<AllocMeta, (u64, String)> {
+        let (header, page_size, data_start) = (&self.header, self.page_size(), self.first_page_bound);
+        let alloc_start = header.alloc_table_ptr;
         let mut alloc_sorted = true;
         let mut previous = None;
         // The first page holding an allocation: where the pages start (a writer may leave whole
         // pages between the data table and it, for named splits, FORMAT.md §12).
         let mut first_page = alloc_start;
-        let alloc_bytes = &data[alloc_start as usize..];
+        let alloc_bytes = &self.bytes.as_slice()[alloc_start as usize..];
         for (k, chunk) in alloc_bytes.chunks_exact(ALLOC_ENTRY_SIZE).enumerate() {
             let e = AllocEntry::parse(chunk).unwrap_or(AllocEntry { sample_id: 0, ptr: 0, size: 0 });
             let at = alloc_start + (k * ALLOC_ENTRY_SIZE) as u64;
@@ -403,7 +449,7 @@ impl Dataset {
                 None
             };
             if let Some(problem) = problem {
-                return Err(corrupt(
+                return Err((
                     at,
                     format!(
                         "allocation entry {k} (sample {}, ptr {}, size {}) {problem}",
@@ -416,19 +462,13 @@ impl Dataset {
             alloc_sorted &= previous.is_none_or(|p| p <= key);
             previous = Some(key);
         }
+        Ok(AllocMeta { sorted: alloc_sorted, first_page })
+    }
 
-        Ok(Dataset {
-            path,
-            bytes,
-            header,
-            fields,
-            row_size: layout.size,
-            table_start,
-            table_end,
-            data_start: first_page,
-            num_allocations,
-            alloc_sorted,
-            index: OnceLock::new(),
+    /// The checked allocation table (checking it on first use when deferred).
+    pub(crate) fn alloc_meta(&self) -> Result<&AllocMeta> {
+        self.alloc_check.get_or_init(|| self.check_allocations()).as_ref().map_err(|(offset, what)| {
+            Error::Corrupt { path: self.path.clone(), offset: *offset, what: what.clone() }
         })
     }
 
@@ -493,8 +533,12 @@ impl Dataset {
     /// allocation table's offset when there is none. It is a multiple of the page size at or
     /// after the end of the data table rounded up to a page; a writer may leave whole pages in
     /// between (FORMAT.md §12).
+    ///
+    /// With [`OpenOptions::defer_allocation_checks`] this checks the allocation table on first
+    /// call; if it is corrupt, this is the lowest offset pages may start at, and payload reads
+    /// report the error.
     pub fn data_start(&self) -> u64 {
-        self.data_start
+        self.alloc_meta().map_or(self.first_page_bound, |m| m.first_page)
     }
 
     /// Number of data pages (0 when the file has no payloads).
@@ -502,7 +546,7 @@ impl Dataset {
         if self.num_allocations == 0 {
             return 0;
         }
-        (self.header.alloc_table_ptr.saturating_sub(self.data_start)).div_ceil(self.page_size())
+        (self.header.alloc_table_ptr.saturating_sub(self.data_start())).div_ceil(self.page_size())
     }
 
     /// Size of the file in bytes.
@@ -544,7 +588,12 @@ impl Dataset {
 
     fn index(&self) -> &AllocIndex {
         self.index.get_or_init(|| {
-            let sorted = (!self.alloc_sorted).then(|| {
+            let Ok(meta) = self.alloc_meta() else {
+                // A corrupt table (deferred checks): no sample has allocations; payload reads
+                // report the error.
+                return AllocIndex { sorted: None, starts: vec![0; self.header.num_samples as usize + 1] };
+            };
+            let sorted = (!meta.sorted).then(|| {
                 let mut v: Vec<AllocEntry> = (0..self.num_allocations).map(|k| self.allocation(k)).collect();
                 v.sort_unstable_by_key(|e| (e.sample_id, e.ptr, e.size));
                 v
@@ -616,6 +665,7 @@ impl Dataset {
         size: Option<u64>,
         window: Window<'a>,
     ) -> Result<&'a [u8]> {
+        self.alloc_meta()?;
         let size = self.allocation_size(index, ptr, size).ok_or_else(|| Error::Corrupt {
             path: self.path.clone(),
             offset: self.row_offset(index, field),

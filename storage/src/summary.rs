@@ -148,6 +148,8 @@ pub struct VerifyReport {
 /// The first problem found, as [`Error::Corrupt`] naming the byte offset and sample.
 pub fn verify(ds: &Dataset, decode_images: bool) -> Result<VerifyReport> {
     let corrupt = |offset: u64, what: String| Error::Corrupt { path: ds.path().to_path_buf(), offset, what };
+    // Opened with deferred allocation checks: this is where they run.
+    ds.alloc_meta()?;
     let page = ds.page_size();
     let n = ds.num_allocations();
     if n > 0 && (ds.header().alloc_table_ptr - ds.data_start()) % page != 0 {

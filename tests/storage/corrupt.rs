@@ -228,11 +228,11 @@ fn mutate_regions(
                 };
                 changes.push((at, m[at]));
             }
-            let _ = exercise(
-                format_args!("{name}, {region} changed at (byte, new value) {changes:?}"),
-                m,
-                options,
-            );
+            let what = format!("{name}, {region} changed at (byte, new value) {changes:?}");
+            let eager = exercise(&what, m.clone(), options);
+            // Deferring the allocation checks finds the same damage, by the end of `verify`.
+            let deferred = exercise(&what, m, &options.clone().defer_allocation_checks(true));
+            assert_eq!(eager.is_err(), deferred.is_err(), "{what}: eager {eager:?}, deferred {deferred:?}");
             runs += 1;
         }
     }
@@ -401,6 +401,20 @@ fn rejects_alloc_table_not_multiple_of_24() {
         what.contains("(2401 bytes from byte 16777216 to the end) is not a whole number of 24-byte"),
         "{e}"
     );
+}
+
+#[test]
+fn deferred_allocation_checks_report_at_first_payload_read() {
+    let t = alloc_ptr("bytes_json");
+    let bad = patched("bytes_json", t + 24 * 3 + 16, &(1u64 << 33).to_le_bytes());
+    let eager = open_err(bad.clone());
+    let ds = OpenOptions::new().defer_allocation_checks(true).open_bytes(bad).unwrap();
+    // The data table reads fine: the allocation table was never read.
+    assert_eq!(ds.row(49).unwrap().len(), ds.row_size());
+    let blob = ds.field_index("blob").unwrap();
+    let e = ds.get(1, blob).unwrap_err();
+    assert_eq!(e.to_string(), eager.to_string(), "the same error as open gives");
+    assert_eq!(verify(&ds, false).unwrap_err().to_string(), eager.to_string());
 }
 
 #[test]
