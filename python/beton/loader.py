@@ -17,6 +17,17 @@ from beton import _native
 from beton._native import IndexSet
 
 
+def _stage(op):
+    """A pipeline entry after the decoder as a batch-level callable."""
+    from beton.pipeline.operation import BatchStage, Operation
+
+    if isinstance(op, Operation):
+        return BatchStage(op)
+    if not callable(op):
+        raise TypeError(f"pipeline stage {op!r} is neither callable nor an Operation")
+    return op
+
+
 class OrderOption(enum.Enum):
     SEQUENTIAL = "sequential"
     RANDOM = "random"
@@ -64,7 +75,7 @@ class Loader:
             if kind in ("rgb_image", "grey_image", "custom") and not ops:
                 continue  # FFCV needs a decoder for these; without a pipeline they are skipped
             self.fields.append(name)
-            self.stages[name] = [op for op in ops if not getattr(op, "_beton_decoder", False)]
+            self.stages[name] = [_stage(op) for op in ops if not getattr(op, "_beton_decoder", False)]
         if indices is not None and not isinstance(indices, IndexSet):
             indices = IndexSet(np.asarray(indices, dtype=np.int64).tolist())
         rank, world = _distributed_rank_world(distributed)

@@ -74,3 +74,34 @@ class DatasetWriter:
         """Writes the samples an iterable yields (materialised first when it has no length)."""
         items = iterable if hasattr(iterable, "__getitem__") and hasattr(iterable, "__len__") else list(iterable)
         return self._write(len(items) if length is None else length, lambda i: items[i])
+
+    def from_imagefolder(self, root, image_field: str = "image", label_field: str = "label"):
+        """Writes an ImageFolder (``root/CLASS/IMAGE``) in torchvision's order (classes sorted,
+        labels their positions): the image file into ``image_field`` (read and encoded by Rust
+        threads), the label into ``label_field``. Other fields get ``None`` and must not exist.
+        Returns the report, with ``classes``."""
+        if set(self.fields) != {image_field, label_field}:
+            raise ValueError(f"from_imagefolder writes fields {image_field!r} and {label_field!r}; "
+                             f"this writer has {sorted(self.fields)}")
+        classes, samples = _native.scan_imagefolder(str(root))
+        order = [image_field, label_field]
+        report = self._write(len(samples), lambda i: {order[0]: str(samples[i][0]), order[1]: samples[i][1]})
+        report["classes"] = classes
+        return report
+
+    def from_arrow(self, table, columns: Optional[Dict[str, str]] = None):
+        """Writes the rows of an Arrow table (pyarrow, polars or pandas: anything
+        ``pyarrow.table()`` accepts). Each field takes the column of its name (or
+        ``columns[field]``); image fields take a column of paths or of encoded image bytes."""
+        import pyarrow as pa
+
+        if not isinstance(table, pa.Table):
+            table = pa.table(table)
+        columns = dict(columns or {})
+        cols = {}
+        for name in self.fields:
+            col = columns.get(name, name)
+            if col not in table.column_names:
+                raise KeyError(f"field {name!r}: no column {col!r}; the columns are {table.column_names}")
+            cols[name] = table.column(col).to_pylist()
+        return self._write(table.num_rows, lambda i: {k: v[i] for k, v in cols.items()})

@@ -21,6 +21,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::Batch>()?;
     m.add_class::<loader::Column>()?;
     m.add_function(wrap_pyfunction!(writer::write, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::scan_imagefolder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -97,3 +97,60 @@ def test_early_breaks_keep_threads_flat(small):
                 break
     gc.collect()
     assert len(os.listdir("/proc/self/task")) <= baseline[1] + 4
+
+
+def test_ffcv_style_custom_operation(small):
+    from beton.pipeline import AllocationQuery, Compiler, Operation
+
+    class AddOne(Operation):
+        def generate_code(self):
+            parallel = Compiler.get_iterator()
+
+            def add_one(inp, dst):
+                for i in parallel(inp.shape[0]):
+                    dst[i] = inp[i] + 1
+                return dst
+
+            return add_one
+
+        def declare_state_and_memory(self, previous_state):
+            return previous_state, AllocationQuery(previous_state.shape, previous_state.dtype)
+
+    loader = Loader(small, batch_size=5, pipelines={"label": [AddOne()], "score": None, "blob": None,
+                                                    "meta": None, "arr": None, "name": None})
+    assert next(iter(loader))[0].tolist() == [1, 2, 3, 4, 5]
+
+
+def test_writer_from_arrow_and_imagefolder(tmp_path):
+    import pyarrow as pa
+
+    from beton.fields import IntField, RGBImageField, TextField
+    from beton.writer import DatasetWriter
+
+    t = pa.table({"label": [3, 1, 2], "caption": ["a", "b", "c"]})
+    DatasetWriter(tmp_path / "a.beton", {"label": IntField(), "caption": TextField()}, progress=False).from_arrow(t)
+    ds = beton.open(tmp_path / "a.beton")
+    assert [ds[i]["caption"] for i in range(3)] == ["a", "b", "c"]
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data", "imagefolder")
+    w = DatasetWriter(tmp_path / "f.beton", {"image": RGBImageField(write_mode="jpg", max_resolution=32),
+                                              "label": IntField()}, progress=False)
+    report = w.from_imagefolder(root)
+    assert report["num_samples"] == 155 and len(report["classes"]) == 6
+    f = beton.open(tmp_path / "f.beton")
+    assert f.where("image.width <= 32 AND image.height <= 32").tolist() == list(range(155))
+    assert f.query("SELECT count(*) AS n FROM samples WHERE label = 0").column("n")[0].as_py() > 0
+
+
+def test_ctrl_c_or_false_from_progress_stops_a_write(tmp_path):
+    from beton.fields import IntField
+
+    calls = []
+
+    def stop(done, total):
+        calls.append(done)
+        return False
+
+    with pytest.raises(ValueError, match="cancel"):
+        beton._native.write(str(tmp_path / "x.beton"), [("label", "int", None)], 10_000, lambda i: [i],
+                            chunk_size=100, progress=stop)
+    assert calls and not (tmp_path / "x.beton").exists()
