@@ -189,7 +189,10 @@ pub(crate) fn write<'py>(
 
 /// Scans an ImageFolder with torchvision's rules: `(classes, [(path, label)])`.
 #[pyfunction]
-pub(crate) fn scan_imagefolder(py: Python<'_>, root: PathBuf) -> PyResult<(Vec<String>, Vec<(PathBuf, u32)>)> {
+pub(crate) fn scan_imagefolder(
+    py: Python<'_>,
+    root: PathBuf,
+) -> PyResult<(Vec<String>, Vec<(PathBuf, u32)>)> {
     let folder = py.detach(|| beton_storage::imagefolder::scan(&root)).map_err(from_storage)?;
     Ok((folder.classes, folder.samples))
 }
