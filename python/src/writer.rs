@@ -187,12 +187,12 @@ pub(crate) fn write<'py>(
     Ok(d)
 }
 
+/// Class names, and every image with its label.
+type Scanned = (Vec<String>, Vec<(PathBuf, u32)>);
+
 /// Scans an ImageFolder with torchvision's rules: `(classes, [(path, label)])`.
 #[pyfunction]
-pub(crate) fn scan_imagefolder(
-    py: Python<'_>,
-    root: PathBuf,
-) -> PyResult<(Vec<String>, Vec<(PathBuf, u32)>)> {
+pub(crate) fn scan_imagefolder(py: Python<'_>, root: PathBuf) -> PyResult<Scanned> {
     let folder = py.detach(|| beton_storage::imagefolder::scan(&root)).map_err(from_storage)?;
     Ok((folder.classes, folder.samples))
 }
