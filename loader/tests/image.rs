@@ -103,6 +103,29 @@ fn constant_images_come_out_exact_raw_and_within_2_jpeg() {
     }
 }
 
+#[test]
+fn grey_fields_come_out_replicated_to_rgb() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources: Vec<ImageSource> = (0..6u8)
+        .map(|i| ImageSource::Pixels(Pixels { width: 40, height: 30, channels: 1, data: vec![i * 40; 1200] }))
+        .collect();
+    for mode in [WriteMode::Raw, WriteMode::Jpg] {
+        let ds = write(&dir.path().join(format!("grey-{mode:?}.beton")), sources.clone(), mode, true);
+        let decoders: [Arc<dyn FieldDecoder>; 3] = [
+            Arc::new(SimpleRGBImageDecoder),
+            Arc::new(RandomResizedCropRGBImageDecoder::new((16, 24))),
+            Arc::new(CenterCropRGBImageDecoder::new((50, 50))),
+        ];
+        for dec in decoders {
+            for (i, px) in epoch_images(&mut loader(&ds, dec, 2)) {
+                let want = i as i32 * 40;
+                let tolerance = if mode == WriteMode::Raw { 0 } else { 2 };
+                assert!(px.iter().all(|&v| (i32::from(v) - want).abs() <= tolerance), "{mode:?} sample {i}");
+            }
+        }
+    }
+}
+
 fn psnr(a: &[u8], b: &[u8]) -> f64 {
     let mse =
         a.iter().zip(b).map(|(&x, &y)| (f64::from(x) - f64::from(y)).powi(2)).sum::<f64>() / a.len() as f64;

@@ -190,9 +190,11 @@ fn blend(a: u8, b: f32, ratio: f32) -> u8 {
     (ratio * f32::from(a) + (1.0 - ratio) * b).clamp(0.0, 255.0) as u8
 }
 
-/// ITU-R 601 luma as FFCV's colour jitters compute it.
+/// ITU-R 601 luma as FFCV's colour jitters compute it: truncated to `u8` (FFCV stores it in
+/// the `uint8` destination before blending).
 fn luma(px: &[u8]) -> f32 {
-    0.2989 * f32::from(px[0]) + 0.587 * f32::from(px[1]) + 0.114 * f32::from(px[2])
+    let l = 0.2989 * f32::from(px[0]) + 0.587 * f32::from(px[1]) + 0.114 * f32::from(px[2]);
+    f32::from(l as u8)
 }
 
 /// FFCV's `RandomBrightness(magnitude, p=0.5)`: blends with black.

@@ -274,7 +274,10 @@ impl FieldDecoder for ImagePipeline {
         let size = self.size(ctx.epoch)?;
         let Some((n, table)) = &self.normalize else {
             self.decoder.decode(value, ctx, out)?;
-            return self.run_ops(out[0], size, ctx);
+            return match out.first_mut() {
+                Some(pixels) => self.run_ops(pixels, size, ctx),
+                None => Err(Error::Decode("no output column".into())),
+            };
         };
         IMAGE.with(|cell| {
             let image = &mut *cell.borrow_mut();
