@@ -234,7 +234,17 @@ pub(crate) fn decode_crop(
             .and_then(|s| [8u32, 16, 16, 8, 8, 32, 8].get(s).copied())
             .map(scaled);
         let x0 = match mcu {
-            Some(m) => (fx.floor() as u32 / m) * m,
+            // libjpeg-turbo's fancy upsampling treats the region's first column as an image edge
+            // (it differs from a whole decode there by a few levels): keep it out of the crop by
+            // starting one iMCU further left when the crop would begin on it.
+            Some(m) => {
+                let x0 = (fx.floor() as u32 / m) * m;
+                if x0 > 0 && fx - f64::from(x0) < 1.0 {
+                    x0 - m
+                } else {
+                    x0
+                }
+            }
             None => 0,
         };
         let x1 = if mcu.is_some() { ((fx + fw).ceil() as u32).min(sw) } else { sw };
@@ -272,4 +282,95 @@ pub(crate) fn decode_crop(
         }
         Ok(Some(out))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A smooth `w × h` test picture as a JPEG with chroma subsampling `subsamp`.
+    fn jpeg(w: usize, h: usize, subsamp: turbojpeg::Subsamp) -> Vec<u8> {
+        let pixels: Vec<u8> = (0..h)
+            .flat_map(|y| {
+                (0..w).flat_map(move |x| [(x * 255 / w) as u8, (y * 255 / h) as u8, ((x + y) % 256) as u8])
+            })
+            .collect();
+        let image = turbojpeg::Image {
+            pixels: pixels.as_slice(),
+            width: w,
+            pitch: w * 3,
+            height: h,
+            format: turbojpeg::PixelFormat::RGB,
+        };
+        let mut c = turbojpeg::Compressor::new().unwrap();
+        c.set_quality(95).unwrap();
+        c.set_subsamp(subsamp).unwrap();
+        c.compress_to_vec(image).unwrap()
+    }
+
+    /// The whole image at scale 1/`denom`, for comparison.
+    fn scaled(data: &[u8], denom: u32) -> (u32, u32, Vec<u8>) {
+        with_decompressor(|d| {
+            let (w, h, _, _) = d.header(data)?;
+            let (sw, sh) = (w.div_ceil(denom), h.div_ceil(denom));
+            d.set_geometry(denom, raw::tjregion { x: 0, y: 0, w: 0, h: 0 })?;
+            let mut out = vec![0; sw as usize * sh as usize * 3];
+            d.decompress(data, &mut out, sw, sh)?;
+            Ok((sw, sh, out))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn decodes_only_the_crop_at_the_smallest_scale_that_covers_the_output() {
+        use turbojpeg::Subsamp::*;
+        for subsamp in [None, Sub2x1, Sub2x2, Sub1x2] {
+            let data = jpeg(517, 389, subsamp);
+            for (crop, out, denom) in [
+                (Crop { x: 37, y: 21, width: 300, height: 250 }, (64, 60), 4),
+                (Crop { x: 101, y: 3, width: 400, height: 380 }, (40, 40), 8),
+                (Crop { x: 5, y: 50, width: 200, height: 200 }, (100, 90), 2),
+                (Crop { x: 13, y: 7, width: 200, height: 150 }, (224, 224), 1),
+            ] {
+                let mut buf = Vec::new();
+                let r = decode_crop(&data, 517, 389, crop, out, 1.0, &mut buf).unwrap().unwrap();
+                let f = f64::from(denom);
+                // The crop, scaled, lies in the region, which is at most an iMCU wider on the left
+                // and a pixel more on each other side.
+                assert!((r.crop[2] - f64::from(crop.width) / f).abs() < 1e-9, "{subsamp:?} {crop:?}: {r:?}");
+                assert!(r.crop[0] >= 0.0 && r.crop[0] < 32.0 / f + 1.0, "{subsamp:?} {crop:?}: {r:?}");
+                assert!(f64::from(r.width) <= r.crop[0] + r.crop[2] + 1.0, "{subsamp:?} {crop:?}: {r:?}");
+                assert!(f64::from(r.height) <= r.crop[3] + 2.0, "{subsamp:?} {crop:?}: {r:?}");
+                // Its pixels are those of the whole image decoded at that scale.
+                let (sw, _, whole) = scaled(&data, denom);
+                let x0 = ((f64::from(crop.x) / f).floor() - r.crop[0].floor()) as usize;
+                let y0 = (f64::from(crop.y) / f).floor() as usize;
+                let mut worst = 0;
+                // Column 0 of the region may differ (an edge for the upsampler): it is never in
+                // the crop.
+                assert!(r.crop[0] >= 1.0 || (crop.x as f64 / f) < 1.0, "{subsamp:?} {crop:?}: {r:?}");
+                for y in 0..r.height as usize {
+                    for x in 3..r.width as usize * 3 {
+                        let a = buf[y * r.width as usize * 3 + x];
+                        let b = whole[(y0 + y) * sw as usize * 3 + x0 * 3 + x];
+                        worst = worst.max(a.abs_diff(b));
+                    }
+                }
+                assert!(worst <= 1, "{subsamp:?} {crop:?} at 1/{denom}: differs by {worst}");
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_and_mismatched_payloads_are_errors() {
+        let data = jpeg(64, 48, turbojpeg::Subsamp::Sub2x2);
+        let mut buf = Vec::new();
+        let crop = Crop::full(64, 48);
+        let err = decode_crop(&data, 64, 47, crop, (8, 8), 1.0, &mut buf).unwrap_err().to_string();
+        assert!(err.contains("64x48") && err.contains("64x47"), "{err}");
+        for cut in [0, 2, 100, data.len() / 2, data.len() - 2] {
+            let err = decode_crop(&data[..cut], 64, 48, crop, (8, 8), 1.0, &mut buf).unwrap_err();
+            assert!(err.to_string().starts_with("corrupt JPEG"), "{cut}: {err}");
+        }
+    }
 }
