@@ -107,3 +107,32 @@ mod tests {
         assert_eq!(center_crop(1, 1, 224.0 / 256.0), Crop::full(1, 1));
     }
 }
+
+#[cfg(test)]
+mod golden {
+    use super::*;
+    use crate::decode::SampleContext;
+
+    #[test]
+    fn golden_random_resized_crops() {
+        // Pins the crop stream (seed derivation, draws, rounding): the same seed must give the
+        // same crops in every release.
+        let crops: Vec<[u32; 4]> = (0..4)
+            .map(|index| {
+                let ctx = SampleContext { index, seed: 0, epoch: 1, position: 0 };
+                let c = random_resized_crop(
+                    500,
+                    375,
+                    (0.08, 1.0),
+                    (0.75, 4.0 / 3.0),
+                    &mut SampleRng::for_crop(&ctx),
+                );
+                [c.x, c.y, c.width, c.height]
+            })
+            .collect();
+        assert_eq!(crops, GOLDEN);
+    }
+
+    const GOLDEN: [[u32; 4]; 4] =
+        [[109, 0, 356, 344], [168, 2, 181, 212], [120, 79, 181, 230], [104, 20, 355, 272]];
+}
