@@ -1,11 +1,11 @@
 //! Per-image decode cost of the image decoders, with FFCV's method as the baseline in the same
 //! group (read the ratios), one thread:
 //!
-//! - `beton_rrc_224`: [`RandomResizedCropRGBImageDecoder`] at 224 px: crop-aware, DCT-scaled
-//!   libjpeg-turbo decode, Catmull-Rom resize into the output buffer.
-//! - `beton_rrc_224_oversample_1.5`: the same with DCT scaling kept at least 1.5× the output.
-//! - `ffcv_full_decode_crop_resize_224`: FFCV's way: the whole JPEG decoded with libjpeg-turbo
-//!   (reused decompressor and buffer), the same crop, resized with the same filter.
+//! - `beton_rrc_{224,160}`: [`RandomResizedCropRGBImageDecoder`] at 224 / 160 px: crop-aware,
+//!   DCT-scaled libjpeg-turbo decode, Catmull-Rom resize into the output buffer.
+//! - `beton_rrc_*_oversample_1.5`: the same with DCT scaling kept at least 1.5× the output.
+//! - `ffcv_full_decode_crop_resize_*`: FFCV's way: the whole JPEG decoded with libjpeg-turbo
+//!   (reused decompressor and buffer), the same crops, resized with the same filter.
 //! - `full_decode`: the whole JPEG decoded, nothing else.
 //!
 //! Images: the bundled photos (`examples/data/imagefolder`), or `$BETON_BENCH_CORPUS` (an
@@ -26,7 +26,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
-const OUT: usize = 224;
+/// Output sizes: ImageNet's 224 and FFCV's low-resolution training phase (160).
+const SIZES: [usize; 2] = [224, 160];
 
 /// The JPEG and PNG files of an ImageFolder, sorted.
 fn sources() -> (String, Vec<PathBuf>) {
@@ -78,26 +79,9 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("image/{max_res}"));
         group.throughput(Throughput::Elements(n));
         group.sample_size(10);
-        group.measurement_time(std::time::Duration::from_secs(4));
+        group.warm_up_time(std::time::Duration::from_secs(1));
+        group.measurement_time(std::time::Duration::from_secs(3));
         let ctx = |i| SampleContext { index: i, seed: 0, epoch: 0, position: 0 };
-        let mut out = vec![0u8; OUT * OUT * 3];
-        for (name, dec) in [
-            ("beton_rrc_224", RandomResizedCropRGBImageDecoder::new((OUT, OUT))),
-            (
-                "beton_rrc_224_oversample_1.5",
-                RandomResizedCropRGBImageDecoder::new((OUT, OUT)).oversample(1.5),
-            ),
-        ] {
-            group.bench_function(name, |b| {
-                b.iter(|| {
-                    for i in 0..n {
-                        dec.decode(ds.get(i, 0).unwrap(), &ctx(i), &mut [&mut out]).unwrap();
-                        black_box(&out);
-                    }
-                })
-            });
-        }
-        let rrc = RandomResizedCropRGBImageDecoder::new((OUT, OUT));
         let mut decompressor = turbojpeg::Decompressor::new().unwrap();
         let mut full = Vec::new();
         let mut resizer = Resizer::new();
@@ -114,27 +98,48 @@ fn bench(c: &mut Criterion) {
             decompressor.decompress(data, image).unwrap();
             (header.width as u32, header.height as u32)
         };
-        group.bench_function("ffcv_full_decode_crop_resize_224", |b| {
-            b.iter(|| {
-                for i in 0..n {
-                    let img = ds.get(i, 0).unwrap().as_image().unwrap();
-                    let (w, h) = decode_full(img.data, &mut full);
-                    let crop = rrc.crop(w, h, &ctx(i));
-                    let src = ImageRef::new(w, h, &full, PixelType::U8x3).unwrap();
-                    let mut dst =
-                        Image::from_slice_u8(OUT as u32, OUT as u32, &mut out, PixelType::U8x3).unwrap();
-                    let options =
-                        ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::CatmullRom)).crop(
-                            f64::from(crop.x),
-                            f64::from(crop.y),
-                            f64::from(crop.width),
-                            f64::from(crop.height),
-                        );
-                    resizer.resize(&src, &mut dst, &options).unwrap();
-                    black_box(&out);
-                }
-            })
-        });
+        for size in SIZES {
+            let mut out = vec![0u8; size * size * 3];
+            for (name, dec) in [
+                (format!("beton_rrc_{size}"), RandomResizedCropRGBImageDecoder::new((size, size))),
+                (
+                    format!("beton_rrc_{size}_oversample_1.5"),
+                    RandomResizedCropRGBImageDecoder::new((size, size)).oversample(1.5),
+                ),
+            ] {
+                group.bench_function(name, |b| {
+                    b.iter(|| {
+                        for i in 0..n {
+                            dec.decode(ds.get(i, 0).unwrap(), &ctx(i), &mut [&mut out]).unwrap();
+                            black_box(&out);
+                        }
+                    })
+                });
+            }
+            let rrc = RandomResizedCropRGBImageDecoder::new((size, size));
+            group.bench_function(format!("ffcv_full_decode_crop_resize_{size}"), |b| {
+                b.iter(|| {
+                    for i in 0..n {
+                        let img = ds.get(i, 0).unwrap().as_image().unwrap();
+                        let (w, h) = decode_full(img.data, &mut full);
+                        let crop = rrc.crop(w, h, &ctx(i));
+                        let src = ImageRef::new(w, h, &full, PixelType::U8x3).unwrap();
+                        let side = size as u32;
+                        let mut dst = Image::from_slice_u8(side, side, &mut out, PixelType::U8x3).unwrap();
+                        let options = ResizeOptions::new()
+                            .resize_alg(ResizeAlg::Convolution(FilterType::CatmullRom))
+                            .crop(
+                                f64::from(crop.x),
+                                f64::from(crop.y),
+                                f64::from(crop.width),
+                                f64::from(crop.height),
+                            );
+                        resizer.resize(&src, &mut dst, &options).unwrap();
+                        black_box(&out);
+                    }
+                })
+            });
+        }
         group.bench_function("full_decode", |b| {
             b.iter(|| {
                 for i in 0..n {
