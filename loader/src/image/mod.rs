@@ -4,7 +4,7 @@
 //! FFCV decodes the whole JPEG, then crops and resizes. Here a crop decoder asks libjpeg-turbo
 //! for the crop's rows and columns only, at 1/2, 1/4 or 1/8 scale when the crop is still at least
 //! the output size there (the scaling happens in the DCT domain), resizes that straight into the
-//! batch slot, and flips it in place: one pass per sample ([`jpeg`](self) and `resize` modules).
+//! batch slot, and flips it in place: one pass per sample (private modules `jpeg` and `resize`).
 //!
 //! - Decoders ([`FieldDecoder`](crate::FieldDecoder)s for RGB and grey image fields; grey comes
 //!   out replicated to 3 channels; HWC `u8` `[h, w, 3]`): [`SimpleRGBImageDecoder`],
