@@ -35,6 +35,7 @@ mod cache;
 pub mod decode;
 mod engine;
 pub mod error;
+pub mod image;
 pub mod order;
 pub mod pages;
 mod random;
@@ -44,6 +45,10 @@ pub mod state;
 pub use decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
 pub use engine::{Epoch, EpochStats, Loader, LoaderBuilder};
 pub use error::{Error, Result};
+pub use image::{
+    CenterCropRGBImageDecoder, ImagePipeline, NormalizeImage, RandomResizedCropRGBImageDecoder,
+    SimpleRGBImageDecoder,
+};
 pub use order::{plan_epoch, EpochContext, EpochPlan, Order, OrderOption};
 pub use pages::PageMap;
 pub use slots::{Batch, Column};

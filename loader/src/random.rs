@@ -21,6 +21,12 @@ pub(crate) mod lane {
     /// QUASI_RANDOM's buffer walk over the pages of rank `r` is lane `QUASI_RANDOM + r`; a
     /// single process is rank 0, so one rank of one reads exactly the single-process order.
     pub const QUASI_RANDOM: u64 = 2;
+    /// Image decoders' crops (`image::rng`); far above `QUASI_RANDOM + rank`.
+    pub const IMAGE_CROP: u64 = u64::from_be_bytes(*b"img-crop");
+    /// Image decoders' fused horizontal flips.
+    pub const IMAGE_FLIP: u64 = u64::from_be_bytes(*b"img-flip");
+    /// Image pipelines' operations (one stream per operation and sample).
+    pub const IMAGE_OPS: u64 = u64::from_be_bytes(*b"img-ops\0");
 }
 
 /// Start of the seed chain: "beton-lo" as a big-endian u64, so that no lane is a bare SplitMix64

@@ -1,0 +1,376 @@
+//! Crop-aware, DCT-scaled JPEG decoding with libjpeg-turbo (TurboJPEG 3 C API).
+//!
+//! To hand out a `w × h` crop of a JPEG at output size `ow × oh`, this decodes
+//!
+//! - at the smallest scale of 1/8, 1/4, 1/2 and 1 at which the crop is still at least the output
+//!   size (libjpeg-turbo computes the scaled image in the DCT domain: a 1/8 decode is just the
+//!   DC coefficients). Those four scales are the ones libjpeg-turbo has SIMD inverse DCTs for;
+//!   its other factors (3/8, 5/8, ...) use plain C IDCTs.
+//! - only the rows and columns of the crop (`tj3SetCroppingRegion`): rows above are skipped
+//!   without IDCT, rows below are not read, columns outside are not converted. The left edge is
+//!   moved left to the scaled iMCU boundary libjpeg-turbo requires, and the fractional crop
+//!   inside the decoded region is returned for the resize.
+//!
+//! Every libjpeg warning is an error (`TJPARAM_STOPONWARNING`, as beton-storage's strict decoder),
+//! so a truncated or corrupt payload is refused rather than half-grey. One decompressor per
+//! thread, reused (`thread_local!`), never shared. This code never panics on bad bytes.
+
+use std::cell::RefCell;
+use std::ffi::{c_int, CStr};
+
+use turbojpeg::raw;
+
+use super::crop::Crop;
+use crate::error::{Error, Result};
+
+/// Most progressive scans accepted (libjpeg-turbo's tools use 500 against the "many scans" DoS).
+const SCAN_LIMIT: c_int = 500;
+
+/// Most pixels libjpeg-turbo may decode for one image (beton-storage's 2 GiB / 4 bytes cap).
+const MAX_PIXELS: c_int = 1 << 29;
+
+/// The DCT scaling denominators used, largest (smallest image) first.
+const DENOMS: [u32; 4] = [8, 4, 2, 1];
+
+/// A decoded region of a JPEG: tightly packed RGB, `width × height`, and where the requested
+/// crop lies in it, in (fractional) pixels of the region: `[left, top, width, height]`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Region {
+    pub width: u32,
+    pub height: u32,
+    pub crop: [f64; 4],
+}
+
+/// A TurboJPEG decompressor, strict.
+struct Decompressor(raw::tjhandle);
+
+impl Drop for Decompressor {
+    fn drop(&mut self) {
+        // SAFETY: self.0 came from tj3Init, is not null, and is destroyed exactly once, here.
+        unsafe { raw::tj3Destroy(self.0) }
+    }
+}
+
+thread_local! {
+    static DECOMPRESSOR: RefCell<Option<Decompressor>> = const { RefCell::new(None) };
+}
+
+fn jpeg_error(why: impl std::fmt::Display) -> Error {
+    Error::Decode(format!("corrupt JPEG: {why}"))
+}
+
+impl Decompressor {
+    fn new() -> Result<Decompressor> {
+        // SAFETY: tj3Init has no preconditions; it returns a new handle or null.
+        let ptr = unsafe { raw::tj3Init(raw::TJINIT_TJINIT_DECOMPRESS as c_int) };
+        if ptr.is_null() {
+            return Err(Error::Decode("libjpeg-turbo: cannot create a decompressor".into()));
+        }
+        let d = Decompressor(ptr);
+        d.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
+        d.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
+        d.set(raw::TJPARAM_TJPARAM_MAXPIXELS, MAX_PIXELS)?;
+        Ok(d)
+    }
+
+    fn message(&self) -> String {
+        // SAFETY: self.0 is a live handle.
+        let msg = unsafe { raw::tj3GetErrorStr(self.0) };
+        if msg.is_null() {
+            return "unknown libjpeg-turbo error".into();
+        }
+        // SAFETY: tj3GetErrorStr returns a NUL-terminated string owned by the handle, valid until
+        // the next call on it; it is copied out at once.
+        unsafe { CStr::from_ptr(msg) }.to_string_lossy().trim().replace('\n', " ")
+    }
+
+    fn set(&self, param: raw::TJPARAM, value: c_int) -> Result<()> {
+        // SAFETY: self.0 is a live handle; tj3Set reads two integers.
+        if unsafe { raw::tj3Set(self.0, param as c_int, value) } != 0 {
+            return Err(Error::Decode(format!("libjpeg-turbo: {}", self.message())));
+        }
+        Ok(())
+    }
+
+    fn get(&self, param: raw::TJPARAM) -> c_int {
+        // SAFETY: self.0 is a live handle; tj3Get reads a parameter.
+        unsafe { raw::tj3Get(self.0, param as c_int) }
+    }
+
+    /// Reads the header of `data`: (width, height, colour space, subsampling).
+    fn header(&self, data: &[u8]) -> Result<(u32, u32, c_int, c_int)> {
+        // SAFETY: the handle is live; `data` is valid for data.len() bytes, only read.
+        let rc = unsafe { raw::tj3DecompressHeader(self.0, data.as_ptr(), data.len() as raw::size_t) };
+        if rc != 0 {
+            return Err(jpeg_error(self.message()));
+        }
+        if self.get(raw::TJPARAM_TJPARAM_PRECISION) != 8 || self.get(raw::TJPARAM_TJPARAM_LOSSLESS) == 1 {
+            return Err(Error::Decode("unsupported JPEG: only 8-bit lossy JPEGs are supported".into()));
+        }
+        let w = u32::try_from(self.get(raw::TJPARAM_TJPARAM_JPEGWIDTH)).unwrap_or(0);
+        let h = u32::try_from(self.get(raw::TJPARAM_TJPARAM_JPEGHEIGHT)).unwrap_or(0);
+        let cs = self.get(raw::TJPARAM_TJPARAM_COLORSPACE);
+        Ok((w, h, cs, self.get(raw::TJPARAM_TJPARAM_SUBSAMP)))
+    }
+
+    /// Sets the scale 1/`denom` and the cropping region (all zeros: uncropped).
+    fn set_geometry(&self, denom: u32, region: raw::tjregion) -> Result<()> {
+        let sf = raw::tjscalingfactor { num: 1, denom: denom as c_int };
+        // SAFETY: the handle is live and has read a header; both calls take values.
+        let rc = unsafe {
+            if raw::tj3SetScalingFactor(self.0, sf) != 0 {
+                -1
+            } else {
+                raw::tj3SetCroppingRegion(self.0, region)
+            }
+        };
+        if rc != 0 {
+            return Err(Error::Decode(format!("libjpeg-turbo: {}", self.message())));
+        }
+        Ok(())
+    }
+
+    /// Decompresses `data` to RGB into `dst`, `width × height` pixels packed (the geometry set
+    /// by `set_geometry` must give exactly that size).
+    fn decompress(&self, data: &[u8], dst: &mut [u8], width: u32, height: u32) -> Result<()> {
+        let pitch = width as usize * 3;
+        if dst.len() != pitch * height as usize {
+            return Err(Error::Decode("internal: JPEG output buffer of the wrong size".into()));
+        }
+        // SAFETY: the handle is live; `data` is valid for reading data.len() bytes. `dst` holds
+        // exactly `height` rows of `pitch` = width × 3 bytes, and the scaling factor and
+        // cropping region set on the handle (checked by libjpeg-turbo against this header,
+        // which tj3Decompress8 re-reads from the same bytes) make it write `height` rows of
+        // `width` RGB pixels at `pitch` (it fails instead if the geometry does not hold).
+        let rc = unsafe {
+            raw::tj3Decompress8(
+                self.0,
+                data.as_ptr(),
+                data.len() as raw::size_t,
+                dst.as_mut_ptr(),
+                pitch as c_int,
+                raw::TJPF_TJPF_RGB,
+            )
+        };
+        if rc != 0 {
+            return Err(jpeg_error(self.message()));
+        }
+        Ok(())
+    }
+}
+
+/// Runs `f` with this thread's decompressor, creating it on first use.
+fn with_decompressor<T>(f: impl FnOnce(&Decompressor) -> Result<T>) -> Result<T> {
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Decompressor::new()?);
+        }
+        match slot.as_ref() {
+            Some(d) => f(d),
+            None => Err(Error::Decode("libjpeg-turbo: no decompressor".into())),
+        }
+    })
+}
+
+/// Checks the header's size against the row's and whether the colour space decodes to RGB
+/// here; `Ok(None)` for CMYK / YCCK (the caller takes beton-storage's full decoder).
+fn check_header(d: &Decompressor, data: &[u8], width: u32, height: u32) -> Result<Option<c_int>> {
+    let (w, h, cs, subsamp) = d.header(data)?;
+    if (w, h) != (width, height) {
+        return Err(jpeg_error(format!("the JPEG is {w}x{h}, its row says {width}x{height}")));
+    }
+    if cs == raw::TJCS_TJCS_CMYK as c_int || cs == raw::TJCS_TJCS_YCCK as c_int {
+        return Ok(None);
+    }
+    Ok(Some(subsamp))
+}
+
+/// Decodes the whole JPEG (`width × height` by its row) into `dst` (RGB, packed); `Ok(false)`
+/// when its colour space is CMYK or YCCK (not decoded here).
+pub(crate) fn decode_full(data: &[u8], width: u32, height: u32, dst: &mut [u8]) -> Result<bool> {
+    with_decompressor(|d| {
+        if check_header(d, data, width, height)?.is_none() {
+            return Ok(false);
+        }
+        d.set_geometry(1, raw::tjregion { x: 0, y: 0, w: 0, h: 0 })?;
+        d.decompress(data, dst, width, height)?;
+        Ok(true)
+    })
+}
+
+/// Decodes the part of the JPEG that `crop` needs for an output of `out_w × out_h`, at the
+/// smallest DCT scale that keeps the crop at least `oversample ×` that size, into `buf` (resized
+/// to fit); `Ok(None)` when its colour space is CMYK or YCCK (not decoded here).
+pub(crate) fn decode_crop(
+    data: &[u8],
+    width: u32,
+    height: u32,
+    crop: Crop,
+    (out_w, out_h): (u32, u32),
+    oversample: f64,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Region>> {
+    with_decompressor(|d| {
+        let Some(subsamp) = check_header(d, data, width, height)? else {
+            return Ok(None);
+        };
+        let denom = DENOMS
+            .into_iter()
+            .find(|&n| {
+                let enough =
+                    |crop: u32, out: u32| f64::from(crop) >= f64::from(out) * f64::from(n) * oversample;
+                enough(crop.width, out_w) && enough(crop.height, out_h)
+            })
+            .unwrap_or(1);
+        let scaled = |v: u32| v.div_ceil(denom);
+        let (sw, sh) = (scaled(width), scaled(height));
+        let f = |v: u32| f64::from(v) / f64::from(denom);
+        let (fx, fy, fw, fh) = (f(crop.x), f(crop.y), f(crop.width), f(crop.height));
+        // The scaled iMCU width (TJSCALED(tjMCUWidth[subsamp], 1/denom)); unknown subsampling
+        // cannot be cropped by libjpeg-turbo, so the whole (scaled) width is decoded.
+        let mcu = usize::try_from(subsamp)
+            .ok()
+            .and_then(|s| [8u32, 16, 16, 8, 8, 32, 8].get(s).copied())
+            .map(scaled);
+        let x0 = match mcu {
+            // libjpeg-turbo's fancy upsampling treats the region's first column as an image edge
+            // (it differs from a whole decode there by a few levels): keep it out of the crop by
+            // starting one iMCU further left when the crop would begin on it.
+            Some(m) => {
+                let x0 = (fx.floor() as u32 / m) * m;
+                if x0 > 0 && fx - f64::from(x0) < 1.0 {
+                    x0 - m
+                } else {
+                    x0
+                }
+            }
+            None => 0,
+        };
+        let x1 = if mcu.is_some() { ((fx + fw).ceil() as u32).min(sw) } else { sw };
+        let y0 = (fy.floor() as u32).min(sh.saturating_sub(1));
+        let y1 = ((fy + fh).ceil() as u32).clamp(y0 + 1, sh);
+        let x1 = x1.max(x0 + 1).min(sw);
+        let (rw, rh) = (x1 - x0, y1 - y0);
+        let region = raw::tjregion { x: x0 as c_int, y: y0 as c_int, w: rw as c_int, h: rh as c_int };
+        let clamp = |v: f64, max: u32| v.clamp(0.0, f64::from(max));
+        let left = clamp(fx - f64::from(x0), rw);
+        let top = clamp(fy - f64::from(y0), rh);
+        let out = Region {
+            width: rw,
+            height: rh,
+            crop: [left, top, fw.min(f64::from(rw) - left), fh.min(f64::from(rh) - top)],
+        };
+        buf.resize(rw as usize * rh as usize * 3, 0);
+        let cropped = d.set_geometry(denom, region).and_then(|()| d.decompress(data, buf, rw, rh));
+        if let Err(e) = cropped {
+            // libjpeg-turbo refuses some partial decodes (unusual sampling factors): decode the
+            // whole scaled image once before calling the payload corrupt.
+            d.set_geometry(denom, raw::tjregion { x: 0, y: 0, w: 0, h: 0 }).map_err(|_| e)?;
+            buf.resize(sw as usize * sh as usize * 3, 0);
+            d.decompress(data, buf, sw, sh)?;
+            return Ok(Some(Region {
+                width: sw,
+                height: sh,
+                crop: [
+                    clamp(fx, sw),
+                    clamp(fy, sh),
+                    fw.min(f64::from(sw) - clamp(fx, sw)),
+                    fh.min(f64::from(sh) - clamp(fy, sh)),
+                ],
+            }));
+        }
+        Ok(Some(out))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A smooth `w × h` test picture as a JPEG with chroma subsampling `subsamp`.
+    fn jpeg(w: usize, h: usize, subsamp: turbojpeg::Subsamp) -> Vec<u8> {
+        let pixels: Vec<u8> = (0..h)
+            .flat_map(|y| {
+                (0..w).flat_map(move |x| [(x * 255 / w) as u8, (y * 255 / h) as u8, ((x + y) % 256) as u8])
+            })
+            .collect();
+        let image = turbojpeg::Image {
+            pixels: pixels.as_slice(),
+            width: w,
+            pitch: w * 3,
+            height: h,
+            format: turbojpeg::PixelFormat::RGB,
+        };
+        let mut c = turbojpeg::Compressor::new().unwrap();
+        c.set_quality(95).unwrap();
+        c.set_subsamp(subsamp).unwrap();
+        c.compress_to_vec(image).unwrap()
+    }
+
+    /// The whole image at scale 1/`denom`, for comparison.
+    fn scaled(data: &[u8], denom: u32) -> (u32, u32, Vec<u8>) {
+        with_decompressor(|d| {
+            let (w, h, _, _) = d.header(data)?;
+            let (sw, sh) = (w.div_ceil(denom), h.div_ceil(denom));
+            d.set_geometry(denom, raw::tjregion { x: 0, y: 0, w: 0, h: 0 })?;
+            let mut out = vec![0; sw as usize * sh as usize * 3];
+            d.decompress(data, &mut out, sw, sh)?;
+            Ok((sw, sh, out))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn decodes_only_the_crop_at_the_smallest_scale_that_covers_the_output() {
+        use turbojpeg::Subsamp::*;
+        for subsamp in [None, Sub2x1, Sub2x2, Sub1x2] {
+            let data = jpeg(517, 389, subsamp);
+            for (crop, out, denom) in [
+                (Crop { x: 37, y: 21, width: 300, height: 250 }, (64, 60), 4),
+                (Crop { x: 101, y: 3, width: 400, height: 380 }, (40, 40), 8),
+                (Crop { x: 5, y: 50, width: 200, height: 200 }, (100, 90), 2),
+                (Crop { x: 13, y: 7, width: 200, height: 150 }, (224, 224), 1),
+            ] {
+                let mut buf = Vec::new();
+                let r = decode_crop(&data, 517, 389, crop, out, 1.0, &mut buf).unwrap().unwrap();
+                let f = f64::from(denom);
+                // The crop, scaled, lies in the region, which is at most an iMCU wider on the left
+                // and a pixel more on each other side.
+                assert!((r.crop[2] - f64::from(crop.width) / f).abs() < 1e-9, "{subsamp:?} {crop:?}: {r:?}");
+                assert!(r.crop[0] >= 0.0 && r.crop[0] < 32.0 / f + 1.0, "{subsamp:?} {crop:?}: {r:?}");
+                assert!(f64::from(r.width) <= r.crop[0] + r.crop[2] + 1.0, "{subsamp:?} {crop:?}: {r:?}");
+                assert!(f64::from(r.height) <= r.crop[3] + 2.0, "{subsamp:?} {crop:?}: {r:?}");
+                // Its pixels are those of the whole image decoded at that scale.
+                let (sw, _, whole) = scaled(&data, denom);
+                let x0 = ((f64::from(crop.x) / f).floor() - r.crop[0].floor()) as usize;
+                let y0 = (f64::from(crop.y) / f).floor() as usize;
+                let mut worst = 0;
+                // Column 0 of the region may differ (an edge for the upsampler): it is never in
+                // the crop.
+                assert!(r.crop[0] >= 1.0 || (crop.x as f64 / f) < 1.0, "{subsamp:?} {crop:?}: {r:?}");
+                for y in 0..r.height as usize {
+                    for x in 3..r.width as usize * 3 {
+                        let a = buf[y * r.width as usize * 3 + x];
+                        let b = whole[(y0 + y) * sw as usize * 3 + x0 * 3 + x];
+                        worst = worst.max(a.abs_diff(b));
+                    }
+                }
+                assert!(worst <= 1, "{subsamp:?} {crop:?} at 1/{denom}: differs by {worst}");
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_and_mismatched_payloads_are_errors() {
+        let data = jpeg(64, 48, turbojpeg::Subsamp::Sub2x2);
+        let mut buf = Vec::new();
+        let crop = Crop::full(64, 48);
+        let err = decode_crop(&data, 64, 47, crop, (8, 8), 1.0, &mut buf).unwrap_err().to_string();
+        assert!(err.contains("64x48") && err.contains("64x47"), "{err}");
+        for cut in [0, 2, 100, data.len() / 2, data.len() - 2] {
+            let err = decode_crop(&data[..cut], 64, 48, crop, (8, 8), 1.0, &mut buf).unwrap_err();
+            assert!(err.to_string().starts_with("corrupt JPEG"), "{cut}: {err}");
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! [`ImagePipeline`]: an image decoder, then per-sample operations, then optionally
+//! [`NormalizeImage`], run as one [`FieldDecoder`] on the worker thread that decodes the sample.
+//!
+//! ```
+//! use beton_loader::image::{
+//!     Cutout, ImagePipeline, Layout, NormalizeImage, RandomResizedCropRGBImageDecoder,
+//!     RandomHorizontalFlip,
+//! };
+//! let pipeline = ImagePipeline::new(RandomResizedCropRGBImageDecoder::new((224, 224)))
+//!     .then(RandomHorizontalFlip::default())
+//!     .then(Cutout { crop_size: 16, fill: [0, 0, 0] })
+//!     .normalize(NormalizeImage::imagenet().layout(Layout::Chw));
+//! // loader_builder.decoder("image", std::sync::Arc::new(pipeline))
+//! # let _ = pipeline;
+//! ```
+//!
+//! Without normalisation the decoder writes into the batch slot and the operations work there;
+//! with it, the `u8` image lives in a per-thread scratch buffer and only the floats are written
+//! to the slot, through a per-channel lookup table (256 entries: one multiply-add per value is
+//! done once per pipeline, not per pixel).
+
+use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
+
+use beton_storage::{Dataset, Value};
+
+use super::ops::{ImageMut, ImageOp};
+use super::rng::SampleRng;
+use crate::decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
+use crate::error::{Error, Result};
+
+/// Float type of [`NormalizeImage`]'s output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatType {
+    /// `f32`.
+    F32,
+    /// IEEE half (`f16`), rounded to nearest even.
+    F16,
+}
+
+/// Memory layout of [`NormalizeImage`]'s output, per sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `[3, h, w]` (PyTorch's default).
+    Chw,
+    /// `[h, w, 3]` (channels last, what FFCV's `ToTorchImage(channels_last=True)` hands out).
+    Hwc,
+}
+
+/// FFCV's `NormalizeImage(mean, std, type)`: `(x − mean) / std` per channel, with `mean` and
+/// `std` in pixel units (0–255, e.g. ImageNet's `[0.485, 0.456, 0.406] · 255`).
+#[derive(Debug, Clone, Copy)]
+pub struct NormalizeImage {
+    /// Per-channel mean, pixel units.
+    pub mean: [f32; 3],
+    /// Per-channel standard deviation, pixel units.
+    pub std: [f32; 3],
+    /// Output float type.
+    pub dtype: FloatType,
+    /// Output layout.
+    pub layout: Layout,
+}
+
+impl NormalizeImage {
+    /// `(x − mean) / std` to `f32`, CHW.
+    pub fn new(mean: [f32; 3], std: [f32; 3]) -> Self {
+        NormalizeImage { mean, std, dtype: FloatType::F32, layout: Layout::Chw }
+    }
+
+    /// ImageNet's mean and std (FFCV's examples' `IMAGENET_MEAN`, `IMAGENET_STD` × 255).
+    pub fn imagenet() -> Self {
+        Self::new(
+            [0.485 * 255.0, 0.456 * 255.0, 0.406 * 255.0],
+            [0.229 * 255.0, 0.224 * 255.0, 0.225 * 255.0],
+        )
+    }
+
+    /// Sets the output float type.
+    pub fn dtype(mut self, dtype: FloatType) -> Self {
+        self.dtype = dtype;
+        self
+    }
+
+    /// Sets the output layout.
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    fn elem(&self) -> ElemType {
+        match self.dtype {
+            FloatType::F32 => ElemType::F32,
+            FloatType::F16 => ElemType::F16,
+        }
+    }
+
+    /// The little-endian bytes of the output value for each channel and pixel value.
+    fn table(&self) -> Table {
+        let mut t = [[[0u8; 4]; 256]; 3];
+        for (c, row) in t.iter_mut().enumerate() {
+            for (v, cell) in row.iter_mut().enumerate() {
+                let x = (v as f32 - self.mean[c]) / self.std[c];
+                *cell = match self.dtype {
+                    FloatType::F32 => x.to_le_bytes(),
+                    FloatType::F16 => {
+                        let [a, b] = f32_to_f16(x).to_le_bytes();
+                        [a, b, 0, 0]
+                    }
+                };
+            }
+        }
+        t
+    }
+
+    /// Writes the normalised `h × w` RGB image `src` into `dst` with the lookup table `t`.
+    fn write(&self, t: &Table, src: &[u8], (h, w): (usize, usize), dst: &mut [u8]) {
+        let size = self.elem().size();
+        match self.layout {
+            Layout::Hwc => {
+                for (k, (&v, out)) in src.iter().zip(dst.chunks_exact_mut(size)).enumerate() {
+                    out.copy_from_slice(&t[k % 3][usize::from(v)][..size]);
+                }
+            }
+            Layout::Chw => {
+                let plane = h * w * size;
+                for (c, (table, out)) in t.iter().zip(dst.chunks_exact_mut(plane)).enumerate() {
+                    for (px, o) in src.chunks_exact(3).zip(out.chunks_exact_mut(size)) {
+                        o.copy_from_slice(&table[usize::from(px[c])][..size]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Output bytes (little-endian, `f16` in the first two) per channel and pixel value.
+type Table = [[[u8; 4]; 256]; 3];
+
+/// `f32` to IEEE half, round to nearest even; overflow to infinity, NaN stays NaN.
+pub(crate) fn f32_to_f16(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let man = b & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    let round = |v: u32, shift: u32| {
+        let (q, rem, half) = (v >> shift, v & ((1 << shift) - 1), 1 << (shift - 1));
+        if rem > half || (rem == half && q & 1 == 1) {
+            q + 1
+        } else {
+            q
+        }
+    };
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        // Subnormal: units of 2^-24.
+        return sign | round(man | 0x80_0000, (14 - e) as u32) as u16;
+    }
+    // A mantissa carry rounds up into the exponent (and to infinity past 65504), as it should.
+    sign | round(((e as u32) << 23) | man, 13) as u16
+}
+
+/// The output size each epoch's `columns` declared, for `decode` (which only sees slot bytes).
+type Sizes = Mutex<Vec<(u64, (usize, usize))>>;
+
+thread_local! {
+    /// The `u8` image of a normalising pipeline before normalisation.
+    static IMAGE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An image decoder followed by per-sample operations and an optional normalisation, itself a
+/// [`FieldDecoder`]. Operation `k` draws from [`SampleRng::for_op`]`(ctx, k)`.
+pub struct ImagePipeline {
+    decoder: Arc<dyn FieldDecoder>,
+    ops: Vec<Arc<dyn ImageOp>>,
+    normalize: Option<(NormalizeImage, Box<Table>)>,
+    sizes: Sizes,
+}
+
+impl std::fmt::Debug for ImagePipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ImagePipeline")
+            .field("ops", &self.ops)
+            .field("normalize", &self.normalize.as_ref().map(|(n, _)| n))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ImagePipeline {
+    /// A pipeline over `decoder`, which must write one `u8` column `[h, w, 3]` (the RGB image
+    /// decoders of this module).
+    pub fn new(decoder: impl FieldDecoder + 'static) -> Self {
+        ImagePipeline {
+            decoder: Arc::new(decoder),
+            ops: Vec::new(),
+            normalize: None,
+            sizes: Sizes::default(),
+        }
+    }
+
+    /// Appends an operation.
+    pub fn then(mut self, op: impl ImageOp + 'static) -> Self {
+        self.ops.push(Arc::new(op));
+        self
+    }
+
+    /// Ends the pipeline with a normalisation to floats.
+    pub fn normalize(mut self, n: NormalizeImage) -> Self {
+        self.normalize = Some((n, Box::new(n.table())));
+        self
+    }
+
+    fn size(&self, epoch: u64) -> Result<(usize, usize)> {
+        let sizes = self.sizes.lock().map_err(|_| Error::Decode("image pipeline lock poisoned".into()))?;
+        sizes
+            .iter()
+            .find(|(e, _)| *e == epoch)
+            .map(|&(_, s)| s)
+            .ok_or_else(|| Error::Decode(format!("image pipeline: no columns declared for epoch {epoch}")))
+    }
+
+    fn run_ops(&self, pixels: &mut [u8], (h, w): (usize, usize), ctx: &SampleContext) -> Result<()> {
+        let mut image = ImageMut::new(pixels, h, w)?;
+        for (k, op) in self.ops.iter().enumerate() {
+            op.apply(&mut image, &mut SampleRng::for_op(ctx, k as u64));
+        }
+        Ok(())
+    }
+}
+
+impl FieldDecoder for ImagePipeline {
+    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        let mut cols = self.decoder.columns(ds, field, epoch)?;
+        let (h, w) = match cols.as_slice() {
+            [c] if c.elem == ElemType::U8 && c.shape.len() == 3 && c.shape[2] == 3 => {
+                (c.shape[0], c.shape[1])
+            }
+            _ => {
+                return Err(Error::InvalidArgument {
+                    what: "ImagePipeline decoder".into(),
+                    why: format!("it must write one u8 [h, w, 3] column, not {cols:?}"),
+                })
+            }
+        };
+        {
+            let mut sizes =
+                self.sizes.lock().map_err(|_| Error::Decode("image pipeline lock poisoned".into()))?;
+            sizes.retain(|(e, _)| *e != epoch);
+            sizes.push((epoch, (h, w)));
+            // Epochs run one after another; a few are kept for epochs still draining.
+            if sizes.len() > 8 {
+                sizes.remove(0);
+            }
+        }
+        if let Some((n, _)) = &self.normalize {
+            cols[0].elem = n.elem();
+            cols[0].shape = match n.layout {
+                Layout::Chw => vec![3, h, w],
+                Layout::Hwc => vec![h, w, 3],
+            };
+        }
+        Ok(cols)
+    }
+
+    fn decode(&self, value: Value<'_>, ctx: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
+        let size = self.size(ctx.epoch)?;
+        let Some((n, table)) = &self.normalize else {
+            self.decoder.decode(value, ctx, out)?;
+            return match out.first_mut() {
+                Some(pixels) => self.run_ops(pixels, size, ctx),
+                None => Err(Error::Decode("no output column".into())),
+            };
+        };
+        IMAGE.with(|cell| {
+            let image = &mut *cell.borrow_mut();
+            image.resize(size.0 * size.1 * 3, 0);
+            self.decoder.decode(value, ctx, &mut [image.as_mut_slice()])?;
+            self.run_ops(image, size, ctx)?;
+            let want = size.0 * size.1 * 3 * n.elem().size();
+            match out.first_mut() {
+                Some(dst) if dst.len() == want => {
+                    n.write(table, image, size, dst);
+                    Ok(())
+                }
+                _ => Err(Error::Decode("output slot of the wrong size".into())),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f16_rounds_to_nearest_even() {
+        let cases: [(f32, u16); 12] = [
+            (0.0, 0x0000),
+            (-0.0, 0x8000),
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (65504.0, 0x7bff),
+            (65520.0, 0x7c00),
+            (1e9, 0x7c00),
+            (0.1, 0x2e66),
+            (6.103_515_6e-5, 0x0400),
+            (5.960_464_5e-8, 0x0001),
+            (2.0e-8, 0x0000),
+            (1.0 + 1.0 / 2048.0, 0x3c00), // halfway: to even
+        ];
+        for (x, want) in cases {
+            assert_eq!(f32_to_f16(x), want, "{x}");
+        }
+        assert_eq!(f32_to_f16(f32::INFINITY), 0x7c00);
+        assert_eq!(f32_to_f16(f32::NAN) & 0x7e00, 0x7e00);
+    }
+}
