@@ -17,6 +17,35 @@ from beton import _native
 from beton._native import IndexSet
 
 
+def _native_image_pipeline(field, ops):
+    """Splits an image field's pipeline into the native part (the decoder, the image operations
+    right after it, and NormalizeImage) and the Python stages left. NormalizeImage is folded in
+    wherever it is, as long as only ToTensor / ToDevice / ToTorchImage come before it: it then
+    writes CHW (``ToTorchImage(channels_last=False)``, which is dropped) or HWC that
+    ``ToTorchImage`` views as NCHW channels-last."""
+    from beton.transforms.ops import ToDevice, ToTensor, ToTorchImage
+
+    decoder, rest = ops[0], list(ops[1:])
+    native_ops = []
+    while rest and getattr(rest[0], "_beton_image_op", False):
+        native_ops.append(rest.pop(0)._native())
+    normalize = None
+    for k, op in enumerate(rest):
+        if getattr(op, "_beton_normalize", False):
+            before = rest[:k]
+            if not all(isinstance(b, (ToTensor, ToDevice, ToTorchImage)) for b in before):
+                raise ValueError(f"pipeline of {field!r}: NormalizeImage must follow the decoder's image "
+                                 "operations, with only ToTensor / ToDevice / ToTorchImage in between")
+            chw = any(isinstance(b, ToTorchImage) and not b.channels_last for b in before)
+            normalize = op._native("chw" if chw else "hwc")
+            rest = [b for b in before if not (chw and isinstance(b, ToTorchImage))] + rest[k + 1:]
+            break
+    for op in rest:
+        if getattr(op, "_beton_image_op", False):
+            raise ValueError(f"pipeline of {field!r}: {type(op).__name__} must come right after the decoder")
+    return (decoder._native(), native_ops, normalize), rest
+
+
 def _stage(op):
     """A pipeline entry after the decoder as a batch-level callable."""
     from beton.pipeline.operation import BatchStage, Operation
@@ -68,6 +97,7 @@ class Loader:
         kinds = {name: kind for name, kind, _ in self.dataset._native.fields()}
         self.fields: List[str] = []
         self.stages: Dict[str, list] = {}
+        image_pipelines = []
         for name, kind in kinds.items():
             if name in pipelines and pipelines[name] is None:
                 continue
@@ -75,6 +105,9 @@ class Loader:
             if kind in ("rgb_image", "grey_image", "custom") and not ops:
                 continue  # FFCV needs a decoder for these; without a pipeline they are skipped
             self.fields.append(name)
+            if ops and getattr(ops[0], "_beton_image_decoder", False):
+                spec, ops = _native_image_pipeline(name, ops)
+                image_pipelines.append((name, spec))
             self.stages[name] = [_stage(op) for op in ops if not getattr(op, "_beton_decoder", False)]
         if indices is not None and not isinstance(indices, IndexSet):
             indices = IndexSet(np.asarray(indices, dtype=np.int64).tolist())
@@ -87,7 +120,7 @@ class Loader:
             num_workers=0 if num_workers is None or num_workers < 0 else int(num_workers),
             order=order.value, seed=0 if seed is None else int(seed), drop_last=drop_last,
             batches_ahead=int(batches_ahead), os_cache=bool(os_cache), indices=indices, rank=rank,
-            world_size=world, fields=self.fields)
+            world_size=world, fields=self.fields, image_pipelines=image_pipelines)
         self._epoch = None
 
     def __len__(self) -> int:

@@ -7,6 +7,11 @@
 
 use std::sync::Arc;
 
+use beton_loader::image::{
+    CenterCropRGBImageDecoder, Cutout, FloatType, ImagePipeline, Layout, NormalizeImage, RandomBrightness,
+    RandomContrast, RandomHorizontalFlip, RandomResizedCropRGBImageDecoder, RandomSaturation,
+    RandomTranslate, RandomVerticalFlip, SimpleRGBImageDecoder,
+};
 use beton_loader::{LoaderState, OrderOption};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -15,6 +20,52 @@ use pyo3::types::PyDict;
 use crate::dataset::Dataset;
 use crate::errors::from_loader;
 use crate::index_set::IndexSet;
+
+/// An image field's native pipeline, as the Python layer describes it: the decoder
+/// `(kind, (h, w), (scale_lo, scale_hi), (ratio_lo, ratio_hi), center_ratio)`, the per-sample
+/// operations `(kind, a, b, (r, g, b))`, and an optional normalisation `(mean, std, dtype,
+/// layout)`.
+type ImageSpec = (
+    (String, (usize, usize), (f64, f64), (f64, f64), f64),
+    Vec<(String, f64, f64, (u8, u8, u8))>,
+    Option<([f32; 3], [f32; 3], String, String)>,
+);
+
+fn image_pipeline(field: &str, (decoder, ops, normalize): ImageSpec) -> PyResult<ImagePipeline> {
+    let bad = |what: String| PyValueError::new_err(format!("pipeline of field '{field}': {what}"));
+    let (kind, size, scale, ratio, center_ratio) = decoder;
+    let mut p = match kind.as_str() {
+        "simple" => ImagePipeline::new(SimpleRGBImageDecoder),
+        "random_resized_crop" => {
+            ImagePipeline::new(RandomResizedCropRGBImageDecoder::new(size).scale(scale).ratio(ratio))
+        }
+        "center_crop" => ImagePipeline::new(CenterCropRGBImageDecoder::new(size).ratio(center_ratio)),
+        other => return Err(bad(format!("unknown image decoder '{other}'"))),
+    };
+    for (kind, a, b, (r, g, bl)) in ops {
+        let fill = [r, g, bl];
+        p = match kind.as_str() {
+            "horizontal_flip" => p.then(RandomHorizontalFlip { flip_prob: a }),
+            "vertical_flip" => p.then(RandomVerticalFlip { flip_prob: a }),
+            "translate" => p.then(RandomTranslate { padding: a as usize, fill }),
+            "cutout" => p.then(Cutout { crop_size: a as usize, fill }),
+            "brightness" => p.then(RandomBrightness { magnitude: a, p: b }),
+            "contrast" => p.then(RandomContrast { magnitude: a, p: b }),
+            "saturation" => p.then(RandomSaturation { magnitude: a, p: b }),
+            other => return Err(bad(format!("unknown image operation '{other}'"))),
+        };
+    }
+    if let Some((mean, std, dtype, layout)) = normalize {
+        let dtype = match dtype.as_str() {
+            "float32" => FloatType::F32,
+            "float16" => FloatType::F16,
+            other => return Err(bad(format!("NormalizeImage type {other}: float16 or float32"))),
+        };
+        let layout = if layout == "chw" { Layout::Chw } else { Layout::Hwc };
+        p = p.normalize(NormalizeImage::new(mean, std).dtype(dtype).layout(layout));
+    }
+    Ok(p)
+}
 
 /// FFCV's loader over a dataset.
 #[pyclass(module = "beton._native")]
@@ -27,7 +78,7 @@ impl Loader {
     #[new]
     #[pyo3(signature = (dataset, batch_size, num_workers = 0, order = "sequential", seed = 0, drop_last = true,
                         batches_ahead = 3, os_cache = true, indices = None, rank = 0, world_size = 1,
-                        fields = None, cache_pages = None))]
+                        fields = None, cache_pages = None, image_pipelines = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dataset: &Dataset,
@@ -43,6 +94,7 @@ impl Loader {
         world_size: usize,
         fields: Option<Vec<String>>,
         cache_pages: Option<usize>,
+        image_pipelines: Option<Vec<(String, ImageSpec)>>,
     ) -> PyResult<Self> {
         let order = match order.to_ascii_lowercase().as_str() {
             "sequential" => OrderOption::Sequential,
@@ -68,6 +120,9 @@ impl Loader {
         }
         if let Some(n) = cache_pages {
             b = b.cache_pages(n);
+        }
+        for (name, spec) in image_pipelines.unwrap_or_default() {
+            b = b.decoder(&name, Arc::new(image_pipeline(&name, spec)?));
         }
         let names: Vec<&str>;
         if let Some(f) = &fields {

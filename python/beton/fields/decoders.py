@@ -1,5 +1,8 @@
-"""FFCV's decoders. The scalar, array and bytes decoders select the native decoders of their
-field type; image decoders come with the image pipeline."""
+"""FFCV's decoders. The scalar, array and bytes decoders select the native decoder of their field
+type; the image decoders run natively too, with the crop-aware, DCT-scaled JPEG decode, fused with
+the native image transforms that follow them in a pipeline."""
+
+from typing import Tuple
 
 
 class _Decoder:
@@ -25,4 +28,43 @@ class BytesDecoder(_Decoder):
     pass
 
 
-__all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder"]
+class _ImageDecoder(_Decoder):
+    _beton_image_decoder = True
+
+    def _native(self):
+        raise NotImplementedError
+
+
+class SimpleRGBImageDecoder(_ImageDecoder):
+    """Every image whole at its stored size (all images must be the same size)."""
+
+    def _native(self):
+        return ("simple", (0, 0), (0.0, 0.0), (0.0, 0.0), 0.0)
+
+
+class RandomResizedCropRGBImageDecoder(_ImageDecoder):
+    """torchvision's RandomResizedCrop, decoding only the crop, at the smallest DCT scale that
+    keeps it at least ``output_size``."""
+
+    def __init__(self, output_size: Tuple[int, int], scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+        self.output_size = (int(output_size[0]), int(output_size[1]))
+        self.scale = (float(scale[0]), float(scale[1]))
+        self.ratio = (float(ratio[0]), float(ratio[1]))
+
+    def _native(self):
+        return ("random_resized_crop", self.output_size, self.scale, self.ratio, 0.0)
+
+
+class CenterCropRGBImageDecoder(_ImageDecoder):
+    """A centred square of ``ratio`` × the shorter side, resized to ``output_size``."""
+
+    def __init__(self, output_size: Tuple[int, int], ratio: float = 224 / 256):
+        self.output_size = (int(output_size[0]), int(output_size[1]))
+        self.ratio = float(ratio)
+
+    def _native(self):
+        return ("center_crop", self.output_size, (0.0, 0.0), (0.0, 0.0), self.ratio)
+
+
+__all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
+           "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder"]
