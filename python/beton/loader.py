@@ -145,8 +145,10 @@ class Loader:
         self._native.resume(state)
 
     def stats(self) -> Dict[str, Any]:
-        """Counters of the current epoch: pages and bytes read, cache hits, waits."""
-        return {} if self._epoch is None else self._epoch.stats()
+        """Counters of the current (or last finished) epoch: pages and bytes read, cache hits,
+        time the workers were busy and the consumer waited."""
+        current = {} if self._epoch is None else self._epoch.stats()
+        return current or dict(getattr(self, "_last_stats", {}))
 
 
 class _EpochIterator:
@@ -161,7 +163,12 @@ class _EpochIterator:
         return len(self.epoch)
 
     def __next__(self):
-        batch = next(self.epoch)  # StopIteration ends the epoch
+        try:
+            batch = next(self.epoch)
+        except StopIteration:
+            # Keep the finished epoch's counters for Loader.stats() after the loop.
+            self.loader._last_stats = self.epoch.stats()
+            raise
         out = []
         for name in self.loader.fields:
             value = np.asarray(batch.column(name))

@@ -1,0 +1,198 @@
+"""The main job in Python: bundled real data to .beton, a query picks the subset, a small model
+trains on it with beton's Loader.
+
+1. Fashion-MNIST's test split (examples/data/fashion-mnist, 10,000 grey 28x28 images, 10 classes)
+   and the bundled ImageFolder (examples/data/imagefolder, 155 photos, 6 classes) are written to
+   .beton files with beton.writer.DatasetWriter.
+2. SQL picks what to train on (Fashion-MNIST: six classes of clothing; the photos: those at least
+   200 px wide), and a seeded, class-stratified 80/20 split of it is stored in the file as the
+   named splits `train` and `val`.
+3. A small model trains for a few epochs on `train` with beton.loader.Loader (QUASI_RANDOM order,
+   the image decoded natively) and is evaluated on `val`: accuracy, images/s, and where the time
+   went (waiting for the loader vs computing).
+
+The model is a torch MLP when torch is installed (CPU), and otherwise the same softmax
+regression written in numpy, so the job runs on a machine without torch (PyPI's torch wheels pull
+in ~3 GB of CUDA libraries).
+
+Run: ``bash scripts/main-job.sh`` (builds the package first), or with beton installed:
+``python examples/main_job.py [OUT_DIR]``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import time
+
+import numpy as np
+
+import beton
+from beton.fields import IntField, RGBImageField
+from beton.fields.decoders import CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder
+from beton.loader import Loader, OrderOption
+from beton.transforms import NormalizeImage, RandomHorizontalFlip
+from beton.writer import DatasetWriter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FASHION = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    shape = tuple(int.from_bytes(data[4 + 4 * k:8 + 4 * k], "big") for k in range(ndim))
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+class Model:
+    """Softmax regression / one-hidden-layer MLP on flattened, normalised pixels."""
+
+    def __init__(self, inputs, classes, seed=0):
+        self.inputs, self.classes = inputs, classes
+        try:
+            import torch
+
+            torch.manual_seed(seed)
+            self.torch = torch
+            self.net = torch.nn.Sequential(torch.nn.Linear(inputs, 128), torch.nn.ReLU(),
+                                           torch.nn.Linear(128, classes))
+            self.opt = torch.optim.SGD(self.net.parameters(), lr=0.05, momentum=0.9)
+            self.kind = "torch MLP (CPU)"
+        except ImportError:
+            self.torch = None
+            rng = np.random.default_rng(seed)
+            self.w = rng.normal(0, 0.01, (inputs, classes)).astype(np.float32)
+            self.b = np.zeros(classes, np.float32)
+            self.kind = "numpy softmax regression (torch not installed)"
+
+    def step(self, x, y):
+        if self.torch is not None:
+            t = self.torch
+            self.net.train()
+            loss = t.nn.functional.cross_entropy(self.net(t.from_numpy(x)), t.from_numpy(y))
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            return float(loss)
+        logits = x @ self.w + self.b
+        logits -= logits.max(1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(1, keepdims=True)
+        loss = -np.log(p[np.arange(len(y)), y] + 1e-9).mean()
+        p[np.arange(len(y)), y] -= 1
+        self.w -= 0.01 * (x.T @ p) / len(y)
+        self.b -= 0.01 * p.mean(0)
+        return float(loss)
+
+    def predict(self, x):
+        if self.torch is not None:
+            self.net.eval()
+            with self.torch.no_grad():
+                return self.net(self.torch.from_numpy(x)).argmax(1).numpy()
+        return (x @ self.w + self.b).argmax(1)
+
+
+def train(name, path, pipeline, classes, epochs, batch_size):
+    """Trains on split `train`, evaluates on `val`; prints per-epoch loss, images/s and waits."""
+    ds = beton.open(path)
+    label_of = {old: new for new, old in enumerate(classes)}
+    remap = np.vectorize(lambda v: label_of[int(v)], otypes=[np.int64])
+
+    def flat(images):
+        return np.ascontiguousarray(images.reshape(len(images), -1), dtype=np.float32)
+
+    train_loader = Loader(path, batch_size=batch_size, order=OrderOption.QUASI_RANDOM, seed=0, num_workers=-1,
+                          indices=ds.split("train"), pipelines={"image": pipeline(True)}, drop_last=False)
+    val_loader = Loader(path, batch_size=256, indices=ds.split("val"), pipelines={"image": pipeline(False)},
+                        drop_last=False)
+    model = None
+    print(f"\n== {name}: {len(ds.split('train'))} training / {len(ds.split('val'))} validation images, "
+          f"{len(classes)} classes")
+    for epoch in range(epochs):
+        t0 = time.perf_counter()
+        compute, seen, losses = 0.0, 0, []
+        for images, labels in train_loader:
+            x, y = flat(images), remap(labels)
+            if model is None:
+                model = Model(x.shape[1], len(classes))
+                print(f"model: {model.kind}, input {images.shape[1:]} -> {x.shape[1]} features")
+            c0 = time.perf_counter()
+            losses.append(model.step(x, y))
+            compute += time.perf_counter() - c0
+            seen += len(labels)
+        wall = time.perf_counter() - t0
+        stats = train_loader.stats()
+        print(f"epoch {epoch}: loss {np.mean(losses):.3f}, {seen / wall:,.0f} images/s; of {wall:.2f} s: "
+              f"training {compute:.2f} s, waiting for batches {stats['consumer_wait_s']:.2f} s, the rest "
+              f"Python glue; loader threads busy {stats['worker_busy_s']:.2f} s")
+    correct = total = 0
+    for images, labels in val_loader:
+        correct += int((model.predict(flat(images)) == remap(labels)).sum())
+        total += len(labels)
+    print(f"validation accuracy: {correct / total:.1%} ({correct}/{total})")
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    mean, std = np.array([0.5, 0.5, 0.5]) * 255, np.array([0.25, 0.25, 0.25]) * 255
+
+    # 1. Fashion-MNIST test split -> .beton (raw 28x28 grey stored as RGB raw: FFCV's own format)
+    images = read_idx(os.path.join(HERE, "data/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+    labels = read_idx(os.path.join(HERE, "data/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+    fm = os.path.join(out, "fashion-mnist.beton")
+    t0 = time.perf_counter()
+    DatasetWriter(fm, {"image": RGBImageField(), "label": IntField()}, progress=False).from_indexed_dataset(
+        [(np.repeat(images[i][:, :, None], 3, axis=2), int(labels[i])) for i in range(len(labels))])
+    ds = beton.open(fm)
+    print(f"wrote {fm}: {len(ds)} samples in {time.perf_counter() - t0:.2f} s")
+
+    # 2. A query picks the subset; a stratified split of it is stored in the file.
+    clothes = [0, 1, 2, 3, 4, 6]  # tops, trousers, pullovers, dresses, coats, shirts: no shoes or bags
+    subset = ds.where(f"label IN ({', '.join(map(str, clothes))})")
+    counts = ds.query("SELECT label, count(*) AS n FROM samples GROUP BY label ORDER BY label").to_pydict()
+    print("classes:", ", ".join(f"{FASHION[k]} {n}" for k, n in zip(counts["label"], counts["n"])))
+    keys = [int(v) for v in ds.table(["label"]).column("label").to_numpy()[np.array(subset.tolist())]] \
+        if _has_pyarrow() else [int(labels[i]) for i in subset.tolist()]
+    tr, va = subset.stratified_split(keys, [0.8, 0.2], seed=0)
+    ds.save_splits(train=tr, val=va)
+    print(f"query {len(subset)} clothing images -> stored splits {sorted(ds.splits())}")
+    train("Fashion-MNIST, clothing only", fm,
+          lambda training: [CenterCropRGBImageDecoder((28, 28), ratio=1.0),
+                            *([RandomHorizontalFlip()] if training else []),
+                            NormalizeImage(mean, std, np.float32)],
+          clothes, epochs=4, batch_size=128)
+
+    # 3. The ImageFolder photos -> .beton (JPEG q90, at most 256 px), wide photos only.
+    pf = os.path.join(out, "photos.beton")
+    t0 = time.perf_counter()
+    report = DatasetWriter(pf, {"image": RGBImageField(write_mode="jpg", max_resolution=256), "label": IntField()},
+                           progress=False).from_imagefolder(os.path.join(HERE, "data/imagefolder"))
+    print(f"\nwrote {pf}: {report['num_samples']} photos of {report['classes']} in {time.perf_counter() - t0:.2f} s")
+    photos = beton.open(pf)
+    wide = photos.where("image.width >= 200")
+    keys = [photos[i]["label"] for i in wide.tolist()]
+    tr, va = wide.stratified_split(keys, [0.8, 0.2], seed=0)
+    photos.save_splits(train=tr, val=va)
+    print(f"query image.width >= 200: {len(wide)} of {len(photos)} photos")
+    train("bundled photos (RRC 64 px)", pf,
+          lambda training: [RandomResizedCropRGBImageDecoder((64, 64)) if training
+                            else CenterCropRGBImageDecoder((64, 64)),
+                            *([RandomHorizontalFlip()] if training else []),
+                            NormalizeImage(mean, std, np.float32)],
+          list(range(len(report["classes"]))), epochs=3, batch_size=16)
+
+
+def _has_pyarrow():
+    try:
+        import pyarrow  # noqa: F401
+
+        return True
+    except ImportError:
+        return False
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join("target", "beton-main-job"))
