@@ -266,11 +266,20 @@ fn progressive_resizing_changes_the_output_size_per_epoch() {
     let sources = (0..6).map(|i| constant(100, 80, colour(i))).collect();
     let ds = write(&dir.path().join("c.beton"), sources, WriteMode::Raw, false);
     let dec = RandomResizedCropRGBImageDecoder::new((0, 0)).size_schedule(|e| (16 + 8 * e as usize, 24));
-    let mut l = loader(&ds, Arc::new(dec), 2);
+    let mut l = loader(&ds, Arc::new(dec.clone()), 2);
     for e in 0..3 {
         let mut epoch = l.next_epoch().unwrap();
         let b = epoch.next().unwrap().unwrap();
         assert_eq!(b.column("image").unwrap().spec.shape, [16 + 8 * e, 24, 3]);
+    }
+    // Through a normalising pipeline too: CHW floats of each epoch's size.
+    let pipe =
+        ImagePipeline::new(dec).then(RandomHorizontalFlip::default()).normalize(NormalizeImage::imagenet());
+    let mut l = loader(&ds, Arc::new(pipe), 2);
+    for e in 0..3 {
+        let images = epoch_images(&mut l);
+        assert_eq!(images.len(), 6);
+        assert!(images.iter().all(|(_, px)| px.len() == 3 * (16 + 8 * e) * 24 * 4));
     }
 }
 

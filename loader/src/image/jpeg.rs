@@ -373,4 +373,40 @@ mod tests {
             assert!(err.to_string().starts_with("corrupt JPEG"), "{cut}: {err}");
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Damaged JPEGs (bytes overwritten, cut short) give an error or pixels, never a panic,
+        /// whatever the crop and output size.
+        #[test]
+        fn damaged_jpegs_never_panic(
+            edits in proptest::collection::vec((0usize..4000, proptest::prelude::any::<u8>()), 0..8),
+            cut in 0usize..4000,
+            x in 0u32..120, y in 0u32..90, cw in 1u32..120, ch in 1u32..90,
+            ow in 1u32..80, oh in 1u32..80,
+        ) {
+            let mut data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
+            for (at, byte) in edits {
+                let n = data.len();
+                data[at % n] = byte;
+            }
+            data.truncate(cut.max(2));
+            let crop = Crop { x: x.min(119), y: y.min(89), width: cw.min(120 - x.min(119)), height: ch.min(90 - y.min(89)) };
+            let mut buf = Vec::new();
+            if let Ok(Some(r)) = decode_crop(&data, 120, 90, crop, (ow, oh), 1.0, &mut buf) {
+                proptest::prop_assert_eq!(buf.len(), r.width as usize * r.height as usize * 3);
+            }
+            // And through the decoders' crop + resize.
+            let img = beton_storage::ImageRef {
+                mode: beton_storage::ImageMode::Jpg,
+                width: 120,
+                height: 90,
+                channels: beton_storage::Channels::Rgb,
+                data: &data,
+            };
+            let mut out = vec![0u8; ow as usize * oh as usize * 3];
+            let _ = super::super::decoders::crop_resize_into(&img, crop, (oh as usize, ow as usize), 1.0, &mut out);
+        }
+    }
 }

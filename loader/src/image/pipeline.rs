@@ -20,7 +20,7 @@
 //! done once per pipeline, not per pixel).
 
 use std::cell::RefCell;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 use beton_storage::{Dataset, Value};
 
@@ -169,7 +169,7 @@ pub(crate) fn f32_to_f16(x: f32) -> u16 {
 }
 
 /// The output size each epoch's `columns` declared, for `decode` (which only sees slot bytes).
-type Sizes = Mutex<Vec<(u64, (usize, usize))>>;
+type Sizes = RwLock<Vec<(u64, (usize, usize))>>;
 
 thread_local! {
     /// The `u8` image of a normalising pipeline before normalisation.
@@ -219,7 +219,7 @@ impl ImagePipeline {
     }
 
     fn size(&self, epoch: u64) -> Result<(usize, usize)> {
-        let sizes = self.sizes.lock().map_err(|_| Error::Decode("image pipeline lock poisoned".into()))?;
+        let sizes = self.sizes.read().map_err(|_| Error::Decode("image pipeline lock poisoned".into()))?;
         sizes
             .iter()
             .find(|(e, _)| *e == epoch)
@@ -252,7 +252,7 @@ impl FieldDecoder for ImagePipeline {
         };
         {
             let mut sizes =
-                self.sizes.lock().map_err(|_| Error::Decode("image pipeline lock poisoned".into()))?;
+                self.sizes.write().map_err(|_| Error::Decode("image pipeline lock poisoned".into()))?;
             sizes.retain(|(e, _)| *e != epoch);
             sizes.push((epoch, (h, w)));
             // Epochs run one after another; a few are kept for epochs still draining.
