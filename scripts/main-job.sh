@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The main job on the bundled real data: writes the bundled ImageFolder photos
-# (examples/data/imagefolder, 155 photos in 6 classes, NOTICE beside them) into a .beton file
-# that FFCV 1.0.2 opens as is, then prints `beton info` and checks it with `beton verify`.
-# Installs what it needs first. Output: target/beton-main-job/imagefolder.beton
+# The main job on the bundled real data. Installs what it needs first.
+#  1. CLI: writes the bundled ImageFolder photos (examples/data/imagefolder, 155 photos in 6
+#     classes, NOTICE beside them) into a .beton file that FFCV 1.0.2 opens as is, prints
+#     `beton info`, checks it with `beton verify`, stores a stratified split in it and queries it.
+#  2. Python (examples/main_job.py): Fashion-MNIST's test split and the photos to .beton, a query
+#     picks the subset, a small model trains on it with beton's Loader: accuracy, images/s and
+#     where the time went. Uses torch when installed in target/py-venv, else numpy.
+# Output: target/beton-main-job/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -16,3 +20,16 @@ echo
 "$beton" info "$out/imagefolder.beton"
 echo
 "$beton" verify --decode-images "$out/imagefolder.beton"
+echo
+"$beton" split random "$out/imagefolder.beton" train=0.8 val=0.2 --seed 0 --stratify label
+"$beton" query "$out/imagefolder.beton" \
+  "SELECT label, count(*) AS photos, avg(image.width) AS mean_width FROM samples WHERE in_split('val') GROUP BY label ORDER BY label"
+
+echo
+echo "== Python =="
+py=target/py-venv/bin/python
+[ -x "$py" ] || python3 -m venv target/py-venv
+"$py" -m pip install --quiet --disable-pip-version-check maturin numpy pyarrow tqdm
+(cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$PWD/../target" \
+  ../target/py-venv/bin/maturin develop --release --quiet)
+"$py" examples/main_job.py "$out"
