@@ -7,6 +7,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
+use beton_loader::image::{
+    CenterCropRGBImageDecoder, FloatType, ImagePipeline, NormalizeImage, RandomHorizontalFlip,
+    RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder,
+};
 use beton_loader::{Loader, OrderOption};
 use beton_query::{select_indices, splits, Table};
 
@@ -48,6 +52,10 @@ pub struct BenchArgs {
     /// Seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Decode image fields too: `rrc:SIZE` (random resized crop + flip + normalize to f16, the
+    /// training pipeline), `center:SIZE` (centre crop + normalize) or `simple` (whole images).
+    #[arg(long, value_name = "rrc:SIZE|center:SIZE|simple")]
+    images: Option<String>,
 }
 
 /// `--order`.
@@ -86,6 +94,16 @@ pub fn run(args: &BenchArgs) -> Result<String> {
     }
     if let Some(n) = args.cache_pages {
         builder = builder.cache_pages(n);
+    }
+    if let Some(spec) = &args.images {
+        for f in ds.fields() {
+            if matches!(
+                f.field_type(),
+                beton_storage::FieldType::RgbImage | beton_storage::FieldType::GreyImage
+            ) {
+                builder = builder.decoder(f.name(), Arc::new(image_pipeline(spec)?));
+            }
+        }
     }
     let names: Vec<&str>;
     if let Some(fields) = &args.fields {
@@ -144,4 +162,23 @@ pub fn run(args: &BenchArgs) -> Result<String> {
     }
     writeln!(out, "(busy/wait: summed over worker threads; starved: the consumer waiting for a batch)")?;
     Ok(out)
+}
+
+/// The image pipeline `--images` names.
+fn image_pipeline(spec: &str) -> Result<ImagePipeline> {
+    let normalize = NormalizeImage::imagenet().dtype(FloatType::F16);
+    let size = |s: &str| -> Result<(usize, usize)> {
+        let n: usize = s.parse().map_err(|_| anyhow::anyhow!("--images {spec}: '{s}' is not a size"))?;
+        Ok((n, n))
+    };
+    Ok(match spec.split_once(':') {
+        Some(("rrc", s)) => ImagePipeline::new(RandomResizedCropRGBImageDecoder::new(size(s)?))
+            .then(RandomHorizontalFlip::default())
+            .normalize(normalize),
+        Some(("center", s)) => {
+            ImagePipeline::new(CenterCropRGBImageDecoder::new(size(s)?)).normalize(normalize)
+        }
+        None if spec == "simple" => ImagePipeline::new(SimpleRGBImageDecoder),
+        _ => anyhow::bail!("--images {spec}: expected rrc:SIZE, center:SIZE or simple"),
+    })
 }

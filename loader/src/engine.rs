@@ -84,6 +84,8 @@ fn nanos(d: Duration) -> u64 {
 #[derive(Clone)]
 struct Pipeline {
     field: usize,
+    /// For an extra view of a field: the name its columns take instead of the field's.
+    view: Option<String>,
     decoder: Arc<dyn FieldDecoder>,
     first_column: usize,
     num_columns: usize,
@@ -105,6 +107,7 @@ pub struct LoaderBuilder {
     world_size: usize,
     fields: Option<Vec<String>>,
     decoders: Vec<(String, Arc<dyn FieldDecoder>)>,
+    views: Vec<(String, String, Arc<dyn FieldDecoder>)>,
 }
 
 impl LoaderBuilder {
@@ -190,6 +193,14 @@ impl LoaderBuilder {
         self
     }
 
+    /// Adds an extra view of field `field`, decoded by `decoder` into columns named `name`
+    /// (e.g. a second random crop of the same image, as self-supervised methods train on). Each
+    /// view draws its own randomness.
+    pub fn view(mut self, name: &str, field: &str, decoder: Arc<dyn FieldDecoder>) -> Self {
+        self.views.push((name.to_string(), field.to_string(), decoder));
+        self
+    }
+
     /// Checks the arguments and builds the loader.
     ///
     /// # Errors
@@ -243,7 +254,21 @@ impl LoaderBuilder {
                     )
                 })?,
             };
-            pipelines.push(Pipeline { field, decoder, first_column: 0, num_columns: 0 });
+            pipelines.push(Pipeline { field, view: None, decoder, first_column: 0, num_columns: 0 });
+        }
+        for (k, (name, source, decoder)) in self.views.iter().enumerate() {
+            let field = self.ds.field_index(source)?;
+            if self.ds.field_index(name).is_ok() || self.views[..k].iter().any(|v| &v.0 == name) {
+                return Err(invalid("view", format!("'{name}' is already the name of a field or view")));
+            }
+            let decoder = Arc::clone(decoder);
+            pipelines.push(Pipeline {
+                field,
+                view: Some(name.clone()),
+                decoder,
+                first_column: 0,
+                num_columns: 0,
+            });
         }
         let threads = match self.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -316,6 +341,7 @@ impl Loader {
             world_size: 1,
             fields: None,
             decoders: Vec::new(),
+            views: Vec::new(),
         }
     }
 
@@ -379,7 +405,17 @@ impl Loader {
         let mut pipelines = self.pipelines.clone();
         let mut columns = Vec::new();
         for p in &mut pipelines {
-            let cols = p.decoder.columns(&self.ds, p.field, epoch)?;
+            let mut cols = p.decoder.columns(&self.ds, p.field, epoch)?;
+            if let Some(view) = &p.view {
+                // `image` → `view`, `image.len` → `view.len`.
+                let field = self.ds.fields()[p.field].name();
+                for c in &mut cols {
+                    c.name = match c.name.strip_prefix(field) {
+                        Some(rest) => format!("{view}{rest}"),
+                        None => format!("{view}.{}", c.name),
+                    };
+                }
+            }
             p.first_column = columns.len();
             p.num_columns = cols.len();
             columns.extend(cols);
@@ -627,8 +663,13 @@ impl Shared {
                 }
                 (Some(_), None) => Window { offset: 0, bytes: &[] },
             };
-            let ctx = SampleContext { index, seed: self.seed, epoch: self.epoch, position };
             for p in &self.pipelines {
+                // A view draws its own randomness: its seed is the loader's mixed with its name.
+                let seed = match &p.view {
+                    None => self.seed,
+                    Some(name) => crate::random::lane_seed(self.seed, fnv1a(name.as_bytes()), u64::MAX),
+                };
+                let ctx = SampleContext { index, seed, epoch: self.epoch, position };
                 let value = self.ds.get_in(index, p.field, window)?;
                 let cols = p.first_column..p.first_column + p.num_columns;
                 // Inline for up to four columns: no allocation per sample.
@@ -767,4 +808,9 @@ impl Drop for Epoch {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// FNV-1a of `bytes` (a view name's salt; stable across releases).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }

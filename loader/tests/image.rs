@@ -505,3 +505,34 @@ fn corrupt_jpeg_payloads_are_errors_naming_the_sample() {
         }
     }
 }
+
+/// Two random crops of one image (as SSL methods train on): each view has its own columns and
+/// its own randomness, and both are the same whatever the thread count.
+#[test]
+fn two_views_of_one_field_crop_independently() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = photos(8).into_iter().map(ImageSource::File).collect();
+    let ds = write(&dir.path().join("views.beton"), sources, WriteMode::Jpg, false);
+    let rrc = || -> Arc<dyn FieldDecoder> { Arc::new(RandomResizedCropRGBImageDecoder::new((48, 48))) };
+    let run = |threads| {
+        let mut l = Loader::builder(Arc::clone(&ds))
+            .batch_size(8)
+            .threads(threads)
+            .seed(5)
+            .decoder("image", rrc())
+            .view("view2", "image", rrc())
+            .build()
+            .unwrap();
+        let b = l.next_epoch().unwrap().next().unwrap().unwrap();
+        let names: Vec<String> = b.specs().iter().map(|c| c.name.clone()).collect();
+        assert_eq!(names, ["image", "view2"]);
+        (b.column("image").unwrap().bytes.to_vec(), b.column("view2").unwrap().bytes.to_vec())
+    };
+    let (a, b) = run(1);
+    assert_eq!((a.clone(), b.clone()), run(2), "views do not depend on threads");
+    let per = 48 * 48 * 3;
+    let differ = (0..8).filter(|k| a[k * per..(k + 1) * per] != b[k * per..(k + 1) * per]).count();
+    assert!(differ >= 7, "the two views crop differently ({differ} of 8 differ)");
+    let dup = Loader::builder(Arc::clone(&ds)).view("image", "image", rrc()).build();
+    assert!(dup.err().unwrap().to_string().contains("already the name"));
+}

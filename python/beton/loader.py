@@ -97,7 +97,21 @@ class Loader:
         kinds = {name: kind for name, kind, _ in self.dataset._native.fields()}
         self.fields: List[str] = []
         self.stages: Dict[str, list] = {}
-        image_pipelines = []
+        from beton.pipeline import PipelineSpec
+
+        image_pipelines, views = [], []
+        for name, spec in pipelines.items():
+            if not isinstance(spec, PipelineSpec):
+                if name not in kinds:
+                    raise KeyError(f"pipeline for {name!r}: no such field; the fields are {list(kinds)}")
+                continue
+            if spec.source not in kinds:
+                raise KeyError(f"view {name!r}: no field {spec.source!r}; the fields are {list(kinds)}")
+            ops = ([spec.decoder] if spec.decoder is not None else []) + spec.transforms
+            if not ops or not getattr(ops[0], "_beton_image_decoder", False):
+                raise ValueError(f"view {name!r}: views of a field need an image decoder first")
+            native, rest = _native_image_pipeline(name, ops)
+            views.append((name, spec.source, native, rest))
         for name, kind in kinds.items():
             if name in pipelines and pipelines[name] is None:
                 continue
@@ -120,7 +134,11 @@ class Loader:
             num_workers=0 if num_workers is None or num_workers < 0 else int(num_workers),
             order=order.value, seed=0 if seed is None else int(seed), drop_last=drop_last,
             batches_ahead=int(batches_ahead), os_cache=bool(os_cache), indices=indices, rank=rank,
-            world_size=world, fields=self.fields, image_pipelines=image_pipelines)
+            world_size=world, fields=self.fields, image_pipelines=image_pipelines,
+            views=[(n, src, native) for n, src, native, _ in views])
+        for n, _, _, rest in views:
+            self.fields.append(n)
+            self.stages[n] = [_stage(op) for op in rest]
         self._epoch = None
 
     def __len__(self) -> int:

@@ -78,7 +78,7 @@ impl Loader {
     #[new]
     #[pyo3(signature = (dataset, batch_size, num_workers = 0, order = "sequential", seed = 0, drop_last = true,
                         batches_ahead = 3, os_cache = true, indices = None, rank = 0, world_size = 1,
-                        fields = None, cache_pages = None, image_pipelines = None))]
+                        fields = None, cache_pages = None, image_pipelines = None, views = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dataset: &Dataset,
@@ -95,6 +95,7 @@ impl Loader {
         fields: Option<Vec<String>>,
         cache_pages: Option<usize>,
         image_pipelines: Option<Vec<(String, ImageSpec)>>,
+        views: Option<Vec<(String, String, ImageSpec)>>,
     ) -> PyResult<Self> {
         let order = match order.to_ascii_lowercase().as_str() {
             "sequential" => OrderOption::Sequential,
@@ -123,6 +124,9 @@ impl Loader {
         }
         for (name, spec) in image_pipelines.unwrap_or_default() {
             b = b.decoder(&name, Arc::new(image_pipeline(&name, spec)?));
+        }
+        for (name, source, spec) in views.unwrap_or_default() {
+            b = b.view(&name, &source, Arc::new(image_pipeline(&name, spec)?));
         }
         let names: Vec<&str>;
         if let Some(f) = &fields {

@@ -73,3 +73,15 @@ def test_same_seed_same_crops_whatever_the_workers(tmp_path):
 
     one, two = epoch(1), epoch(2)
     assert len(one) == 4 and all((a == b).all() for a, b in zip(one, two))
+
+
+def test_two_views_of_one_image_field(constant):
+    from beton.pipeline import PipelineSpec
+
+    loader = Loader(constant, batch_size=16, seed=1, pipelines={
+        "image": [RandomResizedCropRGBImageDecoder((24, 24))],
+        "second": PipelineSpec("image", RandomResizedCropRGBImageDecoder((32, 32)), [RandomHorizontalFlip()])})
+    assert loader.fields == ["image", "label", "second"]
+    first, labels, second = next(iter(loader))
+    assert first.shape == (16, 24, 24, 3) and second.shape == (16, 32, 32, 3)
+    assert (second[:, 0, 0, 0] == labels.astype(np.uint8)).all()
