@@ -135,22 +135,28 @@ pub(crate) fn write<'py>(
     let specs = fields.into_iter().map(|(n, t, o)| field(n, &t, o.as_ref())).collect::<PyResult<Vec<_>>>()?;
     let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-    let progress: Option<beton_storage::writer::ProgressFn> = progress.map(|cb| {
-        let f: beton_storage::writer::ProgressFn = Arc::new(move |p: beton_storage::Progress| {
+    // Ctrl-C (checked after every chunk, even without a callback), an exception in the
+    // callback, or the callback returning False stops the write; the exception is re-raised.
+    let interrupted: Arc<std::sync::Mutex<Option<PyErr>>> = Arc::default();
+    let stop = Arc::clone(&interrupted);
+    let progress: Option<beton_storage::writer::ProgressFn> =
+        Some(Arc::new(move |p: beton_storage::Progress| {
             Python::attach(|py| {
-                // Ctrl-C, an exception in the callback, or the callback returning False stops
-                // the write.
-                if py.check_signals().is_err() {
-                    return false;
-                }
-                match cb.call1(py, (p.done, p.total)) {
-                    Ok(r) => !matches!(r.extract::<bool>(py), Ok(false)),
-                    Err(_) => false,
+                let result = py.check_signals().and_then(|()| match &progress {
+                    Some(cb) => {
+                        cb.call1(py, (p.done, p.total)).map(|r| !matches!(r.extract::<bool>(py), Ok(false)))
+                    }
+                    None => Ok(true),
+                });
+                match result {
+                    Ok(go_on) => go_on,
+                    Err(e) => {
+                        *stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                        false
+                    }
                 }
             })
-        });
-        f
-    });
+        }));
     let options = WriterOptions {
         page_size,
         num_threads: num_workers,
@@ -178,7 +184,9 @@ pub(crate) fn write<'py>(
         })
         .map_err(|e: PyErr| SourceError::from(e.to_string()))
     };
-    let report = py.detach(|| writer.write_indexed(num_samples, fetch)).map_err(from_storage)?;
+    let report = py.detach(|| writer.write_indexed(num_samples, fetch)).map_err(|e| {
+        interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
+    })?;
     let d = PyDict::new(py);
     d.set_item("path", report.path)?;
     d.set_item("num_samples", report.num_samples)?;

@@ -154,3 +154,52 @@ def test_ctrl_c_or_false_from_progress_stops_a_write(tmp_path):
         beton._native.write(str(tmp_path / "x.beton"), [("label", "int", None)], 10_000, lambda i: [i],
                             chunk_size=100, progress=stop)
     assert calls and not (tmp_path / "x.beton").exists()
+
+
+def test_ctrl_c_interrupts_a_write_and_leaves_no_file(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "big.beton"
+    script = f"""
+import time, beton._native as n
+def get(i):
+    time.sleep(0.001)
+    return [i]
+print("started", flush=True)
+n.write({str(out)!r}, [("label", "int", None)], 1_000_000, get, chunk_size=64)
+"""
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode != 0 and "KeyboardInterrupt" in err, err
+    assert not out.exists()
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".big.beton")], "temporary files removed"
+
+
+def test_an_exception_in_the_progress_callback_is_raised(tmp_path):
+    def boom(done, total):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        beton._native.write(str(tmp_path / "x.beton"), [("label", "int", None)], 1000, lambda i: [i],
+                            chunk_size=100, progress=boom)
+
+
+def test_100_epochs_with_early_breaks_keep_memory_flat(small):
+    def rss_kib():
+        with open("/proc/self/status") as f:
+            return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+
+    loader = Loader(small, batch_size=16, num_workers=2, order=OrderOption.RANDOM, pipelines={"meta": None})
+    rss = []
+    for epoch in range(100):
+        for k, batch in enumerate(loader):
+            if k == epoch % 5:
+                break
+        rss.append(rss_kib())
+    assert rss[-1] - rss[9] < 8 * 1024, f"RSS grew {rss[9]} -> {rss[-1]} KiB"
