@@ -1,0 +1,3 @@
+"""FFCV's module path ffcv.transforms.common."""
+
+from beton.transforms.ops import Squeeze  # noqa: F401

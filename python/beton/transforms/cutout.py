@@ -1,0 +1,3 @@
+"""FFCV's module path ffcv.transforms.cutout."""
+
+from beton.transforms.image import Cutout  # noqa: F401

@@ -1,0 +1,3 @@
+"""FFCV's module path ffcv.transforms.normalize."""
+
+from beton.transforms.image import NormalizeImage  # noqa: F401
