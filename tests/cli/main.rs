@@ -309,3 +309,36 @@ fn split_commands_on_ffcv_written_files() {
     assert!(!o.status.success() && err.contains("room for 0"), "{err}");
     assert_eq!(std::fs::read(&f).unwrap(), before);
 }
+
+#[test]
+fn bench_runs_epochs_and_reports_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(dir.path(), "pages_2mib");
+    let o = beton(&[
+        "bench",
+        f.to_str().unwrap(),
+        "--batch-size",
+        "8",
+        "--epochs",
+        "2",
+        "--process-cache",
+        "--threads",
+        "2",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("120 of 120 samples, batch 8, 15 batches an epoch") && out.contains("samples/s"),
+        "{out}"
+    );
+    let rows: Vec<&str> = out.lines().filter(|l| l.trim_start().starts_with(['0', '1'])).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    // Epoch 0 of the process cache reads the 20 pages.
+    assert_eq!(rows[0].split_whitespace().nth(4), Some("20"), "{out}");
+    let f = fixture(dir.path(), "photos_jpg");
+    let o =
+        beton(&["bench", f.to_str().unwrap(), "--batch-size", "4", "--epochs", "1", "--images", "rrc:32"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = beton(&["bench", f.to_str().unwrap(), "--images", "zoom:3"]);
+    assert!(!o.status.success() && text(&o).1.contains("expected rrc:SIZE, center:SIZE or simple"));
+}
