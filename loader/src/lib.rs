@@ -1,19 +1,23 @@
 //! beton-loader: the training data loader over `.beton` files.
 //!
-//! This crate decides *which samples each rank reads, in which order, in which batches*, the part
-//! of a loader that must be identical on every rank and reproducible after a restart:
+//! - [`Loader`] (built with [`Loader::builder`]): FFCV's loader. Each [`Epoch`] starts a pool of
+//!   threads that build several batches at once, each straight into an output slot allocated once
+//!   per loader; batches come out in order as [`Batch`]es, and a slot is not reused while its
+//!   batch is held. `os_cache(false)` reads pages through an order-aware, bounded process cache
+//!   (`cache.rs`). [`EpochStats`] says what an epoch read and where the time went;
+//!   [`Epoch::state`] / [`Loader::resume`] continue an interrupted epoch exactly.
+//! - [`decode`]: [`FieldDecoder`]s write one sample's field into its rows of a batch (scalars,
+//!   arrays, padded bytes/JSON/text); [`image`]: FFCV's image decoders with crop-aware,
+//!   DCT-scaled JPEG decoding and FFCV's image transforms, fused per sample.
+//! - [`PageMap`], [`order`], [`plan_epoch`], [`LoaderState`]: *which samples each rank reads, in
+//!   which order, in which batches*, the part that must be identical on every rank and
+//!   reproducible after a restart: FFCV's orders ([`OrderOption`]: `SEQUENTIAL`, `RANDOM`,
+//!   `QUASI_RANDOM`, or a custom [`Order`]) with FFCV's / PyTorch's distributed semantics.
 //!
-//! - [`PageMap`]: the page every sample lives on, built once per loader from a [`Dataset`]
-//!   (beton_storage::Dataset).
-//! - [`order`]: FFCV's traversal orders ([`OrderOption`]: `SEQUENTIAL`, `RANDOM`, `QUASI_RANDOM`,
-//!   or a custom [`Order`]), and [`plan_epoch`], which turns an order into one rank's
-//!   [`EpochPlan`] of batches with FFCV's / PyTorch's distributed semantics.
-//! - [`LoaderState`]: what a checkpoint stores to resume mid-epoch, checked against the loader
-//!   it is resumed in.
-//!
-//! Every random choice derives from `(seed, epoch)` alone, through ChaCha8 seeded by SplitMix64
-//! with hand-written bounded draws (as beton-query's index sets), so ranks agree without
-//! communicating and a dependency upgrade cannot change an order: golden tests pin each one.
+//! Every random choice derives from `(seed, epoch)` (orders) or `(seed, epoch, sample)`
+//! (augmentations) alone, through ChaCha8 seeded by SplitMix64 with hand-written bounded draws
+//! (as beton-query's index sets), so ranks agree without communicating, batches do not depend on
+//! the thread count, and a dependency upgrade cannot change an order: golden tests pin each one.
 //!
 //! ```
 //! use beton_loader::{plan_epoch, EpochContext, OrderOption, PageMap};
