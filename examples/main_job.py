@@ -50,8 +50,8 @@ def read_idx(path):
 class Model:
     """Softmax regression / one-hidden-layer MLP on flattened, normalised pixels."""
 
-    def __init__(self, inputs, classes, seed=0):
-        self.inputs, self.classes = inputs, classes
+    def __init__(self, inputs, classes, lr, seed=0):
+        self.inputs, self.classes, self.lr = inputs, classes, lr
         try:
             import torch
 
@@ -59,7 +59,7 @@ class Model:
             self.torch = torch
             self.net = torch.nn.Sequential(torch.nn.Linear(inputs, 128), torch.nn.ReLU(),
                                            torch.nn.Linear(128, classes))
-            self.opt = torch.optim.SGD(self.net.parameters(), lr=0.05, momentum=0.9)
+            self.opt = torch.optim.SGD(self.net.parameters(), lr=lr, momentum=0.9)
             self.kind = "torch MLP (CPU)"
         except ImportError:
             self.torch = None
@@ -83,8 +83,8 @@ class Model:
         p /= p.sum(1, keepdims=True)
         loss = -np.log(p[np.arange(len(y)), y] + 1e-9).mean()
         p[np.arange(len(y)), y] -= 1
-        self.w -= 0.01 * (x.T @ p) / len(y)
-        self.b -= 0.01 * p.mean(0)
+        self.w -= self.lr * (x.T @ p) / len(y)
+        self.b -= self.lr * p.mean(0)
         return float(loss)
 
     def predict(self, x):
@@ -95,7 +95,7 @@ class Model:
         return (x @ self.w + self.b).argmax(1)
 
 
-def train(name, path, pipeline, classes, epochs, batch_size):
+def train(name, path, pipeline, classes, epochs, batch_size, lr):
     """Trains on split `train`, evaluates on `val`; prints per-epoch loss, images/s and waits."""
     ds = beton.open(path)
     label_of = {old: new for new, old in enumerate(classes)}
@@ -117,7 +117,7 @@ def train(name, path, pipeline, classes, epochs, batch_size):
         for images, labels in train_loader:
             x, y = flat(images), remap(labels)
             if model is None:
-                model = Model(x.shape[1], len(classes))
+                model = Model(x.shape[1], len(classes), lr)
                 print(f"model: {model.kind}, input {images.shape[1:]} -> {x.shape[1]} features")
             c0 = time.perf_counter()
             losses.append(model.step(x, y))
@@ -163,7 +163,7 @@ def main(out):
           lambda training: [CenterCropRGBImageDecoder((28, 28), ratio=1.0),
                             *([RandomHorizontalFlip()] if training else []),
                             NormalizeImage(mean, std, np.float32)],
-          clothes, epochs=4, batch_size=128)
+          clothes, epochs=4, batch_size=128, lr=0.01)
 
     # 3. The ImageFolder photos -> .beton (JPEG q90, at most 256 px), wide photos only.
     pf = os.path.join(out, "photos.beton")
@@ -182,7 +182,7 @@ def main(out):
                             else CenterCropRGBImageDecoder((64, 64)),
                             *([RandomHorizontalFlip()] if training else []),
                             NormalizeImage(mean, std, np.float32)],
-          list(range(len(report["classes"]))), epochs=3, batch_size=16)
+          list(range(len(report["classes"]))), epochs=3, batch_size=16, lr=0.0005)
 
 
 def _has_pyarrow():
