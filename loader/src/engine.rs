@@ -108,6 +108,7 @@ pub struct LoaderBuilder {
     fields: Option<Vec<String>>,
     decoders: Vec<(String, Arc<dyn FieldDecoder>)>,
     views: Vec<(String, String, Arc<dyn FieldDecoder>)>,
+    epochs: Option<u64>,
 }
 
 impl LoaderBuilder {
@@ -170,6 +171,14 @@ impl LoaderBuilder {
     /// buffer plus batches in flight, at most the file's pages).
     pub fn cache_pages(mut self, n: usize) -> Self {
         self.cache_pages = Some(n);
+        self
+    }
+
+    /// The number of epochs the loader runs (default: no limit, as FFCV's). Past it,
+    /// [`Loader::next_epoch`] is an error rather than a silent extra epoch, and
+    /// [`Loader::remaining_epochs`] counts down.
+    pub fn epochs(mut self, n: u64) -> Self {
+        self.epochs = Some(n);
         self
     }
 
@@ -299,6 +308,7 @@ impl LoaderBuilder {
             pool: SlotPool::default(),
             next_epoch: 0,
             resume_at: 0,
+            epochs: self.epochs,
         })
     }
 }
@@ -321,6 +331,7 @@ pub struct Loader {
     pool: SlotPool,
     next_epoch: u64,
     resume_at: usize,
+    epochs: Option<u64>,
 }
 
 impl Loader {
@@ -342,6 +353,7 @@ impl Loader {
             fields: None,
             decoders: Vec::new(),
             views: Vec::new(),
+            epochs: None,
         }
     }
 
@@ -372,6 +384,11 @@ impl Loader {
         Ok(self.plan(self.next_epoch)?.num_batches())
     }
 
+    /// Epochs left to run when the loader was built with [`LoaderBuilder::epochs`].
+    pub fn remaining_epochs(&self) -> Option<u64> {
+        self.epochs.map(|n| n.saturating_sub(self.next_epoch))
+    }
+
     /// The epoch the next [`next_epoch`](Self::next_epoch) call runs.
     pub fn epoch(&self) -> u64 {
         self.next_epoch
@@ -383,6 +400,15 @@ impl Loader {
     /// As [`plan_epoch`]; column errors from the decoders.
     pub fn next_epoch(&mut self) -> Result<Epoch> {
         let epoch = self.next_epoch;
+        if let Some(n) = self.epochs.filter(|&n| epoch >= n) {
+            return Err(Error::InvalidArgument {
+                what: "epoch".into(),
+                why: format!(
+                    "the loader was built for {n} epochs (0 to {}); epoch {epoch} is past them",
+                    n.saturating_sub(1)
+                ),
+            });
+        }
         let skip = std::mem::take(&mut self.resume_at);
         self.next_epoch += 1;
         self.run_epoch(epoch, skip)

@@ -484,3 +484,18 @@ fn multi_gib_file_under_a_small_cache_bound_with_flat_memory() {
     let (settled, last) = (rss[4], rss[rss.len() - 1]);
     assert!(last <= settled + 16 * 1024, "RSS grew from {settled} KiB to {last} KiB: {rss:?}");
 }
+
+#[test]
+fn a_loader_built_for_n_epochs_runs_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    let mut loader = Loader::builder(Arc::clone(&ds)).batch_size(100).epochs(2).build().unwrap();
+    assert_eq!(loader.remaining_epochs(), Some(2));
+    for _ in 0..2 {
+        assert_eq!(loader.next_epoch().unwrap().count(), 6);
+    }
+    assert_eq!(loader.remaining_epochs(), Some(0));
+    let err = loader.next_epoch().err().unwrap().to_string();
+    assert!(err.contains("built for 2 epochs (0 to 1); epoch 2 is past them"), "{err}");
+    assert_eq!(Loader::builder(ds).build().unwrap().remaining_epochs(), None);
+}
