@@ -499,3 +499,29 @@ fn a_loader_built_for_n_epochs_runs_n() {
     assert!(err.contains("built for 2 epochs (0 to 1); epoch 2 is past them"), "{err}");
     assert_eq!(Loader::builder(ds).build().unwrap().remaining_epochs(), None);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn fifty_epochs_keep_memory_flat() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    for os_cache in [true, false] {
+        let mut loader = Loader::builder(Arc::clone(&ds))
+            .batch_size(32)
+            .threads(2)
+            .order(OrderOption::Random)
+            .os_cache(os_cache)
+            .build()
+            .unwrap();
+        let mut rss = Vec::new();
+        for _ in 0..50 {
+            for b in loader.next_epoch().unwrap() {
+                b.unwrap();
+            }
+            rss.push(rss_kib());
+        }
+        // Other tests run beside this one in the same process, so allow some slack; a slot or
+        // page buffer leaked per epoch would add megabytes each time.
+        assert!(rss[49] <= rss[4] + 32 * 1024, "os_cache {os_cache}: RSS {} -> {} KiB", rss[4], rss[49]);
+    }
+}
