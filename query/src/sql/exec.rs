@@ -152,9 +152,17 @@ fn collect_columns(e: &Expr, out: &mut Vec<String>) {
                 args.into_iter().skip(skip).for_each(|a| collect_columns(a, out));
             }
         }
+        other => for_each_operand(other, |x| collect_columns(x, out)),
+    }
+}
+
+/// Calls `f` on every operand of the operators and forms the engine runs (not on function
+/// arguments, which the walkers handle themselves).
+fn for_each_operand<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
+    match e {
         Expr::BinaryOp { left, right, .. } => {
-            collect_columns(left, out);
-            collect_columns(right, out);
+            f(left);
+            f(right);
         }
         Expr::UnaryOp { expr, .. }
         | Expr::Nested(expr)
@@ -164,23 +172,21 @@ fn collect_columns(e: &Expr, out: &mut Vec<String>) {
         | Expr::IsTrue(expr)
         | Expr::IsNotTrue(expr)
         | Expr::IsFalse(expr)
-        | Expr::IsNotFalse(expr) => collect_columns(expr, out),
-        Expr::Between { expr, low, high, .. } => {
-            [expr, low, high].into_iter().for_each(|x| collect_columns(x, out));
-        }
+        | Expr::IsNotFalse(expr) => f(expr),
+        Expr::Between { expr, low, high, .. } => [expr, low, high].into_iter().for_each(|x| f(x)),
         Expr::InList { expr, list, .. } => {
-            collect_columns(expr, out);
-            list.iter().for_each(|x| collect_columns(x, out));
+            f(expr);
+            list.iter().for_each(f);
         }
         Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
-            collect_columns(expr, out);
-            collect_columns(pattern, out);
+            f(expr);
+            f(pattern);
         }
         Expr::Case { operand, conditions, else_result, .. } => {
-            operand.iter().chain(else_result).for_each(|x| collect_columns(x, out));
+            operand.iter().chain(else_result).for_each(|x| f(x));
             for when in conditions {
-                collect_columns(&when.condition, out);
-                collect_columns(&when.result, out);
+                f(&when.condition);
+                f(&when.result);
             }
         }
         _ => {}
@@ -412,38 +418,7 @@ fn collect_aggregates<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
                 args.into_iter().for_each(|a| collect_aggregates(a, out));
             }
         }
-        Expr::BinaryOp { left, right, .. } => {
-            collect_aggregates(left, out);
-            collect_aggregates(right, out);
-        }
-        Expr::UnaryOp { expr, .. }
-        | Expr::Nested(expr)
-        | Expr::Cast { expr, .. }
-        | Expr::IsNull(expr)
-        | Expr::IsNotNull(expr)
-        | Expr::IsTrue(expr)
-        | Expr::IsNotTrue(expr)
-        | Expr::IsFalse(expr)
-        | Expr::IsNotFalse(expr) => collect_aggregates(expr, out),
-        Expr::Between { expr, low, high, .. } => {
-            [expr, low, high].into_iter().for_each(|x| collect_aggregates(x, out));
-        }
-        Expr::InList { expr, list, .. } => {
-            collect_aggregates(expr, out);
-            list.iter().for_each(|x| collect_aggregates(x, out));
-        }
-        Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
-            collect_aggregates(expr, out);
-            collect_aggregates(pattern, out);
-        }
-        Expr::Case { operand, conditions, else_result, .. } => {
-            operand.iter().chain(else_result).for_each(|x| collect_aggregates(x, out));
-            for when in conditions {
-                collect_aggregates(&when.condition, out);
-                collect_aggregates(&when.result, out);
-            }
-        }
-        _ => {}
+        other => for_each_operand(other, |x| collect_aggregates(x, out)),
     }
 }
 
