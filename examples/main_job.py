@@ -1,7 +1,8 @@
 """The main job in Python: bundled real data to .beton, a query picks the subset, a small model
 trains on it with beton's Loader.
 
-1. Fashion-MNIST's test split (examples/data/fashion-mnist, 10,000 grey 28x28 images, 10 classes)
+1. Fashion-MNIST's test split (../shared/data/fashion-mnist, 10,000 grey 28x28 images, 10 classes;
+   the first 3,000 bundled in examples/data/fashion-mnist when ../shared is absent)
    and the bundled ImageFolder (examples/data/imagefolder, 155 photos, 6 classes) are written to
    .beton files with beton.writer.DatasetWriter.
 2. SQL picks what to train on (Fashion-MNIST: six classes of clothing; the photos: those at least
@@ -140,8 +141,14 @@ def main(out):
     mean, std = np.array([0.5, 0.5, 0.5]) * 255, np.array([0.25, 0.25, 0.25]) * 255
 
     # 1. Fashion-MNIST test split -> .beton (raw 28x28 grey stored as RGB raw: FFCV's own format)
-    images = read_idx(os.path.join(HERE, "data/fashion-mnist/t10k-images-idx3-ubyte.gz"))
-    labels = read_idx(os.path.join(HERE, "data/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+    # The whole test split when ../shared is beside the repo, else the bundled first 3,000.
+    shared = os.path.join(HERE, "..", "..", "shared", "data", "fashion-mnist")
+    if os.path.exists(os.path.join(shared, "t10k-images-idx3-ubyte.gz")):
+        images = read_idx(os.path.join(shared, "t10k-images-idx3-ubyte.gz"))
+        labels = read_idx(os.path.join(shared, "t10k-labels-idx1-ubyte.gz"))
+    else:
+        images = read_idx(os.path.join(HERE, "data/fashion-mnist/t10k-3000-images-idx3-ubyte.gz"))
+        labels = read_idx(os.path.join(HERE, "data/fashion-mnist/t10k-3000-labels-idx1-ubyte.gz"))
     fm = os.path.join(out, "fashion-mnist.beton")
     t0 = time.perf_counter()
     DatasetWriter(fm, {"image": RGBImageField(), "label": IntField()}, progress=False).from_indexed_dataset(
