@@ -79,8 +79,13 @@ fn write_group(c: &mut Criterion, name: &str, root: &Path) {
         .throughput(Throughput::Elements(n));
 
     let write = |write_mode, jpeg_passthrough, num_threads| {
-        let image =
-            ImageOptions { write_mode, max_resolution: Some(256), jpeg_quality: 90, jpeg_passthrough };
+        let image = ImageOptions {
+            write_mode,
+            max_resolution: Some(256),
+            jpeg_quality: 90,
+            jpeg_passthrough,
+            ..ImageOptions::default()
+        };
         let fields = vec![FieldSpec::rgb_image("image", image), FieldSpec::new("label", FieldType::Int)];
         Writer::new(&out, fields, WriterOptions { num_threads, ..WriterOptions::default() })
             .expect("writer")

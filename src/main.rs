@@ -143,6 +143,10 @@ struct WriteArgs {
     /// Re-encode source JPEGs even when they could be stored as they are.
     #[arg(long)]
     no_passthrough: bool,
+    /// A JPEG restart marker every N MCUs (0: none, FFCV's bytes). With markers, crop decoders
+    /// entropy-decode only the part of each JPEG around the crop.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    restart_interval: u16,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -332,6 +336,7 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
         max_resolution: a.max_resolution,
         jpeg_quality: a.quality,
         jpeg_passthrough: !a.no_passthrough,
+        jpeg_restart_interval: a.restart_interval,
     };
     let folder = imagefolder::scan(&a.dir)?;
     // The `path` text field is UTF-8: refuse other names up front rather than mangle them.

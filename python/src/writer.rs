@@ -22,7 +22,7 @@ fn bad(what: impl Into<String>) -> PyErr {
 
 /// A field from `(name, type, options)`: type is int, float, bytes, json, text, bool,
 /// ndarray / torch_tensor (options dtype, shape), array (dtype), rgb_image / grey_image
-/// (options write_mode, max_resolution, jpeg_quality, jpeg_passthrough).
+/// (options write_mode, max_resolution, jpeg_quality, jpeg_passthrough, jpeg_restart_interval).
 fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<FieldSpec> {
     let opt = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
         match options {
@@ -62,6 +62,9 @@ fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResul
         }
         if let Some(v) = opt("jpeg_passthrough")? {
             o.jpeg_passthrough = v.extract()?;
+        }
+        if let Some(v) = opt("jpeg_restart_interval")? {
+            o.jpeg_restart_interval = v.extract()?;
         }
         Ok(o)
     };

@@ -31,7 +31,12 @@ fn fixture_as_source(ds: &Dataset) -> (Vec<FieldSpec>, Vec<Vec<SampleValue>>) {
         .map(|f| match f.field_type() {
             FieldType::RgbImage => FieldSpec::rgb_image(
                 f.name(),
-                ImageOptions { write_mode: WriteMode::Jpg, ..ImageOptions::default() },
+                // No restart markers: FFCV's JPEG bytes pass through as they are.
+                ImageOptions {
+                    write_mode: WriteMode::Jpg,
+                    jpeg_restart_interval: 0,
+                    ..ImageOptions::default()
+                },
             ),
             ty => FieldSpec::new(f.name(), ty.clone()),
         })

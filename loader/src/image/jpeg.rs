@@ -21,6 +21,7 @@ use std::ffi::{c_int, CStr};
 use turbojpeg::raw;
 
 use super::crop::Crop;
+use super::restart;
 use crate::error::{Error, Result};
 
 /// Most progressive scans accepted (libjpeg-turbo's tools use 500 against the "many scans" DoS).
@@ -199,9 +200,18 @@ pub(crate) fn decode_full(data: &[u8], width: u32, height: u32, dst: &mut [u8]) 
     })
 }
 
+thread_local! {
+    /// The slice JPEG and the marker positions of [`restart::slice`], reused.
+    static SLICE: RefCell<(Vec<u8>, Vec<usize>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
 /// Decodes the part of the JPEG that `crop` needs for an output of `out_w × out_h`, at the
 /// smallest DCT scale that keeps the crop at least `oversample ×` that size, into `buf` (resized
 /// to fit); `Ok(None)` when its colour space is CMYK or YCCK (not decoded here).
+///
+/// A JPEG with restart markers (beton's writer puts them in) is first cut down to the restart
+/// intervals around the crop ([`restart::slice`]), so only those are entropy-decoded; if that
+/// slice cannot be made or decoded, the whole JPEG is decoded as below.
 pub(crate) fn decode_crop(
     data: &[u8],
     width: u32,
@@ -211,18 +221,40 @@ pub(crate) fn decode_crop(
     oversample: f64,
     buf: &mut Vec<u8>,
 ) -> Result<Option<Region>> {
+    let denom = DENOMS
+        .into_iter()
+        .find(|&n| {
+            let enough = |crop: u32, out: u32| f64::from(crop) >= f64::from(out) * f64::from(n) * oversample;
+            enough(crop.width, out_w) && enough(crop.height, out_h)
+        })
+        .unwrap_or(1);
+    let sliced = SLICE.with(|cell| {
+        let (bytes, markers) = &mut *cell.borrow_mut();
+        // A margin of 4 pixels at the decode scale keeps the cut edges (which the chroma
+        // upsampler treats as image edges) out of the region decoded below.
+        let s = restart::slice(data, (width, height), crop, 4 * denom, bytes, markers)?;
+        let sub = Crop { x: crop.x - s.x, y: crop.y - s.y, ..crop };
+        decode_region(bytes, s.width, s.height, sub, denom, buf).ok().flatten()
+    });
+    match sliced {
+        Some(region) => Ok(Some(region)),
+        None => decode_region(data, width, height, crop, denom, buf),
+    }
+}
+
+/// [`decode_crop`] of `data` (not sliced) at scale 1/`denom`.
+fn decode_region(
+    data: &[u8],
+    width: u32,
+    height: u32,
+    crop: Crop,
+    denom: u32,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Region>> {
     with_decompressor(|d| {
         let Some(subsamp) = check_header(d, data, width, height)? else {
             return Ok(None);
         };
-        let denom = DENOMS
-            .into_iter()
-            .find(|&n| {
-                let enough =
-                    |crop: u32, out: u32| f64::from(crop) >= f64::from(out) * f64::from(n) * oversample;
-                enough(crop.width, out_w) && enough(crop.height, out_h)
-            })
-            .unwrap_or(1);
         let scaled = |v: u32| v.div_ceil(denom);
         let (sw, sh) = (scaled(width), scaled(height));
         let f = |v: u32| f64::from(v) / f64::from(denom);
@@ -308,6 +340,32 @@ mod tests {
         c.compress_to_vec(image).unwrap()
     }
 
+    /// `data` rewritten losslessly with a restart marker every MCU (as beton's writer stores it).
+    fn with_restarts(data: &[u8]) -> Vec<u8> {
+        // SAFETY: (test) a fresh transform handle; `data` is only read; one identity transform;
+        // the output, allocated by libjpeg-turbo, is copied and freed.
+        unsafe {
+            let t = raw::tj3Init(raw::TJINIT_TJINIT_TRANSFORM as c_int);
+            assert_eq!(raw::tj3Set(t, raw::TJPARAM_TJPARAM_RESTARTBLOCKS as c_int, 1), 0);
+            let xf = raw::tjtransform {
+                r: raw::tjregion { x: 0, y: 0, w: 0, h: 0 },
+                op: raw::TJXOP_TJXOP_NONE as c_int,
+                options: 0,
+                data: std::ptr::null_mut(),
+                customFilter: None,
+            };
+            let mut dst: *mut u8 = std::ptr::null_mut();
+            let mut size: raw::size_t = 0;
+            let rc =
+                raw::tj3Transform(t, data.as_ptr(), data.len() as raw::size_t, 1, &mut dst, &mut size, &xf);
+            assert_eq!(rc, 0);
+            let v = std::slice::from_raw_parts(dst, size as usize).to_vec();
+            raw::tj3Free(dst.cast());
+            raw::tj3Destroy(t);
+            v
+        }
+    }
+
     /// The whole image at scale 1/`denom`, for comparison.
     fn scaled(data: &[u8], denom: u32) -> (u32, u32, Vec<u8>) {
         with_decompressor(|d| {
@@ -324,8 +382,13 @@ mod tests {
     #[test]
     fn decodes_only_the_crop_at_the_smallest_scale_that_covers_the_output() {
         use turbojpeg::Subsamp::*;
-        for subsamp in [None, Sub2x1, Sub2x2, Sub1x2] {
+        for (subsamp, restarts) in
+            [None, Sub2x1, Sub2x2, Sub1x2].into_iter().flat_map(|s| [(s, false), (s, true)])
+        {
             let data = jpeg(517, 389, subsamp);
+            // With restart markers the crop's intervals are cut out first (checked: a slice is
+            // made), and the pixels must still be those of the whole image.
+            let data = if restarts { with_restarts(&data) } else { data };
             for (crop, out, denom) in [
                 (Crop { x: 37, y: 21, width: 300, height: 250 }, (64, 60), 4),
                 (Crop { x: 101, y: 3, width: 400, height: 380 }, (40, 40), 8),
@@ -333,6 +396,9 @@ mod tests {
                 (Crop { x: 13, y: 7, width: 200, height: 150 }, (224, 224), 1),
             ] {
                 let mut buf = Vec::new();
+                let sliced =
+                    restart::slice(&data, (517, 389), crop, 4 * denom, &mut Vec::new(), &mut Vec::new());
+                assert_eq!(sliced.is_some(), restarts, "{subsamp:?} {crop:?}: {sliced:?}");
                 let r = decode_crop(&data, 517, 389, crop, out, 1.0, &mut buf).unwrap().unwrap();
                 let f = f64::from(denom);
                 // The crop, scaled, lies in the region, which is at most an iMCU wider on the left
@@ -385,8 +451,10 @@ mod tests {
             cut in 0usize..4000,
             x in 0u32..120, y in 0u32..90, cw in 1u32..120, ch in 1u32..90,
             ow in 1u32..80, oh in 1u32..80,
+            restarts in proptest::prelude::any::<bool>(),
         ) {
-            let mut data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
+            let data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
+            let mut data = if restarts { with_restarts(&data) } else { data };
             for (at, byte) in edits {
                 let n = data.len();
                 data[at % n] = byte;

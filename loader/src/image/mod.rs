@@ -27,6 +27,7 @@ mod jpeg;
 mod ops;
 mod pipeline;
 mod resize;
+mod restart;
 mod rng;
 
 pub use crop::{center_crop, random_resized_crop, Crop};

@@ -15,17 +15,20 @@ class RGBImageField(Field):
 
     def __init__(self, write_mode: str = "raw", max_resolution: Optional[int] = None,
                  smart_threshold: Optional[int] = None, jpeg_quality: int = 90,
-                 compress_probability: float = 0.5, jpeg_passthrough: bool = True):
+                 compress_probability: float = 0.5, jpeg_passthrough: bool = True,
+                 jpeg_restart_interval: int = 1):
         self.write_mode = write_mode
         self.max_resolution = max_resolution
         self.smart_threshold = smart_threshold
         self.jpeg_quality = int(jpeg_quality)
         self.compress_probability = compress_probability
         self.jpeg_passthrough = jpeg_passthrough
+        self.jpeg_restart_interval = int(jpeg_restart_interval)
 
     def options(self):
         o = {"write_mode": self.write_mode, "jpeg_quality": self.jpeg_quality,
-             "compress_probability": self.compress_probability, "jpeg_passthrough": self.jpeg_passthrough}
+             "compress_probability": self.compress_probability, "jpeg_passthrough": self.jpeg_passthrough,
+             "jpeg_restart_interval": self.jpeg_restart_interval}
         if self.max_resolution is not None:
             o["max_resolution"] = int(self.max_resolution)
         if self.smart_threshold is not None:

@@ -4,7 +4,8 @@
 //! `Decompressor`, because the safe wrapper does not expose `TJPARAM_STOPONWARNING`: without it
 //! libjpeg-turbo treats a truncated or corrupt entropy-coded segment ("Premature end of JPEG
 //! file", "Corrupt JPEG data: ...") as a *warning* and hands back a half-grey image. Here every
-//! warning is fatal, so such a file is an error. Encoding uses the safe `turbojpeg::Compressor`.
+//! warning is fatal, so such a file is an error. Encoding and the lossless rewrite that adds
+//! restart markers use the same C API (the safe `Compressor` sets no restart interval).
 
 use std::ffi::{c_int, CStr};
 
@@ -324,12 +325,12 @@ pub(crate) fn cmyk_to_rgb(cmyk: &[u8], inverted: bool) -> Vec<u8> {
 }
 
 /// Encodes 1-channel (TJSAMP_GRAY) or 3-channel RGB (4:2:0, as cv2.imencode and FFCV) pixels at
-/// `quality` (1–100).
-pub(crate) fn encode(pixels: &Pixels, quality: u8) -> Result<Vec<u8>> {
-    let enc_err = |e: turbojpeg::Error| Error::Image(format!("JPEG encoding failed: {e}"));
+/// `quality` (1–100), with a restart marker every `restart_interval` MCUs (0: none) and, then,
+/// optimised Huffman tables (which win back the markers' bytes).
+pub(crate) fn encode(pixels: &Pixels, quality: u8, restart_interval: u16) -> Result<Vec<u8>> {
     let (format, subsamp) = match pixels.channels {
-        1 => (turbojpeg::PixelFormat::GRAY, turbojpeg::Subsamp::Gray),
-        3 => (turbojpeg::PixelFormat::RGB, turbojpeg::Subsamp::Sub2x2),
+        1 => (raw::TJPF_TJPF_GRAY, raw::TJSAMP_TJSAMP_GRAY),
+        3 => (raw::TJPF_TJPF_RGB, raw::TJSAMP_TJSAMP_420),
         c => return Err(Error::Image(format!("cannot JPEG-encode {c} channels"))),
     };
     let width = usize::try_from(pixels.width).map_err(|_| Error::Image("image too wide".into()))?;
@@ -346,9 +347,118 @@ pub(crate) fn encode(pixels: &Pixels, quality: u8) -> Result<Vec<u8>> {
             pixels.channels
         )));
     }
-    let mut compressor = turbojpeg::Compressor::new().map_err(enc_err)?;
-    compressor.set_quality(i32::from(quality.clamp(1, 100))).map_err(enc_err)?;
-    compressor.set_subsamp(subsamp).map_err(enc_err)?;
-    let image = turbojpeg::Image { pixels: pixels.data.as_slice(), width, pitch, height, format };
-    compressor.compress_to_vec(image).map_err(enc_err)
+    let too_large = |_| Error::Image("image too large to JPEG-encode".into());
+    let (w, h, p) = (
+        c_int::try_from(width).map_err(too_large)?,
+        c_int::try_from(height).map_err(too_large)?,
+        c_int::try_from(pitch).map_err(too_large)?,
+    );
+    let mut handle = Handle::new(raw::TJINIT_TJINIT_COMPRESS)?;
+    handle.set(raw::TJPARAM_TJPARAM_QUALITY, c_int::from(quality.clamp(1, 100)))?;
+    handle.set(raw::TJPARAM_TJPARAM_SUBSAMP, subsamp as c_int)?;
+    set_restarts(&mut handle, restart_interval)?;
+    let mut out = JpegBuf::default();
+    // SAFETY: the handle is live and set up for compression. `pixels.data` holds exactly
+    // height rows of pitch = width × channels bytes (checked above), only read. libjpeg-turbo
+    // allocates the output (tj3Alloc) and stores its pointer and size in `out`, which frees it.
+    let rc = unsafe {
+        raw::tj3Compress8(
+            handle.0,
+            pixels.data.as_ptr(),
+            w,
+            p,
+            h,
+            format as c_int,
+            &mut out.ptr,
+            &mut out.len,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
+    }
+    Ok(out.to_vec())
+}
+
+/// Sets a restart marker every `interval` MCUs (0: none) and, with markers, optimised Huffman
+/// tables.
+fn set_restarts(handle: &mut Handle, interval: u16) -> Result<()> {
+    handle.set(raw::TJPARAM_TJPARAM_RESTARTBLOCKS, c_int::from(interval))?;
+    handle.set(raw::TJPARAM_TJPARAM_OPTIMIZE, c_int::from(interval > 0))
+}
+
+/// A JPEG buffer allocated by libjpeg-turbo, freed on drop.
+struct JpegBuf {
+    ptr: *mut u8,
+    len: raw::size_t,
+}
+
+impl Default for JpegBuf {
+    fn default() -> Self {
+        JpegBuf { ptr: std::ptr::null_mut(), len: 0 }
+    }
+}
+
+impl JpegBuf {
+    fn to_vec(&self) -> Vec<u8> {
+        if self.ptr.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: libjpeg-turbo set ptr to a buffer it allocated holding len bytes of JPEG.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len as usize) }.to_vec()
+    }
+}
+
+impl Drop for JpegBuf {
+    fn drop(&mut self) {
+        // SAFETY: ptr is null or was allocated by libjpeg-turbo (tj3Alloc) and is freed once.
+        unsafe { raw::tj3Free(self.ptr.cast()) }
+    }
+}
+
+/// The restart interval (DRI, in MCUs) of a JPEG, from the markers before its first scan; 0 when
+/// it has none (or the markers cannot be read: the caller has decoded the JPEG already).
+pub(crate) fn restart_interval(data: &[u8]) -> u16 {
+    let be16 = |at: usize| Some(u16::from_be_bytes([*data.get(at)?, *data.get(at + 1)?]));
+    let mut at = 2;
+    while let (Some(0xFF), Some(&marker)) = (data.get(at), data.get(at + 1)) {
+        match marker {
+            0xFF => at += 1,
+            0xDD => return be16(at + 4).unwrap_or(0),
+            0xDA | 0xD9 => return 0,
+            _ => match be16(at + 2) {
+                Some(len) => at += 2 + usize::from(len),
+                None => return 0,
+            },
+        }
+    }
+    0
+}
+
+/// Rewrites a JPEG losslessly (the same DCT coefficients, hence the same pixels) as a baseline,
+/// Huffman-coded JPEG with a restart marker every `interval` MCUs and optimised tables; the
+/// markers before the scan (JFIF, EXIF, ICC ...) are kept.
+pub(crate) fn with_restarts(data: &[u8], interval: u16) -> Result<Vec<u8>> {
+    let mut handle = Handle::new(raw::TJINIT_TJINIT_TRANSFORM)?;
+    handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
+    handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
+    set_restarts(&mut handle, interval)?;
+    let len = raw::size_t::try_from(data.len()).map_err(|_| Error::Image("JPEG too large".into()))?;
+    // The identity transform: no crop, no flip, all markers copied.
+    let transform = raw::tjtransform {
+        r: raw::tjregion { x: 0, y: 0, w: 0, h: 0 },
+        op: raw::TJXOP_TJXOP_NONE as c_int,
+        options: 0,
+        data: std::ptr::null_mut(),
+        customFilter: None,
+    };
+    let mut out = JpegBuf::default();
+    // SAFETY: the handle is live and set up for transforms; `data` is valid for reading len
+    // bytes; one transform is passed (n = 1) with one output pointer and size, which
+    // libjpeg-turbo allocates (tj3Alloc) and `out` frees; no custom filter.
+    let rc =
+        unsafe { raw::tj3Transform(handle.0, data.as_ptr(), len, 1, &mut out.ptr, &mut out.len, &transform) };
+    if rc != 0 {
+        return Err(Error::Image(format!("corrupt JPEG: {}", handle.error_message())));
+    }
+    Ok(out.to_vec())
 }

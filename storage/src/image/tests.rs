@@ -339,7 +339,8 @@ fn encoding_is_deterministic() {
 fn passthrough_keeps_fitting_jpegs_and_reencodes_otherwise() {
     let bytes = corpus("baseline-420.jpg");
     let src = ImageSource::Encoded(bytes.clone());
-    let jpg = opts(WriteMode::Jpg);
+    // Without restart markers a passed-through JPEG keeps its bytes (see the next test for them).
+    let jpg = ImageOptions { jpeg_restart_interval: 0, ..opts(WriteMode::Jpg) };
 
     let kept = encode_image(&src, &jpg, Channels::Rgb, 0.).unwrap();
     assert_eq!((kept.mode, kept.width, kept.height), (ImageMode::Jpg, 96, 64));
@@ -395,6 +396,59 @@ fn passthrough_keeps_fitting_jpegs_and_reencodes_otherwise() {
     let wide = encode_image(&ImageSource::File(wide_path.clone()), &jpg, Channels::Rgb, 0.).unwrap();
     assert_eq!((wide.width, wide.height), (65500, 8));
     assert_eq!(wide.data, std::fs::read(wide_path).unwrap());
+}
+
+#[test]
+fn restart_markers_are_added_losslessly_and_written_by_the_encoder() {
+    let jpg = opts(WriteMode::Jpg);
+    assert_eq!(jpg.jpeg_restart_interval, 1);
+    // Every JPEG that passes through is rewritten with a marker every MCU: the same pixels.
+    for name in [
+        "baseline-420.jpg",
+        "baseline-422.jpg",
+        "baseline-444.jpg",
+        "baseline-440.jpg",
+        "baseline-411.jpg",
+        "progressive.jpg",
+        "arithmetic.jpg",
+        "qtables-16bit.jpg",
+        "odd-17x9.jpg",
+        "restart-3mcu.jpg",
+        "icc-srgb.jpg",
+        "tiny-1x1.jpg",
+    ] {
+        let bytes = corpus(name);
+        let before = jpeg::decode(&bytes).unwrap();
+        let out = encode_image(&ImageSource::Encoded(bytes.clone()), &jpg, Channels::Rgb, 0.).unwrap();
+        assert_eq!(jpeg::restart_interval(&out.data), 1, "{name}");
+        assert_eq!(
+            (u32::from(out.width), u32::from(out.height)),
+            (before.header.width, before.header.height)
+        );
+        let after = jpeg::decode(&out.data).unwrap();
+        assert_eq!(after.pixels.data, before.pixels.data, "{name}: pixels changed");
+        // Already with that interval: kept byte for byte.
+        let again = encode_image(&ImageSource::Encoded(out.data.clone()), &jpg, Channels::Rgb, 0.).unwrap();
+        assert_eq!(again.data, out.data, "{name}");
+    }
+    assert_eq!(jpeg::restart_interval(&corpus("restart-3mcu.jpg")), 3);
+    assert_eq!(jpeg::restart_interval(&corpus("baseline-420.jpg")), 0);
+    // The grey one, into a grey field.
+    let grey = encode_image(&ImageSource::Encoded(corpus("grey.jpg")), &jpg, Channels::Grey, 0.).unwrap();
+    assert_eq!(jpeg::restart_interval(&grey.data), 1);
+    assert_eq!(
+        jpeg::decode(&grey.data).unwrap().pixels.data,
+        jpeg::decode(&corpus("grey.jpg")).unwrap().pixels.data
+    );
+    // Encoded (resized) images get them too, 2 or 0 when asked.
+    let photo = rgb_pixels(100, 70, |x, y| [(x * 2) as u8, (y * 3) as u8, ((x + y) % 256) as u8]);
+    for interval in [0u16, 1, 2] {
+        let o = ImageOptions { jpeg_restart_interval: interval, ..jpg.clone() };
+        let out = encode_image(&ImageSource::Pixels(photo.clone()), &o, Channels::Rgb, 0.).unwrap();
+        assert_eq!(jpeg::restart_interval(&out.data), interval);
+        let back = jpeg::decode(&out.data).unwrap();
+        assert!(mean_abs_diff(&back.pixels.data, &photo.data) < 3.0, "interval {interval}");
+    }
 }
 
 // ---------------------------------------------------------------- channels

@@ -1,0 +1,416 @@
+//! Cutting a crop's part out of a JPEG that has restart markers, without decoding anything.
+//!
+//! Most of a JPEG decode at training quality is entropy (Huffman) decoding (about two thirds for
+//! q90 at 512 px), and a decoder must entropy-decode every byte before the rows it wants: the
+//! coefficients are one bit stream. A *restart marker* (RSTn, every `Ri` MCUs as the DRI segment
+//! says) restarts that stream (DC predictions reset, byte aligned), so the intervals between
+//! markers are independent. beton's writer puts a marker after every MCU (or few MCUs); for a
+//! crop, [`slice`] then copies out only the intervals that cover the crop (plus a margin), as a
+//! new, smaller, valid baseline JPEG: the same header with the new width and height in SOF, the
+//! intervals with their markers renumbered `RST0, RST1, ...`, and EOI. libjpeg-turbo decodes that
+//! instead, so entropy decoding costs the crop's area rather than everything above and left of
+//! its end.
+//!
+//! The cut is on MCU boundaries, so every 8×8 block (and its DCT-domain scaling) is the same as
+//! in the whole image; a margin of at least one pixel at the decode scale keeps libjpeg-turbo's
+//! edge handling of the chroma upsampler (which treats the first and last row and column of an
+//! image specially) out of the crop. The pixels of the crop are therefore those of a whole decode.
+//!
+//! Anything unexpected (no DRI, progressive or arithmetic coding, several scans, an interval
+//! length that does not divide or is not a multiple of the MCU row, marker numbers out of order,
+//! too few markers) makes [`slice`] return `None` and the caller decodes the original bytes,
+//! which reports corruption the usual way. This code only reads `data` with checked indexing.
+
+use super::crop::Crop;
+
+/// Where a slice lies in the original image, in pixels: the slice JPEG is `width × height` and its
+/// pixel (0, 0) is the original's (`x`, `y`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Slice {
+    pub x: u32,
+    pub y: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// What [`parse`] learns from the header of a baseline, single-scan JPEG with restart markers.
+#[derive(Debug)]
+struct Header {
+    /// Byte offset of SOF's height field (width follows it).
+    sof_size_at: usize,
+    width: u32,
+    height: u32,
+    /// MCU size in pixels.
+    mcu_w: u32,
+    mcu_h: u32,
+    /// MCUs per restart interval (DRI).
+    interval: u32,
+    /// First byte of the entropy-coded data (after the SOS segment).
+    scan_at: usize,
+}
+
+fn be16(data: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from(u16::from_be_bytes([*data.get(at)?, *data.get(at + 1)?])))
+}
+
+/// Reads the markers up to SOS; `None` unless this is a baseline or extended Huffman-coded,
+/// single-scan (all components interleaved), 8-bit JPEG with a non-zero restart interval.
+fn parse(data: &[u8]) -> Option<Header> {
+    if data.get(..2)? != [0xFF, 0xD8] {
+        return None;
+    }
+    let mut at = 2;
+    let mut sof: Option<(usize, u32, u32, u32, u32, u8)> = None; // at, w, h, mcu_w, mcu_h, comps
+    let mut interval = 0;
+    loop {
+        if *data.get(at)? != 0xFF {
+            return None;
+        }
+        // Fill bytes before a marker.
+        while *data.get(at + 1)? == 0xFF {
+            at += 1;
+        }
+        let marker = *data.get(at + 1)?;
+        let len = be16(data, at + 2)? as usize;
+        let body = at + 4;
+        let end = at + 2 + len;
+        if len < 2 || end > data.len() {
+            return None;
+        }
+        match marker {
+            // SOF0 (baseline), SOF1 (extended sequential, Huffman).
+            0xC0 | 0xC1 => {
+                let precision = *data.get(body)?;
+                let height = be16(data, body + 1)?;
+                let width = be16(data, body + 3)?;
+                let comps = *data.get(body + 5)?;
+                if precision != 8 || height == 0 || width == 0 || !(1..=4).contains(&comps) {
+                    return None;
+                }
+                let (mut hmax, mut vmax) = (1, 1);
+                for c in 0..usize::from(comps) {
+                    let hv = *data.get(body + 6 + 3 * c + 1)?;
+                    let (h, v) = (u32::from(hv >> 4), u32::from(hv & 15));
+                    if !(1..=4).contains(&h) || !(1..=4).contains(&v) {
+                        return None;
+                    }
+                    hmax = hmax.max(h);
+                    vmax = vmax.max(v);
+                }
+                // A single-component scan is not interleaved: its MCU is one 8×8 block.
+                let (mcu_w, mcu_h) = if comps == 1 { (8, 8) } else { (8 * hmax, 8 * vmax) };
+                sof = Some((body + 1, width, height, mcu_w, mcu_h, comps));
+            }
+            // Other SOFs: progressive, lossless, hierarchical, arithmetic.
+            0xC2 | 0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return None,
+            // DRI.
+            0xDD => interval = be16(data, body)?,
+            // SOS.
+            0xDA => {
+                let (sof_size_at, width, height, mcu_w, mcu_h, comps) = sof?;
+                let ns = *data.get(body)?;
+                let spectral = data.get(body + 1 + 2 * usize::from(ns)..body + 4 + 2 * usize::from(ns))?;
+                if ns != comps || spectral != [0, 63, 0] || interval == 0 {
+                    return None;
+                }
+                return Some(Header { sof_size_at, width, height, mcu_w, mcu_h, interval, scan_at: end });
+            }
+            // SOI, EOI, RSTn, TEM: no length, not expected before SOS.
+            0xD0..=0xD9 | 0x01 => return None,
+            _ => {}
+        }
+        at = end;
+    }
+}
+
+/// Writes into `out` a JPEG of the restart intervals of `data` that cover `crop` widened by
+/// `margin` pixels on each side (clamped to the image), and says where it lies; `None` when
+/// `data` is not a JPEG this can slice (see the module doc), its size is not `width × height`,
+/// or the slice would be the whole image.
+pub(crate) fn slice(
+    data: &[u8],
+    (width, height): (u32, u32),
+    crop: Crop,
+    margin: u32,
+    out: &mut Vec<u8>,
+    markers: &mut Vec<usize>,
+) -> Option<Slice> {
+    let h = parse(data)?;
+    if (h.width, h.height) != (width, height) {
+        return None;
+    }
+    let mcus_x = h.width.div_ceil(h.mcu_w);
+    let mcus_y = h.height.div_ceil(h.mcu_h);
+    let total = u64::from(mcus_x) * u64::from(mcus_y);
+    // The crop with its margin, in pixels, then in MCUs.
+    let x0 = crop.x.saturating_sub(margin);
+    let y0 = crop.y.saturating_sub(margin);
+    let x1 = crop.x.checked_add(crop.width)?.saturating_add(margin).min(width);
+    let y1 = crop.y.checked_add(crop.height)?.saturating_add(margin).min(height);
+    if x0 >= x1 || y0 >= y1 {
+        return None;
+    }
+    let (mut c0, mut c1) = (x0 / h.mcu_w, x1.div_ceil(h.mcu_w));
+    let (mut r0, mut r1) = (y0 / h.mcu_h, y1.div_ceil(h.mcu_h));
+    let ri = h.interval;
+    // Intervals of a few MCUs within rows that they divide, or of whole MCU rows.
+    let row_intervals = if ri <= mcus_x && mcus_x % ri == 0 {
+        c0 = c0 / ri * ri;
+        c1 = (c1.div_ceil(ri) * ri).min(mcus_x);
+        false
+    } else if ri % mcus_x == 0 {
+        let rows = ri / mcus_x;
+        (c0, c1) = (0, mcus_x);
+        r0 = r0 / rows * rows;
+        r1 = (r1.div_ceil(rows) * rows).min(mcus_y);
+        true
+    } else {
+        return None;
+    };
+    if u64::from(c1 - c0) * u64::from(r1 - r0) >= total {
+        return None;
+    }
+    // Interval `i` covers MCUs `i·ri .. (i+1)·ri` in raster order; the intervals wanted are, per
+    // MCU row, `first..end` (row intervals: one run for all rows).
+    let run = |r: u32| -> (u64, u64) {
+        let row = u64::from(r) * u64::from(mcus_x);
+        ((row + u64::from(c0)) / u64::from(ri), (row + u64::from(c1)).div_ceil(u64::from(ri)))
+    };
+    let (last_needed, intervals) = if row_intervals {
+        let first = u64::from(r0) * u64::from(mcus_x) / u64::from(ri);
+        let end = (u64::from(r1) * u64::from(mcus_x)).div_ceil(u64::from(ri));
+        (end - 1, vec![(first, end)])
+    } else {
+        let v: Vec<(u64, u64)> = (r0..r1).map(run).collect();
+        (v.last()?.1 - 1, v)
+    };
+    let count = total.div_ceil(u64::from(ri));
+    // Find the markers up to the end of the last interval needed. markers[i] is where RST i
+    // (mod 8) begins, i.e. the end of interval i's bytes; the end of the last interval of the
+    // image is the marker that ends the scan (EOI).
+    markers.clear();
+    let scan = data.get(h.scan_at..)?;
+    let mut at = 0;
+    let mut ended = false;
+    while (markers.len() as u64) <= last_needed {
+        let ff = at + memchr::memchr(0xFF, scan.get(at..)?)?;
+        let mut next = ff + 1;
+        while *scan.get(next)? == 0xFF {
+            next += 1;
+        }
+        match *scan.get(next)? {
+            0x00 => {}
+            m @ 0xD0..=0xD7 => {
+                if u64::from(m - 0xD0) != markers.len() as u64 % 8 || markers.len() as u64 + 1 >= count {
+                    return None;
+                }
+                markers.push(ff);
+            }
+            _ => {
+                // The end of the scan: it must come after the last interval.
+                if markers.len() as u64 + 1 != count {
+                    return None;
+                }
+                markers.push(ff);
+                ended = true;
+            }
+        }
+        if ended {
+            break;
+        }
+        at = next + 1;
+    }
+    if (markers.len() as u64) <= last_needed {
+        return None;
+    }
+    let bytes_of = |i: u64| -> Option<&[u8]> {
+        let i = usize::try_from(i).ok()?;
+        let start = if i == 0 { 0 } else { markers.get(i - 1)? + 2 };
+        scan.get(start..*markers.get(i)?)
+    };
+    // The new JPEG: the header with the slice's size, the intervals, EOI.
+    let sx = c0 * h.mcu_w;
+    let sy = r0 * h.mcu_h;
+    let sw = (c1 * h.mcu_w).min(width) - sx;
+    let sh = (r1 * h.mcu_h).min(height) - sy;
+    out.clear();
+    out.extend_from_slice(data.get(..h.scan_at)?);
+    out.get_mut(h.sof_size_at..h.sof_size_at + 4)?.copy_from_slice(&[
+        (sh >> 8) as u8,
+        sh as u8,
+        (sw >> 8) as u8,
+        sw as u8,
+    ]);
+    let mut n = 0u64;
+    for (first, end) in intervals {
+        for i in first..end {
+            if n > 0 {
+                out.extend_from_slice(&[0xFF, 0xD0 + ((n - 1) % 8) as u8]);
+            }
+            out.extend_from_slice(bytes_of(i)?);
+            n += 1;
+        }
+    }
+    out.extend_from_slice(&[0xFF, 0xD9]);
+    Some(Slice { x: sx, y: sy, width: sw, height: sh })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::c_int;
+    use turbojpeg::raw;
+
+    /// A noisy `w × h` picture as a JPEG with `subsamp`, a restart marker every `interval` MCUs
+    /// (or every `-interval` MCU rows when negative), `quality`.
+    pub(crate) fn jpeg_with_restarts(
+        w: usize,
+        h: usize,
+        subsamp: c_int,
+        interval: i32,
+        grey: bool,
+    ) -> Vec<u8> {
+        let channels = if grey { 1 } else { 3 };
+        let pixels: Vec<u8> = (0..w * h * channels)
+            .map(|i| {
+                let (p, c) = (i / channels, i % channels);
+                let (x, y) = (p % w, p / w);
+                ((x * 7 + y * 3 + c * 50) as u8).wrapping_add(((x * y) % 13) as u8 * 9)
+            })
+            .collect();
+        // SAFETY: (test) a fresh handle; `pixels` holds h rows of w × channels bytes; the output
+        // is allocated by libjpeg-turbo, copied and freed with tj3Free.
+        unsafe {
+            let t = raw::tj3Init(raw::TJINIT_TJINIT_COMPRESS as c_int);
+            raw::tj3Set(t, raw::TJPARAM_TJPARAM_QUALITY as c_int, 90);
+            let subsamp = if grey { raw::TJSAMP_TJSAMP_GRAY as c_int } else { subsamp };
+            raw::tj3Set(t, raw::TJPARAM_TJPARAM_SUBSAMP as c_int, subsamp);
+            if interval > 0 {
+                raw::tj3Set(t, raw::TJPARAM_TJPARAM_RESTARTBLOCKS as c_int, interval);
+            } else {
+                raw::tj3Set(t, raw::TJPARAM_TJPARAM_RESTARTROWS as c_int, -interval);
+            }
+            let mut dst: *mut u8 = std::ptr::null_mut();
+            let mut size: raw::size_t = 0;
+            let format = if grey { raw::TJPF_TJPF_GRAY } else { raw::TJPF_TJPF_RGB };
+            let rc = raw::tj3Compress8(
+                t,
+                pixels.as_ptr(),
+                w as c_int,
+                (w * channels) as c_int,
+                h as c_int,
+                format as c_int,
+                &mut dst,
+                &mut size,
+            );
+            assert_eq!(rc, 0);
+            let v = std::slice::from_raw_parts(dst, size as usize).to_vec();
+            raw::tj3Free(dst.cast());
+            raw::tj3Destroy(t);
+            v
+        }
+    }
+
+    /// The whole JPEG decoded to RGB (grey replicated by libjpeg-turbo).
+    fn decode(data: &[u8]) -> (usize, usize, Vec<u8>) {
+        let img = turbojpeg::decompress(data, turbojpeg::PixelFormat::RGB).unwrap();
+        (img.width, img.height, img.pixels)
+    }
+
+    #[test]
+    fn a_slice_decodes_to_the_same_pixels_as_the_whole_image_there() {
+        use raw::{TJSAMP_TJSAMP_420 as S420, TJSAMP_TJSAMP_422 as S422, TJSAMP_TJSAMP_444 as S444};
+        let (mut out, mut markers) = (Vec::new(), Vec::new());
+        for (subsamp, grey) in [(S420, false), (S422, false), (S444, false), (S444, true)] {
+            for interval in [1, 2, 3, -1, -2] {
+                let (w, h) = (203usize, 157usize);
+                let data = jpeg_with_restarts(w, h, subsamp as c_int, interval, grey);
+                let (_, _, whole) = decode(&data);
+                for crop in [
+                    Crop { x: 40, y: 30, width: 90, height: 60 },
+                    Crop { x: 0, y: 0, width: 20, height: 20 },
+                    Crop { x: 150, y: 100, width: 53, height: 57 },
+                    Crop { x: 17, y: 77, width: 1, height: 1 },
+                ] {
+                    let what = format!("subsamp {subsamp} grey {grey} interval {interval} {crop:?}");
+                    let Some(s) = slice(&data, (w as u32, h as u32), crop, 8, &mut out, &mut markers) else {
+                        // Intervals that neither divide nor span the MCU rows (13 or 26 MCUs) cannot
+                        // be cut.
+                        let mcus_x = if subsamp == S444 { 26 } else { 13 };
+                        assert!(interval > 0 && mcus_x % interval != 0, "{what}: no slice");
+                        continue;
+                    };
+                    assert!(s.width < w as u32 || s.height < h as u32, "{what}: {s:?}");
+                    assert!(s.x <= crop.x && s.y <= crop.y, "{what}: {s:?}");
+                    assert!(s.x + s.width >= crop.x + crop.width && s.y + s.height >= crop.y + crop.height);
+                    let (sw, sh, part) = decode(&out);
+                    assert_eq!((sw, sh), (s.width as usize, s.height as usize), "{what}");
+                    for y in crop.y..crop.y + crop.height {
+                        for x in crop.x..crop.x + crop.width {
+                            let a = &whole[(y as usize * w + x as usize) * 3..][..3];
+                            let (px, py) = ((x - s.x) as usize, (y - s.y) as usize);
+                            let b = &part[(py * sw + px) * 3..][..3];
+                            assert_eq!(a, b, "{what}: pixel ({x}, {y})");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn jpegs_it_cannot_slice_give_none() {
+        let (mut out, mut markers) = (Vec::new(), Vec::new());
+        let crop = Crop { x: 10, y: 10, width: 20, height: 20 };
+        let plain = turbojpeg::compress(
+            turbojpeg::Image {
+                pixels: &[128u8; 64 * 64 * 3][..],
+                width: 64,
+                pitch: 192,
+                height: 64,
+                format: turbojpeg::PixelFormat::RGB,
+            },
+            90,
+            turbojpeg::Subsamp::Sub2x2,
+        )
+        .unwrap();
+        assert!(slice(&plain, (64, 64), crop, 8, &mut out, &mut markers).is_none(), "no DRI");
+        let data = jpeg_with_restarts(64, 64, raw::TJSAMP_TJSAMP_420 as c_int, 1, false);
+        assert!(slice(&data, (64, 64), crop, 8, &mut out, &mut markers).is_some());
+        assert!(slice(&data, (64, 63), crop, 8, &mut out, &mut markers).is_none(), "wrong size");
+        assert!(slice(&data, (64, 64), Crop::full(64, 64), 8, &mut out, &mut markers).is_none(), "whole");
+        // Truncated before the crop's intervals end, or marker numbers out of order.
+        assert!(slice(&data[..data.len() / 3], (64, 64), crop, 8, &mut out, &mut markers).is_none());
+        let mut swapped = data.clone();
+        let rst = swapped.windows(2).position(|w| w == [0xFF, 0xD0]).unwrap();
+        swapped[rst + 1] = 0xD3;
+        assert!(slice(&swapped, (64, 64), crop, 8, &mut out, &mut markers).is_none(), "RST order");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// Damaged JPEGs (bytes overwritten, cut short) never panic the slicer, and whatever it
+        /// returns is a slice inside the image that covers the crop.
+        #[test]
+        fn damaged_jpegs_never_panic(
+            edits in proptest::collection::vec((0usize..3000, proptest::prelude::any::<u8>()), 0..8),
+            cut in 0usize..3000,
+            x in 0u32..96, y in 0u32..80, cw in 1u32..96, ch in 1u32..80,
+        ) {
+            let mut data = jpeg_with_restarts(96, 80, raw::TJSAMP_TJSAMP_420 as c_int, 1, false);
+            for (at, byte) in edits {
+                let n = data.len();
+                data[at % n] = byte;
+            }
+            data.truncate(cut.max(2));
+            let crop = Crop { x, y, width: cw.min(96 - x), height: ch.min(80 - y) };
+            let (mut out, mut markers) = (Vec::new(), Vec::new());
+            if let Some(s) = slice(&data, (96, 80), crop, 8, &mut out, &mut markers) {
+                proptest::prop_assert!(s.x <= crop.x && s.y <= crop.y);
+                proptest::prop_assert!(s.x + s.width <= 96 && s.y + s.height <= 80);
+                proptest::prop_assert!(s.x + s.width >= crop.x + crop.width);
+            }
+        }
+    }
+}
