@@ -48,8 +48,7 @@ def test_held_batches_stay_valid(small):
         assert (blob[:, 0][label % 7 > 0] == (label % 256)[label % 7 > 0]).all()
 
 
-def test_query_as_indices_and_transforms(small):
-    torch = pytest.importorskip("torch")
+def test_query_as_indices_and_transforms(small, torch):
     from beton.transforms import Convert, Squeeze, ToTensor
 
     ds = beton.open(small)
