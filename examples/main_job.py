@@ -12,9 +12,8 @@ trains on it with beton's Loader.
    the image decoded natively) and is evaluated on `val`: accuracy, images/s, and where the time
    went (waiting for the loader vs computing).
 
-The model is a torch MLP when torch is installed (CPU), and otherwise the same softmax
-regression written in numpy, so the job runs on a machine without torch (PyPI's torch wheels pull
-in ~3 GB of CUDA libraries).
+The model is a torch MLP on the CPU (scripts/main-job.sh installs torch into target/py-venv);
+where torch is not installed, a softmax regression written in numpy takes its place.
 
 Run: ``bash scripts/main-job.sh`` (builds the package first), or with beton installed:
 ``python examples/main_job.py [OUT_DIR]``.

@@ -5,15 +5,18 @@
 #     `beton info`, checks it with `beton verify`, stores a stratified split in it and queries it.
 #  2. Python (examples/main_job.py): Fashion-MNIST's test split and the photos to .beton, a query
 #     picks the subset, a small model trains on it with beton's Loader: accuracy, images/s and
-#     where the time went. Uses torch when installed in target/py-venv, else numpy.
+#     where the time went. The model is a torch MLP (CPU): the job installs torch into
+#     target/py-venv (python/requirements-torch.txt); main_job.py falls back to numpy without it.
 # Output: target/beton-main-job/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# CARGO_TARGET_DIR when set (a checkout sharing another's build cache), else target/.
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo build --release --quiet --bin beton
 out=target/beton-main-job
 mkdir -p "$out"
-beton=target/release/beton
+beton="$target_dir/release/beton"
 "$beton" write-imagefolder examples/data/imagefolder "$out/imagefolder.beton" \
   --mode jpg --max-resolution 256 --quality 90 --with-path
 echo
@@ -30,6 +33,8 @@ echo "== Python =="
 py=target/py-venv/bin/python
 [ -x "$py" ] || python3 -m venv target/py-venv
 "$py" -m pip install --quiet --disable-pip-version-check maturin numpy pyarrow tqdm
-(cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$PWD/../target" \
+# The same torch as the tests (a no-op once installed; ~70 s the first time, CUDA libraries included).
+"$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir -r python/requirements-torch.txt
+(cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$target_dir" \
   ../target/py-venv/bin/maturin develop --release --quiet)
 "$py" examples/main_job.py "$out"

@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export CARGO_TERM_COLOR=never
+# One target dir for the workspace, the Python extension and the fuzz target (CARGO_TARGET_DIR
+# when set, so a checkout can share another's build cache).
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 step() { echo; echo "== $* =="; }
 t0=$SECONDS
 step "cargo fmt --check"
@@ -18,12 +21,17 @@ step "python: build beton._native (maturin, shared target dir), then pytest"
 py=target/py-venv/bin/python
 [ -x "$py" ] || python3 -m venv target/py-venv
 "$py" -m pip install --quiet --disable-pip-version-check -r python/requirements-test.txt
-(cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$PWD/../target" \
+# torch (CPU use; a no-op once installed): without it the DDP and ToTensor tests cannot run, and
+# BETON_REQUIRE_TORCH=1 makes them fail rather than skip (python/tests/conftest.py).
+t_torch=$SECONDS
+"$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir -r python/requirements-torch.txt
+echo "torch ready ($((SECONDS - t_torch)) s)"
+(cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$target_dir" \
   ../target/py-venv/bin/maturin develop --quiet)
-"$py" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee target/pytest-output.log
+BETON_REQUIRE_TORCH=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
 grep -qE "^[0-9]+ passed" target/pytest-output.log && ! grep -qE "[0-9]+ (failed|error)" target/pytest-output.log
 step "fuzz target builds (plain cargo, shared target dir)"
-CARGO_TARGET_DIR="$PWD/target" cargo build --quiet --manifest-path fuzz/Cargo.toml
+CARGO_TARGET_DIR="$target_dir" cargo build --quiet --manifest-path fuzz/Cargo.toml
 echo
 echo "all checks passed in $((SECONDS - t0)) s"
 # One closing line for the whole suite (every crate's test binaries summed).

@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import pytest
 
@@ -29,3 +31,14 @@ def small(tmp_path_factory):
     path = tmp_path_factory.mktemp("data") / "small.beton"
     DatasetWriter(path, FIELDS, num_workers=2, progress=False).from_indexed_dataset(Samples(600))
     return path
+
+
+@pytest.fixture(scope="session")
+def torch():
+    """The torch module; the test is skipped where torch is not installed, except with
+    BETON_REQUIRE_TORCH=1 (scripts/test.sh, so CI), where a missing or broken torch fails it."""
+    if os.environ.get("BETON_REQUIRE_TORCH") == "1":
+        import torch
+
+        return torch
+    return pytest.importorskip("torch")

@@ -1,4 +1,4 @@
-"""beton.open: values, Arrow/polars tables, SQL, IndexSet, splits, errors."""
+"""beton.open: values, Arrow tables (the native buffers, no copy) and polars, SQL, IndexSet, splits, errors."""
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +33,26 @@ def test_table_and_polars(small):
     df = ds.to_polars(["label", "name"])
     assert df.shape == (600, 2) and df["name"][7] == "t7"
     assert pa.table(ds).num_rows == 600  # the Arrow C stream protocol
+
+
+def test_table_is_the_native_arrow_buffers_and_polars_gets_the_same_rows(small):
+    ds = beton.open(small)
+    numeric = ["index", "label", "score", "blob", "image.width", "image.height", "image.nbytes"]
+    ds.table(numeric)  # warm-up: pyarrow's one-off allocations (type and schema caches)
+    before = pa.total_allocated_bytes()
+    t = ds.table(numeric)
+    # Imported through the Arrow C stream, the columns are Rust's buffers: pyarrow's memory pool
+    # allocated nothing for them (a copy of the table would take t.nbytes from it).
+    assert pa.total_allocated_bytes() - before == 0 < t.nbytes
+    copy = pa.Table.from_pydict(t.to_pydict(), schema=t.schema)
+    assert pa.total_allocated_bytes() - before >= t.nbytes, "the pool counts copies (the check can fail)"
+    assert copy.equals(t)
+    assert t.column("score").to_numpy().tolist() == [i / 2 for i in range(600)]
+    assert t.column("blob").to_pylist() == [i % 7 for i in range(600)]
+    every = ds.table()
+    df = ds.to_polars()
+    assert df.columns == every.column_names and df.height == 600
+    assert df.to_dict(as_series=False) == every.to_pydict()
 
 
 def test_query_where_and_index_sets(small):

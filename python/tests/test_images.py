@@ -1,4 +1,4 @@
-"""Image pipelines from Python: FFCV's raw constant-colour check through the crop decoders,
+"""Image pipelines from Python: FFCV's raw constant-colour check through the image decoders,
 NormalizeImage, native flips, and the ImageFolder main path."""
 
 import numpy as np
@@ -40,6 +40,30 @@ def test_constant_raw_images_come_out_exact(constant, decoder):
         assert (images == want[:, None, None, :]).all()
         n += len(labels)
     assert n == 64
+
+
+def test_constant_raw_images_come_out_exact_through_the_simple_decoder(tmp_path):
+    """FFCV's check for SimpleRGBImageDecoder: same-size raw images of one colour each decode
+    to exactly that colour."""
+    path = tmp_path / "same-size.beton"
+
+    class Images:
+        def __len__(self):
+            return 50
+
+        def __getitem__(self, i):
+            return np.broadcast_to(np.array([i, 255 - i, 3 * i], np.uint8), (24, 40, 3)).copy(), i
+
+    DatasetWriter(path, {"image": RGBImageField(), "label": IntField()}, progress=False).from_indexed_dataset(Images())
+    loader = Loader(path, batch_size=16, num_workers=2, order=OrderOption.RANDOM, seed=5, drop_last=False,
+                    pipelines={"image": [SimpleRGBImageDecoder()]})
+    n = 0
+    for images, labels in loader:
+        assert images.shape == (len(labels), 24, 40, 3) and images.dtype == np.uint8
+        want = np.stack([np.array([i, 255 - i, 3 * i], np.uint8) for i in labels])
+        assert (images == want[:, None, None, :]).all()
+        n += len(labels)
+    assert n == 50
 
 
 def test_normalize_image_f16_equals_numpy(constant):

@@ -32,6 +32,23 @@ def test_values_and_disabled_fields(small):
     assert sorted(seen) == list(range(600))
 
 
+def test_bytes_json_and_ndarray_values_through_the_loader(small):
+    from beton.fields import JSONField
+
+    loader = Loader(small, batch_size=32, order=OrderOption.RANDOM, seed=3, drop_last=False,
+                    pipelines={"score": None, "name": None})
+    assert loader.fields == ["label", "blob", "meta", "arr"]
+    seen = 0
+    for label, blob, meta, arr in loader:
+        assert blob.dtype == np.uint8 and blob.shape == (len(label), 6)  # padded to the longest (6 bytes)
+        for i, row in zip(label.tolist(), blob):
+            assert bytes(row) == bytes([i % 256]) * (i % 7) + bytes(6 - i % 7)
+        assert JSONField.unpack(meta) == [{"i": i} for i in label.tolist()]
+        np.testing.assert_array_equal(arr, np.arange(6, dtype=np.float32).reshape(2, 3) + label[:, None, None])
+        seen += len(label)
+    assert seen == 600
+
+
 def test_same_seed_same_batches_whatever_the_workers(small):
     def epoch(workers):
         return [b[0].tolist() for b in Loader(small, batch_size=32, num_workers=workers, seed=5,
@@ -48,8 +65,7 @@ def test_held_batches_stay_valid(small):
         assert (blob[:, 0][label % 7 > 0] == (label % 256)[label % 7 > 0]).all()
 
 
-def test_query_as_indices_and_transforms(small):
-    torch = pytest.importorskip("torch")
+def test_query_as_indices_and_transforms(small, torch):
     from beton.transforms import Convert, Squeeze, ToTensor
 
     ds = beton.open(small)
@@ -62,6 +78,33 @@ def test_query_as_indices_and_transforms(small):
     double = Loader(small, batch_size=4, pipelines={"label": [lambda x: x * 2], "score": None, "blob": None,
                                                     "meta": None, "arr": None, "name": None})
     assert next(iter(double))[0].tolist() == [0, 2, 4, 6]
+
+
+def test_to_tensor_shares_memory_with_the_batch(small, torch):
+    from beton.transforms import ToTensor
+
+    views = []
+
+    def keep(x):
+        views.append(x)
+        return x
+
+    loader = Loader(small, batch_size=8, num_workers=2, batches_ahead=1,
+                    pipelines={"label": [ToTensor()], "arr": [keep, ToTensor()], "score": None, "blob": None,
+                               "meta": None, "name": None})
+    held = list(loader)  # every batch held at once, as tensors
+    assert len(held) == 75
+    for (labels, arrs), view in zip(held, views):
+        assert isinstance(arrs, torch.Tensor) and arrs.dtype == torch.float32
+        # The numpy array views the loader's slot (its base is the native column), and the tensor
+        # is that same memory: no copy.
+        assert isinstance(view.base, beton._native.Column) and not view.flags.owndata
+        assert arrs.data_ptr() == view.__array_interface__["data"][0]
+        torch.testing.assert_close(arrs, torch.arange(6, dtype=torch.float32).reshape(2, 3) + labels[:, None, None])
+    assert torch.cat([b[0] for b in held]).tolist() == list(range(600))
+    labels, arrs = held[3]
+    arrs[0, 0, 0] = -1.0
+    assert views[3][0, 0, 0] == -1.0, "a write through the tensor is seen in the batch"
 
 
 def test_resume_gives_the_rest_of_the_epoch(small):

@@ -2,6 +2,8 @@
 
 import json
 
+import numpy as np
+
 from beton.fields.base import Field
 
 
@@ -10,3 +12,13 @@ class JSONField(Field):
 
     def encode(self, value):
         return json.dumps(value)
+
+    @staticmethod
+    def unpack(batch):
+        """FFCV's ``JSONField.unpack``: a loader batch of the field (rows of UTF-8 bytes, padded
+        with zeros; a numpy array or a CPU tensor) back to the Python values, one per row."""
+        out = []
+        for row in np.asarray(batch, dtype=np.uint8):
+            end = np.flatnonzero(row == 0)  # JSON text has no NUL: the first one ends the value
+            out.append(json.loads(row[:end[0] if len(end) else len(row)].tobytes().decode("utf-8")))
+        return out
