@@ -18,6 +18,9 @@
 //!   bilinear when enlarging: OpenCV's `INTER_AREA`, FFCV's resize) into the slot, then the same
 //!   flip and normalisation.
 //!
+//! - `beton_rrc160_flip_normalize_no_restart_markers`: beton's pipeline on the same JPEGs written
+//!   without restart markers (`jpeg_restart_interval: 0`, FFCV's bytes).
+//!
 //! `raw` is the same images stored raw at max 256 (no decode wall there).
 //!
 //! Images: the bundled photos (`examples/data/imagefolder`), or `$BETON_BENCH_CORPUS` (an
@@ -65,13 +68,17 @@ fn sources() -> (String, Vec<PathBuf>) {
 }
 
 fn dataset(files: &[PathBuf], max_res: u32) -> Dataset {
-    dataset_in(files, max_res, WriteMode::Jpg)
+    dataset_in(files, max_res, WriteMode::Jpg, 1)
 }
 
-fn dataset_in(files: &[PathBuf], max_res: u32, write_mode: WriteMode) -> Dataset {
+/// The files written at `max_res` in `write_mode`, JPEGs with a restart marker every
+/// `restart_interval` MCUs (beton's default 1; 0: none, as FFCV writes).
+fn dataset_in(files: &[PathBuf], max_res: u32, write_mode: WriteMode, restart_interval: u16) -> Dataset {
     let tag = if write_mode == WriteMode::Raw { "raw" } else { "jpg" };
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("image-bench-{tag}-{max_res}.beton"));
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("image-bench-{tag}-{max_res}-rst{restart_interval}.beton"));
     let options = ImageOptions {
+        jpeg_restart_interval: restart_interval,
         write_mode,
         max_resolution: Some(max_res),
         jpeg_quality: 90,
@@ -309,7 +316,7 @@ fn end_to_end(c: &mut Criterion) {
     for (label, max_res, mode) in
         [("256", 256u32, WriteMode::Jpg), ("512", 512, WriteMode::Jpg), ("raw", 256, WriteMode::Raw)]
     {
-        let ds = Arc::new(dataset_in(&files, max_res, mode));
+        let ds = Arc::new(dataset_in(&files, max_res, mode, 1));
         let n = ds.num_samples();
         let mut group = c.benchmark_group(format!("image_e2e/{label}"));
         group.throughput(Throughput::Elements(n));
@@ -323,11 +330,20 @@ fn end_to_end(c: &mut Criterion) {
                 pipeline(FfcvMethod(RandomResizedCropRGBImageDecoder::new((160, 160)))),
             ),
         ];
+        let mut datasets = vec![Arc::clone(&ds); pipelines.len()];
         if mode == WriteMode::Jpg {
             pipelines.push(("decode_wall", Arc::new(DecodeWall)));
+            datasets.push(Arc::clone(&ds));
+            // The same JPEGs without restart markers (as FFCV writes them): what cutting the
+            // crop's intervals out is worth.
+            pipelines.push((
+                "beton_rrc160_flip_normalize_no_restart_markers",
+                pipeline(RandomResizedCropRGBImageDecoder::new((160, 160))),
+            ));
+            datasets.push(Arc::new(dataset_in(&files, max_res, mode, 0)));
         }
-        for (name, decoder) in pipelines {
-            let mut loader = Loader::builder(Arc::clone(&ds))
+        for ((name, decoder), ds) in pipelines.into_iter().zip(datasets) {
+            let mut loader = Loader::builder(ds)
                 .threads(2)
                 .batch_size(256)
                 .order(OrderOption::Random)

@@ -114,19 +114,30 @@ impl NormalizeImage {
 
     /// Writes the normalised `h × w` RGB image `src` into `dst` with the lookup table `t`.
     fn write(&self, t: &Table, src: &[u8], (h, w): (usize, usize), dst: &mut [u8]) {
-        let size = self.elem().size();
-        match self.layout {
-            Layout::Hwc => {
-                for (k, (&v, out)) in src.iter().zip(dst.chunks_exact_mut(size)).enumerate() {
-                    out.copy_from_slice(&t[k % 3][usize::from(v)][..size]);
-                }
+        match self.dtype {
+            FloatType::F16 => write_with::<2>(t, self.layout, src, h * w, dst),
+            FloatType::F32 => write_with::<4>(t, self.layout, src, h * w, dst),
+        }
+    }
+}
+
+/// [`NormalizeImage::write`] for `N`-byte output values: fixed-size copies, no division per
+/// value (this runs for every value of every image).
+fn write_with<const N: usize>(t: &Table, layout: Layout, src: &[u8], pixels: usize, dst: &mut [u8]) {
+    match layout {
+        Layout::Hwc => {
+            for (px, out) in src.chunks_exact(3).zip(dst.chunks_exact_mut(3 * N)) {
+                let (r, rest) = out.split_at_mut(N);
+                let (g, b) = rest.split_at_mut(N);
+                r.copy_from_slice(&t[0][usize::from(px[0])][..N]);
+                g.copy_from_slice(&t[1][usize::from(px[1])][..N]);
+                b.copy_from_slice(&t[2][usize::from(px[2])][..N]);
             }
-            Layout::Chw => {
-                let plane = h * w * size;
-                for (c, (table, out)) in t.iter().zip(dst.chunks_exact_mut(plane)).enumerate() {
-                    for (px, o) in src.chunks_exact(3).zip(out.chunks_exact_mut(size)) {
-                        o.copy_from_slice(&table[usize::from(px[c])][..size]);
-                    }
+        }
+        Layout::Chw => {
+            for (c, (table, out)) in t.iter().zip(dst.chunks_exact_mut(pixels * N)).enumerate() {
+                for (px, o) in src.chunks_exact(3).zip(out.chunks_exact_mut(N)) {
+                    o.copy_from_slice(&table[usize::from(px[c])][..N]);
                 }
             }
         }
