@@ -83,7 +83,6 @@ fn dataset_in(files: &[PathBuf], max_res: u32, write_mode: WriteMode, restart_in
         max_resolution: Some(max_res),
         jpeg_quality: 90,
         jpeg_passthrough: true,
-        ..ImageOptions::default()
     };
     Writer::new(&path, vec![FieldSpec::rgb_image("image", options)], WriterOptions::default())
         .unwrap()
@@ -194,10 +193,8 @@ impl Tj {
         let h = unsafe { raw::tj3Init(raw::TJINIT_TJINIT_DECOMPRESS as c_int) };
         assert!(!h.is_null());
         // SAFETY: a live handle; tj3Set reads two integers.
-        assert_eq!(
-            unsafe { raw::tj3Set(h, raw::TJPARAM_TJPARAM_FASTDCT as c_int, c_int::from(fast_dct)) },
-            0
-        );
+        let rc = unsafe { raw::tj3Set(h, raw::TJPARAM_TJPARAM_FASTDCT as c_int, c_int::from(fast_dct)) };
+        assert_eq!(rc, 0);
         Tj(h)
     }
 
