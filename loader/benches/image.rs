@@ -18,6 +18,8 @@
 //!   bilinear when enlarging: OpenCV's `INTER_AREA`, FFCV's resize) into the slot, then the same
 //!   flip and normalisation.
 //!
+//! - `beton_rrc160_area_flip_normalize`: the same with `Interpolation::Area` (FFCV's resize
+//!   filter) instead of Catmull-Rom;
 //! - `beton_rrc160_flip_normalize_no_restart_markers`: beton's pipeline on the same JPEGs written
 //!   without restart markers (`jpeg_restart_interval: 0`, FFCV's bytes).
 //!
@@ -37,7 +39,8 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use beton_loader::image::{
-    FloatType, ImagePipeline, NormalizeImage, RandomHorizontalFlip, RandomResizedCropRGBImageDecoder,
+    FloatType, ImagePipeline, Interpolation, NormalizeImage, RandomHorizontalFlip,
+    RandomResizedCropRGBImageDecoder,
 };
 use beton_loader::{ColumnSpec, ElemType, FieldDecoder, Loader, OrderOption, SampleContext};
 use beton_storage::{
@@ -322,6 +325,12 @@ fn end_to_end(c: &mut Criterion) {
         group.measurement_time(std::time::Duration::from_secs(5));
         let mut pipelines: Vec<(&str, Arc<dyn FieldDecoder>)> = vec![
             ("beton_rrc160_flip_normalize", pipeline(RandomResizedCropRGBImageDecoder::new((160, 160)))),
+            (
+                "beton_rrc160_area_flip_normalize",
+                pipeline(
+                    RandomResizedCropRGBImageDecoder::new((160, 160)).interpolation(Interpolation::Area),
+                ),
+            ),
             (
                 "ffcv_method_rrc160_flip_normalize",
                 pipeline(FfcvMethod(RandomResizedCropRGBImageDecoder::new((160, 160)))),

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use beton_loader::image::{
-    CenterCropRGBImageDecoder, Crop, FloatType, ImagePipeline, Layout, NormalizeImage, RandomHorizontalFlip,
-    RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder,
+    CenterCropRGBImageDecoder, Crop, FloatType, ImagePipeline, Interpolation, Layout, NormalizeImage,
+    RandomHorizontalFlip, RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder,
 };
 use beton_loader::{FieldDecoder, Loader, OrderOption, SampleContext};
 use beton_storage::{
@@ -540,4 +540,47 @@ fn two_views_of_one_field_crop_independently() {
     assert!(differ >= 7, "the two views crop differently ({differ} of 8 differ)");
     let dup = Loader::builder(Arc::clone(&ds)).view("image", "image", rrc()).build();
     assert!(dup.err().unwrap().to_string().contains("already the name"));
+}
+
+#[test]
+fn interpolation_options_area_averages_and_all_keep_constant_colours() {
+    let dir = tempfile::tempdir().unwrap();
+    // An 8x8 raw image whose 2x2 blocks have known means: Area halving gives those means.
+    let data: Vec<u8> = (0..64u32)
+        .flat_map(|p| {
+            let (x, y) = (p % 8, p / 8);
+            let v = (x * 20 + y * 9) as u8;
+            [v, 255 - v, v / 2]
+        })
+        .collect();
+    let src = ImageSource::Pixels(Pixels { width: 8, height: 8, channels: 3, data: data.clone() });
+    let ds = write(&dir.path().join("area.beton"), vec![src], WriteMode::Raw, false);
+    let dec = CenterCropRGBImageDecoder::new((4, 4)).ratio(1.0).interpolation(Interpolation::Area);
+    let (_, px) = epoch_images(&mut loader(&ds, Arc::new(dec), 1)).remove(0);
+    for (k, out) in px.iter().enumerate() {
+        let (c, p) = (k % 3, k / 3);
+        let (bx, by) = ((p % 4 * 2) as u32, (p / 4 * 2) as u32);
+        let at = |x: u32, y: u32| u32::from(data[((y * 8 + x) * 3) as usize + c]);
+        let mean = (at(bx, by) + at(bx + 1, by) + at(bx, by + 1) + at(bx + 1, by + 1)) as f64 / 4.0;
+        assert!((f64::from(*out) - mean).abs() <= 0.5 + 1e-9, "value {k}: {out} vs block mean {mean}");
+    }
+    // Constant colours stay exact through every filter, shrinking and enlarging.
+    for interpolation in [Interpolation::Bicubic, Interpolation::Bilinear, Interpolation::Area] {
+        let ds = write(
+            &dir.path().join(format!("c-{interpolation:?}.beton")),
+            vec![constant(300, 200, [12, 200, 99]), constant(40, 30, [250, 3, 77])],
+            WriteMode::Raw,
+            false,
+        );
+        for out in [(64, 64), (96, 128)] {
+            let dec = RandomResizedCropRGBImageDecoder::new(out).interpolation(interpolation);
+            for (i, px) in epoch_images(&mut loader(&ds, Arc::new(dec), 2)) {
+                let want = if i == 0 { [12, 200, 99] } else { [250, 3, 77] };
+                assert!(px.chunks_exact(3).all(|p| p == want), "{interpolation:?} {out:?} sample {i}");
+            }
+        }
+    }
+    assert_eq!(Interpolation::parse("area").unwrap(), Interpolation::Area);
+    let err = Interpolation::parse("lanczos").unwrap_err().to_string();
+    assert!(err.contains("'lanczos'") && err.contains("bicubic"), "{err}");
 }

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 
 use beton_loader::image::{
-    CenterCropRGBImageDecoder, Cutout, FloatType, ImagePipeline, Layout, NormalizeImage, RandomBrightness,
-    RandomContrast, RandomHorizontalFlip, RandomResizedCropRGBImageDecoder, RandomSaturation,
-    RandomTranslate, RandomVerticalFlip, SimpleRGBImageDecoder,
+    CenterCropRGBImageDecoder, Cutout, FloatType, ImagePipeline, Interpolation, Layout, NormalizeImage,
+    RandomBrightness, RandomContrast, RandomHorizontalFlip, RandomResizedCropRGBImageDecoder,
+    RandomSaturation, RandomTranslate, RandomVerticalFlip, SimpleRGBImageDecoder,
 };
 use beton_loader::{LoaderState, OrderOption};
 use pyo3::exceptions::{PyKeyError, PyValueError};
@@ -22,24 +22,30 @@ use crate::errors::from_loader;
 use crate::index_set::IndexSet;
 
 /// An image field's native pipeline, as the Python layer describes it: the decoder
-/// `(kind, (h, w), (scale_lo, scale_hi), (ratio_lo, ratio_hi), center_ratio)`, the per-sample
+/// `(kind, (h, w), (scale_lo, scale_hi), (ratio_lo, ratio_hi), center_ratio, interpolation)`, the per-sample
 /// operations `(kind, a, b, (r, g, b))`, and an optional normalisation `(mean, std, dtype,
 /// layout)`.
 type ImageSpec = (
-    (String, (usize, usize), (f64, f64), (f64, f64), f64),
+    (String, (usize, usize), (f64, f64), (f64, f64), f64, String),
     Vec<(String, f64, f64, (u8, u8, u8))>,
     Option<([f32; 3], [f32; 3], String, String)>,
 );
 
 fn image_pipeline(field: &str, (decoder, ops, normalize): ImageSpec) -> PyResult<ImagePipeline> {
     let bad = |what: String| PyValueError::new_err(format!("pipeline of field '{field}': {what}"));
-    let (kind, size, scale, ratio, center_ratio) = decoder;
+    let (kind, size, scale, ratio, center_ratio, interpolation) = decoder;
+    let interpolation = Interpolation::parse(&interpolation).map_err(|e| bad(e.to_string()))?;
     let mut p = match kind.as_str() {
         "simple" => ImagePipeline::new(SimpleRGBImageDecoder),
-        "random_resized_crop" => {
-            ImagePipeline::new(RandomResizedCropRGBImageDecoder::new(size).scale(scale).ratio(ratio))
-        }
-        "center_crop" => ImagePipeline::new(CenterCropRGBImageDecoder::new(size).ratio(center_ratio)),
+        "random_resized_crop" => ImagePipeline::new(
+            RandomResizedCropRGBImageDecoder::new(size)
+                .scale(scale)
+                .ratio(ratio)
+                .interpolation(interpolation),
+        ),
+        "center_crop" => ImagePipeline::new(
+            CenterCropRGBImageDecoder::new(size).ratio(center_ratio).interpolation(interpolation),
+        ),
         other => return Err(bad(format!("unknown image decoder '{other}'"))),
     };
     for (kind, a, b, (r, g, bl)) in ops {

@@ -30,7 +30,9 @@ def constant(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("decoder", [RandomResizedCropRGBImageDecoder((32, 48)), CenterCropRGBImageDecoder((32, 32))])
+@pytest.mark.parametrize("decoder", [RandomResizedCropRGBImageDecoder((32, 48)), CenterCropRGBImageDecoder((32, 32)),
+                                     RandomResizedCropRGBImageDecoder((32, 48), interpolation="area"),
+                                     CenterCropRGBImageDecoder((96, 96), interpolation="bilinear")])
 def test_constant_raw_images_come_out_exact(constant, decoder):
     loader = Loader(constant, batch_size=16, num_workers=2, order=OrderOption.RANDOM, seed=3,
                     pipelines={"image": [decoder, RandomHorizontalFlip()]})
@@ -40,6 +42,11 @@ def test_constant_raw_images_come_out_exact(constant, decoder):
         assert (images == want[:, None, None, :]).all()
         n += len(labels)
     assert n == 64
+
+
+def test_unknown_interpolation_is_an_error_naming_it(constant):
+    with pytest.raises(ValueError, match="'lanczos'"):
+        Loader(constant, batch_size=16, pipelines={"image": [RandomResizedCropRGBImageDecoder((8, 8), interpolation="lanczos")]})
 
 
 def test_constant_raw_images_come_out_exact_through_the_simple_decoder(tmp_path):

@@ -15,7 +15,7 @@ use beton_storage::{Dataset, FieldType, ImageMode, ImageRef, Value};
 use super::crop::{center_crop, random_resized_crop, Crop};
 use super::jpeg;
 use super::ops::flip_horizontal;
-use super::resize::{resize_into, FILTER};
+use super::resize::{resize_into, Interpolation};
 use super::rng::SampleRng;
 use crate::decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
 use crate::error::{Error, Result};
@@ -67,6 +67,7 @@ pub(crate) fn crop_resize_into(
     crop: Crop,
     (out_h, out_w): (usize, usize),
     oversample: f64,
+    interpolation: Interpolation,
     out: &mut [u8],
 ) -> Result<()> {
     let (w, h) = (u32::from(img.width), u32::from(img.height));
@@ -83,7 +84,7 @@ pub(crate) fn crop_resize_into(
                 let buf = &mut *s.borrow_mut();
                 match jpeg::decode_crop(img.data, w, h, crop, (ow, oh), oversample, buf)? {
                     Some(r) => {
-                        resize_into(buf, (r.width, r.height), 3, r.crop, out, (ow, oh), FILTER)?;
+                        resize_into(buf, (r.width, r.height), 3, r.crop, out, (ow, oh), interpolation)?;
                         Ok(true)
                     }
                     None => Ok(false),
@@ -93,11 +94,11 @@ pub(crate) fn crop_resize_into(
         if !done {
             // CMYK / YCCK: beton-storage's full decoder converts them as Pillow does.
             let px = img.decode()?;
-            return raw_into(&px.data, (w, h), px.channels, crop, (ow, oh), out);
+            return raw_into(&px.data, (w, h), px.channels, crop, (ow, oh), interpolation, out);
         }
         return Ok(());
     }
-    raw_into(img.data, (w, h), img.channels as u8, crop, (ow, oh), out)
+    raw_into(img.data, (w, h), img.channels as u8, crop, (ow, oh), interpolation, out)
 }
 
 /// [`crop_resize_into`] for packed pixels of 1 or 3 channels.
@@ -107,6 +108,7 @@ fn raw_into(
     channels: u8,
     crop: Crop,
     (ow, oh): (u32, u32),
+    interpolation: Interpolation,
     out: &mut [u8],
 ) -> Result<()> {
     if !matches!(channels, 1 | 3) || data.len() != w as usize * h as usize * usize::from(channels) {
@@ -116,12 +118,12 @@ fn raw_into(
     let rect = [f64::from(crop.x), f64::from(crop.y), f64::from(crop.width), f64::from(crop.height)];
     match (channels, exact) {
         (3, true) => out.copy_from_slice(data),
-        (3, false) => resize_into(data, (w, h), 3, rect, out, (ow, oh), FILTER)?,
+        (3, false) => resize_into(data, (w, h), 3, rect, out, (ow, oh), interpolation)?,
         (_, true) => replicate(data, out),
         (_, false) => SCRATCH.with(|s| -> Result<()> {
             let grey = &mut *s.borrow_mut();
             grey.resize(ow as usize * oh as usize, 0);
-            resize_into(data, (w, h), 1, rect, grey, (ow, oh), FILTER)?;
+            resize_into(data, (w, h), 1, rect, grey, (ow, oh), interpolation)?;
             replicate(grey, out);
             Ok(())
         })?,
@@ -176,7 +178,14 @@ impl FieldDecoder for SimpleRGBImageDecoder {
         let img = value.as_image().ok_or_else(not_an_image)?;
         let size = (usize::from(img.height), usize::from(img.width));
         check_slot(out, size)?;
-        crop_resize_into(&img, Crop::full(u32::from(img.width), u32::from(img.height)), size, 1.0, out[0])
+        crop_resize_into(
+            &img,
+            Crop::full(u32::from(img.width), u32::from(img.height)),
+            size,
+            1.0,
+            Interpolation::default(),
+            out[0],
+        )
     }
 }
 
@@ -187,11 +196,18 @@ struct Output {
     schedule: Option<SizeSchedule>,
     flip_prob: f64,
     oversample: f64,
+    interpolation: Interpolation,
 }
 
 impl Output {
     fn new(size: (usize, usize)) -> Self {
-        Output { size, schedule: None, flip_prob: 0.0, oversample: 1.0 }
+        Output {
+            size,
+            schedule: None,
+            flip_prob: 0.0,
+            oversample: 1.0,
+            interpolation: Interpolation::default(),
+        }
     }
 
     fn size(&self, epoch: u64) -> (usize, usize) {
@@ -209,7 +225,7 @@ impl Output {
         let size = self.size(ctx.epoch);
         check_slot(out, size)?;
         let c = crop(u32::from(img.width), u32::from(img.height));
-        crop_resize_into(&img, c, size, self.oversample, out[0])?;
+        crop_resize_into(&img, c, size, self.oversample, self.interpolation, out[0])?;
         if self.flip_prob > 0.0 && SampleRng::for_flip(ctx).chance(self.flip_prob) {
             flip_horizontal(out[0], size.1);
         }
@@ -224,6 +240,7 @@ impl std::fmt::Debug for Output {
             .field("schedule", &self.schedule.as_ref().map(|_| "Fn(epoch)"))
             .field("flip_prob", &self.flip_prob)
             .field("oversample", &self.oversample)
+            .field("interpolation", &self.interpolation)
             .finish()
     }
 }
@@ -283,6 +300,12 @@ impl RandomResizedCropRGBImageDecoder {
     /// Lanczos3 reference from about 41-44 dB to 45-46 dB).
     pub fn oversample(mut self, factor: f64) -> Self {
         self.out.oversample = factor.max(1.0);
+        self
+    }
+
+    /// How the crop is resized (default [`Interpolation::Bicubic`]).
+    pub fn interpolation(mut self, interpolation: Interpolation) -> Self {
+        self.out.interpolation = interpolation;
         self
     }
 
@@ -348,6 +371,12 @@ impl CenterCropRGBImageDecoder {
     /// Lanczos3 reference from about 41-44 dB to 45-46 dB).
     pub fn oversample(mut self, factor: f64) -> Self {
         self.out.oversample = factor.max(1.0);
+        self
+    }
+
+    /// How the crop is resized (default [`Interpolation::Bicubic`]).
+    pub fn interpolation(mut self, interpolation: Interpolation) -> Self {
+        self.out.interpolation = interpolation;
         self
     }
 

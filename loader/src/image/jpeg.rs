@@ -474,7 +474,7 @@ mod tests {
                 data: &data,
             };
             let mut out = vec![0u8; ow as usize * oh as usize * 3];
-            let _ = super::super::decoders::crop_resize_into(&img, crop, (oh as usize, ow as usize), 1.0, &mut out);
+            let _ = super::super::decoders::crop_resize_into(&img, crop, (oh as usize, ow as usize), 1.0, Default::default(), &mut out);
         }
     }
 }

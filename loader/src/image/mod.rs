@@ -39,4 +39,5 @@ pub use ops::{
     RandomTranslate, RandomVerticalFlip,
 };
 pub use pipeline::{FloatType, ImagePipeline, Layout, NormalizeImage};
+pub use resize::Interpolation;
 pub use rng::SampleRng;
