@@ -47,7 +47,9 @@ impl GpuContext {
     /// # Panics
     /// Never: a panic inside cudarc is caught and returned as [`Error::Cuda`].
     pub fn open(ordinal: usize) -> Result<Self> {
-        probe_library("cuda").map_err(|e| Error::Cuda(format!("no CUDA driver found ({e})")))?;
+        probe_library("cuda").map_err(|(file, why)| {
+            Error::Cuda(format!("no CUDA driver found ({file} could not be loaded): {why}"))
+        })?;
         guarded("opening a CUDA context", || Self::open_probed(ordinal))?
     }
 
@@ -116,29 +118,34 @@ fn driver_version() -> std::result::Result<i32, cudarc::driver::DriverError> {
 /// `"nvrtc"`) loads, so that cudarc's own loading (which panics on failure) succeeds.
 ///
 /// # Errors
-/// A message naming the conventional file (`libcuda.so.1`) and the loader's reason.
-pub(super) fn probe_library(name: &str) -> std::result::Result<(), String> {
-    let candidates = cudarc::get_lib_name_candidates(name);
-    let mut first_error = None;
+/// The conventional file name (the one a driver install provides, `libcuda.so.1`) and
+/// `"<the dynamic loader's reason>; also tried <the other names>"`.
+pub(super) fn probe_library(name: &str) -> std::result::Result<(), (String, String)> {
+    let mut candidates = cudarc::get_lib_name_candidates(name);
+    candidates.dedup();
+    let mut seen = std::collections::HashSet::new();
+    candidates.retain(|c| seen.insert(c.clone()));
+    // The file a driver (or toolkit) install provides, whose failure is the one worth reading.
+    let conventional = match name {
+        "cuda" => "libcuda.so.1".to_string(),
+        _ => format!("lib{name}.so.{}", DRIVER_API_VERSION / 1000),
+    };
+    let mut reason = None;
     for file in &candidates {
         // SAFETY: loading the vendor's library runs its initialisers, exactly as cudarc's own
         // loading of the same file does right after; nothing is called through it here.
         match unsafe { libloading::Library::new(file) } {
             Ok(_) => return Ok(()),
-            Err(e) => {
-                first_error.get_or_insert(e.to_string());
+            Err(e) if *file == conventional || reason.is_none() => {
+                let detail = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();
+                reason = Some((file.clone(), format!("{e}{detail}")));
             }
+            Err(_) => {}
         }
     }
-    let conventional = match name {
-        "cuda" => "libcuda.so.1".to_string(),
-        _ => format!("lib{name}.so"),
-    };
-    Err(format!(
-        "{conventional} could not be loaded: {}; also tried {}",
-        first_error.unwrap_or_else(|| "no candidate names".into()),
-        candidates.join(", ")
-    ))
+    let (file, why) = reason.unwrap_or_else(|| (conventional, "no candidate file names".into()));
+    let others: Vec<_> = candidates.iter().filter(|c| **c != file).map(String::as_str).collect();
+    Err((file, format!("{why}; also tried {}", others.join(", "))))
 }
 
 /// Runs `f`, turning a panic inside cudarc (a symbol the driver lacks) into [`Error::Cuda`].
@@ -159,8 +166,9 @@ mod tests {
 
     #[test]
     fn a_library_that_does_not_exist_is_an_error_naming_it() {
-        let e = probe_library("beton_no_such_library").unwrap_err();
-        assert!(e.contains("libbeton_no_such_library.so could not be loaded"), "{e}");
+        let (file, why) = probe_library("beton_no_such_library").unwrap_err();
+        assert_eq!(file, "libbeton_no_such_library.so.12");
+        assert!(why.contains("also tried libbeton_no_such_library.so"), "{why}");
     }
 
     #[test]

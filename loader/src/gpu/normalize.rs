@@ -220,9 +220,9 @@ impl NormalizeKernels {
 
     /// Compiles [`NORMALIZE_KERNEL`] with NVRTC for `gpu`'s device and loads it.
     fn compile(gpu: &GpuContext) -> Result<Self> {
-        probe_library("nvrtc").map_err(|e| {
+        probe_library("nvrtc").map_err(|(file, why)| {
             Error::Cuda(format!(
-                "CUDA device {}: NVRTC, needed to compile the kernels, is missing ({e})",
+                "CUDA device {}: NVRTC, needed to compile the kernels, is missing ({file} could not be loaded): {why}",
                 gpu.ordinal()
             ))
         })?;
