@@ -25,7 +25,7 @@ cargo clippy -p beton-loader --all-targets --features cuda --quiet -- -D warning
 cargo test -p beton-loader --features cuda --lib --quiet gpu:: 2>&1 | tee target/cuda-test-output.log
 cargo test -p beton-loader --features cuda --test gpu -- --nocapture --test-threads=1 2>&1 | tee -a target/cuda-test-output.log
 grep -q "^test result: ok" target/cuda-test-output.log && ! grep -qE "^test result: FAILED" target/cuda-test-output.log
-echo "GPU tests skipped (no CUDA device): $(grep -o 'SKIPPED: gpu_' target/cuda-test-output.log | wc -l)"
+echo "GPU tests skipped (no CUDA device or NVRTC): $(grep -oE 'SKIPPED: (gpu|nvrtc)_' target/cuda-test-output.log | wc -l)"
 step "python: build beton._native (maturin, shared target dir), then pytest"
 py=target/py-venv/bin/python
 [ -x "$py" ] || python3 -m venv target/py-venv
@@ -45,9 +45,9 @@ echo
 echo "all checks passed in $((SECONDS - t0)) s"
 # One closing line for the whole suite (every crate's test binaries summed).
 # Rust: "test result: ok. N passed; M failed; K ignored"; pytest: "N passed, K skipped in 1.0s";
-# a GPU test that printed "SKIPPED: gpu_..." (no device) passed in libtest's count: moved to
-# skipped (libtest's "test gpu_x ... " may precede it on the line).
-awk '{ n = gsub(/SKIPPED: gpu_/, "&"); p -= n; s += n }
+# a GPU test that printed "SKIPPED: gpu_..." or "SKIPPED: nvrtc_..." (no device, no NVRTC)
+# passed in libtest's count: moved to skipped (libtest's "test x ... " may precede it).
+awk '{ n = gsub(/SKIPPED: (gpu|nvrtc)_/, "&"); p -= n; s += n }
      /^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1); if ($i ~ /^ignored;?$/) s += $(i-1) } }
      /^[0-9]+ passed/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed,?$/) p += $(i-1); if ($i ~ /^(failed|errors?),?$/) f += $(i-1); if ($i ~ /^skipped,?$/) s += $(i-1) } }
      END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' target/test-output.log target/cuda-test-output.log target/pytest-output.log

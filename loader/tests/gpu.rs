@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use beton_loader::gpu::{normalize_reference, BatchDims, FlipRule, GpuContext};
+use beton_loader::gpu::{compile_normalize_kernel, normalize_reference, BatchDims, FlipRule, GpuContext};
 use beton_loader::image::{
     FloatType, ImagePipeline, Layout, NormalizeImage, RandomHorizontalFlip, SimpleRGBImageDecoder,
 };
@@ -151,6 +151,28 @@ fn reference_equals_the_cpu_pipeline_through_the_loader() {
             assert!(got == *want, "{dtype:?} {layout:?} batch {indices:?}");
         }
     }
+}
+
+/// Compiling needs NVRTC only, no device: where `libnvrtc.so.12` loads (a CUDA toolkit, or PyPI's
+/// `nvidia-cuda-nvrtc-cu12` on `LD_LIBRARY_PATH`), this checks the kernel compiles and that its
+/// PTX does what the CPU does: no fused multiply-add, IEEE division, f16 rounded to nearest even.
+#[test]
+fn nvrtc_compiles_the_normalize_kernel_to_ieee_ptx() {
+    let ptx = match compile_normalize_kernel() {
+        Ok(ptx) => ptx.to_src(),
+        Err(Error::Cuda(msg)) if msg.starts_with("NVRTC, needed to compile the kernels, is missing") => {
+            let line = format!("SKIPPED: nvrtc_compiles_the_normalize_kernel_to_ieee_ptx: {msg}\n");
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    for name in ["normalize_f32_chw", "normalize_f32_hwc", "normalize_f16_chw", "normalize_f16_hwc"] {
+        assert!(ptx.contains(&format!(".entry {name}(")), "{name} missing from the PTX");
+    }
+    assert!(!ptx.contains("fma."), "the PTX fuses a multiply-add");
+    assert!(ptx.contains("sub.rn.f32") && ptx.contains("div.rn.f32"), "IEEE subtraction and division");
+    assert!(ptx.contains("cvt.rn.f16.f32"), "f16 rounding to nearest even");
 }
 
 #[test]

@@ -18,4 +18,4 @@ mod context;
 mod normalize;
 
 pub use context::GpuContext;
-pub use normalize::{normalize_reference, BatchDims, FlipRule, NORMALIZE_KERNEL};
+pub use normalize::{compile_normalize_kernel, normalize_reference, BatchDims, FlipRule, NORMALIZE_KERNEL};

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::CompileOptions;
+use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 
 use super::context::{guarded, probe_library, GpuContext};
 use crate::decode::SampleContext;
@@ -200,6 +200,39 @@ fn check(src_len: usize, dims: BatchDims, num_flags: usize) -> Result<()> {
     Ok(())
 }
 
+/// Compiles [`NORMALIZE_KERNEL`] to PTX with NVRTC (no device needed; [`GpuContext::normalize`]
+/// does this once per context): IEEE arithmetic as on the CPU, no FMA contraction, no flush to
+/// zero, correctly rounded division.
+///
+/// # Errors
+/// [`Error::Cuda`] when NVRTC cannot be loaded ("NVRTC, needed to compile the kernels, is
+/// missing (libnvrtc.so.12 could not be loaded): ...") or the compilation fails (with NVRTC's
+/// log).
+pub fn compile_normalize_kernel() -> Result<Ptx> {
+    probe_library("nvrtc").map_err(|(file, why)| {
+        Error::Cuda(format!(
+            "NVRTC, needed to compile the kernels, is missing ({file} could not be loaded): {why}"
+        ))
+    })?;
+    let opts = CompileOptions {
+        fmad: Some(false),
+        ftz: Some(false),
+        prec_div: Some(true),
+        name: Some("beton_normalize.cu".into()),
+        ..CompileOptions::default()
+    };
+    guarded("compiling the normalize kernel", || {
+        cudarc::nvrtc::compile_ptx_with_opts(NORMALIZE_KERNEL, opts)
+    })?
+    .map_err(|e| {
+        let why = match e {
+            CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+            other => format!("{other:?}"),
+        };
+        Error::Cuda(format!("compiling the normalize kernel (NVRTC) failed: {why}"))
+    })
+}
+
 /// The four compiled kernels of [`NORMALIZE_KERNEL`].
 pub(crate) struct NormalizeKernels {
     f32_chw: CudaFunction,
@@ -220,25 +253,8 @@ impl NormalizeKernels {
 
     /// Compiles [`NORMALIZE_KERNEL`] with NVRTC for `gpu`'s device and loads it.
     fn compile(gpu: &GpuContext) -> Result<Self> {
-        probe_library("nvrtc").map_err(|(file, why)| {
-            Error::Cuda(format!(
-                "CUDA device {}: NVRTC, needed to compile the kernels, is missing ({file} could not be loaded): {why}",
-                gpu.ordinal()
-            ))
-        })?;
-        let opts = CompileOptions {
-            // IEEE arithmetic, as the CPU path: no contraction into FMA, no flush to zero,
-            // correctly rounded division (the kernel also spells each rounding out).
-            fmad: Some(false),
-            ftz: Some(false),
-            prec_div: Some(true),
-            name: Some("beton_normalize.cu".into()),
-            ..CompileOptions::default()
-        };
-        let ptx = guarded("compiling the normalize kernel", || {
-            cudarc::nvrtc::compile_ptx_with_opts(NORMALIZE_KERNEL, opts)
-        })?
-        .map_err(|e| gpu.error("compiling the normalize kernel (NVRTC)", format!("{e:?}")))?;
+        let ptx = compile_normalize_kernel()
+            .map_err(|e| Error::Cuda(format!("CUDA device {}: {e}", gpu.ordinal())))?;
         let module =
             gpu.context().load_module(ptx).map_err(|e| gpu.error("loading the normalize kernel", e))?;
         let load =
