@@ -17,15 +17,6 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "cargo test (workspace)"
 mkdir -p target
 cargo test --workspace --quiet 2>&1 | tee target/test-output.log
-# The GPU path (feature `cuda`, docs/GPU.md) builds without CUDA (cudarc loads the driver at run
-# time). Its `gpu_*` tests need a device: without one each prints "SKIPPED: ..." and the summary
-# below counts it as skipped, not passed. The default build above stays free of cudarc.
-step "feature cuda: clippy, unit tests, GPU tests (skipped without a device)"
-cargo clippy -p beton-loader --all-targets --features cuda --quiet -- -D warnings
-cargo test -p beton-loader --features cuda --lib --quiet gpu:: 2>&1 | tee target/cuda-test-output.log
-cargo test -p beton-loader --features cuda --test gpu -- --nocapture --test-threads=1 2>&1 | tee -a target/cuda-test-output.log
-grep -q "^test result: ok" target/cuda-test-output.log && ! grep -qE "^test result: FAILED" target/cuda-test-output.log
-echo "GPU tests skipped (no CUDA device or NVRTC): $(grep -oE 'SKIPPED: (gpu|nvrtc)_' target/cuda-test-output.log | wc -l)"
 step "python: build beton._native (maturin, shared target dir), then pytest"
 py=target/py-venv/bin/python
 [ -x "$py" ] || python3 -m venv target/py-venv
@@ -39,6 +30,20 @@ echo "torch ready ($((SECONDS - t_torch)) s)"
   ../target/py-venv/bin/maturin develop --quiet)
 BETON_REQUIRE_TORCH=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
 grep -qE "^[0-9]+ passed" target/pytest-output.log && ! grep -qE "[0-9]+ (failed|error)" target/pytest-output.log
+# The GPU path (feature `cuda`, docs/GPU.md) builds without CUDA (cudarc loads the driver at run
+# time). Its `gpu_*` tests need a device: without one each prints "SKIPPED: ..." and the summary
+# below counts it as skipped, not passed. The default build above stays free of cudarc. It runs
+# after the Python step because torch's wheel brings NVRTC (nvidia-cuda-nvrtc-cu12): with it on
+# the library path the kernel is compiled to PTX and checked, with no GPU.
+step "feature cuda: clippy, unit tests, GPU tests (skipped without a device)"
+cargo clippy -p beton-loader --all-targets --features cuda --quiet -- -D warnings
+cargo test -p beton-loader --features cuda --lib --quiet gpu:: 2>&1 | tee target/cuda-test-output.log
+nvrtc_dir=$(ls -d target/py-venv/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)
+ld_path="${LD_LIBRARY_PATH:-}"
+if [ -n "$nvrtc_dir" ]; then ld_path="$PWD/$nvrtc_dir${ld_path:+:$ld_path}"; fi
+LD_LIBRARY_PATH="$ld_path" cargo test -p beton-loader --features cuda --test gpu -- --nocapture --test-threads=1 2>&1 | tee -a target/cuda-test-output.log
+grep -q "^test result: ok" target/cuda-test-output.log && ! grep -qE "^test result: FAILED" target/cuda-test-output.log
+echo "GPU tests skipped (no CUDA device or NVRTC): $(grep -oE 'SKIPPED: (gpu|nvrtc)_' target/cuda-test-output.log | wc -l)"
 step "fuzz target builds (plain cargo, shared target dir)"
 CARGO_TARGET_DIR="$target_dir" cargo build --quiet --manifest-path fuzz/Cargo.toml
 echo
