@@ -66,6 +66,12 @@ pub enum Error {
     /// a position past the end of its epoch.
     #[error("invalid loader state: {0}")]
     InvalidState(String),
+
+    /// The GPU path (feature `cuda`) could not run: no driver, no such device, a driver older
+    /// than the API beton binds, a kernel that failed to compile, a failed launch or copy. The
+    /// message names the device and the step.
+    #[error("{0}")]
+    Cuda(String),
 }
 
 impl From<serde_json::Error> for Error {

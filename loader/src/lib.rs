@@ -13,6 +13,8 @@
 //!   which order, in which batches*, the part that must be identical on every rank and
 //!   reproducible after a restart: FFCV's orders ([`OrderOption`]: `SEQUENTIAL`, `RANDOM`,
 //!   `QUASI_RANDOM`, or a custom [`Order`]) with FFCV's / PyTorch's distributed semantics.
+//! - `gpu` (feature `cuda`): the GPU path's foundation, a CUDA context that fails cleanly without
+//!   a driver and the normalisation kernel with its CPU twin (docs/GPU.md).
 //!
 //! Every random choice derives from `(seed, epoch)` (orders) or `(seed, epoch, sample)`
 //! (augmentations) alone, through ChaCha8 seeded by SplitMix64 with hand-written bounded draws
@@ -39,6 +41,8 @@ mod cache;
 pub mod decode;
 mod engine;
 pub mod error;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod image;
 pub mod order;
 pub mod pages;

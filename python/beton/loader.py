@@ -46,6 +46,44 @@ def _native_image_pipeline(field, ops):
     return (decoder._native(), native_ops, normalize), rest
 
 
+def _cuda_index(device):
+    """The CUDA device index ``device`` names (``0`` for ``'cuda'``), or ``None`` when it is not a
+    CUDA device (``'cpu'``, ``torch.device('cpu')``). A bare int is a CUDA index, as in torch."""
+    if isinstance(device, bool):
+        return None
+    if isinstance(device, int):
+        return device
+    text = str(device)
+    if text == "cuda":
+        return 0
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return int(text[5:])
+    return None
+
+
+def _check_devices(field, ops):
+    """Raises at Loader creation, not at the first batch, when a ``ToDevice`` in the pipeline of
+    ``field`` names a CUDA device this process cannot use (no torch, no CUDA, too few devices)."""
+    from beton.transforms.ops import ToDevice
+
+    for op in ops:
+        if not isinstance(op, ToDevice):
+            continue
+        index = _cuda_index(op.device)
+        if index is None:
+            continue
+        where = f"ToDevice({op.device!r}) in the pipeline of field {field!r}"
+        try:
+            import torch
+        except ImportError as e:
+            raise RuntimeError(f"{where}: no CUDA device is available (torch is not installed: {e})") from None
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"{where}: no CUDA device is available (torch.cuda.is_available() is False)")
+        count = torch.cuda.device_count()
+        if index >= count:
+            raise RuntimeError(f"{where}: CUDA device {index} requested, {count} present")
+
+
 def _stage(op):
     """A pipeline entry after the decoder as a batch-level callable."""
     from beton.pipeline.operation import BatchStage, Operation
@@ -108,6 +146,7 @@ class Loader:
             if spec.source not in kinds:
                 raise KeyError(f"view {name!r}: no field {spec.source!r}; the fields are {list(kinds)}")
             ops = ([spec.decoder] if spec.decoder is not None else []) + spec.transforms
+            _check_devices(name, ops)
             if not ops or not getattr(ops[0], "_beton_image_decoder", False):
                 raise ValueError(f"view {name!r}: views of a field need an image decoder first")
             native, rest = _native_image_pipeline(name, ops)
@@ -118,6 +157,7 @@ class Loader:
             ops = list(pipelines.get(name) or [])
             if kind in ("rgb_image", "grey_image", "custom") and not ops:
                 continue  # FFCV needs a decoder for these; without a pipeline they are skipped
+            _check_devices(name, ops)
             self.fields.append(name)
             if ops and getattr(ops[0], "_beton_image_decoder", False):
                 spec, ops = _native_image_pipeline(name, ops)

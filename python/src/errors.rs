@@ -1,9 +1,9 @@
 //! Rust errors as Python exceptions: corrupt files raise `beton.CorruptFileError` (a
 //! `ValueError`), I/O errors `OSError`, unknown names `KeyError`, bad arguments and SQL
-//! `ValueError`; the message is the Rust error's, which names the file, offset, sample or SQL
-//! position.
+//! `ValueError`, the GPU path's errors `RuntimeError`; the message is the Rust error's, which
+//! names the file, offset, sample or SQL position.
 
-use pyo3::exceptions::{PyKeyError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 pyo3::create_exception!(
@@ -51,6 +51,8 @@ pub(crate) fn from_loader(e: beton_loader::Error) -> PyErr {
     match e {
         E::Storage(s) => storage(s),
         E::Io { .. } => PyOSError::new_err(e.to_string()),
+        // No driver, no such device, a failed kernel: what torch raises for CUDA trouble.
+        E::Cuda(_) => PyRuntimeError::new_err(e.to_string()),
         other => PyValueError::new_err(other.to_string()),
     }
 }

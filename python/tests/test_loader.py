@@ -246,3 +246,37 @@ def test_100_epochs_with_early_breaks_keep_memory_flat(small):
                 break
         rss.append(rss_kib())
     assert rss[-1] - rss[9] < 8 * 1024, f"RSS grew {rss[9]} -> {rss[-1]} KiB"
+
+
+def _gpu_pipeline(device):
+    """FFCV's GPU image pipeline: decode, to torch, to the device, NCHW, normalise to float16."""
+    from beton.fields.decoders import IntDecoder, SimpleRGBImageDecoder
+    from beton.transforms import NormalizeImage, ToDevice, ToTensor, ToTorchImage
+
+    mean, std = np.array([0.485, 0.456, 0.406]) * 255, np.array([0.229, 0.224, 0.225]) * 255
+    return {"image": [SimpleRGBImageDecoder(), ToTensor(), ToDevice(device, non_blocking=True),
+                      ToTorchImage(channels_last=False), NormalizeImage(mean, std, np.float16)],
+            "label": [IntDecoder(), ToTensor(), ToDevice(device)]}
+
+
+def test_to_device_cuda_without_cuda_fails_at_creation_naming_the_op(small, torch):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the error path is not reachable")
+    for device in ["cuda:0", torch.device("cuda"), 0]:
+        # Fields are checked in the file's order: `label` comes first.
+        with pytest.raises(RuntimeError, match=r"ToDevice\(.*\) in the pipeline of field 'label': no CUDA device "
+                                               r"is available \(torch.cuda.is_available\(\) is False\)"):
+            Loader(small, batch_size=4, pipelines=_gpu_pipeline(device))
+    with pytest.raises(RuntimeError, match=r"ToDevice\('cuda:1'\) in the pipeline of field 'image'"):
+        Loader(small, batch_size=4, pipelines={"image": _gpu_pipeline("cuda:1")["image"]})
+    # The CPU twin of the same pipeline builds.
+    Loader(small, batch_size=4, pipelines=_gpu_pipeline("cpu"))
+
+
+def test_to_device_cuda_without_torch_fails_at_creation(small, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    with pytest.raises(RuntimeError, match=r"ToDevice\('cuda'\) in the pipeline of field 'label': no CUDA "
+                                           r"device is available \(torch is not installed"):
+        Loader(small, batch_size=4, pipelines=_gpu_pipeline("cuda"))

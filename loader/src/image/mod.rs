@@ -38,6 +38,8 @@ pub use ops::{
     Cutout, ImageMut, ImageOp, RandomBrightness, RandomContrast, RandomHorizontalFlip, RandomSaturation,
     RandomTranslate, RandomVerticalFlip,
 };
+#[cfg(feature = "cuda")]
+pub(crate) use pipeline::f32_to_f16;
 pub use pipeline::{FloatType, ImagePipeline, Layout, NormalizeImage};
 pub use resize::Interpolation;
 pub use rng::SampleRng;

@@ -95,7 +95,7 @@ impl NormalizeImage {
     }
 
     /// The little-endian bytes of the output value for each channel and pixel value.
-    fn table(&self) -> Table {
+    pub(crate) fn table(&self) -> Table {
         let mut t = [[[0u8; 4]; 256]; 3];
         for (c, row) in t.iter_mut().enumerate() {
             for (v, cell) in row.iter_mut().enumerate() {
@@ -113,7 +113,7 @@ impl NormalizeImage {
     }
 
     /// Writes the normalised `h × w` RGB image `src` into `dst` with the lookup table `t`.
-    fn write(&self, t: &Table, src: &[u8], (h, w): (usize, usize), dst: &mut [u8]) {
+    pub(crate) fn write(&self, t: &Table, src: &[u8], (h, w): (usize, usize), dst: &mut [u8]) {
         match self.dtype {
             FloatType::F16 => write_with::<2>(t, self.layout, src, h * w, dst),
             FloatType::F32 => write_with::<4>(t, self.layout, src, h * w, dst),
@@ -145,7 +145,7 @@ fn write_with<const N: usize>(t: &Table, layout: Layout, src: &[u8], pixels: usi
 }
 
 /// Output bytes (little-endian, `f16` in the first two) per channel and pixel value.
-type Table = [[[u8; 4]; 256]; 3];
+pub(crate) type Table = [[[u8; 4]; 256]; 3];
 
 /// `f32` to IEEE half, round to nearest even; overflow to infinity, NaN stays NaN.
 pub(crate) fn f32_to_f16(x: f32) -> u16 {
