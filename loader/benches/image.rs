@@ -354,6 +354,8 @@ fn end_to_end(c: &mut Criterion) {
                 .batch_size(256)
                 .order(OrderOption::Random)
                 .seed(0)
+                // Every sample counts (the throughput is n per epoch): no batch is dropped.
+                .drop_last(false)
                 .fields(&["image"])
                 .decoder("image", decoder)
                 .build()
