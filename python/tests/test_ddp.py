@@ -11,7 +11,8 @@ import sys
 def test_two_ranks_under_torchrun_cover_the_index_set_disjointly(small, tmp_path, torch):
     assert torch.distributed.is_available(), "this torch build has no torch.distributed"
     worker = os.path.join(os.path.dirname(__file__), "ddp_worker.py")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+    # --standalone: a local rendezvous on a free port (a fixed port could be taken on a shared machine).
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            worker, str(small), str(tmp_path)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
