@@ -112,8 +112,13 @@ impl NormalizeImage {
         t
     }
 
-    /// Writes the normalised `h × w` RGB image `src` into `dst` with the lookup table `t`.
+    /// Writes the normalised `h × w` RGB image `src` into `dst` with the lookup table `t` (or,
+    /// for HWC on x86-64 with AVX2 and F16C, the same arithmetic eight values at a time).
     pub(crate) fn write(&self, t: &Table, src: &[u8], (h, w): (usize, usize), dst: &mut [u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.layout == Layout::Hwc && simd::hwc(src, &self.mean, &self.std, self.dtype, dst) {
+            return;
+        }
         match self.dtype {
             FloatType::F16 => write_with::<2>(t, self.layout, src, h * w, dst),
             FloatType::F32 => write_with::<4>(t, self.layout, src, h * w, dst),
@@ -139,6 +144,79 @@ fn write_with<const N: usize>(t: &Table, layout: Layout, src: &[u8], pixels: usi
                 for (px, o) in src.chunks_exact(3).zip(out.chunks_exact_mut(N)) {
                     o.copy_from_slice(&table[usize::from(px[c])][..N]);
                 }
+            }
+        }
+    }
+}
+
+/// HWC normalisation with AVX2 + F16C: `(v - mean[c]) / std[c]` in `f32` (the same IEEE
+/// operations as the lookup table, so the same values), then `f16` with round-to-nearest-even
+/// (`vcvtps2ph`, as [`f32_to_f16`]).
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::*;
+
+    use super::{f32_to_f16, FloatType};
+
+    /// Writes `src` (HWC `u8`) normalised into `dst`; `false` (nothing written) when the CPU lacks
+    /// AVX2 or F16C or the lengths do not match, for the caller's table path.
+    pub(super) fn hwc(src: &[u8], mean: &[f32; 3], std: &[f32; 3], dtype: FloatType, dst: &mut [u8]) -> bool {
+        let size = match dtype {
+            FloatType::F16 => 2,
+            FloatType::F32 => 4,
+        };
+        if dst.len() != src.len() * size
+            || !is_x86_feature_detected!("avx2")
+            || !is_x86_feature_detected!("f16c")
+        {
+            return false;
+        }
+        // SAFETY: the CPU has AVX2 and F16C (checked just above), and dst holds `size` bytes per
+        // value of src (checked), which is what hwc_avx2 writes.
+        unsafe { hwc_avx2(src, mean, std, size, dst) };
+        true
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2 and F16C, and `dst.len() == src.len() * size` with `size` 2 (`f16`)
+    /// or 4 (`f32`).
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn hwc_avx2(src: &[u8], mean: &[f32; 3], std: &[f32; 3], size: usize, dst: &mut [u8]) {
+        // 24 values (8 pixels) a round, in three vectors of 8 whose lane k holds channel
+        // (8j + k) mod 3.
+        let lanes = |off: usize| -> (__m256, __m256) {
+            let m: [f32; 8] = std::array::from_fn(|k| mean[(off + k) % 3]);
+            let s: [f32; 8] = std::array::from_fn(|k| std[(off + k) % 3]);
+            // SAFETY: both arrays hold 8 f32, read unaligned.
+            unsafe { (_mm256_loadu_ps(m.as_ptr()), _mm256_loadu_ps(s.as_ptr())) }
+        };
+        let pattern = [lanes(0), lanes(8), lanes(16)];
+        let rounds = src.len() / 24;
+        for r in 0..rounds {
+            for (j, (m, s)) in pattern.iter().enumerate() {
+                let at = r * 24 + j * 8;
+                // SAFETY: at + 8 <= rounds * 24 <= src.len(): 8 bytes are read. The store writes
+                // 8 values of `size` bytes at at * size, inside dst (dst.len() = src.len() * size).
+                unsafe {
+                    let bytes = _mm_loadl_epi64(src.as_ptr().add(at).cast());
+                    let v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+                    let x = _mm256_div_ps(_mm256_sub_ps(v, *m), *s);
+                    let out = dst.as_mut_ptr().add(at * size);
+                    if size == 2 {
+                        _mm_storeu_si128(out.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x));
+                    } else {
+                        _mm256_storeu_ps(out.cast(), x);
+                    }
+                }
+            }
+        }
+        for k in rounds * 24..src.len() {
+            let c = k % 3;
+            let x = (f32::from(src[k]) - mean[c]) / std[c];
+            if size == 2 {
+                dst[k * 2..k * 2 + 2].copy_from_slice(&f32_to_f16(x).to_le_bytes());
+            } else {
+                dst[k * 4..k * 4 + 4].copy_from_slice(&x.to_le_bytes());
             }
         }
     }
@@ -310,6 +388,46 @@ impl FieldDecoder for ImagePipeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The AVX2/F16C path writes exactly what the lookup tables write (every value, odd lengths,
+    /// both types, unusual means and deviations), and declines what it cannot do.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn simd_normalisation_equals_the_tables() {
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c")) {
+            eprintln!("SKIPPED: this CPU has no AVX2 + F16C");
+            return;
+        }
+        let src: Vec<u8> = (0..3 * 1000 + 21).map(|i| ((i * 7919) % 256) as u8).collect();
+        for (mean, std) in [
+            ([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]),
+            ([0.0, 255.0, 0.5], [1.0, 0.003, 1e-3]),
+            ([-1e4, 3.3, 200.0], [7.0, 1e5, 0.1]),
+        ] {
+            for dtype in [FloatType::F16, FloatType::F32] {
+                let n = NormalizeImage::new(mean, std).dtype(dtype).layout(Layout::Hwc);
+                let size = n.elem().size();
+                for len in [src.len(), 24, 21, 3, 0] {
+                    let mut fast = vec![0u8; len * size];
+                    assert!(simd::hwc(&src[..len], &mean, &std, dtype, &mut fast));
+                    let mut slow = vec![0u8; len * size];
+                    write_with_table(&n, &src[..len], &mut slow);
+                    assert_eq!(fast, slow, "{mean:?} {std:?} {dtype:?} len {len}");
+                }
+                assert!(!simd::hwc(&src[..6], &mean, &std, dtype, &mut vec![0u8; 6 * size + 1]));
+            }
+        }
+    }
+
+    /// The table path, whatever the CPU.
+    #[cfg(target_arch = "x86_64")]
+    fn write_with_table(n: &NormalizeImage, src: &[u8], dst: &mut [u8]) {
+        let t = n.table();
+        match n.dtype {
+            FloatType::F16 => write_with::<2>(&t, Layout::Hwc, src, src.len() / 3, dst),
+            FloatType::F32 => write_with::<4>(&t, Layout::Hwc, src, src.len() / 3, dst),
+        }
+    }
 
     #[test]
     fn f16_rounds_to_nearest_even() {
