@@ -170,20 +170,15 @@ pub(crate) fn slice(
     if u64::from(c1 - c0) * u64::from(r1 - r0) >= total {
         return None;
     }
-    // Interval `i` covers MCUs `i·ri .. (i+1)·ri` in raster order; the intervals wanted are, per
-    // MCU row, `first..end` (row intervals: one run for all rows).
+    // Interval `i` covers MCUs `i·ri .. (i+1)·ri` in raster order. The intervals wanted are one
+    // run `first..end` per MCU row, or, for row intervals, one run spanning all the rows.
+    let (rows, span) = if row_intervals { (r0..r0 + 1, r1 - r0) } else { (r0..r1, 1) };
     let run = |r: u32| -> (u64, u64) {
-        let row = u64::from(r) * u64::from(mcus_x);
-        ((row + u64::from(c0)) / u64::from(ri), (row + u64::from(c1)).div_ceil(u64::from(ri)))
+        let (mx, ri) = (u64::from(mcus_x), u64::from(ri));
+        let (top, bottom) = (u64::from(r), u64::from(r + span - 1));
+        ((top * mx + u64::from(c0)) / ri, (bottom * mx + u64::from(c1)).div_ceil(ri))
     };
-    let (last_needed, intervals) = if row_intervals {
-        let first = u64::from(r0) * u64::from(mcus_x) / u64::from(ri);
-        let end = (u64::from(r1) * u64::from(mcus_x)).div_ceil(u64::from(ri));
-        (end - 1, vec![(first, end)])
-    } else {
-        let v: Vec<(u64, u64)> = (r0..r1).map(run).collect();
-        (v.last()?.1 - 1, v)
-    };
+    let last_needed = run(rows.end - 1).1 - 1;
     let count = total.div_ceil(u64::from(ri));
     // Find the markers up to the end of the last interval needed. markers[i] is where RST i
     // (mod 8) begins, i.e. the end of interval i's bytes; the end of the last interval of the
@@ -191,7 +186,6 @@ pub(crate) fn slice(
     markers.clear();
     let scan = data.get(h.scan_at..)?;
     let mut at = 0;
-    let mut ended = false;
     while (markers.len() as u64) <= last_needed {
         let ff = at + memchr::memchr(0xFF, scan.get(at..)?)?;
         let mut next = ff + 1;
@@ -212,11 +206,8 @@ pub(crate) fn slice(
                     return None;
                 }
                 markers.push(ff);
-                ended = true;
+                break;
             }
-        }
-        if ended {
-            break;
         }
         at = next + 1;
     }
@@ -242,7 +233,7 @@ pub(crate) fn slice(
         sw as u8,
     ]);
     let mut n = 0u64;
-    for (first, end) in intervals {
+    for (first, end) in rows.map(run) {
         for i in first..end {
             if n > 0 {
                 out.extend_from_slice(&[0xFF, 0xD0 + ((n - 1) % 8) as u8]);
