@@ -52,6 +52,14 @@ pub trait ImageOp: Send + Sync + std::fmt::Debug {
     /// Applies the operation to `image`, drawing from `rng`, the sample's stream for this
     /// operation.
     fn apply(&self, image: &mut ImageMut<'_>, rng: &mut SampleRng);
+
+    /// `Some(p)` for an operation that mirrors the image left to right with probability `p`,
+    /// drawn as `rng.chance(p)` and nothing else: an [`ImagePipeline`](super::ImagePipeline)
+    /// folds such operations at its end into the normalisation's writes. `None` (the default)
+    /// for every other operation.
+    fn horizontal_flip(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Mirrors each row of a packed RGB image `width` pixels wide.
@@ -86,6 +94,10 @@ impl ImageOp for RandomHorizontalFlip {
         if rng.chance(self.flip_prob) {
             flip_horizontal(image.pixels, image.width);
         }
+    }
+
+    fn horizontal_flip(&self) -> Option<f64> {
+        Some(self.flip_prob)
     }
 }
 

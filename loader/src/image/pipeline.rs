@@ -24,7 +24,7 @@ use std::sync::{Arc, RwLock};
 
 use beton_storage::{Dataset, Value};
 
-use super::ops::{ImageMut, ImageOp};
+use super::ops::{flip_horizontal, ImageMut, ImageOp};
 use super::rng::SampleRng;
 use crate::decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
 use crate::error::{Error, Result};
@@ -94,6 +94,25 @@ impl NormalizeImage {
         }
     }
 
+    /// `1 / std` per channel when `(v − mean) · (1 / std)` gives exactly the output value of
+    /// `(v − mean) / std` for every pixel value `v` and channel (bit for bit in `f32`; after
+    /// rounding for `f16`, where a last-bit difference in `f32` rarely survives): a multiply then
+    /// replaces the division, which costs about ten times as much. `None` otherwise.
+    pub(crate) fn reciprocals(&self) -> Option<[f32; 3]> {
+        let inv = self.std.map(|s| 1.0 / s);
+        let exact = (0..3).all(|c| {
+            (0..256).all(|v| {
+                let x = v as f32 - self.mean[c];
+                let (div, mul) = (x / self.std[c], x * inv[c]);
+                match self.dtype {
+                    FloatType::F32 => div.to_bits() == mul.to_bits(),
+                    FloatType::F16 => f32_to_f16(div) == f32_to_f16(mul),
+                }
+            })
+        });
+        exact.then_some(inv)
+    }
+
     /// The little-endian bytes of the output value for each channel and pixel value.
     pub(crate) fn table(&self) -> Table {
         let mut t = [[[0u8; 4]; 256]; 3];
@@ -112,12 +131,29 @@ impl NormalizeImage {
         t
     }
 
-    /// Writes the normalised `h × w` RGB image `src` into `dst` with the lookup table `t` (or,
-    /// for HWC on x86-64 with AVX2 and F16C, the same arithmetic eight values at a time).
-    pub(crate) fn write(&self, t: &Table, src: &[u8], (h, w): (usize, usize), dst: &mut [u8]) {
+    /// Writes the normalised `h × w` RGB image `src` into `dst`, mirrored left to right when
+    /// `flip` (a fused `RandomHorizontalFlip`): with AVX2 and F16C on x86-64 eight values at a
+    /// time, otherwise through the lookup table `t` (the same values either way). `src` is
+    /// scratch: it may be left flipped.
+    ///
+    /// `recip` is [`NormalizeImage::reciprocals`], when it is `Some`.
+    pub(crate) fn write(
+        &self,
+        t: &Table,
+        recip: Option<&[f32; 3]>,
+        src: &mut [u8],
+        (h, w): (usize, usize),
+        flip: bool,
+        dst: &mut [u8],
+    ) {
         #[cfg(target_arch = "x86_64")]
-        if self.layout == Layout::Hwc && simd::hwc(src, &self.mean, &self.std, self.dtype, dst) {
+        if simd::write(self, recip, src, (h, w), flip, dst) {
             return;
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = recip;
+        if flip {
+            flip_horizontal(src, w);
         }
         match self.dtype {
             FloatType::F16 => write_with::<2>(t, self.layout, src, h * w, dst),
@@ -129,6 +165,9 @@ impl NormalizeImage {
 /// [`NormalizeImage::write`] for `N`-byte output values: fixed-size copies, no division per
 /// value (this runs for every value of every image).
 fn write_with<const N: usize>(t: &Table, layout: Layout, src: &[u8], pixels: usize, dst: &mut [u8]) {
+    if pixels == 0 {
+        return;
+    }
     match layout {
         Layout::Hwc => {
             for (px, out) in src.chunks_exact(3).zip(dst.chunks_exact_mut(3 * N)) {
@@ -156,32 +195,169 @@ fn write_with<const N: usize>(t: &Table, layout: Layout, src: &[u8], pixels: usi
 mod simd {
     use std::arch::x86_64::*;
 
-    use super::{f32_to_f16, FloatType};
+    use super::{f32_to_f16, flip_horizontal, FloatType, Layout, NormalizeImage};
 
-    /// Writes `src` (HWC `u8`) normalised into `dst`; `false` (nothing written) when the CPU lacks
-    /// AVX2 or F16C or the lengths do not match, for the caller's table path.
-    pub(super) fn hwc(src: &[u8], mean: &[f32; 3], std: &[f32; 3], dtype: FloatType, dst: &mut [u8]) -> bool {
-        let size = match dtype {
+    /// Writes `src` (HWC `u8`, `h × w`) normalised by `n` into `dst`, mirrored when `flip`;
+    /// `false` (nothing written) when the CPU lacks AVX2 or F16C or the lengths do not match, for
+    /// the caller's table path.
+    ///
+    /// With `recip` ([`NormalizeImage::reciprocals`]) a multiply replaces the division.
+    pub(super) fn write(
+        n: &NormalizeImage,
+        recip: Option<&[f32; 3]>,
+        src: &mut [u8],
+        (h, w): (usize, usize),
+        flip: bool,
+        dst: &mut [u8],
+    ) -> bool {
+        let size = match n.dtype {
             FloatType::F16 => 2,
             FloatType::F32 => 4,
         };
-        if dst.len() != src.len() * size
+        if src.len() != h * w * 3
+            || dst.len() != src.len() * size
             || !is_x86_feature_detected!("avx2")
             || !is_x86_feature_detected!("f16c")
         {
             return false;
         }
-        // SAFETY: the CPU has AVX2 and F16C (checked just above), and dst holds `size` bytes per
-        // value of src (checked), which is what hwc_avx2 writes.
-        unsafe { hwc_avx2(src, mean, std, size, dst) };
+        match n.layout {
+            Layout::Hwc => {
+                if flip {
+                    flip_horizontal(src, w);
+                }
+                // SAFETY: the CPU has AVX2 and F16C, and dst holds `size` bytes per value of src
+                // (both checked above), which is what hwc_avx2 writes.
+                unsafe {
+                    match recip {
+                        Some(r) => hwc_avx2::<true>(src, &n.mean, r, size, dst),
+                        None => hwc_avx2::<false>(src, &n.mean, &n.std, size, dst),
+                    }
+                }
+            }
+            // SAFETY: the CPU has AVX2 and F16C, src is h × w × 3 bytes and dst holds `size`
+            // bytes per value of src (all checked above), which is what chw_avx2 needs.
+            Layout::Chw => unsafe {
+                match recip {
+                    Some(r) => chw_avx2::<true>(src, (h, w), &n.mean, r, size, flip, dst),
+                    None => chw_avx2::<false>(src, (h, w), &n.mean, &n.std, size, flip, dst),
+                }
+            },
+        }
         true
+    }
+
+    /// `(v - mean) / div`, or `(v - mean) * div` when `MUL` (`div` is then `1 / std`).
+    #[inline(always)]
+    fn scale<const MUL: bool>(x: __m256, div: __m256) -> __m256 {
+        // SAFETY: only reached from the target_feature(avx2) kernels below.
+        unsafe {
+            if MUL {
+                _mm256_mul_ps(x, div)
+            } else {
+                _mm256_div_ps(x, div)
+            }
+        }
+    }
+
+    /// The scalar form of [`scale`].
+    #[inline(always)]
+    fn scale1<const MUL: bool>(x: f32, div: f32) -> f32 {
+        if MUL {
+            x * div
+        } else {
+            x / div
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2 and F16C; `src.len() == h * w * 3` and `dst.len() == src.len() *
+    /// size` with `size` 2 (`f16`) or 4 (`f32`). `std` is `1 / std` when `MUL`.
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn chw_avx2<const MUL: bool>(
+        src: &[u8],
+        (h, w): (usize, usize),
+        mean: &[f32; 3],
+        std: &[f32; 3],
+        size: usize,
+        flip: bool,
+        dst: &mut [u8],
+    ) {
+        // Eight pixels (24 bytes, loaded as 16 + 8) a round, split into their R, G and B bytes
+        // by byte shuffles (-1 writes a zero): channel c of pixel k is byte 3k + c.
+        let pick = |c: usize, from: usize| -> __m128i {
+            let idx: [i8; 16] = std::array::from_fn(|k| {
+                let b = 3 * k + c;
+                if k < 8 && b >= from && b < from + 16 {
+                    (b - from) as i8
+                } else {
+                    -1
+                }
+            });
+            // SAFETY: idx holds 16 bytes, read unaligned.
+            unsafe { _mm_loadu_si128(idx.as_ptr().cast()) }
+        };
+        let lo = [pick(0, 0), pick(1, 0), pick(2, 0)];
+        let hi = [pick(0, 16), pick(1, 16), pick(2, 16)];
+        let m = mean.map(|v| _mm256_set1_ps(v));
+        let s = std.map(|v| _mm256_set1_ps(v));
+        let reverse = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+        let plane = h * w * size;
+        let blocks = w / 8;
+        for y in 0..h {
+            let row = &src[y * w * 3..(y + 1) * w * 3];
+            for b in 0..blocks {
+                let x = b * 8;
+                // Output pixels x..x+8 come from source pixels x..x+8, or w-8-x..w-x reversed.
+                let from = if flip { w - 8 - x } else { x };
+                // SAFETY: from + 8 <= w, so the 16 + 8 bytes read at 3·from lie in `row`. Each
+                // store writes 8 values of `size` bytes at ((y·w + x)·size) in plane c, inside
+                // dst (x + 8 <= w, y < h, dst.len() = 3 · plane).
+                unsafe {
+                    let a = _mm_loadu_si128(row.as_ptr().add(from * 3).cast());
+                    let b8 = _mm_loadl_epi64(row.as_ptr().add(from * 3 + 16).cast());
+                    for c in 0..3 {
+                        let v = _mm_or_si128(_mm_shuffle_epi8(a, lo[c]), _mm_shuffle_epi8(b8, hi[c]));
+                        let mut f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+                        if flip {
+                            f = _mm256_permutevar8x32_ps(f, reverse);
+                        }
+                        let x = scale::<MUL>(_mm256_sub_ps(f, m[c]), s[c]);
+                        let out = dst.as_mut_ptr().add(c * plane + (y * w + b * 8) * size);
+                        if size == 2 {
+                            _mm_storeu_si128(out.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x));
+                        } else {
+                            _mm256_storeu_ps(out.cast(), x);
+                        }
+                    }
+                }
+            }
+            for x in blocks * 8..w {
+                let from = if flip { w - 1 - x } else { x };
+                for c in 0..3 {
+                    let v = scale1::<MUL>(f32::from(row[from * 3 + c]) - mean[c], std[c]);
+                    let at = c * plane + (y * w + x) * size;
+                    if size == 2 {
+                        dst[at..at + 2].copy_from_slice(&f32_to_f16(v).to_le_bytes());
+                    } else {
+                        dst[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
     }
 
     /// # Safety
     /// The CPU must have AVX2 and F16C, and `dst.len() == src.len() * size` with `size` 2 (`f16`)
-    /// or 4 (`f32`).
+    /// or 4 (`f32`). `std` is `1 / std` when `MUL`.
     #[target_feature(enable = "avx2,f16c")]
-    unsafe fn hwc_avx2(src: &[u8], mean: &[f32; 3], std: &[f32; 3], size: usize, dst: &mut [u8]) {
+    unsafe fn hwc_avx2<const MUL: bool>(
+        src: &[u8],
+        mean: &[f32; 3],
+        std: &[f32; 3],
+        size: usize,
+        dst: &mut [u8],
+    ) {
         // 24 values (8 pixels) a round, in three vectors of 8 whose lane k holds channel
         // (8j + k) mod 3.
         let lanes = |off: usize| -> (__m256, __m256) {
@@ -200,7 +376,7 @@ mod simd {
                 unsafe {
                     let bytes = _mm_loadl_epi64(src.as_ptr().add(at).cast());
                     let v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-                    let x = _mm256_div_ps(_mm256_sub_ps(v, *m), *s);
+                    let x = scale::<MUL>(_mm256_sub_ps(v, *m), *s);
                     let out = dst.as_mut_ptr().add(at * size);
                     if size == 2 {
                         _mm_storeu_si128(out.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x));
@@ -212,7 +388,7 @@ mod simd {
         }
         for k in rounds * 24..src.len() {
             let c = k % 3;
-            let x = (f32::from(src[k]) - mean[c]) / std[c];
+            let x = scale1::<MUL>(f32::from(src[k]) - mean[c], std[c]);
             if size == 2 {
                 dst[k * 2..k * 2 + 2].copy_from_slice(&f32_to_f16(x).to_le_bytes());
             } else {
@@ -270,7 +446,8 @@ thread_local! {
 pub struct ImagePipeline {
     decoder: Arc<dyn FieldDecoder>,
     ops: Vec<Arc<dyn ImageOp>>,
-    normalize: Option<(NormalizeImage, Box<Table>)>,
+    /// The normalisation, its lookup table and [`NormalizeImage::reciprocals`].
+    normalize: Option<(NormalizeImage, Box<Table>, Option<[f32; 3]>)>,
     sizes: Sizes,
 }
 
@@ -278,7 +455,7 @@ impl std::fmt::Debug for ImagePipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ImagePipeline")
             .field("ops", &self.ops)
-            .field("normalize", &self.normalize.as_ref().map(|(n, _)| n))
+            .field("normalize", &self.normalize.as_ref().map(|(n, _, _)| n))
             .finish_non_exhaustive()
     }
 }
@@ -303,7 +480,7 @@ impl ImagePipeline {
 
     /// Ends the pipeline with a normalisation to floats.
     pub fn normalize(mut self, n: NormalizeImage) -> Self {
-        self.normalize = Some((n, Box::new(n.table())));
+        self.normalize = Some((n, Box::new(n.table()), n.reciprocals()));
         self
     }
 
@@ -316,12 +493,31 @@ impl ImagePipeline {
             .ok_or_else(|| Error::Decode(format!("image pipeline: no columns declared for epoch {epoch}")))
     }
 
-    fn run_ops(&self, pixels: &mut [u8], (h, w): (usize, usize), ctx: &SampleContext) -> Result<()> {
+    /// Runs the first `n` operations on `pixels`.
+    fn run_ops(
+        &self,
+        n: usize,
+        pixels: &mut [u8],
+        (h, w): (usize, usize),
+        ctx: &SampleContext,
+    ) -> Result<()> {
         let mut image = ImageMut::new(pixels, h, w)?;
-        for (k, op) in self.ops.iter().enumerate() {
+        for (k, op) in self.ops.iter().enumerate().take(n) {
             op.apply(&mut image, &mut SampleRng::for_op(ctx, k as u64));
         }
         Ok(())
+    }
+
+    /// How many operations run on the `u8` image before a normalisation, and whether the
+    /// horizontal flips after them (folded into the normalisation's writes) mirror this sample:
+    /// each draws from its own stream as its `apply` would, so the pixels are the same.
+    fn split_flips(&self, ctx: &SampleContext) -> (usize, bool) {
+        let kept = self.ops.iter().rposition(|op| op.horizontal_flip().is_none()).map_or(0, |k| k + 1);
+        let flip = self.ops.iter().enumerate().skip(kept).fold(false, |flip, (k, op)| {
+            let p = op.horizontal_flip().unwrap_or(0.0);
+            flip ^ SampleRng::for_op(ctx, k as u64).chance(p)
+        });
+        (kept, flip)
     }
 }
 
@@ -349,7 +545,7 @@ impl FieldDecoder for ImagePipeline {
                 sizes.remove(0);
             }
         }
-        if let Some((n, _)) = &self.normalize {
+        if let Some((n, _, _)) = &self.normalize {
             cols[0].elem = n.elem();
             cols[0].shape = match n.layout {
                 Layout::Chw => vec![3, h, w],
@@ -361,10 +557,10 @@ impl FieldDecoder for ImagePipeline {
 
     fn decode(&self, value: Value<'_>, ctx: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
         let size = self.size(ctx.epoch)?;
-        let Some((n, table)) = &self.normalize else {
+        let Some((n, table, recip)) = &self.normalize else {
             self.decoder.decode(value, ctx, out)?;
             return match out.first_mut() {
-                Some(pixels) => self.run_ops(pixels, size, ctx),
+                Some(pixels) => self.run_ops(self.ops.len(), pixels, size, ctx),
                 None => Err(Error::Decode("no output column".into())),
             };
         };
@@ -372,11 +568,12 @@ impl FieldDecoder for ImagePipeline {
             let image = &mut *cell.borrow_mut();
             image.resize(size.0 * size.1 * 3, 0);
             self.decoder.decode(value, ctx, &mut [image.as_mut_slice()])?;
-            self.run_ops(image, size, ctx)?;
+            let (kept, flip) = self.split_flips(ctx);
+            self.run_ops(kept, image, size, ctx)?;
             let want = size.0 * size.1 * 3 * n.elem().size();
             match out.first_mut() {
                 Some(dst) if dst.len() == want => {
-                    n.write(table, image, size, dst);
+                    n.write(table, recip.as_ref(), image, size, flip, dst);
                     Ok(())
                 }
                 _ => Err(Error::Decode("output slot of the wrong size".into())),
@@ -389,8 +586,9 @@ impl FieldDecoder for ImagePipeline {
 mod tests {
     use super::*;
 
-    /// The AVX2/F16C path writes exactly what the lookup tables write (every value, odd lengths,
-    /// both types, unusual means and deviations), and declines what it cannot do.
+    /// The AVX2/F16C paths write exactly what the lookup tables write, flipped or not (every
+    /// value; widths that are and are not multiples of 8; both types and layouts; unusual means
+    /// and deviations), and decline what they cannot do.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn simd_normalisation_equals_the_tables() {
@@ -398,23 +596,56 @@ mod tests {
             eprintln!("SKIPPED: this CPU has no AVX2 + F16C");
             return;
         }
-        let src: Vec<u8> = (0..3 * 1000 + 21).map(|i| ((i * 7919) % 256) as u8).collect();
+        let src: Vec<u8> = (0..3 * 40 * 41).map(|i| ((i * 7919) % 256) as u8).collect();
         for (mean, std) in [
             ([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]),
             ([0.0, 255.0, 0.5], [1.0, 0.003, 1e-3]),
             ([-1e4, 3.3, 200.0], [7.0, 1e5, 0.1]),
         ] {
             for dtype in [FloatType::F16, FloatType::F32] {
-                let n = NormalizeImage::new(mean, std).dtype(dtype).layout(Layout::Hwc);
-                let size = n.elem().size();
-                for len in [src.len(), 24, 21, 3, 0] {
-                    let mut fast = vec![0u8; len * size];
-                    assert!(simd::hwc(&src[..len], &mean, &std, dtype, &mut fast));
-                    let mut slow = vec![0u8; len * size];
-                    write_with_table(&n, &src[..len], &mut slow);
-                    assert_eq!(fast, slow, "{mean:?} {std:?} {dtype:?} len {len}");
+                for layout in [Layout::Hwc, Layout::Chw] {
+                    let n = NormalizeImage::new(mean, std).dtype(dtype).layout(layout);
+                    let size = n.elem().size();
+                    for (h, w) in [(40, 41), (41, 40), (3, 8), (2, 16), (5, 7), (1, 1), (0, 9), (9, 0)] {
+                        for flip in [false, true] {
+                            let len = h * w * 3;
+                            let mut fast = vec![0u8; len * size];
+                            assert!(simd::write(&n, None, &mut src[..len].to_vec(), (h, w), flip, &mut fast));
+                            if let Some(r) = n.reciprocals() {
+                                let mut mul = vec![0u8; len * size];
+                                assert!(simd::write(
+                                    &n,
+                                    Some(&r),
+                                    &mut src[..len].to_vec(),
+                                    (h, w),
+                                    flip,
+                                    &mut mul
+                                ));
+                                assert_eq!(mul, fast, "multiply path {mean:?} {std:?} {dtype:?} {layout:?}");
+                            }
+                            let mut slow = vec![0u8; len * size];
+                            let mut pixels = src[..len].to_vec();
+                            if flip {
+                                flip_horizontal(&mut pixels, w);
+                            }
+                            write_with_table(&n, &pixels, &mut slow);
+                            assert_eq!(
+                                fast, slow,
+                                "{mean:?} {std:?} {dtype:?} {layout:?} {h}x{w} flip {flip}"
+                            );
+                        }
+                    }
+                    let short = &mut vec![0u8; 6 * size + 1];
+                    assert!(!simd::write(&n, None, &mut src[..6].to_vec(), (1, 2), false, short));
+                    assert!(!simd::write(
+                        &n,
+                        None,
+                        &mut src[..6].to_vec(),
+                        (1, 3),
+                        false,
+                        &mut vec![0u8; 9 * size]
+                    ));
                 }
-                assert!(!simd::hwc(&src[..6], &mean, &std, dtype, &mut vec![0u8; 6 * size + 1]));
             }
         }
     }
@@ -424,8 +655,70 @@ mod tests {
     fn write_with_table(n: &NormalizeImage, src: &[u8], dst: &mut [u8]) {
         let t = n.table();
         match n.dtype {
-            FloatType::F16 => write_with::<2>(&t, Layout::Hwc, src, src.len() / 3, dst),
-            FloatType::F32 => write_with::<4>(&t, Layout::Hwc, src, src.len() / 3, dst),
+            FloatType::F16 => write_with::<2>(&t, n.layout, src, src.len() / 3, dst),
+            FloatType::F32 => write_with::<4>(&t, n.layout, src, src.len() / 3, dst),
+        }
+    }
+
+    /// The multiply is taken only where it is exact: ImageNet's f16 (FFCV's usual output) takes
+    /// it; f32, where it would change some values' last bit, keeps the division.
+    #[test]
+    fn reciprocals_only_where_exact() {
+        let f16 = NormalizeImage::imagenet().dtype(FloatType::F16);
+        assert!(f16.reciprocals().is_some());
+        let f32n = NormalizeImage::imagenet().dtype(FloatType::F32);
+        assert!(f32n.reciprocals().is_none());
+        let differs = (0..3).any(|c| {
+            (0..256).any(|v| {
+                let x = v as f32 - f32n.mean[c];
+                (x / f32n.std[c]).to_bits() != (x * (1.0 / f32n.std[c])).to_bits()
+            })
+        });
+        assert!(differs, "the check refused a multiply that was exact");
+    }
+
+    /// Horizontal flips at the end of a pipeline are folded into the normalisation: the output
+    /// equals running every operation on the `u8` image, then normalising, for each sample.
+    #[test]
+    fn folded_flips_equal_running_the_ops() {
+        use crate::image::{Cutout, RandomHorizontalFlip};
+        let img: Vec<u8> = (0..3 * 12 * 19).map(|i| ((i * 31) % 256) as u8).collect();
+        let pipelines: Vec<Vec<Arc<dyn ImageOp>>> = vec![
+            vec![Arc::new(RandomHorizontalFlip::default())],
+            vec![
+                Arc::new(RandomHorizontalFlip { flip_prob: 0.7 }),
+                Arc::new(RandomHorizontalFlip::default()),
+            ],
+            vec![
+                Arc::new(RandomHorizontalFlip::default()),
+                Arc::new(Cutout { crop_size: 5, fill: [1, 2, 3] }),
+                Arc::new(RandomHorizontalFlip { flip_prob: 0.3 }),
+            ],
+        ];
+        for layout in [Layout::Chw, Layout::Hwc] {
+            let n = NormalizeImage::imagenet().layout(layout).dtype(FloatType::F16);
+            for ops in &pipelines {
+                let p = ImagePipeline {
+                    ops: ops.clone(),
+                    ..ImagePipeline::new(super::super::SimpleRGBImageDecoder)
+                };
+                let mut flipped = 0;
+                for index in 0..64 {
+                    let ctx = SampleContext { index, seed: 3, epoch: 1, position: 0 };
+                    let mut want_px = img.clone();
+                    p.run_ops(ops.len(), &mut want_px, (12, 19), &ctx).unwrap();
+                    let mut want = vec![0u8; img.len() * 2];
+                    n.write(&n.table(), None, &mut want_px.clone(), (12, 19), false, &mut want);
+                    let (kept, flip) = p.split_flips(&ctx);
+                    let mut got_px = img.clone();
+                    p.run_ops(kept, &mut got_px, (12, 19), &ctx).unwrap();
+                    let mut got = vec![0u8; img.len() * 2];
+                    n.write(&n.table(), n.reciprocals().as_ref(), &mut got_px, (12, 19), flip, &mut got);
+                    assert_eq!(got, want, "{layout:?} {ops:?} sample {index}");
+                    flipped += usize::from(flip);
+                }
+                assert!((8..56).contains(&flipped), "{flipped} of 64 flipped");
+            }
         }
     }
 
