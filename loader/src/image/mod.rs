@@ -26,6 +26,7 @@ mod decoders;
 mod jpeg;
 mod ops;
 mod pipeline;
+mod resample;
 mod resize;
 mod restart;
 mod rng;

@@ -1,14 +1,10 @@
-//! Resizing a crop of decoded pixels straight into the output slot, with `fast_image_resize`.
+//! The crop decoders' choice of resampling filter ([`Interpolation`]) and the call into
+//! [`super::resample`], which resizes a crop of decoded pixels straight into the output slot.
 //!
 //! The filter is a convolution (antialiased: its support widens with the downscale factor), so
-//! the result of a large downscale is still an area-weighted average. One `Resizer` per thread,
-//! reused, keeps its scratch buffers warm.
+//! the result of a large downscale is still an area-weighted average.
 
-use std::cell::RefCell;
-
-use fast_image_resize::images::{Image, ImageRef};
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
-
+use super::resample::{resize, Filter};
 use crate::error::{Error, Result};
 
 /// How the crop decoders resize a crop to the output size.
@@ -33,14 +29,12 @@ pub enum Interpolation {
 impl Interpolation {
     /// The filter for resizing `crop` pixels to `out` pixels (the larger of the two axes' ratios
     /// decides for `Area`).
-    pub(crate) fn filter(self, crop: (f64, f64), out: (u32, u32)) -> FilterType {
+    pub(crate) fn filter(self, crop: (f64, f64), out: (u32, u32)) -> Filter {
         match self {
-            Interpolation::Bicubic => FilterType::CatmullRom,
-            Interpolation::Bilinear => FilterType::Bilinear,
-            Interpolation::Area if crop.0 >= f64::from(out.0) && crop.1 >= f64::from(out.1) => {
-                FilterType::Box
-            }
-            Interpolation::Area => FilterType::Bilinear,
+            Interpolation::Bicubic => Filter::CatmullRom,
+            Interpolation::Bilinear => Filter::Bilinear,
+            Interpolation::Area if crop.0 >= f64::from(out.0) && crop.1 >= f64::from(out.1) => Filter::Box,
+            Interpolation::Area => Filter::Bilinear,
         }
     }
 
@@ -61,34 +55,20 @@ impl Interpolation {
     }
 }
 
-thread_local! {
-    static RESIZER: RefCell<Resizer> = RefCell::new(Resizer::new());
-}
-
-fn resize_error(e: impl std::fmt::Display) -> Error {
-    Error::Decode(format!("resize failed: {e}"))
-}
-
 /// Resizes the `crop` (`[left, top, width, height]`, fractional pixels) of the packed
 /// `src_w × src_h` image `src` of `channels` (1 or 3) to `dst_w × dst_h` into `dst`.
 ///
 /// # Errors
-/// Buffers whose sizes do not match their dimensions.
+/// Buffers whose sizes do not match their dimensions, a crop outside the image.
 pub(crate) fn resize_into(
     src: &[u8],
-    (src_w, src_h): (u32, u32),
+    src_size: (u32, u32),
     channels: u8,
     crop: [f64; 4],
     dst: &mut [u8],
-    (dst_w, dst_h): (u32, u32),
+    dst_size: (u32, u32),
     interpolation: Interpolation,
 ) -> Result<()> {
-    let filter = interpolation.filter((crop[2], crop[3]), (dst_w, dst_h));
-    let pixel = if channels == 1 { PixelType::U8 } else { PixelType::U8x3 };
-    let src = ImageRef::new(src_w, src_h, src, pixel).map_err(resize_error)?;
-    let mut dst = Image::from_slice_u8(dst_w, dst_h, dst, pixel).map_err(resize_error)?;
-    let [left, top, width, height] = crop;
-    let options =
-        ResizeOptions::new().resize_alg(ResizeAlg::Convolution(filter)).crop(left, top, width, height);
-    RESIZER.with(|r| r.borrow_mut().resize(&src, &mut dst, &options).map_err(resize_error))
+    let filter = interpolation.filter((crop[2], crop[3]), dst_size);
+    resize(src, src_size, channels, crop, dst, dst_size, filter)
 }

@@ -1,0 +1,606 @@
+//! Resizing a crop of packed `u8` pixels (1 or 3 channels) into the output slot: a separable
+//! convolution (Pillow's and `fast_image_resize`'s method), the vertical pass first into a
+//! per-thread scratch buffer, then the horizontal pass, with 14-bit fixed-point weights that sum
+//! to exactly one (so constant colours stay exact) and AVX2 kernels for three channels.
+//!
+//! beton has its own because this runs for every sample with a new fractional crop: the weights
+//! are computed into reused buffers (no allocation per call), every window is checked to lie in
+//! the image when it is built (so the kernels' reads are in bounds by construction), and the
+//! three-channel horizontal pass does four taps per multiply-add. The scalar kernels compute the
+//! same integers as the AVX2 ones (tested equal).
+
+use std::cell::RefCell;
+
+use crate::error::{Error, Result};
+
+/// Fixed-point bits of the weights.
+const BITS: u32 = 14;
+/// A weight of one.
+const ONE: i32 = 1 << BITS;
+/// Added before the final shift: round half up.
+const HALF: i32 = 1 << (BITS - 1);
+
+/// A resampling filter: its kernel and its support (radius) at scale 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Filter {
+    /// Catmull-Rom (Keys' cubic, a = -0.5), support 2.
+    CatmullRom,
+    /// The triangle, support 1.
+    Bilinear,
+    /// The box `(-0.5, 0.5]`, support 0.5: area averaging when shrinking.
+    Box,
+}
+
+impl Filter {
+    fn support(self) -> f64 {
+        match self {
+            Filter::CatmullRom => 2.0,
+            Filter::Bilinear => 1.0,
+            Filter::Box => 0.5,
+        }
+    }
+
+    fn weight(self, x: f64) -> f64 {
+        match self {
+            Filter::CatmullRom => {
+                const A: f64 = -0.5;
+                let x = x.abs();
+                if x < 1.0 {
+                    ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
+                } else if x < 2.0 {
+                    (((x - 5.0) * x + 8.0) * x - 4.0) * A
+                } else {
+                    0.0
+                }
+            }
+            Filter::Bilinear => (1.0 - x.abs()).max(0.0),
+            Filter::Box => {
+                if x > -0.5 && x <= 0.5 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+}
+
+/// The weights of one axis: output `i` reads inputs `starts[i] .. starts[i] + taps` (always
+/// inside the input) with the weights `weights[i * taps ..][..taps]`, which sum to [`ONE`].
+#[derive(Debug, Default)]
+struct Axis {
+    taps: usize,
+    starts: Vec<u32>,
+    weights: Vec<i16>,
+    /// Scratch: each output's first input and float weights (zero weights at the ends trimmed).
+    spans: Vec<(u32, usize, usize)>,
+    floats: Vec<f64>,
+}
+
+/// Rounds half away from zero (without a libm call).
+fn round(v: f64) -> i32 {
+    (v + 0.5f64.copysign(v)) as i32
+}
+
+impl Axis {
+    /// The weights for resizing inputs `in0 .. in0 + len` (fractional, within `0 .. in_size`)
+    /// to `out` outputs with `filter`, widened by the downscale factor (antialiasing).
+    fn compute(&mut self, in_size: u32, in0: f64, len: f64, out: u32, filter: Filter) {
+        let scale = len / f64::from(out);
+        let fscale = scale.max(1.0);
+        let support = filter.support() * fscale;
+        let last = f64::from(in_size - 1);
+        self.spans.clear();
+        self.floats.clear();
+        for i in 0..out {
+            // Input x (covering x .. x + 1) is weighed by filter((x + 0.5 - center) / fscale):
+            // the inputs with |x + 0.5 - center| <= support, inside the image.
+            let center = in0 + (f64::from(i) + 0.5) * scale;
+            let lo = ((center - 0.5 - support).floor() + 1.0).clamp(0.0, last) as u32;
+            let hi = ((center - 0.5 + support).floor()).clamp(f64::from(lo), last) as u32;
+            let at = self.floats.len();
+            self.floats.extend((lo..=hi).map(|x| filter.weight((f64::from(x) + 0.5 - center) / fscale)));
+            let w = &self.floats[at..];
+            let (first, end) = match w.iter().position(|&v| v != 0.0) {
+                Some(f) => (f, w.iter().rposition(|&v| v != 0.0).map_or(w.len(), |e| e + 1)),
+                None => {
+                    // Nothing under the kernel: the nearest input alone.
+                    let nearest = (center.floor().clamp(f64::from(lo), f64::from(hi)) as u32 - lo) as usize;
+                    self.floats[at + nearest] = 1.0;
+                    (nearest, nearest + 1)
+                }
+            };
+            self.spans.push((lo + first as u32, at + first, end - first));
+        }
+        let taps = self.spans.iter().map(|s| s.2).max().unwrap_or(1).clamp(1, in_size as usize);
+        self.taps = taps;
+        self.starts.clear();
+        self.weights.clear();
+        for &(lo, at, n) in &self.spans {
+            // Windows near the end slide left so that all `taps` inputs exist.
+            let start = lo.min(in_size - taps as u32);
+            let skip = (lo - start) as usize;
+            let w = &self.floats[at..at + n];
+            let sum: f64 = w.iter().sum();
+            let base = self.weights.len();
+            self.weights.resize(base + taps, 0);
+            // (Clipped at the image's edge, a window keeps most of the kernel's weight: a sum
+            // this small, or weights this large after normalising, only come from a degenerate
+            // kernel, and would not fit the fixed point: the window's middle input alone.)
+            if sum.abs() < 1e-3 || w.iter().any(|v| (v / sum).abs() > 1.75) {
+                self.weights[base + skip + n / 2] = ONE as i16;
+            } else {
+                for (k, v) in w.iter().enumerate() {
+                    self.weights[base + skip + k] = round(v / sum * f64::from(ONE)) as i16;
+                }
+                // Rounding may leave the sum off by a few units: the largest weight takes them,
+                // so a constant input comes out exactly.
+                let row = &mut self.weights[base..];
+                let total: i32 = row.iter().map(|&w| i32::from(w)).sum();
+                let k = (0..taps).max_by_key(|&k| row[k]).unwrap_or(0);
+                row[k] = (i32::from(row[k]) + ONE - total) as i16;
+            }
+            self.starts.push(start);
+        }
+    }
+
+    fn weights(&self, i: usize) -> &[i16] {
+        &self.weights[i * self.taps..(i + 1) * self.taps]
+    }
+}
+
+/// A thread's resampler: the weights and the scratch image, reused between calls.
+#[derive(Debug, Default)]
+struct Resampler {
+    x: Axis,
+    y: Axis,
+    /// The vertical pass's output: `out_h` rows of the needed columns, plus padding for the
+    /// 16-byte loads of the horizontal kernel.
+    temp: Vec<u8>,
+    /// The horizontal weights laid out for the AVX2 kernel.
+    packed: Vec<i16>,
+}
+
+thread_local! {
+    static RESAMPLER: RefCell<Resampler> = RefCell::new(Resampler::default());
+}
+
+/// Bytes of padding after the scratch image (the horizontal kernel's loads run up to 16 bytes
+/// past the last tap it weighs).
+const PAD: usize = 32;
+
+/// Resizes the `crop` (`[left, top, width, height]`, fractional pixels, inside the image) of
+/// the packed `src_w × src_h` image `src` of `channels` (1 or 3) to `dst_w × dst_h` into `dst`.
+///
+/// # Errors
+/// Buffers whose sizes do not match their dimensions, an empty size, a crop outside the image.
+pub(crate) fn resize(
+    src: &[u8],
+    (src_w, src_h): (u32, u32),
+    channels: u8,
+    crop: [f64; 4],
+    dst: &mut [u8],
+    (dst_w, dst_h): (u32, u32),
+    filter: Filter,
+) -> Result<()> {
+    let c = usize::from(channels);
+    let [left, top, width, height] = crop;
+    let fits = |at: f64, len: f64, size: u32| at >= 0.0 && len > 0.0 && at + len <= f64::from(size) + 1e-9;
+    if !matches!(channels, 1 | 3)
+        || src_w == 0
+        || src_h == 0
+        || dst_w == 0
+        || dst_h == 0
+        || src.len() != src_w as usize * src_h as usize * c
+        || dst.len() != dst_w as usize * dst_h as usize * c
+        || !fits(left, width, src_w)
+        || !fits(top, height, src_h)
+    {
+        return Err(Error::Decode(format!(
+            "resize: crop {crop:?} of a {src_w}x{src_h}x{channels} image ({} bytes) to \
+             {dst_w}x{dst_h} ({} bytes) does not fit",
+            src.len(),
+            dst.len()
+        )));
+    }
+    RESAMPLER.with(|r| {
+        let r = &mut *r.borrow_mut();
+        r.x.compute(src_w, left, width, dst_w, filter);
+        r.y.compute(src_h, top, height, dst_h, filter);
+        r.run(src, src_w as usize, c, dst, (dst_w as usize, dst_h as usize));
+    });
+    Ok(())
+}
+
+impl Resampler {
+    fn run(&mut self, src: &[u8], src_w: usize, c: usize, dst: &mut [u8], (dst_w, dst_h): (usize, usize)) {
+        // The columns any output reads.
+        let x0 = self.x.starts.iter().copied().min().unwrap_or(0) as usize;
+        let x1 = self.x.starts.iter().copied().max().unwrap_or(0) as usize + self.x.taps;
+        let row_bytes = (x1 - x0) * c;
+        // Every byte the passes weigh is written by the vertical pass first; the padding is only
+        // ever multiplied by zero weights.
+        if self.temp.len() < dst_h * row_bytes + PAD {
+            self.temp.resize(dst_h * row_bytes + PAD, 0);
+        }
+        let stride = src_w * c;
+        for r in 0..dst_h {
+            let start = self.y.starts[r] as usize;
+            let out = &mut self.temp[r * row_bytes..(r + 1) * row_bytes];
+            vertical(src, stride, start, x0 * c, self.y.weights(r), out);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if c == 3 && is_x86_feature_detected!("avx2") {
+            self.pack_horizontal();
+            for (r, out) in dst.chunks_exact_mut(dst_w * 3).enumerate() {
+                let row = &self.temp[r * row_bytes..];
+                // SAFETY: the CPU has AVX2 (checked above); `row` runs to the end of temp, which
+                // holds PAD bytes after the last row, and every window lies inside the row
+                // (Axis::compute), so the 16-byte loads stay in `row` (see horizontal3_avx2).
+                unsafe { simd::horizontal3_avx2(row, row_bytes, &self.x, x0, &self.packed, out) };
+            }
+            return;
+        }
+        for (r, out) in dst.chunks_exact_mut(dst_w * c).enumerate() {
+            let row = &self.temp[r * row_bytes..(r + 1) * row_bytes];
+            horizontal(row, c, &self.x, x0, out);
+        }
+    }
+
+    /// The horizontal weights as the AVX2 kernel reads them: per output, per group of four
+    /// taps, 16 `i16`: `w0 w1` three times and two zeros, then `w2 w3` likewise.
+    #[cfg(target_arch = "x86_64")]
+    fn pack_horizontal(&mut self) {
+        let taps = self.x.taps;
+        let groups = taps.div_ceil(4);
+        self.packed.clear();
+        for i in 0..self.x.starts.len() {
+            let w = self.x.weights(i);
+            let at = |k: usize| w.get(k).copied().unwrap_or(0);
+            for g in 0..groups {
+                for half in 0..2 {
+                    let (a, b) = (at(4 * g + 2 * half), at(4 * g + 2 * half + 1));
+                    self.packed.extend_from_slice(&[a, b, a, b, a, b, 0, 0]);
+                }
+            }
+        }
+    }
+}
+
+/// Rounds, shifts and clamps a fixed-point sum to a byte.
+#[inline(always)]
+fn to_u8(sum: i32) -> u8 {
+    ((sum + HALF) >> BITS).clamp(0, 255) as u8
+}
+
+/// One output row of the vertical pass: `out[j] = Σ_k w[k] · src[(start + k) · stride + from + j]`.
+fn vertical(src: &[u8], stride: usize, start: usize, from: usize, w: &[i16], out: &mut [u8]) {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2; rows start .. start + w.len() exist in src and the columns
+        // from .. from + out.len() lie in each (Axis::compute keeps windows inside the image
+        // and `from + out.len()` is within the row), which is all vertical_avx2 reads.
+        done = unsafe { simd::vertical_avx2(src, stride, start, from, w, out) };
+    }
+    for j in done..out.len() {
+        let sum: i32 = w
+            .iter()
+            .enumerate()
+            .map(|(k, &wk)| i32::from(wk) * i32::from(src[(start + k) * stride + from + j]))
+            .sum();
+        out[j] = to_u8(sum);
+    }
+}
+
+/// One output row of the horizontal pass, scalar: `row` holds input columns `x0 ..`.
+fn horizontal(row: &[u8], c: usize, x: &Axis, x0: usize, out: &mut [u8]) {
+    for (i, px) in out.chunks_exact_mut(c).enumerate() {
+        let start = x.starts[i] as usize - x0;
+        let w = x.weights(i);
+        for (ch, v) in px.iter_mut().enumerate() {
+            let sum: i32 = w
+                .iter()
+                .enumerate()
+                .map(|(k, &wk)| i32::from(wk) * i32::from(row[(start + k) * c + ch]))
+                .sum();
+            *v = to_u8(sum);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::*;
+
+    use super::{Axis, BITS, HALF};
+
+    /// The vertical pass over `out` when it is at least 32 bytes long (in 32-byte blocks, the
+    /// last one overlapping its predecessor); returns how many bytes it wrote: all or none.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `src` must hold rows `start .. start + w.len()` of `stride` bytes
+    /// with columns `from .. from + out.len()` in each.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn vertical_avx2(
+        src: &[u8],
+        stride: usize,
+        start: usize,
+        from: usize,
+        w: &[i16],
+        out: &mut [u8],
+    ) -> usize {
+        let len = out.len();
+        if len < 32 {
+            return 0;
+        }
+        let taps = w.len();
+        let zero = _mm256_setzero_si256();
+        let half = _mm256_set1_epi32(HALF);
+        // Tap pairs (k, k + 1): the rows, and the weights as one i32 to broadcast (row k's in
+        // the low half; an odd last tap pairs with itself at weight zero).
+        let pair = |k: usize| -> (usize, usize, __m256i) {
+            let (a, b) = (w[k], w.get(k + 1).copied().unwrap_or(0));
+            let k1 = if k + 1 < taps { k + 1 } else { k };
+            (k, k1, _mm256_set1_epi32(i32::from(a as u16) | (i32::from(b as u16) << 16)))
+        };
+        // SAFETY: row `start` exists and `from` is inside it (see the function's contract).
+        let base = unsafe { src.as_ptr().add(start * stride + from) };
+        let mut j = 0;
+        loop {
+            let mut acc = [zero; 4];
+            for (ka, kb, wp) in (0..taps).step_by(2).map(pair) {
+                // SAFETY: rows ka and kb are among 0 .. taps after `start`, and bytes j .. j + 32
+                // lie in the columns from .. from + len of each (j + 32 <= len).
+                let (a, b) = unsafe {
+                    (
+                        _mm256_loadu_si256(base.add(ka * stride + j).cast()),
+                        _mm256_loadu_si256(base.add(kb * stride + j).cast()),
+                    )
+                };
+                // Interleave the rows' bytes, widen to i16 pairs, multiply-add with the pair.
+                let lo = _mm256_unpacklo_epi8(a, b);
+                let hi = _mm256_unpackhi_epi8(a, b);
+                acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), wp));
+                acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), wp));
+                acc[2] = _mm256_add_epi32(acc[2], _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), wp));
+                acc[3] = _mm256_add_epi32(acc[3], _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), wp));
+            }
+            let s = acc.map(|v| _mm256_srai_epi32::<{ BITS as i32 }>(_mm256_add_epi32(v, half)));
+            // The unpacks and packs both work within 128-bit lanes, so the bytes come back in order.
+            let p = _mm256_packus_epi16(_mm256_packs_epi32(s[0], s[1]), _mm256_packs_epi32(s[2], s[3]));
+            // SAFETY: j + 32 <= len.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(j).cast(), p) };
+            if j + 32 == len {
+                return len;
+            }
+            j = (j + 32).min(len - 32);
+        }
+    }
+
+    /// The horizontal pass for three channels: `row` holds the scratch row (input columns
+    /// `x0 ..`, `row_bytes` of them used) and runs on to the end of the scratch buffer.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `row` must extend at least 16 bytes past `row_bytes` (or into the
+    /// next rows) so that a 16-byte load at any tap group of a window inside the row is inside
+    /// `row`; `packed` must be [`super::Resampler::pack_horizontal`]'s layout of `x`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn horizontal3_avx2(
+        row: &[u8],
+        row_bytes: usize,
+        x: &Axis,
+        x0: usize,
+        packed: &[i16],
+        out: &mut [u8],
+    ) {
+        let groups = x.taps.div_ceil(4);
+        // Low lane: pixels 0 and 1 of the group as i16 pairs R0 R1 G0 G1 B0 B1 0 0; high lane:
+        // pixels 2 and 3 (the same 16 bytes are in both lanes).
+        let shuffle = _mm256_setr_epi8(
+            0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, //
+            6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1,
+        );
+        let half = _mm_set1_epi32(HALF);
+        let width = out.len() / 3;
+        for i in 0..width {
+            let at = (x.starts[i] as usize - x0) * 3;
+            let mut acc = _mm256_setzero_si256();
+            for g in 0..groups {
+                let off = at + 12 * g;
+                debug_assert!(off + 16 <= row.len() && (g == 0 || off < row_bytes));
+                // SAFETY: the window starts inside the row and spans `taps` pixels inside it, so
+                // group g starts before row_bytes; the row extends 16 bytes further (see above).
+                // packed holds 16 i16 per group per output.
+                let (v, wv) = unsafe {
+                    (
+                        _mm256_broadcastsi128_si256(_mm_loadu_si128(row.as_ptr().add(off).cast())),
+                        _mm256_loadu_si256(packed.as_ptr().add((i * groups + g) * 16).cast()),
+                    )
+                };
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shuffle), wv));
+            }
+            let sum = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256::<1>(acc));
+            let s = _mm_srai_epi32::<{ BITS as i32 }>(_mm_add_epi32(sum, half));
+            let px = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(s, s), s));
+            if i + 1 < width {
+                // SAFETY: pixel i + 1 exists, so the 4 bytes at 3i are in `out`; its first byte
+                // (the next pixel's red) is written again next round.
+                unsafe { out.as_mut_ptr().add(i * 3).cast::<i32>().write_unaligned(px) };
+            } else {
+                out[i * 3..i * 3 + 3].copy_from_slice(&px.to_le_bytes()[..3]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn picture(w: usize, h: usize, c: usize) -> Vec<u8> {
+        (0..w * h * c).map(|i| ((i * 7919 + i / 5 * 31) % 256) as u8).collect()
+    }
+
+    /// Every window lies in the input, every weight row sums to exactly one, for many sizes,
+    /// crops (fractional, enlarging and shrinking) and filters.
+    #[test]
+    fn windows_are_inside_and_weights_sum_to_one() {
+        let mut a = Axis::default();
+        for filter in [Filter::CatmullRom, Filter::Bilinear, Filter::Box] {
+            for in_size in [1u32, 2, 3, 7, 64, 257] {
+                for out in [1u32, 2, 5, 160, 333] {
+                    for (f0, fl) in [(0.0, 1.0), (0.25, 0.5), (0.1, 0.013), (0.5, 0.5), (0.0, 0.3)] {
+                        let len = (f64::from(in_size) * fl).max(0.01);
+                        let in0 = (f64::from(in_size) * f0).min(f64::from(in_size) - len);
+                        a.compute(in_size, in0, len, out, filter);
+                        assert_eq!(a.starts.len(), out as usize);
+                        for i in 0..out as usize {
+                            assert!(
+                                a.starts[i] as usize + a.taps <= in_size as usize,
+                                "{filter:?} {in_size} {out}"
+                            );
+                            let sum: i32 = a.weights(i).iter().map(|&w| i32::from(w)).sum();
+                            assert_eq!(sum, ONE, "{filter:?} in {in_size} out {out} crop {in0}+{len} #{i}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// fast_image_resize 6.1.0 reads out of bounds (and panics in debug builds) on this crop:
+    /// a fractional left edge while enlarging. Here it is just a crop.
+    #[test]
+    fn fractional_crops_while_enlarging() {
+        let src = picture(256, 192, 3);
+        let mut dst = vec![0u8; 160 * 160 * 3];
+        for left in [1.25, 60.25, 0.5, 3.75] {
+            resize(&src, (256, 192), 3, [left, 0.0, 80.0, 80.0], &mut dst, (160, 160), Filter::CatmullRom)
+                .unwrap();
+        }
+    }
+
+    /// Constant colours come out exactly, whatever the filter and geometry.
+    #[test]
+    fn constant_colours_are_exact() {
+        for c in [1usize, 3] {
+            let src: Vec<u8> = (0..40 * 30).flat_map(|_| [17u8, 200, 255][..c].to_vec()).collect();
+            for filter in [Filter::CatmullRom, Filter::Bilinear, Filter::Box] {
+                for (crop, out) in [
+                    ([0.0, 0.0, 40.0, 30.0], (13u32, 9u32)),
+                    ([3.5, 2.25, 10.0, 7.0], (64, 64)),
+                    ([0.0, 0.0, 40.0, 30.0], (40, 30)),
+                    ([39.0, 29.0, 1.0, 1.0], (5, 3)),
+                ] {
+                    let mut dst = vec![0u8; (out.0 * out.1) as usize * c];
+                    resize(&src, (40, 30), c as u8, crop, &mut dst, out, filter).unwrap();
+                    for px in dst.chunks_exact(c) {
+                        assert_eq!(px, &[17u8, 200, 255][..c], "{filter:?} {crop:?} {out:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The scalar kernels alone, for comparison with what [`resize`] does (AVX2 where it can).
+    fn scalar_resize(
+        src: &[u8],
+        (w, h): (usize, usize),
+        c: usize,
+        crop: [f64; 4],
+        out: (usize, usize),
+        filter: Filter,
+    ) -> Vec<u8> {
+        let mut r = Resampler::default();
+        r.x.compute(w as u32, crop[0], crop[2], out.0 as u32, filter);
+        r.y.compute(h as u32, crop[1], crop[3], out.1 as u32, filter);
+        let x0 = *r.x.starts.iter().min().unwrap() as usize;
+        let x1 = *r.x.starts.iter().max().unwrap() as usize + r.x.taps;
+        let rb = (x1 - x0) * c;
+        let mut temp = vec![0u8; rb];
+        let mut dst = vec![0u8; out.0 * out.1 * c];
+        for row in 0..out.1 {
+            for (j, v) in temp.iter_mut().enumerate() {
+                let sum: i32 = r
+                    .y
+                    .weights(row)
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &wk)| {
+                        i32::from(wk) * i32::from(src[(r.y.starts[row] as usize + k) * w * c + x0 * c + j])
+                    })
+                    .sum();
+                *v = to_u8(sum);
+            }
+            horizontal(&temp, c, &r.x, x0, &mut dst[row * out.0 * c..(row + 1) * out.0 * c]);
+        }
+        dst
+    }
+
+    /// The AVX2 kernels compute exactly the scalar kernels' bytes.
+    #[test]
+    fn simd_equals_scalar() {
+        for (w, h) in [(97usize, 61usize), (300, 200), (16, 16), (5, 3)] {
+            let src = picture(w, h, 3);
+            for filter in [Filter::CatmullRom, Filter::Bilinear, Filter::Box] {
+                for (crop, out) in [
+                    ([0.0, 0.0, w as f64, h as f64], (160usize, 120usize)),
+                    ([1.25, 0.5, w as f64 / 2.0, h as f64 / 3.0], (33, 47)),
+                    ([0.0, 0.0, w as f64, h as f64], (7, 5)),
+                ] {
+                    let mut fast = vec![0u8; out.0 * out.1 * 3];
+                    resize(
+                        &src,
+                        (w as u32, h as u32),
+                        3,
+                        crop,
+                        &mut fast,
+                        (out.0 as u32, out.1 as u32),
+                        filter,
+                    )
+                    .unwrap();
+                    let slow = scalar_resize(&src, (w, h), 3, crop, out, filter);
+                    assert_eq!(fast, slow, "{w}x{h} {filter:?} {crop:?} -> {out:?}");
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// Any crop inside any image, to any size, with any filter: no panic, no read outside
+        /// the buffers (the windows are checked, the debug assertions run in debug builds), and
+        /// the AVX2 path equals the scalar one.
+        #[test]
+        fn any_geometry(
+            w in 1usize..90, h in 1usize..90, grey in proptest::bool::ANY,
+            fx in 0.0f64..1.0, fy in 0.0f64..1.0, fw in 0.0f64..1.0, fh in 0.0f64..1.0,
+            ow in 1usize..200, oh in 1usize..200, f in 0usize..3,
+        ) {
+            let c = if grey { 1 } else { 3 };
+            let src = picture(w, h, c);
+            let cw = (fw * w as f64).max(0.05);
+            let ch = (fh * h as f64).max(0.05);
+            let crop = [fx * (w as f64 - cw), fy * (h as f64 - ch), cw, ch];
+            let filter = [Filter::CatmullRom, Filter::Bilinear, Filter::Box][f];
+            let mut dst = vec![0u8; ow * oh * c];
+            resize(&src, (w as u32, h as u32), c as u8, crop, &mut dst, (ow as u32, oh as u32), filter).unwrap();
+            proptest::prop_assert_eq!(dst, scalar_resize(&src, (w, h), c, crop, (ow, oh), filter));
+        }
+    }
+
+    /// Bad geometry is an error, not a panic.
+    #[test]
+    fn bad_geometry_is_an_error() {
+        let src = picture(10, 10, 3);
+        let mut dst = vec![0u8; 5 * 5 * 3];
+        for crop in [[-1.0, 0.0, 5.0, 5.0], [6.0, 0.0, 5.0, 5.0], [0.0, 0.0, 0.0, 5.0], [0.0, 0.0, 5.0, 11.0]]
+        {
+            assert!(resize(&src, (10, 10), 3, crop, &mut dst, (5, 5), Filter::Box).is_err(), "{crop:?}");
+        }
+        assert!(resize(&src, (10, 9), 3, [0.0, 0.0, 5.0, 5.0], &mut dst, (5, 5), Filter::Box).is_err());
+        assert!(resize(&src, (10, 10), 3, [0.0, 0.0, 5.0, 5.0], &mut dst, (5, 4), Filter::Box).is_err());
+        assert!(resize(&src, (10, 10), 2, [0.0, 0.0, 5.0, 5.0], &mut dst, (5, 5), Filter::Box).is_err());
+    }
+}
