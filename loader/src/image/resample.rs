@@ -89,6 +89,7 @@ impl Axis {
         let scale = len / f64::from(out);
         let fscale = scale.max(1.0);
         let support = filter.support() * fscale;
+        let inv = 1.0 / fscale;
         let last = f64::from(in_size - 1);
         self.spans.clear();
         self.floats.clear();
@@ -99,7 +100,8 @@ impl Axis {
             let lo = ((center - 0.5 - support).floor() + 1.0).clamp(0.0, last) as u32;
             let hi = ((center - 0.5 + support).floor()).clamp(f64::from(lo), last) as u32;
             let at = self.floats.len();
-            self.floats.extend((lo..=hi).map(|x| filter.weight((f64::from(x) + 0.5 - center) / fscale)));
+            let first = f64::from(lo) + 0.5 - center;
+            self.floats.extend((0..=hi - lo).map(|k| filter.weight((first + f64::from(k)) * inv)));
             let w = &self.floats[at..];
             let (first, end) = match w.iter().position(|&v| v != 0.0) {
                 Some(f) => (f, w.iter().rposition(|&v| v != 0.0).map_or(w.len(), |e| e + 1)),
@@ -127,11 +129,13 @@ impl Axis {
             // (Clipped at the image's edge, a window keeps most of the kernel's weight: a sum
             // this small, or weights this large after normalising, only come from a degenerate
             // kernel, and would not fit the fixed point: the window's middle input alone.)
-            if sum.abs() < 1e-3 || w.iter().any(|v| (v / sum).abs() > 1.75) {
+            let largest = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            if sum.abs() < 1e-3 || largest > 1.75 * sum.abs() {
                 self.weights[base + skip + n / 2] = ONE as i16;
             } else {
+                let unit = f64::from(ONE) / sum;
                 for (k, v) in w.iter().enumerate() {
-                    self.weights[base + skip + k] = round(v / sum * f64::from(ONE)) as i16;
+                    self.weights[base + skip + k] = round(v * unit) as i16;
                 }
                 // Rounding may leave the sum off by a few units: the largest weight takes them,
                 // so a constant input comes out exactly.
@@ -232,12 +236,20 @@ impl Resampler {
         #[cfg(target_arch = "x86_64")]
         if c == 3 && is_x86_feature_detected!("avx2") {
             self.pack_horizontal();
-            for (r, out) in dst.chunks_exact_mut(dst_w * 3).enumerate() {
-                let row = &self.temp[r * row_bytes..];
-                // SAFETY: the CPU has AVX2 (checked above); `row` runs to the end of temp, which
-                // holds PAD bytes after the last row, and every window lies inside the row
-                // (Axis::compute), so the 16-byte loads stay in `row` (see horizontal3_avx2).
-                unsafe { simd::horizontal3_avx2(row, row_bytes, &self.x, x0, &self.packed, out) };
+            let (temp, x, packed) = (&self.temp, &self.x, &self.packed);
+            let row = |r: usize| &temp[r * row_bytes..];
+            let mut pairs = dst.chunks_exact_mut(dst_w * 6);
+            for (p, two) in pairs.by_ref().enumerate() {
+                let (a, b) = two.split_at_mut(dst_w * 3);
+                // SAFETY: the CPU has AVX2 (checked above); each row runs to the end of temp,
+                // which holds PAD bytes after the last row, and every window lies inside the row
+                // (Axis::compute), so the 16-byte loads stay in it; the outputs are dst_w pixels.
+                unsafe { simd::horizontal3_avx2([row(2 * p), row(2 * p + 1)], row_bytes, x, x0, packed, [a, b]) };
+            }
+            let last = pairs.into_remainder();
+            if !last.is_empty() {
+                // SAFETY: as above, for the last row.
+                unsafe { simd::horizontal3_avx2([row(dst_h - 1)], row_bytes, x, x0, packed, [last]) };
             }
             return;
         }
@@ -378,21 +390,23 @@ mod simd {
         }
     }
 
-    /// The horizontal pass for three channels: `row` holds the scratch row (input columns
-    /// `x0 ..`, `row_bytes` of them used) and runs on to the end of the scratch buffer.
+    /// The horizontal pass for three channels over `N` rows at once (the weights are loaded
+    /// once for all): `rows[r]` holds a scratch row (input columns `x0 ..`, `row_bytes` of them
+    /// used) and runs on to the end of the scratch buffer; `outs[r]` is its output row.
     ///
     /// # Safety
-    /// The CPU must have AVX2; `row` must extend at least 16 bytes past `row_bytes` (or into the
-    /// next rows) so that a 16-byte load at any tap group of a window inside the row is inside
-    /// `row`; `packed` must be [`super::Resampler::pack_horizontal`]'s layout of `x`.
+    /// The CPU must have AVX2; each row must extend at least 16 bytes past `row_bytes` (or into
+    /// the next rows) so that a 16-byte load at any tap group of a window inside the row is
+    /// inside it; `packed` must be [`super::Resampler::pack_horizontal`]'s layout of `x`; the
+    /// outputs must all be `3 × x.starts.len()` bytes.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn horizontal3_avx2(
-        row: &[u8],
+    pub(super) unsafe fn horizontal3_avx2<const N: usize>(
+        rows: [&[u8]; N],
         row_bytes: usize,
         x: &Axis,
         x0: usize,
         packed: &[i16],
-        out: &mut [u8],
+        mut outs: [&mut [u8]; N],
     ) {
         let groups = x.taps.div_ceil(4);
         // Low lane: pixels 0 and 1 of the group as i16 pairs R0 R1 G0 G1 B0 B1 0 0; high lane:
@@ -402,33 +416,37 @@ mod simd {
             6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1,
         );
         let half = _mm_set1_epi32(HALF);
-        let width = out.len() / 3;
+        let width = x.starts.len();
+        debug_assert!(outs.iter().all(|o| o.len() == width * 3) && packed.len() >= width * groups * 16);
         for i in 0..width {
             let at = (x.starts[i] as usize - x0) * 3;
-            let mut acc = _mm256_setzero_si256();
+            let mut acc = [_mm256_setzero_si256(); N];
             for g in 0..groups {
                 let off = at + 12 * g;
-                debug_assert!(off + 16 <= row.len() && (g == 0 || off < row_bytes));
-                // SAFETY: the window starts inside the row and spans `taps` pixels inside it, so
-                // group g starts before row_bytes; the row extends 16 bytes further (see above).
-                // packed holds 16 i16 per group per output.
-                let (v, wv) = unsafe {
-                    (
-                        _mm256_broadcastsi128_si256(_mm_loadu_si128(row.as_ptr().add(off).cast())),
-                        _mm256_loadu_si256(packed.as_ptr().add((i * groups + g) * 16).cast()),
-                    )
-                };
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shuffle), wv));
+                // SAFETY: packed holds 16 i16 per group per output.
+                let wv = unsafe { _mm256_loadu_si256(packed.as_ptr().add((i * groups + g) * 16).cast()) };
+                for r in 0..N {
+                    debug_assert!(off + 16 <= rows[r].len() && (g == 0 || off < row_bytes));
+                    // SAFETY: the window starts inside the row and spans `taps` pixels inside it,
+                    // so group g starts before row_bytes; the row extends 16 bytes further.
+                    let v = unsafe { _mm_loadu_si128(rows[r].as_ptr().add(off).cast()) };
+                    let v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(v), shuffle);
+                    acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(v, wv));
+                }
             }
-            let sum = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256::<1>(acc));
-            let s = _mm_srai_epi32::<{ BITS as i32 }>(_mm_add_epi32(sum, half));
-            let px = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(s, s), s));
-            if i + 1 < width {
-                // SAFETY: pixel i + 1 exists, so the 4 bytes at 3i are in `out`; its first byte
-                // (the next pixel's red) is written again next round.
-                unsafe { out.as_mut_ptr().add(i * 3).cast::<i32>().write_unaligned(px) };
-            } else {
-                out[i * 3..i * 3 + 3].copy_from_slice(&px.to_le_bytes()[..3]);
+            for r in 0..N {
+                let a = acc[r];
+                let sum = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256::<1>(a));
+                let s = _mm_srai_epi32::<{ BITS as i32 }>(_mm_add_epi32(sum, half));
+                let px = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(s, s), s));
+                let out = &mut *outs[r];
+                if i + 1 < width {
+                    // SAFETY: pixel i + 1 exists, so the 4 bytes at 3i are in `out`; its first
+                    // byte (the next pixel's red) is written again next round.
+                    unsafe { out.as_mut_ptr().add(i * 3).cast::<i32>().write_unaligned(px) };
+                } else {
+                    out[i * 3..i * 3 + 3].copy_from_slice(&px.to_le_bytes()[..3]);
+                }
             }
         }
     }
