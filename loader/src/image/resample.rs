@@ -32,23 +32,18 @@ pub(crate) enum Filter {
 }
 
 impl Filter {
-    fn support(self) -> f64 {
-        match self {
-            Filter::CatmullRom => 2.0,
-            Filter::Bilinear => 1.0,
-            Filter::Box => 0.5,
-        }
-    }
-
+    #[inline(always)]
     fn weight(self, x: f64) -> f64 {
         match self {
             Filter::CatmullRom => {
+                // Both pieces, then selects (no branches that the taps would mispredict).
                 const A: f64 = -0.5;
                 let x = x.abs();
-                if x < 1.0 {
-                    ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
-                } else if x < 2.0 {
-                    (((x - 5.0) * x + 8.0) * x - 4.0) * A
+                let inner = ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
+                let outer = (((x - 5.0) * x + 8.0) * x - 4.0) * A;
+                let v = if x < 1.0 { inner } else { outer };
+                if x < 2.0 {
+                    v
                 } else {
                     0.0
                 }
@@ -72,9 +67,29 @@ struct Axis {
     taps: usize,
     starts: Vec<u32>,
     weights: Vec<i16>,
-    /// Scratch: each output's first input and float weights (zero weights at the ends trimmed).
-    spans: Vec<(u32, usize, usize)>,
+    /// Scratch: one output's float weights.
     floats: Vec<f64>,
+}
+
+/// `v.floor()` without a libm call (x86-64 has no floor instruction before SSE4.1), for `|v| <
+/// 2^52`.
+#[inline(always)]
+fn floor(v: f64) -> f64 {
+    // Branch-free: the comparison is as often true as not.
+    let t = v as i64 as f64;
+    t - f64::from(u8::from(t > v))
+}
+
+/// `ceil` for [`f64`] without a libm call.
+trait CeilFast {
+    fn ceil_fast(self) -> f64;
+}
+
+impl CeilFast for f64 {
+    #[inline(always)]
+    fn ceil_fast(self) -> f64 {
+        -floor(-self)
+    }
 }
 
 /// Rounds half away from zero (without a libm call).
@@ -86,65 +101,75 @@ impl Axis {
     /// The weights for resizing inputs `in0 .. in0 + len` (fractional, within `0 .. in_size`)
     /// to `out` outputs with `filter`, widened by the downscale factor (antialiasing).
     fn compute(&mut self, in_size: u32, in0: f64, len: f64, out: u32, filter: Filter) {
+        // One monomorphic copy per kernel, so that the kernel inlines into the loop.
+        let geometry = (in_size, in0, len, out);
+        match filter {
+            Filter::CatmullRom => self.compute_with(geometry, 2.0, false, |x| Filter::CatmullRom.weight(x)),
+            Filter::Bilinear => self.compute_with(geometry, 1.0, false, |x| Filter::Bilinear.weight(x)),
+            Filter::Box => self.compute_with(geometry, 0.5, true, |x| Filter::Box.weight(x)),
+        }
+    }
+
+    /// [`Axis::compute`] with the kernel `kernel` (of support `support` at scale 1), which is
+    /// zero at and beyond `±support` except that, when `closed` (the box), it is not zero at
+    /// `+support`.
+    #[inline(always)]
+    fn compute_with(
+        &mut self,
+        (in_size, in0, len, out): (u32, f64, f64, u32),
+        support: f64,
+        closed: bool,
+        kernel: impl Fn(f64) -> f64,
+    ) {
         let scale = len / f64::from(out);
         let fscale = scale.max(1.0);
-        let support = filter.support() * fscale;
+        let support = support * fscale;
         let inv = 1.0 / fscale;
         let last = f64::from(in_size - 1);
-        self.spans.clear();
-        self.floats.clear();
-        for i in 0..out {
-            // Input x (covering x .. x + 1) is weighed by filter((x + 0.5 - center) / fscale):
-            // the inputs with |x + 0.5 - center| <= support, inside the image.
-            let center = in0 + (f64::from(i) + 0.5) * scale;
-            let lo = ((center - 0.5 - support).floor() + 1.0).clamp(0.0, last) as u32;
-            let hi = ((center - 0.5 + support).floor()).clamp(f64::from(lo), last) as u32;
-            let at = self.floats.len();
-            let first = f64::from(lo) + 0.5 - center;
-            self.floats.extend((0..=hi - lo).map(|k| filter.weight((first + f64::from(k)) * inv)));
-            let w = &self.floats[at..];
-            let (first, end) = match w.iter().position(|&v| v != 0.0) {
-                Some(f) => (f, w.iter().rposition(|&v| v != 0.0).map_or(w.len(), |e| e + 1)),
-                None => {
-                    // Nothing under the kernel: the nearest input alone.
-                    let nearest = (center.floor().clamp(f64::from(lo), f64::from(hi)) as u32 - lo) as usize;
-                    self.floats[at + nearest] = 1.0;
-                    (nearest, nearest + 1)
-                }
-            };
-            self.spans.push((lo + first as u32, at + first, end - first));
-        }
-        let taps = self.spans.iter().map(|s| s.2).max().unwrap_or(1).clamp(1, in_size as usize);
+        // Input x (covering x .. x + 1) is weighed by kernel((x + 0.5 - center) / fscale), so
+        // the inputs that count have x + 0.5 - center in (-support, support) (or (.., support]
+        // when `closed`): at most ceil(2 · support) of them.
+        let taps = ((2.0 * support).ceil() as usize).clamp(1, in_size as usize);
         self.taps = taps;
         self.starts.clear();
         self.weights.clear();
-        for &(lo, at, n) in &self.spans {
+        self.weights.resize(taps * out as usize, 0);
+        for i in 0..out {
+            let center = in0 + (f64::from(i) + 0.5) * scale;
+            let lo = (floor(center - 0.5 - support) + 1.0).clamp(0.0, last) as u32;
+            let top = center - 0.5 + support;
+            let hi = if closed { floor(top) } else { floor(top).min(top.ceil_fast() - 1.0) };
+            let hi = (hi.clamp(f64::from(lo), last) as u32).min(lo + taps as u32 - 1);
             // Windows near the end slide left so that all `taps` inputs exist.
             let start = lo.min(in_size - taps as u32);
-            let skip = (lo - start) as usize;
-            let w = &self.floats[at..at + n];
-            let sum: f64 = w.iter().sum();
-            let base = self.weights.len();
-            self.weights.resize(base + taps, 0);
-            // (Clipped at the image's edge, a window keeps most of the kernel's weight: a sum
-            // this small, or weights this large after normalising, only come from a degenerate
-            // kernel, and would not fit the fixed point: the window's middle input alone.)
-            let largest = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            if sum.abs() < 1e-3 || largest > 1.75 * sum.abs() {
-                self.weights[base + skip + n / 2] = ONE as i16;
-            } else {
-                let unit = f64::from(ONE) / sum;
-                for (k, v) in w.iter().enumerate() {
-                    self.weights[base + skip + k] = round(v * unit) as i16;
-                }
-                // Rounding may leave the sum off by a few units: the largest weight takes them,
-                // so a constant input comes out exactly.
-                let row = &mut self.weights[base..];
-                let total: i32 = row.iter().map(|&w| i32::from(w)).sum();
-                let k = (0..taps).max_by_key(|&k| row[k]).unwrap_or(0);
-                row[k] = (i32::from(row[k]) + ONE - total) as i16;
-            }
             self.starts.push(start);
+            self.floats.clear();
+            let first = f64::from(lo) + 0.5 - center;
+            self.floats.extend((0..=hi - lo).map(|k| kernel((first + f64::from(k)) * inv)));
+            let sum: f64 = self.floats.iter().sum();
+            let largest = self.floats.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let row = &mut self.weights[i as usize * taps..(i as usize + 1) * taps];
+            let skip = (lo - start) as usize;
+            // (A window inside the image keeps most of the kernel's weight: a sum this small,
+            // or weights this large after normalising, only come from a degenerate kernel and
+            // would not fit the fixed point: the input under the centre alone.)
+            if sum.abs() < 1e-3 || largest > 1.75 * sum.abs() {
+                let nearest = floor(center).clamp(f64::from(start), f64::from(start) + taps as f64 - 1.0);
+                row[nearest as usize - start as usize] = ONE as i16;
+                continue;
+            }
+            let unit = f64::from(ONE) / sum;
+            let mut total = 0;
+            for (k, v) in self.floats.iter().enumerate() {
+                let q = round(v * unit);
+                row[skip + k] = q as i16;
+                total += q;
+            }
+            // Rounding may leave the sum off by a few units: the input under the centre (the
+            // kernel's peak, so one of the largest weights) takes them, so a constant input
+            // comes out exactly.
+            let peak = floor(center).clamp(f64::from(lo), f64::from(hi)) as usize - start as usize;
+            row[peak] = (i32::from(row[peak]) + ONE - total) as i16;
         }
     }
 
@@ -244,7 +269,9 @@ impl Resampler {
                 // SAFETY: the CPU has AVX2 (checked above); each row runs to the end of temp,
                 // which holds PAD bytes after the last row, and every window lies inside the row
                 // (Axis::compute), so the 16-byte loads stay in it; the outputs are dst_w pixels.
-                unsafe { simd::horizontal3_avx2([row(2 * p), row(2 * p + 1)], row_bytes, x, x0, packed, [a, b]) };
+                unsafe {
+                    simd::horizontal3_avx2([row(2 * p), row(2 * p + 1)], row_bytes, x, x0, packed, [a, b])
+                };
             }
             let last = pairs.into_remainder();
             if !last.is_empty() {
@@ -406,7 +433,7 @@ mod simd {
         x: &Axis,
         x0: usize,
         packed: &[i16],
-        mut outs: [&mut [u8]; N],
+        outs: [&mut [u8]; N],
     ) {
         let groups = x.taps.div_ceil(4);
         // Low lane: pixels 0 and 1 of the group as i16 pairs R0 R1 G0 G1 B0 B1 0 0; high lane:
