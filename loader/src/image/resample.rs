@@ -67,8 +67,9 @@ struct Axis {
     taps: usize,
     starts: Vec<u32>,
     weights: Vec<i16>,
-    /// Scratch: one output's float weights.
-    floats: Vec<f64>,
+    /// Scratch: per output its first input, first offset, inputs used − 1 and weight sum, then
+    /// the float weights tap by tap.
+    scratch: Vec<f64>,
 }
 
 /// `v.floor()` without a libm call (x86-64 has no floor instruction before SSE4.1), for `|v| <
@@ -80,19 +81,8 @@ fn floor(v: f64) -> f64 {
     t - f64::from(u8::from(t > v))
 }
 
-/// `ceil` for [`f64`] without a libm call.
-trait CeilFast {
-    fn ceil_fast(self) -> f64;
-}
-
-impl CeilFast for f64 {
-    #[inline(always)]
-    fn ceil_fast(self) -> f64 {
-        -floor(-self)
-    }
-}
-
 /// Rounds half away from zero (without a libm call).
+#[inline(always)]
 fn round(v: f64) -> i32 {
     (v + 0.5f64.copysign(v)) as i32
 }
@@ -101,18 +91,53 @@ impl Axis {
     /// The weights for resizing inputs `in0 .. in0 + len` (fractional, within `0 .. in_size`)
     /// to `out` outputs with `filter`, widened by the downscale factor (antialiasing).
     fn compute(&mut self, in_size: u32, in0: f64, len: f64, out: u32, filter: Filter) {
-        // One monomorphic copy per kernel, so that the kernel inlines into the loop.
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            unsafe { self.compute_avx2(in_size, in0, len, out, filter) };
+            return;
+        }
+        self.compute_any(in_size, in0, len, out, filter, floor);
+    }
+
+    /// [`Axis::compute`] compiled for AVX2 (the loops over outputs vectorise; `floor` is one
+    /// instruction).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn compute_avx2(&mut self, in_size: u32, in0: f64, len: f64, out: u32, filter: Filter) {
+        self.compute_any(in_size, in0, len, out, filter, f64::floor);
+    }
+
+    #[inline(always)]
+    fn compute_any(
+        &mut self,
+        in_size: u32,
+        in0: f64,
+        len: f64,
+        out: u32,
+        filter: Filter,
+        floor: fn(f64) -> f64,
+    ) {
+        // One monomorphic copy per kernel, so that the kernel inlines into the loops.
         let geometry = (in_size, in0, len, out);
         match filter {
-            Filter::CatmullRom => self.compute_with(geometry, 2.0, false, |x| Filter::CatmullRom.weight(x)),
-            Filter::Bilinear => self.compute_with(geometry, 1.0, false, |x| Filter::Bilinear.weight(x)),
-            Filter::Box => self.compute_with(geometry, 0.5, true, |x| Filter::Box.weight(x)),
+            Filter::CatmullRom => {
+                self.compute_with(geometry, 2.0, false, |x| Filter::CatmullRom.weight(x), floor)
+            }
+            Filter::Bilinear => {
+                self.compute_with(geometry, 1.0, false, |x| Filter::Bilinear.weight(x), floor)
+            }
+            Filter::Box => self.compute_with(geometry, 0.5, true, |x| Filter::Box.weight(x), floor),
         }
     }
 
     /// [`Axis::compute`] with the kernel `kernel` (of support `support` at scale 1), which is
     /// zero at and beyond `±support` except that, when `closed` (the box), it is not zero at
-    /// `+support`.
+    /// `+support`. The loops run over all outputs at once (windows, then each tap's weights,
+    /// then the sums), so that they vectorise; only the fixed-point rounding is per output.
     #[inline(always)]
     fn compute_with(
         &mut self,
@@ -120,7 +145,9 @@ impl Axis {
         support: f64,
         closed: bool,
         kernel: impl Fn(f64) -> f64,
+        floor: fn(f64) -> f64,
     ) {
+        let n = out as usize;
         let scale = len / f64::from(out);
         let fscale = scale.max(1.0);
         let support = support * fscale;
@@ -130,45 +157,70 @@ impl Axis {
         // the inputs that count have x + 0.5 - center in (-support, support) (or (.., support]
         // when `closed`): at most ceil(2 · support) of them.
         let taps = ((2.0 * support).ceil() as usize).clamp(1, in_size as usize);
+        let most = (taps - 1) as f64;
         self.taps = taps;
+        let s = &mut self.scratch;
+        s.resize(n * (taps + 4), 0.0);
+        let (lo, rest) = s.split_at_mut(n);
+        let (first, rest) = rest.split_at_mut(n);
+        let (count, rest) = rest.split_at_mut(n);
+        let (sums, cols) = rest.split_at_mut(n);
+        for i in 0..n {
+            let center = in0 + (i as f64 + 0.5) * scale;
+            let l = (floor(center - 0.5 - support) + 1.0).max(0.0).min(last);
+            let top = center - 0.5 + support;
+            let h = if closed { floor(top) } else { -floor(-top) - 1.0 };
+            lo[i] = l;
+            first[i] = l + 0.5 - center;
+            // Inputs l ..= l + count[i].
+            count[i] = (h.min(last) - l).max(0.0).min(most);
+        }
+        for k in 0..taps {
+            let kf = k as f64;
+            let col = &mut cols[k * n..(k + 1) * n];
+            for i in 0..n {
+                let w = kernel((first[i] + kf) * inv);
+                col[i] = if kf <= count[i] { w } else { 0.0 };
+            }
+        }
+        sums.fill(0.0);
+        for k in 0..taps {
+            for (sum, w) in sums.iter_mut().zip(&cols[k * n..(k + 1) * n]) {
+                *sum += w;
+            }
+        }
         self.starts.clear();
         self.weights.clear();
-        self.weights.resize(taps * out as usize, 0);
-        for i in 0..out {
-            let center = in0 + (f64::from(i) + 0.5) * scale;
-            let lo = (floor(center - 0.5 - support) + 1.0).clamp(0.0, last) as u32;
-            let top = center - 0.5 + support;
-            let hi = if closed { floor(top) } else { floor(top).min(top.ceil_fast() - 1.0) };
-            let hi = (hi.clamp(f64::from(lo), last) as u32).min(lo + taps as u32 - 1);
+        self.weights.resize(taps * n, 0);
+        for i in 0..n {
+            let l = lo[i] as u32;
             // Windows near the end slide left so that all `taps` inputs exist.
-            let start = lo.min(in_size - taps as u32);
+            let start = l.min(in_size - taps as u32);
             self.starts.push(start);
-            self.floats.clear();
-            let first = f64::from(lo) + 0.5 - center;
-            self.floats.extend((0..=hi - lo).map(|k| kernel((first + f64::from(k)) * inv)));
-            let sum: f64 = self.floats.iter().sum();
-            let largest = self.floats.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            let row = &mut self.weights[i as usize * taps..(i as usize + 1) * taps];
-            let skip = (lo - start) as usize;
+            let skip = (l - start) as usize;
+            let row = &mut self.weights[i * taps..(i + 1) * taps];
+            let used = count[i] as usize + 1;
+            let sum = sums[i];
+            let largest = (0..used).fold(0.0f64, |m, k| m.max(cols[k * n + i].abs()));
+            // The input under the centre (the kernel's peak).
+            let center = in0 + (i as f64 + 0.5) * scale;
+            let peak = (floor(center).max(lo[i]).min(lo[i] + count[i]) - lo[i]) as usize + skip;
             // (A window inside the image keeps most of the kernel's weight: a sum this small,
             // or weights this large after normalising, only come from a degenerate kernel and
             // would not fit the fixed point: the input under the centre alone.)
             if sum.abs() < 1e-3 || largest > 1.75 * sum.abs() {
-                let nearest = floor(center).clamp(f64::from(start), f64::from(start) + taps as f64 - 1.0);
-                row[nearest as usize - start as usize] = ONE as i16;
+                row[peak] = ONE as i16;
                 continue;
             }
             let unit = f64::from(ONE) / sum;
             let mut total = 0;
-            for (k, v) in self.floats.iter().enumerate() {
-                let q = round(v * unit);
+            for k in 0..used {
+                let q = round(cols[k * n + i] * unit);
                 row[skip + k] = q as i16;
                 total += q;
             }
-            // Rounding may leave the sum off by a few units: the input under the centre (the
-            // kernel's peak, so one of the largest weights) takes them, so a constant input
-            // comes out exactly.
-            let peak = floor(center).clamp(f64::from(lo), f64::from(hi)) as usize - start as usize;
+            // Rounding may leave the sum off by a few units: the peak (one of the largest
+            // weights) takes them, so a constant input comes out exactly.
             row[peak] = (i32::from(row[peak]) + ONE - total) as i16;
         }
     }
@@ -523,6 +575,28 @@ mod tests {
         for left in [1.25, 60.25, 0.5, 3.75] {
             resize(&src, (256, 192), 3, [left, 0.0, 80.0, 80.0], &mut dst, (160, 160), Filter::CatmullRom)
                 .unwrap();
+        }
+    }
+
+    /// The weights do not depend on the CPU: the AVX2 build of the weight loops and the
+    /// portable one (with its own `floor`) give the same starts and weights.
+    #[test]
+    fn weights_are_the_same_on_every_cpu() {
+        let (mut fast, mut portable) = (Axis::default(), Axis::default());
+        for filter in [Filter::CatmullRom, Filter::Bilinear, Filter::Box] {
+            for (in_size, in0, len, out) in [
+                (300u32, 1.3, 290.0, 160u32),
+                (200, 0.0, 140.0, 160),
+                (7, 0.25, 3.5, 333),
+                (2000, 17.0, 1900.0, 224),
+            ] {
+                fast.compute(in_size, in0, len, out, filter);
+                portable.compute_any(in_size, in0, len, out, filter, floor);
+                assert_eq!(
+                    (fast.taps, &fast.starts, &fast.weights),
+                    (portable.taps, &portable.starts, &portable.weights)
+                );
+            }
         }
     }
 
