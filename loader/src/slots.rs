@@ -1,8 +1,9 @@
 //! Output slots: the memory batches are built in, allocated once per loader and reused across
 //! epochs, and the [`Batch`] handle that lends one to the consumer.
 //!
-//! A slot holds one buffer per output column, sized for a full batch, 8-byte aligned (numpy and
-//! torch can view any column in place). Workers take a free slot, fill it and hand it to the
+//! A slot holds one buffer per output column, sized for a full batch, each starting on a 64-byte
+//! cache line (numpy and torch can view any column in place; an image whose size is a whole
+//! number of lines starts on one, which lets its writer stream it to memory). Workers take a free slot, fill it and hand it to the
 //! consumer as a [`Batch`]; the slot goes back to the pool only when the last handle to that
 //! batch is dropped, so **a batch the consumer holds is never overwritten** (FFCV issue #231).
 //! The pool starts empty and allocates a slot only when none is free: with the consumer holding
@@ -13,35 +14,60 @@ use std::sync::{Arc, Mutex};
 
 use crate::decode::ColumnSpec;
 
+/// Bytes a column's start is aligned to: a cache line, so that a sample of a whole number of
+/// lines (an image) starts on one, and its writers can stream whole lines to memory.
+const ALIGN: usize = 64;
+
+/// One column's memory: `u64` words, with the column starting at the first word on an
+/// [`ALIGN`] boundary (the vector is never reallocated once shaped, so that word stays put).
+#[derive(Default)]
+struct Buffer {
+    words: Vec<u64>,
+    /// The column's first word and its length in words.
+    start: usize,
+    len: usize,
+}
+
+impl Buffer {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.words[self.start..self.start + self.len])
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(&mut self.words[self.start..self.start + self.len])
+    }
+}
+
 /// Buffers of one batch: one per column, plus the sample ids.
 pub(crate) struct Slot {
-    /// `u64` words so every column is 8-byte aligned.
-    buffers: Vec<Vec<u64>>,
+    buffers: Vec<Buffer>,
     pub(crate) indices: Vec<u64>,
 }
 
 impl Slot {
     /// Shapes the slot for `columns` × `batch_size` samples, reusing its memory when it fits.
     fn shape_for(&mut self, columns: &[ColumnSpec], batch_size: usize) {
-        self.buffers.resize_with(columns.len(), Vec::new);
+        self.buffers.resize_with(columns.len(), Buffer::default);
         for (buf, col) in self.buffers.iter_mut().zip(columns) {
             let words = (col.sample_bytes() * batch_size).div_ceil(8);
-            if buf.len() != words {
+            if buf.len != words {
                 // Zeroed once; afterwards every byte a batch exposes is written by its decoder.
-                buf.clear();
-                buf.resize(words, 0);
-                buf.shrink_to(words);
+                let spare = ALIGN / 8 - 1;
+                buf.words = vec![0; words + spare];
+                let misaligned = (buf.words.as_ptr() as usize / 8) % (ALIGN / 8);
+                buf.start = (ALIGN / 8 - misaligned) % (ALIGN / 8);
+                buf.len = words;
             }
         }
     }
 
     /// Every column as bytes, to split per sample.
     pub(crate) fn columns_mut(&mut self) -> Vec<&mut [u8]> {
-        self.buffers.iter_mut().map(|b| bytemuck::cast_slice_mut::<u64, u8>(b)).collect()
+        self.buffers.iter_mut().map(Buffer::bytes_mut).collect()
     }
 
     fn column(&self, k: usize) -> &[u8] {
-        bytemuck::cast_slice(&self.buffers[k])
+        self.buffers[k].bytes()
     }
 }
 
@@ -90,7 +116,7 @@ impl SlotPool {
 pub struct Column<'a> {
     /// What the column holds per sample.
     pub spec: &'a ColumnSpec,
-    /// The bytes of the batch's samples (`len × spec.sample_bytes()`), 8-byte aligned.
+    /// The bytes of the batch's samples (`len × spec.sample_bytes()`), 64-byte aligned.
     pub bytes: &'a [u8],
 }
 
@@ -191,5 +217,37 @@ impl Batch {
         let spec = &self.inner.columns[k];
         let bytes = &self.slot().column(k)[..spec.sample_bytes() * self.inner.len];
         Column { spec, bytes }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::ElemType;
+
+    /// Every column starts on a cache line and is exactly as long as the batch needs, whatever
+    /// the sizes, and a slot reshaped to the same sizes keeps its memory.
+    #[test]
+    fn columns_start_on_cache_lines() {
+        let pool = SlotPool::default();
+        for batch in [1usize, 3, 256] {
+            let columns: Vec<ColumnSpec> =
+                [(ElemType::U8, vec![3usize]), (ElemType::F16, vec![3, 5, 7]), (ElemType::U8, vec![1])]
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (elem, shape))| ColumnSpec { name: format!("c{i}"), elem, shape })
+                    .collect();
+            let mut slot = pool.take(&columns, batch);
+            let before: Vec<usize> = slot.columns_mut().iter().map(|c| c.as_ptr() as usize).collect();
+            for (c, spec) in slot.columns_mut().iter().zip(&columns) {
+                assert_eq!(c.as_ptr() as usize % ALIGN, 0);
+                assert_eq!(c.len(), (spec.sample_bytes() * batch).div_ceil(8) * 8);
+            }
+            pool.give_back(slot);
+            let mut again = pool.take(&columns, batch);
+            let after: Vec<usize> = again.columns_mut().iter().map(|c| c.as_ptr() as usize).collect();
+            assert_eq!(before, after);
+            pool.give_back(again);
+        }
     }
 }

@@ -203,6 +203,92 @@ fn crops_match_a_full_resolution_reference_psnr() {
     }
 }
 
+/// JPEGs with restart markers (beton's) take the planar path: their raw Y, Cb, Cr planes
+/// resized and converted after; JPEGs without (FFCV's bytes) the packed one: libjpeg-turbo's RGB,
+/// chroma upsampled by it, then resized. The same crops agree closely (they differ in how chroma
+/// is interpolated), whatever the output size and filter; normalising the planes directly gives
+/// exactly what normalising the planar path's RGB gives.
+#[test]
+fn planar_and_packed_paths_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources: Vec<ImageSource> = photos(12).into_iter().map(ImageSource::File).collect();
+    let planar = write(&dir.path().join("markers.beton"), sources.clone(), WriteMode::Jpg, false);
+    let no_markers = ImageOptions { jpeg_restart_interval: 0, ..options(WriteMode::Jpg) };
+    let packed = write_with(&dir.path().join("plain.beton"), sources, no_markers, false);
+    for (size, interpolation) in
+        [(160usize, Interpolation::Bicubic), (224, Interpolation::Area), (48, Interpolation::Bilinear)]
+    {
+        let dec = RandomResizedCropRGBImageDecoder::new((size, size)).interpolation(interpolation).flip(0.5);
+        let mut scores = Vec::new();
+        for i in 0..planar.num_samples() {
+            let ctx = SampleContext { index: i, seed: 3, epoch: 0, position: 0 };
+            let mut a = vec![0u8; size * size * 3];
+            let mut b = a.clone();
+            dec.decode(planar.get(i, 0).unwrap(), &ctx, &mut [&mut a]).unwrap();
+            dec.decode(packed.get(i, 0).unwrap(), &ctx, &mut [&mut b]).unwrap();
+            scores.push(psnr(&a, &b));
+            // The fused normalisation (planes straight to f16 CHW) equals normalising `a`.
+            for layout in [Layout::Chw, Layout::Hwc] {
+                let norm = NormalizeImage::imagenet().dtype(FloatType::F16).layout(layout);
+                let fused =
+                    ImagePipeline::new(dec.clone()).then(RandomHorizontalFlip::default()).normalize(norm);
+                let apart = ImagePipeline::new(SimpleRGBImageDecoderOf(a.clone(), size))
+                    .then(RandomHorizontalFlip::default())
+                    .normalize(norm);
+                let (x, y) = (
+                    run_pipeline(&fused, &planar, i, &ctx, size),
+                    run_pipeline(&apart, &planar, i, &ctx, size),
+                );
+                assert_eq!(x, y, "sample {i} {size}px {layout:?}");
+            }
+        }
+        let mean = scores.iter().sum::<f64>() / scores.len() as f64;
+        let min = scores.iter().copied().fold(f64::INFINITY, f64::min);
+        println!(
+            "planar vs packed path, {size}px {interpolation:?}: PSNR mean {mean:.2} dB, min {min:.2} dB"
+        );
+        assert!(min >= 35.0, "{size}px {interpolation:?}: min PSNR {min:.2} dB");
+    }
+}
+
+/// A decoder that writes the same pixels whatever the sample (to feed a pipeline known pixels).
+struct SimpleRGBImageDecoderOf(Vec<u8>, usize);
+
+impl FieldDecoder for SimpleRGBImageDecoderOf {
+    fn columns(
+        &self,
+        ds: &Dataset,
+        field: usize,
+        _: u64,
+    ) -> beton_loader::Result<Vec<beton_loader::ColumnSpec>> {
+        let name = ds.fields()[field].name().to_string();
+        Ok(vec![beton_loader::ColumnSpec {
+            name,
+            elem: beton_loader::ElemType::U8,
+            shape: vec![self.1, self.1, 3],
+        }])
+    }
+
+    fn decode(
+        &self,
+        _: beton_storage::Value<'_>,
+        _: &SampleContext,
+        out: &mut [&mut [u8]],
+    ) -> beton_loader::Result<()> {
+        out[0].copy_from_slice(&self.0);
+        Ok(())
+    }
+}
+
+/// `pipeline`'s output bytes for sample `i` of `ds` (epoch 0's columns declared first).
+fn run_pipeline(pipeline: &ImagePipeline, ds: &Dataset, i: u64, ctx: &SampleContext, size: usize) -> Vec<u8> {
+    let cols = pipeline.columns(ds, 0, ctx.epoch).unwrap();
+    let mut out = vec![0u8; cols[0].sample_bytes()];
+    assert_eq!(out.len(), size * size * 3 * 2);
+    pipeline.decode(ds.get(i, 0).unwrap(), ctx, &mut [&mut out]).unwrap();
+    out
+}
+
 #[test]
 fn same_seed_same_crops_and_flips_with_1_and_2_threads() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,10 @@
 //!
 //! Crop decoders decode only the crop, at a reduced DCT scale where the output allows
 //! ([`super::jpeg`]), resize it into the slot ([`super::resize`]) and flip it there when the
-//! fused flip says so: one pass per sample on the worker thread. Grey fields come out with
+//! fused flip says so: one pass per sample on the worker thread. A JPEG with restart markers
+//! takes the planar path ([`crop_resize_planes`]): its Y, Cb and Cr planes are resized to the
+//! output size and converted to RGB there (or, in an [`super::ImagePipeline`] that normalises,
+//! converted and normalised in one pass: [`PlanarDecode`]). Grey fields come out with
 //! their one channel replicated to three; CMYK / YCCK JPEGs (which beton's writer never stores,
 //! but other writers may) take beton-storage's full decoder.
 
@@ -12,13 +15,16 @@ use std::sync::Arc;
 
 use beton_storage::{Dataset, FieldType, ImageMode, ImageRef, Value};
 
+use super::color;
 use super::crop::{center_crop, random_resized_crop, Crop};
 use super::jpeg;
 use super::ops::flip_horizontal;
+use super::resample::{resize_planes, Filter, Plane};
 use super::resize::{resize_into, Interpolation};
 use super::rng::SampleRng;
 use crate::decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
 use crate::error::{Error, Result};
+use smallvec::SmallVec;
 
 /// Output size `(height, width)` as a function of the epoch, for progressive resizing.
 pub type SizeSchedule = Arc<dyn Fn(u64) -> (usize, usize) + Send + Sync>;
@@ -76,6 +82,19 @@ pub(crate) fn crop_resize_into(
         return Err(Error::Decode(format!("crop {crop:?} outside the {w}x{h} image")));
     }
     let exact = crop == Crop::full(w, h) && (ow, oh) == (w, h);
+    if img.mode == ImageMode::Jpg && !exact {
+        let planar =
+            crop_resize_planes(img, crop, (out_h, out_w), oversample, interpolation, |count, planes| {
+                let n = out_w * out_h;
+                match count {
+                    3 => color::ycc_to_rgb(&planes[..n], &planes[n..2 * n], &planes[2 * n..3 * n], out),
+                    _ => color::grey_to_rgb(&planes[..n], out),
+                }
+            })?;
+        if planar.is_some() {
+            return Ok(());
+        }
+    }
     if img.mode == ImageMode::Jpg {
         let done = if exact {
             jpeg::decode_full(img.data, w, h, out)?
@@ -99,6 +118,54 @@ pub(crate) fn crop_resize_into(
         return Ok(());
     }
     raw_into(img.data, (w, h), img.channels as u8, crop, (ow, oh), interpolation, out)
+}
+
+thread_local! {
+    /// The raw planes of the JPEG being decoded on this thread, and those planes resized to the
+    /// output size, one after another.
+    static PLANES: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// The planar path of [`crop_resize_into`] for a JPEG: its raw planes (Y, Cb, Cr at their own
+/// resolutions, or grey) decoded for the crop ([`jpeg::decode_crop_planes`]), each resized
+/// straight to `(out_h, out_w)`, then handed to `finish(count, planes)` (`count` planes of
+/// `out_h × out_w` bytes, one after another) for the colour conversion. `Ok(None)` when the JPEG
+/// does not take this path (see `decode_crop_planes`).
+pub(crate) fn crop_resize_planes<R>(
+    img: &ImageRef<'_>,
+    crop: Crop,
+    (out_h, out_w): (usize, usize),
+    oversample: f64,
+    interpolation: Interpolation,
+    finish: impl FnOnce(usize, &[u8]) -> R,
+) -> Result<Option<R>> {
+    let (w, h) = (u32::from(img.width), u32::from(img.height));
+    let out = (out_w as u32, out_h as u32);
+    PLANES.with(|cell| {
+        let (raw, resized) = &mut *cell.borrow_mut();
+        let Some(p) = jpeg::decode_crop_planes(img.data, w, h, crop, out, oversample, false, raw)? else {
+            return Ok(None);
+        };
+        let planes: SmallVec<[Plane<'_>; 3]> = (0..p.count)
+            .map(|c| {
+                let (at, pw, ph) = p.geometry[c];
+                let crop = p.crop[c];
+                // Chroma enlarged on both axes takes the triangle filter, as libjpeg-turbo's own
+                // (fancy) chroma upsampling does: it costs half the taps of Catmull-Rom, and the
+                // subsampled chroma of a JPEG holds no detail a sharper kernel would keep.
+                let enlarged = crop[2] < f64::from(out.0) && crop[3] < f64::from(out.1);
+                let filter = if c > 0 && enlarged {
+                    Filter::Bilinear
+                } else {
+                    interpolation.filter((crop[2], crop[3]), out)
+                };
+                Plane { data: &raw[at..at + pw as usize * ph as usize], size: (pw, ph), crop, filter }
+            })
+            .collect();
+        resized.resize(p.count * out_w * out_h, 0);
+        resize_planes(&planes, resized, out)?;
+        Ok(Some(finish(p.count, resized)))
+    })
 }
 
 /// [`crop_resize_into`] for packed pixels of 1 or 3 channels.
@@ -226,11 +293,64 @@ impl Output {
         check_slot(out, size)?;
         let c = crop(u32::from(img.width), u32::from(img.height));
         crop_resize_into(&img, c, size, self.oversample, self.interpolation, out[0])?;
-        if self.flip_prob > 0.0 && SampleRng::for_flip(ctx).chance(self.flip_prob) {
+        if self.flips(ctx) {
             flip_horizontal(out[0], size.1);
         }
         Ok(())
     }
+}
+
+impl Output {
+    /// [`PlanarDecode::decode_planes`] with the decoder's crop.
+    fn decode_planes(
+        &self,
+        value: Value<'_>,
+        ctx: &SampleContext,
+        crop: impl Fn(u32, u32) -> Crop,
+        finish: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<bool> {
+        let img = value.as_image().ok_or_else(not_an_image)?;
+        if img.mode != ImageMode::Jpg {
+            return Ok(false);
+        }
+        let c = crop(u32::from(img.width), u32::from(img.height));
+        let (w, h) = (u32::from(img.width), u32::from(img.height));
+        if c.width == 0 || c.height == 0 || c.x + c.width > w || c.y + c.height > h {
+            return Err(Error::Decode(format!("crop {c:?} outside the {w}x{h} image")));
+        }
+        let size = self.size(ctx.epoch);
+        let done =
+            crop_resize_planes(&img, c, size, self.oversample, self.interpolation, |count, planes| {
+                finish(count, planes)
+            })?;
+        Ok(done.is_some())
+    }
+
+    /// Whether the fused flip mirrors sample `ctx`.
+    fn flips(&self, ctx: &SampleContext) -> bool {
+        self.flip_prob > 0.0 && SampleRng::for_flip(ctx).chance(self.flip_prob)
+    }
+}
+
+/// The crop decoders' planar path, for an [`super::ImagePipeline`] that normalises: the
+/// resized planes go straight to the normalisation, which converts them to RGB on the way
+/// ([`super::NormalizeImage`]), with no packed RGB image in between.
+pub(crate) trait PlanarDecode: Send + Sync {
+    /// Decodes the crop of `value` for `ctx` into planes at the output size and hands them to
+    /// `finish(count, planes)` ([`crop_resize_planes`]), without the fused flip; `Ok(false)`
+    /// when the image does not take the planar path (the caller decodes it as usual).
+    ///
+    /// # Errors
+    /// A corrupt payload, a crop outside the image.
+    fn decode_planes(
+        &self,
+        value: Value<'_>,
+        ctx: &SampleContext,
+        finish: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<bool>;
+
+    /// Whether the decoder's fused flip mirrors sample `ctx`.
+    fn flips(&self, ctx: &SampleContext) -> bool;
 }
 
 impl std::fmt::Debug for Output {
@@ -326,6 +446,21 @@ impl RandomResizedCropRGBImageDecoder {
     }
 }
 
+impl PlanarDecode for RandomResizedCropRGBImageDecoder {
+    fn decode_planes(
+        &self,
+        value: Value<'_>,
+        ctx: &SampleContext,
+        finish: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<bool> {
+        self.out.decode_planes(value, ctx, |w, h| self.crop(w, h, ctx), finish)
+    }
+
+    fn flips(&self, ctx: &SampleContext) -> bool {
+        self.out.flips(ctx)
+    }
+}
+
 impl FieldDecoder for RandomResizedCropRGBImageDecoder {
     fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
         let name = image_field(ds, field, "RandomResizedCropRGBImageDecoder")?;
@@ -389,6 +524,21 @@ impl CenterCropRGBImageDecoder {
     /// The output size `(height, width)` in `epoch`.
     pub fn output_size(&self, epoch: u64) -> (usize, usize) {
         self.out.size(epoch)
+    }
+}
+
+impl PlanarDecode for CenterCropRGBImageDecoder {
+    fn decode_planes(
+        &self,
+        value: Value<'_>,
+        ctx: &SampleContext,
+        finish: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<bool> {
+        self.out.decode_planes(value, ctx, |w, h| center_crop(w, h, self.ratio), finish)
+    }
+
+    fn flips(&self, ctx: &SampleContext) -> bool {
+        self.out.flips(ctx)
     }
 }
 

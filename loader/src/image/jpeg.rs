@@ -11,6 +11,13 @@
 //!   moved left to the scaled iMCU boundary libjpeg-turbo requires, and the fractional crop
 //!   inside the decoded region is returned for the resize.
 //!
+//! [`decode_crop_planes`] is the crop decoders' usual path for JPEGs with restart markers (what
+//! beton writes): the crop's restart intervals decoded to their raw planes (Y, Cb, Cr at their
+//! own resolutions, or grey), with no chroma upsampling and no colour conversion: the resize
+//! takes each plane to the output size and [`super::color`] converts only the output's pixels.
+//! [`decode_crop`] decodes to packed RGB (the path for JPEGs without restart markers, where
+//! libjpeg-turbo's cropping skips work the planes cannot).
+//!
 //! Every libjpeg warning is an error (`TJPARAM_STOPONWARNING`, as beton-storage's strict decoder),
 //! so a truncated or corrupt payload is refused rather than half-grey. One decompressor per
 //! thread, reused (`thread_local!`), never shared. This code never panics on bad bytes.
@@ -160,6 +167,45 @@ impl Decompressor {
     }
 }
 
+impl Decompressor {
+    /// Decompresses `data` (whose header was just read) at the scale set by `set_geometry`
+    /// into its raw planes: no chroma upsampling, no colour conversion. `planes` holds
+    /// `geometry.len()` planes, each `(offset, width, height)` in `buf`.
+    fn decompress_planes(&self, data: &[u8], buf: &mut [u8], geometry: &[(usize, u32, u32)]) -> Result<()> {
+        let mut ptrs = [std::ptr::null_mut::<u8>(); 3];
+        let mut strides = [0 as c_int; 3];
+        let mut end = 0;
+        for (c, &(offset, w, h)) in geometry.iter().enumerate().take(3) {
+            end = offset + w as usize * h as usize;
+            let plane =
+                buf.get_mut(offset..end).ok_or_else(|| Error::Decode("internal: plane buffer".into()))?;
+            ptrs[c] = plane.as_mut_ptr();
+            strides[c] = w as c_int;
+        }
+        if end > buf.len() || geometry.is_empty() {
+            return Err(Error::Decode("internal: plane buffer too small".into()));
+        }
+        // SAFETY: the handle is live and has read this header; `data` is valid for reading
+        // data.len() bytes. Plane c starts at ptrs[c], inside `buf`, and holds h_c rows of
+        // w_c = strides[c] bytes (checked above), where (w_c, h_c) is tj3YUVPlaneWidth/Height of
+        // component c at the scaled size (`plane_geometry`): exactly what libjpeg-turbo writes
+        // for a JPEG of this header at this scale (it fails instead for more than 3 components).
+        let rc = unsafe {
+            raw::tj3DecompressToYUVPlanes8(
+                self.0,
+                data.as_ptr(),
+                data.len() as raw::size_t,
+                ptrs.as_mut_ptr(),
+                strides.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(jpeg_error(self.message()));
+        }
+        Ok(())
+    }
+}
+
 /// Runs `f` with this thread's decompressor, creating it on first use.
 fn with_decompressor<T>(f: impl FnOnce(&Decompressor) -> Result<T>) -> Result<T> {
     DECOMPRESSOR.with(|cell| {
@@ -221,13 +267,7 @@ pub(crate) fn decode_crop(
     oversample: f64,
     buf: &mut Vec<u8>,
 ) -> Result<Option<Region>> {
-    let denom = DENOMS
-        .into_iter()
-        .find(|&n| {
-            let enough = |crop: u32, out: u32| f64::from(crop) >= f64::from(out) * f64::from(n) * oversample;
-            enough(crop.width, out_w) && enough(crop.height, out_h)
-        })
-        .unwrap_or(1);
+    let denom = scale_for(crop, (out_w, out_h), oversample);
     let sliced = SLICE.with(|cell| {
         let (bytes, markers) = &mut *cell.borrow_mut();
         // A margin of 4 pixels at the decode scale keeps the cut edges (which the chroma
@@ -240,6 +280,142 @@ pub(crate) fn decode_crop(
         Some(region) => Ok(Some(region)),
         None => decode_region(data, width, height, crop, denom, buf),
     }
+}
+
+/// Raw planes of a JPEG decoded by [`decode_crop_planes`]: luma (or grey) then, for YCbCr, the
+/// two chroma planes at their own (subsampled) resolution.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Planes {
+    /// 1 (grey) or 3 (Y, Cb, Cr).
+    pub count: usize,
+    /// Per plane: `(offset in the buffer, width, height)`.
+    pub geometry: [(usize, u32, u32); 3],
+    /// Per plane: the crop `[left, top, width, height]` in its (fractional) pixels.
+    pub crop: [[f64; 4]; 3],
+}
+
+/// The scale denominator [`decode_crop`] and [`decode_crop_planes`] decode `crop` at.
+fn scale_for(crop: Crop, (out_w, out_h): (u32, u32), oversample: f64) -> u32 {
+    DENOMS
+        .into_iter()
+        .find(|&n| {
+            let enough = |crop: u32, out: u32| f64::from(crop) >= f64::from(out) * f64::from(n) * oversample;
+            enough(crop.width, out_w) && enough(crop.height, out_h)
+        })
+        .unwrap_or(1)
+}
+
+/// Luma pixels per chroma pixel (horizontally, vertically) of TurboJPEG's subsampling `subsamp`
+/// (`tjMCUWidth / 8`, `tjMCUHeight / 8`); `None` for grey and unknown ones.
+fn chroma_factors(subsamp: c_int) -> Option<(u32, u32)> {
+    let s = usize::try_from(subsamp).ok()?;
+    let f = [(1, 1), (2, 1), (2, 2), (0, 0), (1, 2), (4, 1), (1, 4)].get(s).copied()?;
+    (f.0 > 0).then_some(f)
+}
+
+/// Decodes the part of the JPEG that `crop` needs for an output of `out_w × out_h` (at the scale
+/// [`decode_crop`] would choose) into its raw planes in `buf`: Y, Cb and Cr at their own
+/// resolutions, or one grey plane, with no chroma upsampling and no colour conversion, so that
+/// the resize can take each plane straight to the output size and the colour conversion runs
+/// on output pixels only. A JPEG with restart markers is cut down to the crop's intervals
+/// first ([`restart::slice`]); with `whole` set, one without (or whose slice would be all of it)
+/// is decoded whole, otherwise `Ok(None)`.
+///
+/// `Ok(None)` too when the JPEG is not YCbCr or grey with a known subsampling (RGB, CMYK and
+/// YCCK JPEGs, unusual sampling factors) or its slice does not decode: the caller takes
+/// [`decode_crop`], which also reports corrupt data.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn decode_crop_planes(
+    data: &[u8],
+    width: u32,
+    height: u32,
+    crop: Crop,
+    out: (u32, u32),
+    oversample: f64,
+    whole: bool,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Planes>> {
+    let denom = scale_for(crop, out, oversample);
+    SLICE.with(|cell| {
+        let (bytes, markers) = &mut *cell.borrow_mut();
+        // The margin keeps the resize's taps on decoded pixels rather than on the slice's edge:
+        // the outputs at the crop's edge weigh inputs up to `support − scale / 2 + 1/2` pixels
+        // beyond it, which is 2 luma pixels for Catmull-Rom enlarging and 2.5 for the chroma
+        // (2:1 subsampled, enlarged with the triangle filter), and under 4 for a downscale of
+        // less than 2 (the DCT scale sees to that).
+        let enlarged = crop.width <= out.0 * denom && crop.height <= out.1 * denom;
+        let margin = if enlarged { 3 } else { 4 } * denom;
+        let (source, at, size) = match restart::slice(data, (width, height), crop, margin, bytes, markers) {
+            Some(s) => (&bytes[..], (s.x, s.y), (s.width, s.height)),
+            None if whole => (data, (0, 0), (width, height)),
+            None => return Ok(None),
+        };
+        let crop = Crop { x: crop.x - at.0, y: crop.y - at.1, ..crop };
+        Ok(planes_of(source, size, crop, denom, buf).ok().flatten())
+    })
+}
+
+/// [`decode_crop_planes`] of `data`, a `width × height` JPEG (whole or a slice), at 1/`denom`.
+fn planes_of(
+    data: &[u8],
+    (width, height): (u32, u32),
+    crop: Crop,
+    denom: u32,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Planes>> {
+    with_decompressor(|d| {
+        let (w, h, cs, subsamp) = d.header(data)?;
+        if (w, h) != (width, height) {
+            return Ok(None);
+        }
+        let count = if cs == raw::TJCS_TJCS_YCbCr as c_int && chroma_factors(subsamp).is_some() {
+            3
+        } else if cs == raw::TJCS_TJCS_GRAY as c_int && subsamp == raw::TJSAMP_TJSAMP_GRAY as c_int {
+            1
+        } else {
+            return Ok(None);
+        };
+        d.set_geometry(denom, raw::tjregion { x: 0, y: 0, w: 0, h: 0 })?;
+        let (sw, sh) = (width.div_ceil(denom), height.div_ceil(denom));
+        let mut geometry = [(0usize, 0u32, 0u32); 3];
+        let mut total = 0;
+        for (c, g) in geometry.iter_mut().enumerate().take(count) {
+            // SAFETY: pure functions of their arguments.
+            let (pw, ph) = unsafe {
+                (
+                    raw::tj3YUVPlaneWidth(c as c_int, sw as c_int, subsamp),
+                    raw::tj3YUVPlaneHeight(c as c_int, sh as c_int, subsamp),
+                )
+            };
+            let (pw, ph) = (u32::try_from(pw).unwrap_or(0), u32::try_from(ph).unwrap_or(0));
+            if pw == 0 || ph == 0 {
+                return Ok(None);
+            }
+            *g = (total, pw, ph);
+            total += pw as usize * ph as usize;
+        }
+        buf.resize(total, 0);
+        d.decompress_planes(data, buf, &geometry[..count])?;
+        // The crop at the decode scale, inside the luma plane; each chroma plane's is that
+        // divided by its subsampling (JFIF sites chroma samples at the centre of the luma
+        // pixels they cover, so edge coordinates simply scale).
+        let f = |v: u32| f64::from(v) / f64::from(denom);
+        let (left, top) = (f(crop.x).min(f64::from(sw)), f(crop.y).min(f64::from(sh)));
+        let luma =
+            [left, top, f(crop.width).min(f64::from(sw) - left), f(crop.height).min(f64::from(sh) - top)];
+        let mut out = Planes { count, geometry, crop: [luma; 3] };
+        if let Some((fx, fy)) = chroma_factors(subsamp).filter(|_| count == 3) {
+            let (fx, fy) = (f64::from(fx), f64::from(fy));
+            for (&(_, pw, ph), crop) in geometry.iter().zip(out.crop.iter_mut()).skip(1) {
+                let (l, t) = ((luma[0] / fx).min(f64::from(pw)), (luma[1] / fy).min(f64::from(ph)));
+                *crop = [l, t, (luma[2] / fx).min(f64::from(pw) - l), (luma[3] / fy).min(f64::from(ph) - t)];
+            }
+        }
+        if out.crop[..count].iter().any(|c| !(c[2] > 0.0 && c[3] > 0.0)) {
+            return Ok(None);
+        }
+        Ok(Some(out))
+    })
 }
 
 /// [`decode_crop`] of `data` (not sliced) at scale 1/`denom`.

@@ -5,6 +5,10 @@
 //! for the crop's rows and columns only, at 1/2, 1/4 or 1/8 scale when the crop is still at least
 //! the output size there (the scaling happens in the DCT domain), resizes that straight into the
 //! batch slot, and flips it in place: one pass per sample (private modules `jpeg` and `resize`).
+//! For a JPEG with restart markers (beton's writer puts them in) only the crop's intervals are
+//! entropy-decoded, into raw Y, Cb, Cr planes that are resized each to the output size, so that
+//! chroma upsampling and the colour conversion run on output pixels only (module `color`); a
+//! normalising pipeline converts and normalises them in one pass.
 //!
 //! - Decoders ([`FieldDecoder`](crate::FieldDecoder)s for RGB and grey image fields; grey comes
 //!   out replicated to 3 channels; HWC `u8` `[h, w, 3]`): [`SimpleRGBImageDecoder`],
@@ -21,6 +25,7 @@
 //! panics. A crop decode reads only the JPEG data the crop needs: corruption entirely below the
 //! crop goes unnoticed (beton's writer validates every JPEG it stores).
 
+mod color;
 mod crop;
 mod decoders;
 mod jpeg;
