@@ -9,6 +9,12 @@ same JPEGs, in one run.
   ``RandomResizedCrop(SIZE)``, ``RandomHorizontalFlip()``, ``ToTensor()``, ``Normalize``, W
   workers, batch B, on the original files (beton's file stores the same JPEGs, passed through).
 
+- FFCV 1.0.2 (when ``ffcv`` imports, i.e. run with FFCV's venv from ``shared/tools/ffcv-env.sh``
+  with beton's wheel installed in it): FFCV's ``Loader`` with its RandomResizedCrop + flip +
+  ``NormalizeImage`` (f16, on the CPU: FFCV's jitted table lookup, channels-last output) on a
+  file FFCV's own ``DatasetWriter`` wrote from DIR, and beton's Python ``Loader`` on that same
+  file.
+
 Needs beton installed and, for the torch row, torch + torchvision (skipped without them).
 Usage: ``python benches/python_loader.py DIR [--size 160] [--workers 2] [--batch-size 256]
 [--epochs 3]`` with DIR an ImageFolder, e.g. ``shared/tools/bench-corpus.sh DIR 1000 5 0``.
@@ -46,6 +52,49 @@ def timed_epochs(make_iter, epochs):
     return float(np.median(rates)), rates
 
 
+def ffcv_rows(a, n):
+    """FFCV 1.0.2's own Loader with its RandomResizedCrop + flip + NormalizeImage (f16, CPU) on a
+    file FFCV's DatasetWriter wrote from the same folder, and beton's Python Loader on that same
+    file (FFCV's bytes: no restart markers, so beton's packed-RGB path)."""
+    import torchvision
+    from ffcv.fields import IntField as FIntField, RGBImageField as FRGBImageField
+    from ffcv.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder as FRRC
+    from ffcv.loader import Loader as FLoader, OrderOption as FOrder
+    from ffcv.transforms import NormalizeImage as FNormalize, RandomHorizontalFlip as FFlip, ToTensor, ToTorchImage
+    from ffcv.writer import DatasetWriter as FWriter
+
+    path = a.out.replace(".beton", "-ffcv.beton")
+    if not os.path.exists(path):
+        ds = torchvision.datasets.ImageFolder(a.dir)
+        FWriter(path, {"image": FRGBImageField(write_mode="jpg"), "label": FIntField()},
+                num_workers=a.workers).from_indexed_dataset(ds)
+    # FFCV's CPU NormalizeImage is a jitted op on HWC arrays: it goes before ToTensor (FFCV's
+    # pipeline compiler loops forever on a jitted op after non-jitted ones), and the batch comes
+    # out channels-last (HWC memory), FFCV's layout.
+    pipeline = [FRRC((a.size, a.size)), FFlip(), FNormalize(MEAN, STD, np.float16), ToTensor(), ToTorchImage()]
+    loader = FLoader(path, batch_size=a.batch_size, num_workers=a.workers, order=FOrder.RANDOM,
+                     pipelines={"image": pipeline, "label": [IntDecoder(), ToTensor()]})
+
+    def ffcv_epoch():
+        for images, labels in loader:
+            images[:, 0, 0, 0].sum()
+            yield images, labels
+
+    rows = [("FFCV 1.0.2 Loader, FFCV's file", *timed_epochs(ffcv_epoch, a.epochs))]
+    pipeline = [RandomResizedCropRGBImageDecoder((a.size, a.size)), RandomHorizontalFlip(),
+                NormalizeImage(MEAN, STD, np.float16)]
+    bl = Loader(path, batch_size=a.batch_size, num_workers=a.workers, order=OrderOption.RANDOM,
+                pipelines={"image": pipeline})
+
+    def beton_epoch():
+        for images, labels in bl:
+            images[:, 0, 0, 0].sum()
+            yield images, labels
+
+    rows.append(("beton, Python Loader, FFCV's file", *timed_epochs(beton_epoch, a.epochs)))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -80,6 +129,13 @@ def main():
             yield images, labels
 
     rows.append(("beton, Python Loader", *timed_epochs(beton_epoch, a.epochs)))
+
+    try:
+        import ffcv  # noqa: F401  (FFCV's own venv: shared/tools/ffcv-env.sh, beton's wheel installed in it)
+    except ImportError as e:
+        print(f"(FFCV rows skipped: {e})")
+    else:
+        rows.extend(ffcv_rows(a, n))
 
     try:
         import torch

@@ -393,7 +393,7 @@ mod tests {
         let mut out = vec![0u8; h * w * 3 * value_bytes(norm.dtype)];
         // (ImagePipeline folds the flip into this write; `folded_flips_equal_running_the_ops`
         // shows that gives these bytes.)
-        norm.write(&norm.table(), norm.reciprocals().as_ref(), &mut px, (h, w), false, &mut out);
+        crate::image::Prepared::new(*norm).write(&mut px, (h, w), false, &mut out);
         out
     }
 

@@ -10,10 +10,10 @@
 
 /// `FIX(1.40200)`, `FIX(0.34414)`, `FIX(0.71414)`, `FIX(1.77200)` of `jdcolor.c` (`x · 2¹⁶`,
 /// rounded).
-const CR_R: i32 = 91881;
-const CB_G: i32 = 22554;
-const CR_G: i32 = 46802;
-const CB_B: i32 = 116130;
+pub(crate) const CR_R: i32 = 91881;
+pub(crate) const CB_G: i32 = 22554;
+pub(crate) const CR_G: i32 = 46802;
+pub(crate) const CB_B: i32 = 116130;
 
 /// One pixel.
 #[inline(always)]
@@ -178,6 +178,13 @@ mod tests {
                     c.push(cr);
                     (a, b, c)
                 });
+            if y % 64 == 0 {
+                // Planes and output ending at inaccessible pages: no byte past them is touched.
+                use crate::image::guarded::Guarded;
+                let (a, b, c) = (Guarded::with(&ys), Guarded::with(&cbs), Guarded::with(&crs));
+                let mut out = Guarded::with(&rgb);
+                ycc_to_rgb(a.as_ref(), b.as_ref(), c.as_ref(), out.as_mut());
+            }
             ycc_to_rgb(&ys, &cbs, &crs, &mut rgb);
             for i in 0..n {
                 assert_eq!(

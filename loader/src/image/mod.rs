@@ -28,7 +28,10 @@
 mod color;
 mod crop;
 mod decoders;
+#[cfg(test)]
+mod guarded;
 mod jpeg;
+mod lut;
 mod ops;
 mod pipeline;
 mod resample;
@@ -45,7 +48,7 @@ pub use ops::{
     RandomTranslate, RandomVerticalFlip,
 };
 #[cfg(feature = "cuda")]
-pub(crate) use pipeline::f32_to_f16;
+pub(crate) use pipeline::{f32_to_f16, Prepared};
 pub use pipeline::{FloatType, ImagePipeline, Layout, NormalizeImage};
 pub use resize::Interpolation;
 pub use rng::SampleRng;

@@ -26,6 +26,7 @@ use std::sync::{Arc, RwLock};
 use beton_storage::{Dataset, Value};
 
 use super::decoders::{CenterCropRGBImageDecoder, PlanarDecode, RandomResizedCropRGBImageDecoder};
+use super::lut::{self, byte_tables, ByteTables};
 use super::ops::{flip_horizontal, ImageMut, ImageOp};
 use super::rng::SampleRng;
 use crate::decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
@@ -132,49 +133,62 @@ impl NormalizeImage {
         }
         t
     }
+}
+
+/// A [`NormalizeImage`] ready to run: its lookup tables (by value, and by output byte for the
+/// AVX-512 kernels) and [`NormalizeImage::reciprocals`], computed once per pipeline.
+pub(crate) struct Prepared {
+    pub(crate) n: NormalizeImage,
+    table: Box<Table>,
+    bytes: Box<ByteTables>,
+    recip: Option<[f32; 3]>,
+}
+
+impl Prepared {
+    pub(crate) fn new(n: NormalizeImage) -> Prepared {
+        let table = Box::new(n.table());
+        let bytes = byte_tables(&table);
+        Prepared { n, table, bytes, recip: n.reciprocals() }
+    }
+
+    fn size(&self) -> usize {
+        match self.n.dtype {
+            FloatType::F16 => 2,
+            FloatType::F32 => 4,
+        }
+    }
 
     /// Writes the normalised `h × w` RGB image `src` into `dst`, mirrored left to right when
-    /// `flip` (a fused `RandomHorizontalFlip`): with AVX2 and F16C on x86-64 eight values at a
-    /// time, otherwise through the lookup table `t` (the same values either way). `src` is
-    /// scratch: it may be left flipped.
-    ///
-    /// `recip` is [`NormalizeImage::reciprocals`], when it is `Some`.
-    pub(crate) fn write(
-        &self,
-        t: &Table,
-        recip: Option<&[f32; 3]>,
-        src: &mut [u8],
-        (h, w): (usize, usize),
-        flip: bool,
-        dst: &mut [u8],
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if simd::write(self, recip, src, (h, w), flip, dst) {
+    /// `flip` (a fused `RandomHorizontalFlip`): as table lookups with AVX-512 VBMI (CHW), eight
+    /// values at a time with AVX2 and F16C, otherwise through the lookup table (the same
+    /// values every way). `src` is scratch: it may be left flipped.
+    pub(crate) fn write(&self, src: &mut [u8], (h, w): (usize, usize), flip: bool, dst: &mut [u8]) {
+        if self.n.layout == Layout::Chw
+            && lut::chw(lut::Source::Rgb(src), (h, w), &self.bytes, self.size(), flip, dst)
+        {
             return;
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = recip;
+        #[cfg(target_arch = "x86_64")]
+        if simd::write(&self.n, self.recip.as_ref(), src, (h, w), flip, dst) {
+            return;
+        }
         if flip {
             flip_horizontal(src, w);
         }
-        match self.dtype {
-            FloatType::F16 => write_with::<2>(t, self.layout, src, h * w, dst),
-            FloatType::F32 => write_with::<4>(t, self.layout, src, h * w, dst),
+        match self.n.dtype {
+            FloatType::F16 => write_with::<2>(&self.table, self.n.layout, src, h * w, dst),
+            FloatType::F32 => write_with::<4>(&self.table, self.n.layout, src, h * w, dst),
         }
     }
-}
 
-impl NormalizeImage {
-    /// [`NormalizeImage::write`] of the image whose resized planes a crop decoder's planar path
+    /// [`Prepared::write`] of the image whose resized planes a crop decoder's planar path
     /// hands over ([`super::decoders::crop_resize_planes`]): `count` planes of `h × w` bytes,
     /// Y Cb Cr (3) or grey (1). The values are exactly those of converting the planes to RGB
-    /// `u8` ([`super::color`]) and normalising that; with AVX2 + F16C and a CHW layout the two
-    /// run as one pass, otherwise through `image` (this thread's HWC scratch).
+    /// `u8` ([`super::color`]) and normalising that; for a CHW layout the two run as one pass
+    /// (AVX-512 VBMI or AVX2 + F16C), otherwise through `image` (this thread's HWC scratch).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_planes(
         &self,
-        t: &Table,
-        recip: Option<&[f32; 3]>,
         count: usize,
         planes: &[u8],
         (h, w): (usize, usize),
@@ -183,8 +197,18 @@ impl NormalizeImage {
         dst: &mut [u8],
     ) {
         let n = h * w;
+        if self.n.layout == Layout::Chw && planes.len() == count * n {
+            let src = match count {
+                3 => Some(lut::Source::Ycc([&planes[..n], &planes[n..2 * n], &planes[2 * n..]])),
+                1 => Some(lut::Source::Grey(planes)),
+                _ => None,
+            };
+            if src.is_some_and(|src| lut::chw(src, (h, w), &self.bytes, self.size(), flip, dst)) {
+                return;
+            }
+        }
         #[cfg(target_arch = "x86_64")]
-        if simd::write_planes(self, recip, count, planes, (h, w), flip, dst) {
+        if simd::write_planes(&self.n, self.recip.as_ref(), count, planes, (h, w), flip, dst) {
             return;
         }
         image.resize(3 * n, 0);
@@ -193,7 +217,7 @@ impl NormalizeImage {
         } else {
             super::color::grey_to_rgb(&planes[..n], image);
         }
-        self.write(t, recip, image, (h, w), flip, dst);
+        self.write(image, (h, w), flip, dst);
     }
 }
 
@@ -609,8 +633,8 @@ pub struct ImagePipeline {
     /// The decoder's planar path, when it is a crop decoder.
     planar: Option<Arc<dyn PlanarDecode>>,
     ops: Vec<Arc<dyn ImageOp>>,
-    /// The normalisation, its lookup table and [`NormalizeImage::reciprocals`].
-    normalize: Option<(NormalizeImage, Box<Table>, Option<[f32; 3]>)>,
+    /// The normalisation, prepared.
+    normalize: Option<Prepared>,
     sizes: Sizes,
 }
 
@@ -618,7 +642,7 @@ impl std::fmt::Debug for ImagePipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ImagePipeline")
             .field("ops", &self.ops)
-            .field("normalize", &self.normalize.as_ref().map(|(n, _, _)| n))
+            .field("normalize", &self.normalize.as_ref().map(|p| p.n))
             .finish_non_exhaustive()
     }
 }
@@ -651,7 +675,7 @@ impl ImagePipeline {
 
     /// Ends the pipeline with a normalisation to floats.
     pub fn normalize(mut self, n: NormalizeImage) -> Self {
-        self.normalize = Some((n, Box::new(n.table()), n.reciprocals()));
+        self.normalize = Some(Prepared::new(n));
         self
     }
 
@@ -716,7 +740,7 @@ impl FieldDecoder for ImagePipeline {
                 sizes.remove(0);
             }
         }
-        if let Some((n, _, _)) = &self.normalize {
+        if let Some(Prepared { n, .. }) = &self.normalize {
             cols[0].elem = n.elem();
             cols[0].shape = match n.layout {
                 Layout::Chw => vec![3, h, w],
@@ -728,14 +752,14 @@ impl FieldDecoder for ImagePipeline {
 
     fn decode(&self, value: Value<'_>, ctx: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
         let size = self.size(ctx.epoch)?;
-        let Some((n, table, recip)) = &self.normalize else {
+        let Some(prepared) = &self.normalize else {
             self.decoder.decode(value, ctx, out)?;
             return match out.first_mut() {
                 Some(pixels) => self.run_ops(self.ops.len(), pixels, size, ctx),
                 None => Err(Error::Decode("no output column".into())),
             };
         };
-        let want = size.0 * size.1 * 3 * n.elem().size();
+        let want = size.0 * size.1 * 3 * prepared.n.elem().size();
         let dst = match out.first_mut() {
             Some(dst) if dst.len() == want => dst,
             _ => return Err(Error::Decode("output slot of the wrong size".into())),
@@ -748,7 +772,7 @@ impl FieldDecoder for ImagePipeline {
             if let Some(planar) = self.planar.as_ref().filter(|_| kept == 0) {
                 let flip = flip ^ planar.flips(ctx);
                 let mut finish = |count: usize, planes: &[u8]| {
-                    n.write_planes(table, recip.as_ref(), count, planes, size, flip, image, dst)
+                    prepared.write_planes(count, planes, size, flip, image, dst)
                 };
                 if planar.decode_planes(value, ctx, &mut finish)? {
                     return Ok(());
@@ -757,7 +781,7 @@ impl FieldDecoder for ImagePipeline {
             image.resize(size.0 * size.1 * 3, 0);
             self.decoder.decode(value, ctx, &mut [image.as_mut_slice()])?;
             self.run_ops(kept, image, size, ctx)?;
-            n.write(table, recip.as_ref(), image, size, flip, dst);
+            prepared.write(image, size, flip, dst);
             Ok(())
         })
     }
@@ -874,11 +898,10 @@ mod tests {
                     let (t, recip) = (norm.table(), norm.reciprocals());
                     for flip in [false, true] {
                         let size = if dtype == FloatType::F16 { 2 } else { 4 };
+                        // What this CPU runs (the AVX-512 lookups where it has them)...
                         let mut got = vec![0u8; 3 * n * size];
                         let mut image = Vec::new();
-                        norm.write_planes(
-                            &t,
-                            recip.as_ref(),
+                        Prepared::new(norm).write_planes(
                             count,
                             &planes[..count * n],
                             (h, w),
@@ -886,6 +909,26 @@ mod tests {
                             &mut image,
                             &mut got,
                         );
+                        // ... and the AVX2 kernel (CHW only), where the CPU has it.
+                        #[cfg(target_arch = "x86_64")]
+                        {
+                            let mut avx2 = vec![0u8; 3 * n * size];
+                            let planes = &planes[..count * n];
+                            if simd::write_planes(
+                                &norm,
+                                recip.as_ref(),
+                                count,
+                                planes,
+                                (h, w),
+                                flip,
+                                &mut avx2,
+                            ) {
+                                assert_eq!(
+                                    avx2, got,
+                                    "AVX2 {h}x{w} count {count} {dtype:?} {layout:?} flip {flip}"
+                                );
+                            }
+                        }
                         let mut src = rgb.clone();
                         if flip {
                             flip_horizontal(&mut src, w);
@@ -953,12 +996,13 @@ mod tests {
                     let mut want_px = img.clone();
                     p.run_ops(ops.len(), &mut want_px, (12, 19), &ctx).unwrap();
                     let mut want = vec![0u8; img.len() * 2];
-                    n.write(&n.table(), None, &mut want_px.clone(), (12, 19), false, &mut want);
+                    let t = n.table();
+                    write_with::<2>(&t, n.layout, &want_px, 12 * 19, &mut want);
                     let (kept, flip) = p.split_flips(&ctx);
                     let mut got_px = img.clone();
                     p.run_ops(kept, &mut got_px, (12, 19), &ctx).unwrap();
                     let mut got = vec![0u8; img.len() * 2];
-                    n.write(&n.table(), n.reciprocals().as_ref(), &mut got_px, (12, 19), flip, &mut got);
+                    Prepared::new(n).write(&mut got_px, (12, 19), flip, &mut got);
                     assert_eq!(got, want, "{layout:?} {ops:?} sample {index}");
                     flipped += usize::from(flip);
                 }

@@ -1043,13 +1043,13 @@ mod simd {
     ) {
         let width = x.starts.len();
         debug_assert!(x.taps <= 16 && weights.len() == 16 * width && outs.iter().all(|o| o.len() == width));
-        let room = rows.iter().map(|r| r.len()).min().unwrap_or(0).saturating_sub(16);
+        let room = rows.iter().map(|r| r.len()).min().unwrap_or(0).checked_sub(16);
         let full = rows.map(|r| r);
         let rows = rows.map(<[u8]>::as_ptr);
         let outs = outs.map(|o| o.as_mut_ptr());
         for i in 0..width {
             let at = x.starts[i] as usize - x0;
-            if at > room {
+            if room.is_none_or(|room| at > room) {
                 for r in 0..N {
                     let end = at + x.taps;
                     // SAFETY: output i exists in each output row.
@@ -1061,7 +1061,8 @@ mod simd {
             // SAFETY: 16 weights per output.
             let w = unsafe { _mm256_loadu_si256(weights.as_ptr().add(16 * i).cast()) };
             for r in 0..N {
-                // SAFETY: at <= room: the 16 bytes from it lie inside the row.
+                // SAFETY: at <= room = (shortest row) − 16: the 16 bytes from it lie inside the
+                // row.
                 let v = _mm256_cvtepu8_epi16(unsafe { _mm_loadu_si128(rows[r].add(at).cast()) });
                 let p = _mm256_madd_epi16(v, w);
                 let s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256::<1>(p));
@@ -1090,13 +1091,14 @@ mod simd {
         let gather = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
         debug_assert!(outs.iter().all(|o| o.len() == width) && blocks.pairs == P);
         debug_assert!(blocks.loads.len() == width / 8 && blocks.weights.len() == width / 8 * P * 16);
-        // 16-byte loads must end inside every row.
-        let room = rows.iter().map(|r| r.len()).min().unwrap_or(0).saturating_sub(16);
+        // 16-byte loads must end inside every row: at offsets up to `room` (none when a row is
+        // shorter than 16 bytes).
+        let room = rows.iter().map(|r| r.len()).min().unwrap_or(0).checked_sub(16);
         let rows = rows.map(<[u8]>::as_ptr);
         let outs = outs.map(|o| o.as_mut_ptr());
         for (b, &[lo, hi]) in blocks.loads.iter().enumerate() {
             let first = 8 * b;
-            if lo == u32::MAX || hi as usize > room {
+            if lo == u32::MAX || room.is_none_or(|room| hi as usize > room) {
                 for r in 0..N {
                     // SAFETY: outputs first .. first + 8 exist (b < width / 8) in each output row,
                     // which is `width` bytes; the scalar kernel reads only windows in the row.
@@ -1110,7 +1112,8 @@ mod simd {
                 }
                 continue;
             }
-            // SAFETY: lo <= hi <= room: 16 bytes from each lie inside every row.
+            // SAFETY: lo <= hi <= room = (shortest row) − 16: 16 bytes from each lie inside
+            // every row.
             let v: [__m256i; N] = std::array::from_fn(|r| unsafe {
                 _mm256_loadu2_m128i(rows[r].add(hi as usize).cast(), rows[r].add(lo as usize).cast())
             });
@@ -1357,6 +1360,68 @@ mod tests {
             let mut dst = vec![0u8; ow * oh * c];
             resize(&src, (w as u32, h as u32), c as u8, crop, &mut dst, (ow as u32, oh as u32), filter).unwrap();
             proptest::prop_assert_eq!(dst, scalar_resize(&src, (w, h), c, crop, (ow, oh), filter));
+        }
+    }
+
+    /// The kernels read and write only inside the slices they are given: every source and
+    /// destination here ends where an inaccessible page begins, so a stray byte faults the test
+    /// process; over sizes below and around the 16- and 32-byte vectors, both pass orders,
+    /// enlarging and shrinking, one and three channels, and planes resized together.
+    #[test]
+    fn kernels_stay_inside_their_buffers() {
+        use crate::image::guarded::Guarded;
+        for c in [1usize, 3] {
+            for (w, h) in
+                [(1usize, 1usize), (3, 2), (7, 5), (15, 9), (16, 16), (17, 3), (33, 20), (61, 40), (300, 7)]
+            {
+                let src = Guarded::with(&picture(w, h, c));
+                let (fw, fh) = (w as f64, h as f64);
+                for (crop, out) in [
+                    ([0.0, 0.0, fw, fh], (160usize, 120usize)),
+                    ([fw * 0.3, fh * 0.2, fw * 0.7, fh * 0.8], (41, 33)),
+                    ([0.0, 0.0, fw, fh], (w / 2 + 1, h / 2 + 1)),
+                    ([fw * 0.5, 0.0, fw * 0.5, fh], (8, 17)),
+                    ([0.0, fh * 0.5, fw, fh * 0.5], (31, 2)),
+                ] {
+                    for filter in [Filter::CatmullRom, Filter::Bilinear, Filter::Box] {
+                        let mut dst = Guarded::with(&vec![0u8; out.0 * out.1 * c]);
+                        resize(
+                            src.as_ref(),
+                            (w as u32, h as u32),
+                            c as u8,
+                            crop,
+                            dst.as_mut(),
+                            (out.0 as u32, out.1 as u32),
+                            filter,
+                        )
+                        .unwrap();
+                        assert_eq!(
+                            dst.as_ref(),
+                            scalar_resize(&picture(w, h, c), (w, h), c, crop, out, filter).as_slice()
+                        );
+                    }
+                }
+                if c == 1 {
+                    // Three planes, the last two sharing their geometry (a JPEG's chroma).
+                    let planes = [
+                        Guarded::with(&picture(w, h, 1)),
+                        Guarded::with(&picture(w, h, 1)),
+                        Guarded::with(&picture(w, h, 1)),
+                    ];
+                    let crop = [0.0, 0.0, fw, fh];
+                    let list: Vec<Plane<'_>> = planes
+                        .iter()
+                        .map(|p| Plane {
+                            data: p.as_ref(),
+                            size: (w as u32, h as u32),
+                            crop,
+                            filter: Filter::CatmullRom,
+                        })
+                        .collect();
+                    let mut dst = Guarded::with(&vec![0u8; 3 * 37 * 23]);
+                    resize_planes(&list, dst.as_mut(), (37, 23)).unwrap();
+                }
+            }
         }
     }
 
