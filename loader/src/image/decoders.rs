@@ -558,3 +558,109 @@ impl FieldDecoder for CenterCropRGBImageDecoder {
         self.out.decode(value, ctx, out, |w, h| center_crop(w, h, self.ratio))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_int;
+
+    use turbojpeg::raw;
+
+    use super::*;
+
+    /// A smooth `w × h` picture (gradients and a soft disc, as photos are at the scale of a
+    /// JPEG block) as a JPEG with `subsamp` and a restart marker every MCU (`restarts`) or none.
+    fn smooth_jpeg(w: usize, h: usize, subsamp: c_int, restarts: bool) -> Vec<u8> {
+        let grey = subsamp == raw::TJSAMP_TJSAMP_GRAY as c_int;
+        let channels = if grey { 1 } else { 3 };
+        let pixels: Vec<u8> = (0..w * h)
+            .flat_map(|p| {
+                let (x, y) = ((p % w) as f64, (p / w) as f64);
+                let d = ((x - w as f64 * 0.4).powi(2) + (y - h as f64 * 0.6).powi(2)).sqrt();
+                let disc = 120.0 / (1.0 + (d / 20.0).powi(2));
+                let rgb = [x * 200.0 / w as f64 + disc, y * 180.0 / h as f64 + 40.0, 220.0 - disc - x * 0.3];
+                rgb.into_iter().take(channels).map(|v| v.clamp(0.0, 255.0) as u8)
+            })
+            .collect();
+        // SAFETY: (test) a fresh handle; `pixels` holds h rows of w × channels bytes; the output
+        // is allocated by libjpeg-turbo, copied and freed with tj3Free.
+        unsafe {
+            let t = raw::tj3Init(raw::TJINIT_TJINIT_COMPRESS as c_int);
+            raw::tj3Set(t, raw::TJPARAM_TJPARAM_QUALITY as c_int, 92);
+            raw::tj3Set(t, raw::TJPARAM_TJPARAM_SUBSAMP as c_int, subsamp);
+            raw::tj3Set(t, raw::TJPARAM_TJPARAM_RESTARTBLOCKS as c_int, c_int::from(restarts));
+            let mut dst: *mut u8 = std::ptr::null_mut();
+            let mut size: raw::size_t = 0;
+            let format = if grey { raw::TJPF_TJPF_GRAY } else { raw::TJPF_TJPF_RGB };
+            let rc = raw::tj3Compress8(
+                t,
+                pixels.as_ptr(),
+                w as c_int,
+                (w * channels) as c_int,
+                h as c_int,
+                format as c_int,
+                &mut dst,
+                &mut size,
+            );
+            assert_eq!(rc, 0);
+            let v = std::slice::from_raw_parts(dst, size as usize).to_vec();
+            raw::tj3Free(dst.cast());
+            raw::tj3Destroy(t);
+            v
+        }
+    }
+
+    fn psnr(a: &[u8], b: &[u8]) -> f64 {
+        let mse = a.iter().zip(b).map(|(&x, &y)| (f64::from(x) - f64::from(y)).powi(2)).sum::<f64>()
+            / a.len() as f64;
+        10.0 * (255.0 * 255.0 / mse.max(1e-9)).log10()
+    }
+
+    /// Every subsampling libjpeg-turbo writes, and grey, takes the planar path when the JPEG has
+    /// restart markers, and agrees with the packed path (libjpeg-turbo's RGB) on the same
+    /// pixels, for crops that enlarge, shrink (a DCT scale below 1) and touch the image's edges.
+    #[test]
+    fn planar_path_for_every_subsampling() {
+        use raw::{
+            TJSAMP_TJSAMP_411 as S411, TJSAMP_TJSAMP_420 as S420, TJSAMP_TJSAMP_422 as S422,
+            TJSAMP_TJSAMP_440 as S440, TJSAMP_TJSAMP_441 as S441, TJSAMP_TJSAMP_444 as S444,
+            TJSAMP_TJSAMP_GRAY as SGRAY,
+        };
+        let (w, h) = (301u32, 229u32);
+        for subsamp in [S444, S422, S420, S440, S411, S441, SGRAY] {
+            let marked = smooth_jpeg(w as usize, h as usize, subsamp as c_int, true);
+            let plain = smooth_jpeg(w as usize, h as usize, subsamp as c_int, false);
+            let image = |data: &[u8]| ImageRef {
+                mode: ImageMode::Jpg,
+                width: w as u16,
+                height: h as u16,
+                channels: beton_storage::Channels::Rgb,
+                data: data.to_vec().leak(),
+            };
+            let (marked, plain) = (image(&marked), image(&plain));
+            for (crop, out) in [
+                (Crop { x: 40, y: 30, width: 100, height: 80 }, (160usize, 160usize)),
+                (Crop { x: 0, y: 0, width: 301, height: 229 }, (64, 48)),
+                (Crop { x: 200, y: 150, width: 101, height: 79 }, (33, 47)),
+                (Crop { x: 10, y: 20, width: 250, height: 200 }, (112, 96)),
+            ] {
+                let what = format!("subsamp {subsamp} {crop:?} -> {out:?}");
+                let planar =
+                    crop_resize_planes(&marked, crop, out, 1.0, Interpolation::Bicubic, |count, _| count)
+                        .unwrap();
+                assert_eq!(planar, Some(if subsamp == SGRAY { 1 } else { 3 }), "{what}");
+                assert_eq!(
+                    crop_resize_planes(&plain, crop, out, 1.0, Interpolation::Bicubic, |count, _| count)
+                        .unwrap(),
+                    None,
+                    "{what}: no restart markers, no planar path"
+                );
+                let mut a = vec![0u8; out.0 * out.1 * 3];
+                let mut b = a.clone();
+                crop_resize_into(&marked, crop, out, 1.0, Interpolation::Bicubic, &mut a).unwrap();
+                crop_resize_into(&plain, crop, out, 1.0, Interpolation::Bicubic, &mut b).unwrap();
+                let score = psnr(&a, &b);
+                assert!(score >= 38.0, "{what}: planar vs packed PSNR {score:.2} dB");
+            }
+        }
+    }
+}

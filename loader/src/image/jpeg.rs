@@ -318,8 +318,8 @@ fn chroma_factors(subsamp: c_int) -> Option<(u32, u32)> {
 /// resolutions, or one grey plane, with no chroma upsampling and no colour conversion, so that
 /// the resize can take each plane straight to the output size and the colour conversion runs
 /// on output pixels only. A JPEG with restart markers is cut down to the crop's intervals
-/// first ([`restart::slice`]); with `whole` set, one without (or whose slice would be all of it)
-/// is decoded whole, otherwise `Ok(None)`.
+/// first ([`restart::slice`]), or decoded whole when its slice would be all of it; with `whole`
+/// set, a JPEG without restart markers is decoded whole too, otherwise `Ok(None)`.
 ///
 /// `Ok(None)` too when the JPEG is not YCbCr or grey with a known subsampling (RGB, CMYK and
 /// YCCK JPEGs, unusual sampling factors) or its slice does not decode: the caller takes
@@ -347,7 +347,8 @@ pub(crate) fn decode_crop_planes(
         let margin = if enlarged { 3 } else { 4 } * denom;
         let (source, at, size) = match restart::slice(data, (width, height), crop, margin, bytes, markers) {
             Some(s) => (&bytes[..], (s.x, s.y), (s.width, s.height)),
-            None if whole => (data, (0, 0), (width, height)),
+            // A crop whose slice would be the whole image (beton's JPEGs) decodes whole.
+            None if whole || restart::has_restarts(data) => (data, (0, 0), (width, height)),
             None => return Ok(None),
         };
         let crop = Crop { x: crop.x - at.0, y: crop.y - at.1, ..crop };

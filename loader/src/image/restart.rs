@@ -123,6 +123,12 @@ fn parse(data: &[u8]) -> Option<Header> {
     }
 }
 
+/// Whether `data` is a JPEG [`slice`] can cut (a baseline, single-scan JPEG with restart
+/// markers), whatever the crop.
+pub(crate) fn has_restarts(data: &[u8]) -> bool {
+    parse(data).is_some()
+}
+
 /// Writes into `out` a JPEG of the restart intervals of `data` that cover `crop` widened by
 /// `margin` pixels on each side (clamped to the image), and says where it lies; `None` when
 /// `data` is not a JPEG this can slice (see the module doc), its size is not `width × height`,
