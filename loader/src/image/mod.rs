@@ -48,7 +48,9 @@ pub use ops::{
     RandomTranslate, RandomVerticalFlip,
 };
 #[cfg(feature = "cuda")]
-pub(crate) use pipeline::{f32_to_f16, Prepared};
+pub(crate) use pipeline::f32_to_f16;
+#[cfg(all(feature = "cuda", test))]
+pub(crate) use pipeline::Prepared;
 pub use pipeline::{FloatType, ImagePipeline, Layout, NormalizeImage};
 pub use resize::Interpolation;
 pub use rng::SampleRng;
