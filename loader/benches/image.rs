@@ -1,12 +1,14 @@
 //! Per-image decode cost of the image decoders, with FFCV's method as the baseline in the same
 //! group (read the ratios), one thread:
 //!
-//! - `beton_rrc_{224,160}`: [`RandomResizedCropRGBImageDecoder`] at 224 / 160 px: crop-aware,
-//!   DCT-scaled libjpeg-turbo decode, Catmull-Rom resize into the output buffer.
+//! - `beton_rrc_{224,160}`: [`RandomResizedCropRGBImageDecoder`] at 224 / 160 px on beton's file
+//!   (restart markers): the crop's intervals decoded to planes, DCT-scaled, each plane resized
+//!   (Catmull-Rom) and converted to RGB into the output buffer.
 //! - `beton_rrc_*_oversample_1.5`: the same with DCT scaling kept at least 1.5× the output.
-//! - `ffcv_full_decode_crop_resize_*`: FFCV's way: the whole JPEG decoded with libjpeg-turbo
-//!   (reused decompressor and buffer), the same crops, resized with the same filter.
-//! - `full_decode`: the whole JPEG decoded, nothing else.
+//! - `ffcv_full_decode_crop_resize_*`: FFCV's way on FFCV's bytes (the same images written without
+//!   restart markers): the whole JPEG decoded with libjpeg-turbo (reused decompressor and
+//!   buffer), the same crops, resized with the same filter (`fast_image_resize` Catmull-Rom).
+//! - `full_decode`: the whole JPEG decoded (FFCV's bytes), nothing else.
 //!
 //! End to end through the loader (2 threads, batch 256, interleaved rounds): `image_e2e.rs`.
 //!
@@ -42,6 +44,8 @@ fn bench(c: &mut Criterion) {
     eprintln!("image bench: {} images from {root}", files.len());
     for max_res in [256u32, 512] {
         let ds = dataset(&files, max_res);
+        // FFCV's method and the whole decode run on FFCV's bytes (no restart markers).
+        let ffcv_bytes = dataset_in(&files, max_res, WriteMode::Jpg, 0);
         let n = ds.num_samples();
         let mean: f64 = (0..n)
             .map(|i| {
@@ -95,7 +99,7 @@ fn bench(c: &mut Criterion) {
             group.bench_function(format!("ffcv_full_decode_crop_resize_{size}"), |b| {
                 b.iter(|| {
                     for i in 0..n {
-                        let img = ds.get(i, 0).unwrap().as_image().unwrap();
+                        let img = ffcv_bytes.get(i, 0).unwrap().as_image().unwrap();
                         let (w, h) = decode_full(img.data, &mut full);
                         let crop = rrc.crop(w, h, &ctx(i));
                         let src = ImageRef::new(w, h, &full, PixelType::U8x3).unwrap();
@@ -118,7 +122,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function("full_decode", |b| {
             b.iter(|| {
                 for i in 0..n {
-                    let img = ds.get(i, 0).unwrap().as_image().unwrap();
+                    let img = ffcv_bytes.get(i, 0).unwrap().as_image().unwrap();
                     black_box(decode_full(img.data, &mut full));
                 }
             })
