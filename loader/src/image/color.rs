@@ -199,39 +199,27 @@ mod tests {
     }
 
     /// A 4:4:4 JPEG (no chroma upsampling) converts to exactly libjpeg-turbo's RGB decode, and
-    /// a grey one replicates its one plane.
+    /// a grey one replicates its one plane. Both have restart markers, so that the crop decoders'
+    /// planar path (what this conversion is for) decodes them, whole for a crop of all of it.
     #[test]
     fn equals_libjpeg_turbo_on_444_and_grey_jpegs() {
         use super::super::crop::Crop;
         use super::super::jpeg::decode_crop_planes;
+        use super::super::restart::tests::compress;
+        use std::ffi::c_int;
         let (w, h) = (67usize, 41usize);
         let pixels: Vec<u8> = (0..w * h * 3).map(|i| ((i * 7919 + i / 7 * 13) % 256) as u8).collect();
-        for (subsamp, format) in [
-            (turbojpeg::Subsamp::None, turbojpeg::PixelFormat::RGB),
-            (turbojpeg::Subsamp::Gray, turbojpeg::PixelFormat::RGB),
-        ] {
-            let image =
-                turbojpeg::Image { pixels: pixels.as_slice(), width: w, pitch: w * 3, height: h, format };
-            let mut c = turbojpeg::Compressor::new().unwrap();
-            c.set_quality(90).unwrap();
-            c.set_subsamp(subsamp).unwrap();
-            let jpeg = c.compress_to_vec(image).unwrap();
+        let grey: Vec<u8> = pixels.iter().step_by(3).copied().collect();
+        for (what, pixels) in [("4:4:4", &pixels), ("grey", &grey)] {
+            let jpeg = compress(pixels, w, h, turbojpeg::raw::TJSAMP_TJSAMP_444 as c_int, 90, 1);
             let rgb: turbojpeg::Image<Vec<u8>> =
                 turbojpeg::decompress(&jpeg, turbojpeg::PixelFormat::RGB).unwrap();
             let mut buf = Vec::new();
             let full = Crop::full(w as u32, h as u32);
-            let planes = decode_crop_planes(
-                &jpeg,
-                w as u32,
-                h as u32,
-                full,
-                (w as u32, h as u32),
-                1.0,
-                true,
-                &mut buf,
-            )
-            .unwrap()
-            .unwrap();
+            let planes =
+                decode_crop_planes(&jpeg, w as u32, h as u32, full, (w as u32, h as u32), 1.0, &mut buf)
+                    .unwrap()
+                    .unwrap();
             let plane = |c: usize| {
                 let (at, pw, ph) = planes.geometry[c];
                 assert_eq!((pw, ph), (w as u32, h as u32));
@@ -243,7 +231,7 @@ mod tests {
             } else {
                 grey_to_rgb(plane(0), &mut ours);
             }
-            assert_eq!(ours, rgb.pixels, "{subsamp:?}");
+            assert_eq!(ours, rgb.pixels, "{what}");
         }
     }
 }

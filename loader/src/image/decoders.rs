@@ -78,9 +78,7 @@ pub(crate) fn crop_resize_into(
 ) -> Result<()> {
     let (w, h) = (u32::from(img.width), u32::from(img.height));
     let (ow, oh) = (out_w as u32, out_h as u32);
-    if crop.width == 0 || crop.height == 0 || crop.x + crop.width > w || crop.y + crop.height > h {
-        return Err(Error::Decode(format!("crop {crop:?} outside the {w}x{h} image")));
-    }
+    check_crop(crop, (w, h))?;
     let exact = crop == Crop::full(w, h) && (ow, oh) == (w, h);
     if img.mode == ImageMode::Jpg && !exact {
         let planar =
@@ -120,6 +118,14 @@ pub(crate) fn crop_resize_into(
     raw_into(img.data, (w, h), img.channels as u8, crop, (ow, oh), interpolation, out)
 }
 
+/// A crop that is empty or reaches outside the `w × h` image is an error.
+fn check_crop(crop: Crop, (w, h): (u32, u32)) -> Result<()> {
+    if crop.width == 0 || crop.height == 0 || crop.x + crop.width > w || crop.y + crop.height > h {
+        return Err(Error::Decode(format!("crop {crop:?} outside the {w}x{h} image")));
+    }
+    Ok(())
+}
+
 thread_local! {
     /// The raw planes of the JPEG being decoded on this thread, and those planes resized to the
     /// output size, one after another.
@@ -143,7 +149,7 @@ pub(crate) fn crop_resize_planes<R>(
     let out = (out_w as u32, out_h as u32);
     PLANES.with(|cell| {
         let (raw, resized) = &mut *cell.borrow_mut();
-        let Some(p) = jpeg::decode_crop_planes(img.data, w, h, crop, out, oversample, false, raw)? else {
+        let Some(p) = jpeg::decode_crop_planes(img.data, w, h, crop, out, oversample, raw)? else {
             return Ok(None);
         };
         let planes: SmallVec<[Plane<'_>; 3]> = (0..p.count)
@@ -258,7 +264,7 @@ impl FieldDecoder for SimpleRGBImageDecoder {
 
 /// What the crop decoders share: the output size (fixed or per epoch) and the fused flip.
 #[derive(Clone)]
-struct Output {
+pub(crate) struct Output {
     size: (usize, usize),
     schedule: Option<SizeSchedule>,
     flip_prob: f64,
@@ -301,31 +307,6 @@ impl Output {
 }
 
 impl Output {
-    /// [`PlanarDecode::decode_planes`] with the decoder's crop.
-    fn decode_planes(
-        &self,
-        value: Value<'_>,
-        ctx: &SampleContext,
-        crop: impl Fn(u32, u32) -> Crop,
-        finish: &mut dyn FnMut(usize, &[u8]),
-    ) -> Result<bool> {
-        let img = value.as_image().ok_or_else(not_an_image)?;
-        if img.mode != ImageMode::Jpg {
-            return Ok(false);
-        }
-        let c = crop(u32::from(img.width), u32::from(img.height));
-        let (w, h) = (u32::from(img.width), u32::from(img.height));
-        if c.width == 0 || c.height == 0 || c.x + c.width > w || c.y + c.height > h {
-            return Err(Error::Decode(format!("crop {c:?} outside the {w}x{h} image")));
-        }
-        let size = self.size(ctx.epoch);
-        let done =
-            crop_resize_planes(&img, c, size, self.oversample, self.interpolation, |count, planes| {
-                finish(count, planes)
-            })?;
-        Ok(done.is_some())
-    }
-
     /// Whether the fused flip mirrors sample `ctx`.
     fn flips(&self, ctx: &SampleContext) -> bool {
         self.flip_prob > 0.0 && SampleRng::for_flip(ctx).chance(self.flip_prob)
@@ -336,6 +317,12 @@ impl Output {
 /// resized planes go straight to the normalisation, which converts them to RGB on the way
 /// ([`super::NormalizeImage`]), with no packed RGB image in between.
 pub(crate) trait PlanarDecode: Send + Sync {
+    /// The decoder's output size, resize settings and fused flip.
+    fn output(&self) -> &Output;
+
+    /// The decoder's crop of sample `ctx` from a `width × height` image.
+    fn crop_for(&self, width: u32, height: u32, ctx: &SampleContext) -> Crop;
+
     /// Decodes the crop of `value` for `ctx` into planes at the output size and hands them to
     /// `finish(count, planes)` ([`crop_resize_planes`]), without the fused flip; `Ok(false)`
     /// when the image does not take the planar path (the caller decodes it as usual).
@@ -347,10 +334,24 @@ pub(crate) trait PlanarDecode: Send + Sync {
         value: Value<'_>,
         ctx: &SampleContext,
         finish: &mut dyn FnMut(usize, &[u8]),
-    ) -> Result<bool>;
+    ) -> Result<bool> {
+        let img = value.as_image().ok_or_else(not_an_image)?;
+        if img.mode != ImageMode::Jpg {
+            return Ok(false);
+        }
+        let (w, h) = (u32::from(img.width), u32::from(img.height));
+        let crop = self.crop_for(w, h, ctx);
+        check_crop(crop, (w, h))?;
+        let out = self.output();
+        let done =
+            crop_resize_planes(&img, crop, out.size(ctx.epoch), out.oversample, out.interpolation, finish)?;
+        Ok(done.is_some())
+    }
 
     /// Whether the decoder's fused flip mirrors sample `ctx`.
-    fn flips(&self, ctx: &SampleContext) -> bool;
+    fn flips(&self, ctx: &SampleContext) -> bool {
+        self.output().flips(ctx)
+    }
 }
 
 impl std::fmt::Debug for Output {
@@ -447,17 +448,12 @@ impl RandomResizedCropRGBImageDecoder {
 }
 
 impl PlanarDecode for RandomResizedCropRGBImageDecoder {
-    fn decode_planes(
-        &self,
-        value: Value<'_>,
-        ctx: &SampleContext,
-        finish: &mut dyn FnMut(usize, &[u8]),
-    ) -> Result<bool> {
-        self.out.decode_planes(value, ctx, |w, h| self.crop(w, h, ctx), finish)
+    fn output(&self) -> &Output {
+        &self.out
     }
 
-    fn flips(&self, ctx: &SampleContext) -> bool {
-        self.out.flips(ctx)
+    fn crop_for(&self, width: u32, height: u32, ctx: &SampleContext) -> Crop {
+        self.crop(width, height, ctx)
     }
 }
 
@@ -528,17 +524,12 @@ impl CenterCropRGBImageDecoder {
 }
 
 impl PlanarDecode for CenterCropRGBImageDecoder {
-    fn decode_planes(
-        &self,
-        value: Value<'_>,
-        ctx: &SampleContext,
-        finish: &mut dyn FnMut(usize, &[u8]),
-    ) -> Result<bool> {
-        self.out.decode_planes(value, ctx, |w, h| center_crop(w, h, self.ratio), finish)
+    fn output(&self) -> &Output {
+        &self.out
     }
 
-    fn flips(&self, ctx: &SampleContext) -> bool {
-        self.out.flips(ctx)
+    fn crop_for(&self, width: u32, height: u32, _: &SampleContext) -> Crop {
+        center_crop(width, height, self.ratio)
     }
 }
 
@@ -581,32 +572,7 @@ mod tests {
                 rgb.into_iter().take(channels).map(|v| v.clamp(0.0, 255.0) as u8)
             })
             .collect();
-        // SAFETY: (test) a fresh handle; `pixels` holds h rows of w × channels bytes; the output
-        // is allocated by libjpeg-turbo, copied and freed with tj3Free.
-        unsafe {
-            let t = raw::tj3Init(raw::TJINIT_TJINIT_COMPRESS as c_int);
-            raw::tj3Set(t, raw::TJPARAM_TJPARAM_QUALITY as c_int, 92);
-            raw::tj3Set(t, raw::TJPARAM_TJPARAM_SUBSAMP as c_int, subsamp);
-            raw::tj3Set(t, raw::TJPARAM_TJPARAM_RESTARTBLOCKS as c_int, c_int::from(restarts));
-            let mut dst: *mut u8 = std::ptr::null_mut();
-            let mut size: raw::size_t = 0;
-            let format = if grey { raw::TJPF_TJPF_GRAY } else { raw::TJPF_TJPF_RGB };
-            let rc = raw::tj3Compress8(
-                t,
-                pixels.as_ptr(),
-                w as c_int,
-                (w * channels) as c_int,
-                h as c_int,
-                format as c_int,
-                &mut dst,
-                &mut size,
-            );
-            assert_eq!(rc, 0);
-            let v = std::slice::from_raw_parts(dst, size as usize).to_vec();
-            raw::tj3Free(dst.cast());
-            raw::tj3Destroy(t);
-            v
-        }
+        crate::image::restart::tests::compress(&pixels, w, h, subsamp, 92, i32::from(restarts))
     }
 
     fn psnr(a: &[u8], b: &[u8]) -> f64 {
@@ -629,14 +595,14 @@ mod tests {
         for subsamp in [S444, S422, S420, S440, S411, S441, SGRAY] {
             let marked = smooth_jpeg(w as usize, h as usize, subsamp as c_int, true);
             let plain = smooth_jpeg(w as usize, h as usize, subsamp as c_int, false);
-            let image = |data: &[u8]| ImageRef {
+            let image = |data| ImageRef {
                 mode: ImageMode::Jpg,
                 width: w as u16,
                 height: h as u16,
                 channels: beton_storage::Channels::Rgb,
-                data: data.to_vec().leak(),
+                data,
             };
-            let (marked, plain) = (image(&marked), image(&plain));
+            let (marked, plain) = (image(&marked[..]), image(&plain[..]));
             for (crop, out) in [
                 (Crop { x: 40, y: 30, width: 100, height: 80 }, (160usize, 160usize)),
                 (Crop { x: 0, y: 0, width: 301, height: 229 }, (64, 48)),

@@ -102,21 +102,19 @@ mod simd {
         _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), low, high)
     }
 
-    /// Byte `k` of the result is `a[k / 2]` for even `k`, `b[k / 2]` for odd, from element
-    /// `from` on (the interleave of two byte planes into 16-bit values); likewise for 16-bit
-    /// elements with `epi16`.
-    fn interleave_index(from: usize, elems: usize) -> [i8; 64] {
-        std::array::from_fn(|k| {
-            let e = k / 2 + from;
-            (if k % 2 == 0 { e } else { e + elems }) as i8
-        })
+    /// Element `k` of a two-source permute over `N` elements (`vpermi2b`, `vpermi2w`) that
+    /// takes `a[from + k / 2]` for even `k` and `b[from + k / 2]` for odd: the interleave of two
+    /// planes into values twice as wide.
+    fn interleave_index<const N: usize>(from: usize) -> [usize; N] {
+        std::array::from_fn(|k| from + k / 2 + if k % 2 == 0 { 0 } else { N })
     }
 
-    /// Loads 64 bytes of an index table.
+    /// Loads a 64-byte index table (64 bytes or 32 words).
     #[target_feature(enable = "avx512f")]
     #[inline]
-    fn load(idx: &[i8; 64]) -> __m512i {
-        // SAFETY: 64 bytes, read unaligned.
+    fn load<T: Copy, const N: usize>(idx: &[T; N]) -> __m512i {
+        const { assert!(std::mem::size_of::<[T; N]>() == 64) };
+        // SAFETY: 64 bytes (asserted at compile time), read unaligned.
         unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) }
     }
 
@@ -228,17 +226,8 @@ mod simd {
             })
         };
         let t: [[Quarter; 4]; 3] = std::array::from_fn(|c| std::array::from_fn(|b| quarter(&tables[c][b])));
-        let bytes = [load(&interleave_index(0, 64)), load(&interleave_index(32, 64))];
-        // 16-bit interleave indices (element k of the result: a[k / 2] or b[k / 2]).
-        let idx16 = |from: usize| -> __m512i {
-            let e: [i16; 32] = std::array::from_fn(|k| {
-                let e = k / 2 + from;
-                (if k % 2 == 0 { e } else { e + 32 }) as i16
-            });
-            // SAFETY: 64 bytes.
-            unsafe { _mm512_loadu_si512(e.as_ptr().cast()) }
-        };
-        let words = [idx16(0), idx16(16)];
+        let bytes = [0, 32].map(|from| load(&interleave_index::<64>(from).map(|e| e as i8)));
+        let words = [0, 16].map(|from| load(&interleave_index::<32>(from).map(|e| e as i16)));
         let split = [0, 1, 2].map(deinterleave_index).map(|(a, b)| (load(&a), load(&b)));
         let reverse: [i8; 64] = std::array::from_fn(|k| (63 - k) as i8);
         let reverse = load(&reverse);

@@ -151,20 +151,13 @@ impl Prepared {
         Prepared { n, table, bytes, recip: n.reciprocals() }
     }
 
-    fn size(&self) -> usize {
-        match self.n.dtype {
-            FloatType::F16 => 2,
-            FloatType::F32 => 4,
-        }
-    }
-
     /// Writes the normalised `h × w` RGB image `src` into `dst`, mirrored left to right when
     /// `flip` (a fused `RandomHorizontalFlip`): as table lookups with AVX-512 VBMI (CHW), eight
     /// values at a time with AVX2 and F16C, otherwise through the lookup table (the same
     /// values every way). `src` is scratch: it may be left flipped.
     pub(crate) fn write(&self, src: &mut [u8], (h, w): (usize, usize), flip: bool, dst: &mut [u8]) {
         if self.n.layout == Layout::Chw
-            && lut::chw(lut::Source::Rgb(src), (h, w), &self.bytes, self.size(), flip, dst)
+            && lut::chw(lut::Source::Rgb(src), (h, w), &self.bytes, self.n.elem().size(), flip, dst)
         {
             return;
         }
@@ -203,7 +196,7 @@ impl Prepared {
                 1 => Some(lut::Source::Grey(planes)),
                 _ => None,
             };
-            if src.is_some_and(|src| lut::chw(src, (h, w), &self.bytes, self.size(), flip, dst)) {
+            if src.is_some_and(|src| lut::chw(src, (h, w), &self.bytes, self.n.elem().size(), flip, dst)) {
                 return;
             }
         }
@@ -254,7 +247,7 @@ fn write_with<const N: usize>(t: &Table, layout: Layout, src: &[u8], pixels: usi
 mod simd {
     use std::arch::x86_64::*;
 
-    use super::{f32_to_f16, flip_horizontal, FloatType, Layout, NormalizeImage};
+    use super::{f32_to_f16, flip_horizontal, Layout, NormalizeImage};
 
     /// Writes `src` (HWC `u8`, `h × w`) normalised by `n` into `dst`, mirrored when `flip`;
     /// `false` (nothing written) when the CPU lacks AVX2 or F16C or the lengths do not match, for
@@ -269,10 +262,7 @@ mod simd {
         flip: bool,
         dst: &mut [u8],
     ) -> bool {
-        let size = match n.dtype {
-            FloatType::F16 => 2,
-            FloatType::F32 => 4,
-        };
+        let size = n.elem().size();
         if src.len() != h * w * 3
             || dst.len() != src.len() * size
             || !is_x86_feature_detected!("avx2")
@@ -319,13 +309,16 @@ mod simd {
         }
     }
 
-    /// The scalar form of [`scale`].
+    /// The scalar form of [`store8`], for the kernels' tails: `v` normalised into the `size`
+    /// bytes of `dst` at byte `at`.
     #[inline(always)]
-    fn scale1<const MUL: bool>(x: f32, div: f32) -> f32 {
-        if MUL {
-            x * div
+    fn store1<const MUL: bool>(v: u8, mean: f32, div: f32, size: usize, dst: &mut [u8], at: usize) {
+        let x = f32::from(v) - mean;
+        let x = if MUL { x * div } else { x / div };
+        if size == 2 {
+            dst[at..at + 2].copy_from_slice(&f32_to_f16(x).to_le_bytes());
         } else {
-            x / div
+            dst[at..at + 4].copy_from_slice(&x.to_le_bytes());
         }
     }
 
@@ -389,13 +382,8 @@ mod simd {
             for x in blocks * 8..w {
                 let from = if flip { w - 1 - x } else { x };
                 for c in 0..3 {
-                    let v = scale1::<MUL>(f32::from(row[from * 3 + c]) - mean[c], std[c]);
                     let at = c * plane + (y * w + x) * size;
-                    if size == 2 {
-                        dst[at..at + 2].copy_from_slice(&f32_to_f16(v).to_le_bytes());
-                    } else {
-                        dst[at..at + 4].copy_from_slice(&v.to_le_bytes());
-                    }
+                    store1::<MUL>(row[from * 3 + c], mean[c], std[c], size, dst, at);
                 }
             }
         }
@@ -412,10 +400,7 @@ mod simd {
         flip: bool,
         dst: &mut [u8],
     ) -> bool {
-        let size = match n.dtype {
-            FloatType::F16 => 2,
-            FloatType::F32 => 4,
-        };
+        let size = n.elem().size();
         if n.layout != Layout::Chw
             || !matches!(count, 1 | 3)
             || planes.len() != count * h * w
@@ -526,13 +511,7 @@ mod simd {
                     crate::image::color::pixel(rows[0][from], rows[1][from], rows[2][from])
                 };
                 for c in 0..3 {
-                    let v = scale1::<MUL>(f32::from(px[c]) - mean[c], std[c]);
-                    let at = c * plane + (y * w + x) * size;
-                    if size == 2 {
-                        dst[at..at + 2].copy_from_slice(&f32_to_f16(v).to_le_bytes());
-                    } else {
-                        dst[at..at + 4].copy_from_slice(&v.to_le_bytes());
-                    }
+                    store1::<MUL>(px[c], mean[c], std[c], size, dst, c * plane + (y * w + x) * size);
                 }
             }
         }
@@ -571,14 +550,8 @@ mod simd {
                 }
             }
         }
-        for k in rounds * 24..src.len() {
-            let c = k % 3;
-            let x = scale1::<MUL>(f32::from(src[k]) - mean[c], std[c]);
-            if size == 2 {
-                dst[k * 2..k * 2 + 2].copy_from_slice(&f32_to_f16(x).to_le_bytes());
-            } else {
-                dst[k * 4..k * 4 + 4].copy_from_slice(&x.to_le_bytes());
-            }
+        for (k, &v) in src.iter().enumerate().skip(rounds * 24) {
+            store1::<MUL>(v, mean[k % 3], std[k % 3], size, dst, k * size);
         }
     }
 }
@@ -651,20 +624,14 @@ impl ImagePipeline {
     /// A pipeline over `decoder`, which must write one `u8` column `[h, w, 3]` (the RGB image
     /// decoders of this module).
     pub fn new(decoder: impl FieldDecoder + 'static) -> Self {
-        let any = &decoder as &dyn Any;
-        let planar: Option<Arc<dyn PlanarDecode>> =
-            if let Some(d) = any.downcast_ref::<RandomResizedCropRGBImageDecoder>() {
-                Some(Arc::new(d.clone()))
-            } else {
-                any.downcast_ref::<CenterCropRGBImageDecoder>().map(|d| Arc::new(d.clone()) as _)
-            };
-        ImagePipeline {
-            decoder: Arc::new(decoder),
-            planar,
-            ops: Vec::new(),
-            normalize: None,
-            sizes: Sizes::default(),
-        }
+        // The crop decoders also decode to planes; one object serves as both.
+        let decoder = Arc::new(decoder);
+        let any: Arc<dyn Any + Send + Sync> = decoder.clone();
+        let planar: Option<Arc<dyn PlanarDecode>> = match any.downcast::<RandomResizedCropRGBImageDecoder>() {
+            Ok(d) => Some(d),
+            Err(any) => any.downcast::<CenterCropRGBImageDecoder>().ok().map(|d| d as _),
+        };
+        ImagePipeline { decoder, planar, ops: Vec::new(), normalize: None, sizes: Sizes::default() }
     }
 
     /// Appends an operation.

@@ -474,24 +474,10 @@ impl Resampler {
             }
             return;
         }
-        #[cfg(target_arch = "x86_64")]
-        if c == 1 && is_x86_feature_detected!("avx2") {
-            let (temp, x, blocks) = (&self.temp, &self.x, &self.blocks);
-            let row = |r: usize| &temp[r * row_bytes..];
-            let mut pairs = dst.chunks_exact_mut(dst_w * 2);
-            for (p, two) in pairs.by_ref().enumerate() {
-                let (a, b) = two.split_at_mut(dst_w);
-                // SAFETY: the CPU has AVX2 (checked above); each row runs to the end of temp,
-                // which holds PAD bytes after the last row, so a 16-byte load at any offset
-                // inside a row is inside temp; `blocks` was just built from `x` and `x0`; the
-                // outputs are dst_w bytes.
-                unsafe { simd::horizontal1_avx2([row(2 * p), row(2 * p + 1)], x, x0, blocks, [a, b]) };
-            }
-            let last = pairs.into_remainder();
-            if !last.is_empty() {
-                // SAFETY: as above, for the last row.
-                unsafe { simd::horizontal1_avx2([row(dst_h - 1)], x, x0, blocks, [last]) };
-            }
+        // Each row runs on to the end of temp (its padding included), so that the kernels'
+        // 16-byte loads fit more often.
+        let (temp, x) = (&self.temp, &self.x);
+        if c == 1 && horizontal1_rows(|r| &temp[r * row_bytes..], x, x0, &self.blocks, dst, dst_w) {
             return;
         }
         for (r, out) in dst.chunks_exact_mut(dst_w * c).enumerate() {
@@ -528,31 +514,12 @@ impl Resampler {
             self.temp.resize(rows * dst_w, 0);
         }
         let (x, temp) = (&self.x, &mut self.temp[..rows * dst_w]);
+        // Each input row runs on to the end of `src`, so that the kernels' loads fit more often.
         let row = |y: usize| &src[(y0 + y) * src_w + x0..];
-        #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx2") {
-            let blocks = &self.blocks;
-            let mut pairs = temp.chunks_exact_mut(2 * dst_w);
-            for (p, two) in pairs.by_ref().enumerate() {
-                let (a, b) = two.split_at_mut(dst_w);
-                // SAFETY: the CPU has AVX2; each input row holds columns x0 .. to the end of
-                // `src` (the kernel loads 16 bytes only where they lie in that slice); `blocks`
-                // was built for `x` and `x0` (prepare); the outputs are dst_w bytes.
-                unsafe { simd::horizontal1_avx2([row(2 * p), row(2 * p + 1)], x, x0, blocks, [a, b]) };
-            }
-            let last = pairs.into_remainder();
-            if !last.is_empty() {
-                // SAFETY: as above, for the last row.
-                unsafe { simd::horizontal1_avx2([row(rows - 1)], x, x0, blocks, [last]) };
-            }
-        } else {
+        if !horizontal1_rows(row, x, x0, &self.blocks, temp, dst_w) {
             for (y, out) in temp.chunks_exact_mut(dst_w).enumerate() {
                 horizontal(row(y), 1, x, x0, out);
             }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        for (y, out) in temp.chunks_exact_mut(dst_w).enumerate() {
-            horizontal(row(y), 1, x, x0, out);
         }
         debug_assert_eq!(dst.len(), dst_w * dst_h);
         vertical_rows(&self.temp[..rows * dst_w], dst_w, 0, &self.y, y0, dst, dst_w);
@@ -640,6 +607,37 @@ impl Resampler {
             }
         }
     }
+}
+
+/// The one-channel horizontal pass with AVX2 ([`simd::horizontal1_avx2`], two rows a call):
+/// output row `r` (`dst_w` bytes of `dst`) from `row(r)`, which holds input columns `x0 ..`.
+/// `false` (nothing written) without AVX2, for the caller's scalar pass.
+fn horizontal1_rows<'a>(
+    row: impl Fn(usize) -> &'a [u8],
+    x: &Axis,
+    x0: usize,
+    blocks: &Blocks1,
+    dst: &mut [u8],
+    dst_w: usize,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        let rows = dst.len() / dst_w;
+        let mut pairs = dst.chunks_exact_mut(2 * dst_w);
+        for (p, two) in pairs.by_ref().enumerate() {
+            let (a, b) = two.split_at_mut(dst_w);
+            // SAFETY: the CPU has AVX2, all the kernel asks.
+            unsafe { simd::horizontal1_avx2([row(2 * p), row(2 * p + 1)], x, x0, blocks, [a, b]) };
+        }
+        let last = pairs.into_remainder();
+        if !last.is_empty() {
+            // SAFETY: as above.
+            unsafe { simd::horizontal1_avx2([row(rows - 1)], x, x0, blocks, [last]) };
+        }
+        return true;
+    }
+    let _ = (row, x, x0, blocks, dst, dst_w);
+    false
 }
 
 /// Rounds, shifts and clamps a fixed-point sum to a byte.
@@ -996,11 +994,14 @@ mod simd {
     /// (large downscales), more than four tap pairs, and the last `width % 8` outputs take the
     /// scalar kernel.
     ///
+    /// Each row holds input columns `x0 ..` (the windows of `x`; the 16-byte loads stop at the
+    /// shortest row's end, the outputs past that run scalar), `blocks` is
+    /// [`super::Resampler::pack_horizontal1`]'s layout of `x` and `x0` (else the values are
+    /// wrong, or the scalar kernel panics, but no access strays), and the outputs are
+    /// `x.starts.len()` bytes each (asserted).
+    ///
     /// # Safety
-    /// The CPU must have AVX2; each row must hold input columns `x0 ..` and extend at least 16
-    /// bytes past any window start (into the next rows or the scratch padding); `blocks` must be
-    /// [`super::Resampler::pack_horizontal1`]'s layout of `x` and `x0`; the outputs must all be
-    /// `x.starts.len()` bytes.
+    /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn horizontal1_avx2<const N: usize>(
         rows: [&[u8]; N],
@@ -1009,7 +1010,7 @@ mod simd {
         blocks: &super::Blocks1,
         outs: [&mut [u8]; N],
     ) {
-        // SAFETY: the same contract, with the pair count of `blocks` (or its wide layout).
+        // SAFETY: the CPU has AVX2; the pair count is that of `blocks` (or its wide layout).
         unsafe {
             if blocks.wide {
                 return horizontal1_wide(rows, x, x0, &blocks.weights, outs);
@@ -1032,7 +1033,7 @@ mod simd {
     /// widened to `i16`, multiply-added with its 16 weights (zero past its taps), summed.
     ///
     /// # Safety
-    /// As [`horizontal1_avx2`]; `weights` holds 16 per output, `x.taps <= 16`.
+    /// As [`horizontal1_avx2`]; `weights` holds 16 per output (asserted).
     #[target_feature(enable = "avx2")]
     unsafe fn horizontal1_wide<const N: usize>(
         rows: [&[u8]; N],
@@ -1042,34 +1043,27 @@ mod simd {
         outs: [&mut [u8]; N],
     ) {
         let width = x.starts.len();
-        debug_assert!(x.taps <= 16 && weights.len() == 16 * width && outs.iter().all(|o| o.len() == width));
+        assert!(weights.len() == 16 * width && outs.iter().all(|o| o.len() == width));
         let room = rows.iter().map(|r| r.len()).min().unwrap_or(0).checked_sub(16);
-        let full = rows.map(|r| r);
-        let rows = rows.map(<[u8]>::as_ptr);
-        let outs = outs.map(|o| o.as_mut_ptr());
         for i in 0..width {
             let at = x.starts[i] as usize - x0;
             if room.is_none_or(|room| at > room) {
                 for r in 0..N {
-                    let end = at + x.taps;
-                    // SAFETY: output i exists in each output row.
-                    let out = unsafe { std::slice::from_raw_parts_mut(outs[r].add(i), 1) };
-                    super::horizontal_from(&full[r][..end], 1, x, x0, i, out);
+                    super::horizontal_from(rows[r], 1, x, x0, i, &mut outs[r][i..=i]);
                 }
                 continue;
             }
-            // SAFETY: 16 weights per output.
+            // SAFETY: 16 weights per output (asserted).
             let w = unsafe { _mm256_loadu_si256(weights.as_ptr().add(16 * i).cast()) };
             for r in 0..N {
                 // SAFETY: at <= room = (shortest row) − 16: the 16 bytes from it lie inside the
                 // row.
-                let v = _mm256_cvtepu8_epi16(unsafe { _mm_loadu_si128(rows[r].add(at).cast()) });
+                let v = _mm256_cvtepu8_epi16(unsafe { _mm_loadu_si128(rows[r].as_ptr().add(at).cast()) });
                 let p = _mm256_madd_epi16(v, w);
                 let s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256::<1>(p));
                 let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
                 let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
-                // SAFETY: output i exists in each output row.
-                unsafe { *outs[r].add(i) = super::to_u8(_mm_cvtsi128_si32(s)) };
+                outs[r][i] = super::to_u8(_mm_cvtsi128_si32(s));
             }
         }
     }
@@ -1077,7 +1071,7 @@ mod simd {
     /// [`horizontal1_avx2`] with `P` tap pairs.
     ///
     /// # Safety
-    /// As [`horizontal1_avx2`], and `blocks.pairs == P`.
+    /// As [`horizontal1_avx2`]; `blocks` has `P` pairs (asserted, with its lengths).
     #[target_feature(enable = "avx2")]
     unsafe fn horizontal1_pairs<const N: usize, const P: usize>(
         rows: [&[u8]; N],
@@ -1089,38 +1083,30 @@ mod simd {
         let width = x.starts.len();
         let half = _mm256_set1_epi32(HALF);
         let gather = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
-        debug_assert!(outs.iter().all(|o| o.len() == width) && blocks.pairs == P);
-        debug_assert!(blocks.loads.len() == width / 8 && blocks.weights.len() == width / 8 * P * 16);
+        let count = blocks.loads.len();
+        assert!(outs.iter().all(|o| o.len() == width) && blocks.pairs == P && count == width / 8);
+        assert!(blocks.weights.len() == count * P * 16 && blocks.shuffles.len() == count * P * 32);
         // 16-byte loads must end inside every row: at offsets up to `room` (none when a row is
         // shorter than 16 bytes).
         let room = rows.iter().map(|r| r.len()).min().unwrap_or(0).checked_sub(16);
-        let rows = rows.map(<[u8]>::as_ptr);
-        let outs = outs.map(|o| o.as_mut_ptr());
         for (b, &[lo, hi]) in blocks.loads.iter().enumerate() {
             let first = 8 * b;
             if lo == u32::MAX || room.is_none_or(|room| hi as usize > room) {
                 for r in 0..N {
-                    // SAFETY: outputs first .. first + 8 exist (b < width / 8) in each output row,
-                    // which is `width` bytes; the scalar kernel reads only windows in the row.
-                    let (row, out) = unsafe {
-                        (
-                            std::slice::from_raw_parts(rows[r], x.starts[first + 7] as usize + x.taps - x0),
-                            std::slice::from_raw_parts_mut(outs[r].add(first), 8),
-                        )
-                    };
-                    super::horizontal_from(row, 1, x, x0, first, out);
+                    super::horizontal_from(rows[r], 1, x, x0, first, &mut outs[r][first..first + 8]);
                 }
                 continue;
             }
             // SAFETY: lo <= hi <= room = (shortest row) − 16: 16 bytes from each lie inside
             // every row.
             let v: [__m256i; N] = std::array::from_fn(|r| unsafe {
-                _mm256_loadu2_m128i(rows[r].add(hi as usize).cast(), rows[r].add(lo as usize).cast())
+                let row = rows[r].as_ptr();
+                _mm256_loadu2_m128i(row.add(hi as usize).cast(), row.add(lo as usize).cast())
             });
             let mut acc = [_mm256_setzero_si256(); N];
             for p in 0..P {
                 let at = (b * P + p) * 16;
-                // SAFETY: shuffles holds 32 bytes and weights 16 i16 per block and pair.
+                // SAFETY: shuffles holds 32 bytes and weights 16 i16 per block and pair (asserted).
                 let (m, w) = unsafe {
                     (
                         _mm256_loadu_si256(blocks.shuffles.as_ptr().add(2 * at).cast()),
@@ -1137,22 +1123,13 @@ mod simd {
                 let s = _mm256_packus_epi16(s, s);
                 // Lane 0's first 4 bytes are outputs 0-3, lane 1's outputs 4-7: together.
                 let s = _mm256_permutevar8x32_epi32(s, gather);
-                // SAFETY: outputs first .. first + 8 exist in each output row.
-                unsafe { _mm_storel_epi64(outs[r].add(first).cast(), _mm256_castsi256_si128(s)) };
+                let out = &mut outs[r][first..first + 8];
+                // SAFETY: `out` is 8 bytes.
+                unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), _mm256_castsi256_si128(s)) };
             }
         }
-        let done = blocks.loads.len() * 8;
-        if done < width {
-            for r in 0..N {
-                // SAFETY: the output rows are `width` bytes; the input rows hold every window.
-                let (row, out) = unsafe {
-                    (
-                        std::slice::from_raw_parts(rows[r], x.starts[width - 1] as usize + x.taps - x0),
-                        std::slice::from_raw_parts_mut(outs[r].add(done), width - done),
-                    )
-                };
-                super::horizontal_from(row, 1, x, x0, done, out);
-            }
+        for r in 0..N {
+            super::horizontal_from(rows[r], 1, x, x0, count * 8, &mut outs[r][count * 8..]);
         }
     }
 }

@@ -253,43 +253,43 @@ pub(crate) fn slice(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::ffi::c_int;
     use turbojpeg::raw;
 
-    /// A noisy `w × h` picture as a JPEG with `subsamp`, a restart marker every `interval` MCUs
-    /// (or every `-interval` MCU rows when negative), `quality`.
-    pub(crate) fn jpeg_with_restarts(
+    /// `pixels` (`h` rows of `w` pixels: RGB, or grey when one byte each) compressed by
+    /// libjpeg-turbo with `subsamp` (grey pixels make a grey JPEG whatever it says), `quality`,
+    /// and a restart marker every `interval` MCUs, every `-interval` MCU rows when negative,
+    /// none when 0. The safe `turbojpeg` API cannot set restart markers, hence the raw calls.
+    pub(crate) fn compress(
+        pixels: &[u8],
         w: usize,
         h: usize,
         subsamp: c_int,
+        quality: c_int,
         interval: i32,
-        grey: bool,
     ) -> Vec<u8> {
-        let channels = if grey { 1 } else { 3 };
-        let pixels: Vec<u8> = (0..w * h * channels)
-            .map(|i| {
-                let (p, c) = (i / channels, i % channels);
-                let (x, y) = (p % w, p / w);
-                ((x * 7 + y * 3 + c * 50) as u8).wrapping_add(((x * y) % 13) as u8 * 9)
-            })
-            .collect();
-        // SAFETY: (test) a fresh handle; `pixels` holds h rows of w × channels bytes; the output
-        // is allocated by libjpeg-turbo, copied and freed with tj3Free.
+        let channels = pixels.len() / (w * h);
+        assert!(pixels.len() == w * h * channels && (channels == 1 || channels == 3), "test pixels");
+        let (subsamp, format) = match channels {
+            1 => (raw::TJSAMP_TJSAMP_GRAY as c_int, raw::TJPF_TJPF_GRAY),
+            _ => (subsamp, raw::TJPF_TJPF_RGB),
+        };
+        // SAFETY: (test) a fresh handle; `pixels` holds h rows of w × channels bytes (asserted);
+        // the output is allocated by libjpeg-turbo, copied and freed with tj3Free.
         unsafe {
             let t = raw::tj3Init(raw::TJINIT_TJINIT_COMPRESS as c_int);
-            raw::tj3Set(t, raw::TJPARAM_TJPARAM_QUALITY as c_int, 90);
-            let subsamp = if grey { raw::TJSAMP_TJSAMP_GRAY as c_int } else { subsamp };
+            assert!(!t.is_null());
+            raw::tj3Set(t, raw::TJPARAM_TJPARAM_QUALITY as c_int, quality);
             raw::tj3Set(t, raw::TJPARAM_TJPARAM_SUBSAMP as c_int, subsamp);
-            if interval > 0 {
+            if interval >= 0 {
                 raw::tj3Set(t, raw::TJPARAM_TJPARAM_RESTARTBLOCKS as c_int, interval);
             } else {
                 raw::tj3Set(t, raw::TJPARAM_TJPARAM_RESTARTROWS as c_int, -interval);
             }
             let mut dst: *mut u8 = std::ptr::null_mut();
             let mut size: raw::size_t = 0;
-            let format = if grey { raw::TJPF_TJPF_GRAY } else { raw::TJPF_TJPF_RGB };
             let rc = raw::tj3Compress8(
                 t,
                 pixels.as_ptr(),
@@ -306,6 +306,26 @@ mod tests {
             raw::tj3Destroy(t);
             v
         }
+    }
+
+    /// A noisy `w × h` picture as a JPEG with `subsamp` at quality 90, with restart markers as
+    /// [`compress`] takes them.
+    pub(crate) fn jpeg_with_restarts(
+        w: usize,
+        h: usize,
+        subsamp: c_int,
+        interval: i32,
+        grey: bool,
+    ) -> Vec<u8> {
+        let channels = if grey { 1 } else { 3 };
+        let pixels: Vec<u8> = (0..w * h * channels)
+            .map(|i| {
+                let (p, c) = (i / channels, i % channels);
+                let (x, y) = (p % w, p / w);
+                ((x * 7 + y * 3 + c * 50) as u8).wrapping_add(((x * y) % 13) as u8 * 9)
+            })
+            .collect();
+        compress(&pixels, w, h, subsamp, 90, interval)
     }
 
     /// The whole JPEG decoded to RGB (grey replicated by libjpeg-turbo).
