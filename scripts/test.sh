@@ -50,9 +50,10 @@ echo
 echo "all checks passed in $((SECONDS - t0)) s"
 # One closing line for the whole suite (every crate's test binaries summed).
 # Rust: "test result: ok. N passed; M failed; K ignored"; pytest: "N passed, K skipped in 1.0s";
-# a GPU test that printed "SKIPPED: gpu_..." or "SKIPPED: nvrtc_..." (no device, no NVRTC)
-# passed in libtest's count: moved to skipped (libtest's "test x ... " may precede it).
-awk '{ n = gsub(/SKIPPED: (gpu|nvrtc)_/, "&"); p -= n; s += n }
+# a test that printed "SKIPPED: <test>: <why>" (a GPU test without a device or NVRTC, a SIMD
+# test on a CPU without its instructions) passed in libtest's count: moved to skipped
+# (libtest's "test x ... " or --quiet's dots may precede it on its line).
+awk '{ n = gsub(/SKIPPED: [A-Za-z0-9_]+: /, "&"); p -= n; s += n }
      /^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1); if ($i ~ /^ignored;?$/) s += $(i-1) } }
      /^[0-9]+ passed/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed,?$/) p += $(i-1); if ($i ~ /^(failed|errors?),?$/) f += $(i-1); if ($i ~ /^skipped,?$/) s += $(i-1) } }
      END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' target/test-output.log target/cuda-test-output.log target/pytest-output.log

@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn lookups_equal_the_table_path() {
         if !available() {
-            eprintln!("SKIPPED: this CPU has no AVX-512 VBMI");
+            crate::skip_test("lookups_equal_the_table_path", "this CPU has no AVX-512 VBMI");
             return;
         }
         for (h, w) in [(3usize, 160usize), (2, 37), (4, 64), (1, 200), (2, 1)] {

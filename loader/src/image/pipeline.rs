@@ -765,7 +765,7 @@ mod tests {
     #[test]
     fn simd_normalisation_equals_the_tables() {
         if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c")) {
-            eprintln!("SKIPPED: this CPU has no AVX2 + F16C");
+            crate::skip_test("simd_normalisation_equals_the_tables", "this CPU has no AVX2 + F16C");
             return;
         }
         let src: Vec<u8> = (0..3 * 40 * 41).map(|i| ((i * 7919) % 256) as u8).collect();

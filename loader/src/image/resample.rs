@@ -796,6 +796,12 @@ mod simd {
         }
     }
 
+    /// The starts of the 32-byte blocks that cover `len >= 32` bytes, the last one overlapping
+    /// its predecessor when `len` is not a multiple of 32.
+    fn blocks32(len: usize) -> impl Iterator<Item = usize> {
+        (0..len / 32).map(|k| 32 * k).chain((len % 32 != 0).then_some(len - 32))
+    }
+
     /// Tap pair `k` (taps `2k`, `2k + 1`) of `w`: the rows (an odd last tap pairs with itself at
     /// weight zero) and the weights as one `i32` to broadcast (the first tap's in the low half).
     #[inline(always)]
@@ -874,8 +880,7 @@ mod simd {
         });
         // SAFETY: row `start` exists and `from` is inside it (see the function's contract).
         let base = unsafe { src.as_ptr().add(start * stride + from) };
-        let mut j = 0;
-        loop {
+        for j in blocks32(len) {
             let mut acc = [_mm256_setzero_si256(); 4];
             for &(a, b, wp) in &pairs {
                 // SAFETY: rows a and b are among 0 .. taps after `start`, and bytes j .. j + 32
@@ -884,11 +889,8 @@ mod simd {
             }
             // SAFETY: j + 32 <= len.
             unsafe { vertical_store(acc, out.as_mut_ptr(), j) };
-            if j + 32 == len {
-                return len;
-            }
-            j = (j + 32).min(len - 32);
         }
+        len
     }
 
     /// [`vertical_avx2`] for any number of taps.
@@ -910,8 +912,7 @@ mod simd {
         }
         // SAFETY: row `start` exists and `from` is inside it (see the function's contract).
         let base = unsafe { src.as_ptr().add(start * stride + from) };
-        let mut j = 0;
-        loop {
+        for j in blocks32(len) {
             let mut acc = [_mm256_setzero_si256(); 4];
             for k in 0..w.len().div_ceil(2) {
                 let (a, b, wp) = pair(w, k);
@@ -920,11 +921,8 @@ mod simd {
             }
             // SAFETY: j + 32 <= len.
             unsafe { vertical_store(acc, out.as_mut_ptr(), j) };
-            if j + 32 == len {
-                return len;
-            }
-            j = (j + 32).min(len - 32);
         }
+        len
     }
 
     /// The horizontal pass for three channels over `N` rows at once (the weights are loaded
@@ -1285,6 +1283,10 @@ mod tests {
     /// spread too far: the large downscales below).
     #[test]
     fn simd_equals_scalar() {
+        #[cfg(target_arch = "x86_64")]
+        if !is_x86_feature_detected!("avx2") {
+            return crate::skip_test("simd_equals_scalar", "this CPU has no AVX2");
+        }
         for c in [3usize, 1] {
             for (w, h) in [(97usize, 61usize), (300, 200), (16, 16), (5, 3), (1000, 40)] {
                 let src = picture(w, h, c);
