@@ -366,6 +366,38 @@ impl std::fmt::Debug for Output {
     }
 }
 
+/// The settings both crop decoders take, on their [`Output`] `out`.
+macro_rules! output_settings {
+    () => {
+        /// DCT scaling keeps the decoded crop at least `factor ×` the output size (default 1: the
+        /// smallest scale of 1/8, 1/4, 1/2, 1 at which the crop still covers the output). Larger
+        /// factors leave more of the downscale to the antialiased resize: sharper, slower (on the
+        /// bench corpus at 64 px, factor 1.5 raises the mean PSNR against a full-resolution
+        /// Lanczos3 reference from about 41-44 dB to 45-46 dB).
+        pub fn oversample(mut self, factor: f64) -> Self {
+            self.out.oversample = factor.max(1.0);
+            self
+        }
+
+        /// How the crop is resized (default [`Interpolation::Bicubic`]).
+        pub fn interpolation(mut self, interpolation: Interpolation) -> Self {
+            self.out.interpolation = interpolation;
+            self
+        }
+
+        /// Progressive resizing: the output size `(height, width)` of each epoch.
+        pub fn size_schedule(mut self, f: impl Fn(u64) -> (usize, usize) + Send + Sync + 'static) -> Self {
+            self.out.schedule = Some(Arc::new(f));
+            self
+        }
+
+        /// The output size `(height, width)` in `epoch`.
+        pub fn output_size(&self, epoch: u64) -> (usize, usize) {
+            self.out.size(epoch)
+        }
+    };
+}
+
 /// FFCV's `RandomResizedCropRGBImageDecoder`: a random crop by torchvision's
 /// `RandomResizedCrop.get_params` (defaults `scale = (0.08, 1)`, `ratio = (3/4, 4/3)`), resized
 /// to the output size, optionally flipped (a fused `RandomHorizontalFlip`). Crops and flips come
@@ -414,32 +446,7 @@ impl RandomResizedCropRGBImageDecoder {
         self
     }
 
-    /// DCT scaling keeps the decoded crop at least `factor ×` the output size (default 1: the
-    /// smallest scale of 1/8, 1/4, 1/2, 1 at which the crop still covers the output). Larger
-    /// factors leave more of the downscale to the antialiased resize: sharper, slower (on the
-    /// bench corpus at 64 px, factor 1.5 raises the mean PSNR against a full-resolution
-    /// Lanczos3 reference from about 41-44 dB to 45-46 dB).
-    pub fn oversample(mut self, factor: f64) -> Self {
-        self.out.oversample = factor.max(1.0);
-        self
-    }
-
-    /// How the crop is resized (default [`Interpolation::Bicubic`]).
-    pub fn interpolation(mut self, interpolation: Interpolation) -> Self {
-        self.out.interpolation = interpolation;
-        self
-    }
-
-    /// Progressive resizing: the output size `(height, width)` of each epoch.
-    pub fn size_schedule(mut self, f: impl Fn(u64) -> (usize, usize) + Send + Sync + 'static) -> Self {
-        self.out.schedule = Some(Arc::new(f));
-        self
-    }
-
-    /// The output size `(height, width)` in `epoch`.
-    pub fn output_size(&self, epoch: u64) -> (usize, usize) {
-        self.out.size(epoch)
-    }
+    output_settings!();
 
     /// The crop of sample `ctx` from a `width × height` image.
     pub fn crop(&self, width: u32, height: u32, ctx: &SampleContext) -> Crop {
@@ -495,32 +502,7 @@ impl CenterCropRGBImageDecoder {
         self
     }
 
-    /// DCT scaling keeps the decoded crop at least `factor ×` the output size (default 1: the
-    /// smallest scale of 1/8, 1/4, 1/2, 1 at which the crop still covers the output). Larger
-    /// factors leave more of the downscale to the antialiased resize: sharper, slower (on the
-    /// bench corpus at 64 px, factor 1.5 raises the mean PSNR against a full-resolution
-    /// Lanczos3 reference from about 41-44 dB to 45-46 dB).
-    pub fn oversample(mut self, factor: f64) -> Self {
-        self.out.oversample = factor.max(1.0);
-        self
-    }
-
-    /// How the crop is resized (default [`Interpolation::Bicubic`]).
-    pub fn interpolation(mut self, interpolation: Interpolation) -> Self {
-        self.out.interpolation = interpolation;
-        self
-    }
-
-    /// Progressive resizing: the output size `(height, width)` of each epoch.
-    pub fn size_schedule(mut self, f: impl Fn(u64) -> (usize, usize) + Send + Sync + 'static) -> Self {
-        self.out.schedule = Some(Arc::new(f));
-        self
-    }
-
-    /// The output size `(height, width)` in `epoch`.
-    pub fn output_size(&self, epoch: u64) -> (usize, usize) {
-        self.out.size(epoch)
-    }
+    output_settings!();
 }
 
 impl PlanarDecode for CenterCropRGBImageDecoder {

@@ -714,6 +714,8 @@ fn horizontal_from(row: &[u8], c: usize, x: &Axis, x0: usize, first: usize, out:
 mod simd {
     use std::arch::x86_64::*;
 
+    use smallvec::SmallVec;
+
     use super::{Axis, BITS, HALF};
 
     /// The vertical pass over `out` when it is at least 32 bytes long (in 32-byte blocks, the
@@ -870,27 +872,12 @@ mod simd {
         w: &[i16],
         out: &mut [u8],
     ) -> usize {
-        let len = out.len();
-        if len < 32 {
-            return 0;
-        }
         let pairs: [(usize, usize, __m256i); P] = std::array::from_fn(|k| {
             let (a, b, wp) = pair(w, k);
             (a, b, _mm256_set1_epi32(wp))
         });
-        // SAFETY: row `start` exists and `from` is inside it (see the function's contract).
-        let base = unsafe { src.as_ptr().add(start * stride + from) };
-        for j in blocks32(len) {
-            let mut acc = [_mm256_setzero_si256(); 4];
-            for &(a, b, wp) in &pairs {
-                // SAFETY: rows a and b are among 0 .. taps after `start`, and bytes j .. j + 32
-                // lie in the columns from .. from + len of each (j + 32 <= len).
-                unsafe { vertical_step(base, stride, j, (a, b), wp, &mut acc) };
-            }
-            // SAFETY: j + 32 <= len.
-            unsafe { vertical_store(acc, out.as_mut_ptr(), j) };
-        }
-        len
+        // SAFETY: the same contract; `pairs` are those of `w`.
+        unsafe { vertical_with(src, stride, start, from, &pairs, out) }
     }
 
     /// [`vertical_avx2`] for any number of taps.
@@ -906,6 +893,32 @@ mod simd {
         w: &[i16],
         out: &mut [u8],
     ) -> usize {
+        let pairs: SmallVec<[(usize, usize, __m256i); 16]> = (0..w.len().div_ceil(2))
+            .map(|k| {
+                let (a, b, wp) = pair(w, k);
+                (a, b, _mm256_set1_epi32(wp))
+            })
+            .collect();
+        // SAFETY: the same contract; `pairs` are those of `w`.
+        unsafe { vertical_with(src, stride, start, from, &pairs, out) }
+    }
+
+    /// The vertical pass over `out` in 32-byte blocks with tap `pairs` ([`pair`] of the row's
+    /// weights, broadcast); the length of `pairs` is a constant once inlined into
+    /// [`vertical_pairs`].
+    ///
+    /// # Safety
+    /// As [`vertical_avx2`], with every row a pair names among the window's.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn vertical_with(
+        src: &[u8],
+        stride: usize,
+        start: usize,
+        from: usize,
+        pairs: &[(usize, usize, __m256i)],
+        out: &mut [u8],
+    ) -> usize {
         let len = out.len();
         if len < 32 {
             return 0;
@@ -914,10 +927,10 @@ mod simd {
         let base = unsafe { src.as_ptr().add(start * stride + from) };
         for j in blocks32(len) {
             let mut acc = [_mm256_setzero_si256(); 4];
-            for k in 0..w.len().div_ceil(2) {
-                let (a, b, wp) = pair(w, k);
-                // SAFETY: as in vertical_pairs.
-                unsafe { vertical_step(base, stride, j, (a, b), _mm256_set1_epi32(wp), &mut acc) };
+            for &(a, b, wp) in pairs {
+                // SAFETY: rows a and b are among 0 .. taps after `start`, and bytes j .. j + 32
+                // lie in the columns from .. from + len of each (j + 32 <= len).
+                unsafe { vertical_step(base, stride, j, (a, b), wp, &mut acc) };
             }
             // SAFETY: j + 32 <= len.
             unsafe { vertical_store(acc, out.as_mut_ptr(), j) };
