@@ -1417,6 +1417,50 @@ mod tests {
         }
     }
 
+    /// The one-channel horizontal kernels' only safety condition is AVX2: they check the
+    /// lengths they write by and the layout they read, so a caller's mistake (a short output
+    /// row, the layout of another geometry) panics instead of writing or reading astray.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn one_channel_kernels_check_their_lengths() {
+        if !is_x86_feature_detected!("avx2") {
+            return crate::skip_test("one_channel_kernels_check_their_lengths", "this CPU has no AVX2");
+        }
+        let row = picture(100, 1, 1);
+        let mut r = Resampler::default();
+        // 100 to 70 and 160 columns: the paired kernel; to 40: the wide one (10 taps).
+        for (out, wide) in [(70u32, false), (160, false), (40, true)] {
+            let g = |dst| Geometry {
+                src: (100, 1),
+                crop: [0.0, 0.0, 100.0, 1.0],
+                dst: (dst, 1),
+                filter: Filter::CatmullRom,
+                channels: 1,
+            };
+            r.prepare(g(out));
+            assert_eq!(r.blocks.wide, wide, "{out}");
+            let x0 = r.columns().0;
+            // Source and output end at an inaccessible page: a stray access faults the test.
+            let src = crate::image::guarded::Guarded::with(&row[x0..]);
+            let run = |blocks: &Blocks1, len: usize| {
+                let mut dst = crate::image::guarded::Guarded::with(&vec![0u8; len]);
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    // SAFETY: the CPU has AVX2 (checked above); what is tested is that the
+                    // kernel refuses the wrong lengths.
+                    unsafe { simd::horizontal1_avx2([src.as_ref()], &r.x, x0, blocks, [dst.as_mut()]) }
+                }))
+                .is_ok()
+            };
+            assert!(run(&r.blocks, out as usize), "{out}: the right lengths run");
+            assert!(!run(&r.blocks, out as usize - 1), "{out}: a short output row panics");
+            // The layout of another geometry of the same kernel (other output counts).
+            let mut other = Resampler::default();
+            other.prepare(g(if wide { out - 10 } else { out + 24 }));
+            assert_eq!(other.blocks.wide, wide);
+            assert!(!run(&other.blocks, out as usize), "{out}: a foreign layout panics");
+        }
+    }
+
     /// Bad geometry is an error, not a panic.
     #[test]
     fn bad_geometry_is_an_error() {
