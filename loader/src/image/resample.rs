@@ -669,17 +669,10 @@ fn vertical_rows(src: &[u8], stride: usize, from: usize, y: &Axis, sub: usize, o
     }
 }
 
-/// One output row of the vertical pass: `out[j] = Σ_k w[k] · src[(start + k) · stride + from + j]`.
+/// One output row of the vertical pass, scalar (rows under 32 bytes, or no AVX2):
+/// `out[j] = Σ_k w[k] · src[(start + k) · stride + from + j]`.
 fn vertical(src: &[u8], stride: usize, start: usize, from: usize, w: &[i16], out: &mut [u8]) {
-    let mut done = 0;
-    #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2; rows start .. start + w.len() exist in src and the columns
-        // from .. from + out.len() lie in each (Axis::compute keeps windows inside the image
-        // and `from + out.len()` is within the row), which is all vertical_avx2 reads.
-        done = unsafe { simd::vertical_avx2(src, stride, start, from, w, out) };
-    }
-    for j in done..out.len() {
+    for j in 0..out.len() {
         let sum: i32 = w
             .iter()
             .enumerate()
@@ -717,33 +710,6 @@ mod simd {
     use smallvec::SmallVec;
 
     use super::{Axis, BITS, HALF};
-
-    /// The vertical pass over `out` when it is at least 32 bytes long (in 32-byte blocks, the
-    /// last one overlapping its predecessor); returns how many bytes it wrote: all or none.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2; `src` must hold rows `start .. start + w.len()` of `stride` bytes
-    /// with columns `from .. from + out.len()` in each.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn vertical_avx2(
-        src: &[u8],
-        stride: usize,
-        start: usize,
-        from: usize,
-        w: &[i16],
-        out: &mut [u8],
-    ) -> usize {
-        // SAFETY: the same contract; the tap-pair count is the one given.
-        unsafe {
-            match w.len().div_ceil(2) {
-                1 => vertical_pairs::<1>(src, stride, start, from, w, out),
-                2 => vertical_pairs::<2>(src, stride, start, from, w, out),
-                3 => vertical_pairs::<3>(src, stride, start, from, w, out),
-                4 => vertical_pairs::<4>(src, stride, start, from, w, out),
-                _ => vertical_any(src, stride, start, from, w, out),
-            }
-        }
-    }
 
     /// [`super::vertical_rows`] with AVX2: every output row of `len >= 32` bytes, the tap-pair
     /// count dispatched once.
@@ -859,10 +825,14 @@ mod simd {
         unsafe { _mm256_storeu_si256(out.add(j).cast(), p) };
     }
 
-    /// [`vertical_avx2`] with `P` tap pairs, their weights broadcast once for the row.
+    /// One output row of [`vertical_plane`] with `P` tap pairs, their weights broadcast once for
+    /// the row: `out[j] = Σ_k w[k] · src[(start + k) · stride + from + j]`, in 32-byte blocks
+    /// (the last overlapping its predecessor); returns how many bytes it wrote: all, or none
+    /// when `out` is under 32 bytes.
     ///
     /// # Safety
-    /// As [`vertical_avx2`], and `w.len().div_ceil(2) == P`.
+    /// The CPU must have AVX2; `src` must hold rows `start .. start + w.len()` of `stride` bytes
+    /// with columns `from .. from + out.len()` in each; `w.len().div_ceil(2) == P`.
     #[target_feature(enable = "avx2")]
     unsafe fn vertical_pairs<const P: usize>(
         src: &[u8],
@@ -880,10 +850,10 @@ mod simd {
         unsafe { vertical_with(src, stride, start, from, &pairs, out) }
     }
 
-    /// [`vertical_avx2`] for any number of taps.
+    /// [`vertical_pairs`] for any number of taps.
     ///
     /// # Safety
-    /// As [`vertical_avx2`].
+    /// As [`vertical_pairs`], without the condition on `P`.
     #[target_feature(enable = "avx2")]
     unsafe fn vertical_any(
         src: &[u8],
@@ -908,7 +878,7 @@ mod simd {
     /// [`vertical_pairs`].
     ///
     /// # Safety
-    /// As [`vertical_avx2`], with every row a pair names among the window's.
+    /// As [`vertical_any`], with every row a pair names among the window's.
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn vertical_with(
