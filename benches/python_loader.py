@@ -52,7 +52,26 @@ def timed_epochs(make_iter, epochs):
     return float(np.median(rates)), rates
 
 
-def ffcv_rows(a, n):
+def touched(loader):
+    """An epoch of `loader` as `timed_epochs` takes it, reading one value of each image batch (so
+    the batch is really there)."""
+    def epoch():
+        for images, labels in loader:
+            images[:, 0, 0, 0].sum()
+            yield images, labels
+    return epoch
+
+
+def beton_rate(path, a):
+    """beton's Python Loader on `path`: RRC + flip + NormalizeImage (f16), RANDOM order."""
+    pipeline = [RandomResizedCropRGBImageDecoder((a.size, a.size)), RandomHorizontalFlip(),
+                NormalizeImage(MEAN, STD, np.float16)]
+    loader = Loader(path, batch_size=a.batch_size, num_workers=a.workers, order=OrderOption.RANDOM,
+                    pipelines={"image": pipeline})
+    return timed_epochs(touched(loader), a.epochs)
+
+
+def ffcv_rows(a):
     """FFCV 1.0.2's own Loader with its RandomResizedCrop + flip + NormalizeImage (f16, CPU) on a
     file FFCV's DatasetWriter wrote from the same folder, and beton's Python Loader on that same
     file (FFCV's bytes: no restart markers, so beton's packed-RGB path)."""
@@ -74,25 +93,8 @@ def ffcv_rows(a, n):
     pipeline = [FRRC((a.size, a.size)), FFlip(), FNormalize(MEAN, STD, np.float16), ToTensor(), ToTorchImage()]
     loader = FLoader(path, batch_size=a.batch_size, num_workers=a.workers, order=FOrder.RANDOM,
                      pipelines={"image": pipeline, "label": [IntDecoder(), ToTensor()]})
-
-    def ffcv_epoch():
-        for images, labels in loader:
-            images[:, 0, 0, 0].sum()
-            yield images, labels
-
-    rows = [("FFCV 1.0.2 Loader, FFCV's file", *timed_epochs(ffcv_epoch, a.epochs))]
-    pipeline = [RandomResizedCropRGBImageDecoder((a.size, a.size)), RandomHorizontalFlip(),
-                NormalizeImage(MEAN, STD, np.float16)]
-    bl = Loader(path, batch_size=a.batch_size, num_workers=a.workers, order=OrderOption.RANDOM,
-                pipelines={"image": pipeline})
-
-    def beton_epoch():
-        for images, labels in bl:
-            images[:, 0, 0, 0].sum()
-            yield images, labels
-
-    rows.append(("beton, Python Loader, FFCV's file", *timed_epochs(beton_epoch, a.epochs)))
-    return rows
+    return [("FFCV 1.0.2 Loader, FFCV's file", *timed_epochs(touched(loader), a.epochs)),
+            ("beton, Python Loader, FFCV's file", *beton_rate(path, a))]
 
 
 def main():
@@ -118,24 +120,14 @@ def main():
     rust = [float(m.group(1)) for m in re.finditer(r"^\s+\d+\s+[\d.]+\s+(\d+)", out, re.M)][1:]
     rows.append(("beton, Rust (beton bench)", float(np.median(rust)), rust))
 
-    pipeline = [RandomResizedCropRGBImageDecoder((a.size, a.size)), RandomHorizontalFlip(),
-                NormalizeImage(MEAN, STD, np.float16)]
-    loader = Loader(a.out, batch_size=a.batch_size, num_workers=a.workers, order=OrderOption.RANDOM,
-                    pipelines={"image": pipeline})
-
-    def beton_epoch():
-        for images, labels in loader:
-            images[:, 0, 0, 0].sum()
-            yield images, labels
-
-    rows.append(("beton, Python Loader", *timed_epochs(beton_epoch, a.epochs)))
+    rows.append(("beton, Python Loader", *beton_rate(a.out, a)))
 
     try:
         import ffcv  # noqa: F401  (FFCV's own venv: shared/tools/ffcv-env.sh, beton's wheel installed in it)
     except ImportError as e:
         print(f"(FFCV rows skipped: {e})")
     else:
-        rows.extend(ffcv_rows(a, n))
+        rows.extend(ffcv_rows(a))
 
     try:
         import torch

@@ -33,7 +33,7 @@ const SIZES: [usize; 2] = [224, 160];
 
 mod common;
 
-use common::{dataset_in, sources};
+use common::{dataset_in, sources, Tj};
 
 fn dataset(files: &[PathBuf], max_res: u32) -> Dataset {
     dataset_in(files, max_res, WriteMode::Jpg, 1)
@@ -61,22 +61,9 @@ fn bench(c: &mut Criterion) {
         group.warm_up_time(std::time::Duration::from_secs(1));
         group.measurement_time(std::time::Duration::from_secs(3));
         let ctx = |i| SampleContext { index: i, seed: 0, epoch: 0, position: 0 };
-        let mut decompressor = turbojpeg::Decompressor::new().unwrap();
+        let tj = Tj::new(false);
         let mut full = Vec::new();
         let mut resizer = Resizer::new();
-        let mut decode_full = |data: &[u8], full: &mut Vec<u8>| -> (u32, u32) {
-            let header = decompressor.read_header(data).unwrap();
-            full.resize(header.width * header.height * 3, 0);
-            let image = turbojpeg::Image {
-                pixels: full.as_mut_slice(),
-                width: header.width,
-                pitch: header.width * 3,
-                height: header.height,
-                format: turbojpeg::PixelFormat::RGB,
-            };
-            decompressor.decompress(data, image).unwrap();
-            (header.width as u32, header.height as u32)
-        };
         for size in SIZES {
             let mut out = vec![0u8; size * size * 3];
             for (name, dec) in [
@@ -100,7 +87,7 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| {
                     for i in 0..n {
                         let img = ffcv_bytes.get(i, 0).unwrap().as_image().unwrap();
-                        let (w, h) = decode_full(img.data, &mut full);
+                        let (w, h) = tj.decode(img.data, &mut full);
                         let crop = rrc.crop(w, h, &ctx(i));
                         let src = ImageRef::new(w, h, &full, PixelType::U8x3).unwrap();
                         let side = size as u32;
@@ -123,7 +110,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 for i in 0..n {
                     let img = ffcv_bytes.get(i, 0).unwrap().as_image().unwrap();
-                    black_box(decode_full(img.data, &mut full));
+                    black_box(tj.decode(img.data, &mut full));
                 }
             })
         });

@@ -28,7 +28,6 @@
 mod common;
 
 use std::cell::RefCell;
-use std::ffi::c_int;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
@@ -39,58 +38,9 @@ use beton_loader::image::{
 };
 use beton_loader::{ColumnSpec, ElemType, FieldDecoder, Loader, OrderOption, SampleContext};
 use beton_storage::{Dataset, ImageMode, Value, WriteMode};
-use common::{dataset_in, sources};
+use common::{dataset_in, sources, Tj};
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
-
-/// A libjpeg-turbo decompressor (raw C API, to set `TJPARAM_FASTDCT` as FFCV's `imdecode`).
-struct Tj(turbojpeg::raw::tjhandle);
-
-impl Tj {
-    fn new(fast_dct: bool) -> Tj {
-        use turbojpeg::raw;
-        // SAFETY: tj3Init has no preconditions; the handle is checked and owned by Tj.
-        let h = unsafe { raw::tj3Init(raw::TJINIT_TJINIT_DECOMPRESS as c_int) };
-        assert!(!h.is_null());
-        // SAFETY: a live handle; tj3Set reads two integers.
-        let rc = unsafe { raw::tj3Set(h, raw::TJPARAM_TJPARAM_FASTDCT as c_int, c_int::from(fast_dct)) };
-        assert_eq!(rc, 0);
-        Tj(h)
-    }
-
-    /// Decodes the whole JPEG to packed RGB in `buf`: (width, height).
-    fn decode(&self, data: &[u8], buf: &mut Vec<u8>) -> (u32, u32) {
-        use turbojpeg::raw;
-        let len = data.len() as raw::size_t;
-        // SAFETY: a live handle; `data` is valid for len bytes and only read.
-        assert_eq!(unsafe { raw::tj3DecompressHeader(self.0, data.as_ptr(), len) }, 0);
-        // SAFETY: a live handle that has read a header.
-        let get = |p: raw::TJPARAM| unsafe { raw::tj3Get(self.0, p as c_int) };
-        let (w, h) = (get(raw::TJPARAM_TJPARAM_JPEGWIDTH), get(raw::TJPARAM_TJPARAM_JPEGHEIGHT));
-        buf.resize(w as usize * h as usize * 3, 0);
-        // SAFETY: `buf` holds h rows of w × 3 bytes, the size of the unscaled, uncropped RGB
-        // output of this header; `data` is valid for len bytes.
-        let rc = unsafe {
-            raw::tj3Decompress8(
-                self.0,
-                data.as_ptr(),
-                len,
-                buf.as_mut_ptr(),
-                w * 3,
-                raw::TJPF_TJPF_RGB as c_int,
-            )
-        };
-        assert_eq!(rc, 0);
-        (w as u32, h as u32)
-    }
-}
-
-impl Drop for Tj {
-    fn drop(&mut self) {
-        // SAFETY: the handle came from tj3Init and is destroyed once.
-        unsafe { turbojpeg::raw::tj3Destroy(self.0) }
-    }
-}
 
 thread_local! {
     static FAST: (Tj, RefCell<Vec<u8>>, RefCell<Resizer>) = (Tj::new(true), RefCell::new(Vec::new()), RefCell::new(Resizer::new()));

@@ -3,7 +3,8 @@
 //!
 //! A slot holds one buffer per output column, sized for a full batch, each starting on a 64-byte
 //! cache line (numpy and torch can view any column in place; an image whose size is a whole
-//! number of lines starts on one, which lets its writer stream it to memory). Workers take a free slot, fill it and hand it to the
+//! number of lines starts on one, so the 64-byte stores of the AVX-512 normaliser never split a
+//! line). Workers take a free slot, fill it and hand it to the
 //! consumer as a [`Batch`]; the slot goes back to the pool only when the last handle to that
 //! batch is dropped, so **a batch the consumer holds is never overwritten** (FFCV issue #231).
 //! The pool starts empty and allocates a slot only when none is free: with the consumer holding
@@ -15,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use crate::decode::ColumnSpec;
 
 /// Bytes a column's start is aligned to: a cache line, so that a sample of a whole number of
-/// lines (an image) starts on one, and its writers can stream whole lines to memory.
+/// lines (an image) starts on one, and its writers' 64-byte stores do not split lines.
 const ALIGN: usize = 64;
 
 /// One column's memory: `u64` words, with the column starting at the first word on an

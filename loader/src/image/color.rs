@@ -15,6 +15,51 @@ pub(crate) const CB_G: i32 = 22554;
 pub(crate) const CR_G: i32 = 46802;
 pub(crate) const CB_B: i32 = 116130;
 
+/// An image's pixels as the colour conversion and the normalisation read them.
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    /// Planes of equal size: Y, Cb, Cr.
+    Ycc([&'a [u8]; 3]),
+    /// One grey plane.
+    Grey(&'a [u8]),
+    /// Packed RGB.
+    Rgb(&'a [u8]),
+}
+
+impl<'a> Source<'a> {
+    /// The planes a crop decoder's planar path hands over: `count` planes of equal size one
+    /// after another, Y Cb Cr (3) or grey (1).
+    pub(crate) fn planes(count: usize, planes: &'a [u8]) -> Source<'a> {
+        if count == 3 {
+            let n = planes.len() / 3;
+            Source::Ycc([&planes[..n], &planes[n..2 * n], &planes[2 * n..3 * n]])
+        } else {
+            Source::Grey(planes)
+        }
+    }
+
+    /// Whether it holds `pixels` pixels (every plane the same size).
+    pub(crate) fn holds(&self, pixels: usize) -> bool {
+        match self {
+            Source::Ycc(p) => p.iter().all(|p| p.len() == pixels),
+            Source::Grey(p) => p.len() == pixels,
+            Source::Rgb(p) => p.len() == 3 * pixels,
+        }
+    }
+}
+
+/// Writes the pixels of `src` as packed RGB into `rgb`.
+///
+/// # Panics
+/// If `rgb` is not three times the pixel count of `src` (a bug in the caller).
+pub(crate) fn to_rgb(src: Source<'_>, rgb: &mut [u8]) {
+    match src {
+        Source::Ycc([y, cb, cr]) => ycc_to_rgb(y, cb, cr, rgb),
+        Source::Grey(y) => grey_to_rgb(y, rgb),
+        Source::Rgb(p) => rgb.copy_from_slice(p),
+    }
+}
+
 /// One pixel.
 #[inline(always)]
 pub(crate) fn pixel(y: u8, cb: u8, cr: u8) -> [u8; 3] {
@@ -33,7 +78,7 @@ pub(crate) fn pixel(y: u8, cb: u8, cr: u8) -> [u8; 3] {
 ///
 /// # Panics
 /// If the lengths do not match (a bug in the caller).
-pub(crate) fn ycc_to_rgb(y: &[u8], cb: &[u8], cr: &[u8], rgb: &mut [u8]) {
+fn ycc_to_rgb(y: &[u8], cb: &[u8], cr: &[u8], rgb: &mut [u8]) {
     let n = y.len();
     assert!(cb.len() == n && cr.len() == n && rgb.len() == 3 * n, "colour planes of different sizes");
     let mut done = 0;
@@ -51,7 +96,7 @@ pub(crate) fn ycc_to_rgb(y: &[u8], cb: &[u8], cr: &[u8], rgb: &mut [u8]) {
 ///
 /// # Panics
 /// If `rgb` is not three times as long as `y`.
-pub(crate) fn grey_to_rgb(y: &[u8], rgb: &mut [u8]) {
+fn grey_to_rgb(y: &[u8], rgb: &mut [u8]) {
     assert_eq!(rgb.len(), 3 * y.len(), "grey plane and RGB of different sizes");
     for (px, &v) in rgb.chunks_exact_mut(3).zip(y) {
         px.fill(v);

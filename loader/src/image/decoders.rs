@@ -80,20 +80,15 @@ pub(crate) fn crop_resize_into(
     let (ow, oh) = (out_w as u32, out_h as u32);
     check_crop(crop, (w, h))?;
     let exact = crop == Crop::full(w, h) && (ow, oh) == (w, h);
-    if img.mode == ImageMode::Jpg && !exact {
-        let planar =
-            crop_resize_planes(img, crop, (out_h, out_w), oversample, interpolation, |count, planes| {
-                let n = out_w * out_h;
-                match count {
-                    3 => color::ycc_to_rgb(&planes[..n], &planes[n..2 * n], &planes[2 * n..3 * n], out),
-                    _ => color::grey_to_rgb(&planes[..n], out),
-                }
-            })?;
-        if planar.is_some() {
+    if img.mode == ImageMode::Jpg {
+        if !exact
+            && crop_resize_planes(img, crop, (out_h, out_w), oversample, interpolation, |src| {
+                color::to_rgb(src, out)
+            })?
+            .is_some()
+        {
             return Ok(());
         }
-    }
-    if img.mode == ImageMode::Jpg {
         let done = if exact {
             jpeg::decode_full(img.data, w, h, out)?
         } else {
@@ -134,16 +129,16 @@ thread_local! {
 
 /// The planar path of [`crop_resize_into`] for a JPEG: its raw planes (Y, Cb, Cr at their own
 /// resolutions, or grey) decoded for the crop ([`jpeg::decode_crop_planes`]), each resized
-/// straight to `(out_h, out_w)`, then handed to `finish(count, planes)` (`count` planes of
-/// `out_h × out_w` bytes, one after another) for the colour conversion. `Ok(None)` when the JPEG
-/// does not take this path (see `decode_crop_planes`).
+/// straight to `(out_h, out_w)`, then handed to `finish` (Y, Cb, Cr or grey planes of
+/// `out_h × out_w` bytes) for the colour conversion. `Ok(None)` when the JPEG does not take
+/// this path (see `decode_crop_planes`).
 pub(crate) fn crop_resize_planes<R>(
     img: &ImageRef<'_>,
     crop: Crop,
     (out_h, out_w): (usize, usize),
     oversample: f64,
     interpolation: Interpolation,
-    finish: impl FnOnce(usize, &[u8]) -> R,
+    finish: impl FnOnce(color::Source<'_>) -> R,
 ) -> Result<Option<R>> {
     let (w, h) = (u32::from(img.width), u32::from(img.height));
     let out = (out_w as u32, out_h as u32);
@@ -170,7 +165,7 @@ pub(crate) fn crop_resize_planes<R>(
             .collect();
         resized.resize(p.count * out_w * out_h, 0);
         resize_planes(&planes, resized, out)?;
-        Ok(Some(finish(p.count, resized)))
+        Ok(Some(finish(color::Source::planes(p.count, resized))))
     })
 }
 
@@ -192,23 +187,16 @@ fn raw_into(
     match (channels, exact) {
         (3, true) => out.copy_from_slice(data),
         (3, false) => resize_into(data, (w, h), 3, rect, out, (ow, oh), interpolation)?,
-        (_, true) => replicate(data, out),
+        (_, true) => color::to_rgb(color::Source::Grey(data), out),
         (_, false) => SCRATCH.with(|s| -> Result<()> {
             let grey = &mut *s.borrow_mut();
             grey.resize(ow as usize * oh as usize, 0);
             resize_into(data, (w, h), 1, rect, grey, (ow, oh), interpolation)?;
-            replicate(grey, out);
+            color::to_rgb(color::Source::Grey(grey), out);
             Ok(())
         })?,
     }
     Ok(())
-}
-
-/// Grey to RGB by replication.
-fn replicate(grey: &[u8], rgb: &mut [u8]) {
-    for (px, &g) in rgb.chunks_exact_mut(3).zip(grey) {
-        px.fill(g);
-    }
 }
 
 /// FFCV's `SimpleRGBImageDecoder`: every image whole, at its stored size, which must be the same
@@ -304,9 +292,7 @@ impl Output {
         }
         Ok(())
     }
-}
 
-impl Output {
     /// Whether the fused flip mirrors sample `ctx`.
     fn flips(&self, ctx: &SampleContext) -> bool {
         self.flip_prob > 0.0 && SampleRng::for_flip(ctx).chance(self.flip_prob)
@@ -324,7 +310,7 @@ pub(crate) trait PlanarDecode: Send + Sync {
     fn crop_for(&self, width: u32, height: u32, ctx: &SampleContext) -> Crop;
 
     /// Decodes the crop of `value` for `ctx` into planes at the output size and hands them to
-    /// `finish(count, planes)` ([`crop_resize_planes`]), without the fused flip; `Ok(false)`
+    /// `finish` ([`crop_resize_planes`]), without the fused flip; `Ok(false)`
     /// when the image does not take the planar path (the caller decodes it as usual).
     ///
     /// # Errors
@@ -333,7 +319,7 @@ pub(crate) trait PlanarDecode: Send + Sync {
         &self,
         value: Value<'_>,
         ctx: &SampleContext,
-        finish: &mut dyn FnMut(usize, &[u8]),
+        finish: &mut dyn FnMut(color::Source<'_>),
     ) -> Result<bool> {
         let img = value.as_image().ok_or_else(not_an_image)?;
         if img.mode != ImageMode::Jpg {
@@ -592,13 +578,12 @@ mod tests {
                 (Crop { x: 10, y: 20, width: 250, height: 200 }, (112, 96)),
             ] {
                 let what = format!("subsamp {subsamp} {crop:?} -> {out:?}");
+                let grey = |src: color::Source<'_>| matches!(src, color::Source::Grey(_));
                 let planar =
-                    crop_resize_planes(&marked, crop, out, 1.0, Interpolation::Bicubic, |count, _| count)
-                        .unwrap();
-                assert_eq!(planar, Some(if subsamp == SGRAY { 1 } else { 3 }), "{what}");
+                    crop_resize_planes(&marked, crop, out, 1.0, Interpolation::Bicubic, grey).unwrap();
+                assert_eq!(planar, Some(subsamp == SGRAY), "{what}");
                 assert_eq!(
-                    crop_resize_planes(&plain, crop, out, 1.0, Interpolation::Bicubic, |count, _| count)
-                        .unwrap(),
+                    crop_resize_planes(&plain, crop, out, 1.0, Interpolation::Bicubic, grey).unwrap(),
                     None,
                     "{what}: no restart markers, no planar path"
                 );

@@ -5,13 +5,15 @@
 pub(crate) struct Guarded {
     map: *mut libc::c_void,
     map_len: usize,
+    page: usize,
     len: usize,
 }
 
 impl Guarded {
     /// A guarded buffer holding `data`.
     pub(crate) fn with(data: &[u8]) -> Guarded {
-        let page = 4096;
+        // SAFETY: sysconf reads a system constant.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
         let len = data.len();
         let map_len = len.div_ceil(page) * page + page;
         // SAFETY: an anonymous private mapping of map_len bytes; checked for failure.
@@ -30,14 +32,14 @@ impl Guarded {
         let rc =
             unsafe { libc::mprotect(map.cast::<u8>().add(map_len - page).cast(), page, libc::PROT_NONE) };
         assert_eq!(rc, 0);
-        let mut g = Guarded { map, map_len, len };
+        let mut g = Guarded { map, map_len, page, len };
         g.as_mut().copy_from_slice(data);
         g
     }
 
     fn start(&self) -> *mut u8 {
         // SAFETY: map_len - page - len >= 0 bytes into the mapping.
-        unsafe { self.map.cast::<u8>().add(self.map_len - 4096 - self.len) }
+        unsafe { self.map.cast::<u8>().add(self.map_len - self.page - self.len) }
     }
 }
 

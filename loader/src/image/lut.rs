@@ -12,6 +12,7 @@
 //! Used where the CPU has AVX-512 F, BW and VBMI (Intel Ice Lake and later, AMD Zen 4 and
 //! later); the AVX2 kernels of [`super::pipeline`] otherwise. Tested equal to the table path.
 
+use super::color::Source;
 use super::pipeline::Table;
 
 /// The output's bytes per channel, byte position and pixel value: `bytes[c][b][v]` is byte `b`
@@ -43,17 +44,6 @@ pub(crate) fn available() -> bool {
     false
 }
 
-/// Where the RGB bytes come from.
-#[derive(Clone, Copy)]
-pub(crate) enum Source<'a> {
-    /// Resized planes, `h × w` each: Y, Cb, Cr.
-    Ycc([&'a [u8]; 3]),
-    /// One resized grey plane.
-    Grey(&'a [u8]),
-    /// Packed RGB, `h × w × 3`.
-    Rgb(&'a [u8]),
-}
-
 /// Writes the `h × w` image of `src` normalised through `tables` as CHW values of `size` bytes
 /// (2 or 4) into `dst`, mirrored left to right when `flip`; `false` (nothing written) when the
 /// CPU lacks AVX-512 VBMI or the lengths do not match.
@@ -66,12 +56,7 @@ pub(crate) fn chw(
     dst: &mut [u8],
 ) -> bool {
     let n = h * w;
-    let fits = match src {
-        Source::Ycc(p) => p.iter().all(|p| p.len() == n),
-        Source::Grey(p) => p.len() == n,
-        Source::Rgb(p) => p.len() == 3 * n,
-    };
-    if !fits || !matches!(size, 2 | 4) || dst.len() != 3 * n * size || !available() {
+    if !src.holds(n) || !matches!(size, 2 | 4) || dst.len() != 3 * n * size || !available() {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
@@ -118,7 +103,8 @@ mod simd {
         unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) }
     }
 
-    /// `n` bytes (at most 64) at `p`, the rest zero.
+    /// `n` bytes (at most 64) at `p`, the rest zero. (`p` may lie past the end of its buffer
+    /// when `n` is 0: the callers form it with `wrapping_add`, and nothing is read then.)
     ///
     /// # Safety
     /// AVX-512 F + BW; `p` valid for reading `n` bytes.
@@ -130,7 +116,8 @@ mod simd {
         unsafe { _mm512_maskz_loadu_epi8(mask, p.cast()) }
     }
 
-    /// Stores the first `n` bytes (any number) of `v` at `p`.
+    /// Stores the first `n` bytes (any number) of `v` at `p` (which, as for [`load_n`], may lie
+    /// past its buffer when `n` is 0).
     ///
     /// # Safety
     /// AVX-512 F + BW; `p` valid for writing `n.min(64)` bytes.
@@ -254,7 +241,7 @@ mod simd {
                         Source::Rgb(p) => {
                             let at = (y * w + from) * 3;
                             let part = |k: usize| {
-                                load_n(p.as_ptr().add(at + 64 * k), (3 * n).saturating_sub(64 * k))
+                                load_n(p.as_ptr().wrapping_add(at + 64 * k), (3 * n).saturating_sub(64 * k))
                             };
                             let (a, b, c) = (part(0), part(1), part(2));
                             split.map(|(i1, i2)| {
@@ -281,7 +268,7 @@ mod simd {
                         // SAFETY: 2n bytes are valid at out.
                         unsafe {
                             store_n(out, lo16, 2 * n);
-                            store_n(out.add(64), hi16, (2 * n).saturating_sub(64));
+                            store_n(out.wrapping_add(64), hi16, (2 * n).saturating_sub(64));
                         }
                     } else {
                         let b2 = lookup(v, &t[c][2]);
@@ -296,7 +283,9 @@ mod simd {
                         ];
                         for (k, part) in parts.into_iter().enumerate() {
                             // SAFETY: 4n bytes are valid at out.
-                            unsafe { store_n(out.add(64 * k), part, (4 * n).saturating_sub(64 * k)) };
+                            unsafe {
+                                store_n(out.wrapping_add(64 * k), part, (4 * n).saturating_sub(64 * k))
+                            };
                         }
                     }
                 }
@@ -331,24 +320,11 @@ mod tests {
                 for kind in 0..3 {
                     let mut rgb = vec![0u8; 3 * n];
                     let src = match kind {
-                        0 => {
-                            crate::image::color::ycc_to_rgb(
-                                &planes[..n],
-                                &planes[n..2 * n],
-                                &planes[2 * n..],
-                                &mut rgb,
-                            );
-                            Source::Ycc([&planes[..n], &planes[n..2 * n], &planes[2 * n..]])
-                        }
-                        1 => {
-                            crate::image::color::grey_to_rgb(&planes[..n], &mut rgb);
-                            Source::Grey(&planes[..n])
-                        }
-                        _ => {
-                            rgb.copy_from_slice(&planes);
-                            Source::Rgb(&planes)
-                        }
+                        0 => Source::planes(3, &planes),
+                        1 => Source::planes(1, &planes[..n]),
+                        _ => Source::Rgb(&planes),
                     };
+                    crate::image::color::to_rgb(src, &mut rgb);
                     // Sources and destination end at inaccessible pages: the masked tails
                     // must not touch a byte past them.
                     let guarded: Vec<Guarded> = match src {

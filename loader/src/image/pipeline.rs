@@ -25,6 +25,7 @@ use std::sync::{Arc, RwLock};
 
 use beton_storage::{Dataset, Value};
 
+use super::color::{self, Source};
 use super::decoders::{CenterCropRGBImageDecoder, PlanarDecode, RandomResizedCropRGBImageDecoder};
 use super::lut::{self, byte_tables, ByteTables};
 use super::ops::{flip_horizontal, ImageMut, ImageOp};
@@ -157,7 +158,7 @@ impl Prepared {
     /// values every way). `src` is scratch: it may be left flipped.
     pub(crate) fn write(&self, src: &mut [u8], (h, w): (usize, usize), flip: bool, dst: &mut [u8]) {
         if self.n.layout == Layout::Chw
-            && lut::chw(lut::Source::Rgb(src), (h, w), &self.bytes, self.n.elem().size(), flip, dst)
+            && lut::chw(Source::Rgb(src), (h, w), &self.bytes, self.n.elem().size(), flip, dst)
         {
             return;
         }
@@ -174,42 +175,29 @@ impl Prepared {
         }
     }
 
-    /// [`Prepared::write`] of the image whose resized planes a crop decoder's planar path
-    /// hands over ([`super::decoders::crop_resize_planes`]): `count` planes of `h × w` bytes,
-    /// Y Cb Cr (3) or grey (1). The values are exactly those of converting the planes to RGB
-    /// `u8` ([`super::color`]) and normalising that; for a CHW layout the two run as one pass
-    /// (AVX-512 VBMI or AVX2 + F16C), otherwise through `image` (this thread's HWC scratch).
-    #[allow(clippy::too_many_arguments)]
+    /// [`Prepared::write`] of the image whose resized planes (Y Cb Cr or grey, `h × w` each) a
+    /// crop decoder's planar path hands over ([`super::decoders::crop_resize_planes`]). The
+    /// values are exactly those of converting the planes to RGB `u8` ([`color::to_rgb`]) and
+    /// normalising that; for a CHW layout the two run as one pass (AVX-512 VBMI or AVX2 +
+    /// F16C), otherwise through `image` (this thread's HWC scratch).
     pub(crate) fn write_planes(
         &self,
-        count: usize,
-        planes: &[u8],
+        src: Source<'_>,
         (h, w): (usize, usize),
         flip: bool,
         image: &mut Vec<u8>,
         dst: &mut [u8],
     ) {
-        let n = h * w;
-        if self.n.layout == Layout::Chw && planes.len() == count * n {
-            let src = match count {
-                3 => Some(lut::Source::Ycc([&planes[..n], &planes[n..2 * n], &planes[2 * n..]])),
-                1 => Some(lut::Source::Grey(planes)),
-                _ => None,
-            };
-            if src.is_some_and(|src| lut::chw(src, (h, w), &self.bytes, self.n.elem().size(), flip, dst)) {
-                return;
-            }
-        }
-        #[cfg(target_arch = "x86_64")]
-        if simd::write_planes(&self.n, self.recip.as_ref(), count, planes, (h, w), flip, dst) {
+        if self.n.layout == Layout::Chw && lut::chw(src, (h, w), &self.bytes, self.n.elem().size(), flip, dst)
+        {
             return;
         }
-        image.resize(3 * n, 0);
-        if count == 3 {
-            super::color::ycc_to_rgb(&planes[..n], &planes[n..2 * n], &planes[2 * n..3 * n], image);
-        } else {
-            super::color::grey_to_rgb(&planes[..n], image);
+        #[cfg(target_arch = "x86_64")]
+        if simd::write_planes(&self.n, self.recip.as_ref(), src, (h, w), flip, dst) {
+            return;
         }
+        image.resize(3 * h * w, 0);
+        color::to_rgb(src, image);
         self.write(image, (h, w), flip, dst);
     }
 }
@@ -247,7 +235,7 @@ fn write_with<const N: usize>(t: &Table, layout: Layout, src: &[u8], pixels: usi
 mod simd {
     use std::arch::x86_64::*;
 
-    use super::{f32_to_f16, flip_horizontal, Layout, NormalizeImage};
+    use super::{f32_to_f16, flip_horizontal, Layout, NormalizeImage, Source};
 
     /// Writes `src` (HWC `u8`, `h × w`) normalised by `n` into `dst`, mirrored when `flip`;
     /// `false` (nothing written) when the CPU lacks AVX2 or F16C or the lengths do not match, for
@@ -389,36 +377,36 @@ mod simd {
         }
     }
 
-    /// [`super::NormalizeImage::write_planes`] for a CHW layout: `false` (nothing written) for
-    /// HWC, without AVX2 + F16C, or when the lengths do not match.
+    /// [`super::Prepared::write_planes`] for a CHW layout: `false` (nothing written) for HWC,
+    /// packed RGB, without AVX2 + F16C, or when the lengths do not match.
     pub(super) fn write_planes(
         n: &NormalizeImage,
         recip: Option<&[f32; 3]>,
-        count: usize,
-        planes: &[u8],
+        src: Source<'_>,
         (h, w): (usize, usize),
         flip: bool,
         dst: &mut [u8],
     ) -> bool {
         let size = n.elem().size();
+        let (planes, grey) = match src {
+            Source::Ycc(p) => (p, false),
+            Source::Grey(p) => ([p; 3], true),
+            Source::Rgb(_) => return false,
+        };
         if n.layout != Layout::Chw
-            || !matches!(count, 1 | 3)
-            || planes.len() != count * h * w
+            || !src.holds(h * w)
             || dst.len() != 3 * h * w * size
             || !is_x86_feature_detected!("avx2")
             || !is_x86_feature_detected!("f16c")
         {
             return false;
         }
-        let p = h * w;
-        let plane = |c: usize| if count == 3 { &planes[c * p..(c + 1) * p] } else { &planes[..p] };
-        let src = [plane(0), plane(1), plane(2)];
         // SAFETY: the CPU has AVX2 and F16C; each source plane is h × w bytes and dst holds
         // 3 · h · w values of `size` bytes (all checked above), which is what the kernel needs.
         unsafe {
             match recip {
-                Some(r) => chw_planes_avx2::<true>(src, count == 1, (h, w), &n.mean, r, size, flip, dst),
-                None => chw_planes_avx2::<false>(src, count == 1, (h, w), &n.mean, &n.std, size, flip, dst),
+                Some(r) => chw_planes_avx2::<true>(planes, grey, (h, w), &n.mean, r, size, flip, dst),
+                None => chw_planes_avx2::<false>(planes, grey, (h, w), &n.mean, &n.std, size, flip, dst),
             }
         }
         true
@@ -738,9 +726,7 @@ impl FieldDecoder for ImagePipeline {
             // straight to it.
             if let Some(planar) = self.planar.as_ref().filter(|_| kept == 0) {
                 let flip = flip ^ planar.flips(ctx);
-                let mut finish = |count: usize, planes: &[u8]| {
-                    prepared.write_planes(count, planes, size, flip, image, dst)
-                };
+                let mut finish = |src: Source<'_>| prepared.write_planes(src, size, flip, image, dst);
                 if planar.decode_planes(value, ctx, &mut finish)? {
                     return Ok(());
                 }
@@ -841,17 +827,9 @@ mod tests {
             let n = h * w;
             let planes: Vec<u8> = (0..3 * n).map(|i| ((i * 7919 + i / 3 * 101) % 256) as u8).collect();
             for count in [3usize, 1] {
+                let src = Source::planes(count, &planes[..count * n]);
                 let mut rgb = vec![0u8; 3 * n];
-                if count == 3 {
-                    crate::image::color::ycc_to_rgb(
-                        &planes[..n],
-                        &planes[n..2 * n],
-                        &planes[2 * n..],
-                        &mut rgb,
-                    );
-                } else {
-                    crate::image::color::grey_to_rgb(&planes[..n], &mut rgb);
-                }
+                color::to_rgb(src, &mut rgb);
                 for (dtype, layout, std) in [
                     (FloatType::F16, Layout::Chw, None),
                     (FloatType::F32, Layout::Chw, None),
@@ -868,28 +846,12 @@ mod tests {
                         // What this CPU runs (the AVX-512 lookups where it has them)...
                         let mut got = vec![0u8; 3 * n * size];
                         let mut image = Vec::new();
-                        Prepared::new(norm).write_planes(
-                            count,
-                            &planes[..count * n],
-                            (h, w),
-                            flip,
-                            &mut image,
-                            &mut got,
-                        );
+                        Prepared::new(norm).write_planes(src, (h, w), flip, &mut image, &mut got);
                         // ... and the AVX2 kernel (CHW only), where the CPU has it.
                         #[cfg(target_arch = "x86_64")]
                         {
                             let mut avx2 = vec![0u8; 3 * n * size];
-                            let planes = &planes[..count * n];
-                            if simd::write_planes(
-                                &norm,
-                                recip.as_ref(),
-                                count,
-                                planes,
-                                (h, w),
-                                flip,
-                                &mut avx2,
-                            ) {
+                            if simd::write_planes(&norm, recip.as_ref(), src, (h, w), flip, &mut avx2) {
                                 assert_eq!(
                                     avx2, got,
                                     "AVX2 {h}x{w} count {count} {dtype:?} {layout:?} flip {flip}"

@@ -72,8 +72,8 @@ struct Axis {
     taps: usize,
     starts: Vec<u32>,
     weights: Vec<i16>,
-    /// Scratch: per output its first input, first offset, inputs used − 1 and weight sum, then
-    /// the float weights tap by tap.
+    /// Scratch: per output its first input, first offset (then `ONE / sum`), inputs used − 1,
+    /// weight sum, largest weight and peak position, then the float weights tap by tap.
     scratch: Vec<f64>,
     /// Scratch: the sums of the rounded weights, then the rounded weights tap by tap.
     rounded: Vec<i32>,
@@ -202,6 +202,7 @@ impl Axis {
         q.resize((taps + 1) * n, 0);
         let (totals, q) = q.split_at_mut(n);
         totals.fill(0);
+        // (`first` is not needed any more: it holds each output's `ONE / sum` now.)
         let unit: &mut [f64] = first;
         for i in 0..n {
             unit[i] = f64::from(ONE) / sums[i];
@@ -382,22 +383,11 @@ pub(crate) fn resize_planes(planes: &[Plane<'_>], dst: &mut [u8], (dst_w, dst_h)
             planes.len()
         )));
     }
-    for p in planes {
-        check(p.data.len(), p.size, 1, p.crop, n, (dst_w, dst_h))?;
+    // Each plane through `resize`: `prepare` keeps the weights when a plane's geometry is the
+    // one before it.
+    for (p, out) in planes.iter().zip(dst.chunks_exact_mut(n.max(1))) {
+        resize(p.data, p.size, 1, p.crop, out, (dst_w, dst_h), p.filter)?;
     }
-    RESAMPLER.with(|r| {
-        let r = &mut *r.borrow_mut();
-        for (p, out) in planes.iter().zip(dst.chunks_exact_mut(n.max(1))) {
-            r.prepare(Geometry {
-                src: p.size,
-                crop: p.crop,
-                dst: (dst_w, dst_h),
-                filter: p.filter,
-                channels: 1,
-            });
-            r.run(p.data, p.size.0 as usize, 1, out, (dst_w as usize, dst_h as usize));
-        }
-    });
     Ok(())
 }
 
