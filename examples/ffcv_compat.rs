@@ -77,7 +77,7 @@ fn write(
     // FFCV must still see exactly the same samples.
     if n > 0 {
         let parts = beton_query::IndexSet::all(n).split(&[0.75, 0.25], 1).expect("split");
-        beton_query::splits::save(&path, [("train", &parts[0]), ("val", &parts[1])]).expect("splits");
+        beton_query::splits::save(&path, None, [("train", &parts[0]), ("val", &parts[1])]).expect("splits");
     }
     path
 }

@@ -56,6 +56,9 @@ pub struct BenchArgs {
     /// training pipeline), `center:SIZE` (centre crop + normalize) or `simple` (whole images).
     #[arg(long, value_name = "rrc:SIZE|center:SIZE|simple")]
     images: Option<String>,
+    /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
+    #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
+    custom: Vec<String>,
 }
 
 /// `--order`.
@@ -71,7 +74,7 @@ pub enum Order {
 
 /// Runs the benchmark; returns the report.
 pub fn run(args: &BenchArgs) -> Result<String> {
-    let ds = Arc::new(crate::open(&args.file, &[])?);
+    let ds = Arc::new(crate::open(&args.file, &args.custom)?);
     let indices = match (&args.filter, &args.split) {
         (Some(sql), _) => Some(select_indices(&Table::new(&ds), sql)?),
         (None, Some(name)) => Some(splits::get(&ds, name)?),

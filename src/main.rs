@@ -147,6 +147,9 @@ struct WriteArgs {
     /// entropy-decode only the part of each JPEG around the crop.
     #[arg(long, value_name = "N", default_value_t = 1)]
     restart_interval: u16,
+    /// Leave out images that cannot be read or decoded (listed at the end) instead of stopping.
+    #[arg(long)]
+    skip_bad: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -373,6 +376,7 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
             progress_bar.set_position(p.done);
             true
         })),
+        skip_bad: a.skip_bad,
         ..WriterOptions::default()
     };
     let report = Writer::new(&a.out, fields, options).and_then(|w| {
@@ -389,9 +393,22 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
         })
     });
     bar.finish_and_clear();
-    let report = report?;
+    // Errors about one sample name its image file, not only its index.
+    let image_path = |index: u64| folder.samples.get(index as usize).map(|(p, _)| p.display().to_string());
+    let report = report.map_err(|e| {
+        let index = match &e {
+            beton_storage::Error::InvalidSample { index, .. }
+            | beton_storage::Error::Source { index, .. } => Some(*index),
+            _ => None,
+        };
+        let hint = if a.skip_bad { "" } else { " (--skip-bad leaves such images out)" };
+        match index.and_then(image_path) {
+            Some(path) => anyhow::Error::new(e).context(format!("image {path}{hint}")),
+            None => e.into(),
+        }
+    })?;
     let secs = start.elapsed().as_secs_f64();
-    Ok(format!(
+    let mut out = format!(
         "wrote {}: {} images in {} classes, {} pages, {} in {:.1} s ({:.0} images/s)\n",
         report.path.display(),
         report.num_samples,
@@ -400,7 +417,14 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
         human(report.file_len),
         secs,
         report.num_samples as f64 / secs.max(1e-9)
-    ))
+    );
+    if !report.skipped.is_empty() {
+        writeln!(out, "skipped {} unreadable images:", report.skipped.len())?;
+        for (index, why) in &report.skipped {
+            writeln!(out, "  {}: {why}", image_path(*index).unwrap_or_else(|| format!("sample {index}")))?;
+        }
+    }
+    Ok(out)
 }
 
 /// Puts `FILE: ` before a storage error unless its message already starts with the file.

@@ -61,14 +61,14 @@ pub fn run(action: &Action) -> Result<String> {
             let ds = crate::open(file, &[])?;
             let set = select_indices(&Table::new(&ds), sql)?;
             drop(ds);
-            splits::save(file, [(name.as_str(), &set)])?;
+            splits::save(file, None, [(name.as_str(), &set)])?;
             Ok(format!("split '{name}': {} rows\n", set.len()))
         }
         Action::Random { file, parts, seed, filter, stratify } => {
             random(file, parts, *seed, filter.as_deref(), stratify.as_deref())
         }
         Action::Remove { file, names } => {
-            splits::remove(file, names.iter().map(String::as_str))?;
+            splits::remove(file, None, names.iter().map(String::as_str))?;
             Ok(format!("removed {}\n", names.join(", ")))
         }
     }
@@ -127,6 +127,9 @@ fn random(
         let (name, fraction) = p.split_once('=').with_context(|| format!("'{p}': expected NAME=FRACTION"))?;
         let fraction: f64 =
             fraction.parse().with_context(|| format!("'{p}': '{fraction}' is not a fraction like 0.8"))?;
+        if !(0.0..=1.0).contains(&fraction) {
+            bail!("'{p}': {fraction} is not a fraction in [0, 1]");
+        }
         if names.contains(&name) {
             bail!("'{name}' is named twice");
         }
@@ -157,7 +160,7 @@ fn random(
     };
     drop(table);
     drop(ds);
-    splits::save(file, names.iter().copied().zip(&sets))?;
+    splits::save(file, None, names.iter().copied().zip(&sets))?;
     let mut out = String::new();
     for (name, set) in names.iter().zip(&sets) {
         writeln!(out, "split '{name}': {} rows", set.len())?;

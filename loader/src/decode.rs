@@ -108,6 +108,11 @@ impl ColumnSpec {
     pub fn sample_bytes(&self) -> usize {
         self.shape.iter().product::<usize>() * self.elem.size()
     }
+
+    /// [`sample_bytes`](Self::sample_bytes), or `None` when it overflows.
+    pub fn checked_sample_bytes(&self) -> Option<usize> {
+        self.shape.iter().try_fold(self.elem.size(), |n, &d| n.checked_mul(d))
+    }
 }
 
 /// What a decoder knows about the sample it decodes.
@@ -238,6 +243,22 @@ impl FieldDecoder for NDArrayDecoder {
                             spec.dtype.typestr()
                         ),
                     })?;
+                // Every sample's array lies in one page (FORMAT.md §5): a descriptor whose
+                // arrays cannot is corrupt, and no buffer is sized from it.
+                if ds.num_samples() > 0 && spec.nbytes() > ds.page_size() {
+                    return Err(Error::Storage(beton_storage::Error::Corrupt {
+                        path: ds.path().to_path_buf(),
+                        offset: 0,
+                        what: format!(
+                            "field '{}': arrays of shape {:?} ({} bytes) cannot fit the file's pages \
+                             of {} bytes",
+                            f.name(),
+                            spec.shape,
+                            spec.nbytes(),
+                            ds.page_size()
+                        ),
+                    }));
+                }
                 Ok(vec![ColumnSpec {
                     name: f.name().to_string(),
                     elem,
@@ -275,14 +296,31 @@ fn longest(ds: &Dataset, field: usize) -> Result<(usize, usize)> {
             })
         }
     };
-    let (row, offset) = (ds.row_size(), f.offset());
+    // A value lies in its sample's page (FORMAT.md §5), so no valid size word exceeds the page
+    // size: a larger one is a corrupt row, reported before any buffer is sized from it.
+    let (row, offset, limit) = (ds.row_size(), f.offset(), ds.page_size().min(ds.file_len()));
     let table = ds.data_table();
     let mut max = 0u64;
-    for r in table.chunks_exact(row) {
+    for (i, r) in table.chunks_exact(row).enumerate() {
         let word = u64::from_le_bytes(r[offset + 8..offset + 16].try_into().unwrap_or_default());
-        max = max.max(word);
+        let bytes = word.checked_mul(itemsize as u64).filter(|&b| b <= limit);
+        let Some(bytes) = bytes else {
+            return Err(Error::Storage(beton_storage::Error::Corrupt {
+                path: ds.path().to_path_buf(),
+                offset: ds.data_table_offset() + (i * row + offset + 8) as u64,
+                what: format!(
+                    "sample {i}, field '{}': the row gives a size of {word} × {itemsize} bytes, more \
+                     than a page ({} bytes) or the file ({} bytes) can hold",
+                    f.name(),
+                    ds.page_size(),
+                    ds.file_len()
+                ),
+            }));
+        };
+        max = max.max(bytes);
     }
-    let bytes = (max as usize).saturating_mul(itemsize).saturating_sub(suffix);
+    ds.check_intact()?;
+    let bytes = (max as usize).saturating_sub(suffix);
     Ok((bytes, itemsize))
 }
 

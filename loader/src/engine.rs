@@ -9,6 +9,7 @@
 //! threads. Every random choice comes from (seed, epoch, sample index), so the batches are the
 //! same whatever the thread count or timing.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
@@ -213,12 +214,23 @@ impl LoaderBuilder {
     /// Checks the arguments and builds the loader.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the argument: batch size 0, rank outside the world,
+    /// [`Error::InvalidArgument`] naming the argument: batch size 0, more than
+    /// [`beton_storage::MAX_THREADS`] threads, rank outside the world,
     /// indices past the dataset, an unknown field, a field with no decoder.
     pub fn build(self) -> Result<Loader> {
         let invalid = |what: &str, why: String| Error::InvalidArgument { what: what.into(), why };
         if self.batch_size == 0 {
             return Err(invalid("batch_size", "must be at least 1".into()));
+        }
+        if self.threads > beton_storage::MAX_THREADS {
+            return Err(invalid(
+                "threads",
+                format!(
+                    "{} is more than the {} threads beton runs at once (0 means one per core)",
+                    self.threads,
+                    beton_storage::MAX_THREADS
+                ),
+            ));
         }
         if self.world_size == 0 || self.rank >= self.world_size {
             return Err(invalid(
@@ -446,6 +458,16 @@ impl Loader {
             p.num_columns = cols.len();
             columns.extend(cols);
         }
+        // Sizes may come from the file (the longest payload, an array's shape): checked here,
+        // before any buffer is sized from them, so later arithmetic on them cannot overflow.
+        for c in &columns {
+            if c.checked_sample_bytes().and_then(|n| n.checked_mul(self.batch_size)).is_none() {
+                return Err(Error::InvalidArgument {
+                    what: format!("batch column '{}'", c.name),
+                    why: format!("{:?} per sample × {} samples overflows", c.shape, self.batch_size),
+                });
+            }
+        }
         let schedule = self.cache.as_ref().map(|_| Schedule::new(&self.ds, plan.batches()));
         let shared = Arc::new(Shared {
             ds: Arc::clone(&self.ds),
@@ -465,11 +487,30 @@ impl Loader {
                 prefetched: first,
                 ready: BTreeMap::new(),
                 stop: false,
+                live_workers: 0,
             }),
             changed: Condvar::new(),
             counters: Counters::default(),
         });
-        let mut threads = Vec::new();
+        let state = LoaderState::new(
+            self.order.as_ref(),
+            &self.context(epoch),
+            self.rank,
+            self.world_size,
+            self.drop_last,
+        );
+        let workers = self.threads.min(shared.plan.num_batches().max(1));
+        shared.lock().live_workers = workers;
+        // Threads go into the epoch as they start: if a spawn fails, dropping it stops and joins
+        // the ones already running.
+        let mut out = Epoch {
+            shared: Arc::clone(&shared),
+            threads: Vec::with_capacity(workers + 1),
+            consumer_wait: Duration::ZERO,
+            batches: 0,
+            failed: false,
+            state,
+        };
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name)
@@ -478,20 +519,20 @@ impl Loader {
         };
         if shared.cache.is_some() {
             let s = Arc::clone(&shared);
-            threads.push(spawn("beton-prefetch".into(), Box::new(move || s.prefetch_loop()))?);
+            out.threads.push(spawn("beton-prefetch".into(), Box::new(move || s.prefetch_loop()))?);
         }
-        for k in 0..self.threads.min(shared.plan.num_batches().max(1)) {
+        for k in 0..workers {
             let s = Arc::clone(&shared);
-            threads.push(spawn(format!("beton-worker-{k}"), Box::new(move || s.worker_loop()))?);
+            match spawn(format!("beton-worker-{k}"), Box::new(move || s.worker_loop())) {
+                Ok(t) => out.threads.push(t),
+                Err(e) => {
+                    // Workers that never started are not waited for.
+                    shared.lock().live_workers -= workers - k;
+                    return Err(e);
+                }
+            }
         }
-        let state = LoaderState::new(
-            self.order.as_ref(),
-            &self.context(epoch),
-            self.rank,
-            self.world_size,
-            self.drop_last,
-        );
-        Ok(Epoch { shared, threads, consumer_wait: Duration::ZERO, batches: 0, failed: false, state })
+        Ok(out)
     }
 
     /// Resumes from a state saved with [`Epoch::state`]: the next [`next_epoch`](Self::next_epoch)
@@ -541,6 +582,9 @@ struct Gate {
     prefetched: usize,
     ready: BTreeMap<usize, Result<Slot>>,
     stop: bool,
+    /// Worker threads that have not exited: when none is left and the batch the consumer waits
+    /// for was never filed, the consumer gets an error instead of waiting forever.
+    live_workers: usize,
 }
 
 struct Shared {
@@ -578,6 +622,9 @@ impl Shared {
     }
 
     fn prefetch_loop(&self) {
+        // Whatever ends this thread early (a panic included), workers waiting for pages must
+        // not wait forever: the batch not yet prefetched gets an error.
+        let _guard = PrefetchGuard(self);
         let (Some(cache), Some(schedule)) = (&self.cache, &self.schedule) else { return };
         let start = self.lock().prefetched;
         for b in start..self.plan.num_batches() {
@@ -604,7 +651,10 @@ impl Shared {
     }
 
     fn worker_loop(&self) {
+        let _guard = WorkerGuard(self);
         let mut scratch = Vec::new();
+        // The sample being decoded, to name it when a decoder panics.
+        let current = Cell::new(None);
         loop {
             let b = self.next.fetch_add(1, AtomicOrdering::Relaxed);
             if b >= self.plan.num_batches() {
@@ -615,46 +665,67 @@ impl Shared {
                 return;
             }
             let started = Instant::now();
-            let mut slot = self.pool.take(&self.columns, self.batch_size);
-            let built = std::panic::catch_unwind(AssertUnwindSafe(|| self.build(b, &mut slot, &mut scratch)))
-                .unwrap_or_else(|panic| {
-                    let why = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "a decoder panicked".into());
-                    Err(Error::Decode(format!("panic while building batch {b}: {why}")))
-                });
+            current.set(None);
+            // Everything that touches the batch runs under catch_unwind: a panic becomes this
+            // batch's error, and the consumer gets it instead of waiting for a batch never filed.
+            let entry = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                let mut slot = self.pool.take(&self.columns, self.batch_size)?;
+                match self.build(b, &mut slot, &mut scratch, &current) {
+                    Ok(()) => Ok(slot),
+                    Err(e) => {
+                        self.pool.give_back(slot);
+                        Err(e)
+                    }
+                }
+            }))
+            .unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a decoder panicked".into());
+                let at = match current.get() {
+                    Some((index, field)) => {
+                        format!(", sample {index}, field '{}'", self.ds.fields()[field].name())
+                    }
+                    None => String::new(),
+                };
+                Err(Error::Decode(format!("panic while building batch {b}{at}: {why}")))
+            });
             add(&self.counters.worker_busy_ns, nanos(started.elapsed()));
-            let entry = match built {
-                Ok(()) => Ok(slot),
-                Err(e) => {
-                    self.pool.give_back(slot);
-                    Err(e)
-                }
-            };
-            let mut gate = self.lock();
-            if gate.stop {
-                if let Ok(slot) = entry {
-                    self.pool.give_back(slot);
-                }
-                return;
-            }
-            // The prefetcher may have filed an error for this batch already; it wins.
-            if let Some(Err(_)) = gate.ready.get(&b) {
-                if let Ok(slot) = entry {
-                    self.pool.give_back(slot);
-                }
-            } else {
-                gate.ready.insert(b, entry);
-            }
-            drop(gate);
-            self.changed.notify_all();
+            self.file(b, entry);
         }
     }
 
+    /// Files batch `b` (or its error) for the consumer.
+    fn file(&self, b: usize, entry: Result<Slot>) {
+        let mut gate = self.lock();
+        if gate.stop {
+            if let Ok(slot) = entry {
+                self.pool.give_back(slot);
+            }
+            return;
+        }
+        // The prefetcher may have filed an error for this batch already; it wins.
+        if let Some(Err(_)) = gate.ready.get(&b) {
+            if let Ok(slot) = entry {
+                self.pool.give_back(slot);
+            }
+        } else {
+            gate.ready.insert(b, entry);
+        }
+        drop(gate);
+        self.changed.notify_all();
+    }
+
     /// Decodes batch `b` into `slot`.
-    fn build(&self, b: usize, slot: &mut Slot, scratch: &mut Vec<u8>) -> Result<()> {
+    fn build(
+        &self,
+        b: usize,
+        slot: &mut Slot,
+        scratch: &mut Vec<u8>,
+        current: &Cell<Option<(u64, usize)>>,
+    ) -> Result<()> {
         let ids = self.plan.batch(b);
         slot.indices.clear();
         slot.indices.extend_from_slice(ids);
@@ -696,6 +767,7 @@ impl Shared {
                     Some(name) => crate::random::lane_seed(self.seed, fnv1a(name.as_bytes()), u64::MAX),
                 };
                 let ctx = SampleContext { index, seed, epoch: self.epoch, position };
+                current.set(Some((index, p.field)));
                 let value = self.ds.get_in(index, p.field, window)?;
                 let cols = p.first_column..p.first_column + p.num_columns;
                 // Inline for up to four columns: no allocation per sample.
@@ -712,6 +784,9 @@ impl Shared {
             }
             drop(held);
         }
+        // A read through the map past the end of a file truncated since it was opened got
+        // zeros instead of a signal (beton_storage's SIGBUS guard): such a batch is an error.
+        self.ds.check_intact()?;
         let c = &self.counters;
         add(&c.samples, ids.len() as u64);
         add(&c.payload_bytes, payload);
@@ -802,6 +877,12 @@ impl Iterator for Epoch {
             if let Some(entry) = gate.ready.remove(&b) {
                 break entry;
             }
+            if gate.live_workers == 0 {
+                break Err(Error::Decode(format!(
+                    "the loader's worker threads stopped before building batch {b} of epoch {}",
+                    shared.epoch
+                )));
+            }
             gate = shared.changed.wait(gate).unwrap_or_else(|e| e.into_inner());
         };
         gate.consumed += 1;
@@ -833,6 +914,36 @@ impl Iterator for Epoch {
 impl Drop for Epoch {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Counts a worker out when its thread ends, however it ends, and wakes the consumer.
+struct WorkerGuard<'a>(&'a Shared);
+
+impl Drop for WorkerGuard<'_> {
+    fn drop(&mut self) {
+        let mut gate = self.0.lock();
+        gate.live_workers = gate.live_workers.saturating_sub(1);
+        drop(gate);
+        self.0.changed.notify_all();
+    }
+}
+
+/// When the prefetch thread ends before the last batch (a panic), files an error for the first
+/// batch it did not prefetch and releases the workers waiting on it.
+struct PrefetchGuard<'a>(&'a Shared);
+
+impl Drop for PrefetchGuard<'_> {
+    fn drop(&mut self) {
+        let mut gate = self.0.lock();
+        let b = gate.prefetched;
+        if !gate.stop && b < self.0.plan.num_batches() && std::thread::panicking() {
+            gate.ready
+                .insert(b, Err(Error::Decode(format!("the prefetch thread panicked before batch {b}"))));
+            gate.prefetched = usize::MAX;
+        }
+        drop(gate);
+        self.0.changed.notify_all();
     }
 }
 

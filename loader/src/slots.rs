@@ -14,6 +14,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::decode::ColumnSpec;
+use crate::error::{Error, Result};
 
 /// Bytes a column's start is aligned to: a cache line, so that a sample of a whole number of
 /// lines (an image) starts on one, and its writers' 64-byte stores do not split lines.
@@ -47,19 +48,36 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// Shapes the slot for `columns` × `batch_size` samples, reusing its memory when it fits.
-    fn shape_for(&mut self, columns: &[ColumnSpec], batch_size: usize) {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a column's size overflows or its memory cannot be had
+    /// (a size taken from a corrupt file must end here as an error, never abort the process).
+    fn shape_for(&mut self, columns: &[ColumnSpec], batch_size: usize) -> Result<()> {
         self.buffers.resize_with(columns.len(), Buffer::default);
         for (buf, col) in self.buffers.iter_mut().zip(columns) {
-            let words = (col.sample_bytes() * batch_size).div_ceil(8);
+            let too_big =
+                |why: String| Error::InvalidArgument { what: format!("batch column '{}'", col.name), why };
+            let bytes = col
+                .checked_sample_bytes()
+                .and_then(|n| n.checked_mul(batch_size))
+                .ok_or_else(|| too_big(format!("{:?} × {batch_size} samples overflows", col.shape)))?;
+            let words = bytes.div_ceil(8);
             if buf.len != words {
                 // Zeroed once; afterwards every byte a batch exposes is written by its decoder.
                 let spare = ALIGN / 8 - 1;
-                buf.words = vec![0; words + spare];
+                let total = words + spare;
+                let mut fresh = Vec::new();
+                fresh.try_reserve_exact(total).map_err(|_| {
+                    too_big(format!("{} bytes for {batch_size} samples cannot be allocated", total * 8))
+                })?;
+                fresh.resize(total, 0);
+                buf.words = fresh;
                 let misaligned = (buf.words.as_ptr() as usize / 8) % (ALIGN / 8);
                 buf.start = (ALIGN / 8 - misaligned) % (ALIGN / 8);
                 buf.len = words;
             }
         }
+        Ok(())
     }
 
     /// Every column as bytes, to split per sample.
@@ -86,7 +104,10 @@ pub(crate) struct SlotPool {
 
 impl SlotPool {
     /// A free slot shaped for `columns` × `batch_size` (a new one when none is free).
-    pub(crate) fn take(&self, columns: &[ColumnSpec], batch_size: usize) -> Slot {
+    ///
+    /// # Errors
+    /// As [`Slot::shape_for`]; the slot goes back to the pool.
+    pub(crate) fn take(&self, columns: &[ColumnSpec], batch_size: usize) -> Result<Slot> {
         let mut slot = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             match state.free.pop() {
@@ -97,8 +118,13 @@ impl SlotPool {
                 }
             }
         };
-        slot.shape_for(columns, batch_size);
-        slot
+        match slot.shape_for(columns, batch_size) {
+            Ok(()) => Ok(slot),
+            Err(e) => {
+                self.give_back(slot);
+                Err(e)
+            }
+        }
     }
 
     /// Returns `slot` to the pool.
@@ -238,17 +264,31 @@ mod tests {
                     .enumerate()
                     .map(|(i, (elem, shape))| ColumnSpec { name: format!("c{i}"), elem, shape })
                     .collect();
-            let mut slot = pool.take(&columns, batch);
+            let mut slot = pool.take(&columns, batch).unwrap();
             let before: Vec<usize> = slot.columns_mut().iter().map(|c| c.as_ptr() as usize).collect();
             for (c, spec) in slot.columns_mut().iter().zip(&columns) {
                 assert_eq!(c.as_ptr() as usize % ALIGN, 0);
                 assert_eq!(c.len(), (spec.sample_bytes() * batch).div_ceil(8) * 8);
             }
             pool.give_back(slot);
-            let mut again = pool.take(&columns, batch);
+            let mut again = pool.take(&columns, batch).unwrap();
             let after: Vec<usize> = again.columns_mut().iter().map(|c| c.as_ptr() as usize).collect();
             assert_eq!(before, after);
             pool.give_back(again);
         }
+    }
+
+    /// A column whose size overflows, or whose memory the system cannot give, is an error, not
+    /// an abort (a size read from a corrupt file ends here).
+    #[test]
+    fn impossible_sizes_are_errors() {
+        let pool = SlotPool::default();
+        let huge = |shape: Vec<usize>| vec![ColumnSpec { name: "x".into(), elem: ElemType::U8, shape }];
+        let err = pool.take(&huge(vec![usize::MAX / 2, 3]), 1).err().expect("overflow");
+        assert!(err.to_string().contains("overflows"), "{err}");
+        let err = pool.take(&huge(vec![1 << 42]), 1 << 10).err().expect("4 PiB");
+        assert!(err.to_string().contains("cannot be allocated"), "{err}");
+        // The pool still works afterwards.
+        assert!(pool.take(&huge(vec![16]), 4).is_ok());
     }
 }

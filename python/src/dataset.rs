@@ -214,15 +214,15 @@ impl Dataset {
 
     /// Adds or replaces named splits in the file, in one crash-safe update.
     fn save_splits(&self, py: Python<'_>, sets: BTreeMap<String, IndexSet>) -> PyResult<()> {
-        let path = self.inner.path().to_path_buf();
-        py.detach(|| splits::save(&path, sets.iter().map(|(n, s)| (n.as_str(), &s.inner))))
+        let (path, opened) = (self.inner.path().to_path_buf(), self.inner.file_id());
+        py.detach(|| splits::save(&path, opened, sets.iter().map(|(n, s)| (n.as_str(), &s.inner))))
             .map_err(from_query)
     }
 
     /// Removes named splits from the file, in one crash-safe update.
     fn remove_splits(&self, py: Python<'_>, names: Vec<String>) -> PyResult<()> {
-        let path = self.inner.path().to_path_buf();
-        py.detach(|| splits::remove(&path, names.iter().map(String::as_str))).map_err(from_query)
+        let (path, opened) = (self.inner.path().to_path_buf(), self.inner.file_id());
+        py.detach(|| splits::remove(&path, opened, names.iter().map(String::as_str))).map_err(from_query)
     }
 
     fn __repr__(&self) -> String {

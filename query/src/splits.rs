@@ -9,7 +9,7 @@
 //!
 //! let ds = Dataset::open("data.beton")?;
 //! let parts = IndexSet::all(ds.num_samples()).split(&[0.9, 0.1], 0)?;
-//! splits::save("data.beton", [("train", &parts[0]), ("val", &parts[1])])?;
+//! splits::save("data.beton", None, [("train", &parts[0]), ("val", &parts[1])])?;
 //! let val = splits::get(&ds, "val")?;
 //! # Ok::<(), beton_query::Error>(())
 //! ```
@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use beton_storage::Dataset;
+use beton_storage::{Dataset, FileId};
 
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
@@ -85,8 +85,12 @@ pub(crate) fn no_such_split<'n>(name: &str, names: impl Iterator<Item = &'n Stri
 /// # Errors
 /// [`Error::InvalidArgument`] for a bad name or rows past the end of the dataset;
 /// `NoRoomForSplits` from storage when they do not fit (the file is unchanged); I/O errors.
+///
+/// With `opened` (a handle's `Dataset::file_id`), nothing is written unless `path` still holds
+/// the file that handle opened (`FileReplaced` from storage otherwise).
 pub fn save<'s>(
     path: impl AsRef<Path>,
+    opened: Option<FileId>,
     sets: impl IntoIterator<Item = (&'s str, &'s IndexSet)>,
 ) -> Result<()> {
     let path = path.as_ref();
@@ -97,7 +101,7 @@ pub fn save<'s>(
         check_rows(num_samples, name, set)?;
         encoded.push((name.to_string(), set.to_bytes()));
     }
-    beton_storage::update_splits(path, |stored| {
+    beton_storage::update_splits(path, opened, |stored| {
         stored.extend(encoded);
         Ok(())
     })?;
@@ -108,10 +112,15 @@ pub fn save<'s>(
 ///
 /// # Errors
 /// [`Error::NoSuchSplit`] if one of them does not exist (nothing is removed then); I/O errors.
-pub fn remove<'s>(path: impl AsRef<Path>, names: impl IntoIterator<Item = &'s str>) -> Result<()> {
+/// `opened` as for [`save`].
+pub fn remove<'s>(
+    path: impl AsRef<Path>,
+    opened: Option<FileId>,
+    names: impl IntoIterator<Item = &'s str>,
+) -> Result<()> {
     let names: Vec<&str> = names.into_iter().collect();
     let mut missing = None;
-    beton_storage::update_splits(path, |stored| {
+    beton_storage::update_splits(path, opened, |stored| {
         if let Some(name) = names.iter().find(|n| !stored.contains_key(**n)) {
             let err = no_such_split(name, stored.keys());
             let placeholder =

@@ -47,7 +47,7 @@ fn round_trip_and_sql() {
         assert!(splits::all(&ds).unwrap().is_empty());
         let n = ds.num_samples();
         let parts = IndexSet::all(n).split(&[0.8, 0.2], 3).unwrap();
-        splits::save(&path, [("train", &parts[0]), ("val", &parts[1])]).unwrap();
+        splits::save(&path, None, [("train", &parts[0]), ("val", &parts[1])]).unwrap();
 
         // A handle opened before the update sees it (the split region is read afresh).
         assert_eq!(splits::names(&ds).unwrap(), ["train", "val"]);
@@ -69,12 +69,12 @@ fn round_trip_and_sql() {
         assert_eq!(count as usize, parts[1].len());
 
         // Replace one, add one, remove one: the others stay.
-        splits::save(&path, [("val", &ids(0..10)), ("fold-1", &ids(5..7))]).unwrap();
+        splits::save(&path, None, [("val", &ids(0..10)), ("fold-1", &ids(5..7))]).unwrap();
         assert_eq!(splits::get(&ds, "val").unwrap(), ids(0..10));
         assert_eq!(splits::get(&ds, "train").unwrap(), parts[0]);
-        splits::remove(&path, ["fold-1"]).unwrap();
+        splits::remove(&path, None, ["fold-1"]).unwrap();
         assert_eq!(splits::names(&ds).unwrap(), ["train", "val"]);
-        splits::remove(&path, ["train", "val"]).unwrap();
+        splits::remove(&path, None, ["train", "val"]).unwrap();
         assert!(splits::names(&ds).unwrap().is_empty());
         beton_storage::verify(&Dataset::open(&path).unwrap(), true).unwrap();
     }
@@ -84,7 +84,7 @@ fn round_trip_and_sql() {
 fn errors_name_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let path = scalar_dataset(dir.path(), 100, None);
-    splits::save(&path, [("train", &ids(0..50))]).unwrap();
+    splits::save(&path, None, [("train", &ids(0..50))]).unwrap();
     let ds = Dataset::open(&path).unwrap();
     match splits::get(&ds, "test") {
         Err(Error::NoSuchSplit { name, available }) => {
@@ -101,11 +101,11 @@ fn errors_name_what_is_wrong() {
     let err = select_indices(&table, "in_split(label)").unwrap_err().to_string();
     assert!(err.contains("column 1") && err.contains("in_split('val')"), "{err}");
 
-    let err = splits::save(&path, [("bad name", &ids(0..2))]).unwrap_err().to_string();
+    let err = splits::save(&path, None, [("bad name", &ids(0..2))]).unwrap_err().to_string();
     assert!(err.contains("split name \"bad name\""), "{err}");
-    let err = splits::save(&path, [("big", &ids(0..101))]).unwrap_err().to_string();
+    let err = splits::save(&path, None, [("big", &ids(0..101))]).unwrap_err().to_string();
     assert!(err.contains("row 100 is past the last row") && err.contains("100 rows"), "{err}");
-    let err = splits::remove(&path, ["train", "nope"]).unwrap_err();
+    let err = splits::remove(&path, None, ["train", "nope"]).unwrap_err();
     assert!(matches!(&err, Error::NoSuchSplit { name, .. } if name == "nope"), "{err}");
     assert_eq!(splits::names(&ds).unwrap(), ["train"], "a failed remove removes nothing");
 }
@@ -116,7 +116,7 @@ fn no_room_leaves_the_file_unchanged() {
     // FFCV's layout and no pages: the region is the 8-byte alignment slack at most.
     let path = scalar_dataset(dir.path(), 100, Some(0));
     let before = std::fs::read(&path).unwrap();
-    let err = splits::save(&path, [("train", &ids(0..50))]).unwrap_err().to_string();
+    let err = splits::save(&path, None, [("train", &ids(0..50))]).unwrap_err().to_string();
     assert!(err.contains("the splits need") && err.contains("room for 0"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
 
@@ -126,10 +126,10 @@ fn no_room_leaves_the_file_unchanged() {
     let region = SplitRegion::of(&ds);
     assert_eq!(region.slot_len, 512);
     let fits: IndexSet = (0..100).step_by(3).collect();
-    splits::save(&path, [("a", &fits)]).unwrap();
+    splits::save(&path, None, [("a", &fits)]).unwrap();
     let before = std::fs::read(&path).unwrap();
     let many: Vec<(String, IndexSet)> = (0..40).map(|k| (format!("fold-{k}"), ids(k..k + 1))).collect();
-    let err = splits::save(&path, many.iter().map(|(n, s)| (n.as_str(), s))).unwrap_err().to_string();
+    let err = splits::save(&path, None, many.iter().map(|(n, s)| (n.as_str(), s))).unwrap_err().to_string();
     assert!(err.contains("room for 512"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
@@ -144,7 +144,7 @@ fn refuses_to_overwrite_foreign_bytes() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[region.start as usize] = 0x42;
     std::fs::write(&path, &bytes).unwrap();
-    let err = splits::save(&path, [("train", &ids(0..5))]).unwrap_err().to_string();
+    let err = splits::save(&path, None, [("train", &ids(0..5))]).unwrap_err().to_string();
     assert!(err.contains(&format!("byte {}", region.start)) && err.contains("refusing"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
@@ -157,13 +157,13 @@ fn every_torn_update_reads_old_or_new() {
     let dir = tempfile::tempdir().unwrap();
     let path = scalar_dataset(dir.path(), 2000, None);
     let old_a = ids(0..1000);
-    splits::save(&path, [("a", &old_a)]).unwrap();
+    splits::save(&path, None, [("a", &old_a)]).unwrap();
     // Two generations so the target slot holds an older, valid generation too.
     let old_b: IndexSet = (0..2000).step_by(7).collect();
-    splits::save(&path, [("b", &old_b)]).unwrap();
+    splits::save(&path, None, [("b", &old_b)]).unwrap();
     let old = std::fs::read(&path).unwrap();
     let new_c: IndexSet = (0..2000).step_by(3).collect();
-    splits::save(&path, [("c", &new_c)]).unwrap();
+    splits::save(&path, None, [("c", &new_c)]).unwrap();
     let new = std::fs::read(&path).unwrap();
 
     let ds = Dataset::open(&path).unwrap();
@@ -212,12 +212,12 @@ fn every_torn_update_reads_old_or_new() {
 fn killed_update_keeps_old_splits() {
     if let Some(path) = std::env::var_os("BETON_SPLITS_TEST_CHILD") {
         // In the child: this update dies at the fail point.
-        splits::save(Path::new(&path), [("new", &ids(0..3))]).unwrap();
+        splits::save(Path::new(&path), None, [("new", &ids(0..3))]).unwrap();
         unreachable!("the fail point aborts the process");
     }
     let dir = tempfile::tempdir().unwrap();
     let path = image_dataset(dir.path(), 200);
-    splits::save(&path, [("old", &ids(0..100))]).unwrap();
+    splits::save(&path, None, [("old", &ids(0..100))]).unwrap();
     for (mode, want_abort) in [("abort", true), ("error", false)] {
         let status = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "killed_update_keeps_old_splits", "--nocapture", "--test-threads=1"])
@@ -238,9 +238,9 @@ fn killed_update_keeps_old_splits() {
         assert_eq!(splits::get(&ds, "old").unwrap(), ids(0..100));
         beton_storage::verify(&ds, true).unwrap();
         // The next update goes through and reuses the torn slot.
-        splits::save(&path, [(mode, &ids(1..2))]).unwrap();
+        splits::save(&path, None, [(mode, &ids(1..2))]).unwrap();
         assert_eq!(splits::get(&ds, mode).unwrap(), ids(1..2));
-        splits::remove(&path, [mode]).unwrap();
+        splits::remove(&path, None, [mode]).unwrap();
     }
 }
 
@@ -253,7 +253,7 @@ fn concurrent_updates_are_serialised() {
             let path = &path;
             s.spawn(move || {
                 for k in 0..10u64 {
-                    splits::save(path, [(format!("t{t}-{k}").as_str(), &ids(t..t + k + 1))]).unwrap();
+                    splits::save(path, None, [(format!("t{t}-{k}").as_str(), &ids(t..t + k + 1))]).unwrap();
                 }
             });
         }

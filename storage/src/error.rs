@@ -45,6 +45,30 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// The file shrank (or lost its backing storage) while beton was reading it through its
+    /// memory map: a read past its new end got zeros instead of a signal, and those are not
+    /// data. The handle stays unusable; reopen the file once its writer is done.
+    #[error(
+        "{path}: the file was truncated or changed by another program while beton was reading it \
+         (reads past its new end failed); reopen it"
+    )]
+    FileChanged {
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// A write through a handle whose path no longer holds the file it opened (replaced by
+    /// another write, or rewritten in place): refused, so it cannot land in a file it did not
+    /// open.
+    #[error(
+        "{path}: the file at this path is no longer the one this handle opened (it was replaced or \
+         rewritten since); refusing to write into it: reopen it with beton.open and retry"
+    )]
+    FileReplaced {
+        /// The file.
+        path: PathBuf,
+    },
+
     /// The format version is not one this reader understands.
     #[error("{path}: unsupported .beton version {version} (beton reads version {expected}, FFCV 1.x's)")]
     UnsupportedVersion {

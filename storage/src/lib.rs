@@ -29,13 +29,15 @@ mod mmap;
 pub mod reader;
 pub mod splits;
 pub mod summary;
+mod temp;
 pub mod writer;
 
 pub use error::{Error, Result};
 pub use field::{ArraySpec, DType, FieldType};
 pub use format::{AllocEntry, Header, Slot};
 pub use image::{Channels, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
-pub use reader::{Dataset, Field, ImageRef, OpenOptions, Value, Window};
+pub use reader::{Dataset, Field, FileId, ImageRef, OpenOptions, Value, Window};
 pub use splits::{update_splits, SplitMap, SplitRegion};
 pub use summary::{verify, Summary};
-pub use writer::{FieldSpec, Progress, SampleValue, WriteReport, Writer, WriterOptions};
+pub use temp::stale_temp_files;
+pub use writer::{FieldSpec, Progress, SampleValue, WriteReport, Writer, WriterOptions, MAX_THREADS};

@@ -11,6 +11,7 @@
 //! `fuzz/fuzz_targets/open_read.rs` holds it to that.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -58,7 +59,20 @@ impl OpenOptions {
     /// I/O errors, and every way the file breaks the format (see [`Dataset::open`]).
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Dataset> {
         let path = path.as_ref();
-        Dataset::validate(path.to_path_buf(), Bytes::map(path)?, self)
+        let io = |e| Error::io(path, e);
+        let file = File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if meta.is_dir() {
+            return Err(Error::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a .beton file"),
+            ));
+        }
+        let bytes = Bytes::map(path, &file, meta.len())?;
+        let mut ds = Dataset::validate(path.to_path_buf(), bytes, self)?;
+        ds.id = Some(FileId::of(&meta, ds.header.to_bytes()));
+        ds.file = Some(file);
+        Ok(ds)
     }
 
     /// Validates a dataset held in memory (tests and fuzzing); errors name the path `<memory>`.
@@ -232,9 +246,58 @@ pub struct Window<'a> {
     pub bytes: &'a [u8],
 }
 
+/// What identifies the file a handle opened: where it lives (device and inode), its length and
+/// its header. A path that no longer holds the same file (replaced by a rename, or rewritten in
+/// place with another header or length) has another id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    device: u64,
+    inode: u64,
+    len: u64,
+    header: [u8; HEADER_SIZE],
+}
+
+impl FileId {
+    fn of(meta: &std::fs::Metadata, header: [u8; HEADER_SIZE]) -> FileId {
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        FileId { device, inode, len: meta.len(), header }
+    }
+
+    /// The id of the file open as `file` now.
+    ///
+    /// # Errors
+    /// I/O errors reading its metadata or header.
+    pub fn of_file(path: &Path, file: &File) -> Result<FileId> {
+        let io = |e| Error::io(path, e);
+        let meta = file.metadata().map_err(io)?;
+        let mut header = [0u8; HEADER_SIZE];
+        #[cfg(unix)]
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut header, 0).map_err(io)?;
+        #[cfg(not(unix))]
+        {
+            use std::io::{Read, Seek};
+            let mut f = file;
+            f.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+            f.read_exact(&mut header).map_err(io)?;
+        }
+        Ok(FileId::of(&meta, header))
+    }
+}
+
 /// An open, validated `.beton` file.
 pub struct Dataset {
     path: PathBuf,
+    /// The file this handle opened (`None` for bytes in memory).
+    id: Option<FileId>,
+    /// The open file, for reads that must not go through the map (the split region, FORMAT.md
+    /// §12, which may be a hole).
+    file: Option<File>,
     bytes: Bytes,
     header: Header,
     fields: Vec<Field>,
@@ -401,6 +464,8 @@ impl Dataset {
         bytes.advise_random(data_start, alloc_start);
         Ok(Dataset {
             path,
+            id: None,
+            file: None,
             bytes,
             header,
             fields,
@@ -416,6 +481,7 @@ impl Dataset {
             if !options.defer_allocation_checks {
                 ds.alloc_meta()?;
             }
+            ds.check_intact()?;
             Ok(ds)
         })
     }
@@ -462,6 +528,9 @@ impl Dataset {
             alloc_sorted &= previous.is_none_or(|p| p <= key);
             previous = Some(key);
         }
+        if self.bytes.is_damaged() {
+            return Err((0, "the file shrank while its allocation table was read".into()));
+        }
         Ok(AllocMeta { sorted: alloc_sorted, first_page })
     }
 
@@ -475,6 +544,57 @@ impl Dataset {
     /// The file's path (`<memory>` for [`OpenOptions::open_bytes`]).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What identifies the file this handle opened (`None` for bytes in memory): writes through
+    /// a handle check that its path still holds this file.
+    pub fn file_id(&self) -> Option<FileId> {
+        self.id
+    }
+
+    /// Checks that every read through this handle so far read the file's bytes: `Err` when
+    /// the file was truncated by another program since it was opened and a read past its new
+    /// end got zeros instead of crashing the process (see [`Error::FileChanged`]). Readers call
+    /// this after reading and before handing out what they read; [`Dataset::get`] and
+    /// [`crate::verify`] call it themselves, but bytes borrowed from a [`Value`] are read by the
+    /// caller, who checks afterwards.
+    ///
+    /// # Errors
+    /// [`Error::FileChanged`].
+    pub fn check_intact(&self) -> Result<()> {
+        if self.bytes.is_damaged() {
+            return Err(Error::FileChanged { path: self.path.clone() });
+        }
+        Ok(())
+    }
+
+    /// `len` bytes from byte `offset`, read with `pread` from the file (not through its map: no
+    /// fault on a hole the file system cannot back), or copied from bytes in memory.
+    ///
+    /// # Errors
+    /// I/O errors, and [`Error::Corrupt`] for a range past the end of the file.
+    pub(crate) fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let past_end = || Error::Corrupt {
+            path: self.path.clone(),
+            offset,
+            what: format!("{len} bytes from here run past the end of the file ({} bytes)", self.file_len()),
+        };
+        let end = offset.checked_add(len).filter(|&e| e <= self.file_len()).ok_or_else(past_end)?;
+        match &self.file {
+            #[cfg(unix)]
+            Some(file) => {
+                let mut buf = vec![0u8; len as usize];
+                std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, offset).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        Error::FileChanged { path: self.path.clone() }
+                    } else {
+                        Error::io(&self.path, e)
+                    }
+                })?;
+                Ok(buf)
+            }
+            _ => Ok(self.bytes.as_slice()[offset as usize..end as usize].to_vec()),
+        }
     }
 
     /// The header.
@@ -708,6 +828,14 @@ impl Dataset {
     /// # Errors
     /// As [`Dataset::get`], and [`Error::InvalidArgument`] when the payload is not in `window`.
     pub fn get_in<'a>(&'a self, index: u64, field: usize, window: Window<'a>) -> Result<Value<'a>> {
+        let value = self.read_value(index, field, window);
+        // Checked after reading, error or not: a read that faulted got zeros, and whatever was
+        // concluded from them (a value, or a "corrupt" row) is not about this file's bytes.
+        self.check_intact()?;
+        value
+    }
+
+    fn read_value<'a>(&'a self, index: u64, field: usize, window: Window<'a>) -> Result<Value<'a>> {
         let row = self.row(index)?;
         let f = self.fields.get(field).ok_or_else(|| Error::NoSuchField {
             name: format!("#{field}"),
@@ -722,7 +850,7 @@ impl Dataset {
         };
         let sized_payload = |ptr: u64, size: u64| self.payload(index, field, ptr, Some(size), window);
         let utf8 = |bytes| std::str::from_utf8(bytes).map_err(|e| corrupt(format!("text is not UTF-8: {e}")));
-        Ok(match &f.ty {
+        let value = match &f.ty {
             FieldType::Int => Value::Int(u64_at(0) as i64),
             FieldType::Float => Value::Float(f64::from_bits(u64_at(0))),
             FieldType::Bool => match slot[0] {
@@ -769,7 +897,8 @@ impl Dataset {
                 Value::Array(sized_payload(u64_at(0), size)?)
             }
             FieldType::Custom { .. } => Value::Custom(slot),
-        })
+        };
+        Ok(value)
     }
 
     /// The value of the field called `name` in sample `index`.

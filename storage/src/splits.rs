@@ -24,7 +24,7 @@ use std::fs::{File, OpenOptions};
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::reader::Dataset;
+use crate::reader::{Dataset, FileId};
 
 /// The first 8 bytes of a written slot.
 pub const SLOT_MAGIC: [u8; 8] = *b"BETONSPL";
@@ -157,42 +157,49 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
 }
 
-/// Reads slot `k` of `region` from `file` (the whole file's bytes).
-fn read_slot(file: &[u8], region: SplitRegion, k: usize) -> SlotState {
-    let at = region.slot_offset(k) as usize;
-    let header = &file[at..at + SLOT_HEADER_SIZE as usize];
+/// Reads slot `k` of `region` with `read(offset, len)`.
+fn read_slot(read: &dyn Fn(u64, u64) -> Result<Vec<u8>>, region: SplitRegion, k: usize) -> Result<SlotState> {
+    let at = region.slot_offset(k);
+    let header = read(at, SLOT_HEADER_SIZE)?;
     if header.iter().all(|&b| b == 0) {
-        return SlotState::Empty;
+        return Ok(SlotState::Empty);
     }
     if header[..8] != SLOT_MAGIC {
-        return SlotState::Foreign;
+        return Ok(SlotState::Foreign);
     }
-    let (seq, len) = (u64_at(header, 8), u64_at(header, 16));
+    let (seq, len) = (u64_at(&header, 8), u64_at(&header, 16));
     let stored = u32::from_le_bytes(header[24..28].try_into().unwrap_or_default());
     if len > region.capacity() {
-        return SlotState::Torn {
+        return Ok(SlotState::Torn {
             why: format!("payload length {len} exceeds the slot's {}", region.capacity()),
-        };
+        });
     }
-    let start = at + SLOT_HEADER_SIZE as usize;
     // Copied out before checking, so that the bytes checked are the bytes decoded even if a
     // writer is updating this slot right now.
-    let payload = file[start..start + len as usize].to_vec();
+    let payload = read(at + SLOT_HEADER_SIZE, len)?;
     if crc(seq, &payload) != stored {
-        return SlotState::Torn { why: "checksum mismatch (an update that did not finish?)".into() };
+        return Ok(SlotState::Torn { why: "checksum mismatch (an update that did not finish?)".into() });
     }
-    match decode(&payload) {
+    Ok(match decode(&payload) {
         Ok(splits) => SlotState::Valid { seq, splits },
         Err(why) => SlotState::Torn { why },
-    }
+    })
 }
 
 /// The current generation: (seq, splits, index of its slot); seq 0 and no slot when none.
-fn current(path: &Path, file: &[u8], region: SplitRegion) -> Result<(u64, SplitMap, Option<usize>)> {
+///
+/// The region is read with `read` (`pread`, for a file), never through the file's map: it may be
+/// a hole in the file (FFCV's files, or any file on a full file system), and a fault on a hole
+/// the file system cannot back would be a signal.
+fn current(
+    path: &Path,
+    read: &dyn Fn(u64, u64) -> Result<Vec<u8>>,
+    region: SplitRegion,
+) -> Result<(u64, SplitMap, Option<usize>)> {
     if region.slot_len < SLOT_HEADER_SIZE {
         return Ok((0, SplitMap::new(), None));
     }
-    let slots = [read_slot(file, region, 0), read_slot(file, region, 1)];
+    let slots = [read_slot(read, region, 0)?, read_slot(read, region, 1)?];
     let mut best: Option<(u64, &SplitMap, usize)> = None;
     for (k, s) in slots.iter().enumerate() {
         if let SlotState::Valid { seq, splits } = s {
@@ -224,12 +231,14 @@ impl Dataset {
     /// # Errors
     /// [`Error::Corrupt`] when both slots hold damaged data.
     pub fn splits(&self) -> Result<SplitMap> {
-        current(self.path(), self.file_bytes(), SplitRegion::of(self)).map(|(_, s, _)| s)
+        current(self.path(), &|at, len| self.read_at(at, len), SplitRegion::of(self)).map(|(_, s, _)| s)
     }
 }
 
 /// Replaces the splits of the file at `path` by what `edit` makes of them, crash-safely (see
-/// the module doc). Returns the new splits. `edit` runs under the file's exclusive lock, so
+/// the module doc). Returns the new splits. With `opened` (a handle's
+/// [`Dataset::file_id`]), the update is refused with [`Error::FileReplaced`] unless `path` still
+/// holds that file: a handle never writes into a file it did not open. `edit` runs under the file's exclusive lock, so
 /// concurrent updates from several processes serialize.
 ///
 /// # Errors
@@ -238,16 +247,23 @@ impl Dataset {
 /// whatever `edit` returns.
 pub fn update_splits(
     path: impl AsRef<Path>,
+    opened: Option<FileId>,
     edit: impl FnOnce(&mut SplitMap) -> Result<()>,
 ) -> Result<SplitMap> {
     let path = path.as_ref();
     let io = |e| Error::io(path, e);
     let file = OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
     file.lock().map_err(io)?;
+    if let Some(opened) = opened {
+        if FileId::of_file(path, &file)? != opened {
+            return Err(Error::FileReplaced { path: path.to_path_buf() });
+        }
+    }
     // Opened after taking the lock, so it sees the last update.
     let ds = Dataset::open(path)?;
     let region = SplitRegion::of(&ds);
-    let (seq, mut splits, active) = current(path, ds.file_bytes(), region)?;
+    let read = |at, len| ds.read_at(at, len);
+    let (seq, mut splits, active) = current(path, &read, region)?;
     edit(&mut splits)?;
     for name in splits.keys() {
         check_name(name)?;
@@ -264,7 +280,7 @@ pub fn update_splits(
         Some(k) => 1 - k,
         None => 0,
     };
-    if let SlotState::Foreign = read_slot(ds.file_bytes(), region, target) {
+    if let SlotState::Foreign = read_slot(&read, region, target)? {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),
             offset: region.slot_offset(target),

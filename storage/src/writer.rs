@@ -124,6 +124,10 @@ pub struct WriterOptions {
     /// spanning the whole dataset as bitmaps. `Some(0)` gives FFCV's exact layout (the room is
     /// then whatever the page alignment leaves).
     pub splits_reserve: Option<u64>,
+    /// Leave out samples whose values cannot be read or encoded (a corrupt or unreadable image
+    /// file), listing them in [`WriteReport::skipped`], instead of failing the whole write.
+    /// Later samples move up one index each; a failing source callback still fails the write.
+    pub skip_bad: bool,
 }
 
 impl Default for WriterOptions {
@@ -135,6 +139,7 @@ impl Default for WriterOptions {
             chunk_size: 256,
             progress: None,
             splits_reserve: None,
+            skip_bad: false,
         }
     }
 }
@@ -148,6 +153,7 @@ impl std::fmt::Debug for WriterOptions {
             .field("splits_reserve", &self.splits_reserve)
             .field("chunk_size", &self.chunk_size)
             .field("progress", &self.progress.is_some())
+            .field("skip_bad", &self.skip_bad)
             .finish()
     }
 }
@@ -163,6 +169,8 @@ pub struct WriteReport {
     pub num_pages: u64,
     /// Size of the file.
     pub file_len: u64,
+    /// Samples left out with [`WriterOptions::skip_bad`]: their index in the source, and why.
+    pub skipped: Vec<(u64, String)>,
 }
 
 /// A source error type the writer accepts from callbacks and iterators.
@@ -232,17 +240,21 @@ impl Writer {
                 }
             }
             if matches!(f.ty, FieldType::RgbImage | FieldType::GreyImage) {
+                let option = |name: &str| format!("{name} of field '{}'", f.name);
                 let q = f.image.jpeg_quality;
                 if !(1..=100).contains(&q) {
-                    return Err(invalid(&what, format!("jpeg_quality {q} is not in 1..=100")));
+                    return Err(invalid(&option("jpeg_quality"), format!("{q} is not in 1..=100")));
                 }
                 if let image::WriteMode::Proportion { probability } = f.image.write_mode {
                     if !(0.0..=1.0).contains(&probability) {
-                        return Err(invalid(&what, format!("proportion {probability} is not in [0, 1]")));
+                        return Err(invalid(
+                            &option("proportion"),
+                            format!("{probability} is not in [0, 1]"),
+                        ));
                     }
                 }
                 if f.image.max_resolution == Some(0) {
-                    return Err(invalid(&what, "max_resolution must be at least 1".into()));
+                    return Err(invalid(&option("max_resolution"), "must be at least 1".into()));
                 }
             }
         }
@@ -256,12 +268,19 @@ impl Writer {
         let slots: Vec<Slot> = fields.iter().map(|f| f.ty.slot()).collect();
         let layout =
             RowLayout::new(&slots).ok_or_else(|| invalid("schema", "row layout overflows".into()))?;
+        if options.num_threads > MAX_THREADS {
+            return Err(invalid(
+                "num_threads",
+                format!("{} is more than the {MAX_THREADS} threads beton runs at once", options.num_threads),
+            ));
+        }
+        let path = destination(path.as_ref())?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(options.num_threads)
             .thread_name(|i| format!("beton-writer-{i}"))
             .build()
             .map_err(|e| invalid("num_threads", e.to_string()))?;
-        Ok(Writer { path: path.as_ref().to_path_buf(), fields, layout, options, pool })
+        Ok(Writer { path, fields, layout, options, pool })
     }
 
     /// Writes `num_samples` samples, sample `i` from `source(i)` (called from the encoding
@@ -318,16 +337,9 @@ impl Writer {
         C: Iterator<Item = (u64, Vec<T>)>,
         R: Fn(T) -> std::result::Result<Vec<SampleValue>, SourceError> + Sync,
     {
-        let dir = match self.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let file_name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "dataset".into());
-        let prefix = format!(".{file_name}.");
+        let (dir, prefix) = crate::temp::prefix(&self.path);
+        // Temporary files of writers to this destination that were killed: nobody else will.
+        crate::temp::remove_stale_temp_files(&self.path);
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).suffix(".tmp");
         #[cfg(unix)]
@@ -338,6 +350,9 @@ impl Writer {
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
         let temp = builder.tempfile_in(&dir).map_err(|e| Error::io(&dir, e))?;
+        // Held until this process ends or the file is renamed: it tells later writers that
+        // this temporary file is in use (temp.rs).
+        temp.as_file().lock().map_err(|e| Error::io(temp.path(), e))?;
         let table_start = format::data_table_start(self.fields.len() as u16);
         // With the number of samples known, pages go straight to their place in the file;
         // otherwise to a scratch file, copied over at the end.
@@ -345,10 +360,11 @@ impl Writer {
             Some(n) => (None, self.data_start(table_start, n)?),
             None => {
                 let spill = tempfile::Builder::new()
-                    .prefix(&format!(".{file_name}."))
+                    .prefix(&prefix)
                     .suffix(".pages.tmp")
                     .tempfile_in(&dir)
                     .map_err(|e| Error::io(&dir, e))?;
+                spill.as_file().lock().map_err(|e| Error::io(spill.path(), e))?;
                 (Some(spill), 0)
             }
         };
@@ -363,6 +379,7 @@ impl Writer {
         let mut rows: Vec<u8> = Vec::with_capacity(total.unwrap_or(0) as usize * self.layout.size);
         let mut allocs: Vec<AllocEntry> = Vec::new();
         let mut done = 0u64;
+        let mut skipped = Vec::new();
         for (first, items) in chunks {
             let encoded: Vec<Result<Encoded>> = self.pool.install(|| {
                 items
@@ -377,28 +394,40 @@ impl Writer {
             });
             for (k, e) in encoded.into_iter().enumerate() {
                 let index = first + k as u64;
-                let mut e = e?;
-                pages.place(index, &mut e, &mut allocs)?;
+                let mut e = match e {
+                    Ok(e) => e,
+                    Err(e @ (Error::InvalidSample { .. } | Error::Io { .. })) if self.options.skip_bad => {
+                        skipped.push((index, e.to_string()));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                // Samples after a skipped one move up: the file's sample ids have no gaps.
+                pages.place(done, &mut e, &mut allocs)?;
                 rows.extend_from_slice(&e.row);
                 done += 1;
             }
             if let Some(progress) = &self.options.progress {
-                if !progress(Progress { done, total }) {
+                if !progress(Progress { done: done + skipped.len() as u64, total }) {
                     return Err(Error::Cancelled { done, path: self.path.clone() });
                 }
             }
         }
         let num_samples = done;
         if let Some(n) = total {
-            if n != num_samples {
+            let given = num_samples + skipped.len() as u64;
+            if n != given {
                 return Err(Error::InvalidArgument {
                     what: "sample source".into(),
-                    why: format!("announced {n} samples but gave {num_samples}"),
+                    why: format!("announced {n} samples but gave {given}"),
                 });
             }
         }
         let num_pages = pages.finish()?;
-        let data_start = self.data_start(table_start, num_samples)?;
+        // Where the pages were placed: for a known count, the room of all announced samples
+        // (skipped ones leave it a little larger than needed: whole zero pages, as FORMAT.md
+        // §12 allows).
+        let data_start = self.data_start(table_start, total.unwrap_or(num_samples))?;
 
         // Payload pointers were laid out relative to the first page; make them absolute.
         let ptr_offsets: Vec<usize> = self
@@ -447,7 +476,12 @@ impl Writer {
             out.write_all(&desc.to_bytes()).map_err(io)?;
         }
         out.write_all(&rows).map_err(io)?;
-        if num_pages > 0 {
+        if num_pages == 0 {
+            // The split reserve is written, not left as a hole: a full disk fails this write
+            // with an error, not a later read of the region with a signal.
+            let reserve = alloc_table_ptr - (table_start + rows.len() as u64);
+            std::io::copy(&mut std::io::repeat(0).take(reserve), &mut out).map_err(io)?;
+        } else {
             // Zero gap up to the first page (its bytes may already be there: pages written in
             // place start at data_start, after this gap).
             let gap = data_start - (table_start + rows.len() as u64);
@@ -474,7 +508,7 @@ impl Writer {
             // Make the rename itself durable.
             let _ = d.sync_all();
         }
-        Ok(WriteReport { path: self.path, num_samples, num_pages, file_len })
+        Ok(WriteReport { path: self.path, num_samples, num_pages, file_len, skipped })
     }
 
     /// Bytes left for named splits after the data table.
@@ -675,4 +709,37 @@ impl PageWriter {
         self.out.flush().map_err(|e| Error::io(&self.path, e))?;
         Ok(pages)
     }
+}
+
+/// Most threads a writer (or loader) runs at once: a larger count is a mistake (`--workers
+/// 100000`), not a wish, and would spawn threads until the system refuses.
+pub const MAX_THREADS: usize = 1024;
+
+/// Where a write to `path` lands: the file itself, or, for a symbolic link, the file it points
+/// to (a write goes through the link, as `open` does, instead of replacing it). A directory is
+/// an error.
+fn destination(path: &Path) -> Result<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path).map_err(|e| Error::io(&path, e))?;
+                path = match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Ok(m) if m.is_dir() => {
+                return Err(Error::io(
+                    &path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::IsADirectory,
+                        "is a directory; give the path of the .beton file to write",
+                    ),
+                ))
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(Error::io(&path, std::io::Error::other("too many levels of symbolic links")))
 }

@@ -4,6 +4,7 @@
 mod common;
 mod corrupt;
 mod fixtures;
+mod robust;
 mod roundtrip;
 mod verify;
 mod writer;
