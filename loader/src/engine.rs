@@ -96,6 +96,8 @@ struct Pipeline {
 pub struct LoaderBuilder {
     ds: Arc<Dataset>,
     indices: Option<IndexSet>,
+    /// Rows with repeats ([`LoaderBuilder::index_list`]).
+    list: Option<Vec<u64>>,
     batch_size: usize,
     threads: usize,
     order: Arc<dyn Order>,
@@ -116,6 +118,18 @@ impl LoaderBuilder {
     /// The samples to read (default: every row). Usually a query's answer or a named split.
     pub fn indices(mut self, indices: IndexSet) -> Self {
         self.indices = Some(indices);
+        self.list = None;
+        self
+    }
+
+    /// The samples to read as a list in which a row may appear several times (FFCV's
+    /// `indices`: oversampling): each appearance is read once per epoch. The orders treat
+    /// every appearance as a sample of its own (RANDOM spreads repeats over the epoch), and the
+    /// list is taken in row order, as [`indices`](Self::indices) is. A list without repeats is
+    /// the same as its [`IndexSet`].
+    pub fn index_list(mut self, rows: Vec<u64>) -> Self {
+        self.list = Some(rows);
+        self.indices = None;
         self
     }
 
@@ -239,8 +253,25 @@ impl LoaderBuilder {
             ));
         }
         let n = self.ds.num_samples();
-        let indices = self.indices.unwrap_or_else(|| IndexSet::all(n));
-        if let Some(max) = indices.max_id() {
+        if let Some(max) = self.list.as_ref().and_then(|l| l.iter().max()) {
+            if *max >= n {
+                return Err(invalid("indices", format!("row {max} is past the last row ({n} rows)")));
+            }
+        }
+        // A list with repeats: the orders run over positions in the sorted list (each
+        // appearance its own sample, on its row's page), mapped back to rows per batch.
+        let (indices, repeated) = match self.list {
+            Some(mut rows) => {
+                rows.sort_unstable();
+                if rows.windows(2).any(|w| w[0] == w[1]) {
+                    (IndexSet::all(rows.len() as u64), Some(Arc::new(rows)))
+                } else {
+                    (rows.into_iter().collect(), None)
+                }
+            }
+            None => (self.indices.unwrap_or_else(|| IndexSet::all(n)), None),
+        };
+        if let Some(max) = indices.max_id().filter(|_| repeated.is_none()) {
             if max >= n {
                 return Err(invalid("indices", format!("row {max} is past the last row ({n} rows)")));
             }
@@ -295,7 +326,11 @@ impl LoaderBuilder {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let pages = Arc::new(PageMap::from_dataset(&self.ds));
+        let pages = PageMap::from_dataset(&self.ds);
+        let pages = Arc::new(match &repeated {
+            Some(rows) => PageMap::from_pages(rows.iter().map(|&r| pages.page(r).unwrap_or(0)).collect()),
+            None => pages,
+        });
         let cache = if self.os_cache {
             None
         } else {
@@ -306,6 +341,7 @@ impl LoaderBuilder {
         Ok(Loader {
             ds: self.ds,
             indices: Arc::new(indices),
+            repeated,
             pages,
             pipelines,
             batch_size: self.batch_size,
@@ -329,6 +365,9 @@ impl LoaderBuilder {
 pub struct Loader {
     ds: Arc<Dataset>,
     indices: Arc<IndexSet>,
+    /// With [`LoaderBuilder::index_list`] repeats: the sorted list; plans and `indices` are
+    /// positions in it.
+    repeated: Option<Arc<Vec<u64>>>,
     pages: Arc<PageMap>,
     pipelines: Vec<Pipeline>,
     batch_size: usize,
@@ -352,6 +391,7 @@ impl Loader {
         LoaderBuilder {
             ds,
             indices: None,
+            list: None,
             batch_size: 32,
             threads: 0,
             order: Arc::new(OrderOption::Sequential),
@@ -375,7 +415,11 @@ impl Loader {
     /// As [`plan_epoch`].
     pub fn plan(&self, epoch: u64) -> Result<EpochPlan> {
         let ctx = self.context(epoch);
-        plan_epoch(self.order.as_ref(), &ctx, self.rank, self.world_size, self.drop_last)
+        let plan = plan_epoch(self.order.as_ref(), &ctx, self.rank, self.world_size, self.drop_last)?;
+        Ok(match &self.repeated {
+            Some(rows) => plan.map_ids(|position| rows[position as usize]),
+            None => plan,
+        })
     }
 
     fn context(&self, epoch: u64) -> EpochContext<'_> {
@@ -492,13 +536,7 @@ impl Loader {
             changed: Condvar::new(),
             counters: Counters::default(),
         });
-        let state = LoaderState::new(
-            self.order.as_ref(),
-            &self.context(epoch),
-            self.rank,
-            self.world_size,
-            self.drop_last,
-        );
+        let state = self.state_of(epoch);
         let workers = self.threads.min(shared.plan.num_batches().max(1));
         shared.lock().live_workers = workers;
         // Threads go into the epoch as they start: if a spawn fails, dropping it stops and joins
@@ -542,13 +580,7 @@ impl Loader {
     /// [`Error::StateMismatch`] naming the first setting that differs from the saved run's
     /// (indices, world size, rank, order, batch size, drop_last, seed).
     pub fn resume(&mut self, state: &LoaderState) -> Result<()> {
-        let current = LoaderState::new(
-            self.order.as_ref(),
-            &self.context(state.epoch),
-            self.rank,
-            self.world_size,
-            self.drop_last,
-        );
+        let current = self.state_of(state.epoch);
         state.validate_against(&current)?;
         let plan = self.plan(state.epoch)?;
         if state.batches_consumed as usize > plan.num_batches() {
@@ -569,9 +601,25 @@ impl Loader {
         &self.ds
     }
 
-    /// The samples this loader reads.
+    /// The samples this loader reads (for a list with repeats, positions in the sorted list).
     pub fn indices(&self) -> &IndexSet {
         &self.indices
+    }
+
+    /// The state at the start of `epoch`; a list with repeats is part of its fingerprint.
+    fn state_of(&self, epoch: u64) -> LoaderState {
+        let mut state = LoaderState::new(
+            self.order.as_ref(),
+            &self.context(epoch),
+            self.rank,
+            self.world_size,
+            self.drop_last,
+        );
+        if let Some(rows) = &self.repeated {
+            let list = rows.iter().fold(0u64, |h, &r| fnv1a(&r.to_le_bytes()) ^ h.rotate_left(5));
+            state.indices_fingerprint ^= list;
+        }
+        state
     }
 }
 

@@ -163,17 +163,21 @@ class Loader:
                 spec, ops = _native_image_pipeline(name, ops)
                 image_pipelines.append((name, spec))
             self.stages[name] = [_stage(op) for op in ops if not getattr(op, "_beton_decoder", False)]
+        # A sequence of row ids keeps its repeats (FFCV oversamples with them); an IndexSet is a set.
+        index_list = None
         if indices is not None and not isinstance(indices, IndexSet):
-            indices = IndexSet(np.asarray(indices, dtype=np.int64).tolist())
+            index_list = [int(i) for i in np.asarray(indices).reshape(-1).tolist()]
+            indices = None
         rank, world = _distributed_rank_world(distributed)
         if isinstance(order, str):
             order = OrderOption(order)
-        self.batch_size = int(batch_size)
+        self.batch_size = batch_size
         self._native = _native.Loader(
-            self.dataset._native, self.batch_size,
-            num_workers=0 if num_workers is None or num_workers < 0 else int(num_workers),
-            order=order.value, seed=0 if seed is None else int(seed), drop_last=drop_last,
-            batches_ahead=int(batches_ahead), os_cache=bool(os_cache), indices=indices, rank=rank,
+            self.dataset._native, batch_size,
+            num_workers=0 if num_workers is None or num_workers == -1 else num_workers,
+            order=order.value, seed=0 if seed is None else seed, drop_last=drop_last,
+            batches_ahead=batches_ahead, os_cache=bool(os_cache), indices=indices,
+            index_list=index_list, rank=rank,
             world_size=world, fields=self.fields, image_pipelines=image_pipelines,
             views=[(n, src, native) for n, src, native, _ in views])
         for n, _, _, rest in views:

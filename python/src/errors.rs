@@ -26,6 +26,8 @@ fn storage(e: beton_storage::Error) -> PyErr {
             CorruptFileError::new_err(msg)
         }
         E::NoSuchField { .. } => PyKeyError::new_err(msg),
+        // The file changed under the handle: the file system's business, not the caller's value.
+        E::FileChanged { .. } | E::FileReplaced { .. } => PyOSError::new_err(msg),
         _ => PyValueError::new_err(msg),
     }
 }

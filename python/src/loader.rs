@@ -73,6 +73,14 @@ fn image_pipeline(field: &str, (decoder, ops, normalize): ImageSpec) -> PyResult
     Ok(p)
 }
 
+/// `value` of the argument `name` as a count of at least `min`: a negative or huge Python int
+/// is a ValueError naming the argument, not pyo3's anonymous OverflowError.
+fn count(name: &str, value: i128, min: usize) -> PyResult<usize> {
+    usize::try_from(value).ok().filter(|&v| v >= min).ok_or_else(|| {
+        PyValueError::new_err(format!("{name} is {value}: it must be an integer of at least {min}"))
+    })
+}
+
 /// FFCV's loader over a dataset.
 #[pyclass(module = "beton._native")]
 pub struct Loader {
@@ -84,25 +92,46 @@ impl Loader {
     #[new]
     #[pyo3(signature = (dataset, batch_size, num_workers = 0, order = "sequential", seed = 0, drop_last = true,
                         batches_ahead = 3, os_cache = true, indices = None, rank = 0, world_size = 1,
-                        fields = None, cache_pages = None, image_pipelines = None, views = None))]
+                        fields = None, cache_pages = None, image_pipelines = None, views = None,
+                        index_list = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dataset: &Dataset,
-        batch_size: usize,
-        num_workers: usize,
+        batch_size: i128,
+        num_workers: i128,
         order: &str,
-        seed: u64,
+        seed: i128,
         drop_last: bool,
-        batches_ahead: usize,
+        batches_ahead: i128,
         os_cache: bool,
         indices: Option<IndexSet>,
-        rank: usize,
-        world_size: usize,
+        rank: i128,
+        world_size: i128,
         fields: Option<Vec<String>>,
-        cache_pages: Option<usize>,
+        cache_pages: Option<i128>,
         image_pipelines: Option<Vec<(String, ImageSpec)>>,
         views: Option<Vec<(String, String, ImageSpec)>>,
+        index_list: Option<Vec<i128>>,
     ) -> PyResult<Self> {
+        let batch_size = count("batch_size", batch_size, 1)?;
+        let num_workers = count("num_workers", num_workers, 0)?;
+        let seed = u64::try_from(seed)
+            .map_err(|_| PyValueError::new_err(format!("seed {seed}: must be an integer in [0, 2**64)")))?;
+        let batches_ahead = count("batches_ahead", batches_ahead, 1)?;
+        let (rank, world_size) = (count("rank", rank, 0)?, count("world_size", world_size, 1)?);
+        let cache_pages = cache_pages.map(|n| count("cache_pages", n, 1)).transpose()?;
+        let index_list = index_list
+            .map(|rows| {
+                rows.into_iter()
+                    .enumerate()
+                    .map(|(k, r)| {
+                        u64::try_from(r).map_err(|_| {
+                            PyValueError::new_err(format!("indices[{k}] is {r}: row ids are 0 or more"))
+                        })
+                    })
+                    .collect::<PyResult<Vec<u64>>>()
+            })
+            .transpose()?;
         let order = match order.to_ascii_lowercase().as_str() {
             "sequential" => OrderOption::Sequential,
             "random" => OrderOption::Random,
@@ -124,6 +153,9 @@ impl Loader {
             .distributed(rank, world_size);
         if let Some(i) = indices {
             b = b.indices(i.inner);
+        }
+        if let Some(rows) = index_list {
+            b = b.index_list(rows);
         }
         if let Some(n) = cache_pages {
             b = b.cache_pages(n);

@@ -58,6 +58,14 @@ impl EpochPlan {
         &self.samples[start..(start + self.batch_size).min(self.samples.len())]
     }
 
+    /// The same plan with every id replaced by `f(id)`.
+    pub(crate) fn map_ids(mut self, f: impl Fn(u64) -> u64) -> EpochPlan {
+        for id in &mut self.samples {
+            *id = f(*id);
+        }
+        self
+    }
+
     /// The batches in order.
     pub fn batches(&self) -> std::slice::Chunks<'_, u64> {
         self.samples.chunks(self.batch_size)
