@@ -247,6 +247,8 @@ fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
             .map(|(name, rows, bytes)| serde_json::json!({"name": name, "rows": rows, "bytes": bytes}))
             .collect();
         value["split_room"] = serde_json::json!({"bytes": room, "used": used});
+        value["stale_temp_files"] =
+            beton_storage::stale_temp_files(file).iter().map(|p| p.display().to_string()).collect();
         return Ok(serde_json::to_string_pretty(&value)? + "\n");
     }
     let mut out = String::new();
@@ -303,7 +305,24 @@ fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
         "  splits: {} (room: {used} of {room} bytes used)",
         if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
     )?;
+    out.push_str(&stale_note(file));
     Ok(out)
+}
+
+/// A note on temporary files that killed writers left beside `file` (empty when none).
+fn stale_note(file: &Path) -> String {
+    let stale = beton_storage::stale_temp_files(file);
+    if stale.is_empty() {
+        return String::new();
+    }
+    let mut note = format!(
+        "  note: {} temporary file(s) of interrupted writes to this path (the next write removes them):\n",
+        stale.len()
+    );
+    for p in &stale {
+        let _ = writeln!(note, "    {}", p.display());
+    }
+    note
 }
 
 fn verify(file: &Path, decode_images: bool, custom: &[String]) -> Result<String> {
@@ -315,8 +334,10 @@ fn verify(file: &Path, decode_images: bool, custom: &[String]) -> Result<String>
     let splits = beton_query::splits::all(&ds)?.len();
     let splits = if splits > 0 { format!(", {splits} splits") } else { String::new() };
     Ok(format!(
-        "ok: {} samples, {} allocations checked{decoded}{splits}\n",
-        report.samples, report.allocations
+        "ok: {} samples, {} allocations checked{decoded}{splits}\n{}",
+        report.samples,
+        report.allocations,
+        stale_note(file)
     ))
 }
 

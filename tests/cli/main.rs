@@ -342,3 +342,105 @@ fn bench_runs_epochs_and_reports_reads() {
     let o = beton(&["bench", f.to_str().unwrap(), "--images", "zoom:3"]);
     assert!(!o.status.success() && text(&o).1.contains("expected rrc:SIZE, center:SIZE or simple"));
 }
+
+/// Issue 18's arguments: absurd thread counts, NaN fractions and proportions, a directory given
+/// as the file, a killed writer's temporary files, `--skip-bad`, `bench --custom`.
+#[test]
+fn bad_arguments_are_refused_with_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("folder");
+    std::fs::create_dir_all(root.join("c")).unwrap();
+    write_png(&root.join("c/a.png"), 3, 3, 1);
+    write_png(&root.join("c/b.png"), 4, 3, 2);
+    std::fs::write(root.join("c/broken.jpg"), b"\xFF\xD8\xFF\xE0 not really").unwrap();
+    let out = dir.path().join("out.beton");
+    let (r, o) = (root.to_str().unwrap(), out.to_str().unwrap());
+    let run = beton(&["write-imagefolder", r, o, "--workers", "100000"]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(text(&run).1.contains("num_threads") && text(&run).1.contains("100000"), "{}", text(&run).1);
+    let run = beton(&["write-imagefolder", r, o, "--mode", "proportion", "--proportion", "NaN"]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(text(&run).1.contains("proportion"), "{}", text(&run).1);
+    // A bad image: named by its path; --skip-bad leaves it out and lists it.
+    let run = beton(&["write-imagefolder", r, o]);
+    assert!(text(&run).1.contains("broken.jpg") && text(&run).1.contains("--skip-bad"), "{}", text(&run).1);
+    assert!(!out.exists());
+    let run = beton(&["write-imagefolder", r, o, "--skip-bad", "--mode", "raw"]);
+    assert!(run.status.success(), "{}", text(&run).1);
+    let (stdout, _) = text(&run);
+    assert!(
+        stdout.contains("2 images") && stdout.contains("skipped 1") && stdout.contains("broken.jpg"),
+        "{stdout}"
+    );
+    assert_eq!(beton_storage::Dataset::open(&out).unwrap().num_samples(), 2);
+    for bad in [["train=2", "val=0.1"], ["train=0.5", "val=NaN"]] {
+        let run = beton(&[&["split", "random", o][..], &bad[..]].concat());
+        assert_eq!(run.status.code(), Some(1), "{bad:?}");
+        assert!(text(&run).1.contains("not a fraction"), "{}", text(&run).1);
+    }
+    // A directory where a file is expected.
+    let run = beton(&["info", dir.path().to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(text(&run).1.contains("directory"), "{}", text(&run).1);
+    // A killed writer's temporary file: listed by info and verify, removed by the next write.
+    let stale = dir.path().join(".out.beton.x1y2z3.tmp");
+    let f = std::fs::File::create(&stale).unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60)).unwrap();
+    drop(f);
+    for cmd in ["info", "verify"] {
+        let run = beton(&[cmd, o]);
+        assert!(text(&run).0.contains(".out.beton.x1y2z3.tmp"), "{cmd}: {}", text(&run).0);
+    }
+    let run = beton(&["write-imagefolder", r, o, "--skip-bad", "--mode", "raw"]);
+    assert!(run.status.success());
+    assert!(!stale.exists());
+    let run = beton(&["bench", o, "--custom", "x=4", "--epochs", "1", "--batch-size", "1"]);
+    assert!(run.status.success(), "{}", text(&run).1);
+}
+
+/// A writer killed mid-write (SIGKILL) leaves a temporary file; `info` lists it and the next
+/// write to the same destination removes it.
+#[cfg(unix)]
+#[test]
+fn a_killed_writer_leaves_nothing_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("folder");
+    std::fs::create_dir_all(root.join("c")).unwrap();
+    for k in 0..400 {
+        write_png(&root.join(format!("c/{k}.png")), 300, 200, k as u8);
+    }
+    let out = dir.path().join("big.beton");
+    let (r, o) = (root.to_str().unwrap(), out.to_str().unwrap());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_beton"))
+        .args(["write-imagefolder", r, o, "--workers", "1", "--quality", "100"])
+        .spawn()
+        .unwrap();
+    let temp = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+            .collect::<Vec<_>>()
+    };
+    let t0 = std::time::Instant::now();
+    while temp().is_empty() && t0.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if child.try_wait().unwrap().is_some() {
+        return; // the write finished first: nothing was killed
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = temp();
+    assert!(!left.is_empty(), "the killed writer's temporary file");
+    let run = beton(&["info", o]);
+    assert_eq!(run.status.code(), Some(1), "no file was published");
+    // Old enough to be taken for stale (a writer locks its file right after creating it).
+    for p in &left {
+        let f = std::fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60)).unwrap();
+    }
+    let run = beton(&["write-imagefolder", r, o, "--mode", "raw", "--max-resolution", "8"]);
+    assert!(run.status.success(), "{}", text(&run).1);
+    assert!(temp().is_empty(), "{:?}", temp());
+}
