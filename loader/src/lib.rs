@@ -41,6 +41,8 @@ mod cache;
 pub mod decode;
 mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod image;

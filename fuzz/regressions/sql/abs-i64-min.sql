@@ -1,0 +1,1 @@
+SELECT abs(-9223372036854775808), abs(label) FROM samples

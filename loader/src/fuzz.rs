@@ -1,0 +1,159 @@
+//! The fuzz harnesses: what each cargo-fuzz target (`fuzz/fuzz_targets/`) runs on one input,
+//! here so that the regression tests replay crash inputs through exactly the same code
+//! (`loader/tests/fuzz_regressions.rs`). Each must return (any result is fine) and never
+//! panic, abort, hang or raise a signal, whatever `data` holds.
+
+use std::sync::{Arc, OnceLock};
+
+use beton_query::{select_indices, Table};
+use beton_storage::{
+    Channels, Dataset, FieldSpec, FieldType, ImageMode, ImageRef, OpenOptions, SampleValue, Value, Writer,
+    WriterOptions,
+};
+
+use crate::decode::{default_decoder, FieldDecoder, SampleContext};
+use crate::image::{
+    CenterCropRGBImageDecoder, ImagePipeline, NormalizeImage, RandomHorizontalFlip,
+    RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder,
+};
+use crate::{Loader, OrderOption};
+
+/// Target `load`: `data` as a `.beton` file, opened and read through the loader: one epoch of
+/// every field with a default decoder, image fields through a random-resized-crop pipeline
+/// with flip and normalisation, plus centre-crop and whole-image views of the first image
+/// field. The first byte picks the order and batch size.
+pub fn load(data: &[u8]) {
+    let Some((&pick, file)) = data.split_first() else { return };
+    let Ok(ds) = OpenOptions::new().defer_allocation_checks(true).open_bytes(file.to_vec()) else { return };
+    if ds.num_samples() > 2048 {
+        return;
+    }
+    let ds = Arc::new(ds);
+    let order = match pick % 3 {
+        0 => OrderOption::Sequential,
+        1 => OrderOption::Random,
+        _ => OrderOption::QuasiRandom { buffer_pages: None },
+    };
+    let mut builder = Loader::builder(Arc::clone(&ds))
+        .batch_size(1 + (pick as usize >> 2) % 8)
+        .threads(1)
+        .order(order)
+        .drop_last(false);
+    let mut names = Vec::new();
+    let mut first_image = None;
+    for f in ds.fields() {
+        match f.field_type() {
+            FieldType::RgbImage | FieldType::GreyImage => {
+                let rrc = ImagePipeline::new(RandomResizedCropRGBImageDecoder::new((12, 10)))
+                    .then(RandomHorizontalFlip { flip_prob: 0.5 })
+                    .normalize(NormalizeImage::new([120.0, 110.0, 100.0], [60.0, 61.0, 62.0]));
+                builder = builder.decoder(f.name(), Arc::new(rrc));
+                first_image.get_or_insert(f.name().to_string());
+            }
+            ty if default_decoder(ty).is_none() => continue,
+            _ => {}
+        }
+        names.push(f.name().to_string());
+    }
+    if let Some(image) = &first_image {
+        let centre = ImagePipeline::new(CenterCropRGBImageDecoder::new((7, 9)));
+        builder = builder.view("fuzz_centre", image, Arc::new(centre));
+        if pick & 0x80 != 0 {
+            // Whole images: only for files whose images share one size; else an error, also fine.
+            builder = builder.view("fuzz_whole", image, Arc::new(ImagePipeline::new(SimpleRGBImageDecoder)));
+        }
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let Ok(mut loader) = builder.fields(&names).build() else { return };
+    let Ok(epoch) = loader.next_epoch() else { return };
+    for batch in epoch {
+        if batch.is_err() {
+            break;
+        }
+    }
+}
+
+/// The fixed table of target `sql`: 64 rows of every column type SQL reads (ints, floats with
+/// NaN, -0.0 and infinities, bools, text, JSON, bytes), written once per process.
+fn sql_table() -> &'static Dataset {
+    static TABLE: OnceLock<Dataset> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("beton-fuzz-sql-{}.beton", std::process::id()));
+        let fields = vec![
+            FieldSpec::new("label", FieldType::Int),
+            FieldSpec::new("score", FieldType::Float),
+            FieldSpec::new("flag", FieldType::Bool),
+            FieldSpec::new("name", FieldType::Text),
+            FieldSpec::new("meta", FieldType::Json),
+            FieldSpec::new("blob", FieldType::Bytes),
+        ];
+        let floats = [0.0, -0.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.5, -2.25, 1e300];
+        let ints = [0, 1, -1, i64::MIN, i64::MAX, 7, 42, 3];
+        Writer::new(&path, fields, WriterOptions::default())
+            .and_then(|w| {
+                w.write_indexed(64, |i| {
+                    let k = i as usize;
+                    Ok(vec![
+                        SampleValue::Int(ints[k % 8].wrapping_add(i as i64 / 8)),
+                        SampleValue::Float(floats[k % 8]),
+                        SampleValue::Bool(i % 3 == 0),
+                        SampleValue::Text(["", "cat", "Dog", "ünï", "a%b_c", "x\\y"][k % 6].to_string()),
+                        SampleValue::Json(format!("{{\"a\": {{\"b\": {i}}}, \"s\": \"v{}\"}}", i % 5)),
+                        SampleValue::Bytes(vec![i as u8; k % 9]),
+                    ])
+                })
+            })
+            .and_then(|_| Dataset::open(&path))
+            .inspect(|_| {
+                let _ = std::fs::remove_file(&path);
+            })
+            .unwrap_or_else(|e| panic!("the fuzz table could not be written: {e}"))
+    })
+}
+
+/// Target `sql`: `data` as SQL text (lossy UTF-8), run as a row filter and as a query over a
+/// fixed table.
+pub fn sql(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let table = Table::new(sql_table());
+    let _ = select_indices(&table, &text);
+    let _ = beton_query::query(&table, &text);
+}
+
+/// Target `jpeg`: the first 4 bytes are the width and height a row would claim (u16 each), the
+/// rest the image payload, decoded as stored (JPEG, or raw when byte 4 is odd) by storage and
+/// by the loader's crop decoders (random-resized and centre crops, DCT scaling and restart
+/// slicing included).
+pub fn jpeg(data: &[u8]) {
+    if data.len() < 5 {
+        return;
+    }
+    let width = u16::from_le_bytes([data[0], data[1]]);
+    let height = u16::from_le_bytes([data[2], data[3]]);
+    let (mode, channels) = match data[4] % 4 {
+        1 => (ImageMode::Raw, Channels::Rgb),
+        3 => (ImageMode::Raw, Channels::Grey),
+        2 => (ImageMode::Jpg, Channels::Grey),
+        _ => (ImageMode::Jpg, Channels::Rgb),
+    };
+    let img = ImageRef { mode, width, height, channels, data: &data[5..] };
+    if (width as u64) * (height as u64) <= 1 << 22 {
+        let _ = img.decode();
+    }
+    let decoders: [(Box<dyn FieldDecoder>, usize); 3] = [
+        (Box::new(ImagePipeline::new(RandomResizedCropRGBImageDecoder::new((16, 12)))), 16 * 12 * 3),
+        (Box::new(ImagePipeline::new(CenterCropRGBImageDecoder::new((5, 33)))), 5 * 33 * 3),
+        (
+            Box::new(
+                ImagePipeline::new(RandomResizedCropRGBImageDecoder::new((8, 8)))
+                    .normalize(NormalizeImage::new([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])),
+            ),
+            8 * 8 * 3 * 4,
+        ),
+    ];
+    for (k, (decoder, bytes)) in decoders.iter().enumerate() {
+        let mut out = vec![0u8; *bytes];
+        let ctx = SampleContext { index: k as u64, seed: data.len() as u64, epoch: 0, position: 0 };
+        let _ = decoder.decode(Value::Image(img), &ctx, &mut [&mut out[..]]);
+    }
+}
