@@ -278,7 +278,17 @@ fn errors_are_sql_errors_with_positions() {
         other => panic!("{other:?}"),
     }
     assert!(err.to_string().starts_with("SQL error at line 2, column 5: "), "{err}");
-    assert!(query(&table, "label < 3").is_err());
+}
+
+/// A bare predicate given to `query` is `SELECT * FROM samples WHERE` it (`beton query F "label < 3"`).
+#[test]
+fn query_of_a_bare_predicate_selects_every_column_of_its_rows() {
+    let b = table_and_run("label = 4 AND index < 20");
+    let all = table_and_run("SELECT * FROM samples WHERE label = 4 AND index < 20");
+    assert_eq!(b.schema(), all.schema());
+    assert_eq!(u64s(&b, 0), [4, 9, 14, 19]);
+    assert_eq!(b, all);
+    assert!(b.schema().fields().iter().any(|f| f.name() == "caption"));
 }
 
 /// Text payloads made unreadable (invalid UTF-8) make any query that materialises `caption` fail,

@@ -221,7 +221,9 @@ const BAD_QUERIES: &[(&str, u64, u64, &str)] = &[
     ),
     ("WITH t AS (SELECT 1) SELECT * FROM t", 1, 1, "WITH not supported"),
     ("label ~ 3", 1, 1, "operator ~ not supported"),
-    ("image.mode LIKE 'a%' ESCAPE '!'", 1, 29, "LIKE … ESCAPE not supported"),
+    ("image.mode LIKE 'a' ESCAPE 'ab'", 1, 28, "ESCAPE needs one character, got 'ab'"),
+    ("image.mode LIKE 'a!' ESCAPE '!'", 1, 17, "ends with its ESCAPE character"),
+    ("abs(-9223372036854775808) = 1", 1, 1, "abs(-9223372036854775808) overflows BIGINT"),
     // functions
     ("foo(label) = 1", 1, 1, "unknown function foo()"),
     ("lower(label, 1) = 'a'", 1, 1, "lower() takes one argument, got 2"),

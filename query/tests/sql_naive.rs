@@ -11,11 +11,10 @@
 //! * integer arithmetic is checked: an overflow in any row is an error of the whole query (the
 //!   engine evaluates every operand over every row, there is no short-circuit);
 //! * `/` and `%` only get non-zero literal divisors here (division by zero is tested on its own);
-//! * float comparisons follow the engine's total order (arrow-ord's IEEE 754 totalOrder: `-0.0 <
-//!   0.0`, NaN ordered by its sign bit). SQL says `-0.0 = 0.0`: see the ignored test
-//!   `negative_zero_equals_zero` for that divergence (and `nan_is_not_below_zero`);
+//! * float comparisons follow PostgreSQL: `-0.0 = 0.0`, and NaN (whatever its sign bit) equals
+//!   NaN and is above every number (see `negative_zero_equals_zero` and `nan_is_not_below_zero`);
 //! * arithmetic whose operands are all NULL literals (`NULL + NULL`, `-NULL`) is generated as a
-//!   plain `NULL`: the engine rejects it (ignored test `arithmetic_on_null_literals_is_null`).
+//!   plain `NULL` (those forms are tested on their own: `arithmetic_on_null_literals_is_null`).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -460,8 +459,8 @@ fn null_typed(n: &Num) -> bool {
     }
 }
 
-/// `n` with arithmetic on NULL-typed operands only (`NULL + NULL`, `-NULL`) replaced by `NULL`:
-/// the engine rejects it (see the ignored `arithmetic_on_null_literals_is_null`).
+/// `n` with arithmetic on NULL-typed operands only (`NULL + NULL`, `-NULL`) replaced by `NULL`
+/// (tested on their own by `arithmetic_on_null_literals_is_null`).
 fn without_null_arithmetic(n: Num) -> Num {
     match n {
         Num::Neg(x) => {
@@ -683,9 +682,8 @@ fn integer_division_and_modulo_by_zero_are_errors() {
     assert!(select_indices(&table, "a / NULL = 1").unwrap().into_vec().is_empty());
 }
 
-/// SQL: arithmetic with a NULL operand is NULL. The engine gives that for `NULL + 1` but fails on
-/// operands that are both NULL literals ("Invalid arithmetic operation: Null + Null") and on
-/// `-NULL` ("Invalid arithmetic operation: !Null").
+/// SQL: arithmetic with a NULL operand is NULL, also when both operands are NULL literals and for
+/// `-NULL` (arrow has no arithmetic on its Null type: "Invalid arithmetic operation: Null + Null").
 #[test]
 fn arithmetic_on_null_literals_is_null() {
     let (_dir, ds) = one_row_table(1.0);
@@ -725,8 +723,8 @@ fn integer_overflow_is_an_error() {
     assert!(err.to_string().to_lowercase().contains("overflow"), "{err}");
 }
 
-/// SQL (and IEEE 754 `==`) says -0.0 = 0.0; the engine's comparisons use arrow-ord's totalOrder,
-/// under which -0.0 < 0.0.
+/// SQL (and IEEE 754 `==`) says -0.0 = 0.0; arrow-ord's totalOrder kernels, which the engine
+/// compares with, say -0.0 < 0.0 unless the operands are normalised first.
 #[test]
 fn negative_zero_equals_zero() {
     let (_dir, ds) = one_row_table(-0.0);

@@ -4,8 +4,13 @@
 //! Literals stay length-1 scalars ([`Val::scalar`]) so that `label < 3` is one kernel call over the
 //! column; they are broadcast only where a kernel needs equal lengths (AND/OR). Numeric operands
 //! are widened to a common type first: Int64 when both are integers, Float64 otherwise.
+//!
+//! A chain of operators (`a OR b OR …`, `x + 1 + 1 …`, `NOT NOT x`, `x IS NULL IS NULL`) is
+//! evaluated in a loop over its first operands ([`Ctx::eval`]), not by recursion: its depth is the
+//! length of the chain, which nothing bounds. `IN` over literals is one pass with a hash set.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
@@ -20,10 +25,11 @@ use arrow_schema::DataType;
 use arrow_select::take::take;
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType as SqlType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    Spanned, UnaryOperator, Value,
+    UnaryOperator, Value,
 };
 use sqlparser::tokenizer::Span;
 
+use super::ast::{deeper, expr_text, first_operand, negated_number, pos, write_text};
 use super::parse::{unsupported, TABLE_NAME};
 use super::{at, sql_error};
 use crate::error::Result;
@@ -65,14 +71,22 @@ pub(crate) struct Ctx<'t, 'a> {
     rows: Option<UInt32Array>,
     num_rows: usize,
     /// In a grouped query: one row per group, and the values of the group keys and aggregates
-    /// by their SQL text; any other column reference is an error.
+    /// by their SQL text ([`expr_text`]); any other column reference is an error.
     groups: Option<HashMap<String, ArrayRef>>,
+    /// The lengths of the keys of `groups`: a text of another length is not looked up.
+    key_lengths: HashSet<usize>,
 }
 
 impl<'t, 'a> Ctx<'t, 'a> {
     /// Every row of `table`.
     pub fn all(table: &'t Table<'a>) -> Self {
-        Ctx { table, rows: None, num_rows: table.num_rows() as usize, groups: None }
+        Ctx {
+            table,
+            rows: None,
+            num_rows: table.num_rows() as usize,
+            groups: None,
+            key_lengths: HashSet::new(),
+        }
     }
 
     /// The rows of `table` at `rows`, ascending and unique.
@@ -82,12 +96,14 @@ impl<'t, 'a> Ctx<'t, 'a> {
             // Every row, in order: the columns as cached, without a copy.
             return Ctx::all(table);
         }
-        Ctx { table, num_rows: rows.len(), rows: Some(rows), groups: None }
+        Ctx { table, num_rows: rows.len(), rows: Some(rows), groups: None, key_lengths: HashSet::new() }
     }
 
-    /// One row per group: expressions whose SQL text is a key of `values` evaluate to it.
+    /// One row per group: expressions whose SQL text ([`expr_text`]) is a key of `values`
+    /// evaluate to it.
     pub fn groups(table: &'t Table<'a>, num_groups: usize, values: HashMap<String, ArrayRef>) -> Self {
-        Ctx { table, rows: None, num_rows: num_groups, groups: Some(values) }
+        let key_lengths = values.keys().map(String::len).collect();
+        Ctx { table, rows: None, num_rows: num_groups, groups: Some(values), key_lengths }
     }
 
     /// The group values of a grouped context.
@@ -144,14 +160,230 @@ impl<'t, 'a> Ctx<'t, 'a> {
 
     /// Evaluates `e` over the rows in scope.
     ///
+    /// The chain of first operands below `e` (see [`first_operand`]) is walked in a loop: its
+    /// bottom is evaluated, then each operator above it, from the bottom up; only the other
+    /// operands (the right side of a binary operator, an `IN` list, …) are evaluated recursively,
+    /// through [`deeper`]. Every node of the chain starts where its bottom does, so that is the
+    /// position of their errors, as sqlparser's spans would give it.
+    ///
     /// # Errors
     /// [`crate::Error::Sql`] at the offending sub-expression.
     pub fn eval(&self, e: &Expr) -> Result<Val> {
-        let span = e.span();
-        if let Some(groups) = &self.groups {
-            if let Some(array) = groups.get(&e.to_string()) {
-                return Ok(Val { array: array.clone(), scalar: false });
+        deeper(|| {
+            // A grouped context looks every node up by its text, which is built bottom-up only
+            // along binary operators (see `group_value`); other forms are one level each there.
+            let grouped = self.groups.is_some();
+            let mut chain = Vec::new();
+            let mut bottom = e;
+            while let Some(operand) = first_operand(bottom) {
+                if grouped && !matches!(bottom, Expr::BinaryOp { .. }) {
+                    break;
+                }
+                chain.push(bottom);
+                bottom = operand;
             }
+            let span = pos(bottom);
+            for node in &chain {
+                self.check(node, span)?;
+            }
+            let (mut v, mut level) = match self.group_value(bottom, &chain) {
+                Some(found) => found,
+                None => (self.eval_bottom(bottom, span)?, chain.len()),
+            };
+            while level > 0 {
+                level -= 1;
+                v = self.apply(chain[level], v, span)?;
+            }
+            Ok(v)
+        })
+    }
+
+    /// In a grouped context, the value of the highest node of `chain` (or of `bottom`) whose text
+    /// is a group key or aggregate, and the level to continue from. The text of each node is the
+    /// one below it and ` {op} {right}`, so one buffer grows from the bottom up; it is looked up
+    /// only at the lengths of the keys, and no longer once it is longer than every key.
+    fn group_value(&self, bottom: &Expr, chain: &[&Expr]) -> Option<(Val, usize)> {
+        let groups = self.groups.as_ref()?;
+        let longest = self.key_lengths.iter().copied().max().unwrap_or(0);
+        let find = |text: &str| {
+            if self.key_lengths.contains(&text.len()) {
+                groups.get(text).map(|a| Val { array: a.clone(), scalar: false })
+            } else {
+                None
+            }
+        };
+        let mut text = expr_text(bottom);
+        let mut found = find(&text).map(|v| (v, chain.len()));
+        for level in (0..chain.len()).rev() {
+            if text.len() > longest {
+                break;
+            }
+            let Expr::BinaryOp { op, right, .. } = chain[level] else { break };
+            let _ = write!(text, " {op} ");
+            write_text(right, &mut text);
+            if let Some(v) = find(&text) {
+                found = Some((v, level));
+            }
+        }
+        found
+    }
+
+    /// What must hold of a chain node before its operand is evaluated (the checks that came first
+    /// when evaluation recursed): supported `LIKE` and `CAST` forms. `span` is the node's.
+    fn check(&self, e: &Expr, span: Span) -> Result<()> {
+        match e {
+            Expr::Like { any: true, .. } | Expr::ILike { any: true, .. } => {
+                Err(unsupported("LIKE ANY", span))
+            }
+            Expr::Cast { kind, data_type, format, .. } => {
+                if format.is_some() || !matches!(kind, CastKind::Cast | CastKind::DoubleColon) {
+                    return Err(unsupported("this form of CAST", span));
+                }
+                arrow_type(data_type, span).map(|_| ())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies chain node `e` (see [`first_operand`]) to the value `v` of its first operand.
+    fn apply(&self, e: &Expr, v: Val, span: Span) -> Result<Val> {
+        match e {
+            Expr::BinaryOp { op, right, .. } => {
+                let r = self.eval(right)?;
+                self.binary(v, op, r, span)
+            }
+            Expr::UnaryOp { op, .. } => match op {
+                UnaryOperator::Not => Ok(v.like(Arc::new(not(&boolean(v.clone(), span)?)?))),
+                UnaryOperator::Minus => {
+                    let v = widen(v, span)?;
+                    if v.array.data_type() == &DataType::Null {
+                        return Ok(v); // -NULL is NULL
+                    }
+                    // Checked: -(-9223372036854775808) is an error.
+                    Ok(v.like(numeric::neg(v.array.as_ref()).map_err(|e| at(span)(e.into()))?))
+                }
+                UnaryOperator::Plus => widen(v, span),
+                other => Err(unsupported(&format!("operator {other}"), span)),
+            },
+            Expr::Nested(_) => Ok(v),
+            Expr::IsNull(_) => Ok(v.like(Arc::new(is_null(v.array.as_ref())?))),
+            Expr::IsNotNull(_) => Ok(v.like(Arc::new(is_not_null(v.array.as_ref())?))),
+            Expr::IsTrue(_) | Expr::IsNotTrue(_) | Expr::IsFalse(_) | Expr::IsNotFalse(_) => {
+                let b = boolean(v.clone(), span)?;
+                let b = if matches!(e, Expr::IsFalse(_) | Expr::IsNotFalse(_)) { not(&b)? } else { b };
+                let is = null_as_false(&b);
+                let is = if matches!(e, Expr::IsNotTrue(_) | Expr::IsNotFalse(_)) { not(&is)? } else { is };
+                Ok(v.like(Arc::new(is)))
+            }
+            Expr::InList { list, negated, .. } => {
+                let out = self.in_list(v, list, span)?;
+                self.negate(out, *negated, span)
+            }
+            Expr::Between { negated, low, high, .. } => {
+                let ge = self.binary(v.clone(), &BinaryOperator::GtEq, self.eval(low)?, pos(low))?;
+                let le = self.binary(v, &BinaryOperator::LtEq, self.eval(high)?, pos(high))?;
+                let both = self.logic(ge, le, false, span)?;
+                self.negate(both, *negated, span)
+            }
+            Expr::Like { negated, pattern, escape_char, .. }
+            | Expr::ILike { negated, pattern, escape_char, .. } => {
+                let v = string(v, span)?;
+                let p = string(self.eval(pattern)?, pos(pattern))?;
+                let p = match escape_char {
+                    Some(c) => self.escape_pattern(p, pos(pattern), c)?,
+                    None => p,
+                };
+                let kernel = if matches!(e, Expr::Like { .. }) {
+                    arrow_string::like::like
+                } else {
+                    arrow_string::like::ilike
+                };
+                let out = Val { array: Arc::new(kernel(&v, &p)?), scalar: v.scalar && p.scalar };
+                self.negate(out, *negated, span)
+            }
+            Expr::Cast { data_type, .. } => cast(v, &arrow_type(data_type, span)?, span),
+            other => Err(unsupported(&format!("the expression '{}'", shown(other)), span)),
+        }
+    }
+
+    /// `LIKE` pattern `p` with escape character `c` (a one-character string; `''` for none) in
+    /// arrow's syntax, where `\` escapes the character after it.
+    fn escape_pattern(&self, p: Val, pattern_span: Span, c: &Expr) -> Result<Val> {
+        let span = pos(c);
+        let escape = string(self.eval(c)?, span)?;
+        let scalar = escape.scalar;
+        let escape = escape.array.as_string::<i32>();
+        let escape = match (scalar, escape.iter().next().flatten()) {
+            (true, Some(text)) => {
+                let mut chars = text.chars();
+                match (chars.next(), chars.next()) {
+                    (first, None) => first,
+                    _ => return Err(sql_error(format!("ESCAPE needs one character, got '{text}'"), span)),
+                }
+            }
+            // NULL: as in PostgreSQL, the whole LIKE is NULL.
+            (true, None) => return Ok(Val::scalar(new_null_array(&DataType::Utf8, 1))),
+            _ => return Err(sql_error("ESCAPE needs one character, not a column", span)),
+        };
+        let patterns = p.array.as_string::<i32>();
+        let out = patterns
+            .iter()
+            .map(|x| x.map(|x| like_escaped(x, escape)).transpose())
+            .collect::<std::result::Result<StringArray, _>>()
+            .map_err(|message| sql_error(message, pattern_span))?;
+        Ok(p.like(Arc::new(out)))
+    }
+
+    /// `v IN (list)`, before `NOT`: by [`in_set`] when every item is a literal (or another
+    /// scalar), else as `v = a OR v = b OR …`.
+    fn in_list(&self, v: Val, list: &[Expr], span: Span) -> Result<Val> {
+        if list.is_empty() {
+            return Err(sql_error("IN () needs at least one value", span));
+        }
+        let mut items = Vec::with_capacity(list.len());
+        for item in list {
+            let x = self.eval(item)?;
+            if !x.scalar {
+                return self.in_fold(v, list, span);
+            }
+            // The type error `v = item` would give, in the order the items come.
+            if !comparable(v.data_type(), x.data_type()) {
+                let (l, r) = (sql_type_name(v.data_type()), sql_type_name(x.data_type()));
+                return Err(sql_error(format!("type mismatch: {l} = {r}"), pos(item)));
+            }
+            items.push(x);
+        }
+        match in_set(&v, &items) {
+            Some(out) => Ok(Val { array: Arc::new(out), scalar: v.scalar }),
+            None => self.in_fold(v, list, span),
+        }
+    }
+
+    /// `v = a OR v = b OR …`, for lists [`in_set`] does not take.
+    fn in_fold(&self, v: Val, list: &[Expr], span: Span) -> Result<Val> {
+        let mut acc: Option<Val> = None;
+        for item in list {
+            let eq = self.binary(v.clone(), &BinaryOperator::Eq, self.eval(item)?, pos(item))?;
+            acc = Some(match acc {
+                None => eq,
+                Some(a) => self.logic(a, eq, true, span)?,
+            });
+        }
+        acc.ok_or_else(|| sql_error("IN () needs at least one value", span))
+    }
+
+    /// A node that is not a chain node (or, in a grouped context, any node but a binary operator).
+    fn eval_bottom(&self, e: &Expr, span: Span) -> Result<Val> {
+        if let Expr::UnaryOp { op: UnaryOperator::Minus, expr } = e {
+            if let Some(n) = negated_number(expr) {
+                // `-9223372036854775808` is one BIGINT literal, as in PostgreSQL.
+                return literal(&Value::Number(format!("-{n}"), false), span);
+            }
+        }
+        if let Some(operand) = first_operand(e) {
+            self.check(e, span)?;
+            let v = self.eval(operand)?;
+            return self.apply(e, v, span);
         }
         match e {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) if self.groups.is_some() => {
@@ -162,88 +394,6 @@ impl<'t, 'a> Ctx<'t, 'a> {
                 Ok(Val { array: self.column(&self.resolve(&name), span)?, scalar: false })
             }
             Expr::Value(v) => literal(&v.value, span),
-            Expr::Nested(inner) => self.eval(inner),
-            Expr::BinaryOp { left, op, right } => {
-                let (l, r) = (self.eval(left)?, self.eval(right)?);
-                self.binary(l, op, r, span)
-            }
-            Expr::UnaryOp { op, expr } => {
-                let v = self.eval(expr)?;
-                match op {
-                    UnaryOperator::Not => Ok(v.like(Arc::new(not(&boolean(v.clone(), span)?)?))),
-                    UnaryOperator::Minus => {
-                        let v = widen(v, span)?;
-                        if v.array.data_type() == &DataType::Null {
-                            return Ok(v); // -NULL is NULL
-                        }
-                        Ok(v.like(numeric::neg(v.array.as_ref()).map_err(|e| at(span)(e.into()))?))
-                    }
-                    UnaryOperator::Plus => widen(v, span),
-                    other => Err(unsupported(&format!("operator {other}"), span)),
-                }
-            }
-            Expr::IsNull(x) => {
-                let v = self.eval(x)?;
-                Ok(v.like(Arc::new(is_null(v.array.as_ref())?)))
-            }
-            Expr::IsNotNull(x) => {
-                let v = self.eval(x)?;
-                Ok(v.like(Arc::new(is_not_null(v.array.as_ref())?)))
-            }
-            Expr::IsTrue(x) | Expr::IsNotTrue(x) | Expr::IsFalse(x) | Expr::IsNotFalse(x) => {
-                let v = self.eval(x)?;
-                let b = boolean(v.clone(), span)?;
-                let b = if matches!(e, Expr::IsFalse(_) | Expr::IsNotFalse(_)) { not(&b)? } else { b };
-                let is = null_as_false(&b);
-                let is = if matches!(e, Expr::IsNotTrue(_) | Expr::IsNotFalse(_)) { not(&is)? } else { is };
-                Ok(v.like(Arc::new(is)))
-            }
-            Expr::InList { expr, list, negated } => {
-                let v = self.eval(expr)?;
-                let mut acc: Option<Val> = None;
-                for item in list {
-                    let eq = self.binary(v.clone(), &BinaryOperator::Eq, self.eval(item)?, item.span())?;
-                    acc = Some(match acc {
-                        None => eq,
-                        Some(a) => self.logic(a, eq, true, span)?,
-                    });
-                }
-                let acc = acc.ok_or_else(|| sql_error("IN () needs at least one value", span))?;
-                self.negate(acc, *negated, span)
-            }
-            Expr::Between { expr, negated, low, high } => {
-                let v = self.eval(expr)?;
-                let ge = self.binary(v.clone(), &BinaryOperator::GtEq, self.eval(low)?, low.span())?;
-                let le = self.binary(v, &BinaryOperator::LtEq, self.eval(high)?, high.span())?;
-                let both = self.logic(ge, le, false, span)?;
-                self.negate(both, *negated, span)
-            }
-            Expr::Like { negated, any, expr, pattern, escape_char }
-            | Expr::ILike { negated, any, expr, pattern, escape_char } => {
-                if *any {
-                    return Err(unsupported("LIKE ANY", span));
-                }
-                if let Some(c) = escape_char {
-                    return Err(unsupported("LIKE … ESCAPE", c.span()));
-                }
-                let v = string(self.eval(expr)?, expr.span())?;
-                let p = string(self.eval(pattern)?, pattern.span())?;
-                let kernel = if matches!(e, Expr::Like { .. }) {
-                    arrow_string::like::like
-                } else {
-                    arrow_string::like::ilike
-                };
-                let out = Val { array: Arc::new(kernel(&v, &p)?), scalar: v.scalar && p.scalar };
-                self.negate(out, *negated, span)
-            }
-            Expr::Cast { kind, expr, data_type, format } => {
-                if format.is_some() || !matches!(kind, CastKind::Cast | CastKind::DoubleColon) {
-                    return Err(unsupported("this form of CAST", span));
-                }
-                let to = arrow_type(data_type, span)?;
-                let v = self.eval(expr)?;
-                cast(v, &to, span)
-            }
             Expr::Function(f) => {
                 let name = f.name.to_string().to_ascii_lowercase();
                 if f.over.is_some() {
@@ -267,13 +417,13 @@ impl<'t, 'a> Ctx<'t, 'a> {
                             self.eval(op)?,
                             &BinaryOperator::Eq,
                             self.eval(&when.condition)?,
-                            when.condition.span(),
+                            pos(&when.condition),
                         )?,
                         None => self.eval(&when.condition)?,
                     };
-                    let mask = boolean(cond.clone(), when.condition.span())?;
+                    let mask = boolean(cond.clone(), pos(&when.condition))?;
                     let then = self.eval(&when.result)?;
-                    let (then, rest) = coerce(then, out, "vs", when.result.span())?;
+                    let (then, rest) = coerce(then, out, "vs", pos(&when.result))?;
                     let scalar = cond.scalar && then.scalar && rest.scalar;
                     let full = |v: Val| -> Result<Val> {
                         if scalar {
@@ -295,7 +445,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
             Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => {
                 Err(unsupported("subqueries", span))
             }
-            other => Err(unsupported(&format!("the expression '{other}'"), span)),
+            other => Err(unsupported(&format!("the expression '{}'", shown(other)), span)),
         }
     }
 
@@ -330,8 +480,14 @@ impl<'t, 'a> Ctx<'t, 'a> {
                         v.array
                             .as_primitive::<arrow_array::types::Int64Type>()
                             .iter()
-                            .map(|x| x.map(i64::wrapping_abs))
-                            .collect::<Int64Array>(),
+                            .map(|x| {
+                                x.map(|x| {
+                                    x.checked_abs()
+                                        .ok_or_else(|| sql_error(format!("abs({x}) overflows BIGINT"), span))
+                                })
+                                .transpose()
+                            })
+                            .collect::<Result<Int64Array>>()?,
                     ),
                     _ => Arc::new(
                         v.array
@@ -587,6 +743,175 @@ fn has_nan_or_negative_zero(values: &[f64]) -> bool {
     values
         .chunks(1024)
         .any(|block| block.iter().fold(false, |seen, x| seen | x.is_nan() | (x.to_bits() == negative_zero)))
+}
+
+/// `e` as SQL text for a message, cut after 80 characters.
+fn shown(e: &Expr) -> String {
+    let text = expr_text(e);
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}
+
+/// `pattern` with escape character `escape` rewritten in arrow's `LIKE` syntax, where `\` is the
+/// escape character (arrow-string's `like`: `\x` matches `x`, `\\` a backslash). Without an
+/// escape character (`ESCAPE ''`) every character but `%` and `_` is literal, backslash included.
+///
+/// # Errors
+/// A pattern that ends with its escape character (PostgreSQL refuses it too).
+fn like_escaped(pattern: &str, escape: Option<char>) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(pattern.len() + 2);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            let Some(next) = chars.next() else {
+                return Err(format!("LIKE pattern '{pattern}' ends with its ESCAPE character"));
+            };
+            if matches!(next, '%' | '_' | '\\') {
+                out.push('\\');
+            }
+            out.push(next);
+        } else if c == '\\' {
+            out.push_str("\\\\");
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `=` takes operands of types `l` and `r` ([`coerce`]'s rule).
+fn comparable(l: &DataType, r: &DataType) -> bool {
+    l == r || *l == DataType::Null || *r == DataType::Null || (is_numeric(l) && is_numeric(r))
+}
+
+/// The key of a float in [`in_set`]: equal for values SQL calls equal (`-0.0` and `0.0`; every
+/// NaN), as [`sql_float_order`] makes them before arrow compares.
+fn float_key(x: f64) -> u64 {
+    if x.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        (x + 0.0).to_bits()
+    }
+}
+
+/// `v IN (items)` for length-1 `items` of types [`comparable`] with `v`: one pass over `v` with a
+/// hash set, the same answer as `v = a OR v = b OR …` (three-valued: NULL where nothing matches
+/// and `v` or an item is NULL) in time linear in rows plus items. Integers compare exactly, an
+/// integer and a float as the integer cast to a float, floats as [`float_key`]s. `None` for types
+/// it does not take (the caller folds `=` and `OR`).
+fn in_set(v: &Val, items: &[Val]) -> Option<BooleanArray> {
+    use arrow_array::types::{
+        Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
+        UInt64Type, UInt8Type,
+    };
+    let (mut ints, mut floats, mut strings, mut bools) =
+        (HashSet::new(), HashSet::new(), HashSet::new(), [false; 2]);
+    let mut any_null = false;
+    let column = v.data_type();
+    for item in items {
+        let a = item.array.as_ref();
+        if a.is_null(0) {
+            any_null = true;
+            continue;
+        }
+        match a.data_type() {
+            DataType::Int64 => {
+                let x = a.as_primitive::<Int64Type>().value(0);
+                if column.is_floating() {
+                    floats.insert(float_key(x as f64));
+                } else {
+                    ints.insert(i128::from(x));
+                }
+            }
+            DataType::Float64 => {
+                floats.insert(float_key(a.as_primitive::<Float64Type>().value(0)));
+            }
+            DataType::Utf8 => {
+                strings.insert(a.as_string::<i32>().value(0));
+            }
+            DataType::Boolean => bools[usize::from(a.as_boolean().value(0))] = true,
+            _ => return None,
+        }
+    }
+    let answer = |hit: bool| {
+        if hit {
+            Some(true)
+        } else if any_null {
+            None
+        } else {
+            Some(false)
+        }
+    };
+    let int =
+        |x: i128| answer(ints.contains(&x) || (!floats.is_empty() && floats.contains(&float_key(x as f64))));
+    let float = |x: f64| answer(floats.contains(&float_key(x)));
+    macro_rules! ints {
+        ($t:ty) => {
+            v.array.as_primitive::<$t>().iter().map(|x| x.and_then(|x| int(i128::from(x)))).collect()
+        };
+    }
+    Some(match column {
+        DataType::Null => BooleanArray::new_null(v.array.len()),
+        DataType::Int8 => ints!(Int8Type),
+        DataType::Int16 => ints!(Int16Type),
+        DataType::Int32 => ints!(Int32Type),
+        DataType::Int64 => ints!(Int64Type),
+        DataType::UInt8 => ints!(UInt8Type),
+        DataType::UInt16 => ints!(UInt16Type),
+        DataType::UInt32 => ints!(UInt32Type),
+        DataType::UInt64 => ints!(UInt64Type),
+        DataType::Float32 => v
+            .array
+            .as_primitive::<Float32Type>()
+            .iter()
+            .map(|x| x.and_then(|x| float(f64::from(x))))
+            .collect(),
+        DataType::Float64 => {
+            v.array.as_primitive::<Float64Type>().iter().map(|x| x.and_then(float)).collect()
+        }
+        DataType::Utf8 => {
+            v.array.as_string::<i32>().iter().map(|x| x.and_then(|x| answer(strings.contains(x)))).collect()
+        }
+        DataType::Boolean => {
+            v.array.as_boolean().iter().map(|x| x.and_then(|x| answer(bools[usize::from(x)]))).collect()
+        }
+        _ => return None,
+    })
+}
+
+/// Float group keys made equal where SQL calls them equal (as [`sql_float_order`] does for
+/// comparisons): `-0.0` becomes `0.0` and every NaN the positive quiet NaN, so that the row format
+/// (which keeps their bits apart) puts them in one group. Other arrays are returned as they are.
+pub(crate) fn canonical_floats(a: &ArrayRef) -> ArrayRef {
+    use arrow_array::types::{Float32Type, Float64Type};
+    match a.data_type() {
+        DataType::Float64 => {
+            let floats = a.as_primitive::<Float64Type>();
+            if !has_nan_or_negative_zero(floats.values()) {
+                return a.clone();
+            }
+            Arc::new(arrow_arith::arity::unary::<_, _, Float64Type>(floats, |x| {
+                if x.is_nan() {
+                    f64::NAN
+                } else {
+                    x + 0.0
+                }
+            }))
+        }
+        DataType::Float32 => Arc::new(arrow_arith::arity::unary::<_, _, Float32Type>(
+            a.as_primitive::<Float32Type>(),
+            |x: f32| {
+                if x.is_nan() {
+                    f32::NAN
+                } else {
+                    x + 0.0
+                }
+            },
+        )),
+        _ => a.clone(),
+    }
 }
 
 /// The Arrow type of an SQL type name in CAST.

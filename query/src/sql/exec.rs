@@ -20,10 +20,11 @@ use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType, Field, Schema, SortOptions};
 use arrow_select::take::take;
 use beton_storage::{FieldType, Value as StorageValue};
-use sqlparser::ast::{Expr, SelectItem, Spanned, Value};
+use sqlparser::ast::{Expr, SelectItem, Value};
 use sqlparser::tokenizer::Span;
 
-use super::eval::{column_name, function_args, sql_type_name, Ctx, Val, AGGREGATES};
+use super::ast::{expr_text, pos, select_item_start};
+use super::eval::{canonical_floats, column_name, function_args, sql_type_name, Ctx, Val, AGGREGATES};
 use super::parse::{unsupported, OrderKey, SelectPlan};
 use super::{at, sql_error};
 use crate::error::Result;
@@ -41,7 +42,7 @@ fn matching_rows(ctx: &Ctx, predicate: &Expr) -> Result<Vec<u32>> {
 /// A bit per row in scope: set where `predicate` is true (NULL counts as false).
 fn matching_mask(ctx: &Ctx, predicate: &Expr) -> Result<arrow_buffer::BooleanBuffer> {
     let v = ctx.eval(predicate)?;
-    let span = predicate.span();
+    let span = pos(predicate);
     if v.array.data_type() != &DataType::Boolean && v.array.data_type() != &DataType::Null {
         return Err(sql_error(
             format!("WHERE needs a boolean, got {}", sql_type_name(v.array.data_type())),
@@ -77,19 +78,30 @@ pub(crate) fn filter_ids(table: &Table, predicate: &Expr) -> Result<IndexSet> {
     IndexSet::from_sorted(ids)
 }
 
+/// [`super::query`] for a bare predicate: `SELECT * FROM samples WHERE predicate`.
+pub(crate) fn filter_rows(table: &Table, predicate: &Expr) -> Result<RecordBatch> {
+    check_size(table)?;
+    prefetch(table, [predicate]);
+    let rows = matching_rows(&Ctx::all(table), predicate)?;
+    let ctx = Ctx::rows(table, UInt32Array::from(rows));
+    let (mut fields, mut arrays) = (Vec::new(), Vec::new());
+    every_column(&ctx, pos(predicate), &mut fields, &mut arrays)?;
+    batch(fields, arrays, ctx.num_rows())
+}
+
 /// [`super::select_indices`] for a `SELECT`: WHERE, then ORDER BY / LIMIT / OFFSET pick the rows.
 pub(crate) fn select_ids(table: &Table, plan: &SelectPlan) -> Result<IndexSet> {
     check_size(table)?;
     if let Some(g) = plan.group_by.first() {
-        return Err(unsupported("GROUP BY in a row selection", g.span()));
+        return Err(unsupported("GROUP BY in a row selection", pos(g)));
     }
     if let Some(h) = &plan.having {
-        return Err(unsupported("HAVING in a row selection", h.span()));
+        return Err(unsupported("HAVING in a row selection", pos(h)));
     }
     for item in &plan.projection {
         if let Some(e) = item_expr(item) {
             if contains_aggregate(e) {
-                return Err(unsupported("aggregates in a row selection", e.span()));
+                return Err(unsupported("aggregates in a row selection", pos(e)));
             }
         }
     }
@@ -141,23 +153,29 @@ fn prefetch<'e>(table: &Table, exprs: impl IntoIterator<Item = &'e Expr>) {
 }
 
 /// The column names in `e`, as written (a name inside an expression the engine does not support is
-/// simply not collected).
+/// simply not collected). A loop over a list of nodes, not recursion: chains are as deep as long.
 fn collect_columns(e: &Expr, out: &mut Vec<String>) {
-    match e {
-        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => out.extend(column_name(e)),
-        Expr::Function(f) => {
-            // json_extract reads its field's payloads, not a column.
-            let skip = usize::from(f.name.to_string().eq_ignore_ascii_case("json_extract"));
-            if let Ok(args) = function_args(f, Span::empty()) {
-                args.into_iter().skip(skip).for_each(|a| collect_columns(a, out));
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        let first = todo.len();
+        match e {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => out.extend(column_name(e)),
+            Expr::Function(f) => {
+                // json_extract reads its field's payloads, not a column.
+                let skip = usize::from(f.name.to_string().eq_ignore_ascii_case("json_extract"));
+                if let Ok(args) = function_args(f, Span::empty()) {
+                    todo.extend(args.into_iter().skip(skip));
+                }
             }
+            other => for_each_operand(other, |x| todo.push(x)),
         }
-        other => for_each_operand(other, |x| collect_columns(x, out)),
+        // Operands in text order.
+        todo[first..].reverse();
     }
 }
 
-/// Calls `f` on every operand of the operators and forms the engine runs (not on function
-/// arguments, which the walkers handle themselves).
+/// Calls `f` on every operand of the operators and forms the engine runs, in text order (not on
+/// function arguments, which the walkers handle themselves).
 fn for_each_operand<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
     match e {
         Expr::BinaryOp { left, right, .. } => {
@@ -178,9 +196,10 @@ fn for_each_operand<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
             f(expr);
             list.iter().for_each(f);
         }
-        Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
+        Expr::Like { expr, pattern, escape_char, .. } | Expr::ILike { expr, pattern, escape_char, .. } => {
             f(expr);
             f(pattern);
+            escape_char.iter().for_each(|x| f(x));
         }
         Expr::Case { operand, conditions, else_result, .. } => {
             operand.iter().chain(else_result).for_each(|x| f(x));
@@ -330,7 +349,7 @@ fn item_expr(item: &SelectItem) -> Option<&Expr> {
 
 /// The output name of a select item.
 fn item_name(e: &Expr, alias: Option<&str>) -> String {
-    alias.map(str::to_string).or_else(|| column_name(e)).unwrap_or_else(|| e.to_string())
+    alias.map(str::to_string).or_else(|| column_name(e)).unwrap_or_else(|| expr_text(e))
 }
 
 /// An ORDER BY that names a select alias: the aliased expression.
@@ -349,7 +368,7 @@ fn output_position(e: &Expr, fields: &[Field], projection: &[SelectItem]) -> Res
         if let Value::Number(n, _) = &v.value {
             return match n.parse::<usize>() {
                 Ok(k) if (1..=fields.len()).contains(&k) => Ok(Some(k - 1)),
-                _ => Err(sql_error(format!("ORDER BY position {n} is not in the select list"), e.span())),
+                _ => Err(sql_error(format!("ORDER BY position {n} is not in the select list"), pos(e))),
             };
         }
     }
@@ -358,12 +377,12 @@ fn output_position(e: &Expr, fields: &[Field], projection: &[SelectItem]) -> Res
             return Ok(Some(i));
         }
     }
-    let text = e.to_string();
     let has_wildcard = projection.iter().any(|i| item_expr(i).is_none());
     if has_wildcard {
         return Ok(None);
     }
-    Ok(projection.iter().position(|item| item_expr(item).is_some_and(|x| x.to_string() == text)))
+    let text = expr_text(e);
+    Ok(projection.iter().position(|item| item_expr(item).is_some_and(|x| expr_text(x) == text)))
 }
 
 /// Evaluates the select list over the rows in scope (no aggregates).
@@ -380,11 +399,7 @@ fn project(ctx: &Ctx, plan: &SelectPlan) -> Result<(Vec<Field>, Vec<ArrayRef>)> 
                 {
                     return Err(unsupported("options on *", opts.wildcard_token.0.span));
                 }
-                for name in ctx.table().column_names() {
-                    let array = ctx.column(name, opts.wildcard_token.0.span)?;
-                    fields.push(Field::new(name, array.data_type().clone(), true));
-                    arrays.push(array);
-                }
+                every_column(ctx, opts.wildcard_token.0.span, &mut fields, &mut arrays)?;
             }
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
                 let alias = match item {
@@ -395,10 +410,20 @@ fn project(ctx: &Ctx, plan: &SelectPlan) -> Result<(Vec<Field>, Vec<ArrayRef>)> 
                 fields.push(Field::new(item_name(e, alias), array.data_type().clone(), true));
                 arrays.push(array);
             }
-            other => return Err(unsupported(&format!("the select item {other}"), other.span())),
+            other => return Err(unsupported(&format!("the select item {other}"), select_item_start(other))),
         }
     }
     Ok((fields, arrays))
+}
+
+/// `*`: every column of the table over the rows in scope.
+fn every_column(ctx: &Ctx, span: Span, fields: &mut Vec<Field>, arrays: &mut Vec<ArrayRef>) -> Result<()> {
+    for name in ctx.table().column_names() {
+        let array = ctx.column(name, span)?;
+        fields.push(Field::new(name, array.data_type().clone(), true));
+        arrays.push(array);
+    }
+    Ok(())
 }
 
 /// True when `e` calls an aggregate.
@@ -408,17 +433,23 @@ fn contains_aggregate(e: &Expr) -> bool {
     !found.is_empty()
 }
 
-/// The aggregate calls in `e`, outermost first (arguments of an aggregate are not searched).
+/// The aggregate calls in `e`, outermost first, in text order (arguments of an aggregate are not
+/// searched). A loop over a list of nodes, as [`collect_columns`].
 fn collect_aggregates<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::Function(f) => {
-            if AGGREGATES.contains(&f.name.to_string().to_ascii_lowercase().as_str()) {
-                out.push(e);
-            } else if let Ok(args) = function_args(f, Span::empty()) {
-                args.into_iter().for_each(|a| collect_aggregates(a, out));
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        let first = todo.len();
+        match e {
+            Expr::Function(f) => {
+                if AGGREGATES.contains(&f.name.to_string().to_ascii_lowercase().as_str()) {
+                    out.push(e);
+                } else if let Ok(args) = function_args(f, Span::empty()) {
+                    todo.extend(args);
+                }
             }
+            other => for_each_operand(other, |x| todo.push(x)),
         }
-        other => for_each_operand(other, |x| collect_aggregates(x, out)),
+        todo[first..].reverse();
     }
 }
 
@@ -434,8 +465,10 @@ fn group_ids(ctx: &Ctx, keys: &[ArrayRef]) -> Result<(Vec<u32>, Vec<u32>)> {
             return Ok(ids);
         }
     }
+    // -0.0 and 0.0, and NaNs, are one group each (the row format keeps their bits apart).
+    let keys: Vec<ArrayRef> = keys.iter().map(canonical_floats).collect();
     let converter = RowConverter::new(keys.iter().map(|k| SortField::new(k.data_type().clone())).collect())?;
-    let rows = converter.convert_columns(keys)?;
+    let rows = converter.convert_columns(&keys)?;
     let mut ids = HashMap::new();
     let (mut group, mut first) = (Vec::with_capacity(n), Vec::new());
     for i in 0..n {
@@ -492,7 +525,7 @@ fn group<'t, 'a>(ctx: &Ctx<'t, 'a>, plan: &SelectPlan) -> Result<Ctx<'t, 'a>> {
     let first = UInt32Array::from(first);
     for (g, key) in plan.group_by.iter().zip(&keys) {
         let at_first = if num_groups == 0 { key.slice(0, 0) } else { take(key.as_ref(), &first, None)? };
-        values.insert(g.to_string(), at_first);
+        values.insert(expr_text(g), at_first);
     }
     let mut calls = Vec::new();
     for item in &plan.projection {
@@ -501,7 +534,7 @@ fn group<'t, 'a>(ctx: &Ctx<'t, 'a>, plan: &SelectPlan) -> Result<Ctx<'t, 'a>> {
             None => {
                 return Err(sql_error(
                     format!("{item} cannot be selected in a grouped or aggregate query"),
-                    item.span(),
+                    select_item_start(item),
                 ))
             }
         }
@@ -512,10 +545,10 @@ fn group<'t, 'a>(ctx: &Ctx<'t, 'a>, plan: &SelectPlan) -> Result<Ctx<'t, 'a>> {
         .for_each(|e| collect_aggregates(e, &mut calls));
     for call in calls {
         let Expr::Function(f) = call else { continue };
-        let text = call.to_string();
+        let text = expr_text(call);
         if let std::collections::hash_map::Entry::Vacant(slot) = values.entry(text) {
             let name = f.name.to_string().to_ascii_lowercase();
-            slot.insert(aggregate(ctx, &name, f, &group, num_groups, call.span())?);
+            slot.insert(aggregate(ctx, &name, f, &group, num_groups, pos(call))?);
         }
     }
     let grouped = Ctx::groups(ctx.table(), num_groups, values);
@@ -524,7 +557,7 @@ fn group<'t, 'a>(ctx: &Ctx<'t, 'a>, plan: &SelectPlan) -> Result<Ctx<'t, 'a>> {
     if !matches!(mask.array.data_type(), DataType::Boolean | DataType::Null) {
         return Err(sql_error(
             format!("HAVING needs a boolean, got {}", sql_type_name(mask.array.data_type())),
-            having.span(),
+            pos(having),
         ));
     }
     let keep = matching_rows(&grouped, having)?;
@@ -563,7 +596,7 @@ fn aggregate(
         return Err(sql_error(format!("{name}() takes one argument, got {}", args.len()), span));
     };
     if contains_aggregate(arg) {
-        return Err(sql_error("aggregates cannot be nested", arg.span()));
+        return Err(sql_error("aggregates cannot be nested", pos(arg)));
     }
     let values = ctx.broadcast(ctx.eval(arg)?)?;
     let t = values.data_type().clone();
@@ -634,19 +667,19 @@ pub(crate) fn json_extract(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val>
         return Err(sql_error(format!("json_extract() takes two arguments, got {}", args.len()), span));
     };
     let name = column_name(field)
-        .ok_or_else(|| sql_error("json_extract() needs a JSON field name first", field.span()))?;
+        .ok_or_else(|| sql_error("json_extract() needs a JSON field name first", pos(field)))?;
     let ds = ctx.table().dataset();
     let k = ds
         .fields()
         .iter()
         .position(|f| f.name() == name && matches!(f.field_type(), FieldType::Json))
-        .ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), field.span()))?;
+        .ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), pos(field)))?;
     let path = match path {
         Expr::Value(v) => match &v.value {
             Value::SingleQuotedString(s) => s.clone(),
-            _ => return Err(sql_error("json_extract() needs a path literal like '$.a.b'", path.span())),
+            _ => return Err(sql_error("json_extract() needs a path literal like '$.a.b'", pos(path))),
         },
-        _ => return Err(sql_error("json_extract() needs a path literal like '$.a.b'", path.span())),
+        _ => return Err(sql_error("json_extract() needs a path literal like '$.a.b'", pos(path))),
     };
     let steps: Vec<&str> = match path.strip_prefix('$') {
         Some("") => Vec::new(),
@@ -691,7 +724,7 @@ pub(crate) fn in_split(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
         },
         _ => return Err(sql_error("in_split() needs a split name in quotes, like in_split('val')", span)),
     };
-    let split = ctx.table().split(name).map_err(|e| sql_error(e.to_string(), args[0].span()))?;
+    let split = ctx.table().split(name).map_err(|e| sql_error(e.to_string(), pos(args[0])))?;
     let ids = ctx.column("index", span)?;
     let ids = ids.as_primitive::<arrow_array::types::UInt64Type>();
     let members = split.as_slice();
