@@ -383,6 +383,7 @@ fn a_failing_or_panicking_decoder_names_the_sample_and_ends_the_epoch() {
         let err = results[5].as_ref().unwrap_err().to_string();
         if panics {
             assert!(err.contains("panic") && err.contains("decoder bug at 57"), "{err}");
+            assert!(err.contains("batch 5, sample 57, field 'label'"), "{err}");
         } else {
             assert_eq!(err, "sample 57, field 'label': bad value");
         }

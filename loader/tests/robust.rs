@@ -172,7 +172,7 @@ fn corrupted_copies_end_every_epoch_with_data_or_an_error() {
             b[at] ^= 1 << (rng.next() % 8);
         }
         std::fs::write(&copy, &b).unwrap();
-        let order = orders[k % 3].clone();
+        let order = orders[k % 3];
         match run_epoch(&copy, order, k % 2 == 0, bound) {
             Outcome::Error(e) => {
                 assert!(!e.is_empty());
@@ -185,7 +185,7 @@ fn corrupted_copies_end_every_epoch_with_data_or_an_error() {
     for k in 0..50 {
         let len = (bytes.len() as u64 * k / 50) as usize + (rng.next() as usize % 64);
         std::fs::write(&copy, &bytes[..len.min(bytes.len() - 1)]).unwrap();
-        let outcome = run_epoch(&copy, orders[k as usize % 3].clone(), k % 2 == 1, bound);
+        let outcome = run_epoch(&copy, orders[k as usize % 3], k % 2 == 1, bound);
         assert!(!matches!(outcome, Outcome::Batches(_)), "a truncated file loaded: {outcome:?}");
     }
     assert!(errors > 20 && whole > 0, "{errors} epochs failed, {whole} were whole");

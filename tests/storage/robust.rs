@@ -165,8 +165,7 @@ fn writes_go_through_links_and_refuse_directories() {
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     assert_eq!(Dataset::open(&target).unwrap().num_samples(), 4);
     let e = Writer::new(dir.path(), vec![FieldSpec::new("x", FieldType::Int)], WriterOptions::default())
-        .err()
-        .expect("a directory");
+        .expect_err("a directory");
     assert!(e.to_string().contains("is a directory"), "{e}");
     let e = Dataset::open(dir.path()).unwrap_err();
     assert!(e.to_string().contains("directory"), "{e}");
@@ -178,14 +177,12 @@ fn bad_options_name_themselves() {
     let image = |q: u8| {
         let opts = ImageOptions { jpeg_quality: q, ..ImageOptions::default() };
         Writer::new("x.beton", vec![FieldSpec::rgb_image("image", opts)], WriterOptions::default())
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .to_string()
     };
     let e = image(0);
     assert!(e.contains("jpeg_quality") && !e.contains("field name"), "{e}");
     let options = WriterOptions { num_threads: 100_000, ..WriterOptions::default() };
-    let e =
-        Writer::new("x.beton", vec![FieldSpec::new("x", FieldType::Int)], options).err().expect("refused");
+    let e = Writer::new("x.beton", vec![FieldSpec::new("x", FieldType::Int)], options).expect_err("refused");
     assert!(e.to_string().contains("num_threads"), "{e}");
 }
