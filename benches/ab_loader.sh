@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A/B of the loader's throughput between two `beton` binaries (e.g. a commit and its parent),
+# interleaved so that both see the same machine state: for each file, ROUNDS rounds of
+# `beton bench` with A then B (B then A on odd rounds), median samples/s of epochs 1.. of each
+# run, and the median of the per-round ratios B/A.
+#
+#   bash benches/ab_loader.sh BETON_A BETON_B ROUNDS FILE[:BENCH ARGS] ...
+#
+# Example (issue 18's cost of the SIGBUS guard and the per-batch checks):
+#   git worktree add /tmp/base HEAD~1 && (cd /tmp/base && cargo build --release --bin beton)
+#   cargo build --release --bin beton
+#   bash benches/ab_loader.sh /tmp/base/target/release/beton target/release/beton 7 \
+#     "blob.beton:--order random --batch-size 64 --epochs 12" \
+#     "img.beton:--images rrc:160 --order quasi-random --batch-size 256 --epochs 4"
+set -euo pipefail
+a=$1 b=$2 rounds=$3
+shift 3
+# Median samples/s over epochs 1.. (epoch 0 warms the page cache) of one `beton bench` run.
+rate() {
+  local bin=$1 file=$2
+  shift 2
+  # shellcheck disable=SC2086
+  "$bin" bench "$file" --threads 2 $* | awk '$1 ~ /^[0-9]+$/ && $1 > 0 { print $3 }' | sort -n |
+    awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+for spec in "$@"; do
+  file=${spec%%:*}
+  args=${spec#*:}
+  [ "$args" = "$spec" ] && args=""
+  ra=() rb=() ratios=()
+  for ((r = 0; r < rounds; r++)); do
+    if ((r % 2 == 0)); then x=$(rate "$a" "$file" $args); y=$(rate "$b" "$file" $args)
+    else y=$(rate "$b" "$file" $args); x=$(rate "$a" "$file" $args); fi
+    ra+=("$x") rb+=("$y")
+    ratios+=("$(awk -v x="$x" -v y="$y" 'BEGIN { printf "%.4f", y / x }')")
+  done
+  ma=$(printf '%s\n' "${ra[@]}" | median)
+  mb=$(printf '%s\n' "${rb[@]}" | median)
+  mr=$(printf '%s\n' "${ratios[@]}" | median)
+  echo "$file [$args]: A ${ma} samples/s, B ${mb} samples/s, B/A median of ${rounds} rounds ${mr} (rounds: ${ratios[*]})"
+done
