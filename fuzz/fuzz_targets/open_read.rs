@@ -1,11 +1,11 @@
 //! Open + read of arbitrary bytes must never panic: `Dataset` validation, every field of the
 //! first samples (images decoded), the allocation index, `Summary` and `verify`.
 //!
-//! Run: `bash fuzz/seed.sh && cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run open_read corpus/open_read --
-//! -max_len=65536` (stable toolchain: `RUSTC_BOOTSTRAP=1` lets cargo-fuzz pass its `-Z` flags).
-//! CI builds it without cargo-fuzz, on stable: `cargo build --manifest-path fuzz/Cargo.toml`.
-//! A crash input, once fixed, goes to fuzz/regressions/, replayed by tests/storage/corrupt.rs
-//! (`fuzz_input` there mirrors the option choice below).
+//! Run: `bash fuzz/run.sh open_read 1000000` (cargo-fuzz on the stable toolchain:
+//! `RUSTC_BOOTSTRAP=1` lets it pass its `-Z` flags). CI type-checks it without cargo-fuzz:
+//! `cargo check --manifest-path fuzz/Cargo.toml`. A crash input, once fixed, goes to
+//! fuzz/regressions/open_read/, replayed by tests/storage/corrupt.rs (`fuzz_input` there mirrors
+//! the option choice below).
 
 #![no_main]
 
