@@ -225,6 +225,20 @@ fn open_for_query(file: &Path, custom: &[String]) -> Result<Dataset> {
 }
 
 fn open_with(file: &Path, custom: &[String], mut options: OpenOptions) -> Result<Dataset> {
+    if file.is_dir() {
+        let stale = beton_storage::stale_temp_files_in(file);
+        let mut why = format!("{}: is a directory, not a .beton file", file.display());
+        if !stale.is_empty() {
+            let _ = write!(
+                why,
+                "; it holds {} temporary file(s) of interrupted writes (the next write to their \
+                 destination removes them): {}",
+                stale.len(),
+                stale.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        bail!(why);
+    }
     for spec in custom {
         let (name, layout) =
             spec.split_once('=').with_context(|| format!("--custom {spec}: expected NAME=SIZE[:ALIGN]"))?;

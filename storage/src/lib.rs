@@ -39,5 +39,5 @@ pub use image::{Channels, ImageMode, ImageOptions, ImageSource, Pixels, WriteMod
 pub use reader::{Dataset, Field, FileId, ImageRef, OpenOptions, Value, Window};
 pub use splits::{update_splits, SplitMap, SplitRegion};
 pub use summary::{verify, Summary};
-pub use temp::stale_temp_files;
+pub use temp::{stale_temp_files, stale_temp_files_in};
 pub use writer::{FieldSpec, Progress, SampleValue, WriteReport, Writer, WriterOptions, MAX_THREADS};

@@ -50,6 +50,28 @@ pub fn stale_temp_files(dest: &Path) -> Vec<PathBuf> {
     stale
 }
 
+/// Temporary files of killed writers to any destination in directory `dir`: names of the
+/// writer's form (`.NAME.XXXXXX.tmp` or `.NAME.XXXXXX.pages.tmp`, `XXXXXX` six letters or
+/// digits) that no writer holds.
+pub fn stale_temp_files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let writers = |name: &str| {
+        let Some(rest) = name.strip_prefix('.') else { return false };
+        let rest = rest.strip_suffix(".pages.tmp").or_else(|| rest.strip_suffix(".tmp"));
+        rest.and_then(|r| r.rsplit_once('.')).is_some_and(|(dest, random)| {
+            !dest.is_empty() && random.len() == 6 && random.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+    };
+    let mut stale: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| writers(&e.file_name().to_string_lossy()))
+        .map(|e| e.path())
+        .filter(|p| is_stale(p))
+        .collect();
+    stale.sort();
+    stale
+}
+
 fn is_stale(path: &Path) -> bool {
     let Ok(file) = File::open(path) else { return false };
     let old_enough = file
@@ -94,5 +116,9 @@ mod tests {
         assert_eq!(remove_stale_temp_files(&dest), vec![dead.clone(), dead_pages]);
         assert!(!dead.exists() && live.exists());
         assert!(stale_temp_files(&dest).is_empty());
+        // By directory: the other destination's file, not the locked or young ones, nor files
+        // of other programs.
+        let (_junk, _f6) = make(".editor-swap.tmp", 60);
+        assert_eq!(stale_temp_files_in(dir.path()), vec![_other.clone()]);
     }
 }

@@ -391,6 +391,8 @@ fn bad_arguments_are_refused_with_their_names() {
         let run = beton(&[cmd, o]);
         assert!(text(&run).0.contains(".out.beton.x1y2z3.tmp"), "{cmd}: {}", text(&run).0);
     }
+    let run = beton(&["verify", dir.path().to_str().unwrap()]);
+    assert!(text(&run).1.contains("is a directory") && text(&run).1.contains("x1y2z3"), "{}", text(&run).1);
     let run = beton(&["write-imagefolder", r, o, "--skip-bad", "--mode", "raw"]);
     assert!(run.status.success());
     assert!(!stale.exists());
