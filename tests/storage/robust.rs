@@ -186,3 +186,40 @@ fn bad_options_name_themselves() {
     let e = Writer::new("x.beton", vec![FieldSpec::new("x", FieldType::Int)], options).expect_err("refused");
     assert!(e.to_string().contains("num_threads"), "{e}");
 }
+
+/// The SIGBUS guard answers faults in beton's own maps only: a fault in any other map of the
+/// process still ends it with SIGBUS (the handler chains to the one before it), so it never
+/// hides another program's bug behind zeros. Runs itself in a child process.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fault_outside_betons_maps_still_kills_the_process() {
+    use std::os::unix::process::ExitStatusExt;
+    const NAME: &str = "robust::a_fault_outside_betons_maps_still_kills_the_process";
+    if std::env::var_os("BETON_TEST_FOREIGN_SIGBUS").is_some() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.beton");
+        write(&path, 3);
+        let _ds = Dataset::open(&path).unwrap(); // installs the guard
+        let other = dir.path().join("other.bin");
+        std::fs::write(&other, vec![1u8; 3 * 4096]).unwrap();
+        let file = File::open(&other).unwrap();
+        // SAFETY: this map is truncated under itself on purpose; the read below must fault and
+        // end this child process, which is what the parent checks.
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        File::options().write(true).open(&other).unwrap().set_len(0).unwrap();
+        println!("read {}: the fault was swallowed", std::hint::black_box(map[2 * 4096]));
+        std::process::exit(0);
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+        .env("BETON_TEST_FOREIGN_SIGBUS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGBUS),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
