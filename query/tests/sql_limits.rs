@@ -530,3 +530,24 @@ fn like_escape_matches_escaped_wildcards_literally() {
         assert_eq!(b.column(0).as_boolean().iter().collect::<Vec<_>>(), [Some(true), Some(false)]);
     });
 }
+
+/// ORDER BY and min/max order floats as comparisons do: `-0.0` ties with `0.0` (row order
+/// kept), every NaN (whatever its sign bit) after every number ascending, first descending, as
+/// PostgreSQL orders them; they used to follow IEEE totalOrder (-NaN first, -0.0 before 0.0).
+#[test]
+fn order_by_and_min_max_order_floats_as_sql_compares_them() {
+    with_table(|t| {
+        // Rows 0..8 (label = row there): score 0.0, -0.0, NaN, -NaN, 1.5, 2.5, 1.5, 0.0.
+        let rows = "FROM samples WHERE big < 8 OR big = 9223372036854775807";
+        let labels =
+            |sql: &str| -> Vec<i64> { i64s(&run(t, sql), 0).into_iter().map(Option::unwrap).collect() };
+        assert_eq!(labels(&format!("SELECT label {rows} ORDER BY score")), [0, 1, 7, 4, 6, 5, 2, 3]);
+        assert_eq!(labels(&format!("SELECT label {rows} ORDER BY score DESC")), [2, 3, 5, 4, 6, 0, 1, 7]);
+        assert_eq!(labels(&format!("SELECT label {rows} ORDER BY score LIMIT 3")), [0, 1, 7]);
+        let b = run(t, &format!("SELECT max(score), min(score) {rows} AND (label = 3 OR label = 1)"));
+        let col =
+            |k: usize| b.column(k).as_any().downcast_ref::<arrow_array::Float64Array>().unwrap().value(0);
+        assert!(col(0).is_nan() && col(0).is_sign_positive(), "max is NaN: {}", col(0));
+        assert_eq!(col(1).to_bits(), 0.0f64.to_bits(), "min of -0.0 is 0.0");
+    });
+}

@@ -958,7 +958,7 @@ pub(crate) fn sql_type_name(t: &DataType) -> &'static str {
 /// Float operands made to compare as SQL does under Arrow's IEEE totalOrder kernels: `-0.0` becomes
 /// `0.0` (SQL: equal), and every NaN the positive quiet NaN (totalOrder puts a NaN with its sign bit
 /// set below every number; PostgreSQL's NaN is above every number and equal to itself).
-fn sql_float_order(v: Val) -> Val {
+pub(crate) fn sql_float_order(v: Val) -> Val {
     match v.array.as_any().downcast_ref::<Float64Array>() {
         // Nothing to change (the usual case): no copy of the column. Checking is one read-only
         // pass, far cheaper than writing a new column of the same size.

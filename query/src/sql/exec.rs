@@ -336,7 +336,10 @@ fn batch(fields: Vec<Field>, arrays: Vec<ArrayRef>, num_rows: usize) -> Result<R
     Ok(RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)?)
 }
 
+/// A sort key of `ORDER BY`: floats ordered as SQL compares them (`-0.0` ties with `0.0` and
+/// keeps row order; every NaN, whatever its sign bit, above every number, as in PostgreSQL).
 fn sort_column(values: ArrayRef, k: &OrderKey) -> SortColumn {
+    let values = super::eval::sql_float_order(super::eval::Val { array: values, scalar: false }).array;
     SortColumn { values, options: Some(SortOptions { descending: k.descending, nulls_first: k.nulls_first }) }
 }
 
@@ -645,6 +648,9 @@ fn aggregate(
         }
         _ => {
             // min / max: one sort of the values, then each group's first row in that order.
+            // Floats as SQL orders them: every NaN above every number, -0.0 equal to 0.0.
+            let values =
+                super::eval::sql_float_order(super::eval::Val { array: values, scalar: false }).array;
             let options = SortOptions { descending: name == "max", nulls_first: false };
             let order =
                 sort_to_indices(values.as_ref(), Some(options), None).map_err(|e| at(span)(e.into()))?;

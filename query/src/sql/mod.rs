@@ -18,8 +18,8 @@
 //!
 //! Floats compare as in PostgreSQL: `-0.0 = 0.0`, and NaN equals NaN and is greater than every
 //! other number (`x > 1e308` holds for NaN); `GROUP BY` puts `0.0` and `-0.0` in one group and
-//! every NaN in one group. `LIKE` and `ILIKE` take `%` and
-//! `_` as wildcards and `\` as escape character unless `ESCAPE 'c'` names another one.
+//! every NaN in one group; `ORDER BY`, `min` and `max` order floats the same way. `LIKE` and
+//! `ILIKE` take `%` and `_` as wildcards and `\` as escape character unless `ESCAPE 'c'` names another one.
 //! Arithmetic on BIGINT that overflows (`9223372036854775807 + 1`, `-(-9223372036854775807 - 1)`,
 //! `abs(-9223372036854775808)`, `(-9223372036854775807 - 1) / -1`) is an error, never a wrapped
 //! value; `-9223372036854775808` itself is a BIGINT literal.
