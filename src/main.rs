@@ -428,19 +428,12 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
         })
     });
     bar.finish_and_clear();
-    // Errors about one sample name its image file, not only its index.
-    let image_path = |index: u64| folder.samples.get(index as usize).map(|(p, _)| p.display().to_string());
-    let report = report.map_err(|e| {
-        let index = match &e {
-            beton_storage::Error::InvalidSample { index, .. }
-            | beton_storage::Error::Source { index, .. } => Some(*index),
-            _ => None,
-        };
-        let hint = if a.skip_bad { "" } else { " (--skip-bad leaves such images out)" };
-        match index.and_then(image_path) {
-            Some(path) => anyhow::Error::new(e).context(format!("image {path}{hint}")),
-            None => e.into(),
+    // A bad image's error names its file (the writer does); say how to go past it.
+    let report = report.map_err(|e| match e {
+        beton_storage::Error::InvalidSample { .. } if !a.skip_bad => {
+            anyhow::Error::new(e).context("--skip-bad leaves unreadable images out")
         }
+        e => e.into(),
     })?;
     let secs = start.elapsed().as_secs_f64();
     let mut out = format!(
@@ -455,8 +448,8 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
     );
     if !report.skipped.is_empty() {
         writeln!(out, "skipped {} unreadable images:", report.skipped.len())?;
-        for (index, why) in &report.skipped {
-            writeln!(out, "  {}: {why}", image_path(*index).unwrap_or_else(|| format!("sample {index}")))?;
+        for (_, why) in &report.skipped {
+            writeln!(out, "  {why}")?;
         }
     }
     Ok(out)

@@ -1,6 +1,6 @@
-//! Target `jpeg`: see `beton_loader::fuzz::jpeg`, which holds the harness so that
-//! `loader/tests/fuzz_regressions.rs` replays crash inputs (fuzz/regressions/jpeg/) through the
-//! same code. Run: `bash fuzz/run.sh jpeg 1000000`.
+//! Target `jpeg`: see `beton_loader::fuzz::jpeg`, which holds the harness so that a crash
+//! input (none found so far) can be replayed by a test through the same code. Run:
+//! `bash fuzz/run.sh jpeg 1000000`.
 
 #![no_main]
 

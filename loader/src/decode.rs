@@ -109,9 +109,10 @@ impl ColumnSpec {
         self.shape.iter().product::<usize>() * self.elem.size()
     }
 
-    /// [`sample_bytes`](Self::sample_bytes), or `None` when it overflows.
-    pub fn checked_sample_bytes(&self) -> Option<usize> {
-        self.shape.iter().try_fold(self.elem.size(), |n, &d| n.checked_mul(d))
+    /// Bytes `batch_size` samples take, or `None` when that overflows (a shape read from a
+    /// corrupt file).
+    pub fn batch_bytes(&self, batch_size: usize) -> Option<usize> {
+        self.shape.iter().try_fold(self.elem.size(), |n, &d| n.checked_mul(d))?.checked_mul(batch_size)
     }
 }
 

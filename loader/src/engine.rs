@@ -253,11 +253,6 @@ impl LoaderBuilder {
             ));
         }
         let n = self.ds.num_samples();
-        if let Some(max) = self.list.as_ref().and_then(|l| l.iter().max()) {
-            if *max >= n {
-                return Err(invalid("indices", format!("row {max} is past the last row ({n} rows)")));
-            }
-        }
         // A list with repeats: the orders run over positions in the sorted list (each
         // appearance its own sample, on its row's page), mapped back to rows per batch.
         let (indices, repeated) = match self.list {
@@ -271,7 +266,11 @@ impl LoaderBuilder {
             }
             None => (self.indices.unwrap_or_else(|| IndexSet::all(n)), None),
         };
-        if let Some(max) = indices.max_id().filter(|_| repeated.is_none()) {
+        let max = match &repeated {
+            Some(rows) => rows.last().copied(),
+            None => indices.max_id(),
+        };
+        if let Some(max) = max {
             if max >= n {
                 return Err(invalid("indices", format!("row {max} is past the last row ({n} rows)")));
             }
@@ -505,7 +504,7 @@ impl Loader {
         // Sizes may come from the file (the longest payload, an array's shape): checked here,
         // before any buffer is sized from them, so later arithmetic on them cannot overflow.
         for c in &columns {
-            if c.checked_sample_bytes().and_then(|n| n.checked_mul(self.batch_size)).is_none() {
+            if c.batch_bytes(self.batch_size).is_none() {
                 return Err(Error::InvalidArgument {
                     what: format!("batch column '{}'", c.name),
                     why: format!("{:?} per sample × {} samples overflows", c.shape, self.batch_size),
@@ -616,8 +615,7 @@ impl Loader {
             self.drop_last,
         );
         if let Some(rows) = &self.repeated {
-            let list = rows.iter().fold(0u64, |h, &r| fnv1a(&r.to_le_bytes()) ^ h.rotate_left(5));
-            state.indices_fingerprint ^= list;
+            state.indices_fingerprint ^= fnv1a(bytemuck::cast_slice(rows.as_slice()));
         }
         state
     }

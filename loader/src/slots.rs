@@ -58,8 +58,7 @@ impl Slot {
             let too_big =
                 |why: String| Error::InvalidArgument { what: format!("batch column '{}'", col.name), why };
             let bytes = col
-                .checked_sample_bytes()
-                .and_then(|n| n.checked_mul(batch_size))
+                .batch_bytes(batch_size)
                 .ok_or_else(|| too_big(format!("{:?} × {batch_size} samples overflows", col.shape)))?;
             let words = bytes.div_ceil(8);
             if buf.len != words {
@@ -68,7 +67,7 @@ impl Slot {
                 let total = words + spare;
                 let mut fresh = Vec::new();
                 fresh.try_reserve_exact(total).map_err(|_| {
-                    too_big(format!("{} bytes for {batch_size} samples cannot be allocated", total * 8))
+                    too_big(format!("{bytes} bytes for {batch_size} samples cannot be allocated"))
                 })?;
                 fresh.resize(total, 0);
                 buf.words = fresh;

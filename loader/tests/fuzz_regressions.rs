@@ -1,6 +1,7 @@
 //! Inputs that once crashed (or would have crashed) a fuzz target stay harmless: every file in
 //! fuzz/regressions/TARGET/ (gzipped when it ends in `.gz`) is replayed through the target's
-//! harness (`beton_loader::fuzz`), on a thread with a 2 MiB stack like any worker's.
+//! harness (`beton_loader::fuzz`), on a thread with a 2 MiB stack like any worker's. The `jpeg`
+//! target has found no crash, so it has no folder and no test here.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ fn replay(target: &str, harness: fn(&[u8])) -> usize {
     let mut replayed = 0;
     let mut entries: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(d) => d.map(|e| e.unwrap().path()).collect(),
-        Err(_) => return 0,
+        Err(e) => panic!("{}: {e}", dir.display()),
     };
     entries.sort();
     for path in entries {
@@ -43,13 +44,4 @@ fn load_regressions_replay() {
 fn sql_regressions_replay() {
     let n = replay("sql", beton_loader::fuzz::sql);
     assert!(n >= 5, "{n} inputs replayed from fuzz/regressions/sql");
-}
-
-#[test]
-fn jpeg_regressions_replay() {
-    // Replays whatever crash inputs the jpeg target has found (none kept means none found).
-    let n = replay("jpeg", beton_loader::fuzz::jpeg);
-    let kept = std::fs::read_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/jpeg"))
-        .map_or(0, |d| d.count());
-    assert_eq!(n, kept);
 }

@@ -4,7 +4,7 @@ holds the GIL. The file appears atomically when complete."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Optional, Sequence
 
 from beton import _native
 from beton.fields.base import Field
@@ -26,7 +26,7 @@ class DatasetWriter:
     def __init__(self, fname, fields: Dict[str, Field], page_size: int = 8 << 20, num_workers: int = -1,
                  seed: int = 0, progress: bool = True, skip_bad: bool = False):
         """``skip_bad=True`` leaves out samples whose images cannot be read or decoded instead of
-        failing the write; the report's ``skipped`` lists ``(index, why, source)``."""
+        failing the write; the report's ``skipped`` lists ``(index, why)`` (``why`` names the file)."""
         self.fname = str(fname)
         self.skip_bad = bool(skip_bad)
         self.fields = dict(fields)
@@ -35,7 +35,7 @@ class DatasetWriter:
         self.seed = int(seed)
         self.progress = progress
 
-    def _write(self, n: int, get, sources: Optional[List[str]] = None) -> Dict[str, Any]:
+    def _write(self, n: int, get) -> Dict[str, Any]:
         names = list(self.fields)
         fields = [self.fields[k] for k in names]
 
@@ -57,7 +57,7 @@ class DatasetWriter:
         try:
             return _native.write(self.fname, [f.spec(k) for k, f in self.fields.items()], n, sample,
                                  page_size=self.page_size, num_workers=self.num_workers, seed=self.seed,
-                                 progress=progress, skip_bad=self.skip_bad, sources=sources)
+                                 progress=progress, skip_bad=self.skip_bad)
         finally:
             if bar is not None:
                 bar.close()
@@ -88,8 +88,7 @@ class DatasetWriter:
                              f"this writer has {sorted(self.fields)}")
         classes, samples = _native.scan_imagefolder(str(root))
         order = [image_field, label_field]
-        report = self._write(len(samples), lambda i: {order[0]: str(samples[i][0]), order[1]: samples[i][1]},
-                             sources=[str(p) for p, _ in samples])
+        report = self._write(len(samples), lambda i: {order[0]: str(samples[i][0]), order[1]: samples[i][1]})
         report["classes"] = classes
         return report
 

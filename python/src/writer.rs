@@ -121,7 +121,7 @@ fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
 /// Writes `num_samples` samples, `get(i)` giving sample i's values in field order.
 #[pyfunction]
 #[pyo3(signature = (path, fields, num_samples, get, page_size = 8 << 20, num_workers = 0, seed = 0,
-                    chunk_size = 256, progress = None, skip_bad = false, sources = None))]
+                    chunk_size = 256, progress = None, skip_bad = false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write<'py>(
     py: Python<'py>,
@@ -135,10 +135,7 @@ pub(crate) fn write<'py>(
     chunk_size: usize,
     progress: Option<Py<PyAny>>,
     skip_bad: bool,
-    sources: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    // What sample i came from (an image file), for errors and the skipped list.
-    let source_of = |index: u64| sources.as_ref().and_then(|s| s.get(index as usize)).cloned();
     let specs = fields.into_iter().map(|(n, t, o)| field(n, &t, o.as_ref())).collect::<PyResult<Vec<_>>>()?;
     let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
@@ -193,35 +190,14 @@ pub(crate) fn write<'py>(
         .map_err(|e: PyErr| SourceError::from(e.to_string()))
     };
     let report = py.detach(|| writer.write_indexed(num_samples, fetch)).map_err(|e| {
-        if let Some(raised) = interrupted.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            return raised;
-        }
-        let index = match &e {
-            beton_storage::Error::InvalidSample { index, .. }
-            | beton_storage::Error::Source { index, .. } => Some(*index),
-            _ => None,
-        };
-        let err = from_storage(e);
-        match index.and_then(source_of) {
-            Some(source) => {
-                let hint = if skip_bad { "" } else { " (skip_bad=True leaves such samples out)" };
-                let named = err.get_type(py).call1((format!("{source}{hint}: {}", err.value(py)),));
-                match named {
-                    Ok(value) => PyErr::from_value(value),
-                    Err(_) => err,
-                }
-            }
-            None => err,
-        }
+        interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
     })?;
     let d = PyDict::new(py);
     d.set_item("path", report.path)?;
     d.set_item("num_samples", report.num_samples)?;
     d.set_item("num_pages", report.num_pages)?;
     d.set_item("file_len", report.file_len)?;
-    let skipped: Vec<(u64, String, Option<String>)> =
-        report.skipped.into_iter().map(|(i, why)| (i, why, source_of(i))).collect();
-    d.set_item("skipped", skipped)?;
+    d.set_item("skipped", report.skipped)?;
     Ok(d)
 }
 

@@ -157,10 +157,10 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
 }
 
-/// Reads slot `k` of `region` with `read(offset, len)`.
-fn read_slot(read: &dyn Fn(u64, u64) -> Result<Vec<u8>>, region: SplitRegion, k: usize) -> Result<SlotState> {
+/// Reads slot `k` of `region` of `ds` (with `pread`: see [`current`]).
+fn read_slot(ds: &Dataset, region: SplitRegion, k: usize) -> Result<SlotState> {
     let at = region.slot_offset(k);
-    let header = read(at, SLOT_HEADER_SIZE)?;
+    let header = ds.read_at(at, SLOT_HEADER_SIZE)?;
     if header.iter().all(|&b| b == 0) {
         return Ok(SlotState::Empty);
     }
@@ -176,7 +176,7 @@ fn read_slot(read: &dyn Fn(u64, u64) -> Result<Vec<u8>>, region: SplitRegion, k:
     }
     // Copied out before checking, so that the bytes checked are the bytes decoded even if a
     // writer is updating this slot right now.
-    let payload = read(at + SLOT_HEADER_SIZE, len)?;
+    let payload = ds.read_at(at + SLOT_HEADER_SIZE, len)?;
     if crc(seq, &payload) != stored {
         return Ok(SlotState::Torn { why: "checksum mismatch (an update that did not finish?)".into() });
     }
@@ -188,18 +188,15 @@ fn read_slot(read: &dyn Fn(u64, u64) -> Result<Vec<u8>>, region: SplitRegion, k:
 
 /// The current generation: (seq, splits, index of its slot); seq 0 and no slot when none.
 ///
-/// The region is read with `read` (`pread`, for a file), never through the file's map: it may be
-/// a hole in the file (FFCV's files, or any file on a full file system), and a fault on a hole
+/// The region is read with `pread` ([`Dataset::read_at`]), never through the file's map: it may
+/// be a hole in the file (FFCV's files, or any file on a full file system), and a fault on a hole
 /// the file system cannot back would be a signal.
-fn current(
-    path: &Path,
-    read: &dyn Fn(u64, u64) -> Result<Vec<u8>>,
-    region: SplitRegion,
-) -> Result<(u64, SplitMap, Option<usize>)> {
+fn current(ds: &Dataset) -> Result<(u64, SplitMap, Option<usize>)> {
+    let region = SplitRegion::of(ds);
     if region.slot_len < SLOT_HEADER_SIZE {
         return Ok((0, SplitMap::new(), None));
     }
-    let slots = [read_slot(read, region, 0)?, read_slot(read, region, 1)?];
+    let slots = [read_slot(ds, region, 0)?, read_slot(ds, region, 1)?];
     let mut best: Option<(u64, &SplitMap, usize)> = None;
     for (k, s) in slots.iter().enumerate() {
         if let SlotState::Valid { seq, splits } = s {
@@ -215,7 +212,7 @@ fn current(
     // started and both broken is damage.
     match &slots {
         [SlotState::Torn { why }, SlotState::Torn { .. }] => Err(Error::Corrupt {
-            path: path.to_path_buf(),
+            path: ds.path().to_path_buf(),
             offset: region.slot_offset(0),
             what: format!("both split slots are damaged; slot 0: {why}"),
         }),
@@ -231,14 +228,14 @@ impl Dataset {
     /// # Errors
     /// [`Error::Corrupt`] when both slots hold damaged data.
     pub fn splits(&self) -> Result<SplitMap> {
-        current(self.path(), &|at, len| self.read_at(at, len), SplitRegion::of(self)).map(|(_, s, _)| s)
+        current(self).map(|(_, s, _)| s)
     }
 }
 
 /// Replaces the splits of the file at `path` by what `edit` makes of them, crash-safely (see
-/// the module doc). Returns the new splits. With `opened` (a handle's
-/// [`Dataset::file_id`]), the update is refused with [`Error::FileReplaced`] unless `path` still
-/// holds that file: a handle never writes into a file it did not open. `edit` runs under the file's exclusive lock, so
+/// the module doc). Returns the new splits. With `opened` (a handle's [`Dataset::file_id`]), the
+/// update is refused with [`Error::FileReplaced`] unless `path` still holds that file: a handle
+/// never writes into a file it did not open. `edit` runs under the file's exclusive lock, so
 /// concurrent updates from several processes serialize.
 ///
 /// # Errors
@@ -262,8 +259,7 @@ pub fn update_splits(
     // Opened after taking the lock, so it sees the last update.
     let ds = Dataset::open(path)?;
     let region = SplitRegion::of(&ds);
-    let read = |at, len| ds.read_at(at, len);
-    let (seq, mut splits, active) = current(path, &read, region)?;
+    let (seq, mut splits, active) = current(&ds)?;
     edit(&mut splits)?;
     for name in splits.keys() {
         check_name(name)?;
@@ -280,7 +276,7 @@ pub fn update_splits(
         Some(k) => 1 - k,
         None => 0,
     };
-    if let SlotState::Foreign = read_slot(&read, region, target)? {
+    if let SlotState::Foreign = read_slot(&ds, region, target)? {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),
             offset: region.slot_offset(target),

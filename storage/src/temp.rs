@@ -35,36 +35,28 @@ pub(crate) fn prefix(dest: &Path) -> (PathBuf, String) {
 /// Temporary files of writes to `dest` whose writer is gone (no lock held, not brand new).
 pub fn stale_temp_files(dest: &Path) -> Vec<PathBuf> {
     let (dir, prefix) = prefix(dest);
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
-    let mut stale: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            name.starts_with(&prefix) && name.ends_with(".tmp") && !name[prefix.len()..].contains('/')
-        })
-        .map(|e| e.path())
-        .filter(|p| is_stale(p))
-        .collect();
-    stale.sort();
-    stale
+    stale_in(&dir, |name| name.starts_with(&prefix) && name.ends_with(".tmp"))
 }
 
 /// Temporary files of killed writers to any destination in directory `dir`: names of the
 /// writer's form (`.NAME.XXXXXX.tmp` or `.NAME.XXXXXX.pages.tmp`, `XXXXXX` six letters or
 /// digits) that no writer holds.
 pub fn stale_temp_files_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let writers = |name: &str| {
+    stale_in(dir, |name| {
         let Some(rest) = name.strip_prefix('.') else { return false };
         let rest = rest.strip_suffix(".pages.tmp").or_else(|| rest.strip_suffix(".tmp"));
         rest.and_then(|r| r.rsplit_once('.')).is_some_and(|(dest, random)| {
             !dest.is_empty() && random.len() == 6 && random.bytes().all(|b| b.is_ascii_alphanumeric())
         })
-    };
+    })
+}
+
+/// The stale files of `dir` whose names `wanted` picks, sorted.
+fn stale_in(dir: &Path, wanted: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut stale: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
-        .filter(|e| writers(&e.file_name().to_string_lossy()))
+        .filter(|e| wanted(&e.file_name().to_string_lossy()))
         .map(|e| e.path())
         .filter(|p| is_stale(p))
         .collect();

@@ -199,6 +199,20 @@ pub fn encode_image(
     channels: Channels,
     draw: f64,
 ) -> Result<EncodedImage> {
+    // An image read from a file: its errors name the file (a sample index alone does not say
+    // which of a folder's images is broken).
+    encode(source, options, channels, draw).map_err(|e| match (source, e) {
+        (ImageSource::File(path), Error::Image(why)) => Error::Image(format!("{}: {why}", path.display())),
+        (_, e) => e,
+    })
+}
+
+fn encode(
+    source: &ImageSource,
+    options: &ImageOptions,
+    channels: Channels,
+    draw: f64,
+) -> Result<EncodedImage> {
     if !(1..=100).contains(&options.jpeg_quality) {
         return Err(Error::Image(format!("jpeg_quality {} is not in 1..=100", options.jpeg_quality)));
     }
@@ -401,7 +415,8 @@ fn decode_source(bytes: &[u8]) -> Result<Loaded<'static>> {
 }
 
 fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::Image(format!("cannot read {}: {e}", path.display())))
+    // encode_image names the file.
+    std::fs::read(path).map_err(|e| Error::Image(format!("cannot read the file: {e}")))
 }
 
 /// Checks that given pixels are consistent: 1, 3 or 4 channels and `w × h × c` bytes.
