@@ -100,10 +100,7 @@ pub fn run(args: &BenchArgs) -> Result<String> {
     }
     if let Some(spec) = &args.images {
         for f in ds.fields() {
-            if matches!(
-                f.field_type(),
-                beton_storage::FieldType::RgbImage | beton_storage::FieldType::GreyImage
-            ) {
+            if f.field_type().is_image() {
                 builder = builder.decoder(f.name(), Arc::new(image_pipeline(spec)?));
             }
         }

@@ -65,8 +65,7 @@ pub fn run(
 
 /// The image field to write: `chosen` if it is one, else the first image field.
 fn image_field(ds: &Dataset, chosen: Option<usize>) -> Result<usize> {
-    let is_image =
-        |k: usize| matches!(ds.fields()[k].field_type(), FieldType::RgbImage | FieldType::GreyImage);
+    let is_image = |k: usize| ds.fields()[k].field_type().is_image();
     match chosen {
         Some(k) if is_image(k) => Ok(k),
         Some(k) => {
@@ -97,20 +96,18 @@ fn describe(ty: &FieldType, value: &Value) -> String {
         }
         Value::Bytes(b) => format!("{} bytes{}", b.len(), hex_prefix(b)),
         Value::NDArray(b) => {
-            let kind = match ty {
-                FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
-                    format!("{} {:?}, ", spec.dtype.name(), spec.shape)
-                }
-                _ => String::new(),
+            let kind = match ty.kind().element() {
+                Some((dtype, shape)) => format!("{} {shape:?}, ", dtype.name()),
+                None => String::new(),
             };
             format!("{kind}{} bytes{}", b.len(), hex_prefix(b))
         }
         Value::Array(b) => {
-            let kind = match ty {
-                FieldType::Array(dtype) => {
+            let kind = match ty.kind().element() {
+                Some((dtype, _)) => {
                     format!("{} [{}], ", dtype.name(), beton_storage::reader::array_len(dtype, b))
                 }
-                _ => String::new(),
+                None => String::new(),
             };
             format!("{kind}{} bytes{}", b.len(), hex_prefix(b))
         }

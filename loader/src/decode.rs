@@ -10,6 +10,7 @@
 //! of the dataset, as FFCV's `BytesDecoder` does, with a second column `NAME.len` holding each
 //! sample's length.
 
+use beton_storage::field::LoadAs;
 use beton_storage::{Dataset, FieldType, Value};
 
 use crate::error::{Error, Result};
@@ -179,15 +180,15 @@ pub struct BytesDecoder;
 fn scalar(
     ds: &Dataset,
     field: usize,
-    want: &[FieldType],
+    want: LoadAs,
     elem: ElemType,
     decoder: &str,
 ) -> Result<Vec<ColumnSpec>> {
     let f = &ds.fields()[field];
-    if !want.contains(f.field_type()) {
+    if f.field_type().kind().load_as() != want {
         return Err(Error::InvalidArgument {
             what: format!("decoder for field '{}'", f.name()),
-            why: format!("{decoder} cannot decode a {:?} field", f.field_type()),
+            why: format!("{decoder} cannot decode a {} field", f.field_type().name()),
         });
     }
     Ok(vec![ColumnSpec { name: f.name().to_string(), elem, shape: vec![] }])
@@ -195,7 +196,7 @@ fn scalar(
 
 impl FieldDecoder for IntDecoder {
     fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(ds, field, &[FieldType::Int], ElemType::I64, "IntDecoder")
+        scalar(ds, field, LoadAs::Int, ElemType::I64, "IntDecoder")
     }
 
     fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
@@ -207,7 +208,7 @@ impl FieldDecoder for IntDecoder {
 
 impl FieldDecoder for FloatDecoder {
     fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(ds, field, &[FieldType::Float], ElemType::F64, "FloatDecoder")
+        scalar(ds, field, LoadAs::Float, ElemType::F64, "FloatDecoder")
     }
 
     fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
@@ -219,7 +220,7 @@ impl FieldDecoder for FloatDecoder {
 
 impl FieldDecoder for BoolDecoder {
     fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(ds, field, &[FieldType::Bool], ElemType::Bool, "BoolDecoder")
+        scalar(ds, field, LoadAs::Bool, ElemType::Bool, "BoolDecoder")
     }
 
     fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
@@ -234,8 +235,8 @@ impl FieldDecoder for BoolDecoder {
 impl FieldDecoder for NDArrayDecoder {
     fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
         let f = &ds.fields()[field];
-        match f.field_type() {
-            FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
+        match f.field_type().kind().load_as() {
+            LoadAs::Array(spec) => {
                 let elem =
                     ElemType::from_numpy(spec.dtype.typestr()).ok_or_else(|| Error::InvalidArgument {
                         what: format!("decoder for field '{}'", f.name()),
@@ -266,9 +267,9 @@ impl FieldDecoder for NDArrayDecoder {
                     shape: spec.shape.iter().map(|&d| d as usize).collect(),
                 }])
             }
-            other => Err(Error::InvalidArgument {
+            _ => Err(Error::InvalidArgument {
                 what: format!("decoder for field '{}'", f.name()),
-                why: format!("NDArrayDecoder cannot decode a {other:?} field"),
+                why: format!("NDArrayDecoder cannot decode a {} field", f.field_type().name()),
             }),
         }
     }
@@ -285,15 +286,12 @@ impl FieldDecoder for NDArrayDecoder {
 /// The longest payload of a variable-length field over every row (from the rows' size words).
 fn longest(ds: &Dataset, field: usize) -> Result<(usize, usize)> {
     let f = &ds.fields()[field];
-    let (itemsize, suffix) = match f.field_type() {
-        FieldType::Bytes | FieldType::Text => (1, 0),
-        // The trailing NUL is not part of the value.
-        FieldType::Json => (1, 1),
-        FieldType::Array(dtype) => (dtype.itemsize(), 0),
-        other => {
+    let (itemsize, suffix) = match f.field_type().kind().load_as() {
+        LoadAs::Sized { itemsize, suffix } => (itemsize, suffix),
+        _ => {
             return Err(Error::InvalidArgument {
                 what: format!("decoder for field '{}'", f.name()),
-                why: format!("BytesDecoder cannot decode a {other:?} field"),
+                why: format!("BytesDecoder cannot decode a {} field", f.field_type().name()),
             })
         }
     };
@@ -361,12 +359,12 @@ impl FieldDecoder for BytesDecoder {
 /// come with the image pipeline) and custom fields.
 pub fn default_decoder(ty: &FieldType) -> Option<std::sync::Arc<dyn FieldDecoder>> {
     use std::sync::Arc;
-    Some(match ty {
-        FieldType::Int => Arc::new(IntDecoder),
-        FieldType::Float => Arc::new(FloatDecoder),
-        FieldType::Bool => Arc::new(BoolDecoder),
-        FieldType::NDArray(_) | FieldType::TorchTensor(_) => Arc::new(NDArrayDecoder),
-        FieldType::Bytes | FieldType::Json | FieldType::Text | FieldType::Array(_) => Arc::new(BytesDecoder),
-        FieldType::RgbImage | FieldType::GreyImage | FieldType::Custom { .. } => return None,
+    Some(match ty.kind().load_as() {
+        LoadAs::Int => Arc::new(IntDecoder),
+        LoadAs::Float => Arc::new(FloatDecoder),
+        LoadAs::Bool => Arc::new(BoolDecoder),
+        LoadAs::Array(_) => Arc::new(NDArrayDecoder),
+        LoadAs::Sized { .. } => Arc::new(BytesDecoder),
+        LoadAs::Image | LoadAs::None => return None,
     })
 }

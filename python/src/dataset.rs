@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use beton_query::{splits, Table};
-use beton_storage::{FieldType, OpenOptions, Value};
+use beton_storage::{OpenOptions, Value};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict};
 
@@ -29,23 +29,6 @@ fn stream_capsule(py: Python<'_>, batch: RecordBatch) -> PyResult<Bound<'_, PyCa
     let reader = RecordBatchIterator::new([Ok(batch)], schema);
     let stream = FFI_ArrowArrayStream::new(Box::new(reader));
     PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
-}
-
-fn type_name(ty: &FieldType) -> String {
-    match ty {
-        FieldType::Float => "float".into(),
-        FieldType::Int => "int".into(),
-        FieldType::RgbImage => "rgb_image".into(),
-        FieldType::GreyImage => "grey_image".into(),
-        FieldType::Bytes => "bytes".into(),
-        FieldType::Json => "json".into(),
-        FieldType::NDArray(_) => "ndarray".into(),
-        FieldType::TorchTensor(_) => "torch_tensor".into(),
-        FieldType::Text => "text".into(),
-        FieldType::Bool => "bool".into(),
-        FieldType::Array(_) => "array".into(),
-        FieldType::Custom { .. } => "custom".into(),
-    }
 }
 
 #[pymethods]
@@ -94,14 +77,10 @@ impl Dataset {
             .fields()
             .iter()
             .map(|f| {
-                let details = match f.field_type() {
-                    FieldType::NDArray(s) | FieldType::TorchTensor(s) => {
-                        Some((s.dtype.typestr().to_string(), s.shape.clone()))
-                    }
-                    FieldType::Array(d) => Some((d.typestr().to_string(), vec![])),
-                    _ => None,
-                };
-                (f.name().to_string(), type_name(f.field_type()), details)
+                let kind = f.field_type().kind();
+                let details =
+                    kind.element().map(|(dtype, shape)| (dtype.typestr().to_string(), shape.to_vec()));
+                (f.name().to_string(), kind.short_name().to_string(), details)
             })
             .collect()
     }
@@ -127,18 +106,16 @@ impl Dataset {
                 Value::Bytes(b) | Value::Custom(b) => PyBytes::new(py, b).into_any(),
                 Value::Json(t) | Value::Text(t) => t.into_pyobject(py)?.into_any(),
                 Value::NDArray(b) => {
-                    let (typestr, shape) = match f.field_type() {
-                        FieldType::NDArray(s) | FieldType::TorchTensor(s) => {
-                            (s.dtype.typestr().to_string(), s.shape.clone())
-                        }
-                        _ => (String::from("|u1"), vec![b.len() as u64]),
+                    let (typestr, shape) = match f.field_type().kind().element() {
+                        Some((dtype, shape)) => (dtype.typestr().to_string(), shape.to_vec()),
+                        None => (String::from("|u1"), vec![b.len() as u64]),
                     };
                     (PyBytes::new(py, b), typestr, shape).into_pyobject(py)?.into_any()
                 }
                 Value::Array(b) => {
-                    let typestr = match f.field_type() {
-                        FieldType::Array(d) => d.typestr().to_string(),
-                        _ => String::from("|u1"),
+                    let typestr = match f.field_type().kind().element() {
+                        Some((dtype, _)) => dtype.typestr().to_string(),
+                        None => String::from("|u1"),
                     };
                     let len = b.len() as u64
                         / beton_storage::DType::parse(&typestr).map_or(1, |d| d.itemsize() as u64);

@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use beton_storage::field::Input;
 use beton_storage::{
-    ArraySpec, DType, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode,
-    Writer, WriterOptions,
+    FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer, WriterOptions,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -20,20 +20,16 @@ fn bad(what: impl Into<String>) -> PyErr {
     PyValueError::new_err(what.into())
 }
 
-/// A field from `(name, type, options)`: type is int, float, bytes, json, text, bool,
-/// ndarray / torch_tensor (options dtype, shape), array (dtype), rgb_image / grey_image
-/// (options write_mode, max_resolution, jpeg_quality, jpeg_passthrough, jpeg_restart_interval).
+/// A field from `(name, type, options)`: type is a field type's short name
+/// (`FieldType::from_short_name`: int, float, bytes, json, text, bool, ndarray / torch_tensor
+/// with options dtype and shape, array with dtype, rgb_image / grey_image with options
+/// write_mode, max_resolution, jpeg_quality, jpeg_passthrough, jpeg_restart_interval).
 fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<FieldSpec> {
     let opt = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
         match options {
             Some(d) => d.get_item(key),
             None => Ok(None),
         }
-    };
-    let dtype = || -> PyResult<DType> {
-        let s: String =
-            opt("dtype")?.ok_or_else(|| bad(format!("field '{name}': needs a dtype")))?.extract()?;
-        DType::parse(&s).map_err(|e| bad(format!("field '{name}': {e}")))
     };
     let image = || -> PyResult<ImageOptions> {
         let mut o = ImageOptions::default();
@@ -68,40 +64,22 @@ fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResul
         }
         Ok(o)
     };
-    Ok(match ty {
-        "int" => FieldSpec::new(name, FieldType::Int),
-        "float" => FieldSpec::new(name, FieldType::Float),
-        "bytes" => FieldSpec::new(name, FieldType::Bytes),
-        "json" => FieldSpec::new(name, FieldType::Json),
-        "text" => FieldSpec::new(name, FieldType::Text),
-        "bool" => FieldSpec::new(name, FieldType::Bool),
-        "array" => FieldSpec::new(name.clone(), FieldType::Array(dtype()?)),
-        "ndarray" | "torch_tensor" => {
-            let shape: Vec<u64> =
-                opt("shape")?.ok_or_else(|| bad(format!("field '{name}': needs a shape")))?.extract()?;
-            let spec = ArraySpec::new(dtype()?, shape).map_err(|e| bad(format!("field '{name}': {e}")))?;
-            let ty = if ty == "ndarray" { FieldType::NDArray(spec) } else { FieldType::TorchTensor(spec) };
-            FieldSpec::new(name, ty)
-        }
-        "rgb_image" => FieldSpec::rgb_image(name.clone(), image()?),
-        "grey_image" => FieldSpec::grey_image(name.clone(), image()?),
-        other => return Err(bad(format!("field '{name}': unknown type '{other}'"))),
-    })
+    let dtype: Option<String> = opt("dtype")?.map(|d| d.extract()).transpose()?;
+    let shape: Option<Vec<u64>> = opt("shape")?.map(|d| d.extract()).transpose()?;
+    let ty = FieldType::from_short_name(ty, dtype.as_deref(), shape.as_deref())
+        .map_err(|e| bad(format!("field '{name}': {e}")))?;
+    Ok(if ty.is_image() { FieldSpec { image: image()?, name, ty } } else { FieldSpec::new(name, ty) })
 }
 
 /// A Python value as the field's sample value.
 fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
-    Ok(match ty {
-        FieldType::Int => SampleValue::Int(v.extract()?),
-        FieldType::Float => SampleValue::Float(v.extract()?),
-        FieldType::Bool => SampleValue::Bool(v.extract()?),
-        FieldType::Bytes => SampleValue::Bytes(v.extract()?),
-        FieldType::Json => SampleValue::Json(v.extract()?),
-        FieldType::Text => SampleValue::Text(v.extract()?),
-        FieldType::NDArray(_) | FieldType::TorchTensor(_) => SampleValue::NDArray(v.extract()?),
-        FieldType::Array(_) => SampleValue::Array(v.extract()?),
-        FieldType::Custom { .. } => SampleValue::Custom(v.extract()?),
-        FieldType::RgbImage | FieldType::GreyImage => {
+    Ok(match ty.kind().input() {
+        Input::Int => SampleValue::Int(v.extract()?),
+        Input::Float => SampleValue::Float(v.extract()?),
+        Input::Bool => SampleValue::Bool(v.extract()?),
+        Input::Str => SampleValue::Text(v.extract()?),
+        Input::Bytes => SampleValue::Bytes(v.extract()?),
+        Input::Image => {
             let source = if let Ok(b) = v.cast::<PyBytes>() {
                 ImageSource::Encoded(b.as_bytes().to_vec())
             } else if v.is_instance_of::<PyString>() {

@@ -29,39 +29,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use arrow_array::builder::{FixedSizeBinaryBuilder, StringBuilder};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt64Array};
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
-use beton_storage::{Dataset, FieldType, ImageMode, Value};
+use beton_storage::field::ColumnSource as Source;
+use beton_storage::{Dataset, ImageMode, Value};
 
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
-
-/// What a column is computed from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    /// The row id.
-    Index,
-    /// An 8-byte little-endian integer at this offset of the field's slot.
-    Int,
-    /// An 8-byte little-endian float.
-    Float,
-    /// The bool byte.
-    Bool,
-    /// Image mode byte, as 'jpg' / 'raw'.
-    ImageMode,
-    /// Image width (`<u2` at slot offset 1).
-    ImageWidth,
-    /// Image height (`<u2` at slot offset 3).
-    ImageHeight,
-    /// Image payload size, from the allocation table.
-    ImageNbytes,
-    /// The `size` word of a `{ptr, size}` slot (Bytes, JSON) or the `len` of an array.
-    SizeWord,
-    /// NDArray payload size: fixed by the field's shape and dtype.
-    ArrayNbytes(u64),
-    /// Text payload, decoded as UTF-8.
-    Text,
-    /// The raw slot bytes.
-    Raw(usize),
-}
 
 #[derive(Debug, Clone)]
 struct Column {
@@ -97,30 +69,17 @@ impl<'a> Table<'a> {
             data_type: DataType::UInt64,
         }];
         for (k, f) in ds.fields().iter().enumerate() {
-            let col = |name: String, source, data_type| Column { name, field: k, source, data_type };
-            let name = f.name().to_string();
-            match f.field_type() {
-                FieldType::Int => columns.push(col(name, Source::Int, DataType::Int64)),
-                FieldType::Float => columns.push(col(name, Source::Float, DataType::Float64)),
-                FieldType::Bool => columns.push(col(name, Source::Bool, DataType::Boolean)),
-                FieldType::RgbImage | FieldType::GreyImage => {
-                    columns.push(col(format!("{name}.mode"), Source::ImageMode, DataType::Utf8));
-                    columns.push(col(format!("{name}.width"), Source::ImageWidth, DataType::UInt16));
-                    columns.push(col(format!("{name}.height"), Source::ImageHeight, DataType::UInt16));
-                    columns.push(col(format!("{name}.nbytes"), Source::ImageNbytes, DataType::UInt64));
-                }
-                FieldType::Bytes | FieldType::Json | FieldType::Array(_) => {
-                    columns.push(col(name, Source::SizeWord, DataType::UInt64))
-                }
-                FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
-                    columns.push(col(name, Source::ArrayNbytes(spec.nbytes()), DataType::UInt64))
-                }
-                FieldType::Text => columns.push(col(name, Source::Text, DataType::Utf8)),
-                FieldType::Custom { slot, .. } => columns.push(col(
+            for def in f.field_type().kind().columns() {
+                let name = match def.suffix {
+                    Some(suffix) => format!("{}.{suffix}", f.name()),
+                    None => f.name().to_string(),
+                };
+                columns.push(Column {
                     name,
-                    Source::Raw(slot.size),
-                    DataType::FixedSizeBinary(slot.size.min(i32::MAX as usize) as i32),
-                )),
+                    field: k,
+                    source: def.source,
+                    data_type: def.source.data_type(),
+                });
             }
         }
         let schema = Arc::new(Schema::new(
@@ -170,7 +129,7 @@ impl<'a> Table<'a> {
     /// # Errors
     /// [`Error::NoSuchColumn`].
     pub fn reads_payloads(&self, name: &str) -> Result<bool> {
-        Ok(self.columns[self.position(name)?].source == Source::Text)
+        Ok(self.columns[self.position(name)?].source.reads_payloads())
     }
 
     fn position(&self, name: &str) -> Result<usize> {
@@ -309,7 +268,7 @@ impl<'a> Table<'a> {
             Source::ImageWidth => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 1)))),
             Source::ImageHeight => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 3)))),
             Source::SizeWord => Arc::new(UInt64Array::from_iter_values(slots().map(|s| word(s, 8)))),
-            Source::ArrayNbytes(nbytes) => Arc::new(UInt64Array::from_iter_values((0..n).map(|_| nbytes))),
+            Source::Constant(nbytes) => Arc::new(UInt64Array::from_iter_values((0..n).map(|_| nbytes))),
             Source::ImageMode => {
                 let mut b = StringBuilder::with_capacity(n as usize, 3 * n as usize);
                 for (i, s) in slots().enumerate() {
@@ -361,8 +320,8 @@ mod tests {
     use super::*;
     use arrow_array::{Array, StringArray};
     use beton_storage::{
-        ArraySpec, DType, FieldSpec, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,
-        WriterOptions,
+        ArraySpec, DType, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode,
+        Writer, WriterOptions,
     };
 
     fn dataset(dir: &std::path::Path) -> Dataset {

@@ -33,7 +33,7 @@ mod temp;
 pub mod writer;
 
 pub use error::{Error, Result};
-pub use field::{ArraySpec, DType, FieldType};
+pub use field::{ArraySpec, CustomField, DType, FieldKind, FieldType};
 pub use format::{AllocEntry, Header, Slot};
 pub use image::{Channels, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
 pub use reader::{Dataset, Field, FileId, ImageRef, OpenOptions, Value, Window};

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
-use crate::field::{ArraySpec, DType, FieldType};
+use crate::field::{DType, DecodeContext, FieldType};
 use crate::format::{self, AllocEntry, FieldDesc, Header, RowLayout, Slot};
 use crate::format::{ALLOC_ENTRY_SIZE, ARGS_SIZE, FIELD_DESC_SIZE, HEADER_SIZE, VERSION};
 use crate::image::{self, Channels, ImageMode, Pixels};
@@ -841,64 +841,15 @@ impl Dataset {
             name: format!("#{field}"),
             available: self.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
         })?;
-        let slot = &row[f.offset..f.offset + f.ty.slot().size];
-        let u64_at = |o: usize| u64::from_le_bytes(slot[o..o + 8].try_into().unwrap_or([0; 8]));
+        let kind = f.ty.kind();
+        let slot = &row[f.offset..f.offset + kind.slot().size];
         let corrupt = |what: String| Error::Corrupt {
             path: self.path.clone(),
             offset: self.row_offset(index, field),
             what: format!("sample {index}, field '{}': {what}", f.name),
         };
-        let sized_payload = |ptr: u64, size: u64| self.payload(index, field, ptr, Some(size), window);
-        let utf8 = |bytes| std::str::from_utf8(bytes).map_err(|e| corrupt(format!("text is not UTF-8: {e}")));
-        let value = match &f.ty {
-            FieldType::Int => Value::Int(u64_at(0) as i64),
-            FieldType::Float => Value::Float(f64::from_bits(u64_at(0))),
-            FieldType::Bool => match slot[0] {
-                0 => Value::Bool(false),
-                1 => Value::Bool(true),
-                b => return Err(corrupt(format!("bool byte is {b}, not 0 or 1"))),
-            },
-            FieldType::RgbImage | FieldType::GreyImage => {
-                let mode = ImageMode::from_byte(slot[0]).ok_or_else(|| {
-                    corrupt(format!("image mode {} is neither 0 (jpg) nor 1 (raw)", slot[0]))
-                })?;
-                let width = u16::from_le_bytes([slot[1], slot[2]]);
-                let height = u16::from_le_bytes([slot[3], slot[4]]);
-                let channels = if f.ty == FieldType::GreyImage { Channels::Grey } else { Channels::Rgb };
-                let data = self.payload(index, field, u64_at(5), None, window)?;
-                let raw_len = width as u64 * height as u64 * channels as u64;
-                if mode == ImageMode::Raw && data.len() as u64 != raw_len {
-                    return Err(corrupt(format!(
-                        "raw {width}×{height} image needs {raw_len} bytes, its allocation has {}",
-                        data.len()
-                    )));
-                }
-                Value::Image(ImageRef { mode, width, height, channels, data })
-            }
-            FieldType::Bytes => Value::Bytes(sized_payload(u64_at(0), u64_at(8))?),
-            FieldType::Json => {
-                let data = sized_payload(u64_at(0), u64_at(8))?;
-                match data.split_last() {
-                    Some((0, text)) => Value::Json(utf8(text)?),
-                    _ => return Err(corrupt("JSON payload does not end with its NUL byte".to_string())),
-                }
-            }
-            FieldType::Text => Value::Text(utf8(sized_payload(u64_at(0), u64_at(8))?)?),
-            FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
-                let data = self.payload(index, field, u64_at(0), None, window)?;
-                check_array_len(spec, data.len()).map_err(corrupt)?;
-                Value::NDArray(data)
-            }
-            FieldType::Array(dtype) => {
-                let len = u64_at(8);
-                let size = len
-                    .checked_mul(dtype.itemsize() as u64)
-                    .ok_or_else(|| corrupt(format!("array length {len} overflows")))?;
-                Value::Array(sized_payload(u64_at(0), size)?)
-            }
-            FieldType::Custom { .. } => Value::Custom(slot),
-        };
-        Ok(value)
+        let payload = |ptr: u64, size: Option<u64>| self.payload(index, field, ptr, size, window);
+        kind.decode(slot, &DecodeContext { payload: &payload, corrupt: &corrupt })
     }
 
     /// The value of the field called `name` in sample `index`.
@@ -908,18 +859,6 @@ impl Dataset {
     pub fn get_by_name(&self, index: u64, name: &str) -> Result<Value<'_>> {
         self.get(index, self.field_index(name)?)
     }
-}
-
-fn check_array_len(spec: &ArraySpec, len: usize) -> Result<(), String> {
-    if len as u64 != spec.nbytes() {
-        return Err(format!(
-            "array of shape {:?} and dtype {} needs {} bytes, its allocation has {len}",
-            spec.shape,
-            spec.dtype.name(),
-            spec.nbytes()
-        ));
-    }
-    Ok(())
 }
 
 /// Number of elements of a variable-length array value of element type `dtype`.

@@ -4,7 +4,6 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::field::FieldType;
 use crate::image::ImageMode;
 use crate::reader::{Dataset, Value};
 
@@ -74,21 +73,12 @@ impl Summary {
             .fields()
             .iter()
             .map(|f| {
-                let is_image = matches!(f.field_type(), FieldType::RgbImage | FieldType::GreyImage);
+                let is_image = f.field_type().is_image();
                 FieldSummary {
                     name: f.name().to_string(),
                     type_name: f.field_type().name().to_string(),
                     type_id: f.type_id(),
-                    arguments: match f.field_type() {
-                        FieldType::NDArray(s) | FieldType::TorchTensor(s) => {
-                            Some(format!("dtype {} shape {:?}", s.dtype.name(), s.shape))
-                        }
-                        FieldType::Array(d) => Some(format!("dtype {}", d.name())),
-                        FieldType::Custom { slot, .. } => {
-                            Some(format!("{} bytes aligned to {}", slot.size, slot.align))
-                        }
-                        _ => None,
-                    },
+                    arguments: f.field_type().kind().describe(),
                     row_offset: f.offset(),
                     payload_bytes: 0,
                     jpg: is_image.then_some(0),

@@ -18,10 +18,10 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::field::FieldType;
+use crate::field::{EncodeContext, FieldType};
 use crate::format::{self, AllocEntry, FieldDesc, Header, RowLayout, Slot};
 use crate::format::{MAX_PAGE_SIZE, MIN_PAGE_SIZE, NAME_SIZE, VERSION};
-use crate::image::{self, Channels, ImageOptions, ImageSource};
+use crate::image::{self, ImageOptions, ImageSource};
 
 /// One field of the schema being written: its name, type and (for image fields) options.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +77,7 @@ pub enum SampleValue {
 }
 
 impl SampleValue {
-    fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             SampleValue::Int(_) => "an int",
             SampleValue::Float(_) => "a float",
@@ -231,7 +231,8 @@ impl Writer {
             if fields[..k].iter().any(|g| g.name == f.name) {
                 return Err(invalid(&what, "is used twice".into()));
             }
-            if let FieldType::Custom { slot, .. } = &f.ty {
+            if let FieldType::Custom(custom) = &f.ty {
+                let slot = custom.slot;
                 if ![1, 2, 4, 8].contains(&slot.align) {
                     return Err(invalid(
                         &what,
@@ -239,7 +240,7 @@ impl Writer {
                     ));
                 }
             }
-            if matches!(f.ty, FieldType::RgbImage | FieldType::GreyImage) {
+            if f.ty.is_image() {
                 let option = |name: &str| format!("{name} of field '{}'", f.name);
                 let q = f.image.jpeg_quality;
                 if !(1..=100).contains(&q) {
@@ -543,10 +544,10 @@ impl Writer {
         let mut row = vec![0u8; self.layout.size];
         let mut payloads = Vec::new();
         for ((f, &offset), value) in self.fields.iter().zip(&self.layout.offsets).zip(sample) {
-            let slot = &mut row[offset..offset + f.ty.slot().size];
-            if let Some(payload) =
-                encode_value(f, slot, value, self.draw(index)).map_err(|e| e.in_sample(index, &f.name))?
-            {
+            let kind = f.ty.kind();
+            let slot = &mut row[offset..offset + kind.slot().size];
+            let cx = EncodeContext { image: &f.image, draw: self.draw(index) };
+            if let Some(payload) = kind.encode(value, slot, &cx).map_err(|e| e.in_sample(index, &f.name))? {
                 let ptr_at = offset + f.ty.payload_ptr_offset().expect("payload fields have a pointer");
                 payloads.push((ptr_at, payload));
             }
@@ -563,86 +564,6 @@ impl Writer {
         z ^= z >> 31;
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
-}
-
-/// Fills `slot` for one value and returns its payload, if the field has one.
-fn encode_value(f: &FieldSpec, slot: &mut [u8], value: SampleValue, draw: f64) -> Result<Option<Vec<u8>>> {
-    let mismatch = |v: &SampleValue| Error::InvalidArgument {
-        what: "value".into(),
-        why: format!("expected a value for a {} field, got {}", f.ty.name(), v.kind()),
-    };
-    let invalid = |why: String| Error::InvalidArgument { what: "value".into(), why };
-    let ptr_size = |slot: &mut [u8], size: u64| slot[8..16].copy_from_slice(&size.to_le_bytes());
-    Ok(match (&f.ty, value) {
-        (FieldType::Int, SampleValue::Int(v)) => {
-            slot.copy_from_slice(&v.to_le_bytes());
-            None
-        }
-        (FieldType::Float, SampleValue::Float(v)) => {
-            slot.copy_from_slice(&v.to_le_bytes());
-            None
-        }
-        (FieldType::Bool, SampleValue::Bool(v)) => {
-            slot[0] = v as u8;
-            None
-        }
-        (FieldType::RgbImage | FieldType::GreyImage, SampleValue::Image(src)) => {
-            let channels = if f.ty == FieldType::GreyImage { Channels::Grey } else { Channels::Rgb };
-            let img = image::encode_image(&src, &f.image, channels, draw)?;
-            slot[0] = img.mode as u8;
-            slot[1..3].copy_from_slice(&img.width.to_le_bytes());
-            slot[3..5].copy_from_slice(&img.height.to_le_bytes());
-            Some(img.data)
-        }
-        (FieldType::Bytes, SampleValue::Bytes(b)) => {
-            ptr_size(slot, b.len() as u64);
-            Some(b)
-        }
-        (FieldType::Json, SampleValue::Json(text)) => {
-            serde_json::from_str::<serde::de::IgnoredAny>(&text)
-                .map_err(|e| invalid(format!("not valid JSON: {e}")))?;
-            let mut b = text.into_bytes();
-            b.push(0);
-            ptr_size(slot, b.len() as u64);
-            Some(b)
-        }
-        (FieldType::Text, SampleValue::Text(text)) => {
-            ptr_size(slot, text.len() as u64);
-            Some(text.into_bytes())
-        }
-        (FieldType::NDArray(spec) | FieldType::TorchTensor(spec), SampleValue::NDArray(b)) => {
-            if b.len() as u64 != spec.nbytes() {
-                return Err(invalid(format!(
-                    "array of {} bytes, but shape {:?} of {} needs {}",
-                    b.len(),
-                    spec.shape,
-                    spec.dtype.name(),
-                    spec.nbytes()
-                )));
-            }
-            Some(b)
-        }
-        (FieldType::Array(dtype), SampleValue::Array(b)) => {
-            if b.len() % dtype.itemsize() != 0 {
-                return Err(invalid(format!(
-                    "{} bytes is not a whole number of {}-byte {} elements",
-                    b.len(),
-                    dtype.itemsize(),
-                    dtype.name()
-                )));
-            }
-            ptr_size(slot, (b.len() / dtype.itemsize()) as u64);
-            Some(b)
-        }
-        (FieldType::Custom { slot: s, .. }, SampleValue::Custom(b)) => {
-            if b.len() != s.size {
-                return Err(invalid(format!("custom value of {} bytes for a {}-byte slot", b.len(), s.size)));
-            }
-            slot.copy_from_slice(&b);
-            None
-        }
-        (_, v) => return Err(mismatch(&v)),
-    })
 }
 
 /// Lays payloads out in pages and streams the pages to a file.

@@ -59,7 +59,7 @@ fn check_value(name: &str, i: u64, field: &str, ds: &Dataset, k: usize, want: &J
             assert_eq!(b.len() as u64, want["nbytes"].as_u64().unwrap(), "{ctx}");
             assert_eq!(sha256(b), want["sha256"], "{ctx}");
         }
-        (FieldType::Custom { .. }, Value::Custom(b)) => {
+        (FieldType::Custom(_), Value::Custom(b)) => {
             assert_eq!(hex::encode(b), want["metadata_hex"], "{ctx}")
         }
         (ty, v) => panic!("{ctx}: unexpected {ty:?} / {v:?}"),

@@ -2,8 +2,8 @@
 //! write and a read unchanged, and the result passes `verify`.
 
 use beton_storage::{
-    ArraySpec, DType, Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, Slot,
-    Value, WriteMode, Writer, WriterOptions,
+    ArraySpec, CustomField, DType, Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels,
+    SampleValue, Slot, Value, WriteMode, Writer, WriterOptions,
 };
 use proptest::prelude::*;
 
@@ -30,7 +30,7 @@ fn field_type() -> impl Strategy<Value = FieldType> {
         (1usize..12, prop_oneof![Just(1usize), Just(2), Just(4), Just(8)]).prop_map(|(size, align)| {
             let mut arguments = Box::new([0u8; 1024]);
             arguments[..4].copy_from_slice(b"mine");
-            FieldType::Custom { slot: Slot { size, align }, arguments }
+            FieldType::Custom(CustomField { slot: Slot { size, align }, arguments })
         }),
     ]
 }
@@ -61,7 +61,7 @@ fn value(ty: &FieldType, seed: u64) -> SampleValue {
         }
         FieldType::NDArray(s) | FieldType::TorchTensor(s) => SampleValue::NDArray(bytes(s.nbytes() as usize)),
         FieldType::Array(d) => SampleValue::Array(bytes(d.itemsize() * (len % 7))),
-        FieldType::Custom { slot, .. } => SampleValue::Custom(bytes(slot.size)),
+        FieldType::Custom(CustomField { slot, .. }) => SampleValue::Custom(bytes(slot.size)),
     }
 }
 
@@ -112,7 +112,7 @@ proptest! {
             .unwrap();
         let mut open = beton_storage::OpenOptions::new();
         for (k, ty) in types.iter().enumerate() {
-            if let FieldType::Custom { slot, .. } = ty {
+            if let FieldType::Custom(CustomField { slot, .. }) = ty {
                 open = open.custom_layout(&format!("f{k}"), slot.size, slot.align);
             }
         }

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use beton_storage::{
-    ArraySpec, DType, Dataset, Error, FieldSpec, FieldType, ImageMode, ImageOptions, ImageSource,
-    OpenOptions, Pixels, SampleValue, Slot, Value, WriteMode, Writer, WriterOptions,
+    ArraySpec, CustomField, DType, Dataset, Error, FieldSpec, FieldType, ImageMode, ImageOptions,
+    ImageSource, OpenOptions, Pixels, SampleValue, Slot, Value, WriteMode, Writer, WriterOptions,
 };
 
 use crate::common::*;
@@ -374,7 +374,10 @@ fn invalid_schemas_and_values_are_named() {
         (FieldType::NDArray(spec), SampleValue::NDArray(vec![0; 23]), "needs 24"),
         (FieldType::Array(DType::parse("<i2").unwrap()), SampleValue::Array(vec![0; 3]), "whole number"),
         (
-            FieldType::Custom { slot: Slot { size: 4, align: 1 }, arguments: Box::new([0; 1024]) },
+            FieldType::Custom(CustomField {
+                slot: Slot { size: 4, align: 1 },
+                arguments: Box::new([0; 1024]),
+            }),
             SampleValue::Custom(vec![0; 3]),
             "4-byte slot",
         ),
@@ -397,7 +400,7 @@ fn default_value(ty: &FieldType) -> SampleValue {
         FieldType::Json => SampleValue::Json("{}".into()),
         FieldType::NDArray(s) => SampleValue::NDArray(vec![0; s.nbytes() as usize]),
         FieldType::Array(_) => SampleValue::Array(vec![]),
-        FieldType::Custom { slot, .. } => SampleValue::Custom(vec![0; slot.size]),
+        FieldType::Custom(CustomField { slot, .. }) => SampleValue::Custom(vec![0; slot.size]),
         other => panic!("{other:?}"),
     }
 }

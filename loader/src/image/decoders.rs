@@ -13,7 +13,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use beton_storage::{Dataset, FieldType, ImageMode, ImageRef, Value};
+use beton_storage::{Dataset, ImageMode, ImageRef, Value};
 
 use super::color;
 use super::crop::{center_crop, random_resized_crop, Crop};
@@ -37,11 +37,11 @@ thread_local! {
 /// The field's name, if it is an image field; an error naming the decoder otherwise.
 fn image_field<'a>(ds: &'a Dataset, field: usize, decoder: &str) -> Result<&'a str> {
     let f = &ds.fields()[field];
-    match f.field_type() {
-        FieldType::RgbImage | FieldType::GreyImage => Ok(f.name()),
-        other => Err(Error::InvalidArgument {
+    match f.field_type().is_image() {
+        true => Ok(f.name()),
+        false => Err(Error::InvalidArgument {
             what: format!("decoder for field '{}'", f.name()),
-            why: format!("{decoder} cannot decode a {other:?} field"),
+            why: format!("{decoder} cannot decode a {} field", f.field_type().name()),
         }),
     }
 }

@@ -678,7 +678,7 @@ pub(crate) fn json_extract(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val>
     let k = ds
         .fields()
         .iter()
-        .position(|f| f.name() == name && matches!(f.field_type(), FieldType::Json))
+        .position(|f| f.name() == name && *f.field_type() == FieldType::Json)
         .ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), pos(field)))?;
     let path = match path {
         Expr::Value(v) => match &v.value {
