@@ -60,6 +60,16 @@ pub enum Error {
         column: u64,
     },
 
+    /// A concurrent commit changed what an edit read (docs/FORMAT.md §13): the edit was not
+    /// committed; open the latest version and edit again.
+    #[error("conflict with version {version}: {why}; nothing was committed")]
+    Conflict {
+        /// The version committed meanwhile.
+        version: u64,
+        /// What it changed.
+        why: String,
+    },
+
     /// An Arrow error while building or computing on columns.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),

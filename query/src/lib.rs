@@ -3,7 +3,8 @@
 //! beton's central idea: the per-sample data table is a columnar table one can query, and a query
 //! yields an [`IndexSet`] that the loader samples from. [`Table`] materialises the columns a
 //! query touches, lazily, with a columnar gather from the row-major table; payload pages are read
-//! only for columns whose values live there (text).
+//! only for columns whose values live there (text). [`versioned`] makes a directory of data
+//! files an editable dataset with one manifest per version.
 
 #![forbid(unsafe_code)]
 
@@ -12,6 +13,7 @@ pub mod index_set;
 pub mod splits;
 pub mod sql;
 pub mod table;
+pub mod versioned;
 
 pub use error::{Error, Result};
 pub use index_set::IndexSet;

@@ -1,0 +1,379 @@
+//! The manifest of one version of a dataset directory (docs/FORMAT.md §13): its data files
+//! (fragments) with their row ids, deletions and column files, its schema and named splits, and
+//! how it came to be (parent, time, operation, message). A manifest is JSON, written once and
+//! never modified.
+
+use std::collections::BTreeMap;
+
+use beton_storage::FieldType;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// `format` of every manifest.
+pub const FORMAT: &str = "beton-dataset";
+/// The manifest layout this crate writes; a reader refuses a newer one.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One version of a dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// [`FORMAT_VERSION`] when written by this crate.
+    pub format_version: u32,
+    /// This version's number: 1 for the first, each commit one more than its parent.
+    pub version: u64,
+    /// The version this one was made from (none for the first).
+    pub parent: Option<u64>,
+    /// Commit time, milliseconds since the Unix epoch.
+    pub timestamp_ms: u64,
+    /// What made this version.
+    pub operation: Operation,
+    /// The user's message, possibly empty.
+    #[serde(default)]
+    pub message: String,
+    /// The smallest row id never given out: new rows get ids from here.
+    pub next_row_id: u64,
+    /// The smallest fragment id never given out.
+    #[serde(default)]
+    pub next_fragment_id: u64,
+    /// The visible fields, in order.
+    pub schema: Vec<SchemaField>,
+    /// The data files, in order: a version's rows are theirs, concatenated, less deletions.
+    pub fragments: Vec<Fragment>,
+    /// Named splits: sets of row ids.
+    #[serde(default)]
+    pub splits: BTreeMap<String, FileRef>,
+}
+
+/// A field of the schema, by its short type name (`FieldType::from_short_name`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaField {
+    /// The field's name.
+    pub name: String,
+    /// The type's short name (`int`, `rgb_image`, `ndarray`, ...).
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Element type of array fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// Shape of fixed-shape array fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+}
+
+impl SchemaField {
+    /// The schema entry of a field of type `ty`.
+    pub fn new(name: &str, ty: &FieldType) -> SchemaField {
+        let element = ty.kind().element();
+        SchemaField {
+            name: name.to_string(),
+            type_name: ty.short_name().to_string(),
+            dtype: element.map(|(d, _)| d.typestr().to_string()),
+            shape: element.and_then(|(_, s)| (!s.is_empty()).then(|| s.to_vec())),
+        }
+    }
+
+    /// The field's type.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] for a type name this crate does not know.
+    pub fn field_type(&self) -> Result<FieldType> {
+        Ok(FieldType::from_short_name(&self.type_name, self.dtype.as_deref(), self.shape.as_deref())?)
+    }
+}
+
+/// One data file of a version and what the version changes about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fragment {
+    /// Unique within the dataset, never reused.
+    pub id: u64,
+    /// The `.beton` file, relative to the dataset directory.
+    pub data_file: String,
+    /// Rows in the data file (deleted ones included).
+    pub num_rows: u64,
+    /// The row id of each row of the data file.
+    pub row_ids: RowIds,
+    /// Rows of the data file deleted in this version (positions in the file), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletions: Option<FileRef>,
+    /// Column files: a field's values come from the last one listing it, else from the data file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<ColumnFile>,
+}
+
+impl Fragment {
+    /// Rows of this fragment in the version: the data file's, less deletions.
+    pub fn num_live_rows(&self) -> u64 {
+        self.num_rows - self.deletions.as_ref().map_or(0, |d| d.count)
+    }
+
+    /// The column file holding field `name` for this fragment, if one does.
+    pub fn column_file(&self, name: &str) -> Option<&ColumnFile> {
+        self.columns.iter().rev().find(|c| c.fields.iter().any(|f| f == name))
+    }
+}
+
+/// The row ids of a fragment's rows, in file order (always ascending).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RowIds {
+    /// Row `k` of the data file has id `start + k`.
+    Range {
+        /// The first row's id.
+        start: u64,
+    },
+    /// The ids, as an index set file (§12's form), one per row of the data file.
+    File {
+        /// The index set file, relative to the dataset directory.
+        file: String,
+    },
+}
+
+/// A file of the dataset directory and the number of ids (or rows) it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRef {
+    /// Relative to the dataset directory.
+    pub file: String,
+    /// Ids in the file.
+    pub count: u64,
+}
+
+/// An Arrow IPC file with some fields' values for every row of one data file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnFile {
+    /// Relative to the dataset directory.
+    pub file: String,
+    /// The fields it holds.
+    pub fields: Vec<String>,
+}
+
+/// What a commit did, as `beton log` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Operation {
+    /// An empty dataset or one written by `DatasetWriter`.
+    Create,
+    /// A `.beton` file imported (`beton import`).
+    Import {
+        /// The file imported.
+        source: String,
+    },
+    /// New data files.
+    Append {
+        /// Rows added.
+        rows: u64,
+    },
+    /// Rows deleted.
+    Delete {
+        /// The SQL predicate, if the rows were chosen by one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        predicate: Option<String>,
+        /// Rows deleted.
+        rows: u64,
+    },
+    /// Cells changed.
+    Update {
+        /// The SQL predicate, if the rows were chosen by one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        predicate: Option<String>,
+        /// The fields changed.
+        fields: Vec<String>,
+        /// Rows changed.
+        rows: u64,
+    },
+    /// A column added.
+    AddColumn {
+        /// Its name.
+        name: String,
+    },
+    /// A column dropped.
+    DropColumn {
+        /// Its name.
+        name: String,
+    },
+    /// Named splits saved or removed.
+    Splits {
+        /// Splits saved.
+        saved: Vec<String>,
+        /// Splits removed.
+        removed: Vec<String>,
+    },
+    /// An older version made the latest again.
+    Restore {
+        /// The version restored.
+        version: u64,
+    },
+    /// Data files rewritten without their deletions and column files.
+    Compact {
+        /// Fragments folded.
+        fragments: Vec<u64>,
+    },
+}
+
+impl Operation {
+    /// A short name (`delete`, `add_column`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Operation::Create => "create",
+            Operation::Import { .. } => "import",
+            Operation::Append { .. } => "append",
+            Operation::Delete { .. } => "delete",
+            Operation::Update { .. } => "update",
+            Operation::AddColumn { .. } => "add_column",
+            Operation::DropColumn { .. } => "drop_column",
+            Operation::Splits { .. } => "splits",
+            Operation::Restore { .. } => "restore",
+            Operation::Compact { .. } => "compact",
+        }
+    }
+}
+
+impl Manifest {
+    /// Version 1 of a dataset: no rows yet, `schema` as given.
+    pub fn first(schema: Vec<SchemaField>, operation: Operation) -> Manifest {
+        Manifest {
+            format: FORMAT.to_string(),
+            format_version: FORMAT_VERSION,
+            version: 1,
+            parent: None,
+            timestamp_ms: now_ms(),
+            operation,
+            message: String::new(),
+            next_row_id: 0,
+            next_fragment_id: 0,
+            schema,
+            fragments: Vec::new(),
+            splits: BTreeMap::new(),
+        }
+    }
+
+    /// The next version made from this one by `operation`: same contents, to be edited.
+    pub fn child(&self, operation: Operation, message: &str) -> Manifest {
+        Manifest {
+            version: self.version + 1,
+            parent: Some(self.version),
+            timestamp_ms: now_ms(),
+            operation,
+            message: message.to_string(),
+            ..self.clone()
+        }
+    }
+
+    /// Rows in this version.
+    pub fn num_rows(&self) -> u64 {
+        self.fragments.iter().map(Fragment::num_live_rows).sum()
+    }
+
+    /// Every file this version references, relative to the dataset directory.
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        self.fragments
+            .iter()
+            .flat_map(|f| {
+                let row_ids = match &f.row_ids {
+                    RowIds::File { file } => Some(file.as_str()),
+                    RowIds::Range { .. } => None,
+                };
+                std::iter::once(f.data_file.as_str())
+                    .chain(row_ids)
+                    .chain(f.deletions.iter().map(|d| d.file.as_str()))
+                    .chain(f.columns.iter().map(|c| c.file.as_str()))
+            })
+            .chain(self.splits.values().map(|s| s.file.as_str()))
+    }
+
+    /// Parses and checks a manifest read from `what` (a path, for errors).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `what` for JSON that is not a manifest, a newer format,
+    /// a file path outside the directory or counts that contradict each other.
+    pub fn from_json(bytes: &[u8], what: &str) -> Result<Manifest> {
+        let bad = |why: String| Error::InvalidArgument { what: format!("manifest {what}"), why };
+        let m: Manifest = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a manifest: {e}")))?;
+        if m.format != FORMAT {
+            return Err(bad(format!("format is {:?}, not {FORMAT:?}", m.format)));
+        }
+        if m.format_version > FORMAT_VERSION {
+            return Err(bad(format!(
+                "format version {} is newer than this beton's {FORMAT_VERSION}; upgrade beton",
+                m.format_version
+            )));
+        }
+        for file in m.files() {
+            if !is_relative_file(file) {
+                return Err(bad(format!("file {file:?} is not a plain path inside the dataset directory")));
+            }
+        }
+        for f in &m.fragments {
+            if f.id >= m.next_fragment_id {
+                return Err(bad(format!("fragment id {} is at or past next_fragment_id", f.id)));
+            }
+            if f.deletions.as_ref().is_some_and(|d| d.count > f.num_rows) {
+                return Err(bad(format!("fragment {} deletes more rows than its {} rows", f.id, f.num_rows)));
+            }
+            if let RowIds::Range { start } = f.row_ids {
+                if start.checked_add(f.num_rows).is_none_or(|end| end > m.next_row_id) {
+                    return Err(bad(format!("fragment {} has row ids at or past next_row_id", f.id)));
+                }
+            }
+        }
+        for field in &m.schema {
+            field.field_type().map_err(|e| bad(format!("field '{}': {e}", field.name)))?;
+        }
+        Ok(m)
+    }
+
+    /// The manifest as JSON (pretty, so `cat` shows it).
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(self).expect("a manifest serialises");
+        out.push(b'\n');
+        out
+    }
+}
+
+/// A relative path of plain components (`data/x.beton`): no `..`, no root, no empty part.
+fn is_relative_file(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && path.split('/').all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\\'))
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_paths_outside_the_directory() {
+        let mut m = Manifest::first(vec![SchemaField::new("label", &FieldType::Int)], Operation::Create);
+        m.next_row_id = 10;
+        m.next_fragment_id = 1;
+        m.fragments.push(Fragment {
+            id: 0,
+            data_file: "data/a.beton".into(),
+            num_rows: 10,
+            row_ids: RowIds::Range { start: 0 },
+            deletions: Some(FileRef { file: "deletions/a.bidx".into(), count: 2 }),
+            columns: vec![ColumnFile { file: "columns/a.arrow".into(), fields: vec!["label".into()] }],
+        });
+        let back = Manifest::from_json(&m.to_json(), "t").unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.num_rows(), 8);
+        assert_eq!(back.files().count(), 3);
+        for bad in ["../x", "/etc/passwd", "data//x", "data/./x", ""] {
+            let mut b = m.clone();
+            b.fragments[0].data_file = bad.into();
+            let err = Manifest::from_json(&b.to_json(), "t").unwrap_err().to_string();
+            assert!(err.contains("not a plain path"), "{bad}: {err}");
+        }
+        let mut b = m.clone();
+        b.format_version = FORMAT_VERSION + 1;
+        assert!(Manifest::from_json(&b.to_json(), "t").unwrap_err().to_string().contains("newer"));
+        assert!(Manifest::from_json(b"{}", "t").is_err());
+    }
+}

@@ -1,0 +1,556 @@
+//! Versioned datasets: a directory of immutable FFCV data files, deletion files, column files and
+//! one manifest per version (docs/FORMAT.md §13). Every edit commits a new version atomically;
+//! old versions stay readable until `cleanup` drops them.
+//!
+//! Concurrency follows Lance's model: a writer prepares its new files, then publishes the next
+//! version's manifest with no-overwrite semantics ([`commit::publish`]). When another writer
+//! got there first, the edit is checked against what was committed meanwhile ([`Touches`]):
+//! compatible edits (two appends, two deletes, updates of different fields or fragments) are
+//! re-applied on the newer version and retried; others fail with [`Error::Conflict`].
+
+pub mod commit;
+pub mod manifest;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use beton_storage::{Dataset, FieldType};
+
+use crate::error::{Error, Result};
+use crate::index_set::IndexSet;
+use commit::{io, list_versions, publish, read_manifest, write_new_file, Published, TAGS_DIR};
+pub use manifest::{ColumnFile, FileRef, Fragment, Manifest, Operation, RowIds, SchemaField};
+
+/// Folder of data files.
+pub const DATA_DIR: &str = "data";
+/// Folder of deletion files.
+pub const DELETIONS_DIR: &str = "deletions";
+/// Folder of split files.
+pub const SPLITS_DIR: &str = "splits";
+/// Folder of row-id files.
+pub const ROW_IDS_DIR: &str = "row_ids";
+/// Folder of column files.
+pub const COLUMNS_DIR: &str = "columns";
+
+/// Commits given up after this many lost races in a row.
+const MAX_RETRIES: usize = 64;
+
+/// Which version to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionRef {
+    /// The newest.
+    Latest,
+    /// Version `n`.
+    Number(u64),
+    /// The version a tag names.
+    Tag(String),
+}
+
+/// What an edit read and changes, to decide whether it still holds on a newer version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Touches {
+    /// The edit changes the schema or depends on it staying the same (add or drop a column,
+    /// restore, compact): any change of schema or fragments since is a conflict.
+    pub everything: bool,
+    /// Fragments whose rows the edit deletes: they must still exist.
+    pub deletes_in: Vec<u64>,
+    /// (fragment, field) cells the edit rewrites: no one else may have rewritten them since.
+    pub cells: Vec<(u64, String)>,
+}
+
+/// One version of a dataset directory, opened.
+#[derive(Debug, Clone)]
+pub struct VersionedDataset {
+    dir: PathBuf,
+    manifest: Manifest,
+}
+
+impl VersionedDataset {
+    /// True when `path` is a dataset directory (it has a `_versions` folder).
+    pub fn is_dataset_dir(path: &Path) -> bool {
+        path.join(commit::VERSIONS_DIR).is_dir()
+    }
+
+    /// Creates an empty dataset with `schema` at `dir` (made if missing; it must not already be
+    /// a dataset).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `dir` is a dataset already or a file; I/O errors.
+    pub fn create(dir: &Path, schema: &[(String, FieldType)]) -> Result<VersionedDataset> {
+        let schema = schema.iter().map(|(n, t)| SchemaField::new(n, t)).collect();
+        Self::create_with(dir, Manifest::first(schema, Operation::Create))
+    }
+
+    fn create_with(dir: &Path, manifest: Manifest) -> Result<VersionedDataset> {
+        if dir.is_file() {
+            return Err(Error::InvalidArgument {
+                what: format!("dataset directory {}", dir.display()),
+                why: "is a file".into(),
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        match publish(dir, &manifest)? {
+            Published::Done => Ok(VersionedDataset { dir: dir.to_path_buf(), manifest }),
+            Published::Taken => Err(Error::InvalidArgument {
+                what: format!("dataset directory {}", dir.display()),
+                why: "is a dataset already".into(),
+            }),
+        }
+    }
+
+    /// Makes `dir` a dataset whose version 1 is the `.beton` file `file`: the file is hard-linked
+    /// into `data/` (copied when it is on another file system; never re-encoded), and its named
+    /// splits become the version's splits.
+    ///
+    /// # Errors
+    /// Storage errors opening `file`; [`Error::InvalidArgument`] for a file with custom fields
+    /// (their layout is not stored) or a `dir` that is a dataset already.
+    pub fn import(dir: &Path, file: &Path) -> Result<VersionedDataset> {
+        let ds = Dataset::open(file)?;
+        let mut schema = Vec::new();
+        for f in ds.fields() {
+            if matches!(f.field_type(), FieldType::Custom(_)) {
+                return Err(Error::InvalidArgument {
+                    what: format!("field '{}' of {}", f.name(), file.display()),
+                    why: "is a custom field, whose layout a dataset directory cannot describe".into(),
+                });
+            }
+            schema.push(SchemaField::new(f.name(), f.field_type()));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        if Self::is_dataset_dir(dir) {
+            return Err(Error::InvalidArgument {
+                what: format!("dataset directory {}", dir.display()),
+                why: "is a dataset already; use append to add a file to it".into(),
+            });
+        }
+        let data_file = link_data_file(dir, file)?;
+        let n = ds.num_samples();
+        let mut m = Manifest::first(schema, Operation::Import { source: file.display().to_string() });
+        m.next_row_id = n;
+        m.next_fragment_id = 1;
+        m.fragments.push(Fragment {
+            id: 0,
+            data_file,
+            num_rows: n,
+            row_ids: RowIds::Range { start: 0 },
+            deletions: None,
+            columns: Vec::new(),
+        });
+        // Row k of the only data file has id k: the file's splits are row-id sets as they are.
+        for (name, set) in crate::splits::all(&ds)? {
+            m.splits.insert(name, write_index_file(dir, SPLITS_DIR, &set)?);
+        }
+        Self::create_with(dir, m)
+    }
+
+    /// Opens version `at` of the dataset at `dir`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a directory that is not a dataset, a version or tag it does
+    /// not have, or a manifest that is not valid.
+    pub fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
+        if !Self::is_dataset_dir(dir) {
+            return Err(Error::InvalidArgument {
+                what: format!("dataset {}", dir.display()),
+                why: "is not a dataset directory (it has no _versions folder)".into(),
+            });
+        }
+        let version = match at {
+            VersionRef::Latest => latest(dir)?,
+            VersionRef::Number(n) => n,
+            VersionRef::Tag(name) => *read_tags(dir)?.get(&name).ok_or_else(|| Error::InvalidArgument {
+                what: "tag".into(),
+                why: format!("{} has no tag '{name}'", dir.display()),
+            })?,
+        };
+        Ok(VersionedDataset { dir: dir.to_path_buf(), manifest: read_manifest(dir, version)? })
+    }
+
+    /// The dataset directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// This version's manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// This version's number.
+    pub fn version(&self) -> u64 {
+        self.manifest.version
+    }
+
+    /// Rows in this version.
+    pub fn num_rows(&self) -> u64 {
+        self.manifest.num_rows()
+    }
+
+    /// The manifests of every committed version, oldest first.
+    ///
+    /// # Errors
+    /// I/O errors; invalid manifests.
+    pub fn versions(&self) -> Result<Vec<Manifest>> {
+        list_versions(&self.dir)?.into_iter().map(|v| read_manifest(&self.dir, v)).collect()
+    }
+
+    /// The tags and the versions they name.
+    ///
+    /// # Errors
+    /// I/O errors; tag files that are not valid.
+    pub fn tags(&self) -> Result<BTreeMap<String, u64>> {
+        read_tags(&self.dir)
+    }
+
+    /// Names this version `name` (letters, digits, `_ - .`), for `open(.., Tag(name))`; a tagged
+    /// version is kept by `cleanup`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad name or one already used.
+    pub fn tag(&self, name: &str) -> Result<()> {
+        let ok = !name.is_empty()
+            && name.len() <= 64
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+            && !name.starts_with('.');
+        if !ok {
+            return Err(Error::InvalidArgument {
+                what: format!("tag name {name:?}"),
+                why: "must be 1 to 64 ASCII letters, digits, '_', '-' or '.', not starting with '.'".into(),
+            });
+        }
+        let tmp = commit::temp_file(&self.dir)?;
+        std::fs::write(tmp.path(), format!("{{\"version\": {}}}\n", self.version()))
+            .map_err(|e| io(tmp.path(), e))?;
+        let tags = self.dir.join(TAGS_DIR);
+        std::fs::create_dir_all(&tags).map_err(|e| io(&tags, e))?;
+        let target = tags.join(format!("{name}.json"));
+        match std::fs::hard_link(tmp.path(), &target) {
+            Ok(()) => {
+                commit::sync_dir(&tags);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::InvalidArgument {
+                what: format!("tag '{name}'"),
+                why: format!(
+                    "already names version {}",
+                    read_tags(&self.dir)?.get(name).copied().unwrap_or(0)
+                ),
+            }),
+            Err(e) => Err(io(&target, e)),
+        }
+    }
+
+    /// Commits a new version made by `edit` from the latest one, retrying on a newer latest
+    /// when another writer committed first and the edit is compatible with what it did.
+    ///
+    /// `edit(base, new)` gets the version to build on and its copy to change; it may write new
+    /// files (deletions, columns) and is called again on each retry.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] when a concurrent commit changed what this edit read; the edit's own
+    /// errors; I/O errors.
+    pub fn commit(
+        &self,
+        operation: Operation,
+        message: &str,
+        touches: &Touches,
+        mut edit: impl FnMut(&Manifest, &mut Manifest) -> Result<()>,
+    ) -> Result<VersionedDataset> {
+        let mut base = self.manifest.clone();
+        for _ in 0..MAX_RETRIES {
+            let mut new = base.child(operation.clone(), message);
+            edit(&base, &mut new)?;
+            match publish(&self.dir, &new)? {
+                Published::Done => return Ok(VersionedDataset { dir: self.dir.clone(), manifest: new }),
+                Published::Taken => {
+                    let latest = read_manifest(&self.dir, latest(&self.dir)?)?;
+                    check_compatible(&self.manifest, &latest, touches)?;
+                    base = latest;
+                }
+            }
+        }
+        Err(Error::Conflict {
+            version: base.version + 1,
+            why: format!("lost the race to commit {MAX_RETRIES} times in a row"),
+        })
+    }
+
+    /// Makes version `version` the latest again, as a new version (history is kept).
+    ///
+    /// # Errors
+    /// As [`VersionedDataset::open`] and [`VersionedDataset::commit`].
+    pub fn restore(&self, version: u64) -> Result<VersionedDataset> {
+        let old = read_manifest(&self.dir, version)?;
+        let touches = Touches { everything: true, ..Touches::default() };
+        let latest = Self::open(&self.dir, VersionRef::Latest)?;
+        latest.commit(Operation::Restore { version }, "", &touches, |_, new| {
+            new.schema = old.schema.clone();
+            new.fragments = old.fragments.clone();
+            new.splits = old.splits.clone();
+            new.next_row_id = new.next_row_id.max(old.next_row_id);
+            new.next_fragment_id = new.next_fragment_id.max(old.next_fragment_id);
+            Ok(())
+        })
+    }
+
+    /// Deletes the rows at `positions` (indices in this version), as a new version.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a position past the end; as [`VersionedDataset::commit`].
+    pub fn delete(
+        &self,
+        positions: &IndexSet,
+        predicate: Option<&str>,
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        if let Some(max) = positions.max_id().filter(|&m| m >= self.num_rows()) {
+            return Err(Error::InvalidArgument {
+                what: "rows to delete".into(),
+                why: format!(
+                    "index {max} is past the end of version {} ({} rows)",
+                    self.version(),
+                    self.num_rows()
+                ),
+            });
+        }
+        // Positions → rows of each data file (stable: data files never change).
+        let mut per_fragment: Vec<(u64, Vec<u64>)> = Vec::new();
+        let mut ids = positions.iter().peekable();
+        let mut first = 0u64;
+        for f in &self.manifest.fragments {
+            let live = f.num_live_rows();
+            let mut rows = Vec::new();
+            if ids.peek().is_some_and(|&p| p < first + live) {
+                let deleted = self.fragment_deletions(f)?;
+                let mut deleted = deleted.iter().peekable();
+                let mut position = first;
+                for row in 0..f.num_rows {
+                    if deleted.next_if_eq(&row).is_some() {
+                        continue;
+                    }
+                    if ids.next_if_eq(&position).is_some() {
+                        rows.push(row);
+                    }
+                    position += 1;
+                }
+            }
+            if !rows.is_empty() {
+                per_fragment.push((f.id, rows));
+            }
+            first += live;
+        }
+        let touches =
+            Touches { deletes_in: per_fragment.iter().map(|(id, _)| *id).collect(), ..Touches::default() };
+        let operation =
+            Operation::Delete { predicate: predicate.map(str::to_string), rows: positions.len() as u64 };
+        let dir = self.dir.clone();
+        self.commit(operation, message, &touches, |_, new| {
+            for (id, rows) in &per_fragment {
+                let f = new.fragments.iter_mut().find(|f| f.id == *id).expect("checked by Touches");
+                let set = fragment_deletions(&dir, f)?.union(&IndexSet::from_sorted(rows.clone())?);
+                f.deletions = Some(write_index_file(&dir, DELETIONS_DIR, &set)?);
+            }
+            Ok(())
+        })
+    }
+
+    /// Adds the rows of the `.beton` file `file` as a new data file (hard-linked, never
+    /// re-encoded), with new row ids. Its fields must include every field of the schema with
+    /// the same type (others are kept in the file but not visible).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming a missing or mistyped field; as
+    /// [`VersionedDataset::commit`].
+    pub fn append_file(&self, file: &Path, message: &str) -> Result<VersionedDataset> {
+        let ds = Dataset::open(file)?;
+        for field in &self.manifest.schema {
+            let ty = field.field_type()?;
+            match ds.fields().iter().find(|f| f.name() == field.name) {
+                Some(f) if *f.field_type() == ty => {}
+                Some(f) => {
+                    return Err(Error::InvalidArgument {
+                        what: format!("field '{}' of {}", field.name, file.display()),
+                        why: format!("is a {}, the dataset's is a {}", f.field_type().name(), ty.name()),
+                    })
+                }
+                None => {
+                    return Err(Error::InvalidArgument {
+                        what: format!("file {}", file.display()),
+                        why: format!("has no field '{}' of the dataset's schema", field.name),
+                    })
+                }
+            }
+        }
+        let data_file = link_data_file(&self.dir, file)?;
+        let n = ds.num_samples();
+        self.commit(Operation::Append { rows: n }, message, &Touches::default(), |base, new| {
+            new.fragments.push(Fragment {
+                id: base.next_fragment_id,
+                data_file: data_file.clone(),
+                num_rows: n,
+                row_ids: RowIds::Range { start: base.next_row_id },
+                deletions: None,
+                columns: Vec::new(),
+            });
+            new.next_row_id = base.next_row_id + n;
+            new.next_fragment_id = base.next_fragment_id + 1;
+            Ok(())
+        })
+    }
+
+    /// The row ids of a fragment's data-file rows, in file order.
+    ///
+    /// # Errors
+    /// I/O errors and corrupt row-id files.
+    pub fn fragment_row_ids(&self, fragment: &Fragment) -> Result<Vec<u64>> {
+        match &fragment.row_ids {
+            RowIds::Range { start } => Ok((*start..start + fragment.num_rows).collect()),
+            RowIds::File { file } => {
+                let ids = read_index_file(&self.dir, file)?.into_vec();
+                if ids.len() as u64 != fragment.num_rows {
+                    return Err(Error::InvalidArgument {
+                        what: format!("row-id file {file}"),
+                        why: format!("has {} ids for {} rows", ids.len(), fragment.num_rows),
+                    });
+                }
+                Ok(ids)
+            }
+        }
+    }
+
+    /// The deleted rows (positions in the data file) of a fragment.
+    ///
+    /// # Errors
+    /// I/O errors and corrupt deletion files.
+    pub fn fragment_deletions(&self, fragment: &Fragment) -> Result<IndexSet> {
+        fragment_deletions(&self.dir, fragment)
+    }
+}
+
+fn fragment_deletions(dir: &Path, fragment: &Fragment) -> Result<IndexSet> {
+    match &fragment.deletions {
+        None => Ok(IndexSet::empty()),
+        Some(d) => {
+            let set = read_index_file(dir, &d.file)?;
+            if set.len() as u64 != d.count || set.max_id().is_some_and(|m| m >= fragment.num_rows) {
+                return Err(Error::InvalidArgument {
+                    what: format!("deletion file {}", d.file),
+                    why: format!("does not hold {} rows below {}", d.count, fragment.num_rows),
+                });
+            }
+            Ok(set)
+        }
+    }
+}
+
+/// Fails with [`Error::Conflict`] when `latest` changed what an edit made on `read` touches.
+fn check_compatible(read: &Manifest, latest: &Manifest, touches: &Touches) -> Result<()> {
+    let conflict = |why: String| Err(Error::Conflict { version: latest.version, why });
+    let op = latest.operation.name();
+    if touches.everything {
+        if latest.schema != read.schema || latest.fragments != read.fragments {
+            return conflict(format!(
+                "version {} ({op}) changed the schema or the data files",
+                latest.version
+            ));
+        }
+        return Ok(());
+    }
+    if latest.schema != read.schema {
+        return conflict(format!("version {} ({op}) changed the schema", latest.version));
+    }
+    let find = |m: &Manifest, id: u64| m.fragments.iter().find(|f| f.id == id).cloned();
+    for &id in &touches.deletes_in {
+        if find(latest, id).is_none() {
+            return conflict(format!(
+                "version {} ({op}) removed data file {id} (compaction?)",
+                latest.version
+            ));
+        }
+    }
+    for (id, field) in &touches.cells {
+        let (Some(now), Some(then)) = (find(latest, *id), find(read, *id)) else {
+            return conflict(format!("version {} ({op}) removed data file {id}", latest.version));
+        };
+        if now.column_file(field) != then.column_file(field) {
+            return conflict(format!(
+                "version {} ({op}) also changed field '{field}' in data file {id}",
+                latest.version
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The newest committed version of `dir`.
+fn latest(dir: &Path) -> Result<u64> {
+    list_versions(dir)?.last().copied().ok_or_else(|| Error::InvalidArgument {
+        what: format!("dataset {}", dir.display()),
+        why: "has no committed version".into(),
+    })
+}
+
+fn read_tags(dir: &Path) -> Result<BTreeMap<String, u64>> {
+    let tags = dir.join(TAGS_DIR);
+    let mut out = BTreeMap::new();
+    let entries = match std::fs::read_dir(&tags) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(io(&tags, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| io(&tags, e))?;
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        #[derive(serde::Deserialize)]
+        struct Tag {
+            version: u64,
+        }
+        let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+        let tag: Tag = serde_json::from_slice(&bytes).map_err(|e| Error::InvalidArgument {
+            what: format!("tag file {}", path.display()),
+            why: e.to_string(),
+        })?;
+        out.insert(name.to_string(), tag.version);
+    }
+    Ok(out)
+}
+
+/// Puts `file` into `dir/data/` under a new name: a hard link, or a copy when linking fails
+/// (another file system). Returns its path relative to `dir`.
+fn link_data_file(dir: &Path, file: &Path) -> Result<String> {
+    let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
+    let target = dir.join(&rel);
+    let data = dir.join(DATA_DIR);
+    std::fs::create_dir_all(&data).map_err(|e| io(&data, e))?;
+    if std::fs::hard_link(file, &target).is_err() {
+        let tmp = commit::temp_file(dir)?;
+        let mut src = std::fs::File::open(file).map_err(|e| io(file, e))?;
+        std::io::copy(&mut src, &mut tmp.as_file()).map_err(|e| io(tmp.path(), e))?;
+        tmp.as_file().sync_all().map_err(|e| io(tmp.path(), e))?;
+        tmp.persist_noclobber(&target).map_err(|e| io(&target, e.error))?;
+    }
+    commit::sync_dir(&data);
+    Ok(rel)
+}
+
+/// Writes `set` as a new index-set file in `folder`; returns its reference.
+pub(crate) fn write_index_file(dir: &Path, folder: &str, set: &IndexSet) -> Result<FileRef> {
+    let rel = format!("{folder}/{}.bidx", commit::unique_name());
+    write_new_file(dir, &rel, &set.to_bytes())?;
+    Ok(FileRef { file: rel, count: set.len() as u64 })
+}
+
+/// Reads an index-set file of the dataset.
+pub(crate) fn read_index_file(dir: &Path, rel: &str) -> Result<IndexSet> {
+    let path = dir.join(rel);
+    let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+    IndexSet::from_bytes(&bytes).map_err(|e| Error::InvalidArgument {
+        what: format!("index-set file {}", path.display()),
+        why: e.to_string(),
+    })
+}

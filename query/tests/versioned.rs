@@ -1,0 +1,172 @@
+//! Dataset directories: import, versions, deletes, appends, tags, restore, and two writers
+//! committing at once.
+
+use std::path::Path;
+
+use beton_query::versioned::{Operation, Touches, VersionRef, VersionedDataset};
+use beton_query::{Error, IndexSet};
+use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+
+fn write(path: &Path, first: i64, n: u64) {
+    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
+    Writer::new(path, fields, WriterOptions::default())
+        .unwrap()
+        .write_indexed(n, |i| {
+            Ok(vec![
+                SampleValue::Int(first + i as i64),
+                SampleValue::Bytes(vec![i as u8; 1 + i as usize % 7]),
+            ])
+        })
+        .unwrap();
+}
+
+/// The labels of a version's rows, read from its data files less deletions.
+fn labels(v: &VersionedDataset) -> Vec<i64> {
+    let mut out = Vec::new();
+    for f in &v.manifest().fragments {
+        let ds = Dataset::open(v.dir().join(&f.data_file)).unwrap();
+        let deleted = v.fragment_deletions(f).unwrap();
+        let label = ds.field_index("label").unwrap();
+        for row in 0..f.num_rows {
+            if !deleted.contains(row) {
+                out.push(ds.get(row, label).unwrap().as_int().unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn import_delete_append_tag_restore() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, 0, 10);
+    let train = IndexSet::from_sorted(vec![1, 2, 3]).unwrap();
+    beton_query::splits::save(&file, None, [("train", &train)]).unwrap();
+    let dir = tmp.path().join("ds");
+    let v1 = VersionedDataset::import(&dir, &file).unwrap();
+    assert_eq!((v1.version(), v1.num_rows()), (1, 10));
+    assert_eq!(v1.manifest().splits["train"].count, 3);
+    // Hard-linked, not copied: the same inode.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let data = dir.join(&v1.manifest().fragments[0].data_file);
+        assert_eq!(std::fs::metadata(&data).unwrap().ino(), std::fs::metadata(&file).unwrap().ino());
+    }
+    assert!(VersionedDataset::import(&dir, &file).unwrap_err().to_string().contains("dataset already"));
+
+    let v2 =
+        v1.delete(&IndexSet::from_sorted(vec![0, 5]).unwrap(), Some("label in (0, 5)"), "drop two").unwrap();
+    assert_eq!(labels(&v2), vec![1, 2, 3, 4, 6, 7, 8, 9]);
+    // Positions are of the version: index 0 is now label 1.
+    let v3 = v2.delete(&IndexSet::from_sorted(vec![0]).unwrap(), None, "").unwrap();
+    assert_eq!(labels(&v3), vec![2, 3, 4, 6, 7, 8, 9]);
+    assert_eq!(v3.manifest().fragments[0].deletions.as_ref().unwrap().count, 3);
+
+    let more = tmp.path().join("b.beton");
+    write(&more, 100, 4);
+    let v4 = v3.append_file(&more, "four more").unwrap();
+    assert_eq!(labels(&v4), vec![2, 3, 4, 6, 7, 8, 9, 100, 101, 102, 103]);
+    assert_eq!(v4.fragment_row_ids(&v4.manifest().fragments[1]).unwrap(), vec![10, 11, 12, 13]);
+    assert_eq!(v4.manifest().next_row_id, 14);
+    v4.tag("grown").unwrap();
+    assert!(v4.tag("grown").unwrap_err().to_string().contains("already names version 4"));
+    assert!(v4.tag("../x").is_err());
+
+    // Old versions stay as they were.
+    let old = VersionedDataset::open(&dir, VersionRef::Number(1)).unwrap();
+    assert_eq!(labels(&old), (0..10).collect::<Vec<_>>());
+    let tagged = VersionedDataset::open(&dir, VersionRef::Tag("grown".into())).unwrap();
+    assert_eq!(tagged.version(), 4);
+    let err = VersionedDataset::open(&dir, VersionRef::Number(99)).unwrap_err().to_string();
+    assert!(err.contains("versions 1 to 4"), "{err}");
+
+    let v5 = v4.restore(1).unwrap();
+    assert_eq!((v5.version(), labels(&v5)), (5, (0..10).collect::<Vec<_>>()));
+    assert_eq!(v5.manifest().next_row_id, 14, "row ids are never reused");
+    let versions = v5.versions().unwrap();
+    let log: Vec<&str> = versions.iter().map(|m| m.operation.name()).collect();
+    assert_eq!(log, ["import", "delete", "delete", "append", "restore"]);
+    let latest = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    assert_eq!(latest.version(), 5);
+
+    // A file whose schema differs cannot be appended.
+    let other = tmp.path().join("c.beton");
+    Writer::new(&other, vec![FieldSpec::new("label", FieldType::Float)], WriterOptions::default())
+        .unwrap()
+        .write_indexed(1, |_| Ok(vec![SampleValue::Float(1.0)]))
+        .unwrap();
+    let err = latest.append_file(&other, "").unwrap_err().to_string();
+    assert!(err.contains("field 'label'") && err.contains("FloatField"), "{err}");
+}
+
+#[test]
+fn racing_writers_rebase_compatible_edits_and_refuse_conflicts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, 0, 10);
+    let dir = tmp.path().join("ds");
+    VersionedDataset::import(&dir, &file).unwrap();
+    // Two writers open version 1 and each deletes a row: the second rebases on the first.
+    let a = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    let b = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    a.delete(&IndexSet::from_sorted(vec![1]).unwrap(), None, "").unwrap();
+    let after = b.delete(&IndexSet::from_sorted(vec![8]).unwrap(), None, "").unwrap();
+    assert_eq!(after.version(), 3);
+    assert_eq!(labels(&after), vec![0, 2, 3, 4, 5, 6, 7, 9], "no lost update");
+    // Two appends race: both land.
+    let more = tmp.path().join("b.beton");
+    write(&more, 100, 2);
+    let c = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    let d = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    c.append_file(&more, "").unwrap();
+    let both = d.append_file(&more, "").unwrap();
+    assert_eq!(both.num_rows(), 12);
+    let ids: Vec<u64> = both.manifest().fragments.iter().map(|f| f.id).collect();
+    assert_eq!(ids, vec![0, 1, 2]);
+    // A schema change against anything committed meanwhile is a conflict.
+    let e = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    let f = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    e.delete(&IndexSet::from_sorted(vec![0]).unwrap(), None, "").unwrap();
+    let everything = Touches { everything: true, ..Touches::default() };
+    let err = f
+        .commit(Operation::DropColumn { name: "blob".into() }, "", &everything, |_, new| {
+            new.schema.retain(|s| s.name != "blob");
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict { version: 6, .. }), "{err}");
+}
+
+#[test]
+fn threads_committing_at_once_lose_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, 0, 64);
+    let dir = tmp.path().join("ds");
+    VersionedDataset::import(&dir, &file).unwrap();
+    let barrier = std::sync::Barrier::new(4);
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (dir, barrier) = (&dir, &barrier);
+            s.spawn(move || {
+                let v = VersionedDataset::open(dir, VersionRef::Latest).unwrap();
+                barrier.wait();
+                // Each thread deletes rows of its own label range, found by label (positions move).
+                for k in 0..4 {
+                    let v = VersionedDataset::open(dir, VersionRef::Latest).unwrap_or(v.clone());
+                    let target = (t * 16 + k) as i64;
+                    let pos = labels(&v).iter().position(|&l| l == target).unwrap() as u64;
+                    // Another writer may commit between reading positions and committing: the
+                    // delete names positions of `v`, and rebasing maps them by data-file row.
+                    v.delete(&IndexSet::from_sorted(vec![pos]).unwrap(), None, "").unwrap();
+                }
+            });
+        }
+    });
+    let v = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    assert_eq!(v.version(), 17);
+    let expected: Vec<i64> = (0..64).filter(|l| l % 16 >= 4).collect();
+    assert_eq!(labels(&v), expected);
+}
