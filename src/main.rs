@@ -1,5 +1,6 @@
 //! `beton`: the command-line tool. Inspect (`info`, `show`), check (`verify`), query (`query`,
-//! `explain`), split (`split`) and write (`write-imagefolder`) `.beton` files. The work is in
+//! `explain`), split (`split`) and write (`write-imagefolder`) `.beton` files; make and edit
+//! versioned dataset directories (`import`, `append`, `log`, `tag`, `restore`). The work is in
 //! `beton-storage` and `beton-query`; this file parses arguments and prints.
 
 use std::fmt::Write as _;
@@ -21,6 +22,7 @@ mod explain;
 mod query;
 mod show;
 mod split;
+mod versions;
 
 /// beton: FFCV-compatible .beton dataset files.
 #[derive(Parser)]
@@ -105,6 +107,8 @@ enum Command {
     },
     /// Write an ImageFolder (DIR/CLASS/IMAGE) as fields `image` and `label` (FFCV types only).
     WriteImagefolder(WriteArgs),
+    #[command(flatten)]
+    Versions(versions::Action),
 }
 
 #[derive(clap::Args)]
@@ -171,6 +175,7 @@ fn main() {
         Command::Explain { file, sql, custom } => ("explain", explain::run(&file, &custom, &sql)),
         Command::WriteImagefolder(args) => ("write-imagefolder", write_imagefolder(&args)),
         Command::Split { action } => ("split", split::run(&action)),
+        Command::Versions(action) => (action.name(), versions::run(&action)),
         Command::Bench(args) => ("bench", bench::run(&args)),
         Command::Query { file, sql, json, ids, custom } => {
             let output = if ids {
