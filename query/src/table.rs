@@ -22,12 +22,19 @@
 //! A query names its columns up front ([`Table::prefetch`]): the fixed-width ones among them are
 //! gathered in one pass over the rows, since a pass costs about the same for one column as for
 //! several (every row's cache lines are read either way).
+//!
+//! A version of a dataset directory ([`crate::versioned`]) is one table over several data files
+//! ([`Table::from_parts`]): each part's columns are gathered as above, its deleted rows left out,
+//! fields that column files replace taken from those, and the parts concatenated; it has a
+//! `row_id` column besides `index`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::builder::{FixedSizeBinaryBuilder, StringBuilder};
-use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt64Array};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt64Array,
+};
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use beton_storage::field::ColumnSource as Source;
 use beton_storage::{Dataset, ImageMode, Value};
@@ -38,58 +45,192 @@ use crate::index_set::IndexSet;
 #[derive(Debug, Clone)]
 struct Column {
     name: String,
-    field: usize,
+    /// The field, by name (none for `index` and `row_id`).
+    field: Option<String>,
     source: Source,
     data_type: DataType,
 }
 
+/// The row ids of a part's data-file rows.
+#[derive(Debug, Clone)]
+pub enum PartRowIds {
+    /// Row `k` has id `start + k`.
+    Range(u64),
+    /// One id per data-file row.
+    List(Arc<Vec<u64>>),
+}
+
+/// One data file of a table over several ([`Table::from_parts`]).
+#[derive(Debug, Clone)]
+pub struct Part<'a> {
+    /// The data file.
+    pub ds: &'a Dataset,
+    /// Its rows that are in the table, ascending; `None` for all of them.
+    pub rows: Option<Arc<Vec<u64>>>,
+    /// Values of fields that column files replace or add, by field name: one per data-file row.
+    pub columns: BTreeMap<String, ArrayRef>,
+    /// The row ids of its data-file rows.
+    pub row_ids: PartRowIds,
+}
+
+impl Part<'_> {
+    fn num_rows(&self) -> u64 {
+        self.rows.as_ref().map_or(self.ds.num_samples(), |r| r.len() as u64)
+    }
+}
+
 /// The data table of an open dataset, as lazily materialised Arrow columns.
 pub struct Table<'a> {
-    ds: &'a Dataset,
+    parts: Vec<Part<'a>>,
+    /// The first table row of each part, and the total at the end.
+    starts: Vec<u64>,
     columns: Vec<Column>,
     schema: SchemaRef,
     cache: Mutex<HashMap<usize, ArrayRef>>,
-    /// The file's named splits, read once per table (so one query sees one generation).
+    /// The version's splits as row ids; `None`: the file's own, read on first use.
+    split_ids: Option<BTreeMap<String, IndexSet>>,
+    /// The named splits as table rows, made once per table (so one query sees one generation).
     splits: OnceLock<BTreeMap<String, Arc<IndexSet>>>,
 }
 
 impl std::fmt::Debug for Table<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table").field("path", &self.ds.path()).field("columns", &self.column_names()).finish()
+        let paths: Vec<_> = self.parts.iter().map(|p| p.ds.path()).collect();
+        f.debug_struct("Table").field("paths", &paths).field("columns", &self.column_names()).finish()
     }
+}
+
+/// The columns of a schema: `(field name, field type)` in order.
+fn columns_of<'t>(
+    fields: impl Iterator<Item = (&'t str, &'t beton_storage::FieldType)>,
+    row_id: bool,
+) -> Vec<Column> {
+    let mut columns = vec![Column {
+        name: "index".into(),
+        field: None,
+        source: Source::Index,
+        data_type: DataType::UInt64,
+    }];
+    if row_id {
+        // The stable id: `Source::Constant` marks it (no field has a constant column without one).
+        columns.push(Column {
+            name: "row_id".into(),
+            field: None,
+            source: Source::Constant(0),
+            data_type: DataType::UInt64,
+        });
+    }
+    for (name, ty) in fields {
+        for def in ty.kind().columns() {
+            let column = match def.suffix {
+                Some(suffix) => format!("{name}.{suffix}"),
+                None => name.to_string(),
+            };
+            columns.push(Column {
+                name: column,
+                field: Some(name.to_string()),
+                source: def.source,
+                data_type: def.source.data_type(),
+            });
+        }
+    }
+    columns
 }
 
 impl<'a> Table<'a> {
     /// The table of `ds`: its columns are known at once, none is materialised yet.
     pub fn new(ds: &'a Dataset) -> Table<'a> {
-        let mut columns = vec![Column {
-            name: "index".into(),
-            field: usize::MAX,
-            source: Source::Index,
-            data_type: DataType::UInt64,
-        }];
-        for (k, f) in ds.fields().iter().enumerate() {
-            for def in f.field_type().kind().columns() {
-                let name = match def.suffix {
-                    Some(suffix) => format!("{}.{suffix}", f.name()),
-                    None => f.name().to_string(),
-                };
-                columns.push(Column {
-                    name,
-                    field: k,
-                    source: def.source,
-                    data_type: def.source.data_type(),
-                });
+        let columns = columns_of(ds.fields().iter().map(|f| (f.name(), f.field_type())), false);
+        let part = Part { ds, rows: None, columns: BTreeMap::new(), row_ids: PartRowIds::Range(0) };
+        Self::assemble(vec![part], columns, None)
+    }
+
+    /// One table over several data files, in order: `schema` names the visible fields (each
+    /// found in a part's data file or in its `columns`), `splits` gives named splits as row ids.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a field that a part has neither in its data file (with the
+    /// same type) nor in its column files, or a column-file array of the wrong length or type.
+    pub fn from_parts(
+        parts: Vec<Part<'a>>,
+        schema: &[(String, beton_storage::FieldType)],
+        splits: BTreeMap<String, IndexSet>,
+    ) -> Result<Table<'a>> {
+        for (k, p) in parts.iter().enumerate() {
+            for (name, ty) in schema {
+                let what = || format!("field '{name}' of data file {k} ({})", p.ds.path().display());
+                if let Some(array) = p.columns.get(name) {
+                    let defs = ty.kind().columns();
+                    let fits = defs.len() == 1
+                        && defs[0].suffix.is_none()
+                        && *array.data_type() == defs[0].source.data_type();
+                    if !fits || array.len() as u64 != p.ds.num_samples() {
+                        return Err(Error::InvalidArgument {
+                            what: what(),
+                            why: format!(
+                                "its column file holds {} {} values for {} rows of a {}",
+                                array.len(),
+                                array.data_type(),
+                                p.ds.num_samples(),
+                                ty.name()
+                            ),
+                        });
+                    }
+                    continue;
+                }
+                match p.ds.field_index(name) {
+                    Ok(f) if p.ds.fields()[f].field_type() == ty => {}
+                    _ => {
+                        return Err(Error::InvalidArgument {
+                            what: what(),
+                            why: format!(
+                                "the data file has no {} field of this name and no column file holds it",
+                                ty.name()
+                            ),
+                        })
+                    }
+                }
             }
+            if let Some(rows) = &p.rows {
+                if rows.last().is_some_and(|&r| r >= p.ds.num_samples())
+                    || rows.windows(2).any(|w| w[0] >= w[1])
+                {
+                    return Err(Error::InvalidArgument {
+                        what: format!("rows of data file {k}"),
+                        why: "must be ascending and below its row count".into(),
+                    });
+                }
+            }
+        }
+        let columns = columns_of(schema.iter().map(|(n, t)| (n.as_str(), t)), true);
+        Ok(Self::assemble(parts, columns, Some(splits)))
+    }
+
+    fn assemble(
+        parts: Vec<Part<'a>>,
+        columns: Vec<Column>,
+        split_ids: Option<BTreeMap<String, IndexSet>>,
+    ) -> Table<'a> {
+        let mut starts = vec![0u64];
+        for p in &parts {
+            starts.push(starts.last().copied().unwrap_or(0) + p.num_rows());
         }
         let schema = Arc::new(Schema::new(
             columns.iter().map(|c| ArrowField::new(&c.name, c.data_type.clone(), false)).collect::<Vec<_>>(),
         ));
-        Table { ds, columns, schema, cache: Mutex::new(HashMap::new()), splits: OnceLock::new() }
+        Table {
+            parts,
+            starts,
+            columns,
+            schema,
+            cache: Mutex::new(HashMap::new()),
+            split_ids,
+            splits: OnceLock::new(),
+        }
     }
 
-    /// The named split `name` of the file, read with the table's first use of a split and kept
-    /// for the table's life, so every query on one table sees the same splits.
+    /// The named split `name` as table rows, made with the table's first use of a split and
+    /// kept for the table's life, so every query on one table sees the same splits.
     ///
     /// # Errors
     /// [`Error::NoSuchSplit`] listing the splits; storage errors reading them.
@@ -97,21 +238,72 @@ impl<'a> Table<'a> {
         let splits = match self.splits.get() {
             Some(s) => s,
             None => {
-                let read = crate::splits::all(self.ds)?.into_iter().map(|(n, s)| (n, Arc::new(s))).collect();
+                let read = match &self.split_ids {
+                    None => crate::splits::all(self.parts[0].ds)?
+                        .into_iter()
+                        .map(|(n, s)| (n, Arc::new(s)))
+                        .collect(),
+                    Some(by_id) => self.splits_by_row_id(by_id)?,
+                };
                 self.splits.get_or_init(|| read)
             }
         };
         splits.get(name).cloned().ok_or_else(|| crate::splits::no_such_split(name, splits.keys()))
     }
 
-    /// The dataset this table reads.
+    /// Named splits of row ids as sets of table rows (ids no longer in the table are left out).
+    fn splits_by_row_id(
+        &self,
+        by_id: &BTreeMap<String, IndexSet>,
+    ) -> Result<BTreeMap<String, Arc<IndexSet>>> {
+        let ids = self.column("row_id")?;
+        let ids = ids.as_any().downcast_ref::<UInt64Array>().map(|a| a.values().to_vec()).unwrap_or_default();
+        let mut by_position: Vec<(u64, u64)> = ids.into_iter().zip(0u64..).collect();
+        by_position.sort_unstable();
+        let mut out = BTreeMap::new();
+        for (name, set) in by_id {
+            let mut rows: Vec<u64> = set
+                .iter()
+                .filter_map(|id| {
+                    by_position.binary_search_by_key(&id, |&(i, _)| i).ok().map(|k| by_position[k].1)
+                })
+                .collect();
+            rows.sort_unstable();
+            out.insert(name.clone(), Arc::new(IndexSet::from_sorted(rows)?));
+        }
+        Ok(out)
+    }
+
+    /// The data file of a one-file table (the first one of a table over several).
     pub fn dataset(&self) -> &'a Dataset {
-        self.ds
+        self.parts[0].ds
+    }
+
+    /// The data file holding table row `row`, and the row's position in it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a row past the end.
+    pub fn locate(&self, row: u64) -> Result<(&'a Dataset, u64)> {
+        let k = self.starts.partition_point(|&s| s <= row).saturating_sub(1);
+        match self.parts.get(k) {
+            Some(p) if row < self.starts[k + 1] => {
+                let local = row - self.starts[k];
+                let file_row = match &p.rows {
+                    Some(rows) => rows[local as usize],
+                    None => local,
+                };
+                Ok((p.ds, file_row))
+            }
+            _ => Err(Error::InvalidArgument {
+                what: "row".into(),
+                why: format!("{row} is past the end of the table ({} rows)", self.num_rows()),
+            }),
+        }
     }
 
     /// Number of rows.
     pub fn num_rows(&self) -> u64 {
-        self.ds.num_samples()
+        self.starts.last().copied().unwrap_or(0)
     }
 
     /// The Arrow schema of every column (materialised or not).
@@ -153,16 +345,18 @@ impl<'a> Table<'a> {
         };
         // Rows read through the map of a file that shrank meanwhile are zeros, not data
         // (beton_storage's SIGBUS guard): no column made of them is used or kept.
-        self.ds.check_intact()?;
+        for p in &self.parts {
+            p.ds.check_intact()?;
+        }
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).entry(pos).or_insert_with(|| array.clone());
         Ok(array)
     }
 
     /// Materialises the named columns that are not cached yet, the fixed-width ones computed from
     /// row slots (Int, Float, image width and height, Bytes / JSON / Array sizes) together in one
-    /// pass over the data table: each row is read once instead of once per column. Names that are
-    /// not columns, and columns of other kinds, are left to [`Table::column`]. Never fails: these
-    /// columns are plain copies of row bytes.
+    /// pass over each data table: each row is read once instead of once per column. Names that
+    /// are not columns, and columns of other kinds, are left to [`Table::column`]. Never fails:
+    /// these columns are plain copies of row bytes.
     pub fn prefetch(&self, names: &[&str]) {
         let mut fused: Vec<usize> = Vec::new();
         {
@@ -175,7 +369,7 @@ impl<'a> Table<'a> {
                 let fusable = matches!(
                     self.columns[pos].source,
                     Source::Int | Source::Float | Source::ImageWidth | Source::ImageHeight | Source::SizeWord
-                );
+                ) && self.columns[pos].field.is_some();
                 if fusable {
                     fused.push(pos);
                 }
@@ -184,55 +378,47 @@ impl<'a> Table<'a> {
         if fused.len() < 2 {
             return;
         }
-        let ds = self.ds;
-        let n = ds.num_samples() as usize;
-        /// A column being gathered: where its value sits in the row, and the values so far.
-        enum Gather {
-            I64(usize, Vec<i64>),
-            F64(usize, Vec<f64>),
-            U16(usize, Vec<u16>),
-            U64(usize, Vec<u64>),
-        }
-        let mut gathers: Vec<Gather> = fused
-            .iter()
-            .map(|&pos| {
-                let c = &self.columns[pos];
-                let at = ds.fields()[c.field].offset();
-                match c.source {
-                    Source::Int => Gather::I64(at, Vec::with_capacity(n)),
-                    Source::Float => Gather::F64(at, Vec::with_capacity(n)),
-                    Source::ImageWidth => Gather::U16(at + 1, Vec::with_capacity(n)),
-                    Source::ImageHeight => Gather::U16(at + 3, Vec::with_capacity(n)),
-                    _ => Gather::U64(at + 8, Vec::with_capacity(n)),
-                }
-            })
-            .collect();
-        let word = |row: &[u8], at: usize| u64::from_le_bytes(row[at..at + 8].try_into().unwrap_or([0; 8]));
-        // Blocks of rows small enough to stay in the L2 cache while every column takes its values
-        // from them with its own tight loop.
-        let row_size = ds.row_size().max(1);
-        for block in ds.data_table().chunks(row_size * 2048) {
-            let rows = || block.chunks_exact(row_size);
-            for g in &mut gathers {
-                match g {
-                    Gather::I64(at, v) => v.extend(rows().map(|row| word(row, *at) as i64)),
-                    Gather::F64(at, v) => v.extend(rows().map(|row| f64::from_bits(word(row, *at)))),
-                    Gather::U16(at, v) => {
-                        v.extend(rows().map(|row| u16::from_le_bytes([row[*at], row[*at + 1]])))
+        let mut per_part: Vec<Vec<ArrayRef>> = Vec::with_capacity(self.parts.len());
+        for p in &self.parts {
+            // Columns a column file replaces in this part are taken from it; the rest in one pass.
+            let from_rows: Vec<(usize, usize, Source)> = fused
+                .iter()
+                .enumerate()
+                .filter_map(|(j, &pos)| {
+                    let c = &self.columns[pos];
+                    let field = c.field.as_deref()?;
+                    if p.columns.contains_key(field) {
+                        return None;
                     }
-                    Gather::U64(at, v) => v.extend(rows().map(|row| word(row, *at))),
+                    Some((j, p.ds.fields()[p.ds.field_index(field).ok()?].offset(), c.source))
+                })
+                .collect();
+            let gathered =
+                gather_fused(p.ds, &from_rows.iter().map(|&(_, at, s)| (at, s)).collect::<Vec<_>>());
+            let mut arrays: Vec<Option<ArrayRef>> = vec![None; fused.len()];
+            for ((j, _, _), a) in from_rows.into_iter().zip(gathered) {
+                arrays[j] = Some(a);
+            }
+            let mut out = Vec::with_capacity(fused.len());
+            for (j, &pos) in fused.iter().enumerate() {
+                let field = self.columns[pos].field.as_deref().unwrap_or_default();
+                let a = match arrays[j].take().or_else(|| p.columns.get(field).cloned()) {
+                    Some(a) => a,
+                    None => return,
+                };
+                match select_rows(a, p.rows.as_deref()) {
+                    Ok(a) => out.push(a),
+                    Err(_) => return,
                 }
             }
+            per_part.push(out);
         }
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        for (pos, g) in fused.into_iter().zip(gathers) {
-            let array: ArrayRef = match g {
-                Gather::I64(_, v) => Arc::new(Int64Array::from(v)),
-                Gather::F64(_, v) => Arc::new(Float64Array::from(v)),
-                Gather::U16(_, v) => Arc::new(UInt16Array::from(v)),
-                Gather::U64(_, v) => Arc::new(UInt64Array::from(v)),
-            };
-            cache.entry(pos).or_insert(array);
+        for (j, &pos) in fused.iter().enumerate() {
+            let parts: Vec<ArrayRef> = per_part.iter().map(|arrays| arrays[j].clone()).collect();
+            if let Ok(array) = concat_parts(parts) {
+                cache.entry(pos).or_insert(array);
+            }
         }
     }
 
@@ -248,71 +434,162 @@ impl<'a> Table<'a> {
     }
 
     fn materialise(&self, c: &Column) -> Result<ArrayRef> {
-        let ds = self.ds;
-        let n = ds.num_samples();
         if c.source == Source::Index {
-            return Ok(Arc::new(UInt64Array::from_iter_values(0..n)));
+            return Ok(Arc::new(UInt64Array::from_iter_values(0..self.num_rows())));
         }
-        let offset = ds.fields()[c.field].offset();
-        // Each row's slot of this field: a strided view of the row-major table.
-        let slots = || ds.data_table().chunks_exact(ds.row_size().max(1)).map(move |row| &row[offset..]);
-        let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
-        let half = |s: &[u8], at: usize| u16::from_le_bytes([s[at], s[at + 1]]);
-        Ok(match c.source {
-            Source::Index => unreachable!("handled above"),
-            Source::Int => Arc::new(Int64Array::from_iter_values(slots().map(|s| word(s, 0) as i64))),
-            Source::Float => {
-                Arc::new(Float64Array::from_iter_values(slots().map(|s| f64::from_bits(word(s, 0)))))
-            }
-            Source::Bool => Arc::new(BooleanArray::from_iter(slots().map(|s| Some(s[0] != 0)))),
-            Source::ImageWidth => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 1)))),
-            Source::ImageHeight => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 3)))),
-            Source::SizeWord => Arc::new(UInt64Array::from_iter_values(slots().map(|s| word(s, 8)))),
-            Source::Constant(nbytes) => Arc::new(UInt64Array::from_iter_values((0..n).map(|_| nbytes))),
-            Source::ImageMode => {
-                let mut b = StringBuilder::with_capacity(n as usize, 3 * n as usize);
-                for (i, s) in slots().enumerate() {
-                    match ImageMode::from_byte(s[0]) {
-                        Some(mode) => b.append_value(mode.name()),
-                        // Not 0 or 1: the reader's error names the sample and byte offset.
-                        None => {
-                            return Err(ds.get(i as u64, c.field).err().map_or_else(
-                                || Error::InvalidArgument {
-                                    what: "image mode".into(),
-                                    why: format!("byte {}", s[0]),
-                                },
-                                Error::from,
-                            ))
-                        }
+        let mut parts = Vec::with_capacity(self.parts.len());
+        for p in &self.parts {
+            let array: ArrayRef = match c.field.as_deref() {
+                // The row id column.
+                None => match &p.row_ids {
+                    PartRowIds::Range(start) => {
+                        Arc::new(UInt64Array::from_iter_values(*start..start + p.ds.num_samples()))
                     }
+                    PartRowIds::List(ids) => Arc::new(UInt64Array::from(ids.as_ref().clone())),
+                },
+                Some(field) => match p.columns.get(field) {
+                    Some(a) => a.clone(),
+                    None => gather(p.ds, p.ds.field_index(field)?, c.source)?,
+                },
+            };
+            parts.push(select_rows(array, p.rows.as_deref())?);
+        }
+        concat_parts(parts)
+    }
+}
+
+/// The rows `rows` of `array` (all of them for `None`).
+fn select_rows(array: ArrayRef, rows: Option<&Vec<u64>>) -> Result<ArrayRef> {
+    match rows {
+        None => Ok(array),
+        Some(rows) => Ok(arrow_select::take::take(array.as_ref(), &UInt64Array::from(rows.clone()), None)?),
+    }
+}
+
+/// The parts' arrays, one after the other.
+fn concat_parts(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
+    match parts.len() {
+        1 => Ok(parts.into_iter().next().expect("one part")),
+        _ => {
+            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            Ok(arrow_select::concat::concat(&refs)?)
+        }
+    }
+}
+
+/// The columns `(slot offset in the row, source)` of every row of `ds`, gathered in one pass over
+/// its data table (fixed-width sources only).
+fn gather_fused(ds: &Dataset, specs: &[(usize, Source)]) -> Vec<ArrayRef> {
+    let n = ds.num_samples() as usize;
+    /// A column being gathered: where its value sits in the row, and the values so far.
+    enum Gather {
+        I64(usize, Vec<i64>),
+        F64(usize, Vec<f64>),
+        U16(usize, Vec<u16>),
+        U64(usize, Vec<u64>),
+    }
+    let mut gathers: Vec<Gather> = specs
+        .iter()
+        .map(|&(at, source)| match source {
+            Source::Int => Gather::I64(at, Vec::with_capacity(n)),
+            Source::Float => Gather::F64(at, Vec::with_capacity(n)),
+            Source::ImageWidth => Gather::U16(at + 1, Vec::with_capacity(n)),
+            Source::ImageHeight => Gather::U16(at + 3, Vec::with_capacity(n)),
+            _ => Gather::U64(at + 8, Vec::with_capacity(n)),
+        })
+        .collect();
+    let word = |row: &[u8], at: usize| u64::from_le_bytes(row[at..at + 8].try_into().unwrap_or([0; 8]));
+    // Blocks of rows small enough to stay in the L2 cache while every column takes its values
+    // from them with its own tight loop.
+    let row_size = ds.row_size().max(1);
+    for block in ds.data_table().chunks(row_size * 2048) {
+        let rows = || block.chunks_exact(row_size);
+        for g in &mut gathers {
+            match g {
+                Gather::I64(at, v) => v.extend(rows().map(|row| word(row, *at) as i64)),
+                Gather::F64(at, v) => v.extend(rows().map(|row| f64::from_bits(word(row, *at)))),
+                Gather::U16(at, v) => {
+                    v.extend(rows().map(|row| u16::from_le_bytes([row[*at], row[*at + 1]])))
                 }
-                Arc::new(b.finish())
+                Gather::U64(at, v) => v.extend(rows().map(|row| word(row, *at))),
             }
-            Source::ImageNbytes => {
-                let values = (0..n)
-                    .map(|i| Ok(ds.get(i, c.field)?.as_image().map_or(0, |img| img.data.len() as u64)))
-                    .collect::<Result<Vec<u64>>>()?;
-                Arc::new(UInt64Array::from(values))
-            }
-            Source::Text => {
-                let mut b = StringBuilder::with_capacity(n as usize, 16 * n as usize);
-                for i in 0..n {
-                    match ds.get(i, c.field)? {
-                        Value::Text(t) => b.append_value(t),
-                        other => unreachable!("text field gave {other:?}"),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            Source::Raw(size) => {
-                let mut b = FixedSizeBinaryBuilder::with_capacity(n as usize, size as i32);
-                for s in slots() {
-                    b.append_value(&s[..size])?;
-                }
-                Arc::new(b.finish())
+        }
+    }
+    gathers
+        .into_iter()
+        .map(|g| -> ArrayRef {
+            match g {
+                Gather::I64(_, v) => Arc::new(Int64Array::from(v)),
+                Gather::F64(_, v) => Arc::new(Float64Array::from(v)),
+                Gather::U16(_, v) => Arc::new(UInt16Array::from(v)),
+                Gather::U64(_, v) => Arc::new(UInt64Array::from(v)),
             }
         })
-    }
+        .collect()
+}
+
+/// One column (`source` of field `field`) over every row of `ds`.
+fn gather(ds: &Dataset, field: usize, source: Source) -> Result<ArrayRef> {
+    let n = ds.num_samples();
+    let offset = ds.fields()[field].offset();
+    // Each row's slot of this field: a strided view of the row-major table.
+    let slots = || ds.data_table().chunks_exact(ds.row_size().max(1)).map(move |row| &row[offset..]);
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
+    let half = |s: &[u8], at: usize| u16::from_le_bytes([s[at], s[at + 1]]);
+    Ok(match source {
+        Source::Index => Arc::new(UInt64Array::from_iter_values(0..n)),
+        Source::Int => Arc::new(Int64Array::from_iter_values(slots().map(|s| word(s, 0) as i64))),
+        Source::Float => {
+            Arc::new(Float64Array::from_iter_values(slots().map(|s| f64::from_bits(word(s, 0)))))
+        }
+        Source::Bool => Arc::new(BooleanArray::from_iter(slots().map(|s| Some(s[0] != 0)))),
+        Source::ImageWidth => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 1)))),
+        Source::ImageHeight => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 3)))),
+        Source::SizeWord => Arc::new(UInt64Array::from_iter_values(slots().map(|s| word(s, 8)))),
+        Source::Constant(nbytes) => Arc::new(UInt64Array::from_iter_values((0..n).map(|_| nbytes))),
+        Source::ImageMode => {
+            let mut b = StringBuilder::with_capacity(n as usize, 3 * n as usize);
+            for (i, s) in slots().enumerate() {
+                match ImageMode::from_byte(s[0]) {
+                    Some(mode) => b.append_value(mode.name()),
+                    // Not 0 or 1: the reader's error names the sample and byte offset.
+                    None => {
+                        return Err(ds.get(i as u64, field).err().map_or_else(
+                            || Error::InvalidArgument {
+                                what: "image mode".into(),
+                                why: format!("byte {}", s[0]),
+                            },
+                            Error::from,
+                        ))
+                    }
+                }
+            }
+            Arc::new(b.finish())
+        }
+        Source::ImageNbytes => {
+            let values = (0..n)
+                .map(|i| Ok(ds.get(i, field)?.as_image().map_or(0, |img| img.data.len() as u64)))
+                .collect::<Result<Vec<u64>>>()?;
+            Arc::new(UInt64Array::from(values))
+        }
+        Source::Text => {
+            let mut b = StringBuilder::with_capacity(n as usize, 16 * n as usize);
+            for i in 0..n {
+                match ds.get(i, field)? {
+                    Value::Text(t) => b.append_value(t),
+                    other => unreachable!("text field gave {other:?}"),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        Source::Raw(size) => {
+            let mut b = FixedSizeBinaryBuilder::with_capacity(n as usize, size as i32);
+            for s in slots() {
+                b.append_value(&s[..size])?;
+            }
+            Arc::new(b.finish())
+        }
+    })
 }
 
 #[cfg(test)]

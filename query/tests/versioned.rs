@@ -2,6 +2,9 @@
 //! committing at once.
 
 use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array};
 
 use beton_query::versioned::{Operation, Touches, VersionRef, VersionedDataset};
 use beton_query::{Error, IndexSet};
@@ -169,4 +172,79 @@ fn threads_committing_at_once_lose_nothing() {
     assert_eq!(v.version(), 17);
     let expected: Vec<i64> = (0..64).filter(|l| l % 16 >= 4).collect();
     assert_eq!(labels(&v), expected);
+}
+
+/// `SELECT index, row_id, label, ... ` of a version, as rows of text.
+fn rows(v: &VersionedDataset, sql: &str) -> Vec<String> {
+    let view = v.view().unwrap();
+    let table = view.table().unwrap();
+    let batch = beton_query::query(&table, sql).unwrap();
+    (0..batch.num_rows())
+        .map(|r| {
+            batch
+                .columns()
+                .iter()
+                .map(|c| arrow_cast::display::array_value_to_string(c, r).unwrap())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect()
+}
+
+#[test]
+fn one_table_over_data_files_deletions_and_column_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, 0, 6);
+    let train = IndexSet::from_sorted(vec![0, 2, 4]).unwrap();
+    beton_query::splits::save(&file, None, [("train", &train)]).unwrap();
+    let dir = tmp.path().join("ds");
+    let v1 = VersionedDataset::import(&dir, &file).unwrap();
+    let more = tmp.path().join("b.beton");
+    write(&more, 100, 3);
+    let v2 = v1.append_file(&more, "").unwrap();
+    let v3 = v2.delete_where("label IN (1, 2, 101)", "").unwrap();
+    assert_eq!(
+        rows(&v3, "SELECT index, row_id, label FROM samples"),
+        ["0,0,0", "1,3,3", "2,4,4", "3,5,5", "4,6,100", "5,8,102"]
+    );
+    // Splits follow row ids: row 2 is gone, 0 and 4 moved to indices 0 and 2.
+    assert_eq!(rows(&v3, "SELECT index FROM samples WHERE in_split('train')"), ["0", "2"]);
+    // Update with SQL expressions: column files, not the data files.
+    let v4 = v3.update(Some("label >= 100"), &[("label".into(), "label - 100".into())], "").unwrap();
+    assert_eq!(rows(&v4, "SELECT label FROM samples"), ["0", "3", "4", "5", "0", "2"]);
+    assert_eq!(v4.manifest().fragments[1].columns.len(), 1);
+    assert!(v4.manifest().fragments[0].columns.is_empty());
+    // Add a column from an expression and another from values; update it; drop one.
+    let v5 = v4.add_column_sql("big", "label > 3", "").unwrap();
+    assert_eq!(rows(&v5, "SELECT big FROM samples"), ["false", "false", "true", "true", "false", "false"]);
+    let scores: ArrayRef = Arc::new(Float64Array::from(vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5]));
+    let v6 = v5.add_column("score", &FieldType::Float, &scores, "").unwrap();
+    assert_eq!(rows(&v6, "SELECT index FROM samples WHERE score > 3 AND big"), ["3"]);
+    let v7 = v6
+        .update_rows(
+            &IndexSet::from_sorted(vec![0, 5]).unwrap(),
+            vec![("score".into(), Arc::new(Float64Array::from(vec![9.0])) as ArrayRef)],
+            "",
+        )
+        .unwrap();
+    assert_eq!(rows(&v7, "SELECT score FROM samples"), ["9.0", "1.5", "2.5", "3.5", "4.5", "9.0"]);
+    let v8 = v7.drop_column("big", "").unwrap();
+    assert!(!v8.view().unwrap().table().unwrap().column_names().contains(&"big"));
+    // A column added again under a dropped name starts afresh.
+    let v9 = v8.add_column_sql("big", "label * 10", "").unwrap();
+    assert_eq!(rows(&v9, "SELECT big FROM samples"), ["0", "30", "40", "50", "0", "20"]);
+    // Old versions read as they were.
+    let old = VersionedDataset::open(&dir, VersionRef::Number(3)).unwrap();
+    assert_eq!(rows(&old, "SELECT label FROM samples"), ["0", "3", "4", "5", "100", "102"]);
+    // Bad edits say what is wrong.
+    let err = v9.update(None, &[("blob".into(), "1".into())], "").unwrap_err().to_string();
+    assert!(err.contains("BytesField"), "{err}");
+    let err = v9.add_column("score", &FieldType::Float, &scores, "").unwrap_err().to_string();
+    assert!(err.contains("exists already"), "{err}");
+    let short: ArrayRef = Arc::new(Float64Array::from(vec![1.0, 2.0]));
+    let err = v9.add_column("s2", &FieldType::Float, &short, "").unwrap_err().to_string();
+    assert!(err.contains("2 values for 6 rows"), "{err}");
+    let err = v9.update(Some("nope > 1"), &[("label".into(), "1".into())], "").unwrap_err().to_string();
+    assert!(err.contains("nope"), "{err}");
 }

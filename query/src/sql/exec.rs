@@ -674,12 +674,11 @@ pub(crate) fn json_extract(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val>
     };
     let name = column_name(field)
         .ok_or_else(|| sql_error("json_extract() needs a JSON field name first", pos(field)))?;
-    let ds = ctx.table().dataset();
-    let k = ds
-        .fields()
-        .iter()
-        .position(|f| f.name() == name && *f.field_type() == FieldType::Json)
-        .ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), pos(field)))?;
+    let table = ctx.table();
+    let is_json = |ds: &beton_storage::Dataset| {
+        ds.fields().iter().position(|f| f.name() == name && *f.field_type() == FieldType::Json)
+    };
+    is_json(table.dataset()).ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), pos(field)))?;
     let path = match path {
         Expr::Value(v) => match &v.value {
             Value::SingleQuotedString(s) => s.clone(),
@@ -697,7 +696,9 @@ pub(crate) fn json_extract(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val>
     let ids = ids.as_primitive::<arrow_array::types::UInt64Type>();
     let mut out = Vec::with_capacity(ids.len());
     for &i in ids.values() {
-        let text = match ds.get(i, k)? {
+        let (ds, row) = table.locate(i)?;
+        let k = is_json(ds).ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), pos(field)))?;
+        let text = match ds.get(row, k)? {
             StorageValue::Json(t) => t,
             _ => unreachable!("JSON field"),
         };

@@ -10,6 +10,7 @@
 
 pub mod commit;
 pub mod manifest;
+pub mod view;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,9 @@ use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
 use commit::{io, list_versions, publish, read_manifest, write_new_file, Published, TAGS_DIR};
 pub use manifest::{ColumnFile, FileRef, Fragment, Manifest, Operation, RowIds, SchemaField};
+pub use view::VersionView;
+
+use arrow_array::{Array, ArrayRef};
 
 /// Folder of data files.
 pub const DATA_DIR: &str = "data";
@@ -294,6 +298,288 @@ impl VersionedDataset {
         })
     }
 
+    /// This version's data, open for reading as one table.
+    ///
+    /// # Errors
+    /// As [`VersionView::open`].
+    pub fn view(&self) -> Result<VersionView> {
+        VersionView::open(self)
+    }
+
+    /// Deletes the rows a SQL predicate (or `SELECT`) picks, as a new version.
+    ///
+    /// # Errors
+    /// SQL errors; as [`VersionedDataset::delete`].
+    pub fn delete_where(&self, sql: &str, message: &str) -> Result<VersionedDataset> {
+        let rows = {
+            let view = self.view()?;
+            let table = view.table()?;
+            crate::select_indices(&table, sql)?
+        };
+        self.delete(&rows, Some(sql), message)
+    }
+
+    /// Sets fields of the rows a SQL predicate picks to SQL expressions over each row
+    /// (`set = [("label", "label + 1"), ("caption", "'checked'")]`), as a new version: the new
+    /// values go to column files (the data files are not touched). A predicate of `None`
+    /// updates every row.
+    ///
+    /// # Errors
+    /// SQL errors naming their position; as [`VersionedDataset::update_rows`].
+    pub fn update(
+        &self,
+        predicate: Option<&str>,
+        set: &[(String, String)],
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        if set.is_empty() {
+            return Err(Error::InvalidArgument { what: "update".into(), why: "no field to set".into() });
+        }
+        let exprs: Vec<String> = set.iter().map(|(_, e)| format!("({e})")).collect();
+        let sql = format!(
+            "SELECT index, {} FROM samples{}",
+            exprs.join(", "),
+            predicate.map(|p| format!(" WHERE {p}")).unwrap_or_default()
+        );
+        let batch = {
+            let view = self.view()?;
+            let table = view.table()?;
+            crate::query(&table, &sql)?
+        };
+        let index =
+            batch.column(0).as_any().downcast_ref::<arrow_array::UInt64Array>().map(|a| a.values().to_vec());
+        let rows = IndexSet::from_sorted(index.unwrap_or_default())?;
+        let values: Vec<(String, ArrayRef)> =
+            set.iter().zip(batch.columns()[1..].iter()).map(|((f, _), a)| (f.clone(), a.clone())).collect();
+        self.update_rows_with(&rows, values, predicate, message)
+    }
+
+    /// Sets field values of the rows at `rows` (indices in this version, ascending): each array
+    /// has one value per row, or one value for all. Supported fields: int, float, bool, text.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown or unsupported field, values of the wrong
+    /// count, type or with nulls, a row past the end; as [`VersionedDataset::commit`].
+    pub fn update_rows(
+        &self,
+        rows: &IndexSet,
+        values: Vec<(String, ArrayRef)>,
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        self.update_rows_with(rows, values, None, message)
+    }
+
+    fn update_rows_with(
+        &self,
+        rows: &IndexSet,
+        values: Vec<(String, ArrayRef)>,
+        predicate: Option<&str>,
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        if let Some(max) = rows.max_id().filter(|&m| m >= self.num_rows()) {
+            return Err(Error::InvalidArgument {
+                what: "rows to update".into(),
+                why: format!(
+                    "index {max} is past the end of version {} ({} rows)",
+                    self.version(),
+                    self.num_rows()
+                ),
+            });
+        }
+        let mut typed = Vec::new();
+        for (name, array) in values {
+            let ty = self.column_field(&name)?;
+            let array = cast_values(&name, &ty, &array, rows.len())?;
+            typed.push((name, ty, array));
+        }
+        let view = self.view()?;
+        let mut files: Vec<(u64, ColumnFile)> = Vec::new();
+        let mut touches = Touches::default();
+        let mut done = 0usize;
+        for (k, file_rows) in view.file_rows(rows) {
+            let fragment = &self.manifest.fragments[k];
+            let mut columns = Vec::new();
+            for (name, ty, array) in &typed {
+                let current = view.fragment_column(k, name, ty)?;
+                // Row r of the file takes the new value j when it is the j-th row updated.
+                let mut picks: Vec<(usize, usize)> = (0..current.len()).map(|r| (0, r)).collect();
+                for (j, &r) in file_rows.iter().enumerate() {
+                    let value = if array.len() == 1 { 0 } else { done + j };
+                    picks[r as usize] = (1, value);
+                }
+                let merged =
+                    arrow_select::interleave::interleave(&[current.as_ref(), array.as_ref()], &picks)?;
+                columns.push((name.clone(), merged));
+                touches.cells.push((fragment.id, name.clone()));
+            }
+            done += file_rows.len();
+            files.push((fragment.id, view::write_column_file(&self.dir, columns)?));
+        }
+        let operation = Operation::Update {
+            predicate: predicate.map(str::to_string),
+            fields: typed.iter().map(|(n, _, _)| n.clone()).collect(),
+            rows: rows.len() as u64,
+        };
+        self.commit(operation, message, &touches, |_, new| {
+            for (id, file) in &files {
+                let f = new.fragments.iter_mut().find(|f| f.id == *id).expect("checked by Touches");
+                f.columns.push(file.clone());
+            }
+            Ok(())
+        })
+    }
+
+    /// The type of schema field `name`, which column files can hold.
+    fn column_field(&self, name: &str) -> Result<FieldType> {
+        let field =
+            self.manifest.schema.iter().find(|f| f.name == name).ok_or_else(|| Error::NoSuchColumn {
+                name: name.to_string(),
+                available: self
+                    .manifest
+                    .schema
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let ty = field.field_type()?;
+        if view::column_file_type(&ty).is_none() {
+            return Err(Error::InvalidArgument {
+                what: format!("field '{name}'"),
+                why: format!("is a {}; edits set int, float, bool and text fields", ty.name()),
+            });
+        }
+        Ok(ty)
+    }
+
+    /// Adds field `name` of type `ty` with one value per row of this version (in index order),
+    /// as a new version: the values go to a column file per data file.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a name in use or not 1–16 ASCII bytes, a type column files
+    /// cannot hold (int, float, bool, text can), values of the wrong count, type or with nulls;
+    /// as [`VersionedDataset::commit`].
+    pub fn add_column(
+        &self,
+        name: &str,
+        ty: &FieldType,
+        values: &ArrayRef,
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        if self.manifest.schema.iter().any(|f| f.name == name) {
+            return Err(Error::InvalidArgument {
+                what: format!("column '{name}'"),
+                why: "exists already".into(),
+            });
+        }
+        if name.is_empty()
+            || name.len() > 16
+            || !name.is_ascii()
+            || name.contains('\0')
+            || name == "index"
+            || name == "row_id"
+        {
+            return Err(Error::InvalidArgument {
+                what: format!("column name {name:?}"),
+                why: "must be 1 to 16 ASCII bytes, not 'index' or 'row_id'".into(),
+            });
+        }
+        if view::column_file_type(ty).is_none() {
+            return Err(Error::InvalidArgument {
+                what: format!("column '{name}'"),
+                why: format!("a {} cannot be added; add int, float, bool or text columns", ty.name()),
+            });
+        }
+        let values = cast_values(name, ty, values, self.num_rows() as usize)?;
+        let default = default_value(ty);
+        let mut files = Vec::new();
+        let mut first = 0usize;
+        for f in &self.manifest.fragments {
+            let deleted = self.fragment_deletions(f)?;
+            let mut deleted = deleted.iter().peekable();
+            let mut picks = Vec::with_capacity(f.num_rows as usize);
+            for r in 0..f.num_rows {
+                if deleted.next_if_eq(&r).is_some() {
+                    picks.push((1, 0));
+                } else {
+                    picks.push((0, first));
+                    first += 1;
+                }
+            }
+            let column = arrow_select::interleave::interleave(&[values.as_ref(), default.as_ref()], &picks)?;
+            files.push((f.id, view::write_column_file(&self.dir, vec![(name.to_string(), column)])?));
+        }
+        let touches = Touches { everything: true, ..Touches::default() };
+        let field = SchemaField::new(name, ty);
+        self.commit(Operation::AddColumn { name: name.to_string() }, message, &touches, |_, new| {
+            new.schema.push(field.clone());
+            for (id, file) in &files {
+                let f = new.fragments.iter_mut().find(|f| f.id == *id).expect("checked by Touches");
+                f.columns.push(file.clone());
+            }
+            Ok(())
+        })
+    }
+
+    /// Adds field `name` computed by a SQL expression over each row (`score * 2`,
+    /// `label IN (1, 2)`), its type that of the expression's result (int, float, bool, text).
+    ///
+    /// # Errors
+    /// SQL errors; as [`VersionedDataset::add_column`].
+    pub fn add_column_sql(&self, name: &str, expr: &str, message: &str) -> Result<VersionedDataset> {
+        let batch = {
+            let view = self.view()?;
+            let table = view.table()?;
+            crate::query(&table, &format!("SELECT ({expr}) FROM samples"))?
+        };
+        let values = batch.column(0).clone();
+        let ty = match values.data_type() {
+            arrow_schema::DataType::Boolean => FieldType::Bool,
+            arrow_schema::DataType::Utf8 | arrow_schema::DataType::LargeUtf8 => FieldType::Text,
+            t if t.is_floating() => FieldType::Float,
+            t if t.is_integer() => FieldType::Int,
+            other => {
+                return Err(Error::InvalidArgument {
+                    what: format!("expression {expr:?}"),
+                    why: format!("gives {other} values; a column holds int, float, bool or text"),
+                })
+            }
+        };
+        self.add_column(name, &ty, &values, message)
+    }
+
+    /// Removes field `name` from the schema, as a new version (its bytes stay in the data files;
+    /// older versions still show it).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`]; as [`VersionedDataset::commit`].
+    pub fn drop_column(&self, name: &str, message: &str) -> Result<VersionedDataset> {
+        if !self.manifest.schema.iter().any(|f| f.name == name) {
+            return Err(Error::NoSuchColumn {
+                name: name.to_string(),
+                available: self
+                    .manifest
+                    .schema
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let touches = Touches { everything: true, ..Touches::default() };
+        self.commit(Operation::DropColumn { name: name.to_string() }, message, &touches, |_, new| {
+            new.schema.retain(|f| f.name != name);
+            // A column of this name added later must not pick up these values.
+            for f in &mut new.fragments {
+                for c in &mut f.columns {
+                    c.fields.retain(|n| n != name);
+                }
+                f.columns.retain(|c| !c.fields.is_empty());
+            }
+            Ok(())
+        })
+    }
+
     /// Deletes the rows at `positions` (indices in this version), as a new version.
     ///
     /// # Errors
@@ -553,4 +839,33 @@ pub(crate) fn read_index_file(dir: &Path, rel: &str) -> Result<IndexSet> {
         what: format!("index-set file {}", path.display()),
         why: e.to_string(),
     })
+}
+
+/// `values` as the Arrow type field `name` of type `ty` holds, checked: `count` values (or one
+/// for all), no nulls.
+fn cast_values(name: &str, ty: &FieldType, values: &ArrayRef, count: usize) -> Result<ArrayRef> {
+    let bad = |why: String| Error::InvalidArgument { what: format!("values for '{name}'"), why };
+    let target =
+        view::column_file_type(ty).ok_or_else(|| bad(format!("a {} field cannot be set", ty.name())))?;
+    if values.len() != count && values.len() != 1 {
+        return Err(bad(format!("{} values for {count} rows", values.len())));
+    }
+    if values.null_count() > 0 {
+        return Err(bad(format!("{} null values; a {} field has no nulls", values.null_count(), ty.name())));
+    }
+    let options = arrow_cast::CastOptions { safe: false, ..Default::default() };
+    let cast = arrow_cast::cast_with_options(values.as_ref(), &target, &options)
+        .map_err(|e| bad(format!("{} values do not fit a {}: {e}", values.data_type(), ty.name())))?;
+    Ok(cast)
+}
+
+/// The value deleted rows get in an added column (never visible).
+fn default_value(ty: &FieldType) -> ArrayRef {
+    use std::sync::Arc;
+    match ty {
+        FieldType::Int => Arc::new(arrow_array::Int64Array::from(vec![0])),
+        FieldType::Float => Arc::new(arrow_array::Float64Array::from(vec![0.0])),
+        FieldType::Bool => Arc::new(arrow_array::BooleanArray::from(vec![false])),
+        _ => Arc::new(arrow_array::StringArray::from(vec![""])),
+    }
 }

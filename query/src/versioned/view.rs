@@ -1,0 +1,176 @@
+//! A version opened for reading: its data files, the rows each keeps, the values its column
+//! files give, as one [`Table`] with one index space (docs/FORMAT.md §13).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use beton_storage::{Dataset, FieldType, OpenOptions};
+
+use super::commit::io;
+use super::manifest::{ColumnFile, RowIds};
+use super::{read_index_file, VersionedDataset};
+use crate::error::{Error, Result};
+use crate::table::{Part, PartRowIds, Table};
+
+/// Field types a column file can hold: their one table column is their value.
+pub fn column_file_type(ty: &FieldType) -> Option<arrow_schema::DataType> {
+    match ty {
+        FieldType::Int | FieldType::Float | FieldType::Bool | FieldType::Text => {
+            Some(ty.kind().columns()[0].source.data_type())
+        }
+        _ => None,
+    }
+}
+
+/// One fragment, opened.
+#[derive(Debug)]
+struct Opened {
+    ds: Dataset,
+    rows: Option<Arc<Vec<u64>>>,
+    columns: BTreeMap<String, ArrayRef>,
+    row_ids: PartRowIds,
+}
+
+/// A version's data, open: build its [`Table`] with [`VersionView::table`].
+#[derive(Debug)]
+pub struct VersionView {
+    version: VersionedDataset,
+    fragments: Vec<Opened>,
+}
+
+impl VersionView {
+    /// Opens every data file, deletion file and column file of `version`.
+    ///
+    /// # Errors
+    /// Storage errors opening data files; [`Error::InvalidArgument`] for corrupt deletion,
+    /// row-id or column files.
+    pub fn open(version: &VersionedDataset) -> Result<VersionView> {
+        let dir = version.dir();
+        let mut fragments = Vec::with_capacity(version.manifest().fragments.len());
+        for f in &version.manifest().fragments {
+            let ds = OpenOptions::new().defer_allocation_checks(true).open(dir.join(&f.data_file))?;
+            if ds.num_samples() != f.num_rows {
+                return Err(Error::InvalidArgument {
+                    what: format!("data file {}", f.data_file),
+                    why: format!("has {} rows, the manifest says {}", ds.num_samples(), f.num_rows),
+                });
+            }
+            let deleted = version.fragment_deletions(f)?;
+            let rows = (!deleted.is_empty()).then(|| {
+                let mut deleted = deleted.iter().peekable();
+                Arc::new((0..f.num_rows).filter(|r| deleted.next_if_eq(r).is_none()).collect::<Vec<u64>>())
+            });
+            let mut columns = BTreeMap::new();
+            for file in &f.columns {
+                for (name, array) in read_column_file(dir, file)? {
+                    if file.fields.contains(&name) {
+                        columns.insert(name, array);
+                    }
+                }
+            }
+            let row_ids = match &f.row_ids {
+                RowIds::Range { start } => PartRowIds::Range(*start),
+                RowIds::File { .. } => PartRowIds::List(Arc::new(version.fragment_row_ids(f)?)),
+            };
+            fragments.push(Opened { ds, rows, columns, row_ids });
+        }
+        Ok(VersionView { version: version.clone(), fragments })
+    }
+
+    /// The version.
+    pub fn version(&self) -> &VersionedDataset {
+        &self.version
+    }
+
+    /// The data files, in manifest order.
+    pub fn datasets(&self) -> impl Iterator<Item = &Dataset> {
+        self.fragments.iter().map(|f| &f.ds)
+    }
+
+    /// The version as one table: `index` (position), `row_id`, then the schema's columns.
+    ///
+    /// # Errors
+    /// As [`Table::from_parts`]; corrupt split files.
+    pub fn table(&self) -> Result<Table<'_>> {
+        let m = self.version.manifest();
+        let schema =
+            m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<Vec<_>>>()?;
+        let parts = self
+            .fragments
+            .iter()
+            .map(|f| Part {
+                ds: &f.ds,
+                rows: f.rows.clone(),
+                columns: f.columns.clone(),
+                row_ids: f.row_ids.clone(),
+            })
+            .collect();
+        let mut splits = BTreeMap::new();
+        for (name, file) in &m.splits {
+            splits.insert(name.clone(), read_index_file(self.version.dir(), &file.file)?);
+        }
+        Table::from_parts(parts, &schema, splits)
+    }
+
+    /// The fragment (position in the manifest) and data-file row of each table row of `rows`
+    /// (ascending), grouped by fragment.
+    pub(crate) fn file_rows(&self, rows: &crate::IndexSet) -> Vec<(usize, Vec<u64>)> {
+        let mut out: Vec<(usize, Vec<u64>)> = Vec::new();
+        let mut first = 0u64;
+        let mut it = rows.iter().peekable();
+        for (k, f) in self.fragments.iter().enumerate() {
+            let n = f.rows.as_ref().map_or(f.ds.num_samples(), |r| r.len() as u64);
+            let mut mine = Vec::new();
+            while let Some(r) = it.next_if(|&r| r < first + n) {
+                let local = r - first;
+                mine.push(f.rows.as_ref().map_or(local, |rows| rows[local as usize]));
+            }
+            if !mine.is_empty() {
+                out.push((k, mine));
+            }
+            first += n;
+        }
+        out
+    }
+
+    /// The current values of field `name` for every data-file row of fragment `k` (from its
+    /// column file, else its data file), as their table column.
+    pub(crate) fn fragment_column(&self, k: usize, name: &str, ty: &FieldType) -> Result<ArrayRef> {
+        let f = &self.fragments[k];
+        if let Some(a) = f.columns.get(name) {
+            return Ok(a.clone());
+        }
+        let part = Part { ds: &f.ds, rows: None, columns: BTreeMap::new(), row_ids: PartRowIds::Range(0) };
+        Table::from_parts(vec![part], &[(name.to_string(), ty.clone())], BTreeMap::new())?.column(name)
+    }
+}
+
+/// Writes `columns` (each one value per data-file row) as a new Arrow IPC column file.
+pub(crate) fn write_column_file(dir: &Path, columns: Vec<(String, ArrayRef)>) -> Result<ColumnFile> {
+    let rel = format!("{}/{}.arrow", super::COLUMNS_DIR, super::commit::unique_name());
+    let fields: Vec<String> = columns.iter().map(|(n, _)| n.clone()).collect();
+    let batch = RecordBatch::try_from_iter(columns)?;
+    let mut bytes = Vec::new();
+    {
+        let mut w = arrow_ipc::writer::FileWriter::try_new(&mut bytes, &batch.schema())?;
+        w.write(&batch)?;
+        w.finish()?;
+    }
+    super::commit::write_new_file(dir, &rel, &bytes)?;
+    Ok(ColumnFile { file: rel, fields })
+}
+
+/// Reads a column file: its columns by name.
+fn read_column_file(dir: &Path, file: &ColumnFile) -> Result<Vec<(String, ArrayRef)>> {
+    let path = dir.join(&file.file);
+    let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+    let bad = |why: String| Error::InvalidArgument { what: format!("column file {}", path.display()), why };
+    let reader = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
+        .map_err(|e| bad(format!("not an Arrow IPC file: {e}")))?;
+    let schema = reader.schema();
+    let batches = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))?;
+    let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+    Ok(schema.fields().iter().map(|f| f.name().clone()).zip(batch.columns().iter().cloned()).collect())
+}
