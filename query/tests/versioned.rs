@@ -248,3 +248,67 @@ fn one_table_over_data_files_deletions_and_column_files() {
     let err = v9.update(Some("nope > 1"), &[("label".into(), "1".into())], "").unwrap_err().to_string();
     assert!(err.contains("nope"), "{err}");
 }
+
+#[test]
+fn export_and_compact_copy_payloads_and_keep_row_ids_and_splits() {
+    use beton_storage::{ImageOptions, ImageSource, Pixels, Value};
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    let fields =
+        vec![FieldSpec::rgb_image("image", ImageOptions::default()), FieldSpec::new("label", FieldType::Int)];
+    Writer::new(&file, fields, WriterOptions::default())
+        .unwrap()
+        .write_indexed(8, |i| {
+            let data: Vec<u8> = (0..32 * 24 * 3).map(|k| ((k * 7 + i as usize * 13) % 251) as u8).collect();
+            Ok(vec![
+                SampleValue::Image(ImageSource::Pixels(Pixels { width: 32, height: 24, channels: 3, data })),
+                SampleValue::Int(i as i64),
+            ])
+        })
+        .unwrap();
+    let val = IndexSet::from_sorted(vec![1, 6, 7]).unwrap();
+    beton_query::splits::save(&file, None, [("val", &val)]).unwrap();
+    let original = Dataset::open(&file).unwrap();
+    let jpeg = |ds: &Dataset, i: u64| match ds.get(i, ds.field_index("image").unwrap()).unwrap() {
+        Value::Image(img) => img.data.to_vec(),
+        other => panic!("{other:?}"),
+    };
+    let dir = tmp.path().join("ds");
+    let v = VersionedDataset::import(&dir, &file).unwrap();
+    let v = v.delete_where("label IN (0, 6)", "").unwrap();
+    let v = v.update(Some("label = 7"), &[("label".into(), "70".into())], "").unwrap();
+
+    // Export rows 1.. of the version: labels 2,3,4,5,70 and the split's surviving rows.
+    let out = tmp.path().join("export.beton");
+    v.export(&out, Some(&IndexSet::from_sorted(vec![1, 2, 3, 4, 5]).unwrap()), 2).unwrap();
+    let ds = Dataset::open(&out).unwrap();
+    let labels: Vec<i64> =
+        (0..ds.num_samples()).map(|i| ds.get_by_name(i, "label").unwrap().as_int().unwrap()).collect();
+    assert_eq!(labels, vec![2, 3, 4, 5, 70]);
+    assert_eq!(jpeg(&ds, 0), jpeg(&original, 2), "JPEG bytes copied verbatim");
+    assert_eq!(beton_query::splits::all(&ds).unwrap()["val"].as_slice(), &[4]);
+
+    // Compact: one data file, same rows, row ids and splits.
+    let before = rows(&v, "SELECT index, row_id, label FROM samples");
+    let c = v.compact(1, "fold").unwrap();
+    assert_eq!(c.manifest().fragments.len(), 1);
+    assert!(c.manifest().fragments[0].deletions.is_none() && c.manifest().fragments[0].columns.is_empty());
+    assert_eq!(rows(&c, "SELECT index, row_id, label FROM samples"), before);
+    assert_eq!(rows(&c, "SELECT label FROM samples WHERE in_split('val')"), ["1", "70"]);
+    let compacted = Dataset::open(dir.join(&c.manifest().fragments[0].data_file)).unwrap();
+    assert_eq!(jpeg(&compacted, 0), jpeg(&original, 1));
+
+    // Cleanup keeping the newest version removes exactly what it no longer needs.
+    let report = c.cleanup(1, std::time::Duration::ZERO).unwrap();
+    assert_eq!(report.versions, vec![1, 2, 3]);
+    assert!(report.files.iter().any(|f| f.starts_with("data/")), "{report:?}");
+    assert!(report.files.iter().any(|f| f.starts_with("columns/")), "{report:?}");
+    let kept = VersionedDataset::open(&dir, VersionRef::Latest).unwrap();
+    assert_eq!(rows(&kept, "SELECT index, row_id, label FROM samples"), before);
+    for file in kept.manifest().files() {
+        assert!(dir.join(file).is_file(), "{file} kept");
+    }
+    assert!(VersionedDataset::open(&dir, VersionRef::Number(1)).is_err());
+    // The original file, hard-linked into the dataset, is untouched by all of it.
+    assert_eq!(Dataset::open(&file).unwrap().num_samples(), 8);
+}

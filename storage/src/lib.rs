@@ -35,7 +35,7 @@ pub mod writer;
 pub use error::{Error, Result};
 pub use field::{ArraySpec, CustomField, DType, FieldKind, FieldType};
 pub use format::{AllocEntry, Header, Slot};
-pub use image::{Channels, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
+pub use image::{Channels, EncodedImage, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
 pub use reader::{Dataset, Field, FileId, ImageRef, OpenOptions, Value, Window};
 pub use splits::{update_splits, SplitMap, SplitRegion};
 pub use summary::{verify, Summary};

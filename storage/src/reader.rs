@@ -181,6 +181,29 @@ pub enum Value<'a> {
 }
 
 impl<'a> Value<'a> {
+    /// The value as the writer takes it, to store it in another file as it is stored here
+    /// (images byte for byte: [`ImageSource::Stored`](crate::ImageSource::Stored)).
+    pub fn to_sample_value(&self) -> crate::SampleValue {
+        use crate::SampleValue as S;
+        match *self {
+            Value::Int(v) => S::Int(v),
+            Value::Float(v) => S::Float(v),
+            Value::Bool(v) => S::Bool(v),
+            Value::Image(img) => S::Image(crate::ImageSource::Stored(crate::EncodedImage {
+                mode: img.mode,
+                width: img.width,
+                height: img.height,
+                data: img.data.to_vec(),
+            })),
+            Value::Bytes(b) => S::Bytes(b.to_vec()),
+            Value::Json(t) => S::Json(t.to_string()),
+            Value::NDArray(b) => S::NDArray(b.to_vec()),
+            Value::Text(t) => S::Text(t.to_string()),
+            Value::Array(b) => S::Array(b.to_vec()),
+            Value::Custom(b) => S::Custom(b.to_vec()),
+        }
+    }
+
     /// The integer, for Int values.
     pub fn as_int(&self) -> Option<i64> {
         match *self {

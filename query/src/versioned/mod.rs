@@ -39,6 +39,17 @@ pub const COLUMNS_DIR: &str = "columns";
 /// Commits given up after this many lost races in a row.
 const MAX_RETRIES: usize = 64;
 
+/// What [`VersionedDataset::cleanup`] removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanupReport {
+    /// Versions whose manifests were removed.
+    pub versions: Vec<u64>,
+    /// Files removed, relative to the dataset directory.
+    pub files: Vec<String>,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
 /// Which version to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VersionRef {
@@ -580,6 +591,145 @@ impl VersionedDataset {
         })
     }
 
+    /// Writes the rows `rows` of this version (indices; all of them for `None`) as one standalone
+    /// `.beton` file at `path` that FFCV 1.0.2 loads: the visible fields with their current
+    /// values, images and other payloads copied byte for byte (never re-encoded), and the
+    /// version's named splits (restricted to the rows written). Written atomically.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a row past the end; storage errors writing.
+    pub fn export(
+        &self,
+        path: &Path,
+        rows: Option<&IndexSet>,
+        num_threads: usize,
+    ) -> Result<beton_storage::WriteReport> {
+        let view = self.view()?;
+        let table = view.table()?;
+        let report = export_table(&view, &table, path, rows, num_threads)?;
+        // Splits: table rows → positions in the file written.
+        let mut splits = Vec::new();
+        for name in self.manifest.splits.keys() {
+            let set = table.split(name)?;
+            let ids: Vec<u64> = match rows {
+                None => set.as_slice().to_vec(),
+                Some(rows) => {
+                    let positions = rows.as_slice();
+                    set.iter().filter_map(|r| positions.binary_search(&r).ok().map(|p| p as u64)).collect()
+                }
+            };
+            splits.push((name.clone(), IndexSet::from_sorted(ids)?));
+        }
+        if !splits.is_empty() {
+            crate::splits::save(path, None, splits.iter().map(|(n, s)| (n.as_str(), s)))?;
+        }
+        Ok(report)
+    }
+
+    /// Folds every data file, deletion and column file of this version into one new data file
+    /// (payloads copied byte for byte), as a new version: the same rows, row ids and splits.
+    ///
+    /// # Errors
+    /// As [`VersionedDataset::export`] and [`VersionedDataset::commit`].
+    pub fn compact(&self, num_threads: usize, message: &str) -> Result<VersionedDataset> {
+        let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
+        let (report, ids) = {
+            let view = self.view()?;
+            let table = view.table()?;
+            std::fs::create_dir_all(self.dir.join(DATA_DIR)).map_err(|e| io(&self.dir, e))?;
+            let report = export_table(&view, &table, &self.dir.join(&rel), None, num_threads)?;
+            let ids = table.column("row_id")?;
+            let ids = ids.as_any().downcast_ref::<arrow_array::UInt64Array>().map(|a| a.values().to_vec());
+            (report, ids.unwrap_or_default())
+        };
+        let row_ids = match (ids.first(), ids.last()) {
+            (Some(&a), Some(&b)) if b - a + 1 == ids.len() as u64 => RowIds::Range { start: a },
+            (None, _) => RowIds::Range { start: self.manifest.next_row_id },
+            _ => RowIds::File {
+                file: write_index_file(&self.dir, ROW_IDS_DIR, &IndexSet::from_sorted(ids)?)?.file,
+            },
+        };
+        let touches = Touches { everything: true, ..Touches::default() };
+        let folded = self.manifest.fragments.iter().map(|f| f.id).collect();
+        self.commit(Operation::Compact { fragments: folded }, message, &touches, |base, new| {
+            new.fragments = vec![Fragment {
+                id: base.next_fragment_id,
+                data_file: rel.clone(),
+                num_rows: report.num_samples,
+                row_ids: row_ids.clone(),
+                deletions: None,
+                columns: Vec::new(),
+            }];
+            new.next_fragment_id = base.next_fragment_id + 1;
+            Ok(())
+        })
+    }
+
+    /// Removes the versions older than the newest `keep_versions` (tagged versions are kept)
+    /// and every file of the directory that no kept version references, as well as writers'
+    /// temporary files, when older than `grace` (a writer still running may be about to commit
+    /// the files it wrote). Returns what was removed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `keep_versions` 0; I/O errors.
+    pub fn cleanup(&self, keep_versions: usize, grace: std::time::Duration) -> Result<CleanupReport> {
+        if keep_versions == 0 {
+            return Err(Error::InvalidArgument {
+                what: "keep_versions".into(),
+                why: "must be at least 1".into(),
+            });
+        }
+        let all = list_versions(&self.dir)?;
+        let tagged: std::collections::BTreeSet<u64> = read_tags(&self.dir)?.into_values().collect();
+        let keep: Vec<u64> = all
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|&(k, v)| k + keep_versions >= all.len() || tagged.contains(&v))
+            .map(|(_, v)| v)
+            .collect();
+        let mut reachable = std::collections::HashSet::new();
+        for &v in &keep {
+            for file in read_manifest(&self.dir, v)?.files() {
+                reachable.insert(file.to_string());
+            }
+        }
+        let mut report = CleanupReport::default();
+        for &v in all.iter().filter(|v| !keep.contains(v)) {
+            let path = self.dir.join(commit::manifest_name(v));
+            std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+            report.versions.push(v);
+        }
+        let now = std::time::SystemTime::now();
+        let old = |path: &Path| {
+            std::fs::metadata(path)
+                .and_then(|m| m.modified())
+                .map(|t| now.duration_since(t).unwrap_or_default() >= grace)
+                .unwrap_or(false)
+        };
+        for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR, commit::TMP_DIR] {
+            let Ok(entries) = std::fs::read_dir(self.dir.join(folder)) else { continue };
+            for entry in entries.flatten() {
+                let rel = format!("{folder}/{}", entry.file_name().to_string_lossy());
+                let path = entry.path();
+                if reachable.contains(&rel) || !old(&path) || !path.is_file() {
+                    continue;
+                }
+                // A writer's temporary file is in use while it holds its lock (storage's temp.rs).
+                if let Ok(f) = std::fs::File::open(&path) {
+                    if f.try_lock().is_err() {
+                        continue;
+                    }
+                }
+                let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+                report.files.push(rel);
+                report.bytes += bytes;
+            }
+        }
+        Ok(report)
+    }
+
     /// Deletes the rows at `positions` (indices in this version), as a new version.
     ///
     /// # Errors
@@ -868,4 +1018,69 @@ fn default_value(ty: &FieldType) -> ArrayRef {
         FieldType::Bool => Arc::new(arrow_array::BooleanArray::from(vec![false])),
         _ => Arc::new(arrow_array::StringArray::from(vec![""])),
     }
+}
+
+/// Writes the table rows `rows` (all for `None`) of a version's table to `path`.
+fn export_table(
+    view: &VersionView,
+    table: &crate::Table<'_>,
+    path: &Path,
+    rows: Option<&IndexSet>,
+    num_threads: usize,
+) -> Result<beton_storage::WriteReport> {
+    use beton_storage::{FieldSpec, Writer, WriterOptions};
+    let m = view.version().manifest();
+    let schema: Vec<(String, FieldType)> =
+        m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<_>>()?;
+    if let Some(max) = rows.and_then(IndexSet::max_id).filter(|&r| r >= table.num_rows()) {
+        return Err(Error::InvalidArgument {
+            what: "rows to export".into(),
+            why: format!("index {max} is past the end of version {} ({} rows)", m.version, table.num_rows()),
+        });
+    }
+    // Fields some column file holds are read from the table's column; the rest from data files.
+    let mut from_columns: Vec<Option<ArrayRef>> = Vec::with_capacity(schema.len());
+    for (name, _) in &schema {
+        let edited = m.fragments.iter().any(|f| f.column_file(name).is_some());
+        from_columns.push(if edited { Some(table.column(name)?) } else { None });
+    }
+    let page_size =
+        view.datasets().map(|d| d.page_size()).max().unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
+    let fields = schema.iter().map(|(n, t)| FieldSpec::new(n.clone(), t.clone())).collect();
+    let options = WriterOptions { page_size, num_threads, ..WriterOptions::default() };
+    let n = rows.map_or(table.num_rows(), |r| r.len() as u64);
+    let writer = Writer::new(path, fields, options)?;
+    let report = writer.write_indexed(n, |i| {
+        let row = rows.map_or(Some(i), |r| r.get(i as usize)).unwrap_or(i);
+        let (ds, file_row) = table.locate(row)?;
+        let mut sample = Vec::with_capacity(schema.len());
+        for ((name, _), column) in schema.iter().zip(&from_columns) {
+            let value = match column {
+                Some(array) => cell(array, row as usize)?,
+                None => ds.get(file_row, ds.field_index(name)?)?.to_sample_value(),
+            };
+            sample.push(value);
+        }
+        Ok::<_, beton_storage::writer::SourceError>(sample)
+    })?;
+    Ok(report)
+}
+
+/// One cell of a column-file field's table column, as the writer takes it.
+fn cell(array: &ArrayRef, row: usize) -> Result<beton_storage::SampleValue> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type};
+    use beton_storage::SampleValue as S;
+    Ok(match array.data_type() {
+        arrow_schema::DataType::Int64 => S::Int(array.as_primitive::<Int64Type>().value(row)),
+        arrow_schema::DataType::Float64 => S::Float(array.as_primitive::<Float64Type>().value(row)),
+        arrow_schema::DataType::Boolean => S::Bool(array.as_boolean().value(row)),
+        arrow_schema::DataType::Utf8 => S::Text(array.as_string::<i32>().value(row).to_string()),
+        other => {
+            return Err(Error::InvalidArgument {
+                what: "column file".into(),
+                why: format!("holds {other} values"),
+            })
+        }
+    })
 }

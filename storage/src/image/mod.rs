@@ -172,6 +172,10 @@ pub enum ImageSource {
     Encoded(Vec<u8>),
     /// A JPEG or PNG file to read.
     File(PathBuf),
+    /// An image as a `.beton` file stores it, copied from one (compaction, export): stored byte
+    /// for byte, never decoded or re-encoded. A raw image's bytes must be `width × height ×
+    /// channels`.
+    Stored(EncodedImage),
 }
 
 /// An image ready to store: the row's mode, width, height and the payload bytes.
@@ -221,6 +225,19 @@ fn encode(
     }
     let file_bytes;
     let (bytes, loaded) = match source {
+        ImageSource::Stored(img) => {
+            let raw = u64::from(img.width) * u64::from(img.height) * channels as u64;
+            if img.mode == ImageMode::Raw && img.data.len() as u64 != raw {
+                return Err(Error::Image(format!(
+                    "a stored raw {}×{} image of {} channels needs {raw} bytes, got {}",
+                    img.width,
+                    img.height,
+                    channels as u8,
+                    img.data.len()
+                )));
+            }
+            return Ok(img.clone());
+        }
         ImageSource::Pixels(p) => {
             check_pixels(p)?;
             (None, Loaded::Pixels(p))
