@@ -26,6 +26,7 @@ use crate::decode::{default_decoder, ColumnSpec, FieldDecoder, SampleContext};
 use crate::error::{Error, Result};
 use crate::order::{plan_epoch, EpochContext, EpochPlan, Order, OrderOption};
 use crate::pages::PageMap;
+use crate::parts::{column_value, longest_text, FieldSource, Parts};
 use crate::slots::{Batch, Slot, SlotPool};
 use crate::state::LoaderState;
 
@@ -84,7 +85,12 @@ fn nanos(d: Duration) -> u64 {
 /// One field the loader decodes, and where its columns are in a slot.
 #[derive(Clone)]
 struct Pipeline {
+    /// The field's index in the (first) data file; `usize::MAX` for a column-file field.
     field: usize,
+    /// The field's name.
+    name: String,
+    /// Over a version: where the field comes from in each data file.
+    sources: Option<Arc<Vec<FieldSource>>>,
     /// For an extra view of a field: the name its columns take instead of the field's.
     view: Option<String>,
     decoder: Arc<dyn FieldDecoder>,
@@ -95,6 +101,8 @@ struct Pipeline {
 /// Builder of a [`Loader`]; FFCV's `Loader` arguments.
 pub struct LoaderBuilder {
     ds: Arc<Dataset>,
+    /// Over a version: its data files and schema.
+    parts: Option<Arc<Parts>>,
     indices: Option<IndexSet>,
     /// Rows with repeats ([`LoaderBuilder::index_list`]).
     list: Option<Vec<u64>>,
@@ -252,7 +260,15 @@ impl LoaderBuilder {
                 format!("rank {} of world size {}", self.rank, self.world_size),
             ));
         }
-        let n = self.ds.num_samples();
+        if self.parts.is_some() && !self.os_cache {
+            return Err(invalid(
+                "os_cache",
+                "the process cache reads one data file; a version of several loads with os_cache=True \
+                 (or compact it first)"
+                    .into(),
+            ));
+        }
+        let n = self.parts.as_ref().map_or(self.ds.num_samples(), |p| p.num_rows());
         // A list with repeats: the orders run over positions in the sorted list (each
         // appearance its own sample, on its row's page), mapped back to rows per batch.
         let (indices, repeated) = match self.list {
@@ -275,15 +291,18 @@ impl LoaderBuilder {
                 return Err(invalid("indices", format!("row {max} is past the last row ({n} rows)")));
             }
         }
+        // The fields and their types: the file's, or the version's schema.
+        let schema: Vec<(String, beton_storage::FieldType)> = match &self.parts {
+            Some(parts) => parts.schema().to_vec(),
+            None => self.ds.fields().iter().map(|f| (f.name().to_string(), f.field_type().clone())).collect(),
+        };
         let names: Vec<String> = match &self.fields {
             Some(names) => names.clone(),
             None => {
-                let mut names: Vec<String> = self
-                    .ds
-                    .fields()
+                let mut names: Vec<String> = schema
                     .iter()
-                    .filter(|f| default_decoder(f.field_type()).is_some())
-                    .map(|f| f.name().to_string())
+                    .filter(|(_, ty)| default_decoder(ty).is_some())
+                    .map(|(name, _)| name.clone())
                     .collect();
                 for (name, _) in &self.decoders {
                     if !names.contains(name) {
@@ -293,28 +312,58 @@ impl LoaderBuilder {
                 names
             }
         };
+        // A field: its index in the (first) data file and, over a version, its source per file.
+        let locate = |name: &str| -> Result<(usize, Option<Arc<Vec<FieldSource>>>)> {
+            match &self.parts {
+                None => Ok((self.ds.field_index(name)?, None)),
+                Some(parts) => {
+                    if !schema.iter().any(|(n, _)| n == name) {
+                        return Err(Error::Storage(beton_storage::Error::NoSuchField {
+                            name: name.to_string(),
+                            available: schema.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "),
+                        }));
+                    }
+                    let field = self.ds.field_index(name).unwrap_or(usize::MAX);
+                    Ok((field, Some(Arc::new(parts.resolve(name)?))))
+                }
+            }
+        };
         let mut pipelines = Vec::new();
         for name in &names {
-            let field = self.ds.field_index(name)?;
+            let (field, sources) = locate(name)?;
             let decoder = match self.decoders.iter().rev().find(|(n, _)| n == name) {
                 Some((_, d)) => Arc::clone(d),
-                None => default_decoder(self.ds.fields()[field].field_type()).ok_or_else(|| {
-                    invalid(
-                        "fields",
-                        format!("field '{name}' has no default decoder (images need an image decoder)"),
-                    )
-                })?,
+                None => schema
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .and_then(|(_, ty)| default_decoder(ty))
+                    .ok_or_else(|| {
+                        invalid(
+                            "fields",
+                            format!("field '{name}' has no default decoder (images need an image decoder)"),
+                        )
+                    })?,
             };
-            pipelines.push(Pipeline { field, view: None, decoder, first_column: 0, num_columns: 0 });
+            pipelines.push(Pipeline {
+                field,
+                name: name.clone(),
+                sources,
+                view: None,
+                decoder,
+                first_column: 0,
+                num_columns: 0,
+            });
         }
         for (k, (name, source, decoder)) in self.views.iter().enumerate() {
-            let field = self.ds.field_index(source)?;
-            if self.ds.field_index(name).is_ok() || self.views[..k].iter().any(|v| &v.0 == name) {
+            let (field, sources) = locate(source)?;
+            if schema.iter().any(|(n, _)| n == name) || self.views[..k].iter().any(|v| &v.0 == name) {
                 return Err(invalid("view", format!("'{name}' is already the name of a field or view")));
             }
             let decoder = Arc::clone(decoder);
             pipelines.push(Pipeline {
                 field,
+                name: source.clone(),
+                sources,
                 view: Some(name.clone()),
                 decoder,
                 first_column: 0,
@@ -325,7 +374,10 @@ impl LoaderBuilder {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let pages = PageMap::from_dataset(&self.ds);
+        let pages = match &self.parts {
+            Some(parts) => parts.page_map(),
+            None => PageMap::from_dataset(&self.ds),
+        };
         let pages = Arc::new(match &repeated {
             Some(rows) => PageMap::from_pages(rows.iter().map(|&r| pages.page(r).unwrap_or(0)).collect()),
             None => pages,
@@ -339,6 +391,7 @@ impl LoaderBuilder {
         };
         Ok(Loader {
             ds: self.ds,
+            parts: self.parts,
             indices: Arc::new(indices),
             repeated,
             pages,
@@ -363,6 +416,8 @@ impl LoaderBuilder {
 /// FFCV's loader over one `.beton` file: see the crate doc.
 pub struct Loader {
     ds: Arc<Dataset>,
+    /// Over a version: its data files.
+    parts: Option<Arc<Parts>>,
     indices: Arc<IndexSet>,
     /// With [`LoaderBuilder::index_list`] repeats: the sorted list; plans and `indices` are
     /// positions in it.
@@ -389,6 +444,7 @@ impl Loader {
     pub fn builder(ds: Arc<Dataset>) -> LoaderBuilder {
         LoaderBuilder {
             ds,
+            parts: None,
             indices: None,
             list: None,
             batch_size: 32,
@@ -406,6 +462,15 @@ impl Loader {
             views: Vec::new(),
             epochs: None,
         }
+    }
+
+    /// A builder over a version of a dataset directory ([`Parts::of_version`]): sample indices
+    /// are positions in the version. The process cache (`os_cache(false)`) reads one file: a
+    /// version loads through the OS cache.
+    pub fn builder_parts(parts: Parts) -> LoaderBuilder {
+        let mut builder = Self::builder(Arc::clone(&parts.parts()[0].ds));
+        builder.parts = Some(Arc::new(parts));
+        builder
     }
 
     /// The plan of `epoch` for this rank.
@@ -486,10 +551,13 @@ impl Loader {
         let mut pipelines = self.pipelines.clone();
         let mut columns = Vec::new();
         for p in &mut pipelines {
-            let mut cols = p.decoder.columns(&self.ds, p.field, epoch)?;
+            let mut cols = match (&self.parts, &p.sources) {
+                (Some(parts), Some(sources)) => version_columns(parts, p, sources, epoch)?,
+                _ => p.decoder.columns(&self.ds, p.field, epoch)?,
+            };
             if let Some(view) = &p.view {
                 // `image` → `view`, `image.len` → `view.len`.
-                let field = self.ds.fields()[p.field].name();
+                let field = p.name.as_str();
                 for c in &mut cols {
                     c.name = match c.name.strip_prefix(field) {
                         Some(rest) => format!("{view}{rest}"),
@@ -514,6 +582,7 @@ impl Loader {
         let schedule = self.cache.as_ref().map(|_| Schedule::new(&self.ds, plan.batches()));
         let shared = Arc::new(Shared {
             ds: Arc::clone(&self.ds),
+            parts: self.parts.clone(),
             plan,
             pipelines,
             columns: Arc::new(columns),
@@ -635,6 +704,7 @@ struct Gate {
 
 struct Shared {
     ds: Arc<Dataset>,
+    parts: Option<Arc<Parts>>,
     plan: EpochPlan,
     pipelines: Vec<Pipeline>,
     columns: Arc<Vec<ColumnSpec>>,
@@ -731,8 +801,9 @@ impl Shared {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "a decoder panicked".into());
                 let at = match current.get() {
-                    Some((index, field)) => {
-                        format!(", sample {index}, field '{}'", self.ds.fields()[field].name())
+                    Some((index, k)) => {
+                        let name = self.pipelines.get(k).map_or("?", |p| p.name.as_str());
+                        format!(", sample {index}, field '{name}'")
                     }
                     None => String::new(),
                 };
@@ -779,9 +850,18 @@ impl Shared {
         let sample_bytes: Vec<usize> = self.columns.iter().map(ColumnSpec::sample_bytes).collect();
         let (mut hits, mut direct, mut direct_bytes, mut payload) = (0u64, 0u64, 0u64, 0u64);
         for (position, &index) in ids.iter().enumerate() {
+            // Over a version: the sample's data file and row there.
+            let (part, row) = match &self.parts {
+                Some(parts) => parts.locate(index),
+                None => (0, index),
+            };
+            let ds = match &self.parts {
+                Some(parts) => &parts.parts()[part].ds,
+                None => &self.ds,
+            };
             // The sample's bytes: the map, a cached page, or a pread of its span.
             let mut held = None;
-            let window = match (&self.cache, self.ds.sample_span(index)) {
+            let window = match (&self.cache, ds.sample_span(row)) {
                 (Some(cache), Some((start, end))) => {
                     payload += end - start;
                     let page = start / cache.page_size();
@@ -802,19 +882,23 @@ impl Shared {
                 }
                 (None, span) => {
                     payload += span.map_or(0, |(s, e)| e - s);
-                    Window { offset: 0, bytes: self.ds.file_bytes() }
+                    Window { offset: 0, bytes: ds.file_bytes() }
                 }
                 (Some(_), None) => Window { offset: 0, bytes: &[] },
             };
-            for p in &self.pipelines {
+            for (k, p) in self.pipelines.iter().enumerate() {
                 // A view draws its own randomness: its seed is the loader's mixed with its name.
                 let seed = match &p.view {
                     None => self.seed,
                     Some(name) => crate::random::lane_seed(self.seed, fnv1a(name.as_bytes()), u64::MAX),
                 };
                 let ctx = SampleContext { index, seed, epoch: self.epoch, position };
-                current.set(Some((index, p.field)));
-                let value = self.ds.get_in(index, p.field, window)?;
+                current.set(Some((index, k)));
+                let value = match p.sources.as_deref().map(|s| &s[part]) {
+                    None => ds.get_in(row, p.field, window)?,
+                    Some(FieldSource::Field(field)) => ds.get_in(row, *field, window)?,
+                    Some(FieldSource::Column(array)) => column_value(array, row)?,
+                };
                 let cols = p.first_column..p.first_column + p.num_columns;
                 // Inline for up to four columns: no allocation per sample.
                 let mut outs: SmallVec<[&mut [u8]; 4]> = columns[cols.clone()]
@@ -824,7 +908,7 @@ impl Shared {
                     .collect();
                 p.decoder.decode(value, &ctx, &mut outs).map_err(|e| Error::Sample {
                     index,
-                    field: self.ds.fields()[p.field].name().to_string(),
+                    field: p.name.clone(),
                     source: Box::new(e),
                 })?;
             }
@@ -832,7 +916,10 @@ impl Shared {
         }
         // A read through the map past the end of a file truncated since it was opened got
         // zeros instead of a signal (beton_storage's SIGBUS guard): such a batch is an error.
-        self.ds.check_intact()?;
+        match &self.parts {
+            Some(parts) => parts.check_intact()?,
+            None => self.ds.check_intact()?,
+        }
         let c = &self.counters;
         add(&c.samples, ids.len() as u64);
         add(&c.payload_bytes, payload);
@@ -996,4 +1083,61 @@ impl Drop for PrefetchGuard<'_> {
 /// FNV-1a of `bytes` (a view name's salt; stable across releases).
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// A pipeline's columns over a version: the decoder's for each data file holding the field
+/// (shapes merged: the largest of each dimension, e.g. the longest text), and for column-file
+/// values the columns their type gives (int, float, bool; text as bytes and `.len`).
+fn version_columns(
+    parts: &Parts,
+    p: &Pipeline,
+    sources: &[FieldSource],
+    epoch: u64,
+) -> Result<Vec<ColumnSpec>> {
+    use crate::decode::ElemType;
+    let mut merged: Option<Vec<ColumnSpec>> = None;
+    let mismatch =
+        |why: String| Error::InvalidArgument { what: format!("decoder for field '{}'", p.name), why };
+    for (k, source) in sources.iter().enumerate() {
+        let cols = match source {
+            FieldSource::Field(field) => p.decoder.columns(&parts.parts()[k].ds, *field, epoch)?,
+            FieldSource::Column(array) => {
+                let scalar = |elem| vec![ColumnSpec { name: p.name.clone(), elem, shape: vec![] }];
+                match array.data_type() {
+                    arrow_schema::DataType::Int64 => scalar(ElemType::I64),
+                    arrow_schema::DataType::Float64 => scalar(ElemType::F64),
+                    arrow_schema::DataType::Boolean => scalar(ElemType::Bool),
+                    _ => vec![
+                        ColumnSpec {
+                            name: p.name.clone(),
+                            elem: ElemType::U8,
+                            shape: vec![longest_text(array).unwrap_or(0)],
+                        },
+                        ColumnSpec { name: format!("{}.len", p.name), elem: ElemType::U64, shape: vec![] },
+                    ],
+                }
+            }
+        };
+        merged = Some(match merged {
+            None => cols,
+            Some(mut m) => {
+                let same = m.len() == cols.len()
+                    && m.iter()
+                        .zip(&cols)
+                        .all(|(a, b)| a.name == b.name && a.elem == b.elem && a.shape.len() == b.shape.len());
+                if !same {
+                    return Err(mismatch(format!(
+                        "data file {k} gives columns {cols:?}, an earlier one {m:?}"
+                    )));
+                }
+                for (a, b) in m.iter_mut().zip(&cols) {
+                    for (x, y) in a.shape.iter_mut().zip(&b.shape) {
+                        *x = (*x).max(*y);
+                    }
+                }
+                m
+            }
+        });
+    }
+    merged.ok_or_else(|| mismatch("the version has no data file".into()))
 }

@@ -35,6 +35,10 @@ pub enum Error {
     #[error(transparent)]
     Storage(#[from] beton_storage::Error),
 
+    /// An error from the query layer (a version's manifest, a query's rows).
+    #[error(transparent)]
+    Query(#[from] beton_query::Error),
+
     /// An operating-system error on a named file.
     #[error("{path}: {source}")]
     Io {

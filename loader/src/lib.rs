@@ -48,6 +48,7 @@ pub mod gpu;
 pub mod image;
 pub mod order;
 pub mod pages;
+pub mod parts;
 mod random;
 mod slots;
 pub mod state;
@@ -61,6 +62,7 @@ pub use image::{
 };
 pub use order::{plan_epoch, EpochContext, EpochPlan, Order, OrderOption};
 pub use pages::PageMap;
+pub use parts::{Part, Parts};
 pub use slots::{Batch, Column};
 pub use state::LoaderState;
 

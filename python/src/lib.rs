@@ -2,6 +2,7 @@
 //! crates and releases the GIL around native work; the Python package (`python/beton/`) adds the
 //! FFCV-shaped API on top, and nothing of substance lives in either.
 
+mod arrow_write;
 mod dataset;
 mod errors;
 mod index_set;
@@ -21,6 +22,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::Batch>()?;
     m.add_class::<loader::Column>()?;
     m.add_function(wrap_pyfunction!(writer::write, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow_write::write_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(writer::scan_imagefolder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

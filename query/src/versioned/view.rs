@@ -24,10 +24,13 @@ pub fn column_file_type(ty: &FieldType) -> Option<arrow_schema::DataType> {
     }
 }
 
+/// A data file of a version, its kept rows (`None`: all) and the values column files give it.
+pub type DataPart = (Arc<Dataset>, Option<Arc<Vec<u64>>>, BTreeMap<String, ArrayRef>);
+
 /// One fragment, opened.
 #[derive(Debug)]
 struct Opened {
-    ds: Dataset,
+    ds: Arc<Dataset>,
     rows: Option<Arc<Vec<u64>>>,
     columns: BTreeMap<String, ArrayRef>,
     row_ids: PartRowIds,
@@ -50,7 +53,7 @@ impl VersionView {
         let dir = version.dir();
         let mut fragments = Vec::with_capacity(version.manifest().fragments.len());
         for f in &version.manifest().fragments {
-            let ds = OpenOptions::new().defer_allocation_checks(true).open(dir.join(&f.data_file))?;
+            let ds = Arc::new(OpenOptions::new().defer_allocation_checks(true).open(dir.join(&f.data_file))?);
             if ds.num_samples() != f.num_rows {
                 return Err(Error::InvalidArgument {
                     what: format!("data file {}", f.data_file),
@@ -86,7 +89,20 @@ impl VersionView {
 
     /// The data files, in manifest order.
     pub fn datasets(&self) -> impl Iterator<Item = &Dataset> {
-        self.fragments.iter().map(|f| &f.ds)
+        self.fragments.iter().map(|f| f.ds.as_ref())
+    }
+
+    /// Each data file with its kept rows (`None`: all) and the values column files give it.
+    pub fn parts(&self) -> Vec<DataPart> {
+        self.fragments.iter().map(|f| (Arc::clone(&f.ds), f.rows.clone(), f.columns.clone())).collect()
+    }
+
+    /// The visible fields and their types.
+    ///
+    /// # Errors
+    /// A manifest type this beton does not know.
+    pub fn schema(&self) -> Result<Vec<(String, FieldType)>> {
+        self.version.manifest().schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect()
     }
 
     /// The version as one table: `index` (position), `row_id`, then the schema's columns.

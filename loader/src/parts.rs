@@ -1,0 +1,182 @@
+//! The loader over a version of a dataset directory (docs/FORMAT.md §13): several data files,
+//! the rows each keeps (deletions left out) and field values column files give, as one index
+//! space. A sample's index is its position in the version; each is read from its own data file
+//! (never copied), or from a column file for edited fields.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
+use beton_storage::{Dataset, Value};
+
+use crate::error::{Error, Result};
+use crate::pages::PageMap;
+
+/// One data file of a version.
+#[derive(Debug, Clone)]
+pub struct Part {
+    /// The data file.
+    pub ds: Arc<Dataset>,
+    /// Its rows in the version, ascending; `None` for all of them.
+    pub rows: Option<Arc<Vec<u64>>>,
+    /// Values of fields that column files replace or add, one per data-file row, by name.
+    pub columns: BTreeMap<String, ArrayRef>,
+}
+
+/// A version's data files, in order: the loader's samples are their kept rows, concatenated.
+#[derive(Debug, Clone)]
+pub struct Parts {
+    parts: Vec<Part>,
+    /// The visible fields and their types (column-file fields included).
+    schema: Vec<(String, beton_storage::FieldType)>,
+    /// First sample of each part, and the total at the end.
+    starts: Vec<u64>,
+}
+
+/// Where a field's values come from in one part.
+#[derive(Debug, Clone)]
+pub(crate) enum FieldSource {
+    /// Field `k` of the part's data file.
+    Field(usize),
+    /// A column file's values.
+    Column(ArrayRef),
+}
+
+impl Parts {
+    /// The version made of `parts`, in order, with fields `schema`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no parts, rows past a file's end or not ascending, or a
+    /// column of the wrong length.
+    pub fn new(parts: Vec<Part>, schema: Vec<(String, beton_storage::FieldType)>) -> Result<Parts> {
+        let invalid = |why: String| Error::InvalidArgument { what: "version parts".into(), why };
+        if parts.is_empty() {
+            return Err(invalid("a version to load needs at least one data file".into()));
+        }
+        let mut starts = vec![0u64];
+        for (k, p) in parts.iter().enumerate() {
+            let n = p.ds.num_samples();
+            if let Some(rows) = &p.rows {
+                if rows.last().is_some_and(|&r| r >= n) || rows.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(invalid(format!("rows of data file {k} are not ascending below {n}")));
+                }
+            }
+            if let Some((name, _)) = p.columns.iter().find(|(_, a)| a.len() as u64 != n) {
+                return Err(invalid(format!("column '{name}' of data file {k} has not {n} values")));
+            }
+            starts.push(starts[k] + p.rows.as_ref().map_or(n, |r| r.len() as u64));
+        }
+        Ok(Parts { parts, schema, starts })
+    }
+
+    /// The data files and schema of an opened version: what
+    /// [`Loader::builder_parts`](crate::Loader::builder_parts) takes.
+    ///
+    /// # Errors
+    /// As [`Parts::new`]; a schema type this beton does not know.
+    pub fn of_version(view: &beton_query::versioned::VersionView) -> Result<Parts> {
+        let parts = view.parts().into_iter().map(|(ds, rows, columns)| Part { ds, rows, columns }).collect();
+        Parts::new(parts, view.schema()?)
+    }
+
+    /// The visible fields and their types.
+    pub fn schema(&self) -> &[(String, beton_storage::FieldType)] {
+        &self.schema
+    }
+
+    /// Samples in the version.
+    pub fn num_rows(&self) -> u64 {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// The data files.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// The part holding sample `index` and the sample's row in its data file.
+    pub(crate) fn locate(&self, index: u64) -> (usize, u64) {
+        let k = self.starts.partition_point(|&s| s <= index).saturating_sub(1).min(self.parts.len() - 1);
+        let local = index - self.starts[k];
+        let row =
+            self.parts[k].rows.as_ref().map_or(local, |rows| rows.get(local as usize).copied().unwrap_or(0));
+        (k, row)
+    }
+
+    /// Where field `name` comes from in each part.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a part has it neither in its data file nor in a column.
+    pub(crate) fn resolve(&self, name: &str) -> Result<Vec<FieldSource>> {
+        self.parts
+            .iter()
+            .enumerate()
+            .map(|(k, p)| match p.columns.get(name) {
+                Some(a) => Ok(FieldSource::Column(a.clone())),
+                None => p.ds.field_index(name).map(FieldSource::Field).map_err(|_| Error::InvalidArgument {
+                    what: format!("field '{name}'"),
+                    why: format!(
+                        "data file {k} ({}) has no such field and no column file holds it",
+                        p.ds.path().display()
+                    ),
+                }),
+            })
+            .collect()
+    }
+
+    /// The page map of the version: each sample on its data file's page, pages of different
+    /// files distinct (QUASI_RANDOM stays page-aware across data files).
+    pub(crate) fn page_map(&self) -> PageMap {
+        let mut pages = Vec::with_capacity(self.num_rows() as usize);
+        let mut offset = 0u64;
+        for p in &self.parts {
+            let map = PageMap::from_dataset(&p.ds);
+            let rows: Box<dyn Iterator<Item = u64>> = match &p.rows {
+                Some(rows) => Box::new(rows.iter().copied()),
+                None => Box::new(0..p.ds.num_samples()),
+            };
+            pages.extend(rows.map(|r| offset + map.page(r).unwrap_or(0)));
+            offset += p.ds.num_pages() + 1;
+        }
+        PageMap::from_pages(pages)
+    }
+
+    /// Fails when a data file changed under its map since it was opened.
+    pub(crate) fn check_intact(&self) -> Result<()> {
+        for p in &self.parts {
+            p.ds.check_intact()?;
+        }
+        Ok(())
+    }
+}
+
+/// Row `row` of a column-file array as a storage value (int, float, bool, text).
+pub(crate) fn column_value(array: &ArrayRef, row: u64) -> Result<Value<'_>> {
+    let row = row as usize;
+    Ok(match array.data_type() {
+        DataType::Int64 => Value::Int(array.as_primitive::<Int64Type>().value(row)),
+        DataType::Float64 => Value::Float(array.as_primitive::<Float64Type>().value(row)),
+        DataType::Boolean => Value::Bool(array.as_boolean().value(row)),
+        DataType::Utf8 => Value::Text(array.as_string::<i32>().value(row)),
+        other => {
+            return Err(Error::InvalidArgument {
+                what: "column file".into(),
+                why: format!("holds {other} values"),
+            })
+        }
+    })
+}
+
+/// The longest text of a column-file array, in bytes (for a bytes decoder's column).
+pub(crate) fn longest_text(array: &ArrayRef) -> Option<usize> {
+    match array.data_type() {
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            Some((0..a.len()).map(|i| a.value(i).len()).max().unwrap_or(0))
+        }
+        _ => None,
+    }
+}
