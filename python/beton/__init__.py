@@ -3,10 +3,13 @@
 FFCV-compatible ``.beton`` files: ``beton.writer.DatasetWriter`` writes them, ``beton.loader.Loader``
 trains from them (FFCV users switch by changing ``ffcv`` to ``beton`` in imports), and
 ``beton.open(path)`` opens one as a database: ``ds.table()`` (pyarrow), ``ds.to_polars()``,
-``ds.query(sql)``, ``ds.where(predicate)`` (an ``IndexSet`` to train on), named splits.
+``ds.query(sql)``, ``ds.where(predicate)`` (an ``IndexSet`` to train on), named splits; a dataset
+directory (``beton.import_file``) is versioned and editable: ``update``, ``delete``, ``add_column``,
+``append``, ``restore``, ``compact``, ``export``, ``diff``.
 """
 
-from beton._native import CorruptFileError, IndexSet, __version__
-from beton.dataset import Dataset, open
+from beton._native import ConflictError, CorruptFileError, IndexSet, __version__
+from beton.dataset import Dataset, concat, import_file, open
 
-__all__ = ["open", "Dataset", "IndexSet", "CorruptFileError", "__version__"]
+__all__ = ["open", "import_file", "concat", "Dataset", "IndexSet", "CorruptFileError", "ConflictError",
+           "__version__"]

@@ -1,4 +1,5 @@
-"""``beton.open(path)``: a ``.beton`` file as a database (values, Arrow table, SQL, splits)."""
+"""``beton.open(path)``: a ``.beton`` file or a dataset directory as a database (values, Arrow
+table, SQL, splits); a dataset directory is versioned and editable (docs/FORMAT.md §13)."""
 
 from __future__ import annotations
 
@@ -33,12 +34,57 @@ def _value(kind: str, raw: Any) -> Any:
     return raw
 
 
-class Dataset:
-    """An open, validated ``.beton`` file (``beton.open``)."""
+def _sql_literal(value) -> str:
+    """A Python value as a SQL literal (strings are SQL expressions, as in Lance's ``update``)."""
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    raise TypeError(f"update: {value!r} is not a number, a bool or a SQL expression (str)")
 
-    def __init__(self, path, custom: Optional[Dict[str, tuple]] = None):
-        self._native = _native.Dataset(str(path), custom)
+
+def _one_column(name: str, values):
+    """``values`` (numpy, pyarrow, polars, a list) as a one-column ``pyarrow.Table``."""
+    import pyarrow as pa
+
+    if hasattr(values, "to_arrow") and not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_arrow()  # polars Series
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = pa.array(values)
+    return pa.table({name: values})
+
+
+class Dataset:
+    """An open, validated ``.beton`` file or one version of a dataset directory (``beton.open``).
+
+    A directory's edits (``update``, ``delete``, ``add_column``, ``append``, ...) each commit a new
+    version atomically; the object then shows it. Older versions stay readable
+    (``beton.open(dir, version=n)``) until ``cleanup``."""
+
+    def __init__(self, path, custom: Optional[Dict[str, tuple]] = None, version=None):
+        import os
+
+        if os.path.isdir(path):
+            self._native = _native.Version(str(path), version)
+        else:
+            if version not in (None, 1):
+                raise ValueError(f"{path} is a .beton file: it has version 1 only")
+            self._native = _native.Dataset(str(path), custom)
+        self._refresh()
+
+    def _refresh(self):
         self._kinds = {name: kind for name, kind, _ in self._native.fields()}
+
+    @classmethod
+    def _of(cls, native) -> "Dataset":
+        ds = cls.__new__(cls)
+        ds._native = native
+        ds._refresh()
+        return ds
 
     def __len__(self) -> int:
         return len(self._native)
@@ -108,7 +154,202 @@ class Dataset:
     def remove_splits(self, *names: str) -> None:
         self._native.remove_splits(list(names))
 
+    # Versions and edits (dataset directories).
+    def _editable(self, what: str):
+        if not isinstance(self._native, _native.Version):
+            raise TypeError(f"{what}: {self.path} is a .beton file, which is read-only; make a dataset "
+                            f"directory with beton.import_file(DIR, {str(self.path)!r})")
+        return self._native
 
-def open(path, custom: Optional[Dict[str, tuple]] = None) -> Dataset:  # noqa: A001 (mirrors io.open)
-    """Opens and validates a ``.beton`` file."""
-    return Dataset(path, custom)
+    def _edited(self) -> "Dataset":
+        self._refresh()
+        return self
+
+    @property
+    def version(self) -> int:
+        """This version's number (1 for a ``.beton`` file)."""
+        return getattr(self._native, "version", 1)
+
+    def versions(self) -> List[Dict[str, Any]]:
+        """Every version: ``version``, ``parent``, ``timestamp_ms``, ``operation``, ``details``,
+        ``message``, ``num_rows``, ``data_files``, ``deleted_rows``; oldest first."""
+        if not isinstance(self._native, _native.Version):
+            return [{"version": 1, "parent": None, "operation": "file", "num_rows": len(self)}]
+        return self._native.versions()
+
+    def tags(self) -> Dict[str, int]:
+        return self._editable("tags").tags()
+
+    def tag(self, name: str) -> None:
+        """Names this version (``beton.open(dir, version=name)``); tagged versions survive cleanup."""
+        self._editable("tag").tag(name)
+
+    def checkout(self, version) -> "Dataset":
+        """Another version (a number or a tag) of this dataset, read-only history."""
+        return Dataset(self._editable("checkout").path, version=version)
+
+    def restore(self, version) -> "Dataset":
+        """Makes an older version the latest again, as a new version."""
+        native = self._editable("restore")
+        native.restore(version if isinstance(version, int) else Dataset(self.path, version=version).version)
+        return self._edited()
+
+    def update(self, set: Dict[str, Any], where: Optional[str] = None, message: str = "") -> "Dataset":  # noqa: A002
+        """``ds.update({"label": 3, "score": "score * 2"}, where="label = 7")``: numbers and bools
+        are values, strings SQL expressions (``"'text'"`` for a text value), as Lance's update.
+        The new values go to column files; the data files are not rewritten."""
+        pairs = [(k, _sql_literal(v)) for k, v in dict(set).items()]
+        self._editable("update").update(pairs, where, message)
+        return self._edited()
+
+    def update_rows(self, ids, values: Dict[str, Any], message: str = "") -> "Dataset":
+        """Sets ``values[field]`` (one value per row, or one for all) on rows ``ids`` (an
+        IndexSet or a sequence of indices of this version)."""
+        rows = ids if isinstance(ids, IndexSet) else IndexSet(sorted(int(i) for i in ids))
+        cols = [(name, _one_column(name, v)) for name, v in values.items()]
+        self._editable("update_rows").update_rows(rows, cols, message)
+        return self._edited()
+
+    def delete(self, where, message: str = "") -> "Dataset":
+        """Deletes the rows a SQL predicate (str) or an IndexSet picks."""
+        native = self._editable("delete")
+        if isinstance(where, str):
+            native.delete(sql=where, message=message)
+        else:
+            native.delete(rows=where if isinstance(where, IndexSet) else IndexSet(sorted(int(i) for i in where)),
+                          message=message)
+        return self._edited()
+
+    def add_column(self, name: str, values, message: str = "") -> "Dataset":
+        """Adds a field: a SQL expression over each row (str), or one value per row (numpy,
+        pyarrow, polars, a list; int, float, bool or text)."""
+        native = self._editable("add_column")
+        if isinstance(values, str):
+            native.add_column(name, sql=values, message=message)
+        else:
+            native.add_column(name, values=_one_column(name, values), message=message)
+        return self._edited()
+
+    def drop_column(self, name: str, message: str = "") -> "Dataset":
+        self._editable("drop_column").drop_column(name, message)
+        return self._edited()
+
+    def append(self, source, message: str = "", image_field: str = "image", label_field: str = "label",
+               **writer_options) -> "Dataset":
+        """Adds rows: a ``.beton`` file (hard-linked, never re-encoded), or an ImageFolder
+        directory (written with ``DatasetWriter`` into fields ``image_field`` and
+        ``label_field``; ``writer_options`` go to the image field)."""
+        import os
+
+        native = self._editable("append")
+        if os.path.isdir(source):
+            import tempfile
+
+            from beton.fields import IntField, RGBImageField
+            from beton.writer import DatasetWriter
+
+            tmp_dir = os.path.join(str(self.path), "_tmp")
+            os.makedirs(tmp_dir, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
+                out = os.path.join(tmp, "append.beton")
+                DatasetWriter(out, {image_field: RGBImageField(**writer_options), label_field: IntField()},
+                              progress=False).from_imagefolder(source, image_field, label_field)
+                native.append_file(out, message)
+        else:
+            native.append_file(str(source), message)
+        return self._edited()
+
+    def compact(self, num_workers: int = 0, message: str = "") -> "Dataset":
+        """Folds data files, deletions and column files into one new data file (payloads copied
+        byte for byte): the same rows, row ids and splits."""
+        self._editable("compact").compact(num_workers, message)
+        return self._edited()
+
+    def cleanup(self, keep_versions: int = 1, older_than_seconds: float = 3600.0) -> Dict[str, Any]:
+        """Removes versions older than the newest ``keep_versions`` (tags are kept) and every file
+        no kept version references, if older than ``older_than_seconds``."""
+        versions, files, nbytes = self._editable("cleanup").cleanup(keep_versions, older_than_seconds)
+        return {"versions": versions, "files": files, "bytes": nbytes}
+
+    def export(self, path, where=None, num_workers: int = 0) -> int:
+        """Writes this version's rows (all, those of a SQL predicate, or an IndexSet) as one
+        standalone ``.beton`` file that FFCV 1.0.2 loads, splits included. Returns the rows."""
+        rows = self.where(where) if isinstance(where, str) else where
+        if not isinstance(self._native, _native.Version):
+            raise TypeError("export: use beton.import_file first, or copy the .beton file")
+        return self._native.export(str(path), rows, num_workers)
+
+    def to_parquet(self, path, columns: Optional[List[str]] = None) -> None:
+        """Writes the data table (every column, or ``columns``) as a Parquet file."""
+        import pyarrow.parquet as pq
+
+        pq.write_table(self.table(columns), str(path))
+
+    def diff(self, a=None, b=None) -> Dict[str, Any]:
+        """What changed from version ``a`` to ``b`` (default: the parent of this version and this
+        version): ``added`` and ``deleted`` row ids, and ``changed``: for each column present in
+        both, the row ids whose value differs."""
+        import pyarrow.compute as pc
+
+        self._editable("diff")
+        new = Dataset(self.path, version=self.version if b is None else b)
+        if a is None:
+            a = next(v["parent"] for v in new.versions() if v["version"] == new.version)
+        old = Dataset(self.path, version=a if a is not None else new.version)
+        ta, tb = old.table(), new.table()
+        ida, idb = ta.column("row_id").to_numpy(), tb.column("row_id").to_numpy()
+        added = np.setdiff1d(idb, ida)
+        deleted = np.setdiff1d(ida, idb)
+        common, ia, ib = np.intersect1d(ida, idb, assume_unique=True, return_indices=True)
+        changed = {}
+        for name in tb.column_names:
+            if name in ("index", "row_id") or name not in ta.column_names:
+                continue
+            va, vb = ta.column(name).take(ia), tb.column(name).take(ib)
+            if va.type != vb.type:
+                changed[name] = common.tolist()
+                continue
+            differs = pc.fill_null(pc.not_equal(va, vb), True).to_numpy(zero_copy_only=False)
+            if differs.any():
+                changed[name] = common[differs].tolist()
+        return {"from": old.version, "to": new.version, "added": added.tolist(), "deleted": deleted.tolist(),
+                "added_columns": [c for c in tb.column_names if c not in ta.column_names],
+                "dropped_columns": [c for c in ta.column_names if c not in tb.column_names],
+                "changed": changed}
+
+
+def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Dataset:  # noqa: A001
+    """Opens and validates a ``.beton`` file, or version ``version`` (a number, a tag; default
+    the latest) of a dataset directory."""
+    return Dataset(path, custom, version=version)
+
+
+def import_file(dir, file) -> Dataset:  # noqa: A002
+    """Makes ``dir`` a dataset directory whose version 1 is the ``.beton`` file ``file``
+    (hard-linked, never re-encoded; its named splits move into the manifest)."""
+    return Dataset._of(_native.Version.import_file(str(dir), str(file)))
+
+
+def concat(sources, out, message: str = "") -> Dataset:
+    """A new dataset directory ``out`` holding the rows of ``sources`` in order: ``.beton`` files
+    (hard-linked) or datasets (their latest versions, exported once)."""
+    import os
+    import tempfile
+
+    if not sources:
+        raise ValueError("concat needs at least one source")
+    result = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, src in enumerate(sources):
+            path = src.path if isinstance(src, Dataset) else src
+            if os.path.isdir(path):
+                ds = src if isinstance(src, Dataset) else Dataset(path)
+                file = os.path.join(tmp, f"{k}.beton")
+                ds.export(file)
+            else:
+                file = str(path)
+            if result is None:
+                result = import_file(out, file)
+            else:
+                result.append(file, message=message)
+    return result

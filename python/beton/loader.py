@@ -127,10 +127,10 @@ class Loader:
     def __init__(self, fname, batch_size: int, num_workers: int = -1, os_cache: bool = True,
                  order: OrderOption = OrderOption.SEQUENTIAL, distributed=False, seed: Optional[int] = None,
                  indices=None, pipelines: Optional[Dict[str, Any]] = None, custom_fields=None,
-                 drop_last: bool = True, batches_ahead: int = 3, recompile: bool = False):
+                 drop_last: bool = True, batches_ahead: int = 3, recompile: bool = False, version=None):
         from beton.dataset import Dataset
 
-        self.dataset = fname if isinstance(fname, Dataset) else Dataset(fname)
+        self.dataset = fname if isinstance(fname, Dataset) else Dataset(fname, version=version)
         pipelines = dict(pipelines or {})
         kinds = {name: kind for name, kind, _ in self.dataset._native.fields()}
         self.fields: List[str] = []

@@ -5,7 +5,10 @@ atomically when complete."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import tempfile
 from typing import Any, Dict, Iterable, Optional, Sequence
 
 from beton import _native
@@ -92,7 +95,11 @@ class DatasetWriter:
     def __init__(self, fname, fields: Dict[str, Field], page_size: int = 8 << 20, num_workers: int = -1,
                  seed: int = 0, progress: bool = True, skip_bad: bool = False):
         """``skip_bad=True`` leaves out samples whose images cannot be read or decoded instead of
-        failing the write; the report's ``skipped`` lists ``(index, why)`` (``why`` names the file)."""
+        failing the write; the report's ``skipped`` lists ``(index, why)`` (``why`` names the file).
+
+        ``fname`` an existing directory, or a path ending in ``/``, writes a dataset directory:
+        its version 1 when new (``beton.import_file``), else a new version appending the rows
+        (``Dataset.append``); the report then has ``version``."""
         self.fname = str(fname)
         self.skip_bad = bool(skip_bad)
         self.fields = dict(fields)
@@ -115,12 +122,39 @@ class DatasetWriter:
 
         bar, progress = _progress(n, self.progress)
         try:
-            return _native.write(self.fname, [f.spec(k) for k, f in self.fields.items()], n, sample,
-                                 page_size=self.page_size, num_workers=self.num_workers, seed=self.seed,
-                                 progress=progress, skip_bad=self.skip_bad)
+            with self._destination() as (path, publish):
+                return publish(_native.write(path, [f.spec(k) for k, f in self.fields.items()], n, sample,
+                                             page_size=self.page_size, num_workers=self.num_workers,
+                                             seed=self.seed, progress=progress, skip_bad=self.skip_bad))
         finally:
             if bar is not None:
                 bar.close()
+
+    @contextlib.contextmanager
+    def _destination(self):
+        """Where the native writer writes, and what publishes its report: the file itself, or,
+        for a dataset directory, a temporary file in it that becomes a version."""
+        if not (os.path.isdir(self.fname) or self.fname.endswith(os.sep)):
+            yield self.fname, lambda report: report
+            return
+        from beton.dataset import Dataset, import_file
+
+        directory = self.fname.rstrip(os.sep) or os.sep
+        tmp_dir = os.path.join(directory, "_tmp")
+        os.makedirs(tmp_dir, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
+            path = os.path.join(tmp, "write.beton")
+
+            def publish(report):
+                if _native.Version.is_dataset_dir(directory):
+                    ds = Dataset(directory).append(path, message="DatasetWriter")
+                else:
+                    ds = import_file(directory, path)
+                report = dict(report)
+                report["path"], report["version"] = directory, ds.version
+                return report
+
+            yield path, publish
 
     def from_indexed_dataset(self, dataset, indices: Optional[Sequence[int]] = None, chunksize: int = 100,
                              shuffle_indices: bool = False):
@@ -180,10 +214,11 @@ class DatasetWriter:
         data = pa.Table.from_arrays(arrays, names=names)
         bar, progress = _progress(data.num_rows, self.progress)
         try:
-            return _native.write_arrow(self.fname, [f.spec(k) for k, f in self.fields.items()], data,
-                                       page_size=self.page_size, num_workers=self.num_workers, seed=self.seed,
-                                       chunk_size=_arrow_chunk_size(self.fields, data), progress=progress,
-                                       skip_bad=self.skip_bad)
+            with self._destination() as (path, publish):
+                return publish(_native.write_arrow(
+                    path, [f.spec(k) for k, f in self.fields.items()], data, page_size=self.page_size,
+                    num_workers=self.num_workers, seed=self.seed, chunk_size=_arrow_chunk_size(self.fields, data),
+                    progress=progress, skip_bad=self.skip_bad))
         finally:
             if bar is not None:
                 bar.close()

@@ -416,7 +416,7 @@ fn array_rows(a: &ArrayRef, start: usize, dtype: &DType, field: &str) -> Result<
 
 /// Takes the Arrow stream out of `stream`: an `arrow_array_stream` capsule, or an object with
 /// `__arrow_c_stream__` (a `pyarrow.Table`, a polars `DataFrame`, ...).
-fn import_stream(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
+pub(crate) fn import_stream(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
     let capsule = if stream.hasattr("__arrow_c_stream__")? {
         stream.call_method0("__arrow_c_stream__")?
     } else {

@@ -17,6 +17,45 @@ use crate::index_set::IndexSet;
 /// (name, type, (dtype, shape) of arrays).
 type FieldInfo = (String, String, Option<(String, Vec<u64>)>);
 
+/// One value in the raw form `Dataset.get` gives Python (see there).
+pub(crate) fn value_object<'py>(
+    py: Python<'py>,
+    value: Value<'_>,
+    ty: &beton_storage::FieldType,
+    decode_images: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Int(v) => v.into_pyobject(py)?.into_any(),
+        Value::Float(v) => v.into_pyobject(py)?.into_any(),
+        Value::Bool(v) => v.into_pyobject(py)?.to_owned().into_any(),
+        Value::Bytes(b) | Value::Custom(b) => PyBytes::new(py, b).into_any(),
+        Value::Json(t) | Value::Text(t) => t.into_pyobject(py)?.into_any(),
+        Value::NDArray(b) => {
+            let (typestr, shape) = match ty.kind().element() {
+                Some((dtype, shape)) => (dtype.typestr().to_string(), shape.to_vec()),
+                None => (String::from("|u1"), vec![b.len() as u64]),
+            };
+            (PyBytes::new(py, b), typestr, shape).into_pyobject(py)?.into_any()
+        }
+        Value::Array(b) => {
+            let typestr = match ty.kind().element() {
+                Some((dtype, _)) => dtype.typestr().to_string(),
+                None => String::from("|u1"),
+            };
+            let len =
+                b.len() as u64 / beton_storage::DType::parse(&typestr).map_or(1, |d| d.itemsize() as u64);
+            (PyBytes::new(py, b), typestr, vec![len]).into_pyobject(py)?.into_any()
+        }
+        Value::Image(img) if decode_images => {
+            let p = py.detach(|| img.decode()).map_err(from_storage)?;
+            (PyBytes::new(py, &p.data), p.height, p.width, p.channels).into_pyobject(py)?.into_any()
+        }
+        Value::Image(img) => {
+            (PyBytes::new(py, img.data), img.mode.name(), img.height, img.width).into_pyobject(py)?.into_any()
+        }
+    })
+}
+
 /// An open, validated `.beton` file.
 #[pyclass(module = "beton._native", frozen)]
 pub struct Dataset {
@@ -24,7 +63,7 @@ pub struct Dataset {
 }
 
 /// A record batch as an `arrow_array_stream` PyCapsule (the Arrow C stream interface).
-fn stream_capsule(py: Python<'_>, batch: RecordBatch) -> PyResult<Bound<'_, PyCapsule>> {
+pub(crate) fn stream_capsule(py: Python<'_>, batch: RecordBatch) -> PyResult<Bound<'_, PyCapsule>> {
     let schema = batch.schema();
     let reader = RecordBatchIterator::new([Ok(batch)], schema);
     let stream = FFI_ArrowArrayStream::new(Box::new(reader));
@@ -99,36 +138,7 @@ impl Dataset {
         let out = PyDict::new(py);
         for (k, f) in self.inner.fields().iter().enumerate() {
             let value = self.inner.get(i as u64, k).map_err(from_storage)?;
-            let obj: Bound<'py, PyAny> = match value {
-                Value::Int(v) => v.into_pyobject(py)?.into_any(),
-                Value::Float(v) => v.into_pyobject(py)?.into_any(),
-                Value::Bool(v) => v.into_pyobject(py)?.to_owned().into_any(),
-                Value::Bytes(b) | Value::Custom(b) => PyBytes::new(py, b).into_any(),
-                Value::Json(t) | Value::Text(t) => t.into_pyobject(py)?.into_any(),
-                Value::NDArray(b) => {
-                    let (typestr, shape) = match f.field_type().kind().element() {
-                        Some((dtype, shape)) => (dtype.typestr().to_string(), shape.to_vec()),
-                        None => (String::from("|u1"), vec![b.len() as u64]),
-                    };
-                    (PyBytes::new(py, b), typestr, shape).into_pyobject(py)?.into_any()
-                }
-                Value::Array(b) => {
-                    let typestr = match f.field_type().kind().element() {
-                        Some((dtype, _)) => dtype.typestr().to_string(),
-                        None => String::from("|u1"),
-                    };
-                    let len = b.len() as u64
-                        / beton_storage::DType::parse(&typestr).map_or(1, |d| d.itemsize() as u64);
-                    (PyBytes::new(py, b), typestr, vec![len]).into_pyobject(py)?.into_any()
-                }
-                Value::Image(img) if decode_images => {
-                    let p = py.detach(|| img.decode()).map_err(from_storage)?;
-                    (PyBytes::new(py, &p.data), p.height, p.width, p.channels).into_pyobject(py)?.into_any()
-                }
-                Value::Image(img) => (PyBytes::new(py, img.data), img.mode.name(), img.height, img.width)
-                    .into_pyobject(py)?
-                    .into_any(),
-            };
+            let obj = value_object(py, value, f.field_type(), decode_images)?;
             out.set_item(f.name(), obj)?;
         }
         Ok(out)

@@ -13,8 +13,16 @@ pyo3::create_exception!(
     "A .beton file whose bytes break the format (the message names the byte offset)."
 );
 
+pyo3::create_exception!(
+    _native,
+    ConflictError,
+    PyRuntimeError,
+    "Another writer committed a version that changed what this edit read; nothing was committed."
+);
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("CorruptFileError", m.py().get_type::<CorruptFileError>())
+    m.add("CorruptFileError", m.py().get_type::<CorruptFileError>())?;
+    m.add("ConflictError", m.py().get_type::<ConflictError>())
 }
 
 fn storage(e: beton_storage::Error) -> PyErr {
@@ -43,6 +51,7 @@ pub(crate) fn from_query(e: beton_query::Error) -> PyErr {
     match e {
         E::Storage(s) => storage(s),
         E::NoSuchColumn { .. } | E::NoSuchSplit { .. } => PyKeyError::new_err(e.to_string()),
+        E::Conflict { .. } => ConflictError::new_err(e.to_string()),
         other => PyValueError::new_err(other.to_string()),
     }
 }
@@ -52,6 +61,7 @@ pub(crate) fn from_loader(e: beton_loader::Error) -> PyErr {
     use beton_loader::Error as E;
     match e {
         E::Storage(s) => storage(s),
+        E::Query(q) => from_query(q),
         E::Io { .. } => PyOSError::new_err(e.to_string()),
         // No driver, no such device, a failed kernel: what torch raises for CUDA trouble.
         E::Cuda(_) => PyRuntimeError::new_err(e.to_string()),

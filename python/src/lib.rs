@@ -7,6 +7,7 @@ mod dataset;
 mod errors;
 mod index_set;
 mod loader;
+mod version;
 mod writer;
 
 use pyo3::prelude::*;
@@ -16,6 +17,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<dataset::Dataset>()?;
+    m.add_class::<version::Version>()?;
     m.add_class::<index_set::IndexSet>()?;
     m.add_class::<loader::Loader>()?;
     m.add_class::<loader::Epoch>()?;

@@ -96,7 +96,7 @@ impl Loader {
                         index_list = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        dataset: &Dataset,
+        dataset: &Bound<'_, PyAny>,
         batch_size: i128,
         num_workers: i128,
         order: &str,
@@ -142,7 +142,19 @@ impl Loader {
                 )))
             }
         };
-        let mut b = beton_loader::Loader::builder(Arc::clone(&dataset.inner))
+        let b = if let Ok(d) = dataset.cast::<Dataset>() {
+            beton_loader::Loader::builder(Arc::clone(&d.get().inner))
+        } else if let Ok(v) = dataset.cast::<crate::version::Version>() {
+            let opened = v.get().opened();
+            beton_loader::Loader::builder_parts(
+                beton_loader::Parts::of_version(&opened.view).map_err(from_loader)?,
+            )
+        } else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "Loader takes a Dataset or a dataset Version",
+            ));
+        };
+        let mut b = b
             .batch_size(batch_size)
             .threads(num_workers)
             .order(order)

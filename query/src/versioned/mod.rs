@@ -730,6 +730,71 @@ impl VersionedDataset {
         Ok(report)
     }
 
+    /// Saves named splits `save` (sets of this version's indices; replacing splits of the same
+    /// name) and removes splits `remove`, as a new version. Splits are stored as row ids, so
+    /// they keep their rows through later edits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad name or an index past the end; [`Error::NoSuchSplit`]
+    /// for a split to remove that does not exist; as [`VersionedDataset::commit`].
+    pub fn save_splits(
+        &self,
+        save: &BTreeMap<String, IndexSet>,
+        remove: &[String],
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        for name in remove {
+            if !self.manifest.splits.contains_key(name) {
+                return Err(crate::splits::no_such_split(name, self.manifest.splits.keys()));
+            }
+        }
+        let ids = {
+            let view = self.view()?;
+            let table = view.table()?;
+            let ids = table.column("row_id")?;
+            ids.as_any()
+                .downcast_ref::<arrow_array::UInt64Array>()
+                .map(|a| a.values().to_vec())
+                .unwrap_or_default()
+        };
+        let mut files = BTreeMap::new();
+        for (name, set) in save {
+            let ok = !name.is_empty()
+                && name.len() <= 64
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:=".contains(&b));
+            if !ok {
+                return Err(Error::InvalidArgument {
+                    what: format!("split name {name:?}"),
+                    why: "must be 1 to 64 ASCII letters, digits or _ - . : =".into(),
+                });
+            }
+            let mut row_ids = Vec::with_capacity(set.len());
+            for i in set.iter() {
+                row_ids.push(*ids.get(i as usize).ok_or_else(|| Error::InvalidArgument {
+                    what: format!("split '{name}'"),
+                    why: format!(
+                        "index {i} is past the end of version {} ({} rows)",
+                        self.version(),
+                        ids.len()
+                    ),
+                })?);
+            }
+            row_ids.sort_unstable();
+            files.insert(
+                name.clone(),
+                write_index_file(&self.dir, SPLITS_DIR, &IndexSet::from_sorted(row_ids)?)?,
+            );
+        }
+        let operation = Operation::Splits { saved: save.keys().cloned().collect(), removed: remove.to_vec() };
+        self.commit(operation, message, &Touches::default(), |_, new| {
+            for name in remove {
+                new.splits.remove(name);
+            }
+            new.splits.extend(files.clone());
+            Ok(())
+        })
+    }
+
     /// Deletes the rows at `positions` (indices in this version), as a new version.
     ///
     /// # Errors
@@ -793,17 +858,21 @@ impl VersionedDataset {
 
     /// Adds the rows of the `.beton` file `file` as a new data file (hard-linked, never
     /// re-encoded), with new row ids. Its fields must include every field of the schema with
-    /// the same type (others are kept in the file but not visible).
+    /// the same type (others are kept in the file but not visible), except columns added to the
+    /// dataset, in which the new rows get the missing value: NaN for floats, 0, false, ''.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming a missing or mistyped field; as
     /// [`VersionedDataset::commit`].
     pub fn append_file(&self, file: &Path, message: &str) -> Result<VersionedDataset> {
         let ds = Dataset::open(file)?;
+        let mut missing = Vec::new();
         for field in &self.manifest.schema {
             let ty = field.field_type()?;
             match ds.fields().iter().find(|f| f.name() == field.name) {
                 Some(f) if *f.field_type() == ty => {}
+                // A column added to the dataset: the new rows get its missing value.
+                None if view::column_file_type(&ty).is_some() => missing.push((field.name.clone(), ty)),
                 Some(f) => {
                     return Err(Error::InvalidArgument {
                         what: format!("field '{}' of {}", field.name, file.display()),
@@ -820,6 +889,20 @@ impl VersionedDataset {
         }
         let data_file = link_data_file(&self.dir, file)?;
         let n = ds.num_samples();
+        let columns = match missing.is_empty() {
+            true => Vec::new(),
+            false => {
+                let filled = missing
+                    .iter()
+                    .map(|(name, ty)| {
+                        let picks = vec![(0usize, 0usize); n as usize];
+                        let missing = missing_value(ty);
+                        Ok((name.clone(), arrow_select::interleave::interleave(&[missing.as_ref()], &picks)?))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                vec![view::write_column_file(&self.dir, filled)?]
+            }
+        };
         self.commit(Operation::Append { rows: n }, message, &Touches::default(), |base, new| {
             new.fragments.push(Fragment {
                 id: base.next_fragment_id,
@@ -827,7 +910,7 @@ impl VersionedDataset {
                 num_rows: n,
                 row_ids: RowIds::Range { start: base.next_row_id },
                 deletions: None,
-                columns: Vec::new(),
+                columns: columns.clone(),
             });
             new.next_row_id = base.next_row_id + n;
             new.next_fragment_id = base.next_fragment_id + 1;
@@ -1007,6 +1090,14 @@ fn cast_values(name: &str, ty: &FieldType, values: &ArrayRef, count: usize) -> R
     let cast = arrow_cast::cast_with_options(values.as_ref(), &target, &options)
         .map_err(|e| bad(format!("{} values do not fit a {}: {e}", values.data_type(), ty.name())))?;
     Ok(cast)
+}
+
+/// The value appended rows get in a column added to the dataset that their file lacks.
+fn missing_value(ty: &FieldType) -> ArrayRef {
+    match ty {
+        FieldType::Float => std::sync::Arc::new(arrow_array::Float64Array::from(vec![f64::NAN])),
+        _ => default_value(ty),
+    }
 }
 
 /// The value deleted rows get in an added column (never visible).

@@ -1,0 +1,476 @@
+//! `Version`: one version of a dataset directory (docs/FORMAT.md §13): the same reads as
+//! `Dataset` (fields, samples, the table as an Arrow stream, SQL, splits) over its data files,
+//! and the edits, each committing a new version that this object then shows.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use arrow_array::{ArrayRef, RecordBatchReader};
+use beton_query::versioned::{Manifest, VersionRef, VersionView, VersionedDataset};
+use beton_query::IndexSet as RustIndexSet;
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+
+use crate::dataset::{stream_capsule, value_object};
+use crate::errors::{from_query, from_storage};
+use crate::index_set::IndexSet;
+
+/// (name, type, (dtype, shape) of arrays).
+type FieldInfo = (String, String, Option<(String, Vec<u64>)>);
+
+/// A version and its open data.
+pub(crate) struct Opened {
+    pub(crate) version: VersionedDataset,
+    pub(crate) view: VersionView,
+}
+
+impl Opened {
+    fn new(version: VersionedDataset) -> PyResult<Arc<Opened>> {
+        let view = version.view().map_err(from_query)?;
+        Ok(Arc::new(Opened { version, view }))
+    }
+}
+
+/// One version of a dataset directory.
+#[pyclass(module = "beton._native", frozen)]
+pub struct Version {
+    pub(crate) state: RwLock<Arc<Opened>>,
+}
+
+fn version_ref(version: Option<&Bound<'_, PyAny>>) -> PyResult<VersionRef> {
+    Ok(match version {
+        None => VersionRef::Latest,
+        Some(v) => match v.extract::<u64>() {
+            Ok(n) => VersionRef::Number(n),
+            Err(_) => VersionRef::Tag(v.extract::<String>()?),
+        },
+    })
+}
+
+/// A manifest as a dict (`beton log`'s fields).
+fn manifest_dict<'py>(py: Python<'py>, m: &Manifest) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("version", m.version)?;
+    d.set_item("parent", m.parent)?;
+    d.set_item("timestamp_ms", m.timestamp_ms)?;
+    d.set_item("operation", m.operation.name())?;
+    d.set_item("details", serde_json::to_string(&m.operation).unwrap_or_default())?;
+    d.set_item("message", &m.message)?;
+    d.set_item("num_rows", m.num_rows())?;
+    d.set_item("data_files", m.fragments.len())?;
+    d.set_item(
+        "deleted_rows",
+        m.fragments.iter().map(|f| f.deletions.as_ref().map_or(0, |d| d.count)).sum::<u64>(),
+    )?;
+    Ok(d)
+}
+
+impl Version {
+    pub(crate) fn opened(&self) -> Arc<Opened> {
+        Arc::clone(&self.state.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Runs an edit on the current version without the GIL and shows its result.
+    fn edit(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&VersionedDataset) -> beton_query::Result<VersionedDataset> + Send,
+    ) -> PyResult<u64> {
+        let current = self.opened();
+        let next = py.detach(|| f(&current.version)).map_err(from_query)?;
+        let opened = py.detach(|| Opened::new(next))?;
+        let v = opened.version.version();
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = opened;
+        Ok(v)
+    }
+}
+
+/// One Arrow column from an object with `__arrow_c_stream__` (a one-column table).
+fn one_column(values: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
+    let reader = crate::arrow_write::import_stream(values)?;
+    let schema = reader.schema();
+    let batches: Vec<_> =
+        reader.collect::<Result<_, _>>().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let batch = arrow_select::concat::concat_batches(&schema, &batches)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if batch.num_columns() != 1 {
+        return Err(PyValueError::new_err(format!(
+            "values: expected one column, got {}",
+            batch.num_columns()
+        )));
+    }
+    Ok(batch.column(0).clone())
+}
+
+#[pymethods]
+impl Version {
+    /// Opens version `version` (a number, a tag, or None for the latest) of the dataset at `dir`.
+    #[new]
+    #[pyo3(signature = (dir, version = None))]
+    fn open(py: Python<'_>, dir: PathBuf, version: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let at = version_ref(version)?;
+        let opened =
+            py.detach(|| VersionedDataset::open(&dir, at).map_err(from_query).and_then(Opened::new))?;
+        Ok(Version { state: RwLock::new(opened) })
+    }
+
+    /// Makes `dir` a dataset whose version 1 is the `.beton` file `file` (hard-linked).
+    #[staticmethod]
+    fn import_file(py: Python<'_>, dir: PathBuf, file: PathBuf) -> PyResult<Self> {
+        let opened =
+            py.detach(|| VersionedDataset::import(&dir, &file).map_err(from_query).and_then(Opened::new))?;
+        Ok(Version { state: RwLock::new(opened) })
+    }
+
+    /// True when `path` is a dataset directory.
+    #[staticmethod]
+    fn is_dataset_dir(path: PathBuf) -> bool {
+        VersionedDataset::is_dataset_dir(&path)
+    }
+
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.opened().version.dir().to_path_buf()
+    }
+
+    /// This version's number.
+    #[getter]
+    fn version(&self) -> u64 {
+        self.opened().version.version()
+    }
+
+    fn __len__(&self) -> usize {
+        self.opened().version.num_rows() as usize
+    }
+
+    /// `[(name, type, details)]`, as `Dataset.fields`.
+    fn fields(&self) -> PyResult<Vec<FieldInfo>> {
+        let opened = self.opened();
+        let schema = opened.view.schema().map_err(from_query)?;
+        Ok(schema
+            .iter()
+            .map(|(name, ty)| {
+                let kind = ty.kind();
+                let details = kind.element().map(|(d, s)| (d.typestr().to_string(), s.to_vec()));
+                (name.clone(), kind.short_name().to_string(), details)
+            })
+            .collect())
+    }
+
+    /// Sample `index` of this version, as `Dataset.get`.
+    #[pyo3(signature = (index, decode_images = true))]
+    fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
+        let opened = self.opened();
+        let n = opened.version.num_rows() as i64;
+        let i = if index < 0 { index + n } else { index };
+        if !(0..n).contains(&i) {
+            return Err(PyIndexError::new_err(format!("sample {index} of {n}")));
+        }
+        let table = opened.view.table().map_err(from_query)?;
+        let (ds, row) = table.locate(i as u64).map_err(from_query)?;
+        let out = PyDict::new(py);
+        let m = opened.version.manifest();
+        for (name, ty) in opened.view.schema().map_err(from_query)? {
+            let edited = m.fragments.iter().any(|f| f.column_file(&name).is_some());
+            let obj = if edited {
+                // Edited or added fields: one value of the table's column.
+                let column = table.column(&name).map_err(from_query)?;
+                let cell = arrow_select::take::take(
+                    column.as_ref(),
+                    &arrow_array::UInt64Array::from(vec![i as u64]),
+                    None,
+                )
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                let value = owned_cell(&cell)?;
+                value_object(py, value.as_value(), &ty, decode_images)?
+            } else {
+                let k = ds.field_index(&name).map_err(from_storage)?;
+                let value = ds.get(row, k).map_err(from_storage)?;
+                value_object(py, value, &ty, decode_images)?
+            };
+            out.set_item(name, obj)?;
+        }
+        Ok(out)
+    }
+
+    /// The table's columns (all, or `columns`) as an Arrow C stream capsule.
+    #[pyo3(signature = (columns = None))]
+    fn table_stream<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let opened = self.opened();
+        let batch = py
+            .detach(|| {
+                let table = opened.view.table()?;
+                let names: Vec<String> = match columns {
+                    Some(c) => c,
+                    None => table.column_names().into_iter().map(String::from).collect(),
+                };
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                table.record_batch(&names)
+            })
+            .map_err(from_query)?;
+        stream_capsule(py, batch)
+    }
+
+    /// The column names of the table.
+    fn column_names(&self) -> PyResult<Vec<String>> {
+        let opened = self.opened();
+        let table = opened.view.table().map_err(from_query)?;
+        Ok(table.column_names().into_iter().map(String::from).collect())
+    }
+
+    /// `SELECT …` → an Arrow C stream capsule of the result.
+    fn query_stream<'py>(&self, py: Python<'py>, sql: String) -> PyResult<Bound<'py, PyCapsule>> {
+        let opened = self.opened();
+        let batch = py.detach(|| beton_query::query(&opened.view.table()?, &sql)).map_err(from_query)?;
+        stream_capsule(py, batch)
+    }
+
+    /// The indices a predicate or `SELECT` matches.
+    fn select(&self, py: Python<'_>, sql: String) -> PyResult<IndexSet> {
+        let opened = self.opened();
+        let set =
+            py.detach(|| beton_query::select_indices(&opened.view.table()?, &sql)).map_err(from_query)?;
+        Ok(IndexSet::wrap(set))
+    }
+
+    /// The named splits (as indices of this version), by name.
+    fn splits(&self) -> PyResult<BTreeMap<String, IndexSet>> {
+        let opened = self.opened();
+        let table = opened.view.table().map_err(from_query)?;
+        opened
+            .version
+            .manifest()
+            .splits
+            .keys()
+            .map(|n| Ok((n.clone(), IndexSet::wrap(table.split(n).map_err(from_query)?.as_ref().clone()))))
+            .collect()
+    }
+
+    /// Named split `name`.
+    fn split(&self, name: &str) -> PyResult<IndexSet> {
+        let opened = self.opened();
+        let table = opened.view.table().map_err(from_query)?;
+        Ok(IndexSet::wrap(table.split(name).map_err(from_query)?.as_ref().clone()))
+    }
+
+    /// Every committed version's log entry, oldest first.
+    fn versions<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let all = self.opened().version.versions().map_err(from_query)?;
+        all.iter().map(|m| manifest_dict(py, m)).collect()
+    }
+
+    /// `{tag: version}`.
+    fn tags(&self) -> PyResult<BTreeMap<String, u64>> {
+        self.opened().version.tags().map_err(from_query)
+    }
+
+    /// Names this version.
+    fn tag(&self, name: &str) -> PyResult<()> {
+        self.opened().version.tag(name).map_err(from_query)
+    }
+
+    /// Deletes rows (a SQL predicate or an IndexSet of indices); returns the new version.
+    #[pyo3(signature = (sql = None, rows = None, message = String::new()))]
+    fn delete(
+        &self,
+        py: Python<'_>,
+        sql: Option<String>,
+        rows: Option<IndexSet>,
+        message: String,
+    ) -> PyResult<u64> {
+        match (sql, rows) {
+            (Some(sql), None) => self.edit(py, |v| v.delete_where(&sql, &message)),
+            (None, Some(rows)) => self.edit(py, |v| v.delete(&rows.inner, None, &message)),
+            _ => Err(PyValueError::new_err("delete takes a SQL predicate or an IndexSet, one of them")),
+        }
+    }
+
+    /// Sets fields to SQL expressions on the rows a predicate picks (all for None).
+    #[pyo3(signature = (set, sql = None, message = String::new()))]
+    fn update(
+        &self,
+        py: Python<'_>,
+        set: Vec<(String, String)>,
+        sql: Option<String>,
+        message: String,
+    ) -> PyResult<u64> {
+        self.edit(py, |v| v.update(sql.as_deref(), &set, &message))
+    }
+
+    /// Sets field values of rows `rows`: `values` maps each field to a one-column Arrow stream.
+    #[pyo3(signature = (rows, values, message = String::new()))]
+    fn update_rows(
+        &self,
+        py: Python<'_>,
+        rows: IndexSet,
+        values: Vec<(String, Bound<'_, PyAny>)>,
+        message: String,
+    ) -> PyResult<u64> {
+        let values =
+            values.iter().map(|(n, v)| Ok((n.clone(), one_column(v)?))).collect::<PyResult<Vec<_>>>()?;
+        self.edit(py, |v| v.update_rows(&rows.inner, values, &message))
+    }
+
+    /// Adds a field: `sql` computes it per row, or `values` (a one-column Arrow stream) gives it
+    /// with type `type_name` (int, float, bool, text; from the values when None).
+    #[pyo3(signature = (name, sql = None, values = None, type_name = None, message = String::new()))]
+    fn add_column(
+        &self,
+        py: Python<'_>,
+        name: String,
+        sql: Option<String>,
+        values: Option<Bound<'_, PyAny>>,
+        type_name: Option<String>,
+        message: String,
+    ) -> PyResult<u64> {
+        match (sql, values) {
+            (Some(sql), None) => self.edit(py, |v| v.add_column_sql(&name, &sql, &message)),
+            (None, Some(values)) => {
+                let array = one_column(&values)?;
+                let ty = match type_name {
+                    Some(t) => {
+                        beton_storage::FieldType::from_short_name(&t, None, None).map_err(from_storage)?
+                    }
+                    None => match array.data_type() {
+                        arrow_schema::DataType::Boolean => beton_storage::FieldType::Bool,
+                        t if t.is_floating() => beton_storage::FieldType::Float,
+                        t if t.is_integer() => beton_storage::FieldType::Int,
+                        arrow_schema::DataType::Utf8
+                        | arrow_schema::DataType::LargeUtf8
+                        | arrow_schema::DataType::Utf8View => beton_storage::FieldType::Text,
+                        other => {
+                            return Err(PyValueError::new_err(format!(
+                                "column '{name}': {other} values; a column holds int, float, bool or text"
+                            )))
+                        }
+                    },
+                };
+                self.edit(py, |v| v.add_column(&name, &ty, &array, &message))
+            }
+            _ => Err(PyValueError::new_err("add_column takes a SQL expression or values, one of them")),
+        }
+    }
+
+    /// Removes a field from the schema.
+    #[pyo3(signature = (name, message = String::new()))]
+    fn drop_column(&self, py: Python<'_>, name: String, message: String) -> PyResult<u64> {
+        self.edit(py, |v| v.drop_column(&name, &message))
+    }
+
+    /// Adds the rows of a `.beton` file (hard-linked, never re-encoded).
+    #[pyo3(signature = (file, message = String::new()))]
+    fn append_file(&self, py: Python<'_>, file: PathBuf, message: String) -> PyResult<u64> {
+        self.edit(py, |v| v.append_file(&file, &message))
+    }
+
+    /// Makes version `version` the latest again, as a new version.
+    fn restore(&self, py: Python<'_>, version: u64) -> PyResult<u64> {
+        self.edit(py, |v| v.restore(version))
+    }
+
+    /// Folds data files, deletions and column files into one new data file.
+    #[pyo3(signature = (num_workers = 0, message = String::new()))]
+    fn compact(&self, py: Python<'_>, num_workers: usize, message: String) -> PyResult<u64> {
+        self.edit(py, |v| v.compact(num_workers, &message))
+    }
+
+    /// Removes old versions and unreferenced files: `(versions, files, bytes)` removed.
+    #[pyo3(signature = (keep_versions = 1, grace_seconds = 3600.0))]
+    fn cleanup(
+        &self,
+        py: Python<'_>,
+        keep_versions: usize,
+        grace_seconds: f64,
+    ) -> PyResult<(Vec<u64>, Vec<String>, u64)> {
+        let opened = self.opened();
+        let grace = std::time::Duration::try_from_secs_f64(grace_seconds)
+            .map_err(|e| PyValueError::new_err(format!("grace_seconds: {e}")))?;
+        let r = py.detach(|| opened.version.cleanup(keep_versions, grace)).map_err(from_query)?;
+        Ok((r.versions, r.files, r.bytes))
+    }
+
+    /// Writes rows (all, or an IndexSet of indices) as one standalone `.beton` file FFCV loads.
+    #[pyo3(signature = (path, rows = None, num_workers = 0))]
+    fn export(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        rows: Option<IndexSet>,
+        num_workers: usize,
+    ) -> PyResult<u64> {
+        let opened = self.opened();
+        let report = py
+            .detach(|| opened.version.export(&path, rows.as_ref().map(|r| &r.inner), num_workers))
+            .map_err(from_query)?;
+        Ok(report.num_samples)
+    }
+
+    /// Saves named splits (IndexSets of this version's indices) as a new version.
+    #[pyo3(signature = (sets, message = String::new()))]
+    fn save_splits(
+        &self,
+        py: Python<'_>,
+        sets: BTreeMap<String, IndexSet>,
+        message: String,
+    ) -> PyResult<u64> {
+        let sets: BTreeMap<String, RustIndexSet> = sets.into_iter().map(|(n, s)| (n, s.inner)).collect();
+        self.edit(py, |v| v.save_splits(&sets, &[], &message))
+    }
+
+    /// Removes named splits, as a new version.
+    #[pyo3(signature = (names, message = String::new()))]
+    fn remove_splits(&self, py: Python<'_>, names: Vec<String>, message: String) -> PyResult<u64> {
+        self.edit(py, |v| v.save_splits(&BTreeMap::new(), &names, &message))
+    }
+
+    fn __repr__(&self) -> String {
+        let opened = self.opened();
+        let m = opened.version.manifest();
+        let names: Vec<&str> = m.schema.iter().map(|f| f.name.as_str()).collect();
+        format!(
+            "Dataset('{}', version {}, {} samples in {} data files, fields: {})",
+            opened.version.dir().display(),
+            m.version,
+            m.num_rows(),
+            m.fragments.len(),
+            names.join(", ")
+        )
+    }
+}
+
+/// An owned cell of a column-file column (int, float, bool, text).
+enum Cell {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(String),
+}
+
+impl Cell {
+    fn as_value(&self) -> beton_storage::Value<'_> {
+        match self {
+            Cell::Int(v) => beton_storage::Value::Int(*v),
+            Cell::Float(v) => beton_storage::Value::Float(*v),
+            Cell::Bool(v) => beton_storage::Value::Bool(*v),
+            Cell::Text(t) => beton_storage::Value::Text(t),
+        }
+    }
+}
+
+fn owned_cell(cell: &ArrayRef) -> PyResult<Cell> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type};
+    Ok(match cell.data_type() {
+        arrow_schema::DataType::Int64 => Cell::Int(cell.as_primitive::<Int64Type>().value(0)),
+        arrow_schema::DataType::Float64 => Cell::Float(cell.as_primitive::<Float64Type>().value(0)),
+        arrow_schema::DataType::Boolean => Cell::Bool(cell.as_boolean().value(0)),
+        arrow_schema::DataType::Utf8 => Cell::Text(cell.as_string::<i32>().value(0).to_string()),
+        other => return Err(PyValueError::new_err(format!("a column file holds {other} values"))),
+    })
+}

@@ -1,0 +1,126 @@
+"""Dataset directories from Python: import, edits as versions, time travel, the Loader on a
+version, export, compact, cleanup, concat, diff, a writer given a directory."""
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import beton
+from beton.fields import IntField, RGBImageField
+from beton.loader import Loader, OrderOption
+from beton.writer import DatasetWriter
+
+IMAGEFOLDER = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data", "imagefolder")
+
+
+def labels(ds):
+    return ds.table(["label"]).column("label").to_pylist()
+
+
+def loaded_labels(ds, **kw):
+    loader = Loader(ds, batch_size=7, order=OrderOption.SEQUENTIAL, drop_last=False,
+                    pipelines={"image": None}, **kw)
+    return [int(x) for batch in loader for x in np.asarray(batch[0]).reshape(-1)]
+
+
+@pytest.fixture()
+def folder_ds(tmp_path):
+    out = tmp_path / "a.beton"
+    DatasetWriter(out, {"image": RGBImageField(max_resolution=64), "label": IntField()},
+                  progress=False).from_imagefolder(IMAGEFOLDER)
+    return out
+
+
+def test_curation_session(folder_ds, tmp_path):
+    ds = beton.import_file(tmp_path / "ds", folder_ds)
+    n = len(ds)
+    assert ds.version == 1 and n == 155
+    first = labels(ds)
+
+    # Relabel, delete, add a column (SQL and values), each a new version.
+    ds.update({"label": 9}, where="label = 5")
+    assert ds.version == 2 and labels(ds).count(9) == first.count(5)
+    ds.delete("label = 0")
+    assert len(ds) == n - first.count(0)
+    ds.add_column("score", np.linspace(0, 1, len(ds)))
+    ds.add_column("wide", "image.width > image.height")
+    assert ds.table(["score"]).column("score").type == pa.float64()
+    assert ds.where("score > 0.5 AND wide").tolist() == [
+        i for i, (s, w) in enumerate(zip(np.linspace(0, 1, len(ds)), ds.table(["wide"]).column("wide").to_pylist()))
+        if s > 0.5 and w]
+    ds.update_rows([0, 1], {"score": [5.0, 6.0]})
+    assert ds[0]["score"] == 5.0 and ds[1]["score"] == 6.0
+    ds.tag("curated")
+
+    # Append an ImageFolder: the added column gets NaN in the new rows.
+    before = len(ds)
+    ds.append(IMAGEFOLDER, max_resolution=64)
+    assert len(ds) == before + 155
+    assert np.isnan(ds[len(ds) - 1]["score"])
+
+    # The Loader trains on the version: its rows, in index order, edited labels included.
+    assert loaded_labels(ds) == labels(ds)
+    assert loaded_labels(str(tmp_path / "ds"), version="curated") == labels(beton.open(tmp_path / "ds", version="curated"))
+
+    # Time travel and history.
+    v1 = beton.open(tmp_path / "ds", version=1)
+    assert labels(v1) == first
+    ops = [v["operation"] for v in ds.versions()]
+    assert ops == ["import", "update", "delete", "add_column", "add_column", "update", "append"]
+    d = ds.diff(1, ds.version)
+    assert len(d["deleted"]) == first.count(0) and len(d["added"]) == 155
+    assert len(d["changed"]["label"]) == first.count(5)
+    assert "score" in d["added_columns"]
+    ds.restore("curated")
+    assert len(ds) == before
+
+    # Compact, export (FFCV's format; splits kept), cleanup.
+    ds.save_splits(val=ds.where("label = 9"))
+    ds.compact()
+    assert len(ds.versions()[-1]) and ds.versions()[-1]["data_files"] == 1
+    assert ds.split("val").tolist() == ds.where("label = 9").tolist()
+    out = tmp_path / "export.beton"
+    assert ds.export(out, where="score < 0.5") == len(ds.where("score < 0.5"))
+    exported = beton.open(out)
+    assert labels(exported) == [l for l, s in zip(labels(ds), ds.table(["score"]).column("score").to_pylist()) if s < 0.5]
+    removed = ds.cleanup(keep_versions=1, older_than_seconds=0)
+    assert removed["versions"] and removed["bytes"] > 0
+    assert labels(beton.open(tmp_path / "ds")) == labels(ds)
+    assert beton.open(tmp_path / "ds", version="curated").version == 6  # tagged: kept
+
+
+def test_errors_name_what_is_wrong(folder_ds, tmp_path):
+    with pytest.raises(TypeError, match="read-only"):
+        beton.open(folder_ds).delete("label = 1")
+    ds = beton.import_file(tmp_path / "ds", folder_ds)
+    with pytest.raises(KeyError, match="nope"):
+        ds.update({"nope": 1})
+    with pytest.raises(ValueError, match="exists already"):
+        ds.add_column("label", [1] * len(ds))
+    with pytest.raises(ValueError, match="3 values for 155 rows"):
+        ds.add_column("x", [1, 2, 3])
+    with pytest.raises(ValueError, match="no version 42"):
+        beton.open(tmp_path / "ds", version=42)
+    with pytest.raises(ValueError, match="SQL"):
+        ds.delete("label = ")
+    # A concurrent schema change loses with a ConflictError, and nothing is committed.
+    other = beton.open(tmp_path / "ds")
+    ds.add_column("a", "label + 1")
+    with pytest.raises(beton.ConflictError):
+        other.drop_column("label")
+    assert [v["operation"] for v in ds.versions()] == ["import", "add_column"]
+
+
+def test_writer_given_a_directory_and_concat(tmp_path, folder_ds):
+    d = tmp_path / "made"
+    w = DatasetWriter(str(d) + os.sep, {"image": RGBImageField(max_resolution=32), "label": IntField()},
+                      progress=False)
+    w.from_imagefolder(IMAGEFOLDER)
+    ds = beton.open(d)
+    assert ds.version == 1 and len(ds) == 155
+    w.from_imagefolder(IMAGEFOLDER)  # into an existing dataset: appended as a new version
+    assert beton.open(d).version == 2 and len(beton.open(d)) == 310
+    both = beton.concat([folder_ds, d], tmp_path / "both")
+    assert len(both) == 155 + 310 and labels(both)[:155] == labels(beton.open(folder_ds))
