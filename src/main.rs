@@ -34,13 +34,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Print a file's header, fields and sizes (bytes per field, jpg/raw image counts).
+    /// Print a file's header, fields and sizes (bytes per field, jpg/raw image counts); for a
+    /// dataset directory its version, data files, pending deletions, column files and splits.
     Info {
-        /// The .beton file.
+        /// The .beton file or dataset directory.
         file: PathBuf,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// The version of a dataset directory (a number or a tag; default the latest).
+        #[arg(long)]
+        version: Option<String>,
         /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
@@ -58,8 +62,11 @@ enum Command {
     },
     /// Run SQL on the data table: `SELECT ... FROM samples ...` or a bare predicate (`label < 3`).
     Query {
-        /// The .beton file.
+        /// The .beton file or dataset directory.
         file: PathBuf,
+        /// The version of a dataset directory (a number or a tag; default the latest).
+        #[arg(long)]
+        version: Option<String>,
         /// The query.
         sql: String,
         /// Print one JSON object a row.
@@ -167,7 +174,13 @@ enum Mode {
 fn main() {
     let cli = Cli::parse();
     let (name, result) = match cli.command {
-        Command::Info { file, json, custom } => ("info", info(&file, json, &custom)),
+        Command::Info { file, json, version, custom } => match versions::is_dataset(&file) {
+            true => ("info", versions::info(&file, version.as_deref(), json)),
+            false => (
+                "info",
+                versions::file_version(&file, version.as_deref()).and_then(|()| info(&file, json, &custom)),
+            ),
+        },
         Command::Verify { file, decode_images, custom } => ("verify", verify(&file, decode_images, &custom)),
         Command::Show { file, index, out, field, custom } => {
             ("show", show::run(&file, &custom, index, field.as_deref(), out.as_deref()))
@@ -177,7 +190,7 @@ fn main() {
         Command::Split { action } => ("split", split::run(&action)),
         Command::Versions(action) => (action.name(), versions::run(&action)),
         Command::Bench(args) => ("bench", bench::run(&args)),
-        Command::Query { file, sql, json, ids, custom } => {
+        Command::Query { file, version, sql, json, ids, custom } => {
             let output = if ids {
                 query::Output::Ids
             } else if json {
@@ -185,7 +198,7 @@ fn main() {
             } else {
                 query::Output::Table
             };
-            ("query", query::run(&file, &custom, &sql, output))
+            ("query", query::run(&file, version.as_deref(), &custom, &sql, output))
         }
     };
     let failed = |e: anyhow::Error| -> ! {

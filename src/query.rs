@@ -21,19 +21,35 @@ pub enum Output {
     Ids,
 }
 
-/// Runs `sql` on the data table of `file`; returns what to print.
-pub fn run(file: &Path, custom: &[String], sql: &str, output: Output) -> Result<String> {
+/// Runs `sql` on the data table of `file` (a version of it, for a dataset directory); returns
+/// what to print.
+pub fn run(
+    file: &Path,
+    version: Option<&str>,
+    custom: &[String],
+    sql: &str,
+    output: Output,
+) -> Result<String> {
+    if crate::versions::is_dataset(file) {
+        let v = beton_query::versioned::VersionedDataset::open(file, crate::versions::version_ref(version))?;
+        let view = v.view()?;
+        return render(&view.table()?, sql, output);
+    }
+    crate::versions::file_version(file, version)?;
     let ds = crate::open_for_query(file, custom)?;
-    let table = Table::new(&ds);
+    render(&Table::new(&ds), sql, output)
+}
+
+fn render(table: &Table<'_>, sql: &str, output: Output) -> Result<String> {
     if output == Output::Ids {
-        let ids = beton_query::select_indices(&table, sql)?;
+        let ids = beton_query::select_indices(table, sql)?;
         let mut out = String::with_capacity(ids.len() * 8);
         for id in ids.iter() {
             let _ = writeln!(out, "{id}");
         }
         return Ok(out);
     }
-    let batch = beton_query::query(&table, sql)?;
+    let batch = beton_query::query(table, sql)?;
     Ok(match output {
         Output::Json => json_lines(&batch)?,
         _ => text_table(&batch)?,

@@ -1,5 +1,6 @@
-//! `beton import`, `append`, `log`, `tag` and `restore`: dataset directories and their versions
-//! (docs/FORMAT.md §13). The work is in `beton_query::versioned`.
+//! `beton import`, `append`, `update`, `delete`, `add-column`, `drop-column`, `log`, `diff`,
+//! `tag`, `restore`, `compact`, `cleanup`, `export`, and `info` on a directory: dataset
+//! directories and their versions (docs/FORMAT.md §13). The work is in `beton_query::versioned`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,165 @@ pub enum Action {
         /// The version to restore.
         version: u64,
     },
+    /// Set fields to SQL expressions (`--set label=3 --set "caption='ok'"`) on the rows a
+    /// predicate picks (all without --where), as a new version.
+    Update {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// FIELD=SQL expression; repeat for several fields.
+        #[arg(long = "set", value_name = "FIELD=EXPR", required = true)]
+        set: Vec<String>,
+        /// The rows to change: a SQL predicate.
+        #[arg(long = "where")]
+        predicate: Option<String>,
+        /// A message for the log.
+        #[arg(short, long, default_value = "")]
+        message: String,
+    },
+    /// Delete the rows a SQL predicate picks, as a new version.
+    Delete {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The predicate.
+        predicate: String,
+        /// A message for the log.
+        #[arg(short, long, default_value = "")]
+        message: String,
+    },
+    /// Add a field computed by a SQL expression over each row, as a new version.
+    AddColumn {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The new field's name.
+        name: String,
+        /// The SQL expression (its type decides the field's: int, float, bool, text).
+        expr: String,
+        /// A message for the log.
+        #[arg(short, long, default_value = "")]
+        message: String,
+    },
+    /// Remove a field from the schema, as a new version (older versions keep it).
+    DropColumn {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The field.
+        name: String,
+        /// A message for the log.
+        #[arg(short, long, default_value = "")]
+        message: String,
+    },
+    /// Show what changed between two versions: rows added and deleted, cells changed per column.
+    Diff {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The older version (number or tag; default: the newer one's parent).
+        from: Option<String>,
+        /// The newer version (number or tag; default: the latest).
+        to: Option<String>,
+        /// Print JSON with every row id.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fold data files, deletions and column files into one data file, as a new version.
+    Compact {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// Encoding threads (0: all cores).
+        #[arg(long, default_value_t = 0)]
+        workers: usize,
+        /// A message for the log.
+        #[arg(short, long, default_value = "")]
+        message: String,
+    },
+    /// Remove old versions (tagged ones are kept) and every file no kept version references.
+    Cleanup {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// How many of the newest versions to keep.
+        #[arg(long, default_value_t = 1)]
+        keep: usize,
+        /// Leave files younger than this (a writer may be about to commit them).
+        #[arg(long, default_value_t = 3600.0)]
+        grace_seconds: f64,
+    },
+    /// Write a version's rows (all, or --where) as one standalone .beton file FFCV loads.
+    Export {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The .beton file to write.
+        out: PathBuf,
+        /// The rows: a SQL predicate.
+        #[arg(long = "where")]
+        predicate: Option<String>,
+        /// The version (number or tag; default the latest).
+        #[arg(long)]
+        version: Option<String>,
+    },
+}
+
+/// True for a dataset directory.
+pub fn is_dataset(path: &Path) -> bool {
+    VersionedDataset::is_dataset_dir(path)
+}
+
+/// `--version` on a plain `.beton` file: it has version 1 only.
+pub fn file_version(file: &Path, version: Option<&str>) -> Result<()> {
+    match version {
+        None | Some("1") => Ok(()),
+        Some(v) => bail!("{} is a .beton file, which has version 1 only (asked for {v})", file.display()),
+    }
+}
+
+/// Parses `--version`: a number or a tag (default the latest).
+pub fn version_ref(v: Option<&str>) -> VersionRef {
+    match v {
+        None => VersionRef::Latest,
+        Some(s) => s.parse().map(VersionRef::Number).unwrap_or_else(|_| VersionRef::Tag(s.to_string())),
+    }
+}
+
+/// `beton info DIR`: the version, its data files, pending deletions, column files and splits.
+pub fn info(dir: &Path, version: Option<&str>, json: bool) -> Result<String> {
+    let v = VersionedDataset::open(dir, version_ref(version))?;
+    let m = v.manifest();
+    if json {
+        return Ok(serde_json::to_string_pretty(m)? + "\n");
+    }
+    let latest = v.versions()?.last().map_or(m.version, |l| l.version);
+    let mut out = String::new();
+    let _ = writeln!(out, "{} (dataset directory)", dir.display());
+    let _ = writeln!(
+        out,
+        "  version {} of {latest}, {} rows, {} data files, made by {}{}",
+        m.version,
+        m.num_rows(),
+        m.fragments.len(),
+        m.operation.name(),
+        if m.message.is_empty() { String::new() } else { format!(" (\"{}\")", m.message) }
+    );
+    let fields: Vec<String> = m.schema.iter().map(|f| format!("{} {}", f.name, f.type_name)).collect();
+    let _ = writeln!(out, "  fields: {}", fields.join(", "));
+    for f in &m.fragments {
+        let deleted = f.deletions.as_ref().map_or(0, |d| d.count);
+        let _ = write!(out, "  data file {}: {} ({} rows", f.id, f.data_file, f.num_rows);
+        if deleted > 0 {
+            let _ = write!(out, ", {deleted} deleted pending compaction");
+        }
+        let edited: Vec<&str> = f.columns.iter().flat_map(|c| c.fields.iter().map(String::as_str)).collect();
+        if !edited.is_empty() {
+            let _ = write!(out, "; column files for {}", edited.join(", "));
+        }
+        let _ = writeln!(out, ")");
+    }
+    for (name, s) in &m.splits {
+        let _ = writeln!(out, "  split {name}: {} rows", s.count);
+    }
+    let tags = v.tags()?;
+    if !tags.is_empty() {
+        let tags: Vec<String> = tags.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        let _ = writeln!(out, "  tags: {}", tags.join(", "));
+    }
+    Ok(out)
 }
 
 impl Action {
@@ -64,6 +224,14 @@ impl Action {
             Action::Log { .. } => "log",
             Action::Tag { .. } => "tag",
             Action::Restore { .. } => "restore",
+            Action::Update { .. } => "update",
+            Action::Delete { .. } => "delete",
+            Action::AddColumn { .. } => "add-column",
+            Action::DropColumn { .. } => "drop-column",
+            Action::Diff { .. } => "diff",
+            Action::Compact { .. } => "compact",
+            Action::Cleanup { .. } => "cleanup",
+            Action::Export { .. } => "export",
         }
     }
 }
@@ -101,7 +269,103 @@ pub fn run(action: &Action) -> Result<String> {
                 v.num_rows()
             ))
         }
+        Action::Update { dir, set, predicate, message } => {
+            let set = set
+                .iter()
+                .map(|s| match s.split_once('=') {
+                    Some((f, e)) if !f.trim().is_empty() => Ok((f.trim().to_string(), e.to_string())),
+                    _ => bail!("--set {s:?}: expected FIELD=EXPR"),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let v = open(dir, VersionRef::Latest)?.update(predicate.as_deref(), &set, message)?;
+            let rows = match &v.manifest().operation {
+                beton_query::versioned::Operation::Update { rows, .. } => *rows,
+                _ => 0,
+            };
+            Ok(format!("{}: version {}, {rows} rows updated\n", dir.display(), v.version()))
+        }
+        Action::Delete { dir, predicate, message } => {
+            let before = open(dir, VersionRef::Latest)?;
+            let v = before.delete_where(predicate, message)?;
+            Ok(format!(
+                "{}: version {}, {} rows deleted, {} left\n",
+                dir.display(),
+                v.version(),
+                before.num_rows() - v.num_rows(),
+                v.num_rows()
+            ))
+        }
+        Action::AddColumn { dir, name, expr, message } => {
+            let v = open(dir, VersionRef::Latest)?.add_column_sql(name, expr, message)?;
+            Ok(format!("{}: version {}, column '{name}' added\n", dir.display(), v.version()))
+        }
+        Action::DropColumn { dir, name, message } => {
+            let v = open(dir, VersionRef::Latest)?.drop_column(name, message)?;
+            Ok(format!("{}: version {}, column '{name}' dropped\n", dir.display(), v.version()))
+        }
+        Action::Diff { dir, from, to, json } => diff(dir, from.as_deref(), to.as_deref(), *json),
+        Action::Compact { dir, workers, message } => {
+            let v = open(dir, VersionRef::Latest)?.compact(*workers, message)?;
+            Ok(format!(
+                "{}: version {}, {} rows in one data file\n",
+                dir.display(),
+                v.version(),
+                v.num_rows()
+            ))
+        }
+        Action::Cleanup { dir, keep, grace_seconds } => {
+            let grace = std::time::Duration::try_from_secs_f64(*grace_seconds)
+                .map_err(|e| anyhow::anyhow!("--grace-seconds {grace_seconds}: {e}"))?;
+            let r = open(dir, VersionRef::Latest)?.cleanup(*keep, grace)?;
+            Ok(format!(
+                "{}: removed {} versions and {} files ({} bytes)\n",
+                dir.display(),
+                r.versions.len(),
+                r.files.len(),
+                r.bytes
+            ))
+        }
+        Action::Export { dir, out, predicate, version } => {
+            let v = open(dir, version_ref(version.as_deref()))?;
+            let rows = match predicate {
+                Some(p) => Some(beton_query::select_indices(&v.view()?.table()?, p)?),
+                None => None,
+            };
+            let report = v.export(out, rows.as_ref(), 0)?;
+            Ok(format!("{}: {} rows of version {}\n", out.display(), report.num_samples, v.version()))
+        }
     }
+}
+
+fn diff(dir: &Path, from: Option<&str>, to: Option<&str>, json: bool) -> Result<String> {
+    let b = open(dir, version_ref(to))?;
+    let a = match (from, b.manifest().parent) {
+        (Some(f), _) => open(dir, version_ref(Some(f)))?,
+        (None, Some(p)) => open(dir, VersionRef::Number(p))?,
+        (None, None) => b.clone(),
+    };
+    let d = beton_query::versioned::diff(&a, &b)?;
+    if json {
+        let value = serde_json::json!({
+            "from": d.from, "to": d.to, "added": d.added, "deleted": d.deleted,
+            "added_columns": d.added_columns, "dropped_columns": d.dropped_columns, "changed": d.changed,
+        });
+        return Ok(serde_json::to_string_pretty(&value)? + "\n");
+    }
+    let mut out = format!("version {} -> {}\n", d.from, d.to);
+    let _ = writeln!(out, "  rows added: {}, deleted: {}", d.added.len(), d.deleted.len());
+    for c in &d.added_columns {
+        let _ = writeln!(out, "  column added: {c}");
+    }
+    for c in &d.dropped_columns {
+        let _ = writeln!(out, "  column dropped: {c}");
+    }
+    for (c, rows) in &d.changed {
+        let head: Vec<String> = rows.iter().take(8).map(u64::to_string).collect();
+        let more = if rows.len() > 8 { ", ..." } else { "" };
+        let _ = writeln!(out, "  {c}: {} rows changed (row ids {}{more})", rows.len(), head.join(", "));
+    }
+    Ok(out)
 }
 
 fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {

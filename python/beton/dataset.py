@@ -286,36 +286,11 @@ class Dataset:
         pq.write_table(self.table(columns), str(path))
 
     def diff(self, a=None, b=None) -> Dict[str, Any]:
-        """What changed from version ``a`` to ``b`` (default: the parent of this version and this
-        version): ``added`` and ``deleted`` row ids, and ``changed``: for each column present in
-        both, the row ids whose value differs."""
-        import pyarrow.compute as pc
-
-        self._editable("diff")
-        new = Dataset(self.path, version=self.version if b is None else b)
-        if a is None:
-            a = next(v["parent"] for v in new.versions() if v["version"] == new.version)
-        old = Dataset(self.path, version=a if a is not None else new.version)
-        ta, tb = old.table(), new.table()
-        ida, idb = ta.column("row_id").to_numpy(), tb.column("row_id").to_numpy()
-        added = np.setdiff1d(idb, ida)
-        deleted = np.setdiff1d(ida, idb)
-        common, ia, ib = np.intersect1d(ida, idb, assume_unique=True, return_indices=True)
-        changed = {}
-        for name in tb.column_names:
-            if name in ("index", "row_id") or name not in ta.column_names:
-                continue
-            va, vb = ta.column(name).take(ia), tb.column(name).take(ib)
-            if va.type != vb.type:
-                changed[name] = common.tolist()
-                continue
-            differs = pc.fill_null(pc.not_equal(va, vb), True).to_numpy(zero_copy_only=False)
-            if differs.any():
-                changed[name] = common[differs].tolist()
-        return {"from": old.version, "to": new.version, "added": added.tolist(), "deleted": deleted.tolist(),
-                "added_columns": [c for c in tb.column_names if c not in ta.column_names],
-                "dropped_columns": [c for c in ta.column_names if c not in tb.column_names],
-                "changed": changed}
+        """What changed from version ``a`` to ``b`` (numbers or tags; default: this version's
+        parent to this version): ``added`` and ``deleted`` row ids, ``added_columns``,
+        ``dropped_columns``, and ``changed``: for each column of both, the row ids whose value
+        differs."""
+        return self._editable("diff").diff(a, b)
 
 
 def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Dataset:  # noqa: A001

@@ -429,6 +429,41 @@ impl Version {
         self.edit(py, |v| v.save_splits(&BTreeMap::new(), &names, &message))
     }
 
+    /// What changed from version `a` to version `b` (numbers or tags; default: this version's
+    /// parent to this version): a dict of `from`, `to`, `added` and `deleted` row ids,
+    /// `added_columns`, `dropped_columns` and `changed` (column → row ids).
+    #[pyo3(signature = (a = None, b = None))]
+    fn diff<'py>(
+        &self,
+        py: Python<'py>,
+        a: Option<&Bound<'_, PyAny>>,
+        b: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let opened = self.opened();
+        let dir = opened.version.dir().to_path_buf();
+        let vb = match b {
+            None => opened.version.clone(),
+            Some(b) => VersionedDataset::open(&dir, version_ref(Some(b))?).map_err(from_query)?,
+        };
+        let va = match a {
+            Some(a) => VersionedDataset::open(&dir, version_ref(Some(a))?).map_err(from_query)?,
+            None => match vb.manifest().parent {
+                Some(p) => VersionedDataset::open(&dir, VersionRef::Number(p)).map_err(from_query)?,
+                None => vb.clone(),
+            },
+        };
+        let d = py.detach(|| beton_query::versioned::diff(&va, &vb)).map_err(from_query)?;
+        let out = PyDict::new(py);
+        out.set_item("from", d.from)?;
+        out.set_item("to", d.to)?;
+        out.set_item("added", d.added)?;
+        out.set_item("deleted", d.deleted)?;
+        out.set_item("added_columns", d.added_columns)?;
+        out.set_item("dropped_columns", d.dropped_columns)?;
+        out.set_item("changed", d.changed)?;
+        Ok(out)
+    }
+
     fn __repr__(&self) -> String {
         let opened = self.opened();
         let m = opened.version.manifest();

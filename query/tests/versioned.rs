@@ -312,3 +312,26 @@ fn export_and_compact_copy_payloads_and_keep_row_ids_and_splits() {
     // The original file, hard-linked into the dataset, is untouched by all of it.
     assert_eq!(Dataset::open(&file).unwrap().num_samples(), 8);
 }
+
+#[test]
+fn diff_names_rows_and_cells() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, 0, 6);
+    let dir = tmp.path().join("ds");
+    let v1 = VersionedDataset::import(&dir, &file).unwrap();
+    let v2 = v1.delete_where("label = 1", "").unwrap();
+    let v3 = v2.update(Some("label >= 4"), &[("label".into(), "label * 10".into())], "").unwrap();
+    let more = tmp.path().join("b.beton");
+    write(&more, 100, 2);
+    let v4 = v3.append_file(&more, "").unwrap().add_column_sql("big", "label > 10", "").unwrap();
+    let d = beton_query::versioned::diff(&v1, &v4).unwrap();
+    assert_eq!((d.from, d.to), (1, 5));
+    assert_eq!(d.added, vec![6, 7]);
+    assert_eq!(d.deleted, vec![1]);
+    assert_eq!(d.added_columns, vec!["big".to_string()]);
+    assert_eq!(d.changed.get("label"), Some(&vec![4, 5]));
+    assert_eq!(d.changed.len(), 1, "{:?}", d.changed);
+    let none = beton_query::versioned::diff(&v4, &v4).unwrap();
+    assert!(none.added.is_empty() && none.deleted.is_empty() && none.changed.is_empty());
+}

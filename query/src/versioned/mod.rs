@@ -9,6 +9,7 @@
 //! re-applied on the newer version and retried; others fail with [`Error::Conflict`].
 
 pub mod commit;
+pub mod diff;
 pub mod manifest;
 pub mod view;
 
@@ -20,6 +21,7 @@ use beton_storage::{Dataset, FieldType};
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
 use commit::{io, list_versions, publish, read_manifest, write_new_file, Published, TAGS_DIR};
+pub use diff::{diff, Diff};
 pub use manifest::{ColumnFile, FileRef, Fragment, Manifest, Operation, RowIds, SchemaField};
 pub use view::VersionView;
 

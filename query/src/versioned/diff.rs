@@ -1,0 +1,90 @@
+//! What changed between two versions of a dataset: rows added and deleted (by row id), columns
+//! added and dropped, and for each column both have, the rows whose value differs.
+
+use std::collections::BTreeMap;
+
+use arrow_array::{Array, UInt64Array};
+
+use super::VersionedDataset;
+use crate::error::Result;
+
+/// The changes from one version to another.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// The older version.
+    pub from: u64,
+    /// The newer version.
+    pub to: u64,
+    /// Row ids in `to` only.
+    pub added: Vec<u64>,
+    /// Row ids in `from` only.
+    pub deleted: Vec<u64>,
+    /// Columns in `to` only.
+    pub added_columns: Vec<String>,
+    /// Columns in `from` only.
+    pub dropped_columns: Vec<String>,
+    /// For each column of both, the row ids (in both) whose value differs.
+    pub changed: BTreeMap<String, Vec<u64>>,
+}
+
+/// The row ids of a table's `row_id` column.
+fn row_ids(table: &crate::Table<'_>) -> Result<Vec<u64>> {
+    let ids = table.column("row_id")?;
+    Ok(ids.as_any().downcast_ref::<UInt64Array>().map(|a| a.values().to_vec()).unwrap_or_default())
+}
+
+/// The differences from `a` to `b`.
+///
+/// # Errors
+/// Errors opening either version's data.
+pub fn diff(a: &VersionedDataset, b: &VersionedDataset) -> Result<Diff> {
+    let (va, vb) = (a.view()?, b.view()?);
+    let (ta, tb) = (va.table()?, vb.table()?);
+    let (ida, idb) = (row_ids(&ta)?, row_ids(&tb)?);
+    let mut pos_a: Vec<(u64, u64)> = ida.iter().copied().zip(0u64..).collect();
+    pos_a.sort_unstable();
+    let mut sorted_b = idb.clone();
+    sorted_b.sort_unstable();
+    let added =
+        sorted_b.iter().copied().filter(|id| pos_a.binary_search_by_key(id, |p| p.0).is_err()).collect();
+    let deleted = pos_a.iter().map(|p| p.0).filter(|id| sorted_b.binary_search(id).is_err()).collect();
+    // Rows of both: positions in a and in b, in b's order.
+    let (mut in_a, mut in_b, mut ids) = (Vec::new(), Vec::new(), Vec::new());
+    for (j, id) in idb.iter().enumerate() {
+        if let Ok(k) = pos_a.binary_search_by_key(id, |p| p.0) {
+            in_a.push(pos_a[k].1);
+            in_b.push(j as u64);
+            ids.push(*id);
+        }
+    }
+    let (in_a, in_b) = (UInt64Array::from(in_a), UInt64Array::from(in_b));
+    let names_a = ta.column_names();
+    let names_b = tb.column_names();
+    let mut changed = BTreeMap::new();
+    for name in &names_b {
+        if *name == "index" || *name == "row_id" || !names_a.contains(name) {
+            continue;
+        }
+        let (ca, cb) = (ta.column(name)?, tb.column(name)?);
+        let rows: Vec<u64> = if ca.data_type() != cb.data_type() {
+            ids.clone()
+        } else {
+            let x = arrow_select::take::take(ca.as_ref(), &in_a, None)?;
+            let y = arrow_select::take::take(cb.as_ref(), &in_b, None)?;
+            let differs = arrow_ord::cmp::distinct(&x, &y)?;
+            ids.iter().zip(differs.iter()).filter(|(_, d)| d.unwrap_or(true)).map(|(id, _)| *id).collect()
+        };
+        if !rows.is_empty() {
+            changed.insert(name.to_string(), rows);
+        }
+    }
+    Ok(Diff {
+        from: a.version(),
+        to: b.version(),
+        added,
+        deleted,
+        added_columns: names_b.iter().filter(|n| !names_a.contains(n)).map(|n| n.to_string()).collect(),
+        dropped_columns: names_a.iter().filter(|n| !names_b.contains(n)).map(|n| n.to_string()).collect(),
+        changed,
+    })
+}
