@@ -87,12 +87,15 @@ class Model:
         self.b -= self.lr * p.mean(0)
         return float(loss)
 
-    def predict(self, x):
+    def logits(self, x):
         if self.torch is not None:
             self.net.eval()
             with self.torch.no_grad():
-                return self.net(self.torch.from_numpy(x)).argmax(1).numpy()
-        return (x @ self.w + self.b).argmax(1)
+                return self.net(self.torch.from_numpy(x)).numpy()
+        return x @ self.w + self.b
+
+    def predict(self, x):
+        return self.logits(x).argmax(1)
 
 
 def train(name, path, pipeline, classes, epochs, batch_size, lr):
@@ -104,9 +107,10 @@ def train(name, path, pipeline, classes, epochs, batch_size, lr):
     def flat(images):
         return np.ascontiguousarray(images.reshape(len(images), -1), dtype=np.float32)
 
+    others = {f: None for f in ds.schema if f not in ("image", "label")}  # e.g. columns curation added
     train_loader = Loader(path, batch_size=batch_size, order=OrderOption.QUASI_RANDOM, seed=0, num_workers=-1,
-                          indices=ds.split("train"), pipelines={"image": pipeline(True)}, drop_last=False)
-    val_loader = Loader(path, batch_size=256, indices=ds.split("val"), pipelines={"image": pipeline(False)},
+                          indices=ds.split("train"), pipelines={"image": pipeline(True), **others}, drop_last=False)
+    val_loader = Loader(path, batch_size=256, indices=ds.split("val"), pipelines={"image": pipeline(False), **others},
                         drop_last=False)
     model = None
     print(f"\n== {name}: {len(ds.split('train'))} training / {len(ds.split('val'))} validation images, "
@@ -133,6 +137,7 @@ def train(name, path, pipeline, classes, epochs, batch_size, lr):
         correct += int((model.predict(flat(images)) == remap(labels)).sum())
         total += len(labels)
     print(f"validation accuracy: {correct / total:.1%} ({correct}/{total})")
+    return model
 
 
 def main(out):
@@ -165,11 +170,11 @@ def main(out):
     tr, va = subset.stratified_split(keys, [0.8, 0.2], seed=0)
     ds.save_splits(train=tr, val=va)
     print(f"query {len(subset)} clothing images -> stored splits {sorted(ds.splits())}")
-    train("Fashion-MNIST, clothing only", fm,
-          lambda training: [CenterCropRGBImageDecoder((28, 28), ratio=1.0),
-                            *([RandomHorizontalFlip()] if training else []),
-                            NormalizeImage(mean, std, np.float32)],
-          clothes, epochs=4, batch_size=128, lr=0.01)
+    fm_pipeline = (lambda training: [CenterCropRGBImageDecoder((28, 28), ratio=1.0),
+                                     *([RandomHorizontalFlip()] if training else []),
+                                     NormalizeImage(mean, std, np.float32)])
+    model = train("Fashion-MNIST, clothing only", fm, fm_pipeline, clothes, epochs=4, batch_size=128, lr=0.01)
+    curate(out, fm, model, fm_pipeline, clothes, images, labels)
 
     # 3. The ImageFolder photos -> .beton (JPEG q90, at most 256 px), wide photos only.
     pf = os.path.join(out, "photos.beton")
@@ -189,6 +194,55 @@ def main(out):
                             *([RandomHorizontalFlip()] if training else []),
                             NormalizeImage(mean, std, np.float32)],
           list(range(len(report["classes"]))), epochs=3, batch_size=16, lr=0.0005)
+
+
+def curate(out, fm, model, pipeline, clothes, images, labels):
+    """A curation session on a versioned dataset directory: find suspect samples with SQL,
+    relabel and delete some, add a score column, append new images, train again on the new
+    version, print the log and the diff, then travel back in time."""
+    import shutil
+
+    print("\n== curation: a versioned dataset directory ==")
+    d = os.path.join(out, "fashion-mnist.dataset")
+    shutil.rmtree(d, ignore_errors=True)
+    ds = beton.import_file(d, fm)  # version 1: the file, hard-linked; its splits move in
+    # The model's prediction and confidence for every sample, as two new columns.
+    loader = Loader(ds, batch_size=512, pipelines={"image": pipeline(False)}, drop_last=False)
+    preds, conf = [], []
+    for batch_images, _ in loader:
+        x = np.ascontiguousarray(batch_images.reshape(len(batch_images), -1), dtype=np.float32)
+        logits = model.logits(x)
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        preds.append(np.asarray(clothes)[p.argmax(1)])
+        conf.append(p.max(1))
+    ds.add_column("pred", np.concatenate(preds).astype(np.int64), message="model predictions")
+    ds.add_column("score", np.concatenate(conf).astype(np.float64), message="model confidence")
+    suspects = ds.where("label IN (0, 1, 2, 3, 4, 6) AND label != pred AND score > 0.9")
+    print(f"suspects (confidently misclassified clothing): {len(suspects)}")
+    fix = suspects.tolist()[:5]
+    ds.update_rows(fix, {"label": [int(v) for v in ds.table(["pred"]).column("pred").to_numpy()[fix]]},
+                   message="relabel 5 suspects")
+    drop = suspects.tolist()[5:8]
+    ds.delete(beton.IndexSet(drop), message="drop 3 suspects")
+    # 20 new images: mirrored copies of the first clothing images, written into the directory.
+    new = [(np.repeat(images[i][:, ::-1, None], 3, axis=2), int(labels[i]))
+           for i in range(len(labels)) if int(labels[i]) in clothes][:20]
+    DatasetWriter(d + os.sep, {"image": RGBImageField(), "label": IntField()},
+                  progress=False).from_indexed_dataset(new)
+    ds = beton.open(d)
+    appended = beton.IndexSet(list(range(len(ds) - len(new), len(ds))))
+    ds.save_splits(train=ds.split("train") | appended)
+    print(f"version {ds.version}: {len(ds)} samples in {ds.versions()[-1]['data_files']} data files")
+    for v in ds.versions():
+        print(f"  version {v['version']:2}  {v['operation']:<12} {v['num_rows']:6} rows  {v['message']}")
+    diff = ds.diff(1, ds.version)
+    print(f"diff 1 -> {ds.version}: {len(diff['added'])} rows added, {len(diff['deleted'])} deleted, "
+          f"columns added {diff['added_columns']}, label changed in {len(diff['changed'].get('label', []))} rows")
+    train(f"Fashion-MNIST, version {ds.version} of the dataset", d, pipeline, clothes, epochs=2, batch_size=128,
+          lr=0.01)
+    first = beton.open(d, version=1)
+    print(f"time travel: version 1 has {len(first)} samples, version {ds.version} has {len(ds)}")
 
 
 def _has_pyarrow():

@@ -7,6 +7,10 @@
 #     picks the subset, a small model trains on it with beton's Loader: accuracy, images/s and
 #     where the time went. The model is a torch MLP (CPU): the job installs torch into
 #     target/py-venv (python/requirements-torch.txt); main_job.py falls back to numpy without it.
+#     Then a curation session on a versioned dataset directory: suspects found with SQL over the
+#     model's predictions (two added columns), 5 relabelled, 3 deleted, 20 new images appended by
+#     DatasetWriter, training again on the new version, the log, the diff, and version 1 again.
+#  3. CLI: `beton log`, `diff`, `info` and a query on that dataset directory.
 # Output: target/beton-main-job/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,3 +42,10 @@ py=target/py-venv/bin/python
 (cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$target_dir" \
   ../target/py-venv/bin/maturin develop --release --quiet)
 "$py" examples/main_job.py "$out"
+# The curation session main_job.py ran, seen from the CLI: its versions, what changed, the latest.
+echo
+echo "== the curated dataset, from the CLI =="
+"$beton" log "$out/fashion-mnist.dataset"
+"$beton" diff "$out/fashion-mnist.dataset" 1
+"$beton" info "$out/fashion-mnist.dataset"
+"$beton" query "$out/fashion-mnist.dataset" "SELECT label, count(*) AS n, avg(score) AS confidence FROM samples WHERE in_split('val') GROUP BY label ORDER BY label"
