@@ -18,6 +18,21 @@ pub const TAGS_DIR: &str = "_tags";
 /// Writers' temporary files.
 pub const TMP_DIR: &str = "_tmp";
 
+/// A step of a commit at which a test may kill this process (`BETON_CRASH_AT=N`: the N-th
+/// step reached aborts, as `kill -9` would: no destructor runs, no buffer is flushed). The crash
+/// test (tests/cli_crash.rs) walks every step of every edit with it; unset, it costs one load.
+pub fn crash_point() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    static AT: OnceLock<Option<u64>> = OnceLock::new();
+    static REACHED: AtomicU64 = AtomicU64::new(0);
+    if let Some(at) = *AT.get_or_init(|| std::env::var("BETON_CRASH_AT").ok().and_then(|v| v.parse().ok())) {
+        if REACHED.fetch_add(1, Ordering::SeqCst) + 1 == at {
+            std::process::abort();
+        }
+    }
+}
+
 /// The manifest path of `version`, relative to the dataset directory (zero-padded so names sort).
 pub fn manifest_name(version: u64) -> String {
     format!("{VERSIONS_DIR}/{version:020}.json")
@@ -53,8 +68,13 @@ pub fn write_new_file(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
     let parent = path.parent().unwrap_or(dir).to_path_buf();
     std::fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
     let tmp = temp_file(dir)?;
-    write_all_synced(tmp.as_file(), bytes).map_err(|e| io(tmp.path(), e))?;
+    crash_point();
+    (&mut tmp.as_file()).write_all(&bytes[..bytes.len() / 2]).map_err(|e| io(tmp.path(), e))?;
+    crash_point();
+    write_all_synced(tmp.as_file(), &bytes[bytes.len() / 2..]).map_err(|e| io(tmp.path(), e))?;
+    crash_point();
     tmp.persist_noclobber(&path).map_err(|e| io(&path, e.error))?;
+    crash_point();
     sync_dir(&parent);
     Ok(())
 }
@@ -95,12 +115,18 @@ pub fn publish(dir: &Path, manifest: &Manifest) -> Result<Published> {
     let versions = dir.join(VERSIONS_DIR);
     std::fs::create_dir_all(&versions).map_err(|e| io(&versions, e))?;
     let tmp = temp_file(dir)?;
-    write_all_synced(tmp.as_file(), &manifest.to_json()).map_err(|e| io(tmp.path(), e))?;
+    let json = manifest.to_json();
+    crash_point();
+    (&mut tmp.as_file()).write_all(&json[..json.len() / 2]).map_err(|e| io(tmp.path(), e))?;
+    crash_point();
+    write_all_synced(tmp.as_file(), &json[json.len() / 2..]).map_err(|e| io(tmp.path(), e))?;
+    crash_point();
     let target = dir.join(manifest_name(manifest.version));
     // link(2) creates the name only if it does not exist: the no-overwrite commit point. The
     // manifest's bytes are already durable, so the name never shows a partial manifest.
     match std::fs::hard_link(tmp.path(), &target) {
         Ok(()) => {
+            crash_point();
             sync_dir(&versions);
             Ok(Published::Done)
         }

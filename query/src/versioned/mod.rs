@@ -135,7 +135,8 @@ impl VersionedDataset {
             schema.push(SchemaField::new(f.name(), f.field_type()));
         }
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        if Self::is_dataset_dir(dir) {
+        // A `_versions` folder with no manifest is an import that was killed: start again.
+        if Self::is_dataset_dir(dir) && !list_versions(dir)?.is_empty() {
             return Err(Error::InvalidArgument {
                 what: format!("dataset directory {}", dir.display()),
                 why: "is a dataset already; use append to add a file to it".into(),
@@ -242,8 +243,10 @@ impl VersionedDataset {
         let tags = self.dir.join(TAGS_DIR);
         std::fs::create_dir_all(&tags).map_err(|e| io(&tags, e))?;
         let target = tags.join(format!("{name}.json"));
+        commit::crash_point();
         match std::fs::hard_link(tmp.path(), &target) {
             Ok(()) => {
+                commit::crash_point();
                 commit::sync_dir(&tags);
                 Ok(())
             }
@@ -340,6 +343,27 @@ impl VersionedDataset {
     /// # Errors
     /// SQL errors naming their position; as [`VersionedDataset::update_rows`].
     pub fn update(
+        &self,
+        predicate: Option<&str>,
+        set: &[(String, String)],
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        let mut at = self.clone();
+        for _ in 0..MAX_RETRIES {
+            match at.update_once(predicate, set, message) {
+                // Another writer changed the same cells meanwhile: the predicate and expressions
+                // are evaluated again on its version, as a database retries a conflicting UPDATE.
+                Err(Error::Conflict { .. }) => at = Self::open(&self.dir, VersionRef::Latest)?,
+                other => return other,
+            }
+        }
+        Err(Error::Conflict {
+            version: at.version(),
+            why: format!("lost the race to update {MAX_RETRIES} times in a row"),
+        })
+    }
+
+    fn update_once(
         &self,
         predicate: Option<&str>,
         set: &[(String, String)],
@@ -699,6 +723,7 @@ impl VersionedDataset {
         let mut report = CleanupReport::default();
         for &v in all.iter().filter(|v| !keep.contains(v)) {
             let path = self.dir.join(commit::manifest_name(v));
+            commit::crash_point();
             std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
             report.versions.push(v);
         }
@@ -724,6 +749,7 @@ impl VersionedDataset {
                     }
                 }
                 let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                commit::crash_point();
                 std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
                 report.files.push(rel);
                 report.bytes += bytes;
@@ -1048,6 +1074,7 @@ fn link_data_file(dir: &Path, file: &Path) -> Result<String> {
     let target = dir.join(&rel);
     let data = dir.join(DATA_DIR);
     std::fs::create_dir_all(&data).map_err(|e| io(&data, e))?;
+    commit::crash_point();
     if std::fs::hard_link(file, &target).is_err() {
         let tmp = commit::temp_file(dir)?;
         let mut src = std::fs::File::open(file).map_err(|e| io(file, e))?;
@@ -1055,6 +1082,7 @@ fn link_data_file(dir: &Path, file: &Path) -> Result<String> {
         tmp.as_file().sync_all().map_err(|e| io(tmp.path(), e))?;
         tmp.persist_noclobber(&target).map_err(|e| io(&target, e.error))?;
     }
+    commit::crash_point();
     commit::sync_dir(&data);
     Ok(rel)
 }
