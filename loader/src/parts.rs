@@ -78,7 +78,7 @@ impl Parts {
     /// # Errors
     /// As [`Parts::new`]; a schema type this beton does not know.
     pub fn of_version(view: &beton_query::versioned::VersionView) -> Result<Parts> {
-        let parts = view.parts().into_iter().map(|(ds, rows, columns)| Part { ds, rows, columns }).collect();
+        let parts = view.parts()?.into_iter().map(|(ds, rows, columns)| Part { ds, rows, columns }).collect();
         Parts::new(parts, view.schema()?)
     }
 

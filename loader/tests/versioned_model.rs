@@ -83,13 +83,8 @@ fn agree(v: &VersionedDataset, model: &Model) {
         );
     }
     let odd = beton_query::select_indices(&table, "label % 2 = 1").unwrap();
-    let expected: Vec<u64> = model
-        .rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.1 % 2 == 1)
-        .map(|(i, _)| i as u64)
-        .collect();
+    let expected: Vec<u64> =
+        model.rows.iter().enumerate().filter(|(_, r)| r.1 % 2 == 1).map(|(i, _)| i as u64).collect();
     assert_eq!(odd.as_slice(), expected.as_slice());
     if model.rows.is_empty() {
         return;

@@ -435,22 +435,31 @@ impl VersionedDataset {
         let mut done = 0usize;
         for (k, file_rows) in view.file_rows(rows) {
             let fragment = &self.manifest.fragments[k];
-            let mut columns = Vec::new();
-            for (name, ty, array) in &typed {
-                let current = view.fragment_column(k, name, ty)?;
-                // Row r of the file takes the new value j when it is the j-th row updated.
-                let mut picks: Vec<(usize, usize)> = (0..current.len()).map(|r| (0, r)).collect();
-                for (j, &r) in file_rows.iter().enumerate() {
-                    let value = if array.len() == 1 { 0 } else { done + j };
-                    picks[r as usize] = (1, value);
-                }
-                let merged =
-                    arrow_select::interleave::interleave(&[current.as_ref(), array.as_ref()], &picks)?;
-                columns.push((name.clone(), merged));
+            // A patch: the rows changed and their new values, not the whole column.
+            let positions: Vec<u64> = (done..done + file_rows.len()).map(|j| j as u64).collect();
+            let mut columns: Vec<(String, ArrayRef)> = vec![(
+                view::PATCH_ROWS.to_string(),
+                std::sync::Arc::new(arrow_array::UInt64Array::from(file_rows.clone())),
+            )];
+            for (name, _, array) in &typed {
+                let values = match array.len() {
+                    1 => arrow_select::interleave::interleave(
+                        &[array.as_ref()],
+                        &vec![(0, 0); file_rows.len()],
+                    )?,
+                    _ => arrow_select::take::take(
+                        array.as_ref(),
+                        &arrow_array::UInt64Array::from(positions.clone()),
+                        None,
+                    )?,
+                };
+                columns.push((name.clone(), values));
                 touches.cells.push((fragment.id, name.clone()));
             }
             done += file_rows.len();
-            files.push((fragment.id, view::write_column_file(&self.dir, columns)?));
+            let mut file = view::write_column_file(&self.dir, columns)?;
+            file.fields.retain(|f| f != view::PATCH_ROWS);
+            files.push((fragment.id, file));
         }
         let operation = Operation::Update {
             predicate: predicate.map(str::to_string),

@@ -32,16 +32,23 @@ pub type DataPart = (Arc<Dataset>, Option<Arc<Vec<u64>>>, BTreeMap<String, Array
 struct Opened {
     ds: Arc<Dataset>,
     rows: Option<Arc<Vec<u64>>>,
-    columns: BTreeMap<String, ArrayRef>,
+    /// Its column files, read on first use.
+    column_files: Vec<ColumnFile>,
     row_ids: PartRowIds,
 }
 
-/// A version's data, open: build its [`Table`] with [`VersionView::table`].
+/// A version's data, open: build its [`Table`] with [`VersionView::table`]. Data files are
+/// mapped at open; column files are read on the first use of the table.
 #[derive(Debug)]
 pub struct VersionView {
     version: VersionedDataset,
     fragments: Vec<Opened>,
+    /// Each fragment's column-file values, by field: read and patched once.
+    columns: std::sync::OnceLock<Vec<BTreeMap<String, ArrayRef>>>,
 }
+
+/// The column of file-row positions in a patch column file (`docs/FORMAT.md` §13).
+pub const PATCH_ROWS: &str = "_row";
 
 impl VersionView {
     /// Opens every data file, deletion file and column file of `version`.
@@ -65,21 +72,52 @@ impl VersionView {
                 let mut deleted = deleted.iter().peekable();
                 Arc::new((0..f.num_rows).filter(|r| deleted.next_if_eq(r).is_none()).collect::<Vec<u64>>())
             });
-            let mut columns = BTreeMap::new();
-            for file in &f.columns {
-                for (name, array) in read_column_file(dir, file)? {
-                    if file.fields.contains(&name) {
-                        columns.insert(name, array);
-                    }
-                }
-            }
             let row_ids = match &f.row_ids {
                 RowIds::Range { start } => PartRowIds::Range(*start),
                 RowIds::File { .. } => PartRowIds::List(Arc::new(version.fragment_row_ids(f)?)),
             };
-            fragments.push(Opened { ds, rows, columns, row_ids });
+            fragments.push(Opened { ds, rows, column_files: f.columns.clone(), row_ids });
         }
-        Ok(VersionView { version: version.clone(), fragments })
+        Ok(VersionView { version: version.clone(), fragments, columns: std::sync::OnceLock::new() })
+    }
+
+    /// Every fragment's column-file values: full column files replace a field's values, patch
+    /// files (with a `_row` column) replace those of the rows they list, in manifest order.
+    fn columns(&self) -> Result<&[BTreeMap<String, ArrayRef>]> {
+        if let Some(c) = self.columns.get() {
+            return Ok(c);
+        }
+        let schema: BTreeMap<String, FieldType> = self.schema()?.into_iter().collect();
+        let mut all = Vec::with_capacity(self.fragments.len());
+        for f in &self.fragments {
+            let mut columns: BTreeMap<String, ArrayRef> = BTreeMap::new();
+            for file in &f.column_files {
+                let read = read_column_file(self.version.dir(), file)?;
+                let patch_rows = read.iter().find(|(n, _)| n == PATCH_ROWS).map(|(_, a)| a.clone());
+                for (name, array) in read {
+                    if !file.fields.contains(&name) || name == PATCH_ROWS {
+                        continue;
+                    }
+                    let array = match &patch_rows {
+                        None => array,
+                        Some(rows) => {
+                            let base = match columns.remove(&name) {
+                                Some(b) => b,
+                                None => match schema.get(&name) {
+                                    Some(ty) => gather_field(&f.ds, &name, ty)?,
+                                    None => continue,
+                                },
+                            };
+                            apply_patch(&base, rows, &array, &file.file)?
+                        }
+                    };
+                    columns.insert(name, array);
+                }
+            }
+            all.push(columns);
+        }
+        let _ = self.columns.set(all);
+        Ok(self.columns.get().map(Vec::as_slice).unwrap_or_default())
     }
 
     /// The version.
@@ -93,8 +131,17 @@ impl VersionView {
     }
 
     /// Each data file with its kept rows (`None`: all) and the values column files give it.
-    pub fn parts(&self) -> Vec<DataPart> {
-        self.fragments.iter().map(|f| (Arc::clone(&f.ds), f.rows.clone(), f.columns.clone())).collect()
+    ///
+    /// # Errors
+    /// Column files that cannot be read.
+    pub fn parts(&self) -> Result<Vec<DataPart>> {
+        let columns = self.columns()?;
+        Ok(self
+            .fragments
+            .iter()
+            .zip(columns)
+            .map(|(f, c)| (Arc::clone(&f.ds), f.rows.clone(), c.clone()))
+            .collect())
     }
 
     /// The visible fields and their types.
@@ -113,13 +160,15 @@ impl VersionView {
         let m = self.version.manifest();
         let schema =
             m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<Vec<_>>>()?;
+        let columns = self.columns()?;
         let parts = self
             .fragments
             .iter()
-            .map(|f| Part {
+            .zip(columns)
+            .map(|(f, c)| Part {
                 ds: &f.ds,
                 rows: f.rows.clone(),
-                columns: f.columns.clone(),
+                columns: c.clone(),
                 row_ids: f.row_ids.clone(),
             })
             .collect();
@@ -150,17 +199,32 @@ impl VersionView {
         }
         out
     }
+}
 
-    /// The current values of field `name` for every data-file row of fragment `k` (from its
-    /// column file, else its data file), as their table column.
-    pub(crate) fn fragment_column(&self, k: usize, name: &str, ty: &FieldType) -> Result<ArrayRef> {
-        let f = &self.fragments[k];
-        if let Some(a) = f.columns.get(name) {
-            return Ok(a.clone());
-        }
-        let part = Part { ds: &f.ds, rows: None, columns: BTreeMap::new(), row_ids: PartRowIds::Range(0) };
-        Table::from_parts(vec![part], &[(name.to_string(), ty.clone())], BTreeMap::new())?.column(name)
+/// Field `name` of every row of `ds`, as its table column.
+fn gather_field(ds: &Dataset, name: &str, ty: &FieldType) -> Result<ArrayRef> {
+    let part = Part { ds, rows: None, columns: BTreeMap::new(), row_ids: PartRowIds::Range(0) };
+    Table::from_parts(vec![part], &[(name.to_string(), ty.clone())], BTreeMap::new())?.column(name)
+}
+
+/// `base` with the values at rows `rows` replaced by `values` (a patch column file `file`).
+fn apply_patch(base: &ArrayRef, rows: &ArrayRef, values: &ArrayRef, file: &str) -> Result<ArrayRef> {
+    let bad = |why: String| Error::InvalidArgument { what: format!("column file {file}"), why };
+    let rows = rows
+        .as_any()
+        .downcast_ref::<arrow_array::UInt64Array>()
+        .ok_or_else(|| bad(format!("its {PATCH_ROWS} column is not uint64")))?;
+    if rows.len() != values.len() || base.data_type() != values.data_type() {
+        return Err(bad(format!("{} rows for {} {} values", rows.len(), values.len(), values.data_type())));
     }
+    let mut picks: Vec<(usize, usize)> = (0..base.len()).map(|r| (0, r)).collect();
+    for (j, &r) in rows.values().iter().enumerate() {
+        let slot = picks
+            .get_mut(r as usize)
+            .ok_or_else(|| bad(format!("row {r} is past the data file's {}", base.len())))?;
+        *slot = (1, j);
+    }
+    Ok(arrow_select::interleave::interleave(&[base.as_ref(), values.as_ref()], &picks)?)
 }
 
 /// Writes `columns` (each one value per data-file row) as a new Arrow IPC column file.
