@@ -378,47 +378,28 @@ impl<'a> Table<'a> {
         if fused.len() < 2 {
             return;
         }
-        let mut per_part: Vec<Vec<ArrayRef>> = Vec::with_capacity(self.parts.len());
+        // Every part gives these columns from its rows unless a column file holds one of them.
+        let fields: Vec<&str> =
+            fused.iter().map(|&pos| self.columns[pos].field.as_deref().unwrap_or_default()).collect();
+        let mut parts = Vec::with_capacity(self.parts.len());
         for p in &self.parts {
-            // Columns a column file replaces in this part are taken from it; the rest in one pass.
-            let from_rows: Vec<(usize, usize, Source)> = fused
-                .iter()
-                .enumerate()
-                .filter_map(|(j, &pos)| {
-                    let c = &self.columns[pos];
-                    let field = c.field.as_deref()?;
-                    if p.columns.contains_key(field) {
-                        return None;
-                    }
-                    Some((j, p.ds.fields()[p.ds.field_index(field).ok()?].offset(), c.source))
-                })
-                .collect();
-            let gathered =
-                gather_fused(p.ds, &from_rows.iter().map(|&(_, at, s)| (at, s)).collect::<Vec<_>>());
-            let mut arrays: Vec<Option<ArrayRef>> = vec![None; fused.len()];
-            for ((j, _, _), a) in from_rows.into_iter().zip(gathered) {
-                arrays[j] = Some(a);
+            if fields.iter().any(|f| p.columns.contains_key(*f)) {
+                return; // left to `column`, which overlays column files
             }
-            let mut out = Vec::with_capacity(fused.len());
-            for (j, &pos) in fused.iter().enumerate() {
-                let field = self.columns[pos].field.as_deref().unwrap_or_default();
-                let a = match arrays[j].take().or_else(|| p.columns.get(field).cloned()) {
-                    Some(a) => a,
-                    None => return,
-                };
-                match select_rows(a, p.rows.as_deref()) {
-                    Ok(a) => out.push(a),
+            let mut offsets = Vec::with_capacity(fields.len());
+            for f in &fields {
+                match p.ds.field_index(f) {
+                    Ok(k) => offsets.push(p.ds.fields()[k].offset()),
                     Err(_) => return,
                 }
             }
-            per_part.push(out);
+            parts.push(GatherPart { ds: p.ds, rows: p.rows.as_deref().map(Vec::as_slice), offsets });
         }
+        let sources: Vec<Source> = fused.iter().map(|&pos| self.columns[pos].source).collect();
+        let arrays = gather_fused(&parts, &sources);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        for (j, &pos) in fused.iter().enumerate() {
-            let parts: Vec<ArrayRef> = per_part.iter().map(|arrays| arrays[j].clone()).collect();
-            if let Ok(array) = concat_parts(parts) {
-                cache.entry(pos).or_insert(array);
-            }
+        for (pos, array) in fused.into_iter().zip(arrays) {
+            cache.entry(pos).or_insert(array);
         }
     }
 
@@ -436,6 +417,25 @@ impl<'a> Table<'a> {
     fn materialise(&self, c: &Column) -> Result<ArrayRef> {
         if c.source == Source::Index {
             return Ok(Arc::new(UInt64Array::from_iter_values(0..self.num_rows())));
+        }
+        // A fixed-width column no column file holds: one pass over every data file's rows.
+        let fusable = matches!(
+            c.source,
+            Source::Int | Source::Float | Source::ImageWidth | Source::ImageHeight | Source::SizeWord
+        );
+        if let (true, Some(field)) = (fusable && self.parts.len() > 1, c.field.as_deref()) {
+            if self.parts.iter().all(|p| !p.columns.contains_key(field)) {
+                let mut parts = Vec::with_capacity(self.parts.len());
+                for p in &self.parts {
+                    let k = p.ds.field_index(field)?;
+                    parts.push(GatherPart {
+                        ds: p.ds,
+                        rows: p.rows.as_deref().map(Vec::as_slice),
+                        offsets: vec![p.ds.fields()[k].offset()],
+                    });
+                }
+                return Ok(gather_fused(&parts, &[c.source]).remove(0));
+            }
         }
         let mut parts = Vec::with_capacity(self.parts.len());
         for p in &self.parts {
@@ -477,41 +477,79 @@ fn concat_parts(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
     }
 }
 
-/// The columns `(slot offset in the row, source)` of every row of `ds`, gathered in one pass over
-/// its data table (fixed-width sources only).
-fn gather_fused(ds: &Dataset, specs: &[(usize, Source)]) -> Vec<ArrayRef> {
-    let n = ds.num_samples() as usize;
-    /// A column being gathered: where its value sits in the row, and the values so far.
-    enum Gather {
-        I64(usize, Vec<i64>),
-        F64(usize, Vec<f64>),
-        U16(usize, Vec<u16>),
-        U64(usize, Vec<u64>),
+/// A column being gathered.
+enum Gather {
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    U16(Vec<u16>),
+    U64(Vec<u64>),
+}
+
+/// Appends each column's value from every row of `rows` (a column at row offset `at`).
+fn fill<'r>(gathers: &mut [Gather], at: &[usize], rows: impl Iterator<Item = &'r [u8]> + Clone) {
+    let word = |row: &[u8], at: usize| {
+        row.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    let half = |row: &[u8], at: usize| row.get(at..at + 2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+    for (g, &at) in gathers.iter_mut().zip(at) {
+        match g {
+            Gather::I64(v) => v.extend(rows.clone().map(|row| word(row, at) as i64)),
+            Gather::F64(v) => v.extend(rows.clone().map(|row| f64::from_bits(word(row, at)))),
+            Gather::U16(v) => v.extend(rows.clone().map(|row| half(row, at))),
+            Gather::U64(v) => v.extend(rows.clone().map(|row| word(row, at))),
+        }
     }
-    let mut gathers: Vec<Gather> = specs
+}
+
+/// One data file's share of a fused gather: its kept rows (`None`: all) and, for each column, the
+/// offset of the field's slot in its rows.
+struct GatherPart<'d> {
+    ds: &'d Dataset,
+    rows: Option<&'d [u64]>,
+    offsets: Vec<usize>,
+}
+
+/// The columns of `sources` (fixed-width ones) over the kept rows of every part, in order,
+/// gathered in one pass over each data table straight into one array per column (no per-part
+/// arrays to concatenate).
+fn gather_fused(parts: &[GatherPart<'_>], sources: &[Source]) -> Vec<ArrayRef> {
+    let n: usize = parts.iter().map(|p| p.rows.map_or(p.ds.num_samples() as usize, <[u64]>::len)).sum();
+    // Where each column's value sits past the field's slot offset.
+    let delta = |source: &Source| match source {
+        Source::Int | Source::Float => 0,
+        Source::ImageWidth => 1,
+        Source::ImageHeight => 3,
+        _ => 8,
+    };
+    let mut gathers: Vec<Gather> = sources
         .iter()
-        .map(|&(at, source)| match source {
-            Source::Int => Gather::I64(at, Vec::with_capacity(n)),
-            Source::Float => Gather::F64(at, Vec::with_capacity(n)),
-            Source::ImageWidth => Gather::U16(at + 1, Vec::with_capacity(n)),
-            Source::ImageHeight => Gather::U16(at + 3, Vec::with_capacity(n)),
-            _ => Gather::U64(at + 8, Vec::with_capacity(n)),
+        .map(|source| match source {
+            Source::Int => Gather::I64(Vec::with_capacity(n)),
+            Source::Float => Gather::F64(Vec::with_capacity(n)),
+            Source::ImageWidth | Source::ImageHeight => Gather::U16(Vec::with_capacity(n)),
+            _ => Gather::U64(Vec::with_capacity(n)),
         })
         .collect();
-    let word = |row: &[u8], at: usize| u64::from_le_bytes(row[at..at + 8].try_into().unwrap_or([0; 8]));
-    // Blocks of rows small enough to stay in the L2 cache while every column takes its values
-    // from them with its own tight loop.
-    let row_size = ds.row_size().max(1);
-    for block in ds.data_table().chunks(row_size * 2048) {
-        let rows = || block.chunks_exact(row_size);
-        for g in &mut gathers {
-            match g {
-                Gather::I64(at, v) => v.extend(rows().map(|row| word(row, *at) as i64)),
-                Gather::F64(at, v) => v.extend(rows().map(|row| f64::from_bits(word(row, *at)))),
-                Gather::U16(at, v) => {
-                    v.extend(rows().map(|row| u16::from_le_bytes([row[*at], row[*at + 1]])))
+    for part in parts {
+        let row_size = part.ds.row_size().max(1);
+        let table = part.ds.data_table();
+        let at: Vec<usize> = part.offsets.iter().zip(sources).map(|(o, s)| o + delta(s)).collect();
+        // Blocks of rows small enough to stay in the L2 cache while every column takes its
+        // values from them with its own tight loop.
+        match part.rows {
+            None => {
+                for block in table.chunks(row_size * 2048) {
+                    fill(&mut gathers, &at, block.chunks_exact(row_size));
                 }
-                Gather::U64(at, v) => v.extend(rows().map(|row| word(row, *at))),
+            }
+            Some(rows) => {
+                for block in rows.chunks(2048) {
+                    let kept = block.iter().map(|&r| {
+                        let start = r as usize * row_size;
+                        table.get(start..start + row_size).unwrap_or(&[0u8; 0])
+                    });
+                    fill(&mut gathers, &at, kept);
+                }
             }
         }
     }
@@ -519,10 +557,10 @@ fn gather_fused(ds: &Dataset, specs: &[(usize, Source)]) -> Vec<ArrayRef> {
         .into_iter()
         .map(|g| -> ArrayRef {
             match g {
-                Gather::I64(_, v) => Arc::new(Int64Array::from(v)),
-                Gather::F64(_, v) => Arc::new(Float64Array::from(v)),
-                Gather::U16(_, v) => Arc::new(UInt16Array::from(v)),
-                Gather::U64(_, v) => Arc::new(UInt64Array::from(v)),
+                Gather::I64(v) => Arc::new(Int64Array::from(v)),
+                Gather::F64(v) => Arc::new(Float64Array::from(v)),
+                Gather::U16(v) => Arc::new(UInt16Array::from(v)),
+                Gather::U64(v) => Arc::new(UInt64Array::from(v)),
             }
         })
         .collect()

@@ -208,6 +208,11 @@ fn one_table_over_data_files_deletions_and_column_files() {
         rows(&v3, "SELECT index, row_id, label FROM samples"),
         ["0,0,0", "1,3,3", "2,4,4", "3,5,5", "4,6,100", "5,8,102"]
     );
+    // Two fixed-width columns gathered together over both files, deleted rows left out.
+    assert_eq!(
+        rows(&v3, "SELECT label, blob FROM samples WHERE label >= 0 AND blob > 0"),
+        ["0,1", "3,4", "4,5", "5,6", "100,1", "102,3"]
+    );
     // Splits follow row ids: row 2 is gone, 0 and 4 moved to indices 0 and 2.
     assert_eq!(rows(&v3, "SELECT index FROM samples WHERE in_split('train')"), ["0", "2"]);
     // Update with SQL expressions: column files, not the data files.
