@@ -83,6 +83,56 @@ pub fn run(file: &Path, custom: &[String], sql: &str) -> Result<String> {
     Ok(out)
 }
 
+/// Explains `sql` on a version of the dataset directory `dir`: the columns, the rows matched, and
+/// for each data file the rows, pages and payload bytes a loader of those rows would read.
+pub fn run_version(dir: &Path, version: Option<&str>, sql: &str) -> Result<String> {
+    let v = beton_query::versioned::VersionedDataset::open(dir, crate::versions::version_ref(version))?;
+    let view = v.view()?;
+    let table = view.table()?;
+    let ids = beton_query::select_indices(&table, sql)?;
+    let names = identifiers(sql)?;
+    let columns: Vec<&str> = table.column_names().into_iter().filter(|c| names.contains(*c)).collect();
+    // Matched rows of each data file, by position in the manifest.
+    let datasets: Vec<&Dataset> = view.datasets().collect();
+    let mut rows: Vec<Vec<u64>> = vec![Vec::new(); datasets.len()];
+    for i in ids.iter() {
+        let (ds, row) = table.locate(i)?;
+        if let Some(k) = datasets.iter().position(|d| std::ptr::eq(*d, ds)) {
+            rows[k].push(row);
+        }
+    }
+    let n = table.num_rows();
+    let mut out = String::new();
+    writeln!(out, "dataset: {} (version {}, {} data files)", dir.display(), v.version(), datasets.len())?;
+    writeln!(out, "columns: {}", if columns.is_empty() { "none".to_string() } else { columns.join(", ") })?;
+    writeln!(out, "rows matched: {} of {n}", ids.len())?;
+    let (mut pages, mut bytes, mut all_pages, mut all_bytes) = (0, 0, 0, 0);
+    for ((ds, rows), f) in datasets.iter().zip(&rows).zip(&v.manifest().fragments) {
+        let matched = Reads::of(ds, rows.iter().flat_map(|&r| ds.sample_allocations(r)));
+        let total = Reads::of(ds, (0..ds.num_allocations()).map(|k| ds.allocation(k)));
+        writeln!(
+            out,
+            "  data file {} ({}): {} rows matched, {} of {} pages, {} of payload",
+            f.id,
+            f.data_file,
+            rows.len(),
+            matched.pages,
+            total.pages,
+            crate::human(matched.bytes)
+        )?;
+        (pages, bytes, all_pages, all_bytes) =
+            (pages + matched.pages, bytes + matched.bytes, all_pages + total.pages, all_bytes + total.bytes);
+    }
+    writeln!(out, "pages: {pages} of {all_pages}")?;
+    writeln!(
+        out,
+        "payload bytes: {bytes} of {all_bytes}, {} of {}",
+        crate::human(bytes),
+        crate::human(all_bytes)
+    )?;
+    Ok(out)
+}
+
 /// The identifiers of `sql`, with `a . b` joined into `a.b` (quoted parts unquoted).
 fn identifiers(sql: &str) -> Result<HashSet<String>> {
     let tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize().context("tokenizing the SQL")?;

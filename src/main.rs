@@ -81,10 +81,13 @@ enum Command {
     },
     /// Print every field of one sample; `--out x.png` writes its image as a PNG.
     Show {
-        /// The .beton file.
+        /// The .beton file or dataset directory.
         file: PathBuf,
         /// The sample index.
         index: u64,
+        /// The version of a dataset directory (a number or a tag; default the latest).
+        #[arg(long)]
+        version: Option<String>,
         /// Write the decoded image (the first image field, or --field) to this PNG file.
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
@@ -97,8 +100,11 @@ enum Command {
     },
     /// Show what a query touches and reads: columns, heap columns, rows matched, pages and bytes.
     Explain {
-        /// The .beton file.
+        /// The .beton file or dataset directory.
         file: PathBuf,
+        /// The version of a dataset directory (a number or a tag; default the latest).
+        #[arg(long)]
+        version: Option<String>,
         /// The query: `SELECT ... FROM samples ...` or a bare predicate.
         sql: String,
         /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
@@ -182,10 +188,22 @@ fn main() {
             ),
         },
         Command::Verify { file, decode_images, custom } => ("verify", verify(&file, decode_images, &custom)),
-        Command::Show { file, index, out, field, custom } => {
-            ("show", show::run(&file, &custom, index, field.as_deref(), out.as_deref()))
+        Command::Show { file, index, version, out, field, custom } => {
+            let shown = match versions::is_dataset(&file) {
+                true => show::run_version(&file, version.as_deref(), index, field.as_deref(), out.as_deref()),
+                false => versions::file_version(&file, version.as_deref())
+                    .and_then(|()| show::run(&file, &custom, index, field.as_deref(), out.as_deref())),
+            };
+            ("show", shown)
         }
-        Command::Explain { file, sql, custom } => ("explain", explain::run(&file, &custom, &sql)),
+        Command::Explain { file, version, sql, custom } => {
+            let explained = match versions::is_dataset(&file) {
+                true => explain::run_version(&file, version.as_deref(), &sql),
+                false => versions::file_version(&file, version.as_deref())
+                    .and_then(|()| explain::run(&file, &custom, &sql)),
+            };
+            ("explain", explained)
+        }
         Command::WriteImagefolder(args) => ("write-imagefolder", write_imagefolder(&args)),
         Command::Split { action } => ("split", split::run(&action)),
         Command::Versions(action) => (action.name(), versions::run(&action)),

@@ -63,6 +63,61 @@ pub fn run(
     Ok(text)
 }
 
+/// Prints sample `index` of a version of the dataset directory `dir`, as [`run`] does for a
+/// file: fields a column file holds show the values it gives.
+pub fn run_version(
+    dir: &Path,
+    version: Option<&str>,
+    index: u64,
+    field: Option<&str>,
+    out: Option<&Path>,
+) -> Result<String> {
+    let v = beton_query::versioned::VersionedDataset::open(dir, crate::versions::version_ref(version))?;
+    let view = v.view()?;
+    let table = view.table()?;
+    let n = table.num_rows();
+    if index >= n {
+        bail!("sample {index} is out of range: version {} of {} has {n} samples", v.version(), dir.display());
+    }
+    let (ds, row) = table.locate(index)?;
+    let schema = view.schema()?;
+    if let Some(name) = field {
+        if !schema.iter().any(|(n, _)| n == name) {
+            let names: Vec<&str> = schema.iter().map(|(n, _)| n.as_str()).collect();
+            bail!("no field '{name}' in version {}; the fields are {}", v.version(), names.join(", "));
+        }
+    }
+    let mut text = String::new();
+    for (name, ty) in &schema {
+        if field.is_some_and(|f| f != name) {
+            continue;
+        }
+        let edited = v.manifest().fragments.iter().any(|f| f.column_file(name).is_some());
+        let shown = if edited {
+            let column = table.column(name)?;
+            arrow_cast::display::array_value_to_string(&column, index as usize)?
+        } else {
+            describe(ty, &ds.get(row, ds.field_index(name)?)?)
+        };
+        writeln!(text, "{name}: {shown}")?;
+    }
+    if let Some(out) = out {
+        let name = match field {
+            Some(f) => f.to_string(),
+            None => match schema.iter().find(|(_, ty)| ty.is_image()) {
+                Some((n, _)) => n.clone(),
+                None => bail!("--out writes an image, and version {} has no image field", v.version()),
+            },
+        };
+        let image = ds.get(row, ds.field_index(&name)?)?;
+        let image = image.as_image().with_context(|| format!("field '{name}' is not an image field"))?;
+        let pixels = image.decode().with_context(|| format!("decoding sample {index}, field '{name}'"))?;
+        write_png(out, &pixels)?;
+        writeln!(text, "wrote {}: {}x{} PNG", out.display(), pixels.width, pixels.height)?;
+    }
+    Ok(text)
+}
+
 /// The image field to write: `chosen` if it is one, else the first image field.
 fn image_field(ds: &Dataset, chosen: Option<usize>) -> Result<usize> {
     let is_image = |k: usize| ds.fields()[k].field_type().is_image();

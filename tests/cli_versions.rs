@@ -1,0 +1,74 @@
+//! The CLI on a dataset directory: edits, log, diff, info, query, show and explain by version.
+
+use std::path::Path;
+use std::process::Command;
+
+fn beton(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_beton")).args(args).output().expect("run beton");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(args: &[&str]) -> String {
+    let (success, out, err) = beton(args);
+    assert!(success, "beton {args:?}: {err}");
+    out
+}
+
+#[test]
+fn every_read_command_takes_a_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
+    let file = tmp.path().join("a.beton");
+    let f = file.to_str().unwrap();
+    ok(&["write-imagefolder", folder.to_str().unwrap(), f, "--max-resolution", "32"]);
+    let dir = tmp.path().join("ds");
+    let d = dir.to_str().unwrap();
+    assert!(ok(&["import", d, f]).contains("version 1 imported"));
+    assert!(ok(&["update", d, "--set", "label=9", "--where", "index < 3", "-m", "fix"])
+        .contains("3 rows updated"));
+    assert!(ok(&["delete", d, "index = 10"]).contains("1 rows deleted, 154 left"));
+    ok(&["add-column", d, "wide", "image.width > image.height"]);
+    ok(&["tag", d, "edited"]);
+    let log = ok(&["log", d]);
+    assert!(log.contains("add_column") && log.contains("[edited]") && log.contains("\"fix\""), "{log}");
+    let diff = ok(&["diff", d, "1", "edited"]);
+    assert!(
+        diff.contains("deleted: 1")
+            && diff.contains("column added: wide")
+            && diff.contains("label: 3 rows changed"),
+        "{diff}"
+    );
+    let info = ok(&["info", d]);
+    assert!(info.contains("version 4 of 4") && info.contains("1 deleted pending compaction"), "{info}");
+    assert_eq!(
+        ok(&["query", d, "SELECT count(*) FROM samples WHERE label = 9", "--json"]).trim(),
+        "{\"count(*)\":3}"
+    );
+    assert_eq!(
+        ok(&["query", d, "--version", "1", "SELECT count(*) FROM samples", "--json"]).trim(),
+        "{\"count(*)\":155}"
+    );
+    assert!(ok(&["show", d, "0"]).contains("label: 9"));
+    assert!(!ok(&["show", d, "0", "--version", "1"]).contains("label: 9"));
+    let png = tmp.path().join("x.png");
+    assert!(ok(&["show", d, "0", "--out", png.to_str().unwrap()]).contains("PNG") && png.is_file());
+    let explain = ok(&["explain", d, "label = 9"]);
+    assert!(explain.contains("rows matched: 3 of 154") && explain.contains("data file 0"), "{explain}");
+    ok(&["compact", d]);
+    let out = tmp.path().join("export.beton");
+    assert!(ok(&["export", d, out.to_str().unwrap(), "--where", "wide", "--version", "edited"])
+        .contains("rows of version 4"));
+    ok(&["verify", out.to_str().unwrap()]);
+    assert!(ok(&["cleanup", d, "--grace-seconds", "0"]).contains("removed"));
+    // Errors name what is wrong.
+    let (success, _, err) = beton(&["query", f, "--version", "2", "label = 1"]);
+    assert!(!success && err.contains("version 1 only"), "{err}");
+    let (success, _, err) = beton(&["update", d, "--set", "nolabel"]);
+    assert!(!success && err.contains("FIELD=EXPR"), "{err}");
+    let (success, _, err) = beton(&["show", d, "9999"]);
+    assert!(!success && err.contains("out of range"), "{err}");
+}
