@@ -92,7 +92,7 @@ pub fn run_version(
         if field.is_some_and(|f| f != name) {
             continue;
         }
-        let edited = v.manifest().fragments.iter().any(|f| f.column_file(name).is_some());
+        let edited = v.manifest().edited(name);
         let shown = if edited {
             let column = table.column(name)?;
             arrow_cast::display::array_value_to_string(&column, index as usize)?

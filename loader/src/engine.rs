@@ -26,7 +26,7 @@ use crate::decode::{default_decoder, ColumnSpec, FieldDecoder, SampleContext};
 use crate::error::{Error, Result};
 use crate::order::{plan_epoch, EpochContext, EpochPlan, Order, OrderOption};
 use crate::pages::PageMap;
-use crate::parts::{column_value, longest_text, FieldSource, Parts};
+use crate::parts::{longest_text, FieldSource, Parts};
 use crate::slots::{Batch, Slot, SlotPool};
 use crate::state::LoaderState;
 
@@ -897,7 +897,9 @@ impl Shared {
                 let value = match p.sources.as_deref().map(|s| &s[part]) {
                     None => ds.get_in(row, p.field, window)?,
                     Some(FieldSource::Field(field)) => ds.get_in(row, *field, window)?,
-                    Some(FieldSource::Column(array)) => column_value(array, row)?,
+                    Some(FieldSource::Column(array)) => {
+                        beton_query::versioned::view::column_value(array, row as usize)?
+                    }
                 };
                 let cols = p.first_column..p.first_column + p.num_columns;
                 // Inline for up to four columns: no allocation per sample.

@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
-use beton_storage::{Dataset, Value};
+use beton_storage::Dataset;
 
 use crate::error::{Error, Result};
 use crate::pages::PageMap;
@@ -151,23 +150,6 @@ impl Parts {
         }
         Ok(())
     }
-}
-
-/// Row `row` of a column-file array as a storage value (int, float, bool, text).
-pub(crate) fn column_value(array: &ArrayRef, row: u64) -> Result<Value<'_>> {
-    let row = row as usize;
-    Ok(match array.data_type() {
-        DataType::Int64 => Value::Int(array.as_primitive::<Int64Type>().value(row)),
-        DataType::Float64 => Value::Float(array.as_primitive::<Float64Type>().value(row)),
-        DataType::Boolean => Value::Bool(array.as_boolean().value(row)),
-        DataType::Utf8 => Value::Text(array.as_string::<i32>().value(row)),
-        other => {
-            return Err(Error::InvalidArgument {
-                what: "column file".into(),
-                why: format!("holds {other} values"),
-            })
-        }
-    })
 }
 
 /// The longest text of a column-file array, in bytes (for a bytes decoder's column).

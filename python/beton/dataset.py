@@ -191,7 +191,12 @@ class Dataset:
     def restore(self, version) -> "Dataset":
         """Makes an older version the latest again, as a new version."""
         native = self._editable("restore")
-        native.restore(version if isinstance(version, int) else Dataset(self.path, version=version).version)
+        if not isinstance(version, int):
+            tags = native.tags()
+            if version not in tags:
+                raise KeyError(f"restore: no tag {version!r}; the tags are {sorted(tags)}")
+            version = tags[version]
+        native.restore(version)
         return self._edited()
 
     def update(self, set: Dict[str, Any], where: Optional[str] = None, message: str = "") -> "Dataset":  # noqa: A002

@@ -23,9 +23,7 @@ use arrow_array::{
 use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_schema::DataType;
 use beton_storage::field::Input;
-use beton_storage::{
-    DType, FieldSpec, FieldType, ImageOptions, ImageSource, SampleValue, WriteMode, Writer, WriterOptions,
-};
+use beton_storage::{DType, FieldType, ImageSource, SampleValue, Writer};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -436,59 +434,6 @@ pub(crate) fn import_stream(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatchSt
         .map_err(|e| PyValueError::new_err(format!("reading the Arrow stream: {e}")))
 }
 
-/// A field from `(name, type, options)`: type is a field type's short name
-/// (`FieldType::from_short_name`), options its dtype and shape, or an image's write options.
-///
-/// A copy of the private `writer::field` (python/src/writer.rs); once that one is
-/// `pub(crate)`, delete this copy and call it.
-fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<FieldSpec> {
-    let bad = |what: String| PyValueError::new_err(what);
-    let opt = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
-        match options {
-            Some(d) => d.get_item(key),
-            None => Ok(None),
-        }
-    };
-    let image = || -> PyResult<ImageOptions> {
-        let mut o = ImageOptions::default();
-        if let Some(m) = opt("write_mode")? {
-            let m: String = m.extract()?;
-            o.write_mode = match m.as_str() {
-                "raw" => WriteMode::Raw,
-                "jpg" => WriteMode::Jpg,
-                "smart" => WriteMode::Smart {
-                    threshold: opt("smart_threshold")?.map(|t| t.extract()).transpose()?.unwrap_or(1 << 20),
-                },
-                "proportion" => WriteMode::Proportion {
-                    probability: opt("compress_probability")?
-                        .map(|t| t.extract())
-                        .transpose()?
-                        .unwrap_or(0.5),
-                },
-                other => return Err(bad(format!("field '{name}': write_mode '{other}'"))),
-            };
-        }
-        if let Some(v) = opt("max_resolution")? {
-            o.max_resolution = v.extract()?;
-        }
-        if let Some(v) = opt("jpeg_quality")? {
-            o.jpeg_quality = v.extract()?;
-        }
-        if let Some(v) = opt("jpeg_passthrough")? {
-            o.jpeg_passthrough = v.extract()?;
-        }
-        if let Some(v) = opt("jpeg_restart_interval")? {
-            o.jpeg_restart_interval = v.extract()?;
-        }
-        Ok(o)
-    };
-    let dtype: Option<String> = opt("dtype")?.map(|d| d.extract()).transpose()?;
-    let shape: Option<Vec<u64>> = opt("shape")?.map(|d| d.extract()).transpose()?;
-    let ty = FieldType::from_short_name(ty, dtype.as_deref(), shape.as_deref())
-        .map_err(|e| bad(format!("field '{name}': {e}")))?;
-    Ok(if ty.is_image() { FieldSpec { image: image()?, name, ty } } else { FieldSpec::new(name, ty) })
-}
-
 /// Writes the rows of an Arrow table, column `k` into field `k` (`stream`: an
 /// `arrow_array_stream` capsule or an object with `__arrow_c_stream__`). Options and the result
 /// as `write`'s.
@@ -508,7 +453,10 @@ pub(crate) fn write_arrow<'py>(
     progress: Option<Py<PyAny>>,
     skip_bad: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let specs = fields.into_iter().map(|(n, t, o)| field(n, &t, o.as_ref())).collect::<PyResult<Vec<_>>>()?;
+    let specs = fields
+        .into_iter()
+        .map(|(n, t, o)| crate::writer::field(n, &t, o.as_ref()))
+        .collect::<PyResult<Vec<_>>>()?;
     let reader = import_stream(&stream)?;
     let schema = reader.schema();
     if schema.fields().len() != specs.len() {
@@ -555,38 +503,8 @@ pub(crate) fn write_arrow<'py>(
     let (starts, columns) = prepared.map_err(|(k, bad)| bad.into_py(&names[k], &column_names[k]))?;
     let num_rows = *starts.last().expect("starts ends with the row count");
 
-    // Ctrl-C (checked after every chunk, even without a callback), an exception in the
-    // callback, or the callback returning False stops the write; the exception is re-raised.
-    // (As in `writer::write`.)
-    let interrupted: Arc<std::sync::Mutex<Option<PyErr>>> = Arc::default();
-    let stop = Arc::clone(&interrupted);
-    let progress: Option<beton_storage::writer::ProgressFn> =
-        Some(Arc::new(move |p: beton_storage::Progress| {
-            Python::attach(|py| {
-                let result = py.check_signals().and_then(|()| match &progress {
-                    Some(cb) => {
-                        cb.call1(py, (p.done, p.total)).map(|r| !matches!(r.extract::<bool>(py), Ok(false)))
-                    }
-                    None => Ok(true),
-                });
-                match result {
-                    Ok(go_on) => go_on,
-                    Err(e) => {
-                        *stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                        false
-                    }
-                }
-            })
-        }));
-    let options = WriterOptions {
-        page_size,
-        num_threads: num_workers,
-        seed,
-        chunk_size,
-        progress,
-        skip_bad,
-        ..Default::default()
-    };
+    let (options, interrupted) =
+        crate::writer::options(page_size, num_workers, seed, chunk_size, progress, skip_bad);
     let writer = Writer::new(&path, specs, options).map_err(from_storage)?;
     let batch_starts = &starts[..starts.len() - 1];
     let fetch = |i: u64| -> Result<Vec<SampleValue>, beton_storage::writer::SourceError> {
@@ -596,18 +514,10 @@ pub(crate) fn write_arrow<'py>(
         let j = i - batch_starts[b];
         Ok(columns.iter().map(|c| c.value(i, b, j)).collect())
     };
-    let report = py.detach(|| writer.write_indexed(num_rows as u64, fetch)).map_err(|e| {
-        interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
-    })?;
+    let result = py.detach(|| writer.write_indexed(num_rows as u64, fetch));
     // The Arrow buffers are released here, holding the GIL (a producer's release may call
     // into Python).
     drop(columns);
     drop(batches);
-    let d = PyDict::new(py);
-    d.set_item("path", report.path)?;
-    d.set_item("num_samples", report.num_samples)?;
-    d.set_item("num_pages", report.num_pages)?;
-    d.set_item("file_len", report.file_len)?;
-    d.set_item("skipped", report.skipped)?;
-    Ok(d)
+    crate::writer::report(py, result, &interrupted)
 }

@@ -17,6 +17,19 @@ use crate::index_set::IndexSet;
 /// (name, type, (dtype, shape) of arrays).
 type FieldInfo = (String, String, Option<(String, Vec<u64>)>);
 
+/// The named columns of `table` (all for `None`) as one record batch.
+pub(crate) fn columns_batch(
+    table: &Table<'_>,
+    columns: Option<Vec<String>>,
+) -> beton_query::Result<RecordBatch> {
+    let names: Vec<String> = match columns {
+        Some(c) => c,
+        None => table.column_names().into_iter().map(String::from).collect(),
+    };
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    table.record_batch(&names)
+}
+
 /// One value in the raw form `Dataset.get` gives Python (see there).
 pub(crate) fn value_object<'py>(
     py: Python<'py>,
@@ -155,12 +168,7 @@ impl Dataset {
         let batch = py
             .detach(|| {
                 let table = Table::new(&ds);
-                let names: Vec<String> = match columns {
-                    Some(c) => c,
-                    None => table.column_names().into_iter().map(String::from).collect(),
-                };
-                let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                table.record_batch(&names)
+                columns_batch(&table, columns)
             })
             .map_err(from_query)?;
         stream_capsule(py, batch)

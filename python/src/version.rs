@@ -168,27 +168,23 @@ impl Version {
         if !(0..n).contains(&i) {
             return Err(PyIndexError::new_err(format!("sample {index} of {n}")));
         }
-        let table = opened.view.table().map_err(from_query)?;
-        let (ds, row) = table.locate(i as u64).map_err(from_query)?;
+        let Some((k, ds, row)) = opened.view.locate(i as u64) else {
+            return Err(PyIndexError::new_err(format!("sample {index} of {n}")));
+        };
+        let edited = opened.view.column_values(k).map_err(from_query)?;
         let out = PyDict::new(py);
-        let m = opened.version.manifest();
         for (name, ty) in opened.view.schema().map_err(from_query)? {
-            let edited = m.fragments.iter().any(|f| f.column_file(&name).is_some());
-            let obj = if edited {
-                // Edited or added fields: one value of the table's column.
-                let column = table.column(&name).map_err(from_query)?;
-                let cell = arrow_select::take::take(
-                    column.as_ref(),
-                    &arrow_array::UInt64Array::from(vec![i as u64]),
-                    None,
-                )
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
-                let value = owned_cell(&cell)?;
-                value_object(py, value.as_value(), &ty, decode_images)?
-            } else {
-                let k = ds.field_index(&name).map_err(from_storage)?;
-                let value = ds.get(row, k).map_err(from_storage)?;
-                value_object(py, value, &ty, decode_images)?
+            // A field a column file holds: its value at the row; else the data file's.
+            let obj = match edited.and_then(|c| c.get(&name)) {
+                Some(column) => {
+                    let value = beton_query::versioned::view::column_value(column, row as usize)
+                        .map_err(from_query)?;
+                    value_object(py, value, &ty, decode_images)?
+                }
+                None => {
+                    let f = ds.field_index(&name).map_err(from_storage)?;
+                    value_object(py, ds.get(row, f).map_err(from_storage)?, &ty, decode_images)?
+                }
             };
             out.set_item(name, obj)?;
         }
@@ -206,12 +202,7 @@ impl Version {
         let batch = py
             .detach(|| {
                 let table = opened.view.table()?;
-                let names: Vec<String> = match columns {
-                    Some(c) => c,
-                    None => table.column_names().into_iter().map(String::from).collect(),
-                };
-                let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                table.record_batch(&names)
+                crate::dataset::columns_batch(&table, columns)
             })
             .map_err(from_query)?;
         stream_capsule(py, batch)
@@ -477,35 +468,4 @@ impl Version {
             names.join(", ")
         )
     }
-}
-
-/// An owned cell of a column-file column (int, float, bool, text).
-enum Cell {
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-    Text(String),
-}
-
-impl Cell {
-    fn as_value(&self) -> beton_storage::Value<'_> {
-        match self {
-            Cell::Int(v) => beton_storage::Value::Int(*v),
-            Cell::Float(v) => beton_storage::Value::Float(*v),
-            Cell::Bool(v) => beton_storage::Value::Bool(*v),
-            Cell::Text(t) => beton_storage::Value::Text(t),
-        }
-    }
-}
-
-fn owned_cell(cell: &ArrayRef) -> PyResult<Cell> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Float64Type, Int64Type};
-    Ok(match cell.data_type() {
-        arrow_schema::DataType::Int64 => Cell::Int(cell.as_primitive::<Int64Type>().value(0)),
-        arrow_schema::DataType::Float64 => Cell::Float(cell.as_primitive::<Float64Type>().value(0)),
-        arrow_schema::DataType::Boolean => Cell::Bool(cell.as_boolean().value(0)),
-        arrow_schema::DataType::Utf8 => Cell::Text(cell.as_string::<i32>().value(0).to_string()),
-        other => return Err(PyValueError::new_err(format!("a column file holds {other} values"))),
-    })
 }

@@ -24,7 +24,7 @@ fn bad(what: impl Into<String>) -> PyErr {
 /// (`FieldType::from_short_name`: int, float, bytes, json, text, bool, ndarray / torch_tensor
 /// with options dtype and shape, array with dtype, rgb_image / grey_image with options
 /// write_mode, max_resolution, jpeg_quality, jpeg_passthrough, jpeg_restart_interval).
-fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<FieldSpec> {
+pub(crate) fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<FieldSpec> {
     let opt = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
         match options {
             Some(d) => d.get_item(key),
@@ -117,37 +117,7 @@ pub(crate) fn write<'py>(
     let specs = fields.into_iter().map(|(n, t, o)| field(n, &t, o.as_ref())).collect::<PyResult<Vec<_>>>()?;
     let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-    // Ctrl-C (checked after every chunk, even without a callback), an exception in the
-    // callback, or the callback returning False stops the write; the exception is re-raised.
-    let interrupted: Arc<std::sync::Mutex<Option<PyErr>>> = Arc::default();
-    let stop = Arc::clone(&interrupted);
-    let progress: Option<beton_storage::writer::ProgressFn> =
-        Some(Arc::new(move |p: beton_storage::Progress| {
-            Python::attach(|py| {
-                let result = py.check_signals().and_then(|()| match &progress {
-                    Some(cb) => {
-                        cb.call1(py, (p.done, p.total)).map(|r| !matches!(r.extract::<bool>(py), Ok(false)))
-                    }
-                    None => Ok(true),
-                });
-                match result {
-                    Ok(go_on) => go_on,
-                    Err(e) => {
-                        *stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                        false
-                    }
-                }
-            })
-        }));
-    let options = WriterOptions {
-        page_size,
-        num_threads: num_workers,
-        seed,
-        chunk_size,
-        progress,
-        skip_bad,
-        ..Default::default()
-    };
+    let (options, interrupted) = options(page_size, num_workers, seed, chunk_size, progress, skip_bad);
     let writer = Writer::new(&path, specs, options).map_err(from_storage)?;
     type SourceError = Box<dyn std::error::Error + Send + Sync>;
     let fetch = |i: u64| -> Result<Vec<SampleValue>, SourceError> {
@@ -167,7 +137,60 @@ pub(crate) fn write<'py>(
         })
         .map_err(|e: PyErr| SourceError::from(e.to_string()))
     };
-    let report = py.detach(|| writer.write_indexed(num_samples, fetch)).map_err(|e| {
+    let result = py.detach(|| writer.write_indexed(num_samples, fetch));
+    report(py, result, &interrupted)
+}
+
+/// An exception raised by a write's progress callable, kept to re-raise when the write stops.
+pub(crate) type Interrupted = Arc<std::sync::Mutex<Option<PyErr>>>;
+
+/// Writer options from Python's arguments, with a progress hook after every chunk: Ctrl-C (even
+/// without a callable), an exception in `progress(done, total)` or its returning False stops the
+/// write; the exception is kept in the returned slot for [`report`] to re-raise.
+pub(crate) fn options(
+    page_size: u64,
+    num_workers: usize,
+    seed: u64,
+    chunk_size: usize,
+    progress: Option<Py<PyAny>>,
+    skip_bad: bool,
+) -> (WriterOptions, Interrupted) {
+    let interrupted: Interrupted = Arc::default();
+    let stop = Arc::clone(&interrupted);
+    let hook: beton_storage::writer::ProgressFn = Arc::new(move |p: beton_storage::Progress| {
+        Python::attach(|py| {
+            let result = py.check_signals().and_then(|()| match &progress {
+                Some(cb) => {
+                    cb.call1(py, (p.done, p.total)).map(|r| !matches!(r.extract::<bool>(py), Ok(false)))
+                }
+                None => Ok(true),
+            });
+            result.unwrap_or_else(|e| {
+                *stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                false
+            })
+        })
+    });
+    let options = WriterOptions {
+        page_size,
+        num_threads: num_workers,
+        seed,
+        chunk_size,
+        progress: Some(hook),
+        skip_bad,
+        ..Default::default()
+    };
+    (options, interrupted)
+}
+
+/// A finished write as the dict Python gets (`path`, `num_samples`, `num_pages`, `file_len`,
+/// `skipped`), or its error: the progress callable's exception when it stopped the write.
+pub(crate) fn report<'py>(
+    py: Python<'py>,
+    result: beton_storage::Result<beton_storage::WriteReport>,
+    interrupted: &Interrupted,
+) -> PyResult<Bound<'py, PyDict>> {
+    let report = result.map_err(|e| {
         interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
     })?;
     let d = PyDict::new(py);

@@ -75,11 +75,13 @@ def test_curation_session(folder_ds, tmp_path):
     assert "score" in d["added_columns"]
     ds.restore("curated")
     assert len(ds) == before
+    with pytest.raises(KeyError, match="no tag 'nope'"):
+        ds.restore("nope")
 
     # Compact, export (FFCV's format; splits kept), cleanup.
     ds.save_splits(val=ds.where("label = 9"))
     ds.compact()
-    assert len(ds.versions()[-1]) and ds.versions()[-1]["data_files"] == 1
+    assert ds.versions()[-1]["data_files"] == 1 and ds.versions()[-1]["deleted_rows"] == 0
     assert ds.split("val").tolist() == ds.where("label = 9").tolist()
     out = tmp_path / "export.beton"
     assert ds.export(out, where="score < 0.5") == len(ds.where("score < 0.5"))

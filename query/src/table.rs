@@ -88,7 +88,7 @@ pub struct Table<'a> {
     schema: SchemaRef,
     cache: Mutex<HashMap<usize, ArrayRef>>,
     /// The version's splits as row ids; `None`: the file's own, read on first use.
-    split_ids: Option<BTreeMap<String, IndexSet>>,
+    split_ids: Option<Arc<BTreeMap<String, IndexSet>>>,
     /// The named splits as table rows, made once per table (so one query sees one generation).
     splits: OnceLock<BTreeMap<String, Arc<IndexSet>>>,
 }
@@ -154,7 +154,7 @@ impl<'a> Table<'a> {
     pub fn from_parts(
         parts: Vec<Part<'a>>,
         schema: &[(String, beton_storage::FieldType)],
-        splits: BTreeMap<String, IndexSet>,
+        splits: Arc<BTreeMap<String, IndexSet>>,
     ) -> Result<Table<'a>> {
         for (k, p) in parts.iter().enumerate() {
             for (name, ty) in schema {
@@ -209,7 +209,7 @@ impl<'a> Table<'a> {
     fn assemble(
         parts: Vec<Part<'a>>,
         columns: Vec<Column>,
-        split_ids: Option<BTreeMap<String, IndexSet>>,
+        split_ids: Option<Arc<BTreeMap<String, IndexSet>>>,
     ) -> Table<'a> {
         let mut starts = vec![0u64];
         for p in &parts {
@@ -256,8 +256,7 @@ impl<'a> Table<'a> {
         &self,
         by_id: &BTreeMap<String, IndexSet>,
     ) -> Result<BTreeMap<String, Arc<IndexSet>>> {
-        let ids = self.column("row_id")?;
-        let ids = ids.as_any().downcast_ref::<UInt64Array>().map(|a| a.values().to_vec()).unwrap_or_default();
+        let ids = self.row_ids()?;
         let mut by_position: Vec<(u64, u64)> = ids.into_iter().zip(0u64..).collect();
         by_position.sort_unstable();
         let mut out = BTreeMap::new();
@@ -272,6 +271,16 @@ impl<'a> Table<'a> {
             out.insert(name.clone(), Arc::new(IndexSet::from_sorted(rows)?));
         }
         Ok(out)
+    }
+
+    /// The stable row id of every row (its index, for a one-file table), in row order.
+    ///
+    /// # Errors
+    /// As [`Table::column`].
+    pub fn row_ids(&self) -> Result<Vec<u64>> {
+        let name = if self.position("row_id").is_ok() { "row_id" } else { "index" };
+        let ids = self.column(name)?;
+        Ok(ids.as_any().downcast_ref::<UInt64Array>().map(|a| a.values().to_vec()).unwrap_or_default())
     }
 
     /// The data file of a one-file table (the first one of a table over several).

@@ -69,9 +69,7 @@ pub fn write_new_file(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
     std::fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
     let tmp = temp_file(dir)?;
     crash_point();
-    (&mut tmp.as_file()).write_all(&bytes[..bytes.len() / 2]).map_err(|e| io(tmp.path(), e))?;
-    crash_point();
-    write_all_synced(tmp.as_file(), &bytes[bytes.len() / 2..]).map_err(|e| io(tmp.path(), e))?;
+    write_all_synced(tmp.as_file(), bytes).map_err(|e| io(tmp.path(), e))?;
     crash_point();
     tmp.persist_noclobber(&path).map_err(|e| io(&path, e.error))?;
     crash_point();
@@ -86,8 +84,12 @@ pub(crate) fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile> {
     tempfile::Builder::new().prefix("w-").suffix(".tmp").tempfile_in(&tmp_dir).map_err(|e| io(&tmp_dir, e))
 }
 
-fn write_all_synced(mut f: &File, bytes: &[u8]) -> std::io::Result<()> {
-    f.write_all(bytes)?;
+/// Writes `bytes` to `f` and fsyncs it; a crash point halfway leaves a torn temporary file,
+/// which nothing may ever refer to.
+pub(crate) fn write_all_synced(mut f: &File, bytes: &[u8]) -> std::io::Result<()> {
+    f.write_all(&bytes[..bytes.len() / 2])?;
+    crash_point();
+    f.write_all(&bytes[bytes.len() / 2..])?;
     f.sync_all()
 }
 
@@ -117,9 +119,7 @@ pub fn publish(dir: &Path, manifest: &Manifest) -> Result<Published> {
     let tmp = temp_file(dir)?;
     let json = manifest.to_json();
     crash_point();
-    (&mut tmp.as_file()).write_all(&json[..json.len() / 2]).map_err(|e| io(tmp.path(), e))?;
-    crash_point();
-    write_all_synced(tmp.as_file(), &json[json.len() / 2..]).map_err(|e| io(tmp.path(), e))?;
+    write_all_synced(tmp.as_file(), &json).map_err(|e| io(tmp.path(), e))?;
     crash_point();
     let target = dir.join(manifest_name(manifest.version));
     // link(2) creates the name only if it does not exist: the no-overwrite commit point. The

@@ -27,12 +27,6 @@ pub struct Diff {
     pub changed: BTreeMap<String, Vec<u64>>,
 }
 
-/// The row ids of a table's `row_id` column.
-fn row_ids(table: &crate::Table<'_>) -> Result<Vec<u64>> {
-    let ids = table.column("row_id")?;
-    Ok(ids.as_any().downcast_ref::<UInt64Array>().map(|a| a.values().to_vec()).unwrap_or_default())
-}
-
 fn is_ascending(ids: &[u64]) -> bool {
     ids.windows(2).all(|w| w[0] < w[1])
 }
@@ -100,7 +94,7 @@ fn match_by_search(ida: &[u64], idb: &[u64]) -> Matched {
 pub fn diff(a: &VersionedDataset, b: &VersionedDataset) -> Result<Diff> {
     let (va, vb) = (a.view()?, b.view()?);
     let (ta, tb) = (va.table()?, vb.table()?);
-    let (ida, idb) = (row_ids(&ta)?, row_ids(&tb)?);
+    let (ida, idb) = (ta.row_ids()?, tb.row_ids()?);
     let (added, deleted, in_a, in_b, ids) = match is_ascending(&ida) && is_ascending(&idb) {
         // The usual case (row ids ascend through a version): one merge pass.
         true => merge(&ida, &idb),

@@ -261,6 +261,11 @@ impl Manifest {
         }
     }
 
+    /// True when some column file holds field `name` (its values are not all the data files').
+    pub fn edited(&self, name: &str) -> bool {
+        self.fragments.iter().any(|f| f.column_file(name).is_some())
+    }
+
     /// Rows in this version.
     pub fn num_rows(&self) -> u64 {
         self.fragments.iter().map(Fragment::num_live_rows).sum()

@@ -238,7 +238,8 @@ impl VersionedDataset {
             });
         }
         let tmp = commit::temp_file(&self.dir)?;
-        std::fs::write(tmp.path(), format!("{{\"version\": {}}}\n", self.version()))
+        // Durable before it is linked: a crash never leaves a tag naming nothing.
+        commit::write_all_synced(tmp.as_file(), format!("{{\"version\": {}}}\n", self.version()).as_bytes())
             .map_err(|e| io(tmp.path(), e))?;
         let tags = self.dir.join(TAGS_DIR);
         std::fs::create_dir_all(&tags).map_err(|e| io(&tags, e))?;
@@ -413,16 +414,7 @@ impl VersionedDataset {
         predicate: Option<&str>,
         message: &str,
     ) -> Result<VersionedDataset> {
-        if let Some(max) = rows.max_id().filter(|&m| m >= self.num_rows()) {
-            return Err(Error::InvalidArgument {
-                what: "rows to update".into(),
-                why: format!(
-                    "index {max} is past the end of version {} ({} rows)",
-                    self.version(),
-                    self.num_rows()
-                ),
-            });
-        }
+        self.check_indices(rows, "rows to update")?;
         let mut typed = Vec::new();
         for (name, array) in values {
             let ty = self.column_field(&name)?;
@@ -673,12 +665,12 @@ impl VersionedDataset {
             let table = view.table()?;
             std::fs::create_dir_all(self.dir.join(DATA_DIR)).map_err(|e| io(&self.dir, e))?;
             let report = export_table(&view, &table, &self.dir.join(&rel), None, num_threads)?;
-            let ids = table.column("row_id")?;
-            let ids = ids.as_any().downcast_ref::<arrow_array::UInt64Array>().map(|a| a.values().to_vec());
-            (report, ids.unwrap_or_default())
+            (report, table.row_ids()?)
         };
         let row_ids = match (ids.first(), ids.last()) {
-            (Some(&a), Some(&b)) if b - a + 1 == ids.len() as u64 => RowIds::Range { start: a },
+            (Some(&a), Some(&b)) if b.checked_sub(a) == Some(ids.len() as u64 - 1) => {
+                RowIds::Range { start: a }
+            }
             (None, _) => RowIds::Range { start: self.manifest.next_row_id },
             _ => RowIds::File {
                 file: write_index_file(&self.dir, ROW_IDS_DIR, &IndexSet::from_sorted(ids)?)?.file,
@@ -788,34 +780,13 @@ impl VersionedDataset {
         let ids = {
             let view = self.view()?;
             let table = view.table()?;
-            let ids = table.column("row_id")?;
-            ids.as_any()
-                .downcast_ref::<arrow_array::UInt64Array>()
-                .map(|a| a.values().to_vec())
-                .unwrap_or_default()
+            table.row_ids()?
         };
         let mut files = BTreeMap::new();
         for (name, set) in save {
-            let ok = !name.is_empty()
-                && name.len() <= 64
-                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:=".contains(&b));
-            if !ok {
-                return Err(Error::InvalidArgument {
-                    what: format!("split name {name:?}"),
-                    why: "must be 1 to 64 ASCII letters, digits or _ - . : =".into(),
-                });
-            }
-            let mut row_ids = Vec::with_capacity(set.len());
-            for i in set.iter() {
-                row_ids.push(*ids.get(i as usize).ok_or_else(|| Error::InvalidArgument {
-                    what: format!("split '{name}'"),
-                    why: format!(
-                        "index {i} is past the end of version {} ({} rows)",
-                        self.version(),
-                        ids.len()
-                    ),
-                })?);
-            }
+            beton_storage::splits::check_name(name)?;
+            self.check_indices(set, &format!("split '{name}'"))?;
+            let mut row_ids: Vec<u64> = set.iter().map(|i| ids[i as usize]).collect();
             row_ids.sort_unstable();
             files.insert(
                 name.clone(),
@@ -832,6 +803,22 @@ impl VersionedDataset {
         })
     }
 
+    /// Fails with [`Error::InvalidArgument`] naming `what` when `rows` holds an index past the
+    /// end of this version.
+    fn check_indices(&self, rows: &IndexSet, what: &str) -> Result<()> {
+        match rows.max_id().filter(|&m| m >= self.num_rows()) {
+            Some(max) => Err(Error::InvalidArgument {
+                what: what.to_string(),
+                why: format!(
+                    "index {max} is past the end of version {} ({} rows)",
+                    self.version(),
+                    self.num_rows()
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Deletes the rows at `positions` (indices in this version), as a new version.
     ///
     /// # Errors
@@ -842,42 +829,14 @@ impl VersionedDataset {
         predicate: Option<&str>,
         message: &str,
     ) -> Result<VersionedDataset> {
-        if let Some(max) = positions.max_id().filter(|&m| m >= self.num_rows()) {
-            return Err(Error::InvalidArgument {
-                what: "rows to delete".into(),
-                why: format!(
-                    "index {max} is past the end of version {} ({} rows)",
-                    self.version(),
-                    self.num_rows()
-                ),
-            });
-        }
+        self.check_indices(positions, "rows to delete")?;
         // Positions → rows of each data file (stable: data files never change).
-        let mut per_fragment: Vec<(u64, Vec<u64>)> = Vec::new();
-        let mut ids = positions.iter().peekable();
-        let mut first = 0u64;
-        for f in &self.manifest.fragments {
-            let live = f.num_live_rows();
-            let mut rows = Vec::new();
-            if ids.peek().is_some_and(|&p| p < first + live) {
-                let deleted = self.fragment_deletions(f)?;
-                let mut deleted = deleted.iter().peekable();
-                let mut position = first;
-                for row in 0..f.num_rows {
-                    if deleted.next_if_eq(&row).is_some() {
-                        continue;
-                    }
-                    if ids.next_if_eq(&position).is_some() {
-                        rows.push(row);
-                    }
-                    position += 1;
-                }
-            }
-            if !rows.is_empty() {
-                per_fragment.push((f.id, rows));
-            }
-            first += live;
-        }
+        let per_fragment: Vec<(u64, Vec<u64>)> = self
+            .view()?
+            .file_rows(positions)
+            .into_iter()
+            .map(|(k, rows)| (self.manifest.fragments[k].id, rows))
+            .collect();
         let touches =
             Touches { deletes_in: per_fragment.iter().map(|(id, _)| *id).collect(), ..Touches::default() };
         let operation =
@@ -1160,19 +1119,14 @@ fn export_table(
 ) -> Result<beton_storage::WriteReport> {
     use beton_storage::{FieldSpec, Writer, WriterOptions};
     let m = view.version().manifest();
-    let schema: Vec<(String, FieldType)> =
-        m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<_>>()?;
-    if let Some(max) = rows.and_then(IndexSet::max_id).filter(|&r| r >= table.num_rows()) {
-        return Err(Error::InvalidArgument {
-            what: "rows to export".into(),
-            why: format!("index {max} is past the end of version {} ({} rows)", m.version, table.num_rows()),
-        });
+    let schema = view.schema()?;
+    if let Some(rows) = rows {
+        view.version().check_indices(rows, "rows to export")?;
     }
     // Fields some column file holds are read from the table's column; the rest from data files.
     let mut from_columns: Vec<Option<ArrayRef>> = Vec::with_capacity(schema.len());
     for (name, _) in &schema {
-        let edited = m.fragments.iter().any(|f| f.column_file(name).is_some());
-        from_columns.push(if edited { Some(table.column(name)?) } else { None });
+        from_columns.push(if m.edited(name) { Some(table.column(name)?) } else { None });
     }
     let page_size =
         view.datasets().map(|d| d.page_size()).max().unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
@@ -1186,7 +1140,7 @@ fn export_table(
         let mut sample = Vec::with_capacity(schema.len());
         for ((name, _), column) in schema.iter().zip(&from_columns) {
             let value = match column {
-                Some(array) => cell(array, row as usize)?,
+                Some(array) => view::column_value(array, row as usize)?.to_sample_value(),
                 None => ds.get(file_row, ds.field_index(name)?)?.to_sample_value(),
             };
             sample.push(value);
@@ -1194,23 +1148,4 @@ fn export_table(
         Ok::<_, beton_storage::writer::SourceError>(sample)
     })?;
     Ok(report)
-}
-
-/// One cell of a column-file field's table column, as the writer takes it.
-fn cell(array: &ArrayRef, row: usize) -> Result<beton_storage::SampleValue> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Float64Type, Int64Type};
-    use beton_storage::SampleValue as S;
-    Ok(match array.data_type() {
-        arrow_schema::DataType::Int64 => S::Int(array.as_primitive::<Int64Type>().value(row)),
-        arrow_schema::DataType::Float64 => S::Float(array.as_primitive::<Float64Type>().value(row)),
-        arrow_schema::DataType::Boolean => S::Bool(array.as_boolean().value(row)),
-        arrow_schema::DataType::Utf8 => S::Text(array.as_string::<i32>().value(row).to_string()),
-        other => {
-            return Err(Error::InvalidArgument {
-                what: "column file".into(),
-                why: format!("holds {other} values"),
-            })
-        }
-    })
 }

@@ -45,6 +45,8 @@ pub struct VersionView {
     fragments: Vec<Opened>,
     /// Each fragment's column-file values, by field: read and patched once.
     columns: std::sync::OnceLock<Vec<BTreeMap<String, ArrayRef>>>,
+    /// The named splits (row ids), read once.
+    splits: std::sync::OnceLock<Arc<BTreeMap<String, crate::IndexSet>>>,
 }
 
 /// The column of file-row positions in a patch column file (`docs/FORMAT.md` §13).
@@ -78,7 +80,12 @@ impl VersionView {
             };
             fragments.push(Opened { ds, rows, column_files: f.columns.clone(), row_ids });
         }
-        Ok(VersionView { version: version.clone(), fragments, columns: std::sync::OnceLock::new() })
+        Ok(VersionView {
+            version: version.clone(),
+            fragments,
+            columns: std::sync::OnceLock::new(),
+            splits: std::sync::OnceLock::new(),
+        })
     }
 
     /// Every fragment's column-file values: full column files replace a field's values, patch
@@ -172,11 +179,33 @@ impl VersionView {
                 row_ids: f.row_ids.clone(),
             })
             .collect();
-        let mut splits = BTreeMap::new();
-        for (name, file) in &m.splits {
-            splits.insert(name.clone(), read_index_file(self.version.dir(), &file.file)?);
-        }
+        let splits = match self.splits.get() {
+            Some(s) => Arc::clone(s),
+            None => {
+                let mut read = BTreeMap::new();
+                for (name, file) in &m.splits {
+                    read.insert(name.clone(), read_index_file(self.version.dir(), &file.file)?);
+                }
+                Arc::clone(self.splits.get_or_init(|| Arc::new(read)))
+            }
+        };
         Table::from_parts(parts, &schema, splits)
+    }
+
+    /// The fragment (position in the manifest) holding row `index` of the version, its data file
+    /// and the row's position there; `None` past the end.
+    pub fn locate(&self, index: u64) -> Option<(usize, &Dataset, u64)> {
+        let set = crate::IndexSet::from_sorted(vec![index]).ok()?;
+        let (k, rows) = self.file_rows(&set).into_iter().next()?;
+        Some((k, self.fragments[k].ds.as_ref(), rows[0]))
+    }
+
+    /// The values column files give fragment `k`, by field: one per data-file row.
+    ///
+    /// # Errors
+    /// Column files that cannot be read.
+    pub fn column_values(&self, k: usize) -> Result<Option<&BTreeMap<String, ArrayRef>>> {
+        Ok(self.columns()?.get(k))
     }
 
     /// The fragment (position in the manifest) and data-file row of each table row of `rows`
@@ -201,10 +230,34 @@ impl VersionView {
     }
 }
 
+/// Row `row` of a column-file array as a storage value (column files hold int, float, bool and
+/// text: [`column_file_type`]).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an array of another type.
+pub fn column_value(array: &ArrayRef, row: usize) -> Result<beton_storage::Value<'_>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type};
+    use arrow_schema::DataType;
+    use beton_storage::Value;
+    Ok(match array.data_type() {
+        DataType::Int64 => Value::Int(array.as_primitive::<Int64Type>().value(row)),
+        DataType::Float64 => Value::Float(array.as_primitive::<Float64Type>().value(row)),
+        DataType::Boolean => Value::Bool(array.as_boolean().value(row)),
+        DataType::Utf8 => Value::Text(array.as_string::<i32>().value(row)),
+        other => {
+            return Err(Error::InvalidArgument {
+                what: "column file".into(),
+                why: format!("holds {other} values"),
+            })
+        }
+    })
+}
+
 /// Field `name` of every row of `ds`, as its table column.
 fn gather_field(ds: &Dataset, name: &str, ty: &FieldType) -> Result<ArrayRef> {
     let part = Part { ds, rows: None, columns: BTreeMap::new(), row_ids: PartRowIds::Range(0) };
-    Table::from_parts(vec![part], &[(name.to_string(), ty.clone())], BTreeMap::new())?.column(name)
+    Table::from_parts(vec![part], &[(name.to_string(), ty.clone())], Arc::default())?.column(name)
 }
 
 /// `base` with the values at rows `rows` replaced by `values` (a patch column file `file`).
