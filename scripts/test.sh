@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export CARGO_TERM_COLOR=never
+# No incremental caches (GBs on disk for a build that runs once); a developer's own `cargo test`
+# keeps them.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # One target dir for the workspace, the Python extension and the fuzz target (CARGO_TARGET_DIR
 # when set, so a checkout can share another's build cache).
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
