@@ -11,7 +11,9 @@
 //! large file) re-reads instead of failing, and the cache never holds more than its bound.
 //!
 //! The data table is read through the map (it is the metadata FFCV also keeps in memory); only
-//! payload pages go through this cache.
+//! payload pages go through this cache. Over a version of a dataset directory the cache reads
+//! several data files: a page's key is its file's first key plus its page in the file, so one
+//! bound and one eviction order cover them all.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -31,13 +33,20 @@ struct State {
     allocated: usize,
 }
 
-/// The loader's page pool, reused across epochs.
-pub(crate) struct PageCache {
+/// One data file the cache reads.
+struct CachedFile {
     file: File,
     path: std::path::PathBuf,
     page_size: u64,
     /// End of the data pages (the allocation table's offset).
     data_end: u64,
+    /// The key of its page 0.
+    first_key: u64,
+}
+
+/// The loader's page pool, reused across epochs.
+pub(crate) struct PageCache {
+    files: Vec<CachedFile>,
     capacity: usize,
     state: Mutex<State>,
 }
@@ -51,17 +60,19 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    /// The schedule of `batches` (sample ids) of `ds`.
-    pub(crate) fn new<'b>(ds: &Dataset, batches: impl Iterator<Item = &'b [u64]>) -> Schedule {
-        let page_size = ds.page_size();
+    /// The schedule of `batches` (sample ids), `page_of` giving a sample's page key (`None`: it
+    /// reads no payload).
+    pub(crate) fn new<'b>(
+        page_of: impl Fn(u64) -> Option<u64>,
+        batches: impl Iterator<Item = &'b [u64]>,
+    ) -> Schedule {
         let mut uses: HashMap<u64, Vec<usize>> = HashMap::new();
         let batch_pages = batches
             .enumerate()
             .map(|(b, ids)| {
                 let mut pages = Vec::new();
                 for &i in ids {
-                    if let Some((start, _)) = ds.sample_span(i) {
-                        let p = start / page_size;
+                    if let Some(p) = page_of(i) {
                         let u = uses.entry(p).or_default();
                         if u.last() != Some(&b) {
                             u.push(b);
@@ -90,18 +101,38 @@ pub(crate) struct Prefetched {
 }
 
 impl PageCache {
-    /// A cache of at most `capacity` pages of `ds`'s file.
-    pub(crate) fn new(ds: &Dataset, capacity: usize) -> Result<PageCache> {
-        let path = ds.path().to_path_buf();
-        let file = File::open(&path).map_err(|e| Error::Io { path: path.clone(), source: e })?;
-        Ok(PageCache {
-            file,
-            path,
-            page_size: ds.page_size(),
-            data_end: ds.header().alloc_table_ptr,
-            capacity,
-            state: Mutex::new(State::default()),
-        })
+    /// A cache of at most `capacity` pages of the files of `datasets` (one, or a version's
+    /// data files in order).
+    pub(crate) fn new(datasets: &[&Dataset], capacity: usize) -> Result<PageCache> {
+        let mut files = Vec::with_capacity(datasets.len());
+        let mut first_key = 0u64;
+        for ds in datasets {
+            let path = ds.path().to_path_buf();
+            let file = File::open(&path).map_err(|e| Error::Io { path: path.clone(), source: e })?;
+            files.push(CachedFile {
+                file,
+                path,
+                page_size: ds.page_size(),
+                data_end: ds.header().alloc_table_ptr,
+                first_key,
+            });
+            first_key += ds.num_pages() + 1;
+        }
+        Ok(PageCache { files, capacity, state: Mutex::new(State::default()) })
+    }
+
+    /// The key of the page of file `file` holding byte `offset`, and that page's first byte.
+    pub(crate) fn page_of(&self, file: usize, offset: u64) -> (u64, u64) {
+        let f = &self.files[file];
+        let page = offset / f.page_size;
+        (f.first_key + page, page * f.page_size)
+    }
+
+    /// The file and page in it of key `key`.
+    fn file_of(&self, key: u64) -> (&CachedFile, u64) {
+        let k = self.files.partition_point(|f| f.first_key <= key).saturating_sub(1);
+        let f = &self.files[k];
+        (f, key - f.first_key)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -119,15 +150,9 @@ impl PageCache {
         self.lock().allocated
     }
 
-    /// The page size.
-    pub(crate) fn page_size(&self) -> u64 {
-        self.page_size
-    }
-
-    /// Reads `len` bytes at `offset` into `buf`.
-    pub(crate) fn pread(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
-        buf.resize(len, 0);
-        read_exact_at(&self.file, buf, offset).map_err(|e| Error::Io { path: self.path.clone(), source: e })
+    /// Reads `len` bytes at `offset` of file `file` into `buf`.
+    pub(crate) fn pread(&self, file: usize, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        read_into(&self.files[file], offset, len, buf)
     }
 
     /// Makes the pages of batch `b` resident where the bound allows. `in_flight` is the first
@@ -145,7 +170,7 @@ impl PageCache {
                     Some(buf) => buf,
                     None if st.allocated < self.capacity => {
                         st.allocated += 1;
-                        Vec::with_capacity(self.page_size as usize)
+                        Vec::with_capacity(self.file_of(page).0.page_size as usize)
                     }
                     None => {
                         // Evict the farthest next use among pages no reader holds and no batch
@@ -167,9 +192,10 @@ impl PageCache {
                 }
             };
             let mut buf = buf;
-            let start = page * self.page_size;
-            let len = self.page_size.min(self.data_end.saturating_sub(start)) as usize;
-            let read = self.pread(start, len, &mut buf);
+            let (file, local) = self.file_of(page);
+            let start = local * file.page_size;
+            let len = file.page_size.min(file.data_end.saturating_sub(start)) as usize;
+            let read = read_into(file, start, len, &mut buf);
             let mut st = self.lock();
             match read {
                 Ok(()) => {
@@ -185,6 +211,11 @@ impl PageCache {
         }
         Ok(done)
     }
+}
+
+fn read_into(f: &CachedFile, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+    buf.resize(len, 0);
+    read_exact_at(&f.file, buf, offset).map_err(|e| Error::Io { path: f.path.clone(), source: e })
 }
 
 fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {

@@ -130,6 +130,109 @@ pub struct SampleContext {
     pub position: usize,
 }
 
+/// One data file's share of a [`FieldData`]: the field there (if the file has it) and the
+/// column-file values that replace it (null cells keep the data file's).
+pub(crate) type FieldSpan<'a> = (Option<(&'a Dataset, usize)>, Option<&'a arrow_array::ArrayRef>);
+
+/// A field as a decoder sizes its columns: its name, its type and the values it spans, in one
+/// data file ([`FieldData::of_file`]) or over a version's data files and column files.
+pub struct FieldData<'a> {
+    name: &'a str,
+    ty: &'a FieldType,
+    /// Per data file: the field there (if it has it) and the column-file values that replace
+    /// it (null cells keep the data file's; `beton_query::versioned::values`).
+    parts: Vec<FieldSpan<'a>>,
+}
+
+impl<'a> FieldData<'a> {
+    /// Field `field` of `ds`.
+    pub fn of_file(ds: &'a Dataset, field: usize) -> FieldData<'a> {
+        let f = &ds.fields()[field];
+        FieldData { name: f.name(), ty: f.field_type(), parts: vec![(Some((ds, field)), None)] }
+    }
+
+    pub(crate) fn of_parts(name: &'a str, ty: &'a FieldType, parts: Vec<FieldSpan<'a>>) -> FieldData<'a> {
+        FieldData { name, ty, parts }
+    }
+
+    /// The field's name.
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// The field's type.
+    pub fn field_type(&self) -> &'a FieldType {
+        self.ty
+    }
+
+    /// The data file and field, when the values are one data file's field and nothing else.
+    pub fn single_file(&self) -> Option<(&'a Dataset, usize)> {
+        match self.parts.as_slice() {
+            [(Some(file), None)] => Some(*file),
+            _ => None,
+        }
+    }
+
+    /// The data files whose field gives some of the values.
+    pub fn files(&self) -> impl Iterator<Item = (&'a Dataset, usize)> + '_ {
+        self.parts.iter().filter(|(_, c)| c.is_none_or(|c| c.null_count() > 0)).filter_map(|(f, _)| *f)
+    }
+
+    /// The column-file values (nulls where a data file's value stands).
+    pub fn column_values(&self) -> impl Iterator<Item = &'a arrow_array::ArrayRef> + '_ {
+        self.parts.iter().filter_map(|(_, c)| *c)
+    }
+
+    /// The longest value of a variable-length field, in bytes (JSON's NUL not counted).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a field that is not variable-length; a corrupt size word.
+    pub fn longest(&self, decoder: &str) -> Result<usize> {
+        let mut max = 0usize;
+        for (ds, field) in self.files() {
+            max = max.max(longest(ds, field, decoder)?.0);
+        }
+        for array in self.column_values() {
+            for row in 0..array.len() {
+                let value = beton_query::versioned::values::cell(array, self.ty, row)?;
+                let len = match value {
+                    Some(Value::Bytes(b) | Value::Array(b)) => b.len(),
+                    Some(Value::Json(t) | Value::Text(t)) => t.len(),
+                    _ => 0,
+                };
+                max = max.max(len);
+            }
+        }
+        Ok(max)
+    }
+
+    /// Every stored image's `(height, width)`, data files' rows first, then column files'.
+    ///
+    /// # Errors
+    /// Column-file cells that are not images.
+    pub fn image_sizes(&self) -> Result<Vec<(usize, usize)>> {
+        let mut sizes = Vec::new();
+        for (ds, field) in self.files() {
+            sizes.extend(crate::image::stored_sizes(ds, field));
+        }
+        for array in self.column_values() {
+            for row in 0..array.len() {
+                if let Some(Value::Image(img)) = beton_query::versioned::values::cell(array, self.ty, row)? {
+                    sizes.push((usize::from(img.height), usize::from(img.width)));
+                }
+            }
+        }
+        Ok(sizes)
+    }
+
+    fn wrong_decoder(&self, decoder: &str) -> Error {
+        Error::InvalidArgument {
+            what: format!("decoder for field '{}'", self.name),
+            why: format!("{decoder} cannot decode a {} field", self.ty.name()),
+        }
+    }
+}
+
 /// Writes one field of one sample into its rows of the batch's columns.
 ///
 /// Implementations must write every byte of `out` (slots are reused, so bytes left alone hold a
@@ -142,6 +245,25 @@ pub trait FieldDecoder: Send + Sync {
     /// # Errors
     /// When the decoder cannot decode this field (wrong type, sizes that differ, ...).
     fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>>;
+
+    /// The columns for `field` wherever its values lie: over a version of a dataset directory,
+    /// several data files and column files ([`FieldData`]). By default, [`columns`](Self::columns)
+    /// when the field is one data file's; beton's decoders size any field.
+    ///
+    /// # Errors
+    /// As [`columns`](Self::columns); by default, a field whose values column files give.
+    fn columns_of(&self, field: &FieldData<'_>, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        match field.single_file() {
+            Some((ds, k)) => self.columns(ds, k, epoch),
+            None => Err(Error::InvalidArgument {
+                what: format!("decoder for field '{}'", field.name()),
+                why: "the field's values come from column files of a dataset directory, and this \
+                      decoder implements only `columns` (one data file's field): implement \
+                      `columns_of`"
+                    .into(),
+            }),
+        }
+    }
 
     /// Writes `value` into `out`, one byte slice per column of [`columns`](Self::columns), each
     /// of that column's `sample_bytes()`.
@@ -177,26 +299,20 @@ pub struct NDArrayDecoder;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BytesDecoder;
 
-fn scalar(
-    ds: &Dataset,
-    field: usize,
-    want: LoadAs,
-    elem: ElemType,
-    decoder: &str,
-) -> Result<Vec<ColumnSpec>> {
-    let f = &ds.fields()[field];
-    if f.field_type().kind().load_as() != want {
-        return Err(Error::InvalidArgument {
-            what: format!("decoder for field '{}'", f.name()),
-            why: format!("{decoder} cannot decode a {} field", f.field_type().name()),
-        });
+fn scalar(field: &FieldData<'_>, want: LoadAs, elem: ElemType, decoder: &str) -> Result<Vec<ColumnSpec>> {
+    if field.field_type().kind().load_as() != want {
+        return Err(field.wrong_decoder(decoder));
     }
-    Ok(vec![ColumnSpec { name: f.name().to_string(), elem, shape: vec![] }])
+    Ok(vec![ColumnSpec { name: field.name().to_string(), elem, shape: vec![] }])
 }
 
 impl FieldDecoder for IntDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(ds, field, LoadAs::Int, ElemType::I64, "IntDecoder")
+    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        self.columns_of(&FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        scalar(field, LoadAs::Int, ElemType::I64, "IntDecoder")
     }
 
     fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
@@ -207,8 +323,12 @@ impl FieldDecoder for IntDecoder {
 }
 
 impl FieldDecoder for FloatDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(ds, field, LoadAs::Float, ElemType::F64, "FloatDecoder")
+    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        self.columns_of(&FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        scalar(field, LoadAs::Float, ElemType::F64, "FloatDecoder")
     }
 
     fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
@@ -219,8 +339,12 @@ impl FieldDecoder for FloatDecoder {
 }
 
 impl FieldDecoder for BoolDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(ds, field, LoadAs::Bool, ElemType::Bool, "BoolDecoder")
+    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        self.columns_of(&FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        scalar(field, LoadAs::Bool, ElemType::Bool, "BoolDecoder")
     }
 
     fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
@@ -233,8 +357,11 @@ impl FieldDecoder for BoolDecoder {
 }
 
 impl FieldDecoder for NDArrayDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let f = &ds.fields()[field];
+    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        self.columns_of(&FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, f: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
         match f.field_type().kind().load_as() {
             LoadAs::Array(spec) => {
                 let elem =
@@ -247,19 +374,21 @@ impl FieldDecoder for NDArrayDecoder {
                     })?;
                 // Every sample's array lies in one page (FORMAT.md §5): a descriptor whose
                 // arrays cannot is corrupt, and no buffer is sized from it.
-                if ds.num_samples() > 0 && spec.nbytes() > ds.page_size() {
-                    return Err(Error::Storage(beton_storage::Error::Corrupt {
-                        path: ds.path().to_path_buf(),
-                        offset: 0,
-                        what: format!(
-                            "field '{}': arrays of shape {:?} ({} bytes) cannot fit the file's pages \
-                             of {} bytes",
-                            f.name(),
-                            spec.shape,
-                            spec.nbytes(),
-                            ds.page_size()
-                        ),
-                    }));
+                for (ds, _) in f.files() {
+                    if ds.num_samples() > 0 && spec.nbytes() > ds.page_size() {
+                        return Err(Error::Storage(beton_storage::Error::Corrupt {
+                            path: ds.path().to_path_buf(),
+                            offset: 0,
+                            what: format!(
+                                "field '{}': arrays of shape {:?} ({} bytes) cannot fit the file's \
+                                 pages of {} bytes",
+                                f.name(),
+                                spec.shape,
+                                spec.nbytes(),
+                                ds.page_size()
+                            ),
+                        }));
+                    }
                 }
                 Ok(vec![ColumnSpec {
                     name: f.name().to_string(),
@@ -267,10 +396,7 @@ impl FieldDecoder for NDArrayDecoder {
                     shape: spec.shape.iter().map(|&d| d as usize).collect(),
                 }])
             }
-            _ => Err(Error::InvalidArgument {
-                what: format!("decoder for field '{}'", f.name()),
-                why: format!("NDArrayDecoder cannot decode a {} field", f.field_type().name()),
-            }),
+            _ => Err(f.wrong_decoder("NDArrayDecoder")),
         }
     }
 
@@ -284,14 +410,14 @@ impl FieldDecoder for NDArrayDecoder {
 }
 
 /// The longest payload of a variable-length field over every row (from the rows' size words).
-fn longest(ds: &Dataset, field: usize) -> Result<(usize, usize)> {
+fn longest(ds: &Dataset, field: usize, decoder: &str) -> Result<(usize, usize)> {
     let f = &ds.fields()[field];
     let (itemsize, suffix) = match f.field_type().kind().load_as() {
         LoadAs::Sized { itemsize, suffix } => (itemsize, suffix),
         _ => {
             return Err(Error::InvalidArgument {
                 what: format!("decoder for field '{}'", f.name()),
-                why: format!("BytesDecoder cannot decode a {} field", f.field_type().name()),
+                why: format!("{decoder} cannot decode a {} field", f.field_type().name()),
             })
         }
     };
@@ -324,9 +450,16 @@ fn longest(ds: &Dataset, field: usize) -> Result<(usize, usize)> {
 }
 
 impl FieldDecoder for BytesDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let (max, _) = longest(ds, field)?;
-        let name = ds.fields()[field].name().to_string();
+    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        self.columns_of(&FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        if !matches!(field.field_type().kind().load_as(), LoadAs::Sized { .. }) {
+            return Err(field.wrong_decoder("BytesDecoder"));
+        }
+        let max = field.longest("BytesDecoder")?;
+        let name = field.name().to_string();
         Ok(vec![
             ColumnSpec { name: name.clone(), elem: ElemType::U8, shape: vec![max] },
             ColumnSpec { name: format!("{name}.len"), elem: ElemType::U64, shape: vec![] },

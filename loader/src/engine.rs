@@ -26,7 +26,7 @@ use crate::decode::{default_decoder, ColumnSpec, FieldDecoder, SampleContext};
 use crate::error::{Error, Result};
 use crate::order::{plan_epoch, EpochContext, EpochPlan, Order, OrderOption};
 use crate::pages::PageMap;
-use crate::parts::{longest_text, FieldSource, Parts};
+use crate::parts::{FieldSource, Parts};
 use crate::slots::{Batch, Slot, SlotPool};
 use crate::state::LoaderState;
 
@@ -260,14 +260,6 @@ impl LoaderBuilder {
                 format!("rank {} of world size {}", self.rank, self.world_size),
             ));
         }
-        if self.parts.is_some() && !self.os_cache {
-            return Err(invalid(
-                "os_cache",
-                "the process cache reads one data file; a version of several loads with os_cache=True \
-                 (or compact it first)"
-                    .into(),
-            ));
-        }
         let n = self.parts.as_ref().map_or(self.ds.num_samples(), |p| p.num_rows());
         // A list with repeats: the orders run over positions in the sorted list (each
         // appearance its own sample, on its row's page), mapped back to rows per batch.
@@ -385,9 +377,13 @@ impl LoaderBuilder {
         let cache = if self.os_cache {
             None
         } else {
-            let bound = self.cache_pages.unwrap_or(2 * self.batch_size + 16);
-            let bound = bound.min(self.ds.num_pages() as usize);
-            Some(Arc::new(PageCache::new(&self.ds, bound)?))
+            let datasets: Vec<&Dataset> = match &self.parts {
+                Some(parts) => parts.parts().iter().map(|p| p.ds.as_ref()).collect(),
+                None => vec![self.ds.as_ref()],
+            };
+            let pages: u64 = datasets.iter().map(|d| d.num_pages()).sum();
+            let bound = self.cache_pages.unwrap_or(2 * self.batch_size + 16).min(pages.max(1) as usize);
+            Some(Arc::new(PageCache::new(&datasets, bound)?))
         };
         Ok(Loader {
             ds: self.ds,
@@ -465,8 +461,8 @@ impl Loader {
     }
 
     /// A builder over a version of a dataset directory ([`Parts::of_version`]): sample indices
-    /// are positions in the version. The process cache (`os_cache(false)`) reads one file: a
-    /// version loads through the OS cache.
+    /// are positions in the version. The process cache (`os_cache(false)`) reads every data
+    /// file of the version under one bound.
     pub fn builder_parts(parts: Parts) -> LoaderBuilder {
         let mut builder = Self::builder(Arc::clone(&parts.parts()[0].ds));
         builder.parts = Some(Arc::new(parts));
@@ -579,7 +575,15 @@ impl Loader {
                 });
             }
         }
-        let schedule = self.cache.as_ref().map(|_| Schedule::new(&self.ds, plan.batches()));
+        let schedule = self.cache.as_ref().map(|cache| {
+            // A sample's page key: its data file's page, over a version.
+            let page_of = |index: u64| {
+                let (k, row) = self.parts.as_ref().map_or((0, index), |p| p.locate(index));
+                let ds = self.parts.as_ref().map_or(&self.ds, |p| &p.parts()[k].ds);
+                ds.sample_span(row).map(|(start, _)| cache.page_of(k, start).0)
+            };
+            Schedule::new(page_of, plan.batches())
+        });
         let shared = Arc::new(Shared {
             ds: Arc::clone(&self.ds),
             parts: self.parts.clone(),
@@ -864,18 +868,18 @@ impl Shared {
             let window = match (&self.cache, ds.sample_span(row)) {
                 (Some(cache), Some((start, end))) => {
                     payload += end - start;
-                    let page = start / cache.page_size();
+                    let (page, page_start) = cache.page_of(part, start);
                     match cache.get(page) {
                         Some(buf) => {
                             hits += 1;
                             held = Some(buf);
                             let bytes = held.as_ref().map_or(&[][..], |b| b.as_slice());
-                            Window { offset: page * cache.page_size(), bytes }
+                            Window { offset: page_start, bytes }
                         }
                         None => {
                             direct += 1;
                             direct_bytes += end - start;
-                            cache.pread(start, (end - start) as usize, scratch)?;
+                            cache.pread(part, start, (end - start) as usize, scratch)?;
                             Window { offset: start, bytes: scratch.as_slice() }
                         }
                     }
@@ -897,8 +901,20 @@ impl Shared {
                 let value = match p.sources.as_deref().map(|s| &s[part]) {
                     None => ds.get_in(row, p.field, window)?,
                     Some(FieldSource::Field(field)) => ds.get_in(row, *field, window)?,
-                    Some(FieldSource::Column(array)) => {
-                        beton_query::versioned::view::column_value(array, row as usize)?
+                    Some(FieldSource::Column { values, ty, field }) => {
+                        match beton_query::versioned::values::cell(values, ty, row as usize)? {
+                            Some(v) => v,
+                            // A row the patch leaves alone: the data file's value.
+                            None => match field {
+                                Some(f) => ds.get_in(row, *f, window)?,
+                                None => {
+                                    return Err(Error::InvalidArgument {
+                                        what: format!("field '{}' of sample {index}", p.name),
+                                        why: "its column file has no value and its data file no field".into(),
+                                    })
+                                }
+                            },
+                        }
                     }
                 };
                 let cols = p.first_column..p.first_column + p.num_columns;
@@ -1087,59 +1103,27 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// A pipeline's columns over a version: the decoder's for each data file holding the field
-/// (shapes merged: the largest of each dimension, e.g. the longest text), and for column-file
-/// values the columns their type gives (int, float, bool; text as bytes and `.len`).
+/// A pipeline's columns over a version: the decoder sizes them from every data file holding the
+/// field and every column file giving its values ([`crate::decode::FieldData`]).
 fn version_columns(
     parts: &Parts,
     p: &Pipeline,
     sources: &[FieldSource],
     epoch: u64,
 ) -> Result<Vec<ColumnSpec>> {
-    use crate::decode::ElemType;
-    let mut merged: Option<Vec<ColumnSpec>> = None;
-    let mismatch =
-        |why: String| Error::InvalidArgument { what: format!("decoder for field '{}'", p.name), why };
-    for (k, source) in sources.iter().enumerate() {
-        let cols = match source {
-            FieldSource::Field(field) => p.decoder.columns(&parts.parts()[k].ds, *field, epoch)?,
-            FieldSource::Column(array) => {
-                let scalar = |elem| vec![ColumnSpec { name: p.name.clone(), elem, shape: vec![] }];
-                match array.data_type() {
-                    arrow_schema::DataType::Int64 => scalar(ElemType::I64),
-                    arrow_schema::DataType::Float64 => scalar(ElemType::F64),
-                    arrow_schema::DataType::Boolean => scalar(ElemType::Bool),
-                    _ => vec![
-                        ColumnSpec {
-                            name: p.name.clone(),
-                            elem: ElemType::U8,
-                            shape: vec![longest_text(array).unwrap_or(0)],
-                        },
-                        ColumnSpec { name: format!("{}.len", p.name), elem: ElemType::U64, shape: vec![] },
-                    ],
-                }
-            }
-        };
-        merged = Some(match merged {
-            None => cols,
-            Some(mut m) => {
-                let same = m.len() == cols.len()
-                    && m.iter()
-                        .zip(&cols)
-                        .all(|(a, b)| a.name == b.name && a.elem == b.elem && a.shape.len() == b.shape.len());
-                if !same {
-                    return Err(mismatch(format!(
-                        "data file {k} gives columns {cols:?}, an earlier one {m:?}"
-                    )));
-                }
-                for (a, b) in m.iter_mut().zip(&cols) {
-                    for (x, y) in a.shape.iter_mut().zip(&b.shape) {
-                        *x = (*x).max(*y);
-                    }
-                }
-                m
-            }
-        });
-    }
-    merged.ok_or_else(|| mismatch("the version has no data file".into()))
+    let ty = parts.schema().iter().find(|(n, _)| *n == p.name).map(|(_, t)| t).ok_or_else(|| {
+        Error::InvalidArgument {
+            what: format!("field '{}'", p.name),
+            why: "not in the version's schema".into(),
+        }
+    })?;
+    let spans = sources
+        .iter()
+        .zip(parts.parts())
+        .map(|(source, part)| match source {
+            FieldSource::Field(field) => (Some((part.ds.as_ref(), *field)), None),
+            FieldSource::Column { values, field, .. } => (field.map(|f| (part.ds.as_ref(), f)), Some(values)),
+        })
+        .collect();
+    p.decoder.columns_of(&crate::decode::FieldData::of_parts(&p.name, ty, spans), epoch)
 }

@@ -6,9 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
-use arrow_schema::DataType;
 use beton_storage::Dataset;
 
 use crate::error::{Error, Result};
@@ -40,8 +38,16 @@ pub struct Parts {
 pub(crate) enum FieldSource {
     /// Field `k` of the part's data file.
     Field(usize),
-    /// A column file's values.
-    Column(ArrayRef),
+    /// A column file's values (`beton_query::versioned::values`), of the field's type; a null
+    /// cell is the value of field `field` of the data file.
+    Column {
+        /// One per data-file row.
+        values: ArrayRef,
+        /// The field's type.
+        ty: beton_storage::FieldType,
+        /// The field in the data file, if it has it.
+        field: Option<usize>,
+    },
 }
 
 impl Parts {
@@ -110,12 +116,17 @@ impl Parts {
     /// # Errors
     /// [`Error::InvalidArgument`] when a part has it neither in its data file nor in a column.
     pub(crate) fn resolve(&self, name: &str) -> Result<Vec<FieldSource>> {
+        let ty = self.schema.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone());
         self.parts
             .iter()
             .enumerate()
-            .map(|(k, p)| match p.columns.get(name) {
-                Some(a) => Ok(FieldSource::Column(a.clone())),
-                None => p.ds.field_index(name).map(FieldSource::Field).map_err(|_| Error::InvalidArgument {
+            .map(|(k, p)| match (p.columns.get(name), &ty) {
+                (Some(a), Some(ty)) => Ok(FieldSource::Column {
+                    values: a.clone(),
+                    ty: ty.clone(),
+                    field: p.ds.field_index(name).ok().filter(|&f| p.ds.fields()[f].field_type() == ty),
+                }),
+                _ => p.ds.field_index(name).map(FieldSource::Field).map_err(|_| Error::InvalidArgument {
                     what: format!("field '{name}'"),
                     why: format!(
                         "data file {k} ({}) has no such field and no column file holds it",
@@ -149,16 +160,5 @@ impl Parts {
             p.ds.check_intact()?;
         }
         Ok(())
-    }
-}
-
-/// The longest text of a column-file array, in bytes (for a bytes decoder's column).
-pub(crate) fn longest_text(array: &ArrayRef) -> Option<usize> {
-    match array.data_type() {
-        DataType::Utf8 => {
-            let a = array.as_string::<i32>();
-            Some((0..a.len()).map(|i| a.value(i).len()).max().unwrap_or(0))
-        }
-        _ => None,
     }
 }

@@ -41,16 +41,19 @@ fn f64s(b: &Batch, name: &str) -> Vec<f64> {
 type Epoch = Vec<(Vec<u64>, Vec<i64>, Vec<f64>, Vec<u8>, Vec<u8>)>;
 
 fn epoch(v: &VersionedDataset, order: OrderOption, threads: usize) -> Epoch {
+    epoch_cached(v, order, threads, None)
+}
+
+/// [`epoch`] through the OS page cache (`None`) or the process cache of at most `pages` pages.
+fn epoch_cached(v: &VersionedDataset, order: OrderOption, threads: usize, pages: Option<usize>) -> Epoch {
     let view = v.view().unwrap();
     let parts = Parts::of_version(&view).unwrap();
-    let mut loader = Loader::builder_parts(parts)
-        .batch_size(4)
-        .order(order)
-        .seed(7)
-        .threads(threads)
-        .drop_last(false)
-        .build()
-        .unwrap();
+    let mut builder = Loader::builder_parts(parts);
+    if let Some(pages) = pages {
+        builder = builder.os_cache(false).cache_pages(pages);
+    }
+    let mut loader =
+        builder.batch_size(4).order(order).seed(7).threads(threads).drop_last(false).build().unwrap();
     loader
         .next_epoch()
         .unwrap()
@@ -106,6 +109,10 @@ fn a_version_loads_as_one_table_and_as_its_compaction() {
     for order in [OrderOption::Sequential, OrderOption::Random, quasi] {
         let one = epoch(&v, order, 1);
         assert_eq!(one, epoch(&v, order, 3), "{order:?}");
+        // The process cache over the version's data files: the same batches, with room for
+        // every page and with room for one (the rest read directly).
+        assert_eq!(one, epoch_cached(&v, order, 2, Some(64)), "{order:?} process cache");
+        assert_eq!(one, epoch_cached(&v, order, 2, Some(1)), "{order:?} process cache of one page");
         if order != quasi {
             // QUASI_RANDOM follows pages, which compaction changes; the others follow indices.
             assert_eq!(one, epoch(&compacted, order, 2), "{order:?}");
@@ -122,10 +129,7 @@ fn a_version_loads_as_one_table_and_as_its_compaction() {
     let mut loader = Loader::builder_parts(parts).batch_size(17).fields(&["label"]).build().unwrap();
     let batch = loader.next_epoch().unwrap().next().unwrap().unwrap();
     assert_eq!(i64s(&batch, "label"), (0..10).chain(100..107).collect::<Vec<_>>());
-    // Indices are positions in the version; the process cache is refused with a reason.
-    let parts = Parts::of_version(&view).unwrap();
-    let err = Loader::builder_parts(parts).os_cache(false).build().err().unwrap().to_string();
-    assert!(err.contains("os_cache"), "{err}");
+    // Indices are positions in the version.
     let parts = Parts::of_version(&view).unwrap();
     let subset = Loader::builder_parts(parts)
         .indices(IndexSet::from_sorted(vec![12, 16]).unwrap())
@@ -133,4 +137,109 @@ fn a_version_loads_as_one_table_and_as_its_compaction() {
         .build();
     let batch = subset.unwrap().next_epoch().unwrap().next().unwrap().unwrap();
     assert_eq!(i64s(&batch, "label"), vec![102, 106]);
+}
+
+/// Images, bytes, JSON and arrays replaced row by row or added as columns load as the version's
+/// table says: the same batches as the version's compaction, whatever the thread count.
+#[test]
+fn edited_and_added_fields_of_every_type_load_as_their_compaction() {
+    use beton_loader::{CenterCropRGBImageDecoder, SimpleRGBImageDecoder};
+    use beton_query::versioned::values::ValuesBuilder;
+    use beton_storage::{ArraySpec, DType, ImageOptions, ImageSource, Pixels};
+    let raw = ImageOptions { write_mode: beton_storage::WriteMode::Raw, ..ImageOptions::default() };
+    let image = |w: u32, h: u32, seed: u8| {
+        let data = (0..w * h * 3).map(|k| (k as u8).wrapping_mul(seed)).collect();
+        SampleValue::Image(ImageSource::Pixels(Pixels { width: w, height: h, channels: 3, data }))
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    let fields = vec![
+        FieldSpec::new("label", FieldType::Int),
+        FieldSpec::new("blob", FieldType::Bytes),
+        FieldSpec::rgb_image("img", raw.clone()),
+    ];
+    Writer::new(&file, fields, WriterOptions::default())
+        .unwrap()
+        .write_indexed(30, |i| {
+            Ok(vec![
+                SampleValue::Int(i as i64),
+                SampleValue::Bytes(vec![i as u8; 2]),
+                image(8, 6, i as u8 + 1),
+            ])
+        })
+        .unwrap();
+    let column = |ty: &FieldType, values: Vec<SampleValue>| {
+        let mut b = ValuesBuilder::new(ty);
+        for v in values {
+            b.encode(v, &raw, 0.0).unwrap();
+        }
+        b.finish()
+    };
+    let dir = tmp.path().join("ds");
+    let v = VersionedDataset::import(&dir, &file).unwrap();
+    let rows = IndexSet::from_sorted(vec![3, 11, 29]).unwrap();
+    // Longer bytes than any stored (the loader's column widens), images of the stored size.
+    let v = v
+        .update_rows(
+            &rows,
+            vec![
+                ("blob".into(), column(&FieldType::Bytes, vec![SampleValue::Bytes(vec![7; 9]); 3])),
+                ("img".into(), column(&FieldType::RgbImage, (0..3).map(|k| image(8, 6, 100 + k)).collect())),
+            ],
+            "",
+        )
+        .unwrap();
+    let v = v.delete_where("label % 7 = 0", "").unwrap();
+    let n = v.num_rows() as usize;
+    let spec = ArraySpec { dtype: DType::parse("<f4").unwrap(), shape: vec![3] };
+    let emb = column(
+        &FieldType::NDArray(spec.clone()),
+        (0..n)
+            .map(|i| SampleValue::Bytes((0..3).flat_map(|k| ((i * 3 + k) as f32).to_le_bytes()).collect()))
+            .collect(),
+    );
+    let v = v.add_column("emb", &FieldType::NDArray(spec), &emb, "").unwrap();
+    let thumbs = column(&FieldType::RgbImage, (0..n).map(|i| image(5, 4, i as u8)).collect());
+    let v = v.add_column("thumb", &FieldType::RgbImage, &thumbs, "").unwrap();
+    let meta = column(&FieldType::Json, (0..n).map(|i| SampleValue::Json(format!("[{i}]"))).collect());
+    let v = v.add_column("meta", &FieldType::Json, &meta, "").unwrap();
+    let compacted = v.compact(1, "").unwrap();
+
+    let batches = |v: &VersionedDataset, threads: usize| -> Vec<Vec<Vec<u8>>> {
+        let view = v.view().unwrap();
+        let mut loader = Loader::builder_parts(Parts::of_version(&view).unwrap())
+            .batch_size(4)
+            .order(OrderOption::Random)
+            .seed(3)
+            .threads(threads)
+            .drop_last(false)
+            .decoder("img", Arc::new(SimpleRGBImageDecoder))
+            .decoder("thumb", Arc::new(CenterCropRGBImageDecoder::new((3, 3))))
+            .build()
+            .unwrap();
+        loader
+            .next_epoch()
+            .unwrap()
+            .map(|b| {
+                let b = b.unwrap();
+                let mut cols = vec![b.indices().iter().flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>()];
+                for c in b.specs() {
+                    cols.push(b.column(&c.name).unwrap().bytes.to_vec());
+                }
+                cols
+            })
+            .collect()
+    };
+    let edited = batches(&v, 1);
+    assert_eq!(edited, batches(&v, 3), "same batches whatever the thread count");
+    assert_eq!(edited, batches(&compacted, 2), "same batches as the compaction");
+    // The patched blob is in, at its full length.
+    let view = v.view().unwrap();
+    let mut loader = Loader::builder_parts(Parts::of_version(&view).unwrap())
+        .fields(&["blob"])
+        .batch_size(4)
+        .build()
+        .unwrap();
+    let first = loader.next_epoch().unwrap().next().unwrap().unwrap();
+    assert_eq!(first.specs()[0].shape, vec![9]);
 }

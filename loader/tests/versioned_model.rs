@@ -1,7 +1,8 @@
-//! Random sequences of edits (update, delete, add and drop column, append, compact, restore,
-//! cleanup) on a dataset directory against a reference model (a plain table applying the same
-//! edits): after every step, and for every version still kept, the table, the rows, SQL results
-//! and one loader epoch agree with the model.
+//! Random sequences of edits (update of an int and of a bytes field, delete, add and drop column,
+//! append, compact, restore, cleanup) on a dataset directory against a reference model (a plain
+//! table applying the same edits): after every step, and for every version still kept, the
+//! table, every row's values, SQL results and one loader epoch (through the OS page cache and
+//! through a one-page process cache) agree with the model.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,10 +14,10 @@ use beton_query::versioned::{VersionRef, VersionedDataset};
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 use proptest::prelude::*;
 
-/// The reference: rows of (row id, label, added int columns by name), in index order.
+/// The reference: rows of (row id, label, added int columns by name, blob), in index order.
 #[derive(Debug, Clone, PartialEq, Default)]
 struct Model {
-    rows: Vec<(u64, i64, BTreeMap<String, i64>)>,
+    rows: Vec<(u64, i64, BTreeMap<String, i64>, Vec<u8>)>,
     columns: Vec<String>,
     next_id: u64,
 }
@@ -24,6 +25,7 @@ struct Model {
 #[derive(Debug, Clone)]
 enum Edit {
     Update { m: i64, r: i64, d: i64 },
+    SetBlob { m: i64, r: i64, len: u8 },
     Delete { m: i64, r: i64 },
     AddColumn,
     DropColumn(usize),
@@ -36,6 +38,7 @@ enum Edit {
 fn edit() -> impl Strategy<Value = Edit> {
     prop_oneof![
         (2i64..5, 0i64..5, -3i64..4).prop_map(|(m, r, d)| Edit::Update { m, r: r % m, d }),
+        (2i64..5, 0i64..5, 0u8..9).prop_map(|(m, r, len)| Edit::SetBlob { m, r: r % m, len }),
         (3i64..7, 0i64..7).prop_map(|(m, r)| Edit::Delete { m, r: r % m }),
         Just(Edit::AddColumn),
         (0usize..4).prop_map(Edit::DropColumn),
@@ -82,6 +85,10 @@ fn agree(v: &VersionedDataset, model: &Model) {
             "column {c}"
         );
     }
+    for (i, row) in model.rows.iter().enumerate() {
+        let blob = table.value(i as u64, "blob", &FieldType::Bytes).unwrap();
+        assert_eq!(blob, beton_storage::Value::Bytes(&row.3), "blob of row {i}, version {}", v.version());
+    }
     let odd = beton_query::select_indices(&table, "label % 2 = 1").unwrap();
     let expected: Vec<u64> =
         model.rows.iter().enumerate().filter(|(_, r)| r.1 % 2 == 1).map(|(i, _)| i as u64).collect();
@@ -89,25 +96,40 @@ fn agree(v: &VersionedDataset, model: &Model) {
     if model.rows.is_empty() {
         return;
     }
-    let parts = Parts::of_version(&view).unwrap();
-    let mut loader = Loader::builder_parts(parts)
-        .batch_size(4)
-        .drop_last(false)
-        .order(OrderOption::Random)
-        .seed(3)
-        .fields(&["label"])
-        .build()
-        .unwrap();
-    let mut seen: Vec<(u64, i64)> = Vec::new();
-    for b in loader.next_epoch().unwrap() {
-        let b = b.unwrap();
-        let col = b.column("label").unwrap();
-        let values = col.bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()));
-        seen.extend(b.indices().iter().copied().zip(values));
+    let expected: Vec<(u64, i64, Vec<u8>)> =
+        model.rows.iter().enumerate().map(|(i, r)| (i as u64, r.1, r.3.clone())).collect();
+    for process_cache in [false, true] {
+        let parts = Parts::of_version(&view).unwrap();
+        let mut builder = Loader::builder_parts(parts);
+        if process_cache {
+            builder = builder.os_cache(false).cache_pages(1);
+        }
+        let mut loader = builder
+            .batch_size(4)
+            .drop_last(false)
+            .order(OrderOption::Random)
+            .seed(3)
+            .fields(&["label", "blob"])
+            .build()
+            .unwrap();
+        let mut seen: Vec<(u64, i64, Vec<u8>)> = Vec::new();
+        for b in loader.next_epoch().unwrap() {
+            let b = b.unwrap();
+            let col = b.column("label").unwrap();
+            let labels = col.bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()));
+            let blobs = b.column("blob").unwrap();
+            let lens = b.column("blob.len").unwrap();
+            let width = blobs.bytes.len() / b.indices().len();
+            let blobs = blobs
+                .bytes
+                .chunks_exact(width.max(1))
+                .zip(lens.bytes.chunks_exact(8))
+                .map(|(data, len)| data[..u64::from_le_bytes(len.try_into().unwrap()) as usize].to_vec());
+            seen.extend(b.indices().iter().zip(labels).zip(blobs).map(|((&i, l), d)| (i, l, d)));
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, expected, "loader epoch of version {} (process cache {process_cache})", v.version());
     }
-    seen.sort_unstable();
-    let expected: Vec<(u64, i64)> = model.rows.iter().enumerate().map(|(i, r)| (i as u64, r.1)).collect();
-    assert_eq!(seen, expected, "loader epoch of version {}", v.version());
 }
 
 fn run(edits: &[Edit]) {
@@ -117,7 +139,7 @@ fn run(edits: &[Edit]) {
     let dir = tmp.path().join("ds");
     let mut v = VersionedDataset::import(&dir, &file).unwrap();
     let mut model = Model {
-        rows: (0..12).map(|i| (i, i as i64, BTreeMap::new())).collect(),
+        rows: (0..12).map(|i| (i, i as i64, BTreeMap::new(), vec![i as u8; 3])).collect(),
         columns: vec![],
         next_id: 12,
     };
@@ -133,6 +155,23 @@ fn run(edits: &[Edit]) {
                     if row.1 % m == *r {
                         row.1 += d;
                     }
+                }
+            }
+            Edit::SetBlob { m, r, len } => {
+                let rows: Vec<u64> = model
+                    .rows
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, row)| row.1 % m == *r)
+                    .map(|(i, _)| i as u64)
+                    .collect();
+                let value = vec![*len; *len as usize];
+                let values: arrow_array::ArrayRef =
+                    std::sync::Arc::new(arrow_array::LargeBinaryArray::from(vec![value.as_slice()]));
+                let set = beton_query::IndexSet::from_sorted(rows.clone()).unwrap();
+                v = v.update_rows(&set, vec![("blob".into(), values)], "").unwrap();
+                for i in rows {
+                    model.rows[i as usize].3 = value.clone();
                 }
             }
             Edit::Delete { m, r } => {
@@ -164,7 +203,12 @@ fn run(edits: &[Edit]) {
                 v = v.append_file(&more, "").unwrap();
                 for i in 0..*n {
                     let cols = model.columns.iter().map(|c| (c.clone(), 0)).collect();
-                    model.rows.push((model.next_id + i, 1000 * (step as i64 + 1) + i as i64, cols));
+                    model.rows.push((
+                        model.next_id + i,
+                        1000 * (step as i64 + 1) + i as i64,
+                        cols,
+                        vec![i as u8; 3],
+                    ));
                 }
                 model.next_id += n;
             }

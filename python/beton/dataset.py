@@ -58,6 +58,33 @@ def _one_column(name: str, values):
     return pa.table({name: values})
 
 
+_PLAIN_KINDS = ("int", "float", "bool", "text")
+
+
+def _field_of(kind: str, details):
+    """The beton Field class instance that encodes values of a stored field's kind."""
+    from beton import fields as F
+
+    if kind in ("ndarray", "torch_tensor"):
+        typestr, shape = details
+        return F.NDArrayField(np.dtype(typestr), tuple(shape))
+    if kind == "array":
+        return F.ArrayField(np.dtype(details[0]))
+    return {"bytes": F.BytesField, "json": F.JSONField, "rgb_image": F.RGBImageField,
+            "grey_image": F.GreyImageField}[kind]()
+
+
+def _encode_all(field, name: str, values) -> list:
+    """``values`` as ``field`` encodes them for the writer; a bad one is named by position."""
+    out = []
+    for i, v in enumerate(values):
+        try:
+            out.append(field.encode(v))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"value {i} for '{name}': {e}") from None
+    return out
+
+
 class Dataset:
     """An open, validated ``.beton`` file or one version of a dataset directory (``beton.open``).
 
@@ -211,8 +238,18 @@ class Dataset:
         """Sets ``values[field]`` (one value per row, or one for all) on rows ``ids`` (an
         IndexSet or a sequence of indices of this version)."""
         rows = ids if isinstance(ids, IndexSet) else IndexSet(sorted(int(i) for i in ids))
-        cols = [(name, _one_column(name, v)) for name, v in values.items()]
-        self._editable("update_rows").update_rows(rows, cols, message)
+        native = self._editable("update_rows")
+        details = {name: d for name, _, d in native.fields()}
+        cols, objects = [], []
+        for name, v in values.items():
+            kind = self._kinds.get(name)
+            if kind is None or kind in _PLAIN_KINDS:
+                cols.append((name, _one_column(name, v)))
+            else:
+                # Images, bytes, JSON, arrays: encoded as the field's class encodes them.
+                field = _field_of(kind, details[name])
+                objects.append((name, _encode_all(field, name, v), field.options()))
+        native.update_rows(rows, cols, objects=objects, message=message)
         return self._edited()
 
     def delete(self, where, message: str = "") -> "Dataset":
@@ -225,12 +262,19 @@ class Dataset:
                           message=message)
         return self._edited()
 
-    def add_column(self, name: str, values, message: str = "") -> "Dataset":
+    def add_column(self, name: str, values, message: str = "", field=None) -> "Dataset":
         """Adds a field: a SQL expression over each row (str), or one value per row (numpy,
-        pyarrow, polars, a list; int, float, bool or text)."""
+        pyarrow, polars, a list; int, float, bool or text), or, with ``field`` (a field class
+        instance: ``RGBImageField()``, ``NDArrayField(dtype, shape)``, ``JSONField()``, ...), one
+        Python value per row as that field takes it in ``DatasetWriter``. Images are encoded
+        once, into the column file; the data files are never rewritten."""
         native = self._editable("add_column")
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
+        elif field is not None:
+            _, type_name, options = field.spec(name)
+            native.add_column(name, objects=_encode_all(field, name, values), type_name=type_name,
+                              options=options, message=message)
         else:
             native.add_column(name, values=_one_column(name, values), message=message)
         return self._edited()

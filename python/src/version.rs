@@ -20,6 +20,9 @@ use crate::index_set::IndexSet;
 /// (name, type, (dtype, shape) of arrays).
 type FieldInfo = (String, String, Option<(String, Vec<u64>)>);
 
+/// A field's new values as Python objects, with the field's options (images).
+type FieldObjects<'py> = (String, Vec<Bound<'py, PyAny>>, Option<Bound<'py, PyDict>>);
+
 /// A version and its open data.
 pub(crate) struct Opened {
     pub(crate) version: VersionedDataset,
@@ -85,6 +88,19 @@ impl Version {
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = opened;
         Ok(v)
     }
+}
+
+/// A column-file array of `spec`'s type from Python values (what the field class's `encode`
+/// gives, as the writer takes them): images encoded per the field's options.
+fn object_column(spec: &beton_storage::FieldSpec, objects: &[Bound<'_, PyAny>]) -> PyResult<ArrayRef> {
+    let mut b = beton_query::versioned::values::ValuesBuilder::new(&spec.ty);
+    for (i, obj) in objects.iter().enumerate() {
+        let value = crate::writer::value(&spec.ty, obj)
+            .map_err(|e| PyValueError::new_err(format!("value {i} for '{}': {e}", spec.name)))?;
+        b.encode(value, &spec.image, 0.0)
+            .map_err(|e| PyValueError::new_err(format!("value {i} for '{}': {e}", spec.name)))?;
+    }
+    Ok(b.finish())
 }
 
 /// One Arrow column from an object with `__arrow_c_stream__` (a one-column table).
@@ -175,12 +191,14 @@ impl Version {
         let out = PyDict::new(py);
         for (name, ty) in opened.view.schema().map_err(from_query)? {
             // A field a column file holds: its value at the row; else the data file's.
-            let obj = match edited.and_then(|c| c.get(&name)) {
+            let cell = match edited.and_then(|c| c.get(&name)) {
                 Some(column) => {
-                    let value = beton_query::versioned::view::column_value(column, row as usize)
-                        .map_err(from_query)?;
-                    value_object(py, value, &ty, decode_images)?
+                    beton_query::versioned::values::cell(column, &ty, row as usize).map_err(from_query)?
                 }
+                None => None,
+            };
+            let obj = match cell {
+                Some(value) => value_object(py, value, &ty, decode_images)?,
                 None => {
                     let f = ds.field_index(&name).map_err(from_storage)?;
                     value_object(py, ds.get(row, f).map_err(from_storage)?, &ty, decode_images)?
@@ -294,35 +312,64 @@ impl Version {
         self.edit(py, |v| v.update(sql.as_deref(), &set, &message))
     }
 
-    /// Sets field values of rows `rows`: `values` maps each field to a one-column Arrow stream.
-    #[pyo3(signature = (rows, values, message = String::new()))]
+    /// Sets field values of rows `rows`: `values` maps each field to a one-column Arrow stream,
+    /// `objects` each field to a list of Python values (as its field class encodes them, with
+    /// the field's `options` for images).
+    #[pyo3(signature = (rows, values, objects = Vec::new(), message = String::new()))]
     fn update_rows(
         &self,
         py: Python<'_>,
         rows: IndexSet,
         values: Vec<(String, Bound<'_, PyAny>)>,
+        objects: Vec<FieldObjects<'_>>,
         message: String,
     ) -> PyResult<u64> {
-        let values =
+        let mut values =
             values.iter().map(|(n, v)| Ok((n.clone(), one_column(v)?))).collect::<PyResult<Vec<_>>>()?;
+        let schema = self.opened().view.schema().map_err(from_query)?;
+        for (name, objs, options) in &objects {
+            let ty = schema
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, t)| t.clone())
+                .ok_or_else(|| PyValueError::new_err(format!("no field '{name}' in this version")))?;
+            let mut spec = beton_storage::FieldSpec::new(name.clone(), ty.clone());
+            if ty.is_image() {
+                spec.image = crate::writer::field(name.clone(), ty.short_name(), options.as_ref())?.image;
+            }
+            values.push((name.clone(), object_column(&spec, objs)?));
+        }
         self.edit(py, |v| v.update_rows(&rows.inner, values, &message))
     }
 
-    /// Adds a field: `sql` computes it per row, or `values` (a one-column Arrow stream) gives it
-    /// with type `type_name` (int, float, bool, text; from the values when None).
-    #[pyo3(signature = (name, sql = None, values = None, type_name = None, message = String::new()))]
+    /// Adds a field: `sql` computes it per row, `values` (a one-column Arrow stream) gives it
+    /// with type `type_name` (int, float, bool, text; from the values when None), or `objects`
+    /// (Python values as the field class encodes them) with type `type_name` and `options`
+    /// (dtype and shape of arrays, image options), any field type.
+    #[pyo3(signature = (name, sql = None, values = None, objects = None, type_name = None, options = None,
+                        message = String::new()))]
+    #[allow(clippy::too_many_arguments)]
     fn add_column(
         &self,
         py: Python<'_>,
         name: String,
         sql: Option<String>,
         values: Option<Bound<'_, PyAny>>,
+        objects: Option<Vec<Bound<'_, PyAny>>>,
         type_name: Option<String>,
+        options: Option<Bound<'_, PyDict>>,
         message: String,
     ) -> PyResult<u64> {
-        match (sql, values) {
-            (Some(sql), None) => self.edit(py, |v| v.add_column_sql(&name, &sql, &message)),
-            (None, Some(values)) => {
+        match (sql, values, objects) {
+            (None, None, Some(objects)) => {
+                let type_name =
+                    type_name.ok_or_else(|| PyValueError::new_err("add_column of objects needs a type"))?;
+                let spec = crate::writer::field(name.clone(), &type_name, options.as_ref())?;
+                let array = object_column(&spec, &objects)?;
+                self.edit(py, |v| v.add_column(&name, &spec.ty, &array, &message))
+            }
+            (Some(sql), None, None) => self.edit(py, |v| v.add_column_sql(&name, &sql, &message)),
+            (None, Some(values), None) => {
                 let array = one_column(&values)?;
                 let ty = match type_name {
                     Some(t) => {
@@ -344,7 +391,9 @@ impl Version {
                 };
                 self.edit(py, |v| v.add_column(&name, &ty, &array, &message))
             }
-            _ => Err(PyValueError::new_err("add_column takes a SQL expression or values, one of them")),
+            _ => Err(PyValueError::new_err(
+                "add_column takes a SQL expression, values or objects, one of them",
+            )),
         }
     }
 

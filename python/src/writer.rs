@@ -72,7 +72,7 @@ pub(crate) fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>)
 }
 
 /// A Python value as the field's sample value.
-fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
+pub(crate) fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
     Ok(match ty.kind().input() {
         Input::Int => SampleValue::Int(v.extract()?),
         Input::Float => SampleValue::Float(v.extract()?),

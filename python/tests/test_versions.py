@@ -62,6 +62,8 @@ def test_curation_session(folder_ds, tmp_path):
 
     # The Loader trains on the version: its rows, in index order, edited labels included.
     assert loaded_labels(ds) == labels(ds)
+    # The process cache reads the version's data files under one bound.
+    assert loaded_labels(ds, os_cache=False) == labels(ds)
     assert loaded_labels(str(tmp_path / "ds"), version="curated") == labels(beton.open(tmp_path / "ds", version="curated"))
 
     # Time travel and history.
@@ -126,3 +128,53 @@ def test_writer_given_a_directory_and_concat(tmp_path, folder_ds):
     assert beton.open(d).version == 2 and len(beton.open(d)) == 310
     both = beton.concat([folder_ds, d], tmp_path / "both")
     assert len(both) == 155 + 310 and labels(both)[:155] == labels(beton.open(folder_ds))
+
+
+def test_images_arrays_and_json_are_editable_columns(folder_ds, tmp_path):
+    """Any field type: replace images row by row, add an image column, an NDArray column and a
+    JSON column; ds[i], the Loader, diff and export see them, the data file is never rewritten."""
+    from beton.fields import JSONField, NDArrayField
+    from beton.fields.decoders import SimpleRGBImageDecoder
+
+    data_before = open(folder_ds, "rb").read()
+    ds = beton.import_file(tmp_path / "ds", folder_ds)
+    n = len(ds)
+    red = np.zeros((20, 30, 3), np.uint8)
+    red[..., 0] = 255
+    ds.update_rows([3, 4], {"image": [red, red]}, message="replace two images")
+    assert ds[3]["image"].shape == (20, 30, 3) and int(ds[3]["image"][..., 0].mean()) > 200
+    assert ds[5]["image"].shape != (20, 30, 3) or not np.array_equal(ds[5]["image"], ds[3]["image"])
+    assert ds.table(["image.width"]).column("image.width").to_pylist()[3:5] == [30, 30]
+    assert open(folder_ds, "rb").read() == data_before
+
+    thumbs = [np.full((8, 8, 3), i % 256, np.uint8) for i in range(n)]
+    ds.add_column("thumb", thumbs, field=RGBImageField(write_mode="raw"))
+    ds.add_column("emb", [np.arange(4, dtype=np.float32) + i for i in range(n)],
+                  field=NDArrayField(np.float32, (4,)))
+    ds.add_column("meta", [{"i": i} for i in range(n)], field=JSONField())
+    assert ds[7]["meta"] == {"i": 7}
+    np.testing.assert_array_equal(ds[7]["emb"], np.arange(4, dtype=np.float32) + 7)
+    np.testing.assert_array_equal(ds[7]["thumb"], thumbs[7])
+    assert ds.where("\"thumb.width\" = 8 AND emb = 16").tolist() == list(range(n))
+
+    # The loader reads added and replaced values as stored ones.
+    loader = Loader(ds, batch_size=5, order=OrderOption.SEQUENTIAL, drop_last=False,
+                    pipelines={"image": None, "thumb": [SimpleRGBImageDecoder()], "meta": None,
+                               "label": None})
+    batches = [(np.asarray(t), np.asarray(e)) for t, e in loader]  # schema order: thumb, emb
+    thumb = np.concatenate([t for t, _ in batches])
+    emb = np.concatenate([e for _, e in batches])
+    assert emb.shape == (n, 4) and emb[9, 0] == 9
+    assert thumb.shape[0] == n and int(thumb[12].mean()) == 12
+
+    # The diff names the replaced images; an export carries every edited value.
+    d = ds.diff(1, 2)
+    assert d["changed"]["image"] == [3, 4]
+    out = tmp_path / "export.beton"
+    ds.export(out)
+    exported = beton.open(out)
+    assert exported[3]["image"].shape == (20, 30, 3) and exported[7]["meta"] == {"i": 7}
+
+    # Wrong values are refused, naming the value.
+    with pytest.raises(ValueError, match="value 0"):
+        ds.add_column("bad", [np.zeros(3, np.float32)] * n, field=NDArrayField(np.float32, (4,)))

@@ -47,6 +47,8 @@ struct Column {
     name: String,
     /// The field, by name (none for `index` and `row_id`).
     field: Option<String>,
+    /// The field's type (none for `index` and `row_id`).
+    ty: Option<beton_storage::FieldType>,
     source: Source,
     data_type: DataType,
 }
@@ -108,6 +110,7 @@ fn columns_of<'t>(
     let mut columns = vec![Column {
         name: "index".into(),
         field: None,
+        ty: None,
         source: Source::Index,
         data_type: DataType::UInt64,
     }];
@@ -116,6 +119,7 @@ fn columns_of<'t>(
         columns.push(Column {
             name: "row_id".into(),
             field: None,
+            ty: None,
             source: Source::Constant(0),
             data_type: DataType::UInt64,
         });
@@ -129,6 +133,7 @@ fn columns_of<'t>(
             columns.push(Column {
                 name: column,
                 field: Some(name.to_string()),
+                ty: Some(ty.clone()),
                 source: def.source,
                 data_type: def.source.data_type(),
             });
@@ -160,10 +165,10 @@ impl<'a> Table<'a> {
             for (name, ty) in schema {
                 let what = || format!("field '{name}' of data file {k} ({})", p.ds.path().display());
                 if let Some(array) = p.columns.get(name) {
-                    let defs = ty.kind().columns();
-                    let fits = defs.len() == 1
-                        && defs[0].suffix.is_none()
-                        && *array.data_type() == defs[0].source.data_type();
+                    // Null cells stand for the data file's values (versioned::values).
+                    let fallback = p.ds.field_index(name).is_ok_and(|f| p.ds.fields()[f].field_type() == ty);
+                    let fits = *array.data_type() == crate::versioned::values::column_file_type(ty)
+                        && (array.null_count() == 0 || fallback);
                     if !fits || array.len() as u64 != p.ds.num_samples() {
                         return Err(Error::InvalidArgument {
                             what: what(),
@@ -293,6 +298,11 @@ impl<'a> Table<'a> {
     /// # Errors
     /// [`Error::InvalidArgument`] for a row past the end.
     pub fn locate(&self, row: u64) -> Result<(&'a Dataset, u64)> {
+        self.locate_part(row).map(|(k, file_row)| (self.parts[k].ds, file_row))
+    }
+
+    /// The part holding row `row` and the row's position in its data file.
+    fn locate_part(&self, row: u64) -> Result<(usize, u64)> {
         let k = self.starts.partition_point(|&s| s <= row).saturating_sub(1);
         match self.parts.get(k) {
             Some(p) if row < self.starts[k + 1] => {
@@ -301,13 +311,41 @@ impl<'a> Table<'a> {
                     Some(rows) => rows[local as usize],
                     None => local,
                 };
-                Ok((p.ds, file_row))
+                Ok((k, file_row))
             }
             _ => Err(Error::InvalidArgument {
                 what: "row".into(),
                 why: format!("{row} is past the end of the table ({} rows)", self.num_rows()),
             }),
         }
+    }
+
+    /// Where row `row`'s value of field `field` lies: its data file, its row there, and whether
+    /// a column file's cell gives it instead.
+    ///
+    /// # Errors
+    /// A row past the end.
+    pub fn value_source(&self, row: u64, field: &str) -> Result<(&'a Dataset, u64, bool)> {
+        let (k, file_row) = self.locate_part(row)?;
+        let p = &self.parts[k];
+        let from_column = p.columns.get(field).is_some_and(|a| a.is_valid(file_row as usize));
+        Ok((p.ds, file_row, from_column))
+    }
+
+    /// The value of field `field` (of type `ty`) in row `row`: its column file's cell where one
+    /// holds it ([`crate::versioned::values::cell`]), else its data file's.
+    ///
+    /// # Errors
+    /// A row past the end, a field the row's data file lacks, storage errors reading it.
+    pub fn value(&self, row: u64, field: &str, ty: &beton_storage::FieldType) -> Result<Value<'_>> {
+        let (k, file_row) = self.locate_part(row)?;
+        let p = &self.parts[k];
+        if let Some(array) = p.columns.get(field) {
+            if let Some(v) = crate::versioned::values::cell(array, ty, file_row as usize)? {
+                return Ok(v);
+            }
+        }
+        Ok(p.ds.get(file_row, p.ds.field_index(field)?)?)
     }
 
     /// Number of rows.
@@ -456,9 +494,20 @@ impl<'a> Table<'a> {
                     }
                     PartRowIds::List(ids) => Arc::new(UInt64Array::from(ids.as_ref().clone())),
                 },
-                Some(field) => match p.columns.get(field) {
-                    Some(a) => a.clone(),
-                    None => gather(p.ds, p.ds.field_index(field)?, c.source)?,
+                Some(field) => match (p.columns.get(field), &c.ty) {
+                    (Some(a), Some(ty)) => {
+                        let derived = crate::versioned::values::table_column(a, ty, c.source)?;
+                        match derived.logical_nulls() {
+                            // Rows a patch leaves alone: the data file's values.
+                            Some(valid) if valid.null_count() > 0 => {
+                                let base = gather(p.ds, p.ds.field_index(field)?, c.source)?;
+                                let mask = BooleanArray::new(valid.into_inner(), None);
+                                arrow_select::zip::zip(&mask, &derived, &base)?
+                            }
+                            _ => derived,
+                        }
+                    }
+                    _ => gather(p.ds, p.ds.field_index(field)?, c.source)?,
                 },
             };
             parts.push(select_rows(array, p.rows.as_deref())?);

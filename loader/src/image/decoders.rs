@@ -22,7 +22,7 @@ use super::ops::flip_horizontal;
 use super::resample::{resize_planes, Filter, Plane};
 use super::resize::{resize_into, Interpolation};
 use super::rng::SampleRng;
-use crate::decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
+use crate::decode::{ColumnSpec, ElemType, FieldData, FieldDecoder, SampleContext};
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
 
@@ -35,13 +35,12 @@ thread_local! {
 }
 
 /// The field's name, if it is an image field; an error naming the decoder otherwise.
-fn image_field<'a>(ds: &'a Dataset, field: usize, decoder: &str) -> Result<&'a str> {
-    let f = &ds.fields()[field];
-    match f.field_type().is_image() {
-        true => Ok(f.name()),
+fn image_field<'a>(field: &FieldData<'a>, decoder: &str) -> Result<&'a str> {
+    match field.field_type().is_image() {
+        true => Ok(field.name()),
         false => Err(Error::InvalidArgument {
-            what: format!("decoder for field '{}'", f.name()),
-            why: format!("{decoder} cannot decode a {} field", f.field_type().name()),
+            what: format!("decoder for field '{}'", field.name()),
+            why: format!("{decoder} cannot decode a {} field", field.field_type().name()),
         }),
     }
 }
@@ -206,7 +205,7 @@ pub struct SimpleRGBImageDecoder;
 
 /// Each row's stored `(height, width)`: the image slot is `mode u8 @0, width u16 @1, height u16
 /// @3, data_ptr u64 @5` at the field's offset (FFCV's `ImageField` dtype).
-fn stored_sizes(ds: &Dataset, field: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+pub(crate) fn stored_sizes(ds: &Dataset, field: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let offset = ds.fields()[field].offset();
     ds.data_table().chunks_exact(ds.row_size()).map(move |r| {
         let u16_at =
@@ -216,9 +215,18 @@ fn stored_sizes(ds: &Dataset, field: usize) -> impl Iterator<Item = (usize, usiz
 }
 
 impl FieldDecoder for SimpleRGBImageDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let name = image_field(ds, field, "SimpleRGBImageDecoder")?;
-        let mut sizes = stored_sizes(ds, field).enumerate();
+    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        self.columns_of(&FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+        let name = image_field(field, "SimpleRGBImageDecoder")?;
+        let sizes = match field.single_file() {
+            // One data file: its rows' sizes, read straight from the table.
+            Some((ds, k)) => stored_sizes(ds, k).collect::<Vec<_>>(),
+            None => field.image_sizes()?,
+        };
+        let mut sizes = sizes.into_iter().enumerate();
         let Some((_, first)) = sizes.next() else {
             return rgb_column(name, (1, 1), "SimpleRGBImageDecoder");
         };
@@ -452,7 +460,11 @@ impl PlanarDecode for RandomResizedCropRGBImageDecoder {
 
 impl FieldDecoder for RandomResizedCropRGBImageDecoder {
     fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let name = image_field(ds, field, "RandomResizedCropRGBImageDecoder")?;
+        self.columns_of(&FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, field: &FieldData<'_>, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        let name = image_field(field, "RandomResizedCropRGBImageDecoder")?;
         let ok = |(a, b): (f64, f64)| a.is_finite() && b.is_finite() && a > 0.0 && a <= b;
         if !ok(self.scale) || !ok(self.ratio) {
             return Err(Error::InvalidArgument {
@@ -503,7 +515,11 @@ impl PlanarDecode for CenterCropRGBImageDecoder {
 
 impl FieldDecoder for CenterCropRGBImageDecoder {
     fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let name = image_field(ds, field, "CenterCropRGBImageDecoder")?;
+        self.columns_of(&FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, field: &FieldData<'_>, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        let name = image_field(field, "CenterCropRGBImageDecoder")?;
         if !(self.ratio > 0.0 && self.ratio <= 1.0) {
             return Err(Error::InvalidArgument {
                 what: "CenterCropRGBImageDecoder ratio".into(),

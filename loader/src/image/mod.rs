@@ -40,6 +40,7 @@ mod restart;
 mod rng;
 
 pub use crop::{center_crop, random_resized_crop, Crop};
+pub(crate) use decoders::stored_sizes;
 pub use decoders::{
     CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder, SizeSchedule,
 };

@@ -673,7 +673,11 @@ impl ImagePipeline {
 
 impl FieldDecoder for ImagePipeline {
     fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let mut cols = self.decoder.columns(ds, field, epoch)?;
+        self.columns_of(&crate::decode::FieldData::of_file(ds, field), epoch)
+    }
+
+    fn columns_of(&self, field: &crate::decode::FieldData<'_>, epoch: u64) -> Result<Vec<ColumnSpec>> {
+        let mut cols = self.decoder.columns_of(field, epoch)?;
         let (h, w) = match cols.as_slice() {
             [c] if c.elem == ElemType::U8 && c.shape.len() == 3 && c.shape[2] == 3 => {
                 (c.shape[0], c.shape[1])

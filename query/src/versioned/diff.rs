@@ -1,11 +1,12 @@
 //! What changed between two versions of a dataset: rows added and deleted (by row id), columns
-//! added and dropped, and for each column both have, the rows whose value differs.
+//! added and dropped, and for each column both have, the rows whose value differs (for images,
+//! bytes, JSON and arrays also under the field's own name, compared value by value).
 
 use std::collections::BTreeMap;
 
 use arrow_array::{Array, UInt64Array};
 
-use super::VersionedDataset;
+use super::{values, VersionedDataset};
 use crate::error::Result;
 
 /// The changes from one version to another.
@@ -119,6 +120,29 @@ pub fn diff(a: &VersionedDataset, b: &VersionedDataset) -> Result<Diff> {
         };
         if !rows.is_empty() {
             changed.insert(name.to_string(), rows);
+        }
+    }
+    // Images, bytes, JSON, arrays: their table columns (sizes) can stay the same when a value
+    // changes, so edited ones are compared value by value wherever a row's value does not come
+    // from the same data-file row in both versions.
+    let (ma, mb) = (a.manifest(), b.manifest());
+    let schema_a = va.schema()?;
+    for (name, ty) in vb.schema()? {
+        let in_both = schema_a.iter().any(|(n, t)| *n == name && *t == ty);
+        if values::is_plain(&ty) || !in_both || !(ma.edited(&name) || mb.edited(&name)) {
+            continue;
+        }
+        let mut rows = Vec::new();
+        for ((&ra, &rb), &id) in in_a.values().iter().zip(in_b.values()).zip(&ids) {
+            let (da, fa, ca) = ta.value_source(ra, &name)?;
+            let (db, fb, cb) = tb.value_source(rb, &name)?;
+            let same_place = !ca && !cb && fa == fb && da.path() == db.path();
+            if !same_place && ta.value(ra, &name, &ty)? != tb.value(rb, &name, &ty)? {
+                rows.push(id);
+            }
+        }
+        if !rows.is_empty() {
+            changed.insert(name, rows);
         }
     }
     Ok(Diff {

@@ -11,6 +11,7 @@
 pub mod commit;
 pub mod diff;
 pub mod manifest;
+pub mod values;
 pub mod view;
 
 use std::collections::BTreeMap;
@@ -480,14 +481,7 @@ impl VersionedDataset {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        let ty = field.field_type()?;
-        if view::column_file_type(&ty).is_none() {
-            return Err(Error::InvalidArgument {
-                what: format!("field '{name}'"),
-                why: format!("is a {}; edits set int, float, bool and text fields", ty.name()),
-            });
-        }
-        Ok(ty)
+        field.field_type()
     }
 
     /// Adds field `name` of type `ty` with one value per row of this version (in index order),
@@ -520,12 +514,6 @@ impl VersionedDataset {
             return Err(Error::InvalidArgument {
                 what: format!("column name {name:?}"),
                 why: "must be 1 to 16 ASCII bytes, not 'index' or 'row_id'".into(),
-            });
-        }
-        if view::column_file_type(ty).is_none() {
-            return Err(Error::InvalidArgument {
-                what: format!("column '{name}'"),
-                why: format!("a {} cannot be added; add int, float, bool or text columns", ty.name()),
             });
         }
         let values = cast_values(name, ty, values, self.num_rows() as usize)?;
@@ -867,8 +855,9 @@ impl VersionedDataset {
             let ty = field.field_type()?;
             match ds.fields().iter().find(|f| f.name() == field.name) {
                 Some(f) if *f.field_type() == ty => {}
-                // A column added to the dataset: the new rows get its missing value.
-                None if view::column_file_type(&ty).is_some() => missing.push((field.name.clone(), ty)),
+                // A column added to the dataset: the new rows get its missing value, where its
+                // type has one.
+                None if missing_value(&ty).is_some() => missing.push((field.name.clone(), ty)),
                 Some(f) => {
                     return Err(Error::InvalidArgument {
                         what: format!("field '{}' of {}", field.name, file.display()),
@@ -878,7 +867,12 @@ impl VersionedDataset {
                 None => {
                     return Err(Error::InvalidArgument {
                         what: format!("file {}", file.display()),
-                        why: format!("has no field '{}' of the dataset's schema", field.name),
+                        why: format!(
+                            "has no field '{}' of the dataset's schema (a {}, which has no missing \
+                             value to fill in)",
+                            field.name,
+                            ty.name()
+                        ),
                     })
                 }
             }
@@ -892,7 +886,7 @@ impl VersionedDataset {
                     .iter()
                     .map(|(name, ty)| {
                         let picks = vec![(0usize, 0usize); n as usize];
-                        let missing = missing_value(ty);
+                        let missing = missing_value(ty).expect("checked above");
                         Ok((name.clone(), arrow_select::interleave::interleave(&[missing.as_ref()], &picks)?))
                     })
                     .collect::<Result<Vec<_>>>()?;
@@ -1072,40 +1066,96 @@ pub(crate) fn read_index_file(dir: &Path, rel: &str) -> Result<IndexSet> {
     })
 }
 
-/// `values` as the Arrow type field `name` of type `ty` holds, checked: `count` values (or one
-/// for all), no nulls.
+/// `values` as the Arrow type field `name` of type `ty` holds in a column file, checked: `count`
+/// values (or one for all), no nulls, every cell a valid value of `ty` (array sizes, image
+/// pixels, JSON syntax).
 fn cast_values(name: &str, ty: &FieldType, values: &ArrayRef, count: usize) -> Result<ArrayRef> {
+    use arrow_schema::DataType;
     let bad = |why: String| Error::InvalidArgument { what: format!("values for '{name}'"), why };
-    let target =
-        view::column_file_type(ty).ok_or_else(|| bad(format!("a {} field cannot be set", ty.name())))?;
+    let target = values::column_file_type(ty);
     if values.len() != count && values.len() != 1 {
         return Err(bad(format!("{} values for {count} rows", values.len())));
     }
     if values.null_count() > 0 {
         return Err(bad(format!("{} null values; a {} field has no nulls", values.null_count(), ty.name())));
     }
+    // Images, bytes, JSON and arrays take their own kind of values only (no number cast to
+    // bytes).
+    let from = values.data_type();
+    let accepted = match ty {
+        FieldType::Json => matches!(from, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View),
+        FieldType::RgbImage | FieldType::GreyImage => *from == target,
+        _ if !values::is_plain(ty) => matches!(
+            from,
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_)
+        ),
+        _ => true,
+    };
+    if !accepted {
+        return Err(bad(format!("a {} takes {target} values, not {from}", ty.name())));
+    }
     let options = arrow_cast::CastOptions { safe: false, ..Default::default() };
     let cast = arrow_cast::cast_with_options(values.as_ref(), &target, &options)
         .map_err(|e| bad(format!("{} values do not fit a {}: {e}", values.data_type(), ty.name())))?;
+    if !values::is_plain(ty) {
+        for row in 0..cast.len() {
+            let value = values::cell(&cast, ty, row).map_err(|e| bad(format!("value {row}: {e}")))?;
+            if let Some(beton_storage::Value::Json(text)) = value {
+                serde_json::from_str::<serde::de::IgnoredAny>(text)
+                    .map_err(|e| bad(format!("value {row} is not valid JSON: {e}")))?;
+            }
+        }
+    }
     Ok(cast)
 }
 
-/// The value appended rows get in a column added to the dataset that their file lacks.
-fn missing_value(ty: &FieldType) -> ArrayRef {
-    match ty {
-        FieldType::Float => std::sync::Arc::new(arrow_array::Float64Array::from(vec![f64::NAN])),
-        _ => default_value(ty),
-    }
+/// The value appended rows get in a column added to the dataset that their file lacks: NaN for
+/// floats, 0, false, '', empty bytes and arrays, JSON `null`; `None` for types with no natural
+/// missing value (fixed-shape arrays, images, custom fields).
+fn missing_value(ty: &FieldType) -> Option<ArrayRef> {
+    use std::sync::Arc;
+    Some(match ty {
+        FieldType::Float => Arc::new(arrow_array::Float64Array::from(vec![f64::NAN])),
+        FieldType::Json => Arc::new(arrow_array::LargeStringArray::from(vec!["null"])),
+        FieldType::Bytes | FieldType::Array(_) => {
+            Arc::new(arrow_array::LargeBinaryArray::from(vec![&[][..]]))
+        }
+        FieldType::Int | FieldType::Bool | FieldType::Text => default_value(ty),
+        _ => return None,
+    })
 }
 
-/// The value deleted rows get in an added column (never visible).
+/// The value deleted rows get in an added column (never visible): zeros of the right size, an
+/// empty raw image.
 fn default_value(ty: &FieldType) -> ArrayRef {
     use std::sync::Arc;
     match ty {
         FieldType::Int => Arc::new(arrow_array::Int64Array::from(vec![0])),
         FieldType::Float => Arc::new(arrow_array::Float64Array::from(vec![0.0])),
         FieldType::Bool => Arc::new(arrow_array::BooleanArray::from(vec![false])),
-        _ => Arc::new(arrow_array::StringArray::from(vec![""])),
+        FieldType::Text => Arc::new(arrow_array::StringArray::from(vec![""])),
+        FieldType::Json => Arc::new(arrow_array::LargeStringArray::from(vec!["null"])),
+        FieldType::RgbImage | FieldType::GreyImage => {
+            let mut b = values::ValuesBuilder::new(ty);
+            let empty = beton_storage::ImageRef {
+                mode: beton_storage::ImageMode::Raw,
+                width: 0,
+                height: 0,
+                channels: beton_storage::Channels::Rgb,
+                data: &[],
+            };
+            b.push(&beton_storage::Value::Image(empty)).expect("an image value for an image field");
+            b.finish()
+        }
+        FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
+            Arc::new(arrow_array::LargeBinaryArray::from(vec![vec![0u8; spec.nbytes() as usize].as_slice()]))
+        }
+        FieldType::Custom(_) => {
+            Arc::new(arrow_array::LargeBinaryArray::from(vec![vec![0u8; ty.slot().size].as_slice()]))
+        }
+        FieldType::Bytes | FieldType::Array(_) => {
+            Arc::new(arrow_array::LargeBinaryArray::from(vec![&[][..]]))
+        }
     }
 }
 
@@ -1123,11 +1173,9 @@ fn export_table(
     if let Some(rows) = rows {
         view.version().check_indices(rows, "rows to export")?;
     }
-    // Fields some column file holds are read from the table's column; the rest from data files.
-    let mut from_columns: Vec<Option<ArrayRef>> = Vec::with_capacity(schema.len());
-    for (name, _) in &schema {
-        from_columns.push(if m.edited(name) { Some(table.column(name)?) } else { None });
-    }
+    // Fields some column file holds are read cell by cell (Table::value); the rest from data
+    // files.
+    let edited: Vec<bool> = schema.iter().map(|(name, _)| m.edited(name)).collect();
     let page_size =
         view.datasets().map(|d| d.page_size()).max().unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
     let fields = schema.iter().map(|(n, t)| FieldSpec::new(n.clone(), t.clone())).collect();
@@ -1138,10 +1186,10 @@ fn export_table(
         let row = rows.map_or(Some(i), |r| r.get(i as usize)).unwrap_or(i);
         let (ds, file_row) = table.locate(row)?;
         let mut sample = Vec::with_capacity(schema.len());
-        for ((name, _), column) in schema.iter().zip(&from_columns) {
-            let value = match column {
-                Some(array) => view::column_value(array, row as usize)?.to_sample_value(),
-                None => ds.get(file_row, ds.field_index(name)?)?.to_sample_value(),
+        for ((name, ty), &edited) in schema.iter().zip(&edited) {
+            let value = match edited {
+                true => table.value(row, name, ty)?.to_sample_value(),
+                false => ds.get(file_row, ds.field_index(name)?)?.to_sample_value(),
             };
             sample.push(value);
         }

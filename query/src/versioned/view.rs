@@ -14,16 +14,6 @@ use super::{read_index_file, VersionedDataset};
 use crate::error::{Error, Result};
 use crate::table::{Part, PartRowIds, Table};
 
-/// Field types a column file can hold: their one table column is their value.
-pub fn column_file_type(ty: &FieldType) -> Option<arrow_schema::DataType> {
-    match ty {
-        FieldType::Int | FieldType::Float | FieldType::Bool | FieldType::Text => {
-            Some(ty.kind().columns()[0].source.data_type())
-        }
-        _ => None,
-    }
-}
-
 /// A data file of a version, its kept rows (`None`: all) and the values column files give it.
 pub type DataPart = (Arc<Dataset>, Option<Arc<Vec<u64>>>, BTreeMap<String, ArrayRef>);
 
@@ -108,12 +98,15 @@ impl VersionView {
                     let array = match &patch_rows {
                         None => array,
                         Some(rows) => {
+                            // Over the data file's values: nulls where the patch leaves a row alone
+                            // (values::cell), so a patch of 5 images holds 5 images in memory.
                             let base = match columns.remove(&name) {
                                 Some(b) => b,
-                                None => match schema.get(&name) {
-                                    Some(ty) => gather_field(&f.ds, &name, ty)?,
-                                    None => continue,
-                                },
+                                None if schema.contains_key(&name) => arrow_array::new_null_array(
+                                    array.data_type(),
+                                    f.ds.num_samples() as usize,
+                                ),
+                                None => continue,
                             };
                             apply_patch(&base, rows, &array, &file.file)?
                         }
@@ -228,36 +221,6 @@ impl VersionView {
         }
         out
     }
-}
-
-/// Row `row` of a column-file array as a storage value (column files hold int, float, bool and
-/// text: [`column_file_type`]).
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for an array of another type.
-pub fn column_value(array: &ArrayRef, row: usize) -> Result<beton_storage::Value<'_>> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Float64Type, Int64Type};
-    use arrow_schema::DataType;
-    use beton_storage::Value;
-    Ok(match array.data_type() {
-        DataType::Int64 => Value::Int(array.as_primitive::<Int64Type>().value(row)),
-        DataType::Float64 => Value::Float(array.as_primitive::<Float64Type>().value(row)),
-        DataType::Boolean => Value::Bool(array.as_boolean().value(row)),
-        DataType::Utf8 => Value::Text(array.as_string::<i32>().value(row)),
-        other => {
-            return Err(Error::InvalidArgument {
-                what: "column file".into(),
-                why: format!("holds {other} values"),
-            })
-        }
-    })
-}
-
-/// Field `name` of every row of `ds`, as its table column.
-fn gather_field(ds: &Dataset, name: &str, ty: &FieldType) -> Result<ArrayRef> {
-    let part = Part { ds, rows: None, columns: BTreeMap::new(), row_ids: PartRowIds::Range(0) };
-    Table::from_parts(vec![part], &[(name.to_string(), ty.clone())], Arc::default())?.column(name)
 }
 
 /// `base` with the values at rows `rows` replaced by `values` (a patch column file `file`).

@@ -401,6 +401,37 @@ impl FieldType {
         self.kind().payload_ptr_offset()
     }
 
+    /// Encodes `value` as a data file would store it in a field of this type (images per
+    /// `image`, a stored image's bytes kept verbatim) and hands `f` the value a reader would
+    /// get back: what a column file of a dataset directory holds for it.
+    ///
+    /// # Errors
+    /// As [`FieldKind::encode`]: a value of the wrong kind or shape, an image that cannot be
+    /// encoded.
+    pub fn encode_value<R>(
+        &self,
+        value: SampleValue,
+        image: &ImageOptions,
+        draw: f64,
+        f: impl FnOnce(Value<'_>) -> R,
+    ) -> Result<R> {
+        let kind = self.kind();
+        let mut slot = vec![0u8; kind.slot().size];
+        let payload = kind.encode(value, &mut slot, &EncodeContext { image, draw })?;
+        let payload = payload.unwrap_or_default();
+        let corrupt = |why: String| Error::InvalidArgument { what: "value".into(), why };
+        let read = |_ptr: u64, size: Option<u64>| -> Result<&[u8]> {
+            match size {
+                Some(n) if n != payload.len() as u64 => {
+                    Err(corrupt(format!("its size word says {n} bytes, its payload has {}", payload.len())))
+                }
+                _ => Ok(payload.as_slice()),
+            }
+        };
+        let value = kind.decode(&slot, &DecodeContext { payload: &read, corrupt: &corrupt })?;
+        Ok(f(value))
+    }
+
     /// True for image fields (RGB or grey).
     pub fn is_image(&self) -> bool {
         self.kind().load_as() == LoadAs::Image
