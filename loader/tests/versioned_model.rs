@@ -14,10 +14,13 @@ use beton_query::versioned::{VersionRef, VersionedDataset};
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 use proptest::prelude::*;
 
-/// The reference: rows of (row id, label, added int columns by name, blob), in index order.
+/// One row of the reference: row id, label, added int columns by name, blob.
+type Row = (u64, i64, BTreeMap<String, i64>, Vec<u8>);
+
+/// The reference: its rows in index order.
 #[derive(Debug, Clone, PartialEq, Default)]
 struct Model {
-    rows: Vec<(u64, i64, BTreeMap<String, i64>, Vec<u8>)>,
+    rows: Vec<Row>,
     columns: Vec<String>,
     next_id: u64,
 }
