@@ -113,7 +113,7 @@ class Lance:
         self.ds.delete("id % 100 = 1")
 
     def add_column(self):
-        self.ds.add_columns({"q": "label * 0.5"})
+        self.ds.add_columns({"q": "CAST(label AS DOUBLE) * 0.5"})
 
     def append(self, corpus):
         import lance

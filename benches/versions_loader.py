@@ -6,9 +6,10 @@
 2. A 3-predicate SQL query over a table-only dataset of 100 data files (appended one by one)
    against the same rows in one data file.
 
-    python benches/versions_loader.py CORPUS_DIR [--rounds 5] [--rows 1000000]
+    python benches/versions_loader.py CORPUS_DIR [--rounds 5] [--rows 1000000] [--reuse]
 
-CORPUS_DIR: an ImageFolder (`../shared/tools/bench-corpus.sh DIR 2000 5 0`). beton from the
+CORPUS_DIR: an ImageFolder (`../shared/tools/bench-corpus.sh DIR 2000 5 0`), written as JPEGs at most
+256 px (raw pixels of 100,000 images would outgrow the page cache). beton from the
 release build (`cd python && maturin develop --release`).
 """
 
@@ -50,21 +51,27 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--dir", default=os.path.join("target", "tmp", "versions-loader"))
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the edited and compacted datasets a previous run left in --dir")
     args = ap.parse_args()
-    shutil.rmtree(args.dir, ignore_errors=True)
-    os.makedirs(args.dir)
+    edited = os.path.join(args.dir, "edited")
+    compacted = os.path.join(args.dir, "compacted")
+    reuse = args.reuse and os.path.isdir(edited) and os.path.isdir(compacted)
+    if not reuse:
+        shutil.rmtree(args.dir, ignore_errors=True)
+        os.makedirs(args.dir)
 
     # 1. Loader: an edited version vs its compaction.
-    edited = os.path.join(args.dir, "edited")
-    DatasetWriter(edited + os.sep, {"image": RGBImageField(max_resolution=256), "label": IntField()},
-                  progress=False).from_imagefolder(args.corpus)
+    if not reuse:
+        DatasetWriter(edited + os.sep, {"image": RGBImageField(write_mode="jpg", max_resolution=256), "label": IntField()},
+                      progress=False).from_imagefolder(args.corpus)
+        ds = beton.open(edited)
+        ds.delete("index % 10 = 3")
+        ds.add_column("k", "label * 2")
+        ds.add_column("q", np.random.default_rng(0).random(len(ds)))
+        shutil.copytree(edited, compacted)
+        beton.open(compacted).compact()
     ds = beton.open(edited)
-    ds.delete("index % 10 = 3")
-    ds.add_column("k", "label * 2")
-    ds.add_column("q", np.random.default_rng(0).random(len(ds)))
-    compacted = os.path.join(args.dir, "compacted")
-    shutil.copytree(edited, compacted)
-    beton.open(compacted).compact()
     epoch_rate(edited), epoch_rate(compacted)  # warm the page cache
     ratios, e_rates, c_rates = [], [], []
     for _ in range(args.rounds):
@@ -78,6 +85,8 @@ def main():
           f"img/s: ratio {statistics.median(ratios):.3f} (rounds {min(ratios):.3f}-{max(ratios):.3f})")
 
     # 2. SQL over 100 data files vs one.
+    shutil.rmtree(os.path.join(args.dir, "one"), ignore_errors=True)
+    shutil.rmtree(os.path.join(args.dir, "many"), ignore_errors=True)
     n, parts = args.rows, 100
     rng = np.random.default_rng(1)
     t = pa.table({"label": rng.integers(0, 10, n), "score": rng.random(n), "size": rng.integers(0, 1000, n)})

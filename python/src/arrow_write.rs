@@ -514,7 +514,12 @@ pub(crate) fn write_arrow<'py>(
         let j = i - batch_starts[b];
         Ok(columns.iter().map(|c| c.value(i, b, j)).collect())
     };
-    let result = py.detach(|| writer.write_indexed(num_rows as u64, fetch));
+    // A table-only schema (numbers and bools): straight into the data table, no value objects.
+    let fixed = columns.iter().all(|c| matches!(c, Column::Int(_) | Column::Float(_) | Column::Bool(_)));
+    let result = py.detach(|| match fixed {
+        true => writer.write_fixed(num_rows as u64, |k, i| columns[k].value(i as usize, 0, 0)),
+        false => writer.write_indexed(num_rows as u64, fetch),
+    });
     // The Arrow buffers are released here, holding the GIL (a producer's release may call
     // into Python).
     drop(columns);

@@ -202,6 +202,18 @@ struct Encoded {
     payloads: Vec<(usize, Vec<u8>)>,
 }
 
+/// What a write placed before the file is finished: the rows, the pages' allocations and where
+/// the pages start.
+struct Placed {
+    rows: Vec<u8>,
+    allocs: Vec<AllocEntry>,
+    num_samples: u64,
+    num_pages: u64,
+    data_start: u64,
+    spill: Option<tempfile::NamedTempFile>,
+    skipped: Vec<(u64, String)>,
+}
+
 impl Writer {
     /// Prepares a writer for `path` with `fields` in order.
     ///
@@ -338,22 +350,7 @@ impl Writer {
         C: Iterator<Item = (u64, Vec<T>)>,
         R: Fn(T) -> std::result::Result<Vec<SampleValue>, SourceError> + Sync,
     {
-        let (dir, prefix) = crate::temp::prefix(&self.path);
-        // Temporary files of writers to this destination that were killed: nobody else will.
-        crate::temp::remove_stale_temp_files(&self.path);
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
-        #[cfg(unix)]
-        {
-            // A normal file's permissions (0666 less the umask), not a temp file's 0600: the rename
-            // publishes this very inode.
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o666));
-        }
-        let temp = builder.tempfile_in(&dir).map_err(|e| Error::io(&dir, e))?;
-        // Held until this process ends or the file is renamed: it tells later writers that
-        // this temporary file is in use (temp.rs).
-        temp.as_file().lock().map_err(|e| Error::io(temp.path(), e))?;
+        let (dir, prefix, temp) = self.temp_file()?;
         let table_start = format::data_table_start(self.fields.len() as u16);
         // With the number of samples known, pages go straight to their place in the file;
         // otherwise to a scratch file, copied over at the end.
@@ -429,6 +426,37 @@ impl Writer {
         // (skipped ones leave it a little larger than needed: whole zero pages, as FORMAT.md
         // §12 allows).
         let data_start = self.data_start(table_start, total.unwrap_or(num_samples))?;
+        let placed = Placed { rows, allocs, num_samples, num_pages, data_start, spill, skipped };
+        self.finish(dir, temp, placed)
+    }
+
+    /// Creates the temporary file the write goes to, beside the destination (stale ones of
+    /// killed writers removed first): its folder, name prefix and the file, locked.
+    fn temp_file(&self) -> Result<(PathBuf, String, tempfile::NamedTempFile)> {
+        let (dir, prefix) = crate::temp::prefix(&self.path);
+        // Temporary files of writers to this destination that were killed: nobody else will.
+        crate::temp::remove_stale_temp_files(&self.path);
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        #[cfg(unix)]
+        {
+            // A normal file's permissions (0666 less the umask), not a temp file's 0600: the rename
+            // publishes this very inode.
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let temp = builder.tempfile_in(&dir).map_err(|e| Error::io(&dir, e))?;
+        // Held until this process ends or the file is renamed: it tells later writers that
+        // this temporary file is in use (temp.rs).
+        temp.as_file().lock().map_err(|e| Error::io(temp.path(), e))?;
+        Ok((dir, prefix, temp))
+    }
+
+    /// Writes the header, descriptors, rows, split reserve or page gap and allocation table
+    /// around the placed pages, fsyncs, and renames the file to its destination.
+    fn finish(self, dir: PathBuf, temp: tempfile::NamedTempFile, placed: Placed) -> Result<WriteReport> {
+        let Placed { mut rows, mut allocs, num_samples, num_pages, data_start, spill, skipped } = placed;
+        let table_start = format::data_table_start(self.fields.len() as u16);
 
         // Payload pointers were laid out relative to the first page; make them absolute.
         let ptr_offsets: Vec<usize> = self
@@ -510,6 +538,83 @@ impl Writer {
             let _ = d.sync_all();
         }
         Ok(WriteReport { path: self.path, num_samples, num_pages, file_len, skipped })
+    }
+
+    /// Writes `num_samples` samples of a table-only schema (fields without payloads: int,
+    /// float, bool, custom), field `k` of sample `i` being `value(k, i)`, straight into the data
+    /// table: no allocation per sample, in parallel, at memory speed (`from_arrow` of a table).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a field with payloads (use [`Writer::write_indexed`]);
+    /// the first [`Error::InvalidSample`] in sample order; [`Error::Io`]. Nothing is left at
+    /// the destination then.
+    pub fn write_fixed<F>(self, num_samples: u64, value: F) -> Result<WriteReport>
+    where
+        F: Fn(usize, u64) -> SampleValue + Sync,
+    {
+        if let Some(f) = self.fields.iter().find(|f| f.ty.payload_ptr_offset().is_some()) {
+            return Err(Error::InvalidArgument {
+                what: format!("field '{}'", f.name),
+                why: format!("a {} has payloads; write_fixed writes table-only schemas", f.ty.name()),
+            });
+        }
+        let size = self.layout.size;
+        let len = usize::try_from(num_samples).ok().and_then(|n| n.checked_mul(size));
+        let mut rows = Vec::new();
+        let reserved = len.map(|len| rows.try_reserve_exact(len).map(|()| len));
+        let Some(Ok(len)) = reserved else {
+            return Err(Error::InvalidArgument {
+                what: "sample source".into(),
+                why: format!("{num_samples} rows of {size} bytes do not fit in memory"),
+            });
+        };
+        rows.resize(len, 0);
+        let (dir, _, temp) = self.temp_file()?;
+        // Chunks of `chunk_size` rows in order (progress after each, as write_indexed reports),
+        // each filled by the pool in blocks.
+        let chunk = self.options.chunk_size.max(1);
+        const BLOCK: usize = 4096;
+        for (c, rows) in rows.chunks_mut(size * chunk).enumerate() {
+            let first = (c * chunk) as u64;
+            let results: Vec<Result<()>> = self.pool.install(|| {
+                rows.par_chunks_mut(size * BLOCK)
+                    .enumerate()
+                    .map(|(b, block)| {
+                        for (r, row) in block.chunks_exact_mut(size).enumerate() {
+                            let index = first + (b * BLOCK + r) as u64;
+                            let fields = self.fields.iter().zip(&self.layout.offsets).enumerate();
+                            for (k, (f, &offset)) in fields {
+                                let kind = f.ty.kind();
+                                let slot = &mut row[offset..offset + kind.slot().size];
+                                let cx = EncodeContext { image: &f.image, draw: self.draw(index) };
+                                kind.encode(value(k, index), slot, &cx)
+                                    .map_err(|e| e.in_sample(index, &f.name))?;
+                            }
+                        }
+                        Ok(())
+                    })
+                    .collect()
+            });
+            results.into_iter().collect::<Result<()>>()?;
+            if let Some(progress) = &self.options.progress {
+                let done = (first + (rows.len() / size) as u64).min(num_samples);
+                if !progress(Progress { done, total: Some(num_samples) }) {
+                    return Err(Error::Cancelled { done, path: self.path.clone() });
+                }
+            }
+        }
+        let table_start = format::data_table_start(self.fields.len() as u16);
+        let data_start = self.data_start(table_start, num_samples)?;
+        let placed = Placed {
+            rows,
+            allocs: Vec::new(),
+            num_samples,
+            num_pages: 0,
+            data_start,
+            spill: None,
+            skipped: Vec::new(),
+        };
+        self.finish(dir, temp, placed)
     }
 
     /// Bytes left for named splits after the data table.
