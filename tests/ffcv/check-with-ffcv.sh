@@ -74,5 +74,39 @@ ok = ffcv == beton and any(l >= 10 for l in ffcv)
 print(f"  versioned export: {len(ffcv)} samples, " + ("FFCV sees the edited labels" if ok else "MISMATCH"))
 sys.exit(0 if ok else 1)
 PYEOF
+# Edits of images and added NDArray and JSON columns (column files, from Python): the export
+# holds them, and FFCV sees the replaced images' sizes and the arrays' bytes.
+BPY="${BETON_PYTHON:-$here/target/py-venv/bin/python}"
+"$BPY" - "$out" "$out/photos.beton" <<'PYEOF' || status=1
+import hashlib, json, os, shutil, sys
+import numpy as np
+import beton
+from beton.fields import JSONField, NDArrayField
+out, photos = sys.argv[1:3]
+d = os.path.join(out, "edited-fields.dataset")
+shutil.rmtree(d, ignore_errors=True)
+ds = beton.import_file(d, photos)
+red = np.zeros((20, 30, 3), np.uint8); red[..., 0] = 255
+ds.update_rows([1, 5], {"image": [red, red]})
+n = len(ds)
+ds.add_column("emb", [np.arange(4, dtype=np.float32) * i for i in range(n)], field=NDArrayField(np.float32, (4,)))
+ds.add_column("meta", [{"i": i} for i in range(n)], field=JSONField())
+ds.export(os.path.join(out, "edited-fields.beton"))
+expected = [{"width": ds[i]["image"].shape[1], "height": ds[i]["image"].shape[0],
+             "emb": hashlib.sha256((np.arange(4, dtype=np.float32) * i).tobytes()).hexdigest()} for i in range(n)]
+json.dump(expected, open(os.path.join(out, "edited-fields.expected.json"), "w"))
+PYEOF
+if "$PY" "$tools/ffcv-load.py" "$out/edited-fields.beton" --json "$out/edited-fields.beton.ffcv.json"; then
+  "$PY" - "$out/edited-fields.beton.ffcv.json" "$out/edited-fields.expected.json" <<'PYEOF' || status=1
+import json, sys
+ffcv, want = (json.load(open(p)) for p in sys.argv[1:3])
+got = [{"width": s["image"]["width"], "height": s["image"]["height"], "emb": s["emb"]["sha256"]} for s in ffcv["samples"]]
+ok = got == want and (got[1]["width"], got[1]["height"]) == (30, 20)
+print(f"  edited image/NDArray/JSON export: {len(got)} samples, " + ("FFCV sees the edits" if ok else "MISMATCH"))
+sys.exit(0 if ok else 1)
+PYEOF
+else
+  status=1
+fi
 [ $status -eq 0 ] && echo "check-with-ffcv: OK, FFCV 1.0.2 reads every file beton wrote" || echo "check-with-ffcv: FAILED"
 exit $status
