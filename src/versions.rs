@@ -1,4 +1,4 @@
-//! `beton import`, `append`, `update`, `delete`, `add-column`, `drop-column`, `log`, `diff`,
+//! `beton import`, `concat`, `append`, `update`, `delete`, `add-column`, `drop-column`, `log`, `diff`,
 //! `tag`, `restore`, `compact`, `cleanup`, `export`, and `info` on a directory: dataset
 //! directories and their versions (docs/FORMAT.md §13). The work is in `beton_query::versioned`.
 
@@ -18,6 +18,19 @@ pub enum Action {
         dir: PathBuf,
         /// The .beton file.
         file: PathBuf,
+    },
+    /// Make DIR a dataset of the rows of SOURCES in order: .beton files (hard-linked) or dataset
+    /// directories (their latest versions, exported once); version 1 is the first, each further
+    /// one appends.
+    Concat {
+        /// The dataset directory to create.
+        dir: PathBuf,
+        /// .beton files or dataset directories.
+        #[arg(required = true)]
+        sources: Vec<PathBuf>,
+        /// A message for the log.
+        #[arg(long, short, default_value = "")]
+        message: String,
     },
     /// Add the rows of a .beton file as a new version (its fields must include the dataset's).
     Append {
@@ -220,6 +233,7 @@ impl Action {
     pub fn name(&self) -> &'static str {
         match self {
             Action::Import { .. } => "import",
+            Action::Concat { .. } => "concat",
             Action::Append { .. } => "append",
             Action::Log { .. } => "log",
             Action::Tag { .. } => "tag",
@@ -248,6 +262,16 @@ pub fn run(action: &Action) -> Result<String> {
                 file.display(),
                 v.num_rows(),
                 v.manifest().splits.len()
+            ))
+        }
+        Action::Concat { dir, sources, message } => {
+            let v = VersionedDataset::concat(dir, sources, message)?;
+            Ok(format!(
+                "{}: version {}, {} rows from {} sources\n",
+                dir.display(),
+                v.version(),
+                v.num_rows(),
+                sources.len()
             ))
         }
         Action::Append { dir, file, message } => {

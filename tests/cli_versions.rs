@@ -56,6 +56,17 @@ fn every_read_command_takes_a_version() {
     assert!(!ok(&["show", d, "0", "--version", "1"]).contains("label: 9"));
     let png = tmp.path().join("x.png");
     assert!(ok(&["show", d, "0", "--out", png.to_str().unwrap()]).contains("PNG") && png.is_file());
+    // concat: the edited dataset (its latest version exported) then a .beton file (hard-linked;
+    // its rows get the missing value of the dataset's `wide`, false).
+    let both = tmp.path().join("both");
+    let b = both.to_str().unwrap();
+    assert!(ok(&["concat", b, d, f, "-m", "joined"]).contains("version 2, 309 rows from 2 sources"));
+    assert_eq!(
+        ok(&["query", b, "SELECT count(*) FROM samples WHERE label = 9 AND wide", "--json"]).trim(),
+        ok(&["query", d, "SELECT count(*) FROM samples WHERE label = 9 AND wide", "--json"]).trim(),
+    );
+    let (success, _, err) = beton(&["concat", b, f]);
+    assert!(!success && err.contains("already"), "{err}");
     let explain = ok(&["explain", d, "label = 9"]);
     assert!(explain.contains("rows matched: 3 of 154") && explain.contains("data file 0"), "{explain}");
     ok(&["compact", d]);

@@ -357,23 +357,7 @@ def import_file(dir, file) -> Dataset:  # noqa: A002
 def concat(sources, out, message: str = "") -> Dataset:
     """A new dataset directory ``out`` holding the rows of ``sources`` in order: ``.beton`` files
     (hard-linked) or datasets (their latest versions, exported once)."""
-    import os
-    import tempfile
-
     if not sources:
         raise ValueError("concat needs at least one source")
-    result = None
-    with tempfile.TemporaryDirectory() as tmp:
-        for k, src in enumerate(sources):
-            path = src.path if isinstance(src, Dataset) else src
-            if os.path.isdir(path):
-                ds = src if isinstance(src, Dataset) else Dataset(path)
-                file = os.path.join(tmp, f"{k}.beton")
-                ds.export(file)
-            else:
-                file = str(path)
-            if result is None:
-                result = import_file(out, file)
-            else:
-                result.append(file, message=message)
-    return result
+    paths = [str(s.path if isinstance(s, Dataset) else s) for s in sources]
+    return Dataset._of(_native.Version.concat(str(out), paths, message))

@@ -140,6 +140,17 @@ impl Version {
         Ok(Version { state: RwLock::new(opened) })
     }
 
+    /// A new dataset `dir` of the rows of `sources` in order (`.beton` files hard-linked,
+    /// dataset directories' latest versions exported once).
+    #[staticmethod]
+    #[pyo3(signature = (dir, sources, message = String::new()))]
+    fn concat(py: Python<'_>, dir: PathBuf, sources: Vec<PathBuf>, message: String) -> PyResult<Self> {
+        let opened = py.detach(|| {
+            VersionedDataset::concat(&dir, &sources, &message).map_err(from_query).and_then(Opened::new)
+        })?;
+        Ok(Version { state: RwLock::new(opened) })
+    }
+
     /// True when `path` is a dataset directory.
     #[staticmethod]
     fn is_dataset_dir(path: PathBuf) -> bool {

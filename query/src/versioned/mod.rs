@@ -116,6 +116,49 @@ impl VersionedDataset {
         }
     }
 
+    /// A new dataset directory `dir` holding the rows of `sources` in order: `.beton` files
+    /// (hard-linked, never re-encoded) or dataset directories (their latest versions, exported
+    /// once into a data file of `dir`). Version 1 is the first source, each further one a new
+    /// version appending its rows (their fields must include the first's, as
+    /// [`VersionedDataset::append_file`] says).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no sources; as [`VersionedDataset::import`],
+    /// [`VersionedDataset::export`] and [`VersionedDataset::append_file`].
+    pub fn concat(dir: &Path, sources: &[PathBuf], message: &str) -> Result<VersionedDataset> {
+        if sources.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "concat".into(),
+                why: "no source to concatenate".into(),
+            });
+        }
+        let mut result: Option<VersionedDataset> = None;
+        for (k, source) in sources.iter().enumerate() {
+            // A dataset directory: its latest version as one file, in `dir`'s own _tmp/ (then
+            // hard-linked into data/).
+            let exported = match Self::is_dataset_dir(source) {
+                true => {
+                    let tmp = dir.join(commit::TMP_DIR);
+                    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+                    let file = tmp.join(format!("concat-{k}-{}.beton", commit::unique_name()));
+                    Self::open(source, VersionRef::Latest)?.export(&file, None, 0)?;
+                    Some(file)
+                }
+                false => None,
+            };
+            let file = exported.as_deref().unwrap_or(source);
+            let step = match &result {
+                None => Self::import(dir, file),
+                Some(v) => v.append_file(file, message),
+            };
+            if let Some(f) = &exported {
+                let _ = std::fs::remove_file(f);
+            }
+            result = Some(step?);
+        }
+        Ok(result.expect("at least one source"))
+    }
+
     /// Makes `dir` a dataset whose version 1 is the `.beton` file `file`: the file is hard-linked
     /// into `data/` (copied when it is on another file system; never re-encoded), and its named
     /// splits become the version's splits.
