@@ -60,9 +60,16 @@ impl VersionView {
                 });
             }
             let deleted = version.fragment_deletions(f)?;
+            // The kept rows: the runs between deleted ones, copied a run at a time.
             let rows = (!deleted.is_empty()).then(|| {
-                let mut deleted = deleted.iter().peekable();
-                Arc::new((0..f.num_rows).filter(|r| deleted.next_if_eq(r).is_none()).collect::<Vec<u64>>())
+                let mut rows = Vec::with_capacity(f.num_rows.saturating_sub(deleted.len() as u64) as usize);
+                let mut next = 0u64;
+                for d in deleted.iter().take_while(|&d| d < f.num_rows) {
+                    rows.extend(next..d);
+                    next = d + 1;
+                }
+                rows.extend(next..f.num_rows);
+                Arc::new(rows)
             });
             let row_ids = match &f.row_ids {
                 RowIds::Range { start } => PartRowIds::Range(*start),
