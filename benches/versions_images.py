@@ -18,20 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import time
 
 import pyarrow as pa
 
-
-def du(path) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_size
-            except FileNotFoundError:
-                pass
-    return total
+from versions_compare import du, timed  # the same folder: run as a script
 
 
 def imagefolder(root):
@@ -126,12 +116,6 @@ class Lance:
 
     def count(self):
         return self.ds.count_rows()
-
-
-def timed(f):
-    t0 = time.perf_counter()
-    f()
-    return time.perf_counter() - t0
 
 
 def main():

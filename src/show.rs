@@ -79,7 +79,6 @@ pub fn run_version(
     if index >= n {
         bail!("sample {index} is out of range: version {} of {} has {n} samples", v.version(), dir.display());
     }
-    let (ds, row) = table.locate(index)?;
     let schema = view.schema()?;
     if let Some(name) = field {
         if !schema.iter().any(|(n, _)| n == name) {
@@ -92,13 +91,8 @@ pub fn run_version(
         if field.is_some_and(|f| f != name) {
             continue;
         }
-        let edited = v.manifest().edited(name);
-        let shown = if edited {
-            let column = table.column(name)?;
-            arrow_cast::display::array_value_to_string(&column, index as usize)?
-        } else {
-            describe(ty, &ds.get(row, ds.field_index(name)?)?)
-        };
+        // Its column file's value where one holds it (any field type), else its data file's.
+        let shown = describe(ty, &table.value(index, name, ty)?);
         writeln!(text, "{name}: {shown}")?;
     }
     if let Some(out) = out {
@@ -109,7 +103,12 @@ pub fn run_version(
                 None => bail!("--out writes an image, and version {} has no image field", v.version()),
             },
         };
-        let image = ds.get(row, ds.field_index(&name)?)?;
+        let ty = schema
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| t)
+            .with_context(|| format!("no field '{name}'"))?;
+        let image = table.value(index, &name, ty)?;
         let image = image.as_image().with_context(|| format!("field '{name}' is not an image field"))?;
         let pixels = image.decode().with_context(|| format!("decoding sample {index}, field '{name}'"))?;
         write_png(out, &pixels)?;

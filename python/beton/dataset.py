@@ -70,8 +70,11 @@ def _field_of(kind: str, details):
         return F.NDArrayField(np.dtype(typestr), tuple(shape))
     if kind == "array":
         return F.ArrayField(np.dtype(details[0]))
-    return {"bytes": F.BytesField, "json": F.JSONField, "rgb_image": F.RGBImageField,
-            "grey_image": F.GreyImageField}[kind]()
+    classes = {"bytes": F.BytesField, "json": F.JSONField, "rgb_image": F.RGBImageField,
+               "grey_image": F.GreyImageField}
+    if kind not in classes:
+        raise TypeError(f"a {kind} field's values cannot be set from Python")
+    return classes[kind]()
 
 
 def _encode_all(field, name: str, values) -> list:

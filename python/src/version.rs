@@ -195,26 +195,12 @@ impl Version {
         if !(0..n).contains(&i) {
             return Err(PyIndexError::new_err(format!("sample {index} of {n}")));
         }
-        let Some((k, ds, row)) = opened.view.locate(i as u64) else {
-            return Err(PyIndexError::new_err(format!("sample {index} of {n}")));
-        };
-        let edited = opened.view.column_values(k).map_err(from_query)?;
+        // Each value from its column file where one holds it, else from its data file.
+        let table = opened.view.table().map_err(from_query)?;
         let out = PyDict::new(py);
         for (name, ty) in opened.view.schema().map_err(from_query)? {
-            // A field a column file holds: its value at the row; else the data file's.
-            let cell = match edited.and_then(|c| c.get(&name)) {
-                Some(column) => {
-                    beton_query::versioned::values::cell(column, &ty, row as usize).map_err(from_query)?
-                }
-                None => None,
-            };
-            let obj = match cell {
-                Some(value) => value_object(py, value, &ty, decode_images)?,
-                None => {
-                    let f = ds.field_index(&name).map_err(from_storage)?;
-                    value_object(py, ds.get(row, f).map_err(from_storage)?, &ty, decode_images)?
-                }
-            };
+            let value = table.value(i as u64, &name, &ty).map_err(from_query)?;
+            let obj = value_object(py, value, &ty, decode_images)?;
             out.set_item(name, obj)?;
         }
         Ok(out)

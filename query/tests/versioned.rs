@@ -387,10 +387,10 @@ fn every_field_type_is_editable_and_addable() {
     };
     // Replace rows 2 and 7 of every heavy field; the new image of row 7 has the old size, so
     // only the value-by-value diff can see it.
-    let rows = IndexSet::from_sorted(vec![2, 7]).unwrap();
+    let picked = IndexSet::from_sorted(vec![2, 7]).unwrap();
     let v2 = v1
         .update_rows(
-            &rows,
+            &picked,
             vec![
                 ("blob".into(), column(&FieldType::Bytes, vec![SampleValue::Bytes(vec![9; 5]); 2])),
                 (
@@ -411,7 +411,7 @@ fn every_field_type_is_editable_and_addable() {
         .unwrap();
     assert_eq!(std::fs::read(&file).unwrap(), data_before, "the data file is never rewritten");
     assert_eq!(
-        rows_of(
+        rows(
             &v2,
             "SELECT index, blob, meta, \"img.width\", \"img.height\" FROM samples WHERE index IN (1, 2, 7)"
         ),
@@ -419,7 +419,7 @@ fn every_field_type_is_editable_and_addable() {
     );
     // A wrong value is refused, naming it.
     let wrong = column(&FieldType::Bytes, vec![SampleValue::Bytes(vec![1; 3])]);
-    let err = v2.update_rows(&rows, vec![("vec".into(), wrong)], "").unwrap_err().to_string();
+    let err = v2.update_rows(&picked, vec![("vec".into(), wrong)], "").unwrap_err().to_string();
     assert!(err.contains("'vec'") && err.contains("value 0"), "{err}");
 
     // Add an image column and a variable-length array column.
@@ -446,7 +446,7 @@ fn every_field_type_is_editable_and_addable() {
         )
         .unwrap();
     assert_eq!(
-        rows_of(&v4, "SELECT label, \"thumb.width\", arr FROM samples WHERE index < 3"),
+        rows(&v4, "SELECT label, \"thumb.width\", arr FROM samples WHERE index < 3"),
         ["1,2,1", "2,2,2", "3,2,0"]
     );
 
@@ -498,8 +498,4 @@ fn every_field_type_is_editable_and_addable() {
             .collect();
         assert_eq!(got, expected, "{}", path.display());
     }
-}
-
-fn rows_of(v: &VersionedDataset, sql: &str) -> Vec<String> {
-    rows(v, sql)
 }

@@ -582,11 +582,12 @@ impl Writer {
                     .map(|(b, block)| {
                         for (r, row) in block.chunks_exact_mut(size).enumerate() {
                             let index = first + (b * BLOCK + r) as u64;
+                            let draw = self.draw(index);
                             let fields = self.fields.iter().zip(&self.layout.offsets).enumerate();
                             for (k, (f, &offset)) in fields {
                                 let kind = f.ty.kind();
                                 let slot = &mut row[offset..offset + kind.slot().size];
-                                let cx = EncodeContext { image: &f.image, draw: self.draw(index) };
+                                let cx = EncodeContext { image: &f.image, draw };
                                 kind.encode(value(k, index), slot, &cx)
                                     .map_err(|e| e.in_sample(index, &f.name))?;
                             }

@@ -192,22 +192,6 @@ impl VersionView {
         Table::from_parts(parts, &schema, splits)
     }
 
-    /// The fragment (position in the manifest) holding row `index` of the version, its data file
-    /// and the row's position there; `None` past the end.
-    pub fn locate(&self, index: u64) -> Option<(usize, &Dataset, u64)> {
-        let set = crate::IndexSet::from_sorted(vec![index]).ok()?;
-        let (k, rows) = self.file_rows(&set).into_iter().next()?;
-        Some((k, self.fragments[k].ds.as_ref(), rows[0]))
-    }
-
-    /// The values column files give fragment `k`, by field: one per data-file row.
-    ///
-    /// # Errors
-    /// Column files that cannot be read.
-    pub fn column_values(&self, k: usize) -> Result<Option<&BTreeMap<String, ArrayRef>>> {
-        Ok(self.columns()?.get(k))
-    }
-
     /// The fragment (position in the manifest) and data-file row of each table row of `rows`
     /// (ascending), grouped by fragment.
     pub(crate) fn file_rows(&self, rows: &crate::IndexSet) -> Vec<(usize, Vec<u64>)> {
