@@ -10,6 +10,8 @@ directory (``beton.import_file``) is versioned and editable: ``update``, ``delet
 
 from beton._native import ConflictError, CorruptFileError, IndexSet, __version__
 from beton.dataset import Dataset, concat, import_file, open
+from beton.loader import Loader
+from beton.writer import DatasetWriter
 
-__all__ = ["open", "import_file", "concat", "Dataset", "IndexSet", "CorruptFileError", "ConflictError",
+__all__ = ["Loader", "DatasetWriter", "open", "import_file", "concat", "Dataset", "IndexSet", "CorruptFileError", "ConflictError",
            "__version__"]
