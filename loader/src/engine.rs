@@ -130,11 +130,11 @@ impl LoaderBuilder {
         self
     }
 
-    /// The samples to read as a list in which a row may appear several times (FFCV's
-    /// `indices`: oversampling): each appearance is read once per epoch. The orders treat
-    /// every appearance as a sample of its own (RANDOM spreads repeats over the epoch), and the
-    /// list is taken in row order, as [`indices`](Self::indices) is. A list without repeats is
-    /// the same as its [`IndexSet`].
+    /// The samples to read as a list, FFCV's `indices`: a row may appear several times
+    /// (oversampling), each appearance read once per epoch, and SEQUENTIAL reads the list in
+    /// the order given (`[5, 3, 1]` gives 5, 3, 1). The other orders treat every appearance as
+    /// a sample of its own (RANDOM spreads repeats over the epoch). A strictly increasing list
+    /// is the same as its [`IndexSet`].
     pub fn index_list(mut self, rows: Vec<u64>) -> Self {
         self.list = Some(rows);
         self.indices = None;
@@ -261,21 +261,16 @@ impl LoaderBuilder {
             ));
         }
         let n = self.parts.as_ref().map_or(self.ds.num_samples(), |p| p.num_rows());
-        // A list with repeats: the orders run over positions in the sorted list (each
-        // appearance its own sample, on its row's page), mapped back to rows per batch.
+        // A list that is not strictly increasing (repeats, or another order): the orders run
+        // over positions in the list as given (each appearance its own sample, on its row's
+        // page), mapped back to rows per batch, so SEQUENTIAL reads the list in its order.
         let (indices, repeated) = match self.list {
-            Some(mut rows) => {
-                rows.sort_unstable();
-                if rows.windows(2).any(|w| w[0] == w[1]) {
-                    (IndexSet::all(rows.len() as u64), Some(Arc::new(rows)))
-                } else {
-                    (rows.into_iter().collect(), None)
-                }
-            }
+            Some(rows) if rows.windows(2).all(|w| w[0] < w[1]) => (rows.into_iter().collect(), None),
+            Some(rows) => (IndexSet::all(rows.len() as u64), Some(Arc::new(rows))),
             None => (self.indices.unwrap_or_else(|| IndexSet::all(n)), None),
         };
         let max = match &repeated {
-            Some(rows) => rows.last().copied(),
+            Some(rows) => rows.iter().max().copied(),
             None => indices.max_id(),
         };
         if let Some(max) = max {
@@ -415,8 +410,8 @@ pub struct Loader {
     /// Over a version: its data files.
     parts: Option<Arc<Parts>>,
     indices: Arc<IndexSet>,
-    /// With [`LoaderBuilder::index_list`] repeats: the sorted list; plans and `indices` are
-    /// positions in it.
+    /// A [`LoaderBuilder::index_list`] that is not strictly increasing, as given; plans and
+    /// `indices` are positions in it.
     repeated: Option<Arc<Vec<u64>>>,
     pages: Arc<PageMap>,
     pipelines: Vec<Pipeline>,
@@ -668,12 +663,30 @@ impl Loader {
         Ok(())
     }
 
+    /// The rows this loader reads, one per sample, in the order of [`indices`](Self::indices)
+    /// (an [`index_list`](LoaderBuilder::index_list) as given, repeats included).
+    pub fn index_rows(&self) -> Vec<u64> {
+        match &self.repeated {
+            Some(rows) => rows.to_vec(),
+            None => self.indices.as_slice().to_vec(),
+        }
+    }
+
+    /// Sets the epoch the next [`next_epoch`](Self::next_epoch) runs, from its first batch (a
+    /// loader rebuilt between epochs goes on where the old one stopped).
+    pub fn set_epoch(&mut self, epoch: u64) {
+        self.next_epoch = epoch;
+        self.resume_at = 0;
+    }
+
     /// The dataset.
     pub fn dataset(&self) -> &Arc<Dataset> {
         &self.ds
     }
 
-    /// The samples this loader reads (for a list with repeats, positions in the sorted list).
+    /// The samples this loader reads (for an [`index_list`](LoaderBuilder::index_list) with
+    /// repeats or out of order, positions in the list; [`index_rows`](Self::index_rows) gives
+    /// its rows).
     pub fn indices(&self) -> &IndexSet {
         &self.indices
     }

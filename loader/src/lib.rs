@@ -53,7 +53,10 @@ mod random;
 mod slots;
 pub mod state;
 
-pub use decode::{ColumnSpec, ElemType, FieldDecoder, SampleContext};
+pub use decode::{
+    BoolDecoder, BytesDecoder, ColumnSpec, ElemType, FieldDecoder, FloatDecoder, IntDecoder, NDArrayDecoder,
+    SampleContext,
+};
 pub use engine::{Epoch, EpochStats, Loader, LoaderBuilder};
 pub use error::{Error, Result};
 pub use image::{

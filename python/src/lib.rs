@@ -7,6 +7,7 @@ mod dataset;
 mod errors;
 mod index_set;
 mod loader;
+mod ops;
 mod version;
 mod writer;
 
@@ -19,6 +20,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<version::Version>()?;
     m.add_class::<index_set::IndexSet>()?;
+    ops::register(m)?;
+    m.add_class::<loader::Order>()?;
     m.add_class::<loader::Loader>()?;
     m.add_class::<loader::Epoch>()?;
     m.add_class::<loader::Batch>()?;

@@ -7,70 +7,95 @@
 
 use std::sync::Arc;
 
-use beton_loader::image::{
-    CenterCropRGBImageDecoder, Cutout, FloatType, ImagePipeline, Interpolation, Layout, NormalizeImage,
-    RandomBrightness, RandomContrast, RandomHorizontalFlip, RandomResizedCropRGBImageDecoder,
-    RandomSaturation, RandomTranslate, RandomVerticalFlip, SimpleRGBImageDecoder,
-};
+use beton_loader::order::{EpochContext, Order as NativeOrder};
 use beton_loader::{LoaderState, OrderOption};
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::dataset::Dataset;
 use crate::errors::from_loader;
 use crate::index_set::IndexSet;
+use crate::ops::{Decoder, ImagePipeline};
 
-/// An image field's native pipeline, as the Python layer describes it: the decoder
-/// `(kind, (h, w), (scale_lo, scale_hi), (ratio_lo, ratio_hi), center_ratio, interpolation)`, the per-sample
-/// operations `(kind, a, b, (r, g, b))`, and an optional normalisation `(mean, std, dtype,
-/// layout)`.
-type ImageSpec = (
-    (String, (usize, usize), (f64, f64), (f64, f64), f64, String),
-    Vec<(String, f64, f64, (u8, u8, u8))>,
-    Option<([f32; 3], [f32; 3], String, String)>,
-);
+/// FFCV's `OrderOption`: the built-in traversal orders.
+#[pyclass(module = "beton._native", eq, eq_int, frozen)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Order {
+    Sequential,
+    Random,
+    QuasiRandom,
+}
 
-fn image_pipeline(field: &str, (decoder, ops, normalize): ImageSpec) -> PyResult<ImagePipeline> {
-    let bad = |what: String| PyValueError::new_err(format!("pipeline of field '{field}': {what}"));
-    let (kind, size, scale, ratio, center_ratio, interpolation) = decoder;
-    let interpolation = Interpolation::parse(&interpolation).map_err(|e| bad(e.to_string()))?;
-    let mut p = match kind.as_str() {
-        "simple" => ImagePipeline::new(SimpleRGBImageDecoder),
-        "random_resized_crop" => ImagePipeline::new(
-            RandomResizedCropRGBImageDecoder::new(size)
-                .scale(scale)
-                .ratio(ratio)
-                .interpolation(interpolation),
-        ),
-        "center_crop" => ImagePipeline::new(
-            CenterCropRGBImageDecoder::new(size).ratio(center_ratio).interpolation(interpolation),
-        ),
-        other => return Err(bad(format!("unknown image decoder '{other}'"))),
-    };
-    for (kind, a, b, (r, g, bl)) in ops {
-        let fill = [r, g, bl];
-        p = match kind.as_str() {
-            "horizontal_flip" => p.then(RandomHorizontalFlip { flip_prob: a }),
-            "vertical_flip" => p.then(RandomVerticalFlip { flip_prob: a }),
-            "translate" => p.then(RandomTranslate { padding: a as usize, fill }),
-            "cutout" => p.then(Cutout { crop_size: a as usize, fill }),
-            "brightness" => p.then(RandomBrightness { magnitude: a, p: b }),
-            "contrast" => p.then(RandomContrast { magnitude: a, p: b }),
-            "saturation" => p.then(RandomSaturation { magnitude: a, p: b }),
-            other => return Err(bad(format!("unknown image operation '{other}'"))),
-        };
+/// A traversal order written in Python (FFCV's `TraversalOrder`): `sample_order(epoch)` gives
+/// the rows this process reads in `epoch`, in order (its own part of a distributed run, as in
+/// FFCV). Called once per epoch, with the GIL; an exception it raises is kept and raised by the
+/// call that needed the order.
+struct PythonOrder {
+    object: Py<PyAny>,
+    name: String,
+    /// The last epoch's order: the loader asks for an epoch's order more than once (its length,
+    /// its state, its plan) and a Python order need not be a pure function.
+    last: std::sync::Mutex<Option<(u64, Vec<u64>)>>,
+    error: std::sync::Mutex<Option<PyErr>>,
+}
+
+impl PythonOrder {
+    fn call(&self, epoch: u64) -> Vec<u64> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((e, order)) = last.as_ref() {
+            if *e == epoch {
+                return order.clone();
+            }
+        }
+        let result = Python::attach(|py| -> PyResult<Vec<u64>> {
+            let order = self.object.bind(py).call_method1("sample_order", (epoch,))?;
+            let order = py.import("numpy")?.call_method1("asarray", (order,))?;
+            let order = order.call_method1("reshape", (-1,))?.call_method0("tolist")?;
+            order
+                .extract::<Vec<i128>>()?
+                .into_iter()
+                .enumerate()
+                .map(|(k, r)| {
+                    u64::try_from(r).map_err(|_| {
+                        PyValueError::new_err(format!(
+                            "{}.sample_order({epoch})[{k}] is {r}: rows are 0 or more",
+                            self.name
+                        ))
+                    })
+                })
+                .collect()
+        });
+        match result {
+            Ok(order) => {
+                *last = Some((epoch, order.clone()));
+                order
+            }
+            Err(e) => {
+                *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                Vec::new()
+            }
+        }
     }
-    if let Some((mean, std, dtype, layout)) = normalize {
-        let dtype = match dtype.as_str() {
-            "float32" => FloatType::F32,
-            "float16" => FloatType::F16,
-            other => return Err(bad(format!("NormalizeImage type {other}: float16 or float32"))),
-        };
-        let layout = if layout == "chw" { Layout::Chw } else { Layout::Hwc };
-        p = p.normalize(NormalizeImage::new(mean, std).dtype(dtype).layout(layout));
+
+    /// The exception the last call raised, if any.
+    fn take_error(&self) -> Option<PyErr> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
-    Ok(p)
+}
+
+impl NativeOrder for PythonOrder {
+    fn name(&self) -> String {
+        format!("python:{}", self.name)
+    }
+
+    fn epoch_order(&self, ctx: &EpochContext<'_>) -> Vec<u64> {
+        self.call(ctx.epoch)
+    }
+
+    fn rank_order(&self, ctx: &EpochContext<'_>, _rank: usize, _world_size: usize) -> Vec<u64> {
+        self.call(ctx.epoch)
+    }
 }
 
 /// `value` of the argument `name` as a count of at least `min`: a negative or huge Python int
@@ -85,21 +110,35 @@ fn count(name: &str, value: i128, min: usize) -> PyResult<usize> {
 #[pyclass(module = "beton._native")]
 pub struct Loader {
     inner: beton_loader::Loader,
+    /// A Python traversal order, whose exceptions are raised by the calls that need it.
+    python_order: Option<Arc<PythonOrder>>,
+}
+
+impl Loader {
+    /// `result`, or the exception the Python order raised while computing it.
+    fn checked<T>(&self, result: beton_loader::Result<T>) -> PyResult<T> {
+        if let Some(e) = self.python_order.as_ref().and_then(|o| o.take_error()) {
+            return Err(e);
+        }
+        result.map_err(from_loader)
+    }
 }
 
 #[pymethods]
 impl Loader {
+    /// `order` is an `Order` or a Python object with FFCV's `sample_order(epoch)`;
+    /// `pipelines` maps an output name to a `Decoder` (a field read by it) or an
+    /// `ImagePipeline` (an image field, or with its `source`, a view of one).
     #[new]
-    #[pyo3(signature = (dataset, batch_size, num_workers = 0, order = "sequential", seed = 0, drop_last = true,
+    #[pyo3(signature = (dataset, batch_size, num_workers = 0, order = None, seed = 0, drop_last = true,
                         batches_ahead = 3, os_cache = true, indices = None, rank = 0, world_size = 1,
-                        fields = None, cache_pages = None, image_pipelines = None, views = None,
-                        index_list = None))]
+                        fields = None, cache_pages = None, pipelines = None, index_list = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dataset: &Bound<'_, PyAny>,
         batch_size: i128,
         num_workers: i128,
-        order: &str,
+        order: Option<&Bound<'_, PyAny>>,
         seed: i128,
         drop_last: bool,
         batches_ahead: i128,
@@ -109,8 +148,7 @@ impl Loader {
         world_size: i128,
         fields: Option<Vec<String>>,
         cache_pages: Option<i128>,
-        image_pipelines: Option<Vec<(String, ImageSpec)>>,
-        views: Option<Vec<(String, String, ImageSpec)>>,
+        pipelines: Option<&Bound<'_, PyDict>>,
         index_list: Option<Vec<i128>>,
     ) -> PyResult<Self> {
         let batch_size = count("batch_size", batch_size, 1)?;
@@ -132,15 +170,33 @@ impl Loader {
                     .collect::<PyResult<Vec<u64>>>()
             })
             .transpose()?;
-        let order = match order.to_ascii_lowercase().as_str() {
-            "sequential" => OrderOption::Sequential,
-            "random" => OrderOption::Random,
-            "quasi_random" => OrderOption::QuasiRandom { buffer_pages: None },
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "order '{other}': expected 'sequential', 'random' or 'quasi_random'"
-                )))
-            }
+        let mut python_order = None;
+        let order: Arc<dyn NativeOrder> = match order {
+            None => Arc::new(OrderOption::Sequential),
+            Some(o) => match o.cast::<Order>() {
+                Ok(o) => Arc::new(match *o.get() {
+                    Order::Sequential => OrderOption::Sequential,
+                    Order::Random => OrderOption::Random,
+                    Order::QuasiRandom => OrderOption::QuasiRandom { buffer_pages: None },
+                }),
+                Err(_) if o.hasattr("sample_order")? => {
+                    let name = o.get_type().qualname()?.to_string();
+                    let p = Arc::new(PythonOrder {
+                        object: o.clone().unbind(),
+                        name,
+                        last: Default::default(),
+                        error: Default::default(),
+                    });
+                    python_order = Some(Arc::clone(&p));
+                    p
+                }
+                Err(_) => {
+                    return Err(PyTypeError::new_err(format!(
+                        "order {}: an Order or an object with sample_order(epoch) (a TraversalOrder)",
+                        o.repr()?
+                    )))
+                }
+            },
         };
         let b = if let Ok(d) = dataset.cast::<Dataset>() {
             beton_loader::Loader::builder(Arc::clone(&d.get().inner))
@@ -150,14 +206,12 @@ impl Loader {
                 beton_loader::Parts::of_version(&opened.view).map_err(from_loader)?,
             )
         } else {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "Loader takes a Dataset or a dataset Version",
-            ));
+            return Err(PyTypeError::new_err("Loader takes a Dataset or a dataset Version"));
         };
         let mut b = b
             .batch_size(batch_size)
             .threads(num_workers)
-            .order(order)
+            .custom_order(order)
             .seed(seed)
             .drop_last(drop_last)
             .batches_ahead(batches_ahead)
@@ -172,23 +226,36 @@ impl Loader {
         if let Some(n) = cache_pages {
             b = b.cache_pages(n);
         }
-        for (name, spec) in image_pipelines.unwrap_or_default() {
-            b = b.decoder(&name, Arc::new(image_pipeline(&name, spec)?));
-        }
-        for (name, source, spec) in views.unwrap_or_default() {
-            b = b.view(&name, &source, Arc::new(image_pipeline(&name, spec)?));
+        for (name, spec) in pipelines.map(|d| d.iter().collect::<Vec<_>>()).unwrap_or_default() {
+            let name: String = name.extract()?;
+            if let Ok(p) = spec.cast::<ImagePipeline>() {
+                let p = p.get();
+                let decoder: Arc<dyn beton_loader::FieldDecoder> = p.inner.clone();
+                b = match &p.source {
+                    Some(source) => b.view(&name, source, decoder),
+                    None => b.decoder(&name, decoder),
+                };
+            } else if let Ok(d) = spec.cast::<Decoder>() {
+                b = b.decoder(&name, d.get().field_decoder());
+            } else {
+                return Err(PyTypeError::new_err(format!(
+                    "pipeline of '{name}': {} is neither a Decoder nor an ImagePipeline",
+                    spec.repr()?
+                )));
+            }
         }
         let names: Vec<&str>;
         if let Some(f) = &fields {
             names = f.iter().map(String::as_str).collect();
             b = b.fields(&names);
         }
-        Ok(Loader { inner: b.build().map_err(from_loader)? })
+        let inner = b.build().map_err(from_loader)?;
+        Ok(Loader { inner, python_order })
     }
 
     /// Batches per epoch on this rank.
     fn __len__(&self) -> PyResult<usize> {
-        self.inner.num_batches().map_err(from_loader)
+        self.checked(self.inner.num_batches())
     }
 
     /// The epoch the next `epoch()` call runs.
@@ -197,21 +264,36 @@ impl Loader {
         self.inner.epoch()
     }
 
+    /// Sets the epoch the next `epoch()` runs.
+    fn set_epoch(&mut self, epoch: u64) {
+        self.inner.set_epoch(epoch);
+    }
+
     /// Starts the next epoch.
     fn epoch(&mut self) -> PyResult<Epoch> {
-        let e = self.inner.next_epoch().map_err(from_loader)?;
+        let e = self.inner.next_epoch();
+        let e = self.checked(e)?;
         Ok(Epoch { inner: Some(e) })
     }
 
     /// Resumes from a state saved by `Epoch.state()` (JSON text).
     fn resume(&mut self, state: &str) -> PyResult<()> {
         let state = LoaderState::from_json(state).map_err(from_loader)?;
-        self.inner.resume(&state).map_err(from_loader)
+        let r = self.inner.resume(&state);
+        self.checked(r)
     }
 
-    /// The sample ids the loader reads.
+    /// The sample ids the loader reads, as a set.
     fn indices(&self) -> IndexSet {
         IndexSet::wrap(self.inner.indices().clone())
+    }
+
+    /// The rows the loader reads, one per sample: FFCV's `indices` as given (repeats and order
+    /// kept), else the set's ids ascending.
+    fn index_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let bytes: Vec<u8> = self.inner.index_rows().iter().flat_map(|r| r.to_le_bytes()).collect();
+        let array = py.import("numpy")?.call_method1("frombuffer", (PyBytes::new(py, &bytes), "<u8"))?;
+        array.call_method0("copy")
     }
 }
 

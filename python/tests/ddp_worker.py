@@ -14,10 +14,10 @@ def main(path, out_dir):
     rank = dist.get_rank()
     for order in (OrderOption.RANDOM, OrderOption.QUASI_RANDOM):
         loader = Loader(path, batch_size=16, order=order, distributed=True, seed=7, drop_last=False,
-                        pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None})
+                        pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None, "image": None})
         for epoch in range(2):
             ids = [int(i) for (label,) in loader for i in label]
-            with open(os.path.join(out_dir, f"rank{rank}-{order.value}-{epoch}.txt"), "w") as f:
+            with open(os.path.join(out_dir, f"rank{rank}-{order.name.lower()}-{epoch}.txt"), "w") as f:
                 f.write(" ".join(map(str, ids)))
     dist.barrier()
     dist.destroy_process_group()

@@ -115,4 +115,4 @@ def test_two_views_of_one_image_field(constant):
     assert loader.fields == ["image", "label", "second"]
     first, labels, second = next(iter(loader))
     assert first.shape == (16, 24, 24, 3) and second.shape == (16, 32, 32, 3)
-    assert (second[:, 0, 0, 0] == labels.astype(np.uint8)).all()
+    assert (second[:, 0, 0, 0] == np.asarray(labels).astype(np.uint8)).all()

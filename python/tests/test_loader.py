@@ -23,9 +23,13 @@ def test_partial_batches_like_ffcv(small):
 def test_values_and_disabled_fields(small):
     loader = Loader(small, batch_size=50, order=OrderOption.RANDOM, seed=1,
                     pipelines={"blob": None, "meta": None, "name": None})
-    assert loader.fields == ["label", "score", "arr"]  # the image has no decoder yet: skipped
+    # FFCV's default pipelines: every field not disabled, the image whole (SimpleRGBImageDecoder),
+    # then ToTensor() when torch is installed.
+    assert loader.fields == ["label", "score", "arr", "image"]
     seen = []
-    for label, score, arr in loader:
+    for label, score, arr, image in loader:
+        label, score, arr, image = (np.asarray(x) for x in (label, score, arr, image))
+        assert image.shape == (50, 4, 5, 3) and (image == (label % 256)[:, None, None, None]).all()
         np.testing.assert_array_equal(score, label / 2)
         np.testing.assert_array_equal(arr, np.arange(6, dtype=np.float32).reshape(2, 3)[None] + label[:, None, None])
         seen.extend(label.tolist())
@@ -36,10 +40,11 @@ def test_bytes_json_and_ndarray_values_through_the_loader(small):
     from beton.fields import JSONField
 
     loader = Loader(small, batch_size=32, order=OrderOption.RANDOM, seed=3, drop_last=False,
-                    pipelines={"score": None, "name": None})
+                    pipelines={"score": None, "name": None, "image": None})
     assert loader.fields == ["label", "blob", "meta", "arr"]
     seen = 0
     for label, blob, meta, arr in loader:
+        label, blob, arr = np.asarray(label), np.asarray(blob), np.asarray(arr)
         assert blob.dtype == np.uint8 and blob.shape == (len(label), 6)  # padded to the longest (6 bytes)
         for i, row in zip(label.tolist(), blob):
             assert bytes(row) == bytes([i % 256]) * (i % 7) + bytes(6 - i % 7)
@@ -58,9 +63,10 @@ def test_same_seed_same_batches_whatever_the_workers(small):
 
 def test_held_batches_stay_valid(small):
     loader = Loader(small, batch_size=10, order=OrderOption.RANDOM, batches_ahead=1, num_workers=2,
-                    pipelines={"meta": None, "name": None})
+                    pipelines={"meta": None, "name": None, "image": None})
     kept = list(loader)  # every batch held at once
     for label, score, blob, arr in kept:
+        label, score, blob = np.asarray(label), np.asarray(score), np.asarray(blob)
         np.testing.assert_array_equal(score, label / 2)
         assert (blob[:, 0][label % 7 > 0] == (label % 256)[label % 7 > 0]).all()
 
@@ -91,7 +97,7 @@ def test_to_tensor_shares_memory_with_the_batch(small, torch):
 
     loader = Loader(small, batch_size=8, num_workers=2, batches_ahead=1,
                     pipelines={"label": [ToTensor()], "arr": [keep, ToTensor()], "score": None, "blob": None,
-                               "meta": None, "name": None})
+                               "meta": None, "name": None, "image": None})
     held = list(loader)  # every batch held at once, as tensors
     assert len(held) == 75
     for (labels, arrs), view in zip(held, views):
@@ -110,7 +116,7 @@ def test_to_tensor_shares_memory_with_the_batch(small, torch):
 def test_resume_gives_the_rest_of_the_epoch(small):
     def make():
         return Loader(small, batch_size=16, order=OrderOption.RANDOM, seed=11,
-                      pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None})
+                      pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None, "image": None})
     full = [b[0].tolist() for b in make()]
     first = make()
     it = iter(first)
@@ -126,7 +132,7 @@ def test_distributed_shares_are_disjoint(small):
     shares = []
     for rank in range(2):
         loader = Loader(small, batch_size=10, order=OrderOption.RANDOM, distributed=(rank, 2), seed=2,
-                        pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None})
+                        pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None, "image": None})
         shares.append({i for b in loader for i in b[0].tolist()})
     assert not (shares[0] & shares[1]) and len(shares[0] | shares[1]) == 600
 

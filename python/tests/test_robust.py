@@ -118,11 +118,20 @@ def test_repeated_indices_are_read_as_often_as_given(small):
     rows = [5, 5, 5, 9, 1, 9]
     for order in (OrderOption.SEQUENTIAL, OrderOption.RANDOM, OrderOption.QUASI_RANDOM):
         loader = Loader(small, batch_size=4, order=order, indices=rows, drop_last=False,
-                        pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None})
+                        pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None, "image": None})
         seen = sorted(x for (label,) in loader for x in label.tolist())
         assert seen == sorted(rows), order
     # A set stays a set.
     assert len(Loader(small, batch_size=1, indices=beton.IndexSet([5, 5, 9]))) == 2
+
+
+def test_sequential_reads_a_list_of_indices_in_the_order_given(small):
+    """FFCV's ``indices``: SEQUENTIAL yields them as given, repeats repeated."""
+    only_label = {"blob": None, "meta": None, "name": None, "arr": None, "score": None, "image": None}
+    for rows in ([5, 3, 1], [9, 2, 9, 0, 2], [1, 2, 3]):
+        loader = Loader(small, batch_size=2, indices=rows, drop_last=False, pipelines=only_label)
+        assert [x for (label,) in loader for x in label.tolist()] == rows
+        assert [x for (label,) in loader for x in label.tolist()] == rows, "and the same every epoch"
 
 
 def test_skip_bad_leaves_out_unreadable_images_and_names_them(tmp_path):

@@ -628,6 +628,13 @@ impl ImagePipeline {
         self
     }
 
+    /// Appends an operation already shared (an operation object built once and used by several
+    /// pipelines, as the Python bindings do).
+    pub fn then_shared(mut self, op: Arc<dyn ImageOp>) -> Self {
+        self.ops.push(op);
+        self
+    }
+
     /// Ends the pipeline with a normalisation to floats.
     pub fn normalize(mut self, n: NormalizeImage) -> Self {
         self.normalize = Some(Prepared::new(n));

@@ -4,42 +4,50 @@ the native image transforms that follow them in a pipeline."""
 
 from typing import Tuple
 
+from beton import _native
+
 
 class _Decoder:
+    """A decoder: the first stage of a field's pipeline. ``_native()`` is its native object
+    (``beton._native.Decoder``), which the Loader hands to the native engine."""
+
     _beton_decoder = True
 
     def __repr__(self):
         return f"{type(self).__name__}()"
 
+    def _native(self):
+        return getattr(_native, type(self).__name__)()
+
 
 class IntDecoder(_Decoder):
-    pass
+    """FFCV's ``IntDecoder``: an int64 per sample (for ``IntField``)."""
 
 
 class FloatDecoder(_Decoder):
-    pass
+    """FFCV's ``FloatDecoder``: a float64 per sample (for ``FloatField``)."""
 
 
 class NDArrayDecoder(_Decoder):
-    pass
+    """FFCV's ``NDArrayDecoder``: the field's dtype and shape (``NDArrayField``,
+    ``TorchTensorField``)."""
 
 
 class BytesDecoder(_Decoder):
-    pass
+    """FFCV's ``BytesDecoder``: each sample's bytes, zero-padded to the longest (``BytesField``,
+    ``JSONField``)."""
+
+
+class BoolDecoder(_Decoder):
+    """beton's ``BoolDecoder``: a bool per sample (for ``BoolField``)."""
 
 
 class _ImageDecoder(_Decoder):
     _beton_image_decoder = True
 
-    def _native(self):
-        raise NotImplementedError
-
 
 class SimpleRGBImageDecoder(_ImageDecoder):
     """Every image whole at its stored size (all images must be the same size)."""
-
-    def _native(self):
-        return ("simple", (0, 0), (0.0, 0.0), (0.0, 0.0), 0.0, "bicubic")
 
 
 class RandomResizedCropRGBImageDecoder(_ImageDecoder):
@@ -53,9 +61,10 @@ class RandomResizedCropRGBImageDecoder(_ImageDecoder):
         self.scale = (float(scale[0]), float(scale[1]))
         self.ratio = (float(ratio[0]), float(ratio[1]))
         self.interpolation = str(interpolation)
+        self._native()  # checks the arguments now, not at the Loader
 
     def _native(self):
-        return ("random_resized_crop", self.output_size, self.scale, self.ratio, 0.0, self.interpolation)
+        return _native.RandomResizedCropRGBImageDecoder(self.output_size, self.scale, self.ratio, self.interpolation)
 
 
 class CenterCropRGBImageDecoder(_ImageDecoder):
@@ -67,10 +76,11 @@ class CenterCropRGBImageDecoder(_ImageDecoder):
         self.output_size = (int(output_size[0]), int(output_size[1]))
         self.ratio = float(ratio)
         self.interpolation = str(interpolation)
+        self._native()
 
     def _native(self):
-        return ("center_crop", self.output_size, (0.0, 0.0), (0.0, 0.0), self.ratio, self.interpolation)
+        return _native.CenterCropRGBImageDecoder(self.output_size, self.ratio, self.interpolation)
 
 
-__all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
+__all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "BoolDecoder", "SimpleRGBImageDecoder",
            "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder"]

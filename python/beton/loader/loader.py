@@ -17,12 +17,12 @@ from beton import _native
 from beton._native import IndexSet
 
 
-def _native_image_pipeline(field, ops):
+def _native_image_pipeline(field, ops, source=None):
     """Splits an image field's pipeline into the native part (the decoder, the image operations
-    right after it, and NormalizeImage) and the Python stages left. NormalizeImage is folded in
-    wherever it is, as long as only ToTensor / ToDevice / ToTorchImage come before it: it then
-    writes CHW (``ToTorchImage(channels_last=False)``, which is dropped) or HWC that
-    ``ToTorchImage`` views as NCHW channels-last."""
+    right after it, and NormalizeImage), as a ``beton._native.ImagePipeline``, and the Python
+    stages left. NormalizeImage is folded in wherever it is, as long as only ToTensor /
+    ToDevice / ToTorchImage come before it: it then writes CHW (``ToTorchImage(channels_last=
+    False)``, which is dropped) or HWC that ``ToTorchImage`` views as NCHW channels-last."""
     from beton.transforms.ops import ToDevice, ToTensor, ToTorchImage
 
     decoder, rest = ops[0], list(ops[1:])
@@ -37,13 +37,13 @@ def _native_image_pipeline(field, ops):
                 raise ValueError(f"pipeline of {field!r}: NormalizeImage must follow the decoder's image "
                                  "operations, with only ToTensor / ToDevice / ToTorchImage in between")
             chw = any(isinstance(b, ToTorchImage) and not b.channels_last for b in before)
-            normalize = op._native("chw" if chw else "hwc")
+            normalize = op._native(channels_first=chw)
             rest = [b for b in before if not (chw and isinstance(b, ToTorchImage))] + rest[k + 1:]
             break
     for op in rest:
         if getattr(op, "_beton_image_op", False):
             raise ValueError(f"pipeline of {field!r}: {type(op).__name__} must come right after the decoder")
-    return (decoder._native(), native_ops, normalize), rest
+    return _native.ImagePipeline(decoder._native(), native_ops, normalize, source), rest
 
 
 def _cuda_index(device):
@@ -96,9 +96,62 @@ def _stage(op):
 
 
 class OrderOption(enum.Enum):
-    SEQUENTIAL = "sequential"
-    RANDOM = "random"
-    QUASI_RANDOM = "quasi_random"
+    """FFCV's traversal orders: ``SEQUENTIAL`` (the indices as given), ``RANDOM`` (a
+    permutation per epoch from ``(seed, epoch)``), ``QUASI_RANDOM`` (page-local shuffling)."""
+
+    SEQUENTIAL = _native.Order.Sequential
+    RANDOM = _native.Order.Random
+    QUASI_RANDOM = _native.Order.QuasiRandom
+
+
+def _is_custom_order(order) -> bool:
+    """Whether ``order`` is a user's traversal order (a class or object with
+    ``sample_order``), not one of the built-in ``OrderOption`` s."""
+    if isinstance(order, OrderOption):
+        return False
+    builtin = getattr(order, "_beton_order", None)
+    if builtin is not None:
+        return False
+    if hasattr(order, "sample_order"):
+        return True
+    raise ValueError(f"Order {order!r} is not a supported order type or a subclass of TraversalOrder")
+
+
+def _default_decoder(kind: str):
+    """FFCV's default decoder of a field kind (``Field.get_decoder_class()``)."""
+    from beton.fields import decoders as D
+
+    classes = {"int": D.IntDecoder, "float": D.FloatDecoder, "ndarray": D.NDArrayDecoder,
+               "torch_tensor": D.NDArrayDecoder, "array": D.BytesDecoder, "bytes": D.BytesDecoder,
+               "json": D.BytesDecoder, "text": D.BytesDecoder, "bool": D.BoolDecoder,
+               "rgb_image": D.SimpleRGBImageDecoder, "grey_image": D.SimpleRGBImageDecoder}
+    return classes[kind]()
+
+
+def _default_to_tensor() -> list:
+    """FFCV's default pipeline ends with ``ToTensor()``; without torch beton yields numpy."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return []
+    from beton.transforms.ops import ToTensor
+
+    return [ToTensor()]
+
+
+def _custom_layouts(custom_fields) -> Optional[Dict[str, tuple]]:
+    """The (size, alignment) of each custom field's per-sample metadata, from its FFCV
+    ``Field`` class's ``metadata_type`` (a numpy dtype)."""
+    if not custom_fields:
+        return None
+    out = {}
+    for name, field in custom_fields.items():
+        dtype = getattr(field, "metadata_type", None)
+        if dtype is None:
+            raise TypeError(f"custom_fields[{name!r}]: {field!r} has no metadata_type (an FFCV Field subclass has)")
+        dtype = np.dtype(dtype)
+        out[name] = (dtype.itemsize, dtype.alignment)
+    return out
 
 
 def _distributed_rank_world(distributed):
@@ -115,84 +168,232 @@ def _distributed_rank_world(distributed):
 
 
 class Loader:
-    """``Loader(fname, batch_size, num_workers=-1, os_cache=True, order=OrderOption.SEQUENTIAL,
-    distributed=False, seed=None, indices=None, pipelines={}, drop_last=True, batches_ahead=3)``.
+    """FFCV's ``Loader``: batches of a ``.beton`` file (or a dataset version) for training.
 
-    ``distributed`` is ``True`` (rank and world size from torch.distributed) or ``(rank,
-    world_size)``. ``indices`` is an ``IndexSet`` (``ds.where(...)``, a split) or a sequence of
-    row ids. ``pipelines`` maps a field to its list of operations (a decoder first, then
-    transforms and callables) or to ``None`` to skip the field.
+    Parameters
+    ----------
+    fname : str, path or Dataset
+        The ``.beton`` file, a dataset directory, or an open ``beton.Dataset``.
+    batch_size : int
+        Samples per batch.
+    num_workers : int
+        Native worker threads; ``-1`` (FFCV's default) uses every core.
+    os_cache : bool
+        Read through the OS page cache (``True``) or beton's own page cache, filled in the
+        epoch's order (``False``; FFCV's process cache).
+    order : OrderOption or TraversalOrder subclass
+        ``SEQUENTIAL``, ``RANDOM``, ``QUASI_RANDOM``, or a ``beton.traversal_order.TraversalOrder``
+        subclass (instantiated with this loader, as FFCV does) whose ``sample_order(epoch)``
+        gives the rows of an epoch.
+    distributed : bool or (rank, world_size)
+        ``True`` takes rank and world size from ``torch.distributed``.
+    seed : int, optional
+        Seed of the order and of random augmentations; ``None`` draws one at random, as FFCV
+        does (``0`` when distributed with RANDOM).
+    indices : sequence of int or IndexSet, optional
+        The rows to read. A sequence means what it means in FFCV: SEQUENTIAL yields the rows in
+        the order given, and a repeated row is read as often as it appears. An ``IndexSet``
+        (``ds.where(...)``, a split) is a set.
+    pipelines : dict
+        Field name to its operations (a decoder first, then transforms), ``None`` to skip the
+        field, or a ``PipelineSpec`` for a further view of a field. A field without an entry
+        gets FFCV's default pipeline: its default decoder, then ``ToTensor()`` when torch is
+        installed.
+    custom_fields : dict
+        FFCV's fields of a custom type (type id 255): name to the ``Field`` subclass, whose
+        ``metadata_type`` gives the layout. Such a field is not decoded (beton cannot run
+        FFCV's per-sample decoder code): give it ``None`` as its pipeline.
+    drop_last : bool
+        Leave out the last, partial batch.
+    batches_ahead : int
+        Batches prepared ahead of the one being consumed (slots in flight).
+    recompile : bool
+        Rebuild the pipelines at every epoch, so that changes to an operation's attributes
+        (e.g. a decoder's ``output_size``) take effect at the next epoch.
+    version : int or str, optional
+        The version of a dataset directory (beton's).
+
+    Examples
+    --------
+    >>> from beton import Loader
+    >>> from beton.loader import OrderOption
+    >>> from beton.fields.rgb_image import RandomResizedCropRGBImageDecoder
+    >>> loader = Loader("train.beton", batch_size=256, order=OrderOption.RANDOM, seed=0,
+    ...                 pipelines={"image": [RandomResizedCropRGBImageDecoder((160, 160))]})
+    >>> for images, labels in loader:  # doctest: +SKIP
+    ...     pass
     """
 
     def __init__(self, fname, batch_size: int, num_workers: int = -1, os_cache: bool = True,
-                 order: OrderOption = OrderOption.SEQUENTIAL, distributed=False, seed: Optional[int] = None,
-                 indices=None, pipelines: Optional[Dict[str, Any]] = None, custom_fields=None,
-                 drop_last: bool = True, batches_ahead: int = 3, recompile: bool = False, version=None):
+                 order=OrderOption.SEQUENTIAL, distributed: bool = False, seed: Optional[int] = None,
+                 indices: Optional[Sequence[int]] = None, pipelines: Optional[Dict[str, Any]] = None,
+                 custom_fields: Optional[Dict[str, Any]] = None, drop_last: bool = True,
+                 batches_ahead: int = 3, recompile: bool = False, version=None):
         from beton.dataset import Dataset
 
-        self.dataset = fname if isinstance(fname, Dataset) else Dataset(fname, version=version)
-        pipelines = dict(pipelines or {})
+        custom_fields = dict(custom_fields or {})
+        if custom_fields and isinstance(fname, Dataset):
+            raise ValueError("custom_fields: give the file's path, not an open Dataset, so that it is "
+                             "opened with the custom fields' layouts")
+        self.dataset = fname if isinstance(fname, Dataset) else Dataset(
+            fname, version=version, custom=_custom_layouts(custom_fields))
+        self.fname = str(self.dataset.path) if hasattr(self.dataset, "path") else str(fname)
+        if isinstance(order, str):
+            order = OrderOption[order.upper()]
+        order = getattr(order, "_beton_order", order)  # beton.traversal_order's built-in classes
+        if seed is None:
+            seed = 0 if distributed and order == OrderOption.RANDOM else int(np.random.randint(0, 2**31 - 1))
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.os_cache = bool(os_cache)
+        self.order = order
+        self.distributed = distributed
+        self.seed = seed
+        self.drop_last = drop_last
+        self.batches_ahead = batches_ahead
+        self.recompile = recompile
+        self.custom_fields = custom_fields
+        self._pipelines = dict(pipelines or {})
+        self._args = dict(fname=fname, batch_size=batch_size, num_workers=num_workers, os_cache=os_cache,
+                          order=order, distributed=distributed, seed=seed, indices=indices,
+                          pipelines=pipelines, custom_fields=custom_fields, drop_last=drop_last,
+                          batches_ahead=batches_ahead, recompile=recompile, version=version)
+        self._rank_world = _distributed_rank_world(distributed)
+        # A sequence of row ids keeps its order and repeats (FFCV's indices); an IndexSet is a set.
+        self._index_set, self._index_list = None, None
+        if isinstance(indices, IndexSet):
+            self._index_set = indices
+        elif indices is not None:
+            self._index_list = [int(i) for i in np.asarray(indices).reshape(-1).tolist()]
+        self.traversal_order = None
+        if _is_custom_order(order):
+            # FFCV's TraversalOrder reads loader.indices, loader.seed, loader.distributed.
+            self.indices = (np.asarray(self._index_list, dtype=np.uint64) if self._index_list is not None
+                            else np.asarray(self._index_set.tolist(), dtype=np.uint64) if self._index_set is not None
+                            else np.arange(len(self.dataset), dtype=np.uint64))
+            self.traversal_order = order(self) if isinstance(order, type) else order
+        self._build(next_epoch=0)
+        if self.traversal_order is None:
+            self.indices = self._native.index_rows()
+        self._epoch = None
+
+    def _build(self, next_epoch: int) -> None:
+        """Makes the native loader from the pipelines as they are now (again at every epoch
+        with ``recompile``)."""
+        from beton.pipeline import PipelineSpec
+
+        pipelines = self._pipelines
         kinds = {name: kind for name, kind, _ in self.dataset._native.fields()}
         self.fields: List[str] = []
         self.stages: Dict[str, list] = {}
-        from beton.pipeline import PipelineSpec
-
-        image_pipelines, views = [], []
+        native: Dict[str, Any] = {}
+        views = []
         for name, spec in pipelines.items():
-            if not isinstance(spec, PipelineSpec):
-                if name not in kinds:
-                    raise KeyError(f"pipeline for {name!r}: no such field; the fields are {list(kinds)}")
-                continue
-            if spec.source not in kinds:
-                raise KeyError(f"view {name!r}: no field {spec.source!r}; the fields are {list(kinds)}")
-            ops = ([spec.decoder] if spec.decoder is not None else []) + spec.transforms
-            _check_devices(name, ops)
-            if not ops or not getattr(ops[0], "_beton_image_decoder", False):
-                raise ValueError(f"view {name!r}: views of a field need an image decoder first")
-            native, rest = _native_image_pipeline(name, ops)
-            views.append((name, spec.source, native, rest))
+            if isinstance(spec, PipelineSpec):
+                if spec.source not in kinds:
+                    raise KeyError(f"view {name!r}: no field {spec.source!r}; the fields are {list(kinds)}")
+                if name in kinds:
+                    raise ValueError(f"view {name!r}: a field has that name; give the view another one")
+                ops = ([spec.decoder] if spec.decoder is not None else []) + list(spec.transforms)
+                _check_devices(name, ops)
+                if not ops or not getattr(ops[0], "_beton_image_decoder", False):
+                    raise ValueError(f"view {name!r}: views of a field need an image decoder first")
+                views.append((name, spec.source, ops))
+            elif name not in kinds:
+                raise KeyError(f"pipeline for {name!r}: no such field; the fields are {list(kinds)}")
+            elif spec is not None and not isinstance(spec, (list, tuple)):
+                raise ValueError(f"the pipeline for {name!r} has to be either a PipelineSpec or a sequence "
+                                 f"of operations, not {type(spec).__name__}")
         for name, kind in kinds.items():
             if name in pipelines and pipelines[name] is None:
                 continue
-            ops = list(pipelines.get(name) or [])
-            if kind in ("rgb_image", "grey_image", "custom") and not ops:
-                continue  # FFCV needs a decoder for these; without a pipeline they are skipped
+            if name in self.custom_fields or kind == "custom":
+                if name in pipelines:
+                    raise NotImplementedError(
+                        f"pipeline of custom field {name!r}: beton does not run FFCV's per-sample decoder "
+                        "code of custom fields; give it None as its pipeline")
+                continue  # not decoded (FFCV would need the field's own decoder)
+            ops = list(pipelines[name]) if name in pipelines else None
+            if ops is None:
+                ops = [_default_decoder(kind)] + _default_to_tensor()
+            elif not ops or not getattr(ops[0], "_beton_decoder", False):
+                ops = [_default_decoder(kind)] + ops  # FFCV puts the default decoder first
             _check_devices(name, ops)
             self.fields.append(name)
-            if ops and getattr(ops[0], "_beton_image_decoder", False):
-                spec, ops = _native_image_pipeline(name, ops)
-                image_pipelines.append((name, spec))
-            self.stages[name] = [_stage(op) for op in ops if not getattr(op, "_beton_decoder", False)]
-        # A sequence of row ids keeps its repeats (FFCV oversamples with them); an IndexSet is a set.
-        index_list = None
-        if indices is not None and not isinstance(indices, IndexSet):
-            index_list = [int(i) for i in np.asarray(indices).reshape(-1).tolist()]
-            indices = None
-        rank, world = _distributed_rank_world(distributed)
-        if isinstance(order, str):
-            order = OrderOption(order)
-        self.batch_size = batch_size
+            if getattr(ops[0], "_beton_image_decoder", False):
+                native[name], ops = _native_image_pipeline(name, ops)
+            else:
+                native[name] = ops[0]._native()
+                ops = ops[1:]
+            self.stages[name] = [_stage(op) for op in ops]
+        view_stages = []
+        for name, source, ops in views:
+            native[name], rest = _native_image_pipeline(name, ops, source=source)
+            view_stages.append((name, rest))
+        rank, world = self._rank_world
+        custom = self.traversal_order is not None
+        num_workers = self.num_workers
         self._native = _native.Loader(
-            self.dataset._native, batch_size,
+            self.dataset._native, self.batch_size,
             num_workers=0 if num_workers is None or num_workers == -1 else num_workers,
-            order=order.value, seed=0 if seed is None else seed, drop_last=drop_last,
-            batches_ahead=batches_ahead, os_cache=bool(os_cache), indices=indices,
-            index_list=index_list, rank=rank,
-            world_size=world, fields=self.fields, image_pipelines=image_pipelines,
-            views=[(n, src, native) for n, src, native, _ in views])
-        for n, _, _, rest in views:
-            self.fields.append(n)
-            self.stages[n] = [_stage(op) for op in rest]
-        self._epoch = None
+            order=self.traversal_order if custom else self.order.value, seed=self.seed,
+            drop_last=self.drop_last, batches_ahead=self.batches_ahead, os_cache=self.os_cache,
+            indices=None if custom else self._index_set, index_list=None if custom else self._index_list,
+            rank=rank, world_size=world, fields=self.fields, pipelines=native)
+        if next_epoch:
+            self._native.set_epoch(next_epoch)
+        for name, rest in view_stages:
+            self.fields.append(name)
+            self.stages[name] = [_stage(op) for op in rest]
+
+    @property
+    def next_epoch(self) -> int:
+        """The epoch the next iteration runs (FFCV's attribute)."""
+        return self._native.next_epoch_number
+
+    def filter(self, field_name: str, condition) -> "Loader":
+        """FFCV's ``Loader.filter``: a new loader, with this one's arguments, over the samples
+        for which ``condition(value)`` is true, ``value`` being the sample's ``field_name`` as
+        this loader's pipeline for it gives it (its default pipeline when it has none).
+
+        Unlike FFCV 1.0.2, whose filter assumes the loader reads every row, the samples kept
+        are the right rows whatever ``indices`` are.
+
+        Examples
+        --------
+        >>> odd = loader.filter("label", lambda label: label % 2 == 1)  # doctest: +SKIP
+        """
+        pipelines = {name: None for name, _, _ in self.dataset._native.fields()}
+        if self._pipelines.get(field_name) is not None:
+            pipelines[field_name] = self._pipelines[field_name]
+        else:
+            del pipelines[field_name]
+        args = dict(self._args, pipelines=pipelines, order=OrderOption.SEQUENTIAL, drop_last=False)
+        args["fname"] = self.dataset
+        args.pop("custom_fields")
+        sub = Loader(**args)
+        rows = self.indices
+        kept, position = [], 0
+        for (batch,) in sub:
+            for sample in batch:
+                if condition(sample):
+                    kept.append(int(rows[position]))
+                position += 1
+        final = dict(self._args, indices=kept, fname=self.dataset)
+        final.pop("custom_fields")
+        return Loader(**final)
 
     def __len__(self) -> int:
         return len(self._native)
 
     @property
-    def indices(self) -> IndexSet:
-        return self._native.indices()
+    def index_set(self) -> IndexSet:
+        """The rows read, as a set (``indices`` is FFCV's array, in order, with repeats)."""
+        return self._native.indices() if self.traversal_order is None else IndexSet(self.indices.tolist())
 
     def __iter__(self):
+        if self.recompile and self._epoch is not None:
+            self._build(next_epoch=self.next_epoch)  # new stages: generate_code() runs again
         self._epoch = self._native.epoch()
         return _EpochIterator(self, self._epoch)
 

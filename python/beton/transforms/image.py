@@ -3,65 +3,72 @@ into the decode on the worker threads, with per-sample randomness from (seed, ep
 
 import numpy as np
 
+from beton import _native
+
 
 class _NativeImageOp:
+    """An operation that runs natively: ``_native()`` is its ``beton._native.ImageOp``, made
+    (and its arguments checked) when the Python object is."""
+
     _beton_image_op = True
 
     def _native(self):
         raise NotImplementedError
 
-    def __call__(self, x):
-        raise TypeError(f"{type(self).__name__} runs natively: place it right after an image decoder")
-
 
 class RandomHorizontalFlip(_NativeImageOp):
     def __init__(self, flip_prob: float = 0.5):
         self.flip_prob = float(flip_prob)
+        self._native()  # checks the arguments now
 
     def _native(self):
-        return ("horizontal_flip", self.flip_prob, 0.0, (0, 0, 0))
+        return _native.RandomHorizontalFlip(self.flip_prob)
 
 
 class RandomVerticalFlip(_NativeImageOp):
     def __init__(self, flip_prob: float = 0.5):
         self.flip_prob = float(flip_prob)
+        self._native()  # checks the arguments now
 
     def _native(self):
-        return ("vertical_flip", self.flip_prob, 0.0, (0, 0, 0))
+        return _native.RandomVerticalFlip(self.flip_prob)
 
 
 class RandomTranslate(_NativeImageOp):
     def __init__(self, padding: int, fill=(0, 0, 0)):
         self.padding, self.fill = int(padding), tuple(int(c) for c in fill)
+        self._native()
 
     def _native(self):
-        return ("translate", float(self.padding), 0.0, self.fill)
+        return _native.RandomTranslate(self.padding, list(self.fill))
 
 
 class Cutout(_NativeImageOp):
     def __init__(self, crop_size: int, fill=(0, 0, 0)):
         self.crop_size, self.fill = int(crop_size), tuple(int(c) for c in fill)
+        self._native()
 
     def _native(self):
-        return ("cutout", float(self.crop_size), 0.0, self.fill)
+        return _native.Cutout(self.crop_size, list(self.fill))
 
 
 class RandomBrightness(_NativeImageOp):
     def __init__(self, magnitude: float, p: float = 0.5):
         self.magnitude, self.p = float(magnitude), float(p)
+        self._native()
 
     def _native(self):
-        return ("brightness", self.magnitude, self.p, (0, 0, 0))
+        return _native.RandomBrightness(self.magnitude, self.p)
 
 
 class RandomContrast(RandomBrightness):
     def _native(self):
-        return ("contrast", self.magnitude, self.p, (0, 0, 0))
+        return _native.RandomContrast(self.magnitude, self.p)
 
 
 class RandomSaturation(RandomBrightness):
     def _native(self):
-        return ("saturation", self.magnitude, self.p, (0, 0, 0))
+        return _native.RandomSaturation(self.magnitude, self.p)
 
 
 class NormalizeImage:
@@ -77,5 +84,6 @@ class NormalizeImage:
         if len(self.mean) != 3 or len(self.std) != 3 or self.type not in (np.float16, np.float32):
             raise ValueError("NormalizeImage takes 3 means, 3 stds and np.float16 or np.float32")
 
-    def _native(self, layout):
-        return (self.mean, self.std, self.type.name, layout)
+    def _native(self, channels_first: bool = True):
+        return _native.NormalizeImage(self.mean, self.std, half=self.type == np.float16,
+                                      channels_first=channels_first)
