@@ -444,7 +444,7 @@ pub(crate) fn import_stream(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatchSt
 pub(crate) fn write_arrow<'py>(
     py: Python<'py>,
     path: PathBuf,
-    fields: Vec<(String, String, Option<Bound<'py, PyDict>>)>,
+    fields: Bound<'py, PyDict>,
     stream: Bound<'py, PyAny>,
     page_size: u64,
     num_workers: usize,
@@ -453,10 +453,7 @@ pub(crate) fn write_arrow<'py>(
     progress: Option<Py<PyAny>>,
     skip_bad: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let specs = fields
-        .into_iter()
-        .map(|(n, t, o)| crate::writer::field(n, &t, o.as_ref()))
-        .collect::<PyResult<Vec<_>>>()?;
+    let specs = crate::writer::field_specs(&fields)?;
     let reader = import_stream(&stream)?;
     let schema = reader.schema();
     if schema.fields().len() != specs.len() {

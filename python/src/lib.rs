@@ -5,6 +5,7 @@
 mod arrow_write;
 mod dataset;
 mod errors;
+mod fields;
 mod index_set;
 mod loader;
 mod ops;
@@ -21,6 +22,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<version::Version>()?;
     m.add_class::<index_set::IndexSet>()?;
     ops::register(m)?;
+    fields::register(m)?;
     m.add_class::<loader::Order>()?;
     m.add_class::<loader::Loader>()?;
     m.add_class::<loader::Epoch>()?;

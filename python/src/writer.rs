@@ -71,6 +71,23 @@ pub(crate) fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>)
     Ok(if ty.is_image() { FieldSpec { image: image()?, name, ty } } else { FieldSpec::new(name, ty) })
 }
 
+/// The writer's fields from a dict of name to `beton._native.Field`, in the dict's order.
+pub(crate) fn field_specs(fields: &Bound<'_, PyDict>) -> PyResult<Vec<FieldSpec>> {
+    fields
+        .iter()
+        .map(|(name, field)| {
+            let name: String = name.extract()?;
+            let field = field.cast::<crate::fields::Field>().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "field '{name}': {} is not a field type (beton._native.Field)",
+                    field.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))
+            })?;
+            Ok(field.get().spec(name))
+        })
+        .collect()
+}
+
 /// A Python value as the field's sample value.
 pub(crate) fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
     Ok(match ty.kind().input() {
@@ -104,7 +121,7 @@ pub(crate) fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValu
 pub(crate) fn write<'py>(
     py: Python<'py>,
     path: PathBuf,
-    fields: Vec<(String, String, Option<Bound<'py, PyDict>>)>,
+    fields: Bound<'py, PyDict>,
     num_samples: u64,
     get: Py<PyAny>,
     page_size: u64,
@@ -114,7 +131,7 @@ pub(crate) fn write<'py>(
     progress: Option<Py<PyAny>>,
     skip_bad: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let specs = fields.into_iter().map(|(n, t, o)| field(n, &t, o.as_ref())).collect::<PyResult<Vec<_>>>()?;
+    let specs = field_specs(&fields)?;
     let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let (options, interrupted) = options(page_size, num_workers, seed, chunk_size, progress, skip_bad);

@@ -1,0 +1,215 @@
+//! Field types as Python classes: one native class per field type (FFCV's `IntField`, ...,
+//! `RGBImageField`, and beton's `BoolField`, `TextField`, `ArrayField`, `GreyImageField`), each
+//! holding the storage `FieldType` and image options it stands for, checked when Python makes
+//! it. The writers and `add_column` take these objects; the Python classes in `beton.fields`
+//! hold one each.
+
+use beton_storage::{FieldSpec, FieldType, ImageOptions, WriteMode};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::errors::from_storage;
+
+/// Base of the field classes.
+#[pyclass(module = "beton._native", subclass, frozen)]
+pub struct Field {
+    ty: FieldType,
+    image: ImageOptions,
+}
+
+impl Field {
+    /// The writer's spec of a field named `name` of this type.
+    pub(crate) fn spec(&self, name: String) -> FieldSpec {
+        FieldSpec { name, ty: self.ty.clone(), image: self.image.clone() }
+    }
+
+    fn of(ty: &str, dtype: Option<&str>, shape: Option<&[u64]>) -> PyResult<Field> {
+        let ty = FieldType::from_short_name(ty, dtype, shape).map_err(from_storage)?;
+        Ok(Field { ty, image: ImageOptions::default() })
+    }
+}
+
+#[pymethods]
+impl Field {
+    /// The field type's short name (`int`, `rgb_image`, ...), as `beton info` shows it.
+    #[getter]
+    fn type_name(&self) -> &'static str {
+        self.ty.short_name()
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let me = slf.get();
+        Ok(format!("{}({:?})", slf.get_type().name()?, me.ty))
+    }
+}
+
+macro_rules! simple_field {
+    ($name:ident, $short:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[pyclass(module = "beton._native", extends = Field, frozen)]
+        pub struct $name;
+
+        #[pymethods]
+        impl $name {
+            #[new]
+            fn new() -> PyResult<PyClassInitializer<Self>> {
+                Ok(PyClassInitializer::from(Field::of($short, None, None)?).add_subclass($name))
+            }
+        }
+    };
+}
+
+simple_field!(IntField, "int", "FFCV's `IntField`: an int64 per sample.");
+simple_field!(FloatField, "float", "FFCV's `FloatField`: a float64 per sample.");
+simple_field!(BoolField, "bool", "beton's `BoolField`: a bool per sample.");
+simple_field!(TextField, "text", "beton's `TextField`: UTF-8 text per sample, queryable in SQL.");
+simple_field!(BytesField, "bytes", "FFCV's `BytesField`: variable-length bytes per sample.");
+simple_field!(JSONField, "json", "FFCV's `JSONField`: a JSON document per sample.");
+
+macro_rules! array_field {
+    ($name:ident, $short:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[pyclass(module = "beton._native", extends = Field, frozen)]
+        pub struct $name;
+
+        #[pymethods]
+        impl $name {
+            /// `dtype` as numpy writes it (`'<f4'`, `'|u1'`), `shape` a list of sizes.
+            #[new]
+            fn new(dtype: &str, shape: Vec<u64>) -> PyResult<PyClassInitializer<Self>> {
+                Ok(PyClassInitializer::from(Field::of($short, Some(dtype), Some(&shape))?)
+                    .add_subclass($name))
+            }
+        }
+    };
+}
+
+array_field!(
+    NDArrayField,
+    "ndarray",
+    "FFCV's `NDArrayField`: an array of a fixed dtype and shape per sample."
+);
+array_field!(
+    TorchTensorField,
+    "torch_tensor",
+    "FFCV's `TorchTensorField`: as `NDArrayField`, read as a tensor."
+);
+
+/// beton's `ArrayField`: a variable-length 1-D array of a fixed dtype per sample.
+#[pyclass(module = "beton._native", extends = Field, frozen)]
+pub struct ArrayField;
+
+#[pymethods]
+impl ArrayField {
+    #[new]
+    fn new(dtype: &str) -> PyResult<PyClassInitializer<Self>> {
+        Ok(PyClassInitializer::from(Field::of("array", Some(dtype), None)?).add_subclass(ArrayField))
+    }
+}
+
+/// The image options of FFCV's `RGBImageField` arguments (and beton's two).
+#[allow(clippy::too_many_arguments)]
+fn image_options(
+    class: &str,
+    write_mode: &str,
+    max_resolution: Option<i64>,
+    smart_threshold: Option<i64>,
+    jpeg_quality: i64,
+    compress_probability: f64,
+    jpeg_passthrough: bool,
+    jpeg_restart_interval: i64,
+) -> PyResult<ImageOptions> {
+    let bad = |what: String| PyValueError::new_err(format!("{class}: {what}"));
+    let write_mode = match write_mode {
+        "raw" => WriteMode::Raw,
+        "jpg" => WriteMode::Jpg,
+        "smart" => WriteMode::Smart {
+            threshold: match smart_threshold {
+                None => 1 << 20,
+                Some(t) => u64::try_from(t).map_err(|_| bad(format!("smart_threshold {t}: 0 or more")))?,
+            },
+        },
+        "proportion" => {
+            if !(0.0..=1.0).contains(&compress_probability) {
+                return Err(bad(format!(
+                    "compress_probability {compress_probability}: a probability in [0, 1]"
+                )));
+            }
+            WriteMode::Proportion { probability: compress_probability }
+        }
+        other => {
+            return Err(bad(format!("write_mode '{other}': one of 'raw', 'jpg', 'smart', 'proportion'")));
+        }
+    };
+    let max_resolution = max_resolution
+        .map(|r| {
+            u32::try_from(r)
+                .ok()
+                .filter(|&r| r > 0)
+                .ok_or_else(|| bad(format!("max_resolution {r}: 1 or more")))
+        })
+        .transpose()?;
+    let jpeg_quality = u8::try_from(jpeg_quality)
+        .ok()
+        .filter(|q| (1..=100).contains(q))
+        .ok_or_else(|| bad(format!("jpeg_quality {jpeg_quality}: 1 to 100")))?;
+    let jpeg_restart_interval = u16::try_from(jpeg_restart_interval)
+        .map_err(|_| bad(format!("jpeg_restart_interval {jpeg_restart_interval}: 0 to 65535 MCUs")))?;
+    Ok(ImageOptions { write_mode, max_resolution, jpeg_quality, jpeg_passthrough, jpeg_restart_interval })
+}
+
+macro_rules! image_field {
+    ($name:ident, $short:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[pyclass(module = "beton._native", extends = Field, frozen)]
+        pub struct $name;
+
+        #[pymethods]
+        impl $name {
+            #[new]
+            #[pyo3(signature = (write_mode = "raw", max_resolution = None, smart_threshold = None, jpeg_quality = 90,
+                                compress_probability = 0.5, jpeg_passthrough = true, jpeg_restart_interval = 1))]
+            #[allow(clippy::too_many_arguments)]
+            fn new(
+                write_mode: &str,
+                max_resolution: Option<i64>,
+                smart_threshold: Option<i64>,
+                jpeg_quality: i64,
+                compress_probability: f64,
+                jpeg_passthrough: bool,
+                jpeg_restart_interval: i64,
+            ) -> PyResult<PyClassInitializer<Self>> {
+                let mut field = Field::of($short, None, None)?;
+                field.image = image_options(
+                    stringify!($name),
+                    write_mode,
+                    max_resolution,
+                    smart_threshold,
+                    jpeg_quality,
+                    compress_probability,
+                    jpeg_passthrough,
+                    jpeg_restart_interval,
+                )?;
+                Ok(PyClassInitializer::from(field).add_subclass($name))
+            }
+        }
+    };
+}
+
+image_field!(RGBImageField, "rgb_image", "FFCV's `RGBImageField`: an RGB image per sample, raw or JPEG.");
+image_field!(GreyImageField, "grey_image", "beton's `GreyImageField`: a greyscale image per sample.");
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Field>()?;
+    m.add_class::<IntField>()?;
+    m.add_class::<FloatField>()?;
+    m.add_class::<BoolField>()?;
+    m.add_class::<TextField>()?;
+    m.add_class::<BytesField>()?;
+    m.add_class::<JSONField>()?;
+    m.add_class::<NDArrayField>()?;
+    m.add_class::<TorchTensorField>()?;
+    m.add_class::<ArrayField>()?;
+    m.add_class::<RGBImageField>()?;
+    m.add_class::<GreyImageField>()
+}
