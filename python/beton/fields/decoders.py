@@ -90,6 +90,9 @@ class ResizedCropRGBImageDecoder(ABC):
     """FFCV's base of the crop-and-resize image decoders (``RandomResizedCropRGBImageDecoder``,
     ``CenterCropRGBImageDecoder``)."""
 
+    def __init__(self, output_size):
+        self.output_size = output_size
+
 
 BasicDecoder.register(IntDecoder)
 BasicDecoder.register(FloatDecoder)

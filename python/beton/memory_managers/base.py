@@ -57,7 +57,9 @@ class MemoryManager(ABC):
         raise NotImplementedError()
 
     @abstractmethod
-    def compile_reader(self) -> Callable:
+    def compile_reader(self, address, size) -> Callable:
+        """FFCV's abstract signature; its managers (and beton's) implement ``compile_reader(self)``,
+        returning ``read(address, state)``."""
         raise NotImplementedError()
 
     @property

@@ -45,6 +45,10 @@ class QuasiRandom(TraversalOrder):
             raise ValueError("Dataset won't benefit from QuasiRandom order, use regular Random")
         if self.distributed:
             raise NotImplementedError("distributed: QuasiRandom is not available distributed (as in FFCV)")
+        self.prepare_data_structures()
+
+    def prepare_data_structures(self):
+        """Per page, the wanted samples on it (``page_to_samples_array``, ``page_sizes``)."""
         wanted = set(int(i) for i in self.indices)
         num_pages = int(max(self.page_to_samples)) + 1
         width = max(len(v) for v in self.page_to_samples.values())
