@@ -2,6 +2,8 @@
 
 from typing import Any, Dict, Optional, Tuple
 
+import numpy as np
+
 
 class Field:
     """A field type. ``spec`` names it for the native writer; ``encode`` turns a Python value
@@ -17,3 +19,7 @@ class Field:
 
     def encode(self, value: Any) -> Any:
         return value
+
+
+# FFCV's type of a field descriptor's 1024-byte argument blob.
+ARG_TYPE = np.dtype([("", "<u1", 1024)])

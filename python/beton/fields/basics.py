@@ -28,3 +28,6 @@ class BoolField(Field):
 
     def encode(self, value):
         return bool(value)
+
+
+from beton.fields.decoders import BasicDecoder, FloatDecoder, IntDecoder  # noqa: E402,F401 (FFCV's path)

@@ -23,3 +23,6 @@ class TextField(Field):
 
     def encode(self, value):
         return str(value)
+
+
+from beton.fields.decoders import BytesDecoder  # noqa: E402,F401 (FFCV's path)

@@ -84,3 +84,28 @@ class CenterCropRGBImageDecoder(_ImageDecoder):
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "BoolDecoder", "SimpleRGBImageDecoder",
            "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder"]
+
+
+# FFCV's abstract decoder bases, as virtual bases of beton's decoders (isinstance works as in FFCV).
+from abc import ABC  # noqa: E402
+
+from beton.pipeline.operation import Operation  # noqa: E402
+
+
+class BasicDecoder(ABC):
+    """FFCV's base of the scalar decoders (``IntDecoder``, ``FloatDecoder``)."""
+
+
+class ResizedCropRGBImageDecoder(ABC):
+    """FFCV's base of the crop-and-resize image decoders (``RandomResizedCropRGBImageDecoder``,
+    ``CenterCropRGBImageDecoder``)."""
+
+    def __init__(self, output_size):
+        self.output_size = output_size
+
+
+BasicDecoder.register(IntDecoder)
+BasicDecoder.register(FloatDecoder)
+ResizedCropRGBImageDecoder.register(RandomResizedCropRGBImageDecoder)
+ResizedCropRGBImageDecoder.register(CenterCropRGBImageDecoder)
+Operation.register(_Decoder)

@@ -52,3 +52,6 @@ class ArrayField(Field):
 
     def encode(self, value):
         return np.ascontiguousarray(value, dtype=self.dtype.newbyteorder("<")).ravel().tobytes()
+
+
+from beton.fields.decoders import NDArrayDecoder  # noqa: E402,F401 (FFCV's path)

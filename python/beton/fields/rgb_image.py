@@ -54,3 +54,7 @@ class GreyImageField(RGBImageField):
     """A greyscale image per sample (beton extension)."""
 
     type_name = "grey_image"
+
+
+from beton.fields.decoders import (CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,  # noqa: E402,F401
+                                   ResizedCropRGBImageDecoder, SimpleRGBImageDecoder)

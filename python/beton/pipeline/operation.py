@@ -1,7 +1,11 @@
-"""FFCV's ``Operation``: a custom stage. beton runs it on whole batches after the native stage:
-``declare_state_and_memory`` says what it outputs, ``generate_code`` gives ``code(inp, dst)``
-which fills (and returns) ``dst``. It runs as plain Python, or through numba when
-``Compiler.set_enabled(True)`` and numba is installed."""
+"""FFCV's ``Operation``, and the stages that run operations on beton's batches.
+
+An operation says what it outputs (``declare_state_and_memory``) and gives ``code(inp, dst)``
+(``generate_code``) that fills and returns ``dst``; code flagged ``with_indices`` also gets the
+batch's sample ids, ``code(inp, dst, indices)``, as FFCV passes them. beton runs operations after
+its native stage on whole batches (``BatchStage``); FFCV-style Python decoders, for custom fields,
+run through ``DecoderStage``.
+"""
 
 from abc import ABC, abstractmethod
 from typing import Callable, Optional, Tuple
@@ -14,6 +18,13 @@ from beton.pipeline.state import State
 
 
 class Operation(ABC):
+    """A pipeline stage (FFCV's contract).
+
+    Subclasses implement ``generate_code`` (returns ``code(inp, dst)``, or ``code(inp, dst,
+    indices)`` when the function has ``with_indices = True``) and ``declare_state_and_memory``
+    (returns the output ``State`` and an ``AllocationQuery`` for ``dst``, or ``None``).
+    """
+
     def __init__(self):
         self.metadata = None
         self.memory_read = None
@@ -29,31 +40,121 @@ class Operation(ABC):
     def generate_code(self) -> Callable:
         raise NotImplementedError
 
+    def declare_shared_memory(self, previous_state: State) -> Optional[AllocationQuery]:
+        return None
+
+    def generate_code_for_shared_state(self) -> Optional[Callable]:
+        return None
+
     @abstractmethod
     def declare_state_and_memory(self, previous_state: State) -> Tuple[State, Optional[AllocationQuery]]:
         raise NotImplementedError
 
 
+def state_of(value) -> State:
+    """The ``State`` describing a batch (a numpy array or a torch tensor)."""
+    is_torch = type(value).__module__.startswith("torch")
+    return State(jit_mode=not is_torch, device=value.device if is_torch else "cpu",
+                 shape=tuple(value.shape[1:]), dtype=value.dtype)
+
+
+def _allocate(alloc, n):
+    shape = (n, *alloc.shape)
+    if type(alloc.dtype).__module__ == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=alloc.dtype, device=alloc.device)
+    return np.empty(shape, dtype=alloc.dtype)
+
+
 class BatchStage:
-    """An ``Operation`` as a batch-level callable: its output buffer is allocated once per
-    batch shape and reused (the caller owns what it returns until the next batch)."""
+    """An ``Operation`` as a batch-level callable, ``stage(batch, indices=None)``.
+
+    ``indices`` are the batch's sample ids (the loader passes them); operations whose code is
+    ``with_indices`` (``ImageMixup``, ``Poison``, ``ReplaceLabel``, ...) need them and raise
+    without. beton's own operations run through their ``_batch(value, indices)``; other
+    operations through their generated code, compiled by ``Compiler``, with an output buffer
+    allocated once per batch shape and reused (what a stage returns is valid until the next batch).
+    """
 
     def __init__(self, op: Operation):
         self.op = op
         self.code = None
+        self.with_indices = False
         self.dst = None
 
-    def __call__(self, batch):
-        arr = np.asarray(batch) if not hasattr(batch, "dtype") else batch
-        state = State(jit_mode=Compiler.is_enabled, shape=tuple(arr.shape[1:]), dtype=arr.dtype)
-        _, alloc = self.op.declare_state_and_memory(state)
+    @property
+    def needs_indices(self) -> bool:
+        """Whether this stage uses the batch's sample ids."""
+        if hasattr(self.op, "_batch"):
+            return getattr(self.op, "_with_indices", False)
+        self._compile()
+        return self.with_indices
+
+    def _compile(self):
         if self.code is None:
-            self.code = Compiler.compile(self.op.generate_code())
+            code = self.op.generate_code()
+            self.with_indices = getattr(code, "with_indices", False)
+            self.code = Compiler.compile(code)
+
+    def __call__(self, batch, indices=None):
+        op = self.op
+        if hasattr(op, "_batch"):
+            return op._batch(batch, indices)
+        arr = batch if hasattr(batch, "dtype") else np.asarray(batch)
+        _, alloc = op.declare_state_and_memory(state_of(arr))
+        self._compile()
         dst = None
         if alloc is not None:
-            shape = (len(arr),) + tuple(alloc.shape)
-            if self.dst is None or self.dst.shape != shape or self.dst.dtype != np.dtype(alloc.dtype):
-                self.dst = np.empty(shape, dtype=alloc.dtype)
-            dst = self.dst
-        out = self.code(arr, dst)
+            d = self.dst
+            if d is None or tuple(d.shape) != (len(arr), *alloc.shape) or d.dtype != alloc.dtype:
+                self.dst = d = _allocate(alloc, len(arr))
+            dst = d
+        if self.with_indices:
+            if indices is None:
+                raise RuntimeError(f"{type(op).__name__} needs the batch's sample indices: "
+                                   "call the stage as stage(batch, indices)")
+            out = self.code(arr, dst, np.asarray(indices, dtype=np.uint64))
+        else:
+            out = self.code(arr, dst)
+        return dst if out is None else out
+
+
+class DecoderStage:
+    """An FFCV-style Python decoder (an ``Operation`` of a custom field, ``custom_fields``) run on
+    batches: ``stage(indices)`` decodes the samples ``indices`` of field ``field_name``.
+
+    Parameters
+    ----------
+    decoder : Operation
+        The decoder; its code is ``decode(indices, destination, metadata, storage_state)``.
+    reader : beton.reader.Reader
+        The file (with the custom handlers), for the field's metadata column.
+    field_name : str
+        The field decoded.
+    memory_manager : MemoryManager, optional
+        How payloads are read (``OSCacheManager`` by default).
+    """
+
+    def __init__(self, decoder: Operation, reader, field_name: str, memory_manager=None):
+        from beton.memory_managers import OSCacheManager
+
+        self.decoder = decoder
+        self.field_index = reader.field_names.index(field_name)
+        self.metadata = reader.metadata[f"f{self.field_index}"]
+        self.manager = memory_manager or OSCacheManager(reader)
+        decoder.accept_field(reader.handlers[field_name])
+        decoder.accept_globals(self.metadata, Compiler.compile(self.manager.compile_reader()))
+        self.code = Compiler.compile(decoder.generate_code())
+        self.context = None
+
+    def __call__(self, indices):
+        indices = np.asarray(indices, dtype=np.uint64)
+        if self.context is None:
+            self.context = self.manager.schedule_epoch([indices])
+            self.context.__enter__()
+        start = State(jit_mode=True, device="cpu", shape=None, dtype=np.dtype("u1"))
+        _, alloc = self.decoder.declare_state_and_memory(start)
+        dst = None if alloc is None else _allocate(alloc, len(indices))
+        out = self.code(indices, dst, self.metadata, self.context.state)
         return dst if out is None else out
