@@ -275,9 +275,8 @@ class Dataset:
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
         elif field is not None:
-            _, type_name, options = field.spec(name)
-            native.add_column(name, objects=_encode_all(field, name, values), type_name=type_name,
-                              options=options, message=message)
+            native.add_column(name, objects=_encode_all(field, name, values), type_name=field.type_name,
+                              options=field.options(), message=message)
         else:
             native.add_column(name, values=_one_column(name, values), message=message)
         return self._edited()

@@ -12,7 +12,7 @@ import tempfile
 from typing import Any, Dict, Iterable, Optional, Sequence
 
 from beton import _native
-from beton.fields.base import Field
+from beton.fields.base import Field, native_fields
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -123,7 +123,7 @@ class DatasetWriter:
         bar, progress = _progress(n, self.progress)
         try:
             with self._destination() as (path, publish):
-                return publish(_native.write(path, [f.spec(k) for k, f in self.fields.items()], n, sample,
+                return publish(_native.write(path, native_fields(self.fields), n, sample,
                                              page_size=self.page_size, num_workers=self.num_workers,
                                              seed=self.seed, progress=progress, skip_bad=self.skip_bad))
         finally:
@@ -216,7 +216,7 @@ class DatasetWriter:
         try:
             with self._destination() as (path, publish):
                 return publish(_native.write_arrow(
-                    path, [f.spec(k) for k, f in self.fields.items()], data, page_size=self.page_size,
+                    path, native_fields(self.fields), data, page_size=self.page_size,
                     num_workers=self.num_workers, seed=self.seed, chunk_size=_arrow_chunk_size(self.fields, data),
                     progress=progress, skip_bad=self.skip_bad))
         finally:

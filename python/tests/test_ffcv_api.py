@@ -35,11 +35,7 @@ INTERNAL = {
 # Where beton's signature differs from FFCV's (class name -> reason). Each entry is
 # checked to still differ, so a fix shows up here.
 KNOWN = {
-    # beton's Loader: order also takes a string, version= opens a version of a dataset directory;
-    # os_cache defaults to True (FFCV's default unless FFCV_DEFAULT_CACHE_PROCESS is set).
-    "Loader": "defaults differ in form (pipelines=None, OrderOption values); see LOADER_NEEDS.md",
-    # Constructors in transforms/image.py and fields/decoders.py are owned by the native
-    # pipeline's engineer: FFCV's required arguments got defaults there.
+    # beton gives defaults to arguments FFCV requires (a program written for FFCV passes them).
     "CenterCropRGBImageDecoder": "ratio has a default (224/256) in beton",
     "NormalizeImage": "type has a default (np.float32) in beton",
 }

@@ -4,8 +4,6 @@ FFCV's batches were recorded by ``tests/ffcv/record_api.py`` (run with FFCV's py
 ``data/ffcv_api/``, together with the small ``.beton`` files FFCV wrote; set
 ``BETON_FFCV_PYTHON`` to FFCV's python to re-record into a temporary directory and compare live.
 FFCV returns scalar fields as ``(B, 1)``, beton as ``(B,)``: they are compared flattened.
-
-Tests marked ``needs_loader`` wait on Loader changes listed in ``LOADER_NEEDS.md``.
 """
 
 import gzip
@@ -22,7 +20,6 @@ from beton.pipeline.operation import BatchStage
 
 HERE = os.path.dirname(__file__)
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-needs_loader = pytest.mark.xfail(reason="waits on the Loader change in LOADER_NEEDS.md", strict=False)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +87,6 @@ def test_all_fields_equal(rec):
     compare(got, ffcv(rec, "all_fields"))
 
 
-@needs_loader
 def test_indices_keep_their_order(rec):
     compare(labels(rec, batch_size=2, indices=[5, 3, 1]), ffcv(rec, "indices_531"))
 
@@ -121,7 +117,6 @@ def test_random_order_equals_ffcvs(rec):
     same(order.sample_order(1), rec["e"]["order_random/epoch1"])
 
 
-@needs_loader
 def test_random_order_class_through_loader(rec):
     from beton.traversal_order import Random
 
@@ -139,7 +134,6 @@ def test_quasi_random_is_a_page_local_permutation(rec):
     assert got.tolist() != indices.tolist()
 
 
-@needs_loader
 def test_custom_traversal_order(rec):
     from beton.traversal_order.base import TraversalOrder
 
@@ -170,7 +164,6 @@ def test_mixup_same_lambda_to_one_hot(rec):
         np.testing.assert_allclose(oh._batch(lm._batch(cls, ids)), want[1], atol=1e-6)
 
 
-@needs_loader
 def test_mixup_through_loader(rec):
     from beton.fields.basics import IntDecoder
     from beton.fields.rgb_image import SimpleRGBImageDecoder
@@ -282,7 +275,6 @@ def test_custom_field_decoder(rec):
         same(stage(ids), want[1])
 
 
-@needs_loader
 def test_custom_fields_through_loader(rec):
     PairField, PairDecoder = pair_classes()
     loader = Loader(rec["custom"], batch_size=5, num_workers=1, drop_last=False, custom_fields={"pair": PairField},
@@ -290,7 +282,6 @@ def test_custom_fields_through_loader(rec):
     compare([[np.array(x) for x in b] for b in loader], ffcv(rec, "custom_fields"))
 
 
-@needs_loader
 def test_loader_filter(rec):
     loader = Loader(rec["data"], batch_size=8, num_workers=1, drop_last=False,
                     pipelines={"image": None, "value": None}).filter("cls", lambda c: int(np.ravel(c)[0]) in (2, 7))

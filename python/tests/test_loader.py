@@ -200,7 +200,7 @@ def test_ctrl_c_or_false_from_progress_stops_a_write(tmp_path):
         return False
 
     with pytest.raises(ValueError, match="cancel"):
-        beton._native.write(str(tmp_path / "x.beton"), [("label", "int", None)], 10_000, lambda i: [i],
+        beton._native.write(str(tmp_path / "x.beton"), {"label": beton._native.IntField()}, 10_000, lambda i: [i],
                             chunk_size=100, progress=stop)
     assert calls and not (tmp_path / "x.beton").exists()
 
@@ -218,7 +218,7 @@ def get(i):
     time.sleep(0.001)
     return [i]
 print("started", flush=True)
-n.write({str(out)!r}, [("label", "int", None)], 1_000_000, get, chunk_size=64)
+n.write({str(out)!r}, {{"label": n.IntField()}}, 1_000_000, get, chunk_size=64)
 """
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "started"
@@ -235,7 +235,7 @@ def test_an_exception_in_the_progress_callback_is_raised(tmp_path):
         raise RuntimeError("stop here")
 
     with pytest.raises(RuntimeError, match="stop here"):
-        beton._native.write(str(tmp_path / "x.beton"), [("label", "int", None)], 1000, lambda i: [i],
+        beton._native.write(str(tmp_path / "x.beton"), {"label": beton._native.IntField()}, 1000, lambda i: [i],
                             chunk_size=100, progress=boom)
 
 

@@ -394,23 +394,23 @@ def test_chunk_size_follows_the_row_size():
 
 def test_native_takes_a_capsule_or_a_stream_object(tmp_path):
     table = pa.table({"x": [1, 2]})
-    _native.write_arrow(str(tmp_path / "a.beton"), [("x", "int", None)], table)
-    _native.write_arrow(str(tmp_path / "b.beton"), [("x", "int", None)], table.__arrow_c_stream__())
+    _native.write_arrow(str(tmp_path / "a.beton"), {"x": _native.IntField()}, table)
+    _native.write_arrow(str(tmp_path / "b.beton"), {"x": _native.IntField()}, table.__arrow_c_stream__())
     assert same_bytes(tmp_path / "a.beton", tmp_path / "b.beton")
     with pytest.raises(TypeError, match="Arrow C stream"):
-        _native.write_arrow(str(tmp_path / "c.beton"), [("x", "int", None)], [1, 2])
+        _native.write_arrow(str(tmp_path / "c.beton"), {"x": _native.IntField()}, [1, 2])
     with pytest.raises(ValueError, match="2 columns for 1 fields"):
-        _native.write_arrow(str(tmp_path / "c.beton"), [("x", "int", None)], pa.table({"a": [1], "b": [2]}))
+        _native.write_arrow(str(tmp_path / "c.beton"), {"x": _native.IntField()}, pa.table({"a": [1], "b": [2]}))
 
 
 def test_progress_is_reported_and_false_cancels(tmp_path):
     table = pa.table({"x": list(range(1000))})
     calls = []
-    _native.write_arrow(str(tmp_path / "a.beton"), [("x", "int", None)], table, chunk_size=100,
+    _native.write_arrow(str(tmp_path / "a.beton"), {"x": _native.IntField()}, table, chunk_size=100,
                         progress=lambda done, total: calls.append((done, total)))
     assert calls[-1] == (1000, 1000) and len(calls) == 10
     with pytest.raises(ValueError, match="cancel"):
-        _native.write_arrow(str(tmp_path / "b.beton"), [("x", "int", None)], table, chunk_size=100,
+        _native.write_arrow(str(tmp_path / "b.beton"), {"x": _native.IntField()}, table, chunk_size=100,
                             progress=lambda done, total: False)
     assert not (tmp_path / "b.beton").exists()
 
@@ -420,7 +420,7 @@ def test_an_exception_in_progress_is_reraised(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        _native.write_arrow(str(tmp_path / "a.beton"), [("x", "int", None)], pa.table({"x": [1, 2, 3]}),
+        _native.write_arrow(str(tmp_path / "a.beton"), {"x": _native.IntField()}, pa.table({"x": [1, 2, 3]}),
                             chunk_size=1, progress=boom)
     assert not (tmp_path / "a.beton").exists()
 

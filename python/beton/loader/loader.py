@@ -99,9 +99,12 @@ class OrderOption(enum.Enum):
     """FFCV's traversal orders: ``SEQUENTIAL`` (the indices as given), ``RANDOM`` (a
     permutation per epoch from ``(seed, epoch)``), ``QUASI_RANDOM`` (page-local shuffling)."""
 
-    SEQUENTIAL = _native.Order.Sequential
-    RANDOM = _native.Order.Random
-    QUASI_RANDOM = _native.Order.QuasiRandom
+    SEQUENTIAL = 1
+    RANDOM = 2
+    QUASI_RANDOM = 3
+
+    def _native(self):
+        return {1: _native.Order.Sequential, 2: _native.Order.Random, 3: _native.Order.QuasiRandom}[self.value]
 
 
 def _is_custom_order(order) -> bool:
@@ -226,8 +229,8 @@ class Loader:
 
     def __init__(self, fname, batch_size: int, num_workers: int = -1, os_cache: bool = True,
                  order=OrderOption.SEQUENTIAL, distributed: bool = False, seed: Optional[int] = None,
-                 indices: Optional[Sequence[int]] = None, pipelines: Optional[Dict[str, Any]] = None,
-                 custom_fields: Optional[Dict[str, Any]] = None, drop_last: bool = True,
+                 indices: Optional[Sequence[int]] = None, pipelines: Dict[str, Any] = {},  # noqa: B006 (FFCV's)
+                 custom_fields: Dict[str, Any] = {}, drop_last: bool = True,  # noqa: B006
                  batches_ahead: int = 3, recompile: bool = False, version=None):
         from beton.dataset import Dataset
 
@@ -286,6 +289,7 @@ class Loader:
         kinds = {name: kind for name, kind, _ in self.dataset._native.fields()}
         self.fields: List[str] = []
         self.stages: Dict[str, list] = {}
+        self._python_decoders: Dict[str, Any] = {}
         native: Dict[str, Any] = {}
         views = []
         for name, spec in pipelines.items():
@@ -307,12 +311,24 @@ class Loader:
         for name, kind in kinds.items():
             if name in pipelines and pipelines[name] is None:
                 continue
-            if name in self.custom_fields or kind == "custom":
+            if name in self.custom_fields:
+                # FFCV's custom field: its decoder is Python (FFCV-style generated code), run on
+                # each batch's sample ids by a DecoderStage; the rest of its pipeline as usual.
+                from beton.pipeline.operation import DecoderStage
+
+                ops = list(pipelines[name]) if name in pipelines else []
+                handler = self.reader.handlers[name]
+                if not ops or getattr(ops[0], "_beton_decoder", False) or not hasattr(ops[0], "generate_code"):
+                    ops = [handler.get_decoder_class()()] + ops
+                self.fields.append(name)
+                self._python_decoders[name] = DecoderStage(ops[0], self.reader, name, self.memory_manager)
+                self.stages[name] = [_stage(op) for op in ops[1:]]
+                continue
+            if kind == "custom":
                 if name in pipelines:
-                    raise NotImplementedError(
-                        f"pipeline of custom field {name!r}: beton does not run FFCV's per-sample decoder "
-                        "code of custom fields; give it None as its pipeline")
-                continue  # not decoded (FFCV would need the field's own decoder)
+                    raise ValueError(f"pipeline of {name!r}: a field of a custom type needs its Field class in "
+                                     "custom_fields (FFCV's Loader argument) to be decoded")
+                continue  # not decoded without its Field class, as in FFCV
             ops = list(pipelines[name]) if name in pipelines else None
             if ops is None:
                 ops = [_default_decoder(kind)] + _default_to_tensor()
@@ -336,15 +352,36 @@ class Loader:
         self._native = _native.Loader(
             self.dataset._native, self.batch_size,
             num_workers=0 if num_workers is None or num_workers == -1 else num_workers,
-            order=self.traversal_order if custom else self.order.value, seed=self.seed,
+            order=self.traversal_order if custom else self.order._native(), seed=self.seed,
             drop_last=self.drop_last, batches_ahead=self.batches_ahead, os_cache=self.os_cache,
             indices=None if custom else self._index_set, index_list=None if custom else self._index_list,
-            rank=rank, world_size=world, fields=self.fields, pipelines=native)
+            rank=rank, world_size=world, fields=[f for f in self.fields if f not in self._python_decoders],
+            pipelines=native)
         if next_epoch:
             self._native.set_epoch(next_epoch)
         for name, rest in view_stages:
             self.fields.append(name)
             self.stages[name] = [_stage(op) for op in rest]
+
+    @property
+    def reader(self):
+        """FFCV's ``Reader`` of the file (header, fields, metadata, allocation table), made when
+        first asked for."""
+        if getattr(self, "_reader", None) is None:
+            from beton.reader import Reader
+
+            self._reader = Reader(self.fname, custom_handlers=self.custom_fields or None)
+        return self._reader
+
+    @property
+    def memory_manager(self):
+        """FFCV's memory manager of this loader: ``OSCacheManager`` with ``os_cache``, else
+        ``ProcessCacheManager`` (a facade: beton's native engine does the loader's reads)."""
+        if getattr(self, "_memory_manager", None) is None:
+            from beton.memory_managers import OSCacheManager, ProcessCacheManager
+
+            self._memory_manager = (OSCacheManager if self.os_cache else ProcessCacheManager)(self.reader)
+        return self._memory_manager
 
     @property
     def next_epoch(self) -> int:
@@ -432,11 +469,17 @@ class _EpochIterator:
             # Keep the finished epoch's counters for Loader.stats() after the loop.
             self.loader._last_stats = self.epoch.stats()
             raise
-        out = []
-        for name in self.loader.fields:
-            value = np.asarray(batch.column(name))
-            for stage in self.loader.stages[name]:
-                value = stage(value)
+        from beton.pipeline.operation import BatchStage
+
+        loader, ids, out = self.loader, None, []
+        for name in loader.fields:
+            decoder = loader._python_decoders.get(name)
+            if decoder is not None or ids is None:
+                ids = np.asarray(batch.indices())
+            value = decoder(ids) if decoder is not None else np.asarray(batch.column(name))
+            for stage in loader.stages[name]:
+                # FFCV's operations get the batch's sample ids (mixup, Poison, ReplaceLabel, ...).
+                value = stage(value, ids) if isinstance(stage, BatchStage) else stage(value)
             out.append(value)
         return tuple(out)
 

@@ -73,15 +73,14 @@ class BatchStage:
     ``indices`` are the batch's sample ids (the loader passes them); operations whose code is
     ``with_indices`` (``ImageMixup``, ``Poison``, ``ReplaceLabel``, ...) need them and raise
     without. beton's own operations run through their ``_batch(value, indices)``; other
-    operations through their generated code, compiled by ``Compiler``, with an output buffer
-    allocated once per batch shape and reused (what a stage returns is valid until the next batch).
+    operations through their generated code, compiled by ``Compiler``, into an output buffer
+    allocated for each batch (what a stage returns stays valid).
     """
 
     def __init__(self, op: Operation):
         self.op = op
         self.code = None
         self.with_indices = False
-        self.dst = None
 
     @property
     def needs_indices(self) -> bool:
@@ -104,12 +103,9 @@ class BatchStage:
         arr = batch if hasattr(batch, "dtype") else np.asarray(batch)
         _, alloc = op.declare_state_and_memory(state_of(arr))
         self._compile()
-        dst = None
-        if alloc is not None:
-            d = self.dst
-            if d is None or tuple(d.shape) != (len(arr), *alloc.shape) or d.dtype != alloc.dtype:
-                self.dst = d = _allocate(alloc, len(arr))
-            dst = d
+        # A new output per batch: a batch the caller keeps is never overwritten (the loader's
+        # promise; FFCV reuses one buffer per slot).
+        dst = None if alloc is None else _allocate(alloc, len(arr))
         if self.with_indices:
             if indices is None:
                 raise RuntimeError(f"{type(op).__name__} needs the batch's sample indices: "
