@@ -404,7 +404,8 @@ impl Batch {
     }
 }
 
-/// One column of a batch, viewable by numpy without a copy.
+/// One column of a batch, viewable by numpy without a copy, and by any framework through
+/// DLPack (`torch.from_dlpack(column)`), also without a copy.
 #[pyclass(module = "beton._native", frozen)]
 pub struct Column {
     batch: Arc<beton_loader::Batch>,
@@ -414,6 +415,23 @@ pub struct Column {
 
 #[pymethods]
 impl Column {
+    /// DLPack export (the array API's `__dlpack__`): a capsule over the slot's memory, through
+    /// numpy's view of it, which keeps this column (and so the batch's slot) alive as long as
+    /// the consumer holds the tensor.
+    #[pyo3(signature = (**kwargs))]
+    fn __dlpack__<'py>(
+        slf: &Bound<'py, Self>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let array = slf.py().import("numpy")?.call_method1("asarray", (slf,))?;
+        array.getattr("__dlpack__")?.call((), kwargs)
+    }
+
+    /// DLPack device: `(1, 0)`, CPU memory.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (1, 0)
+    }
+
     /// numpy's array interface (version 3): shape, typestr and the slot's address. The memory
     /// is writable: the batch is the caller's until every view of it is gone.
     #[getter]

@@ -107,6 +107,11 @@ class OrderOption(enum.Enum):
         return {1: _native.Order.Sequential, 2: _native.Order.Random, 3: _native.Order.QuasiRandom}[self.value]
 
 
+# The pseudo-field holding each batch's sample ids (row ids, uint64): off unless ``pipelines``
+# names it, so batches are FFCV's by default. A file's own field of that name wins.
+INDEX = "index"
+
+
 def _is_custom_order(order) -> bool:
     """Whether ``order`` is a user's traversal order (a class or object with
     ``sample_order``), not one of the built-in ``OrderOption`` s."""
@@ -201,7 +206,8 @@ class Loader:
         Field name to its operations (a decoder first, then transforms), ``None`` to skip the
         field, or a ``PipelineSpec`` for a further view of a field. A field without an entry
         gets FFCV's default pipeline: its default decoder, then ``ToTensor()`` when torch is
-        installed.
+        installed. ``pipelines={"index": []}`` adds beton's pseudo-field ``index``: each batch's
+        sample ids (row ids, uint64), after the file's fields (off by default, as in FFCV).
     custom_fields : dict
         FFCV's fields of a custom type (type id 255): name to the ``Field`` subclass, whose
         ``metadata_type`` gives the layout. Such a field is not decoded (beton cannot run
@@ -303,6 +309,8 @@ class Loader:
                 if not ops or not getattr(ops[0], "_beton_image_decoder", False):
                     raise ValueError(f"view {name!r}: views of a field need an image decoder first")
                 views.append((name, spec.source, ops))
+            elif name == INDEX and name not in kinds:
+                continue  # the sample ids, below
             elif name not in kinds:
                 raise KeyError(f"pipeline for {name!r}: no such field; the fields are {list(kinds)}")
             elif spec is not None and not isinstance(spec, (list, tuple)):
@@ -342,6 +350,11 @@ class Loader:
                 native[name] = ops[0]._native()
                 ops = ops[1:]
             self.stages[name] = [_stage(op) for op in ops]
+        if INDEX in pipelines and INDEX not in kinds and pipelines[INDEX] is not None:
+            # The pseudo-field of each batch's sample ids (uint64), after the file's fields.
+            self.fields.append(INDEX)
+            self._python_decoders[INDEX] = lambda ids: ids
+            self.stages[INDEX] = [_stage(op) for op in pipelines[INDEX]]
         view_stages = []
         for name, source, ops in views:
             native[name], rest = _native_image_pipeline(name, ops, source=source)
