@@ -481,10 +481,8 @@ class Dataset:
         Raises
         ------
         ValueError
-            For SQL that does not parse or that beton does not support (the message gives the
-            line and column).
-        KeyError
-            For a column the table does not have.
+            For SQL that does not parse, names a column the table does not have, or that beton
+            does not support (the message gives the line and column).
 
         Examples
         --------
@@ -516,9 +514,7 @@ class Dataset:
         Raises
         ------
         ValueError
-            For bad SQL (with its line and column).
-        KeyError
-            For an unknown column.
+            For bad SQL or an unknown column (with its line and column).
 
         Examples
         --------
@@ -545,9 +541,7 @@ class Dataset:
         Raises
         ------
         ValueError
-            For bad SQL.
-        KeyError
-            For an unknown column.
+            For bad SQL or an unknown column (with its line and column).
 
         Examples
         --------
