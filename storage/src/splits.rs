@@ -286,7 +286,8 @@ pub fn save_classes(
 }
 
 /// Replaces the splits of the file at `path` by what `edit` makes of them, crash-safely (see
-/// the module doc). Returns the new splits. With `opened` (a handle's [`Dataset::file_id`]), the
+/// the module doc). `edit` sees every entry, beton's reserved ones ([`is_reserved`]) included,
+/// and should keep those it does not mean to change. Returns the new entries. With `opened` (a handle's [`Dataset::file_id`]), the
 /// update is refused with [`Error::FileReplaced`] unless `path` still holds that file: a handle
 /// never writes into a file it did not open. `edit` runs under the file's exclusive lock, so
 /// concurrent updates from several processes serialize.
