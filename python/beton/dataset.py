@@ -391,8 +391,30 @@ class Dataset:
         return self._native.classes
 
     def __getitem__(self, index: int) -> Dict[str, Any]:
-        """Sample ``index`` as a dict: ints, floats, bytes, str, parsed JSON, numpy arrays,
-        images as HWC uint8 arrays."""
+        """Sample ``index`` as a dict of its fields' values.
+
+        Parameters
+        ----------
+        index : int
+            A row (negative counts from the end).
+
+        Returns
+        -------
+        dict
+            ints, floats, bools, bytes, str, parsed JSON, numpy arrays; images decoded as HWC
+            uint8 arrays.
+
+        Raises
+        ------
+        IndexError
+            For a row past the end.
+
+        Examples
+        --------
+        >>> sample = beton.open("photos.beton")[0]  # doctest: +SKIP
+        >>> sample["image"].shape, sample["label"]  # doctest: +SKIP
+        ((95, 96, 3), 0)
+        """
         raw = self._native.get(index)
         return {name: _value(self._kinds[name], v) for name, v in raw.items()}
 
