@@ -290,6 +290,7 @@ fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
     let ds = open(file, custom)?;
     let s = Summary::of(&ds).map_err(|e| name_file(file, e))?;
     let split::SplitSummary { splits, room, used } = split::summary(&ds)?;
+    let classes = ds.classes().map_err(|e| name_file(file, e))?;
     if json {
         let mut value = serde_json::to_value(&s)?;
         value["splits"] = splits
@@ -297,6 +298,7 @@ fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
             .map(|(name, rows, bytes)| serde_json::json!({"name": name, "rows": rows, "bytes": bytes}))
             .collect();
         value["split_room"] = serde_json::json!({"bytes": room, "used": used});
+        value["classes"] = serde_json::json!(classes);
         value["stale_temp_files"] =
             beton_storage::stale_temp_files(file).iter().map(|p| p.display().to_string()).collect();
         return Ok(serde_json::to_string_pretty(&value)? + "\n");
@@ -355,8 +357,22 @@ fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
         "  splits: {} (room: {used} of {room} bytes used)",
         if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
     )?;
+    if let Some(classes) = &classes {
+        writeln!(out, "  {}", classes_line(classes))?;
+    }
     out.push_str(&stale_note(file));
     Ok(out)
+}
+
+/// `classes (6): cat, dog, ...`: the class names stored in a file or version, label order; the
+/// first 20 of a long list.
+fn classes_line(classes: &[String]) -> String {
+    const SHOWN: usize = 20;
+    let mut names = classes.iter().take(SHOWN).map(String::as_str).collect::<Vec<_>>().join(", ");
+    if classes.len() > SHOWN {
+        names.push_str(", ...");
+    }
+    format!("classes ({}): {names}", classes.len())
 }
 
 /// A note on temporary files that killed writers left beside `file` (empty when none).
@@ -448,6 +464,8 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
             true
         })),
         skip_bad: a.skip_bad,
+        // The default room for splits, plus room for the class names (twice: two slots).
+        splits_reserve: Some((64 << 10) + 2 * n + 2 * serde_json::to_vec(&folder.classes)?.len() as u64),
         ..WriterOptions::default()
     };
     let report = Writer::new(&a.out, fields, options).and_then(|w| {
@@ -471,6 +489,9 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
         }
         e => e.into(),
     })?;
+    // The class names, where FFCV never reads (the split region, FORMAT.md §12).
+    beton_storage::save_classes(&report.path, None, Some(&folder.classes))
+        .map_err(|e| name_file(&report.path, e))?;
     let secs = start.elapsed().as_secs_f64();
     let mut out = format!(
         "wrote {}: {} images in {} classes, {} pages, {} in {:.1} s ({:.0} images/s)\n",
@@ -503,16 +524,5 @@ fn name_file(file: &Path, e: beton_storage::Error) -> anyhow::Error {
 
 /// Bytes in binary units: `8.0 MiB`.
 fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
+    beton_query::explain::human_bytes(bytes)
 }

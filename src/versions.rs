@@ -220,6 +220,9 @@ pub fn info(dir: &Path, version: Option<&str>, json: bool) -> Result<String> {
     for (name, s) in &m.splits {
         let _ = writeln!(out, "  split {name}: {} rows", s.count);
     }
+    if let Some(classes) = &m.classes {
+        let _ = writeln!(out, "  {}", crate::classes_line(classes));
+    }
     let tags = v.tags()?;
     if !tags.is_empty() {
         let tags: Vec<String> = tags.iter().map(|(n, v)| format!("{n} = {v}")).collect();

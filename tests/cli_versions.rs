@@ -68,6 +68,7 @@ fn every_read_command_takes_a_version() {
     let (success, _, err) = beton(&["concat", b, f]);
     assert!(!success && err.contains("already"), "{err}");
     let explain = ok(&["explain", d, "label = 9"]);
+    let explain = explain.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(explain.contains("rows matched: 3 of 154") && explain.contains("data file 0"), "{explain}");
     ok(&["compact", d]);
     let out = tmp.path().join("export.beton");

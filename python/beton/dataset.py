@@ -1,5 +1,6 @@
 """``beton.open(path)``: a ``.beton`` file or a dataset directory as a database (values, Arrow
-table, SQL, splits); a dataset directory is versioned and editable (docs/FORMAT.md §13)."""
+table, SQL, query plans, splits, class names); a dataset directory is versioned and editable
+(docs/FORMAT.md §13)."""
 
 from __future__ import annotations
 
@@ -88,12 +89,201 @@ def _encode_all(field, name: str, values) -> list:
     return out
 
 
-class Dataset:
-    """An open, validated ``.beton`` file or one version of a dataset directory (``beton.open``).
+def _short(value, width: int = 24) -> str:
+    """One table cell: a value's repr, cut to ``width`` characters."""
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= width else text[: width - 3] + "..."
 
-    A directory's edits (``update``, ``delete``, ``add_column``, ``append``, ...) each commit a new
-    version atomically; the object then shows it. Older versions stay readable
-    (``beton.open(dir, version=n)``) until ``cleanup``."""
+
+def _preview(table, rows: int = 5) -> str:
+    """The first ``rows`` rows of a ``pyarrow.Table`` as aligned text (never the whole table)."""
+    names = table.column_names
+    if not names:
+        return ""
+    head = table.slice(0, rows).to_pylist()
+    cells = [names] + [[_short(r[n]) for n in names] for r in head]
+    widths = [max(len(row[c]) for row in cells) for c in range(len(names))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    if table.num_rows > rows:
+        lines.append(f"... {table.num_rows - rows:,} more rows")
+    return "\n".join(lines)
+
+
+class QueryResult:
+    """The answer of ``Dataset.query``: a ``pyarrow.Table`` with a short, readable repr.
+
+    Every ``pyarrow.Table`` attribute is available on it (``column``, ``num_rows``,
+    ``to_pydict``, ``to_pandas``, ...); ``.table`` is the table itself, and it exposes the Arrow
+    C stream interface (``pyarrow.table(r)``, ``polars.from_arrow(r.table)``).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The rows.
+    sql : str
+        The query that gave them.
+
+    Examples
+    --------
+    >>> r = ds.query("SELECT label, count(*) AS n FROM samples GROUP BY label")  # doctest: +SKIP
+    >>> r  # doctest: +SKIP
+    QueryResult: 6 rows x 2 columns (label: int64, n: int64)
+    label  n
+    0      21
+    ...
+    >>> r.column("n").to_pylist()  # doctest: +SKIP
+    """
+
+    def __init__(self, table, sql: str):
+        self.table = table
+        self.sql = sql
+
+    def __getattr__(self, name):
+        if name == "table":  # not set yet (unpickling)
+            raise AttributeError(name)
+        return getattr(self.table, name)
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __getitem__(self, key):
+        return self.table[key]
+
+    def __eq__(self, other) -> bool:
+        return self.table == (other.table if isinstance(other, QueryResult) else other)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.table.__arrow_c_stream__(requested_schema)
+
+    def to_polars(self):
+        """The rows as a ``polars.DataFrame``.
+
+        Returns
+        -------
+        polars.DataFrame
+
+        Examples
+        --------
+        >>> ds.query("SELECT label FROM samples").to_polars()  # doctest: +SKIP
+        """
+        import polars as pl
+
+        return pl.from_arrow(self.table)
+
+    def __repr__(self) -> str:
+        t = self.table
+        schema = ", ".join(f"{f.name}: {f.type}" for f in t.schema)
+        head = f"QueryResult: {t.num_rows:,} rows x {t.num_columns} columns ({schema})"
+        preview = _preview(t)
+        return head + ("\n" + preview if preview else "")
+
+    __str__ = __repr__
+
+
+class Explain:
+    """What a query touches and what a loader of its rows would read (``beton explain``).
+
+    ``str(e)`` (and ``print(e)``) is the CLI's text; the fields are there to inspect.
+
+    Attributes
+    ----------
+    sql : str
+        The query explained.
+    path : str
+        The ``.beton`` file or dataset directory.
+    version : int
+        The version explained (1 for a ``.beton`` file).
+    columns : list of str
+        The data table's columns the query names.
+    heap_columns : list of str
+        Of those, the ones whose values are read from payload pages (text, for example).
+    rows_matched, num_rows : int
+        Rows the query matches, and rows of the dataset.
+    page_size : int
+        Bytes per page.
+    matched, total : dict
+        ``{"allocations", "pages", "bytes"}`` a loader of the matched rows reads, and of every
+        row.
+    data_files : list of dict
+        Per data file of a version (``id``, ``data_file``, ``rows_matched``, ``matched``,
+        ``total``); empty for a ``.beton`` file.
+    ids : IndexSet
+        The matched rows.
+
+    Examples
+    --------
+    >>> e = beton.open("photos.beton").explain("label < 3")  # doctest: +SKIP
+    >>> print(e)  # doctest: +SKIP
+    file:          photos.beton
+    columns:       label
+    heap columns:  none
+    rows matched:  77 of 155 (49.7%)
+    ...
+    >>> e.matched["pages"], e.total["pages"]  # doctest: +SKIP
+    (1, 1)
+    """
+
+    def __init__(self, plan: Dict[str, Any]):
+        self._text = plan["text"]
+        self.sql: str = plan["sql"]
+        self.path = str(plan["path"])
+        self.version: int = plan["version"]
+        self.columns: List[str] = plan["columns"]
+        self.heap_columns: List[str] = plan["heap_columns"]
+        self.rows_matched: int = plan["rows_matched"]
+        self.num_rows: int = plan["num_rows"]
+        self.page_size: int = plan["page_size"]
+        self.matched: Dict[str, int] = plan["matched"]
+        self.total: Dict[str, int] = plan["total"]
+        self.data_files: List[Dict[str, Any]] = plan["data_files"]
+        self.ids: IndexSet = plan["ids"]
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Explain({self.sql!r})\n{self._text.rstrip()}"
+
+
+class Dataset:
+    """An open, validated ``.beton`` file, or one version of a dataset directory.
+
+    Made by ``beton.open``. Reads (``ds[i]``, ``table``, ``query``, ``where``, ``explain``,
+    splits, ``classes``) work on both; a directory's edits (``update``, ``delete``,
+    ``add_column``, ``append``, ...) each commit a new version atomically, which the object then
+    shows. Older versions stay readable (``beton.open(dir, version=n)``) until ``cleanup``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.beton`` file or a dataset directory.
+    custom : dict, optional
+        ``{field: (size, align)}``: the row layout of a foreign custom (type 255) field.
+    version : int or str, optional
+        A directory's version number or tag (default: the latest). A ``.beton`` file has
+        version 1 only.
+
+    Raises
+    ------
+    OSError
+        For a path that cannot be read.
+    beton.CorruptFileError
+        For a file whose bytes break the format (the message names the offset).
+    ValueError
+        For a version a ``.beton`` file does not have.
+
+    Examples
+    --------
+    >>> import beton
+    >>> ds = beton.open("photos.beton")  # doctest: +SKIP
+    >>> ds  # doctest: +SKIP
+    Dataset('photos.beton': 155 rows, version 1)
+      fields: image rgb_image, label int, path text
+      splits: train (124 rows), val (31 rows)
+      classes (6): bird, cat, ...
+    >>> ds[0]["label"], len(ds.where("label < 3"))  # doctest: +SKIP
+    (0, 77)
+    """
 
     def __init__(self, path, custom: Optional[Dict[str, tuple]] = None, version=None):
         import os
@@ -120,33 +310,155 @@ class Dataset:
         return len(self._native)
 
     def __repr__(self) -> str:
-        return repr(self._native)
+        kind = "dataset directory" if isinstance(self._native, _native.Version) else ".beton file"
+        lines = [f"Dataset('{self.path}': {len(self):,} rows, version {self.version}, {kind})"]
+        fields = [f"{name} {kind if details is None else f'{kind}[{details[0]}, {tuple(details[1])}]'}"
+                  for name, kind, details in self._native.fields()]
+        lines.append("  fields: " + (", ".join(fields) if fields else "none"))
+        try:
+            splits = self._native.splits()
+            lines.append("  splits: " + (", ".join(f"{n} ({len(s):,} rows)" for n, s in splits.items())
+                                         if splits else "none"))
+        except (ValueError, OSError) as e:  # a damaged split region must not break repr
+            lines.append(f"  splits: unreadable ({e})")
+        try:
+            classes = self.classes
+        except (ValueError, OSError):
+            classes = None
+        if classes is not None:
+            shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
+            lines.append(f"  classes ({len(classes)}): {shown}")
+        return "\n".join(lines)
 
     @property
     def path(self):
+        """The ``.beton`` file or dataset directory.
+
+        Returns
+        -------
+        pathlib.Path or str
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").path  # doctest: +SKIP
+        PosixPath('photos.beton')
+        """
         return self._native.path
 
     @property
     def schema(self) -> Dict[str, Any]:
-        """``{field: type}``; arrays as ``(type, dtype, shape)``."""
+        """The fields and their types: ``{field: type}``; arrays as ``(type, dtype, shape)``.
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").schema  # doctest: +SKIP
+        {'image': 'rgb_image', 'label': 'int', 'path': 'text'}
+        """
         return {
             name: (kind if details is None else (kind, details[0], tuple(details[1])))
             for name, kind, details in self._native.fields()
         }
 
+    @property
+    def classes(self) -> Optional[List[str]]:
+        """The class names stored with the data (an ImageFolder's folders): label ``k`` is
+        ``classes[k]``.
+
+        Written by ``DatasetWriter.from_imagefolder`` and ``beton write-imagefolder`` into the
+        file's split region (FFCV never reads it, docs/FORMAT.md §12); a dataset directory keeps
+        them in its manifest, across edits, and ``export`` writes them into the file.
+
+        Returns
+        -------
+        list of str or None
+            None when the data has none (FFCV's files, files not written from an ImageFolder).
+
+        Raises
+        ------
+        beton.CorruptFileError
+            For a stored entry that is not a list of names.
+
+        Examples
+        --------
+        >>> ds = beton.open("photos.beton")  # doctest: +SKIP
+        >>> ds.classes[ds[0]["label"]]  # doctest: +SKIP
+        'bird'
+        """
+        return self._native.classes
+
     def __getitem__(self, index: int) -> Dict[str, Any]:
-        """Sample ``index`` as a dict: ints, floats, bytes, str, parsed JSON, numpy arrays,
-        images as HWC uint8 arrays."""
+        """Sample ``index`` as a dict of its fields' values.
+
+        Parameters
+        ----------
+        index : int
+            A row (negative counts from the end).
+
+        Returns
+        -------
+        dict
+            ints, floats, bools, bytes, str, parsed JSON, numpy arrays; images decoded as HWC
+            uint8 arrays.
+
+        Raises
+        ------
+        IndexError
+            For a row past the end.
+
+        Examples
+        --------
+        >>> sample = beton.open("photos.beton")[0]  # doctest: +SKIP
+        >>> sample["image"].shape, sample["label"]  # doctest: +SKIP
+        ((95, 96, 3), 0)
+        """
         raw = self._native.get(index)
         return {name: _value(self._kinds[name], v) for name, v in raw.items()}
 
     def columns(self) -> List[str]:
-        """The data table's column names (``image.width``, ``label``, ...)."""
+        """The data table's column names.
+
+        Returns
+        -------
+        list of str
+            ``index`` (and ``row_id`` for a version), then each field's columns
+            (``image.width``, ``label``, ...).
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").columns()  # doctest: +SKIP
+        ['index', 'image.mode', 'image.width', 'image.height', 'label', 'path']
+        """
         return self._native.column_names()
 
     def table(self, columns: Optional[List[str]] = None):
-        """The data table as a ``pyarrow.Table`` (through the Arrow C stream interface: the
-        numeric columns are the Rust Arrow buffers, not copies)."""
+        """The data table as a ``pyarrow.Table``.
+
+        Through the Arrow C stream interface: the numeric columns are the Rust Arrow buffers,
+        not copies.
+
+        Parameters
+        ----------
+        columns : list of str, optional
+            The columns to read (default: all).
+
+        Returns
+        -------
+        pyarrow.Table
+
+        Raises
+        ------
+        KeyError
+            For a column the table does not have (the message lists those it has).
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").table(["label"]).num_rows  # doctest: +SKIP
+        155
+        """
         import pyarrow as pa
 
         return pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream(columns))).read_all()
@@ -155,33 +467,195 @@ class Dataset:
         return self._native.table_stream(None)
 
     def to_polars(self, columns: Optional[List[str]] = None):
-        """The data table as a ``polars.DataFrame``."""
+        """The data table as a ``polars.DataFrame``.
+
+        Parameters
+        ----------
+        columns : list of str, optional
+            The columns to read (default: all).
+
+        Returns
+        -------
+        polars.DataFrame
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").to_polars(["label"]).height  # doctest: +SKIP
+        155
+        """
         import polars as pl
 
         return pl.from_arrow(self.table(columns))
 
-    def query(self, sql: str):
-        """Runs ``SELECT ... FROM samples ...``; returns a ``pyarrow.Table``."""
+    def query(self, sql: str) -> QueryResult:
+        """Runs ``SELECT ... FROM samples ...`` on the data table.
+
+        Parameters
+        ----------
+        sql : str
+            A ``SELECT`` over ``samples`` (columns as in ``columns()``).
+
+        Returns
+        -------
+        QueryResult
+            A ``pyarrow.Table`` (``.table``; its attributes are the result's) with a short repr.
+
+        Raises
+        ------
+        ValueError
+            For SQL that does not parse, names a column the table does not have, or that beton
+            does not support (the message gives the line and column).
+
+        Examples
+        --------
+        >>> ds = beton.open("photos.beton")  # doctest: +SKIP
+        >>> ds.query("SELECT label, count(*) AS n FROM samples GROUP BY label ORDER BY label")  # doctest: +SKIP
+        QueryResult: 6 rows x 2 columns (label: int64, n: int64)
+        label  n
+        0      21
+        ...
+        """
         import pyarrow as pa
 
-        return pa.RecordBatchReader.from_stream(_Stream(self._native.query_stream(sql))).read_all()
+        table = pa.RecordBatchReader.from_stream(_Stream(self._native.query_stream(sql))).read_all()
+        return QueryResult(table, sql)
 
     def where(self, predicate: str) -> IndexSet:
-        """The rows a predicate (``label < 5 AND image.width >= 224``) or ``SELECT`` matches."""
+        """The rows a predicate or ``SELECT`` matches.
+
+        Parameters
+        ----------
+        predicate : str
+            ``label < 5 AND image.width >= 224``, ``in_split('val')``, or a ``SELECT``.
+
+        Returns
+        -------
+        IndexSet
+            The matching rows (indices), to train on (``Loader(..., indices=...)``).
+
+        Raises
+        ------
+        ValueError
+            For bad SQL or an unknown column (with its line and column).
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").where("label < 3")  # doctest: +SKIP
+        IndexSet(77 ids: [0, 1, 2, 3, 4, 5, ...], fingerprint 0x...)
+        """
         return self._native.select(predicate)
+
+    def explain(self, sql: str) -> Explain:
+        """What a query touches and what a loader of its rows would read (``beton explain``).
+
+        Parameters
+        ----------
+        sql : str
+            A bare predicate or a ``SELECT``.
+
+        Returns
+        -------
+        Explain
+            ``print(e)`` shows the CLI's text; ``e.columns``, ``e.heap_columns``,
+            ``e.rows_matched``, ``e.matched``, ``e.total``, ``e.data_files`` and ``e.ids`` to
+            inspect.
+
+        Raises
+        ------
+        ValueError
+            For bad SQL or an unknown column (with its line and column).
+
+        Examples
+        --------
+        >>> e = beton.open("photos.beton").explain("label < 3")  # doctest: +SKIP
+        >>> e.rows_matched, e.matched["pages"], e.total["pages"]  # doctest: +SKIP
+        (77, 1, 1)
+        """
+        return Explain(self._native.explain(sql))
 
     # Named splits, stored in the file.
     def splits(self) -> Dict[str, IndexSet]:
+        """The named splits, by name.
+
+        Returns
+        -------
+        dict of str to IndexSet
+
+        Raises
+        ------
+        beton.CorruptFileError
+            When both copies of the stored splits are damaged.
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").splits()  # doctest: +SKIP
+        {'train': IndexSet(124 ids: ...), 'val': IndexSet(31 ids: ...)}
+        """
         return self._native.splits()
 
     def split(self, name: str) -> IndexSet:
+        """Named split ``name``.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        IndexSet
+
+        Raises
+        ------
+        KeyError
+            For a split the data does not have (the message lists those it has).
+
+        Examples
+        --------
+        >>> val = beton.open("photos.beton").split("val")  # doctest: +SKIP
+        """
         return self._native.split(name)
 
     def save_splits(self, **sets: IndexSet) -> None:
-        """``ds.save_splits(train=a, val=b)``: adds or replaces them in one crash-safe update."""
+        """Adds or replaces named splits, all in one crash-safe update.
+
+        In a ``.beton`` file they go into its split region (FFCV still loads it); in a dataset
+        directory, into a new version.
+
+        Parameters
+        ----------
+        **sets : IndexSet
+            ``name=set``; names are 1 to 64 ASCII letters, digits or ``_ - . : =`` (not starting
+            with ``:``, reserved for beton's entries).
+
+        Raises
+        ------
+        ValueError
+            For a bad name, rows past the end, or splits that do not fit the file's room.
+
+        Examples
+        --------
+        >>> ds = beton.open("photos.beton")  # doctest: +SKIP
+        >>> train, val = IndexSet.all(len(ds)).split([0.8, 0.2])  # doctest: +SKIP
+        >>> ds.save_splits(train=train, val=val)  # doctest: +SKIP
+        """
         self._native.save_splits(dict(sets))
 
     def remove_splits(self, *names: str) -> None:
+        """Removes named splits, in one crash-safe update.
+
+        Parameters
+        ----------
+        *names : str
+
+        Raises
+        ------
+        KeyError
+            For a split that does not exist (nothing is removed then).
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").remove_splits("val")  # doctest: +SKIP
+        """
         self._native.remove_splits(list(names))
 
     # Versions and edits (dataset directories).
@@ -197,29 +671,123 @@ class Dataset:
 
     @property
     def version(self) -> int:
-        """This version's number (1 for a ``.beton`` file)."""
+        """This version's number (1 for a ``.beton`` file).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> beton.open("ds", version=2).version  # doctest: +SKIP
+        2
+        """
         return getattr(self._native, "version", 1)
 
     def versions(self) -> List[Dict[str, Any]]:
-        """Every version: ``version``, ``parent``, ``timestamp_ms``, ``operation``, ``details``,
-        ``message``, ``num_rows``, ``data_files``, ``deleted_rows``; oldest first."""
+        """Every version's log entry, oldest first (``beton log``).
+
+        Returns
+        -------
+        list of dict
+            ``version``, ``parent``, ``timestamp_ms``, ``operation``, ``details``,
+            ``message``, ``num_rows``, ``data_files``, ``deleted_rows``; a ``.beton`` file has
+            one entry.
+
+        Examples
+        --------
+        >>> [v["operation"] for v in beton.open("ds").versions()]  # doctest: +SKIP
+        ['import', 'delete', 'update']
+        """
         if not isinstance(self._native, _native.Version):
             return [{"version": 1, "parent": None, "operation": "file", "num_rows": len(self)}]
         return self._native.versions()
 
     def tags(self) -> Dict[str, int]:
+        """The tags of a dataset directory: ``{tag: version}``.
+
+        Returns
+        -------
+        dict of str to int
+
+        Raises
+        ------
+        TypeError
+            For a ``.beton`` file.
+
+        Examples
+        --------
+        >>> beton.open("ds").tags()  # doctest: +SKIP
+        {'clean': 3}
+        """
         return self._editable("tags").tags()
 
     def tag(self, name: str) -> None:
-        """Names this version (``beton.open(dir, version=name)``); tagged versions survive cleanup."""
+        """Names this version; tagged versions survive ``cleanup``.
+
+        Parameters
+        ----------
+        name : str
+
+        Raises
+        ------
+        ValueError
+            For a tag that already names a version.
+        TypeError
+            For a ``.beton`` file.
+
+        Examples
+        --------
+        >>> ds.tag("clean"); beton.open("ds", version="clean")  # doctest: +SKIP
+        """
         self._editable("tag").tag(name)
 
     def checkout(self, version) -> "Dataset":
-        """Another version (a number or a tag) of this dataset, read-only history."""
+        """Another version of this dataset, read-only history.
+
+        Parameters
+        ----------
+        version : int or str
+            A number or a tag.
+
+        Returns
+        -------
+        Dataset
+
+        Raises
+        ------
+        ValueError
+            For a version or tag the dataset does not have.
+
+        Examples
+        --------
+        >>> old = ds.checkout(1)  # doctest: +SKIP
+        """
         return Dataset(self._editable("checkout").path, version=version)
 
     def restore(self, version) -> "Dataset":
-        """Makes an older version the latest again, as a new version."""
+        """Makes an older version the latest again, as a new version.
+
+        Parameters
+        ----------
+        version : int or str
+            A number or a tag.
+
+        Returns
+        -------
+        Dataset
+            This object, showing the new version.
+
+        Raises
+        ------
+        KeyError
+            For an unknown tag.
+
+        Examples
+        --------
+        >>> ds.restore(1).version  # doctest: +SKIP
+        5
+        """
         native = self._editable("restore")
         if not isinstance(version, int):
             tags = native.tags()
@@ -230,16 +798,68 @@ class Dataset:
         return self._edited()
 
     def update(self, set: Dict[str, Any], where: Optional[str] = None, message: str = "") -> "Dataset":  # noqa: A002
-        """``ds.update({"label": 3, "score": "score * 2"}, where="label = 7")``: numbers and bools
-        are values, strings SQL expressions (``"'text'"`` for a text value), as Lance's update.
-        The new values go to column files; the data files are not rewritten."""
+        """Sets fields on the rows a predicate picks, as a new version.
+
+        Numbers and bools are values, strings SQL expressions (``"'text'"`` for a text value),
+        as Lance's update. The new values go to column files; the data files are not rewritten.
+
+        Parameters
+        ----------
+        set : dict
+            ``{field: value or SQL expression}``.
+        where : str, optional
+            A predicate (default: every row).
+        message : str, optional
+            The version's message.
+
+        Returns
+        -------
+        Dataset
+            This object, showing the new version.
+
+        Raises
+        ------
+        TypeError
+            For a value that is not a number, a bool or a str; for a ``.beton`` file.
+        ValueError
+            For bad SQL or a type mismatch.
+
+        Examples
+        --------
+        >>> ds.update({"label": 3, "score": "score * 2"}, where="label = 7")  # doctest: +SKIP
+        """
         pairs = [(k, _sql_literal(v)) for k, v in dict(set).items()]
         self._editable("update").update(pairs, where, message)
         return self._edited()
 
     def update_rows(self, ids, values: Dict[str, Any], message: str = "") -> "Dataset":
-        """Sets ``values[field]`` (one value per row, or one for all) on rows ``ids`` (an
-        IndexSet or a sequence of indices of this version)."""
+        """Sets field values of some rows, as a new version.
+
+        Parameters
+        ----------
+        ids : IndexSet or sequence of int
+            Indices of this version.
+        values : dict
+            ``{field: one value per row, or one for all}``; images, arrays, bytes and JSON as
+            ``DatasetWriter`` takes them.
+        message : str, optional
+
+        Returns
+        -------
+        Dataset
+            This object, showing the new version.
+
+        Raises
+        ------
+        ValueError
+            For a value the field cannot take (naming its position).
+        TypeError
+            For a field Python cannot set, or a ``.beton`` file.
+
+        Examples
+        --------
+        >>> ds.update_rows([3, 4], {"label": [1, 2]})  # doctest: +SKIP
+        """
         rows = ids if isinstance(ids, IndexSet) else IndexSet(sorted(int(i) for i in ids))
         native = self._editable("update_rows")
         details = {name: d for name, _, d in native.fields()}
@@ -256,7 +876,28 @@ class Dataset:
         return self._edited()
 
     def delete(self, where, message: str = "") -> "Dataset":
-        """Deletes the rows a SQL predicate (str) or an IndexSet picks."""
+        """Deletes rows, as a new version (deletion files; data files untouched).
+
+        Parameters
+        ----------
+        where : str or IndexSet or sequence of int
+            A SQL predicate, or the indices to delete.
+        message : str, optional
+
+        Returns
+        -------
+        Dataset
+            This object, showing the new version.
+
+        Raises
+        ------
+        ValueError
+            For bad SQL or indices past the end.
+
+        Examples
+        --------
+        >>> ds.delete("image.width < 64")  # doctest: +SKIP
+        """
         native = self._editable("delete")
         if isinstance(where, str):
             native.delete(sql=where, message=message)
@@ -266,11 +907,36 @@ class Dataset:
         return self._edited()
 
     def add_column(self, name: str, values, message: str = "", field=None) -> "Dataset":
-        """Adds a field: a SQL expression over each row (str), or one value per row (numpy,
-        pyarrow, polars, a list; int, float, bool or text), or, with ``field`` (a field class
-        instance: ``RGBImageField()``, ``NDArrayField(dtype, shape)``, ``JSONField()``, ...), one
-        Python value per row as that field takes it in ``DatasetWriter``. Images are encoded
-        once, into the column file; the data files are never rewritten."""
+        """Adds a field, as a new version.
+
+        Images are encoded once, into the column file; the data files are never rewritten.
+
+        Parameters
+        ----------
+        name : str
+        values : str or array-like
+            A SQL expression over each row (str), or one value per row (numpy, pyarrow,
+            polars, a list; int, float, bool or text).
+        message : str, optional
+        field : beton.fields.Field, optional
+            With it (``RGBImageField()``, ``NDArrayField(dtype, shape)``, ``JSONField()``, ...),
+            ``values`` are Python values as that field takes them in ``DatasetWriter``.
+
+        Returns
+        -------
+        Dataset
+            This object, showing the new version.
+
+        Raises
+        ------
+        ValueError
+            For a field that exists, values of the wrong count or type.
+
+        Examples
+        --------
+        >>> ds.add_column("big", "image.width >= 224")  # doctest: +SKIP
+        >>> ds.add_column("score", np.zeros(len(ds)))  # doctest: +SKIP
+        """
         native = self._editable("add_column")
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
@@ -282,14 +948,61 @@ class Dataset:
         return self._edited()
 
     def drop_column(self, name: str, message: str = "") -> "Dataset":
+        """Removes a field from the schema, as a new version.
+
+        Parameters
+        ----------
+        name : str
+        message : str, optional
+
+        Returns
+        -------
+        Dataset
+            This object, showing the new version.
+
+        Raises
+        ------
+        ValueError
+            For a field the schema does not have.
+
+        Examples
+        --------
+        >>> ds.drop_column("score")  # doctest: +SKIP
+        """
         self._editable("drop_column").drop_column(name, message)
         return self._edited()
 
     def append(self, source, message: str = "", image_field: str = "image", label_field: str = "label",
                **writer_options) -> "Dataset":
-        """Adds rows: a ``.beton`` file (hard-linked, never re-encoded), or an ImageFolder
-        directory (written with ``DatasetWriter`` into fields ``image_field`` and
-        ``label_field``; ``writer_options`` go to the image field)."""
+        """Adds rows, as a new version.
+
+        Parameters
+        ----------
+        source : str or os.PathLike
+            A ``.beton`` file (hard-linked, never re-encoded), or an ImageFolder directory
+            (written with ``DatasetWriter.from_imagefolder``).
+        message : str, optional
+        image_field, label_field : str, optional
+            The fields an ImageFolder's images and labels go into.
+        **writer_options
+            ``RGBImageField`` options for an ImageFolder's images.
+
+        Returns
+        -------
+        Dataset
+            This object, showing the new version. A dataset without class names takes the
+            appended data's.
+
+        Raises
+        ------
+        ValueError
+            For a file that lacks a field of the schema or has it with another type.
+
+        Examples
+        --------
+        >>> ds.append("more.beton")  # doctest: +SKIP
+        >>> ds.append("more_photos/", write_mode="jpg")  # doctest: +SKIP
+        """
         import os
 
         native = self._editable("append")
@@ -311,54 +1024,240 @@ class Dataset:
         return self._edited()
 
     def compact(self, num_workers: int = 0, message: str = "") -> "Dataset":
-        """Folds data files, deletions and column files into one new data file (payloads copied
-        byte for byte): the same rows, row ids and splits."""
+        """Folds data files, deletions and column files into one new data file, as a new version.
+
+        Payloads are copied byte for byte: the same rows, row ids, splits and classes.
+
+        Parameters
+        ----------
+        num_workers : int, optional
+            Threads (0: every core).
+        message : str, optional
+
+        Returns
+        -------
+        Dataset
+            This object, showing the new version.
+
+        Raises
+        ------
+        TypeError
+            For a ``.beton`` file.
+
+        Examples
+        --------
+        >>> ds.compact().versions()[-1]["data_files"]  # doctest: +SKIP
+        1
+        """
         self._editable("compact").compact(num_workers, message)
         return self._edited()
 
     def cleanup(self, keep_versions: int = 1, older_than_seconds: float = 3600.0) -> Dict[str, Any]:
-        """Removes versions older than the newest ``keep_versions`` (tags are kept) and every file
-        no kept version references, if older than ``older_than_seconds``."""
+        """Removes old versions and the files no kept version references.
+
+        Parameters
+        ----------
+        keep_versions : int, optional
+            The newest versions to keep (tagged ones are always kept).
+        older_than_seconds : float, optional
+            Only files older than this are removed (a writer may still be committing).
+
+        Returns
+        -------
+        dict
+            ``{"versions": [...], "files": [...], "bytes": n}`` removed.
+
+        Raises
+        ------
+        ValueError
+            For ``keep_versions`` 0.
+
+        Examples
+        --------
+        >>> ds.cleanup(keep_versions=2, older_than_seconds=0)  # doctest: +SKIP
+        {'versions': [1], 'files': [...], 'bytes': 12345}
+        """
         versions, files, nbytes = self._editable("cleanup").cleanup(keep_versions, older_than_seconds)
         return {"versions": versions, "files": files, "bytes": nbytes}
 
     def export(self, path, where=None, num_workers: int = 0) -> int:
-        """Writes this version's rows (all, those of a SQL predicate, or an IndexSet) as one
-        standalone ``.beton`` file that FFCV 1.0.2 loads, splits included. Returns the rows."""
+        """Writes this version's rows as one standalone ``.beton`` file that FFCV 1.0.2 loads.
+
+        Values are copied as stored (images never re-encoded); named splits (restricted to the
+        rows written) and classes go with them.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (atomically).
+        where : str or IndexSet, optional
+            A SQL predicate or the indices to write (default: all).
+        num_workers : int, optional
+
+        Returns
+        -------
+        int
+            The rows written.
+
+        Raises
+        ------
+        TypeError
+            For a ``.beton`` file (copy it, or ``DatasetWriter.from_indexed_dataset``).
+
+        Examples
+        --------
+        >>> ds.export("clean.beton", where="quality > 0.5")  # doctest: +SKIP
+        140
+        """
         rows = self.where(where) if isinstance(where, str) else where
         if not isinstance(self._native, _native.Version):
             raise TypeError("export: use beton.import_file first, or copy the .beton file")
         return self._native.export(str(path), rows, num_workers)
 
     def to_parquet(self, path, columns: Optional[List[str]] = None) -> None:
-        """Writes the data table (every column, or ``columns``) as a Parquet file."""
+        """Writes the data table as a Parquet file.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        columns : list of str, optional
+            The columns to write (default: all).
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").to_parquet("photos.parquet", ["label", "path"])  # doctest: +SKIP
+        """
         import pyarrow.parquet as pq
 
         pq.write_table(self.table(columns), str(path))
 
     def diff(self, a=None, b=None) -> Dict[str, Any]:
-        """What changed from version ``a`` to ``b`` (numbers or tags; default: this version's
-        parent to this version): ``added`` and ``deleted`` row ids, ``added_columns``,
-        ``dropped_columns``, and ``changed``: for each column of both, the row ids whose value
-        differs."""
+        """What changed from version ``a`` to ``b``.
+
+        Parameters
+        ----------
+        a, b : int or str, optional
+            Numbers or tags (default: this version's parent to this version).
+
+        Returns
+        -------
+        dict
+            ``from``, ``to``, ``added`` and ``deleted`` row ids, ``added_columns``,
+            ``dropped_columns``, and ``changed``: for each column of both, the row ids whose
+            value differs.
+
+        Raises
+        ------
+        ValueError
+            For a version the dataset does not have.
+
+        Examples
+        --------
+        >>> ds.diff(1, 3)["deleted"]  # doctest: +SKIP
+        [4, 9, 17]
+        """
         return self._editable("diff").diff(a, b)
 
 
 def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Dataset:  # noqa: A001
-    """Opens and validates a ``.beton`` file, or version ``version`` (a number, a tag; default
-    the latest) of a dataset directory."""
+    """Opens and validates a ``.beton`` file or a version of a dataset directory.
+
+    The returned ``Dataset`` answers SQL (``query``, ``where``, ``explain``), gives the data
+    table (``table``, ``to_polars``), samples (``ds[i]``), named splits and class names; a
+    dataset directory's version is editable (``update``, ``delete``, ``append``, ...).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.beton`` file (FFCV's or beton's) or a dataset directory.
+    custom : dict, optional
+        ``{field: (size, align)}``: the row layout of a foreign custom (type 255) field.
+    version : int or str, optional
+        A directory's version number or tag (default: the latest).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    OSError
+        For a path that cannot be read.
+    beton.CorruptFileError
+        For a file that breaks the format (the message names the byte offset).
+    ValueError
+        For a version that does not exist, or a custom field without a layout.
+
+    Examples
+    --------
+    >>> import beton
+    >>> ds = beton.open("photos.beton")  # doctest: +SKIP
+    >>> ds.query("SELECT label, count(*) AS n FROM samples GROUP BY label")  # doctest: +SKIP
+    >>> val = ds.where("in_split('val') AND image.width >= 200")  # doctest: +SKIP
+    >>> print(ds.explain("label < 3"))  # doctest: +SKIP
+    >>> old = beton.open("ds_dir", version=1)  # doctest: +SKIP
+    """
     return Dataset(path, custom, version=version)
 
 
 def import_file(dir, file) -> Dataset:  # noqa: A002
-    """Makes ``dir`` a dataset directory whose version 1 is the ``.beton`` file ``file``
-    (hard-linked, never re-encoded; its named splits move into the manifest)."""
+    """Makes a dataset directory whose version 1 is a ``.beton`` file.
+
+    The file is hard-linked (never re-encoded); its named splits and class names move into the
+    manifest.
+
+    Parameters
+    ----------
+    dir : str or os.PathLike
+        The directory to make (it must not be a dataset already).
+    file : str or os.PathLike
+        The ``.beton`` file.
+
+    Returns
+    -------
+    Dataset
+        Version 1.
+
+    Raises
+    ------
+    ValueError
+        For a directory that is a dataset already, or a file with custom fields.
+
+    Examples
+    --------
+    >>> ds = beton.import_file("ds", "photos.beton")  # doctest: +SKIP
+    >>> ds.version, ds.classes == beton.open("photos.beton").classes  # doctest: +SKIP
+    (1, True)
+    """
     return Dataset._of(_native.Version.import_file(str(dir), str(file)))
 
 
 def concat(sources, out, message: str = "") -> Dataset:
-    """A new dataset directory ``out`` holding the rows of ``sources`` in order: ``.beton`` files
-    (hard-linked) or datasets (their latest versions, exported once)."""
+    """A new dataset directory holding the rows of ``sources`` in order.
+
+    Parameters
+    ----------
+    sources : list
+        ``.beton`` files (hard-linked) or datasets / dataset directories (their latest
+        versions, exported once). Each one's fields must include the first's.
+    out : str or os.PathLike
+        The new dataset directory.
+    message : str, optional
+
+    Returns
+    -------
+    Dataset
+        Its latest version.
+
+    Raises
+    ------
+    ValueError
+        For no sources, or a source that lacks a field of the first.
+
+    Examples
+    --------
+    >>> both = beton.concat(["a.beton", "b.beton"], "both")  # doctest: +SKIP
+    """
     if not sources:
         raise ValueError("concat needs at least one source")
     paths = [str(s.path if isinstance(s, Dataset) else s) for s in sources]

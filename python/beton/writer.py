@@ -1,7 +1,8 @@
 """FFCV's ``DatasetWriter``: writes a ``.beton`` file from an indexed dataset, an iterable, an
 ImageFolder or an Arrow table. Encoding runs in Rust threads; only fetching samples from Python
-holds the GIL (an Arrow table is read by Rust directly, no Python per row). The file appears
-atomically when complete."""
+holds the GIL (an Arrow table is read by Rust directly, no Python per row); a beton dataset is
+copied natively, its stored bytes as they are. The file appears atomically when complete. With
+tqdm installed (``pip install beton[progress]``) the writers show a progress bar."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from beton.fields.base import Field, native_fields
 
 
 def _progress_bar(total: int, enabled: bool):
+    """A ``tqdm.auto`` bar of ``total`` samples, or None when disabled or tqdm is not installed
+    (the ``progress`` extra)."""
     if not enabled:
         return None
     try:
@@ -89,17 +92,66 @@ def _arrow_column(field: Field, name: str, column: str, col):
     return col
 
 
+def _field_matches(field: Field, kind: str, details) -> bool:
+    """True when ``field`` (a writer's) has the type of a stored field ``(kind, details)``, so
+    that the stored values can be copied into it as they are."""
+    if field.type_name != kind:
+        return False
+    if kind in ("ndarray", "torch_tensor"):
+        options = field.options() or {}
+        return (options.get("dtype"), list(options.get("shape", []))) == (details[0], list(details[1]))
+    if kind == "array":
+        return (field.options() or {}).get("dtype") == details[0]
+    return True
+
+
+def _native_of(dataset):
+    """The native ``Dataset`` or ``Version`` behind a beton dataset, else None."""
+    from beton.dataset import Dataset
+
+    if isinstance(dataset, Dataset):
+        return dataset._native
+    if isinstance(dataset, (_native.Dataset, _native.Version)):
+        return dataset
+    return None
+
+
 class DatasetWriter:
-    """``DatasetWriter(path, {'image': RGBImageField(), 'label': IntField()}, num_workers=...)``."""
+    """FFCV's ``DatasetWriter``: writes samples into a ``.beton`` file, FFCV 1.0.2's format.
+
+    Parameters
+    ----------
+    fname : str or os.PathLike
+        The file to write (it appears atomically when complete). An existing directory, or a
+        path ending in ``/``, writes a dataset directory: its version 1 when new
+        (``beton.import_file``), else a new version appending the rows (``Dataset.append``);
+        the report then has ``version``.
+    fields : dict of str to Field
+        ``{name: field}`` in file order: ``RGBImageField()``, ``IntField()``, ``FloatField()``,
+        ``NDArrayField(dtype, shape)``, ``JSONField()``, ``BytesField()``, ``TextField()``, ...
+    page_size : int, default 8 MiB
+        A power of two in [2 MiB, 4 GiB).
+    num_workers : int, default -1
+        Encoding threads (-1 or 0: every core). The output does not depend on it.
+    seed : int, default 0
+        Seeds per-sample random choices (``write_mode='proportion'``) and ``shuffle_indices``.
+    progress : bool, default True
+        Show a tqdm progress bar when tqdm is installed (``pip install beton[progress]``).
+    skip_bad : bool, default False
+        Leave out samples whose images cannot be read or decoded instead of failing the
+        write; the report's ``skipped`` lists ``(index, why)`` (``why`` names the file).
+
+    Examples
+    --------
+    >>> from beton import DatasetWriter
+    >>> from beton.fields import IntField, RGBImageField
+    >>> w = DatasetWriter("photos.beton", {"image": RGBImageField(write_mode="jpg"), "label": IntField()})
+    >>> w.from_imagefolder("photos/", with_path=True)  # doctest: +SKIP
+    {'path': 'photos.beton', 'num_samples': 155, ..., 'classes': ['bird', 'cat', ...]}
+    """
 
     def __init__(self, fname, fields: Dict[str, Field], page_size: int = 8 << 20, num_workers: int = -1,
                  seed: int = 0, progress: bool = True, skip_bad: bool = False):
-        """``skip_bad=True`` leaves out samples whose images cannot be read or decoded instead of
-        failing the write; the report's ``skipped`` lists ``(index, why)`` (``why`` names the file).
-
-        ``fname`` an existing directory, or a path ending in ``/``, writes a dataset directory:
-        its version 1 when new (``beton.import_file``), else a new version appending the rows
-        (``Dataset.append``); the report then has ``version``."""
         self.fname = str(fname)
         self.skip_bad = bool(skip_bad)
         self.fields = dict(fields)
@@ -108,7 +160,11 @@ class DatasetWriter:
         self.seed = int(seed)
         self.progress = progress
 
-    def _write(self, n: int, get) -> Dict[str, Any]:
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}: {type(f).__name__}" for k, f in self.fields.items())
+        return f"DatasetWriter({self.fname!r}, {{{fields}}})"
+
+    def _write(self, n: int, get, finish=None) -> Dict[str, Any]:
         names = list(self.fields)
         fields = [self.fields[k] for k in names]
 
@@ -123,9 +179,12 @@ class DatasetWriter:
         bar, progress = _progress(n, self.progress)
         try:
             with self._destination() as (path, publish):
-                return publish(_native.write(path, native_fields(self.fields), n, sample,
-                                             page_size=self.page_size, num_workers=self.num_workers,
-                                             seed=self.seed, progress=progress, skip_bad=self.skip_bad))
+                report = _native.write(path, native_fields(self.fields), n, sample,
+                                       page_size=self.page_size, num_workers=self.num_workers,
+                                       seed=self.seed, progress=progress, skip_bad=self.skip_bad)
+                if finish is not None:
+                    finish(path)
+                return publish(report)
         finally:
             if bar is not None:
                 bar.close()
@@ -157,47 +216,254 @@ class DatasetWriter:
             yield path, publish
 
     def from_indexed_dataset(self, dataset, indices: Optional[Sequence[int]] = None, chunksize: int = 100,
-                             shuffle_indices: bool = False):
-        """Writes ``dataset[i]`` (a tuple or dict of field values) for ``i`` in ``indices``
-        (default: all), in that order; ``shuffle_indices`` shuffles them (seeded)."""
-        idx = list(range(len(dataset))) if indices is None else [int(i) for i in indices]
+                             shuffle_indices: bool = False, copy_stored: bool = True):
+        """Writes ``dataset[i]`` for ``i`` in ``indices``, in that order.
+
+        A beton ``Dataset`` (a ``.beton`` file or a dataset version, from ``beton.open``) whose
+        fields include the writer's, with the same types, is copied natively: every value as
+        it is stored, JPEGs byte for byte, never decoded or re-encoded (the writer's image
+        options do not apply then; ``copy_stored=False`` re-encodes with them). Its class names
+        go with it. Any other dataset (a torch ``Dataset``, a list) is read in Python, one
+        sample at a time.
+
+        Parameters
+        ----------
+        dataset : Dataset or indexable
+            ``dataset[i]`` is a tuple (in field order) or a dict of field values.
+        indices : IndexSet or sequence of int, optional
+            The samples to write (default: all), e.g. ``ds.where("label < 3")``.
+        chunksize : int, optional
+            Accepted for FFCV compatibility; the native writer sizes its own steps.
+        shuffle_indices : bool, default False
+            Write the samples in a seeded random order (the writer's ``seed``).
+        copy_stored : bool, default True
+            Copy a beton dataset's stored bytes (see above).
+
+        Returns
+        -------
+        dict
+            The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.
+
+        Raises
+        ------
+        KeyError
+            When a beton dataset lacks a field of the writer (the message lists its fields).
+        ValueError
+            For a sample whose values do not fit their fields, or an index past the end.
+
+        Examples
+        --------
+        >>> ds = beton.open("photos.beton")  # doctest: +SKIP
+        >>> w = DatasetWriter("small.beton", {"image": RGBImageField(), "label": IntField()})
+        >>> w.from_indexed_dataset(ds, indices=ds.where("label < 3"))  # doctest: +SKIP
+        {'path': 'small.beton', 'num_samples': 77, ...}
+        """
+        n = len(dataset)
+        if indices is None:
+            idx = list(range(n))
+        else:
+            idx = [int(i) + n if int(i) < 0 else int(i) for i in indices]
         if shuffle_indices:
             import random
 
             random.Random(self.seed).shuffle(idx)
+        native = _native_of(dataset) if copy_stored else None
+        if native is not None:
+            stored = {name: (kind, details) for name, kind, details in native.fields()}
+            missing = [k for k in self.fields if k not in stored]
+            if missing:
+                raise KeyError(f"from_indexed_dataset: the dataset has no field {missing[0]!r} of the writer; "
+                               f"its fields are {list(stored)}")
+            if all(_field_matches(f, *stored[k]) for k, f in self.fields.items()):
+                return self._copy(native, idx)
         return self._write(len(idx), lambda i: dataset[idx[i]])
 
+    def _copy(self, native, rows) -> Dict[str, Any]:
+        """Copies rows ``rows`` of a native dataset (values as stored) to the destination."""
+        bar, _ = _progress(len(rows), self.progress)
+        try:
+            with self._destination() as (path, publish):
+                report = native.copy_to(path, fields=list(self.fields), rows=rows, page_size=self.page_size,
+                                        num_workers=self.num_workers)
+                if bar is not None:
+                    bar.update(len(rows))
+                return publish(report)
+        finally:
+            if bar is not None:
+                bar.close()
+
     def from_iterable(self, iterable: Iterable, length: Optional[int] = None):
-        """Writes the samples an iterable yields (materialised first when it has no length)."""
+        """Writes the samples an iterable yields.
+
+        Parameters
+        ----------
+        iterable : iterable
+            Samples: tuples (in field order) or dicts of field values. One without a length
+            is materialised first.
+        length : int, optional
+            The samples to write (default: its length).
+
+        Returns
+        -------
+        dict
+            The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.
+
+        Raises
+        ------
+        ValueError
+            For a sample with the wrong number of values, or values that do not fit.
+
+        Examples
+        --------
+        >>> w = DatasetWriter("nums.beton", {"x": IntField(), "y": FloatField()})  # doctest: +SKIP
+        >>> w.from_iterable(((i, i / 2) for i in range(10)))["num_samples"]  # doctest: +SKIP
+        10
+        """
         items = iterable if hasattr(iterable, "__getitem__") and hasattr(iterable, "__len__") else list(iterable)
         return self._write(len(items) if length is None else length, lambda i: items[i])
 
-    def from_imagefolder(self, root, image_field: str = "image", label_field: str = "label"):
-        """Writes an ImageFolder (``root/CLASS/IMAGE``) in torchvision's order (classes sorted,
-        labels their positions): the image file into ``image_field`` (read and encoded by Rust
-        threads), the label into ``label_field``. Other fields get ``None`` and must not exist.
-        Returns the report, with ``classes``."""
-        if set(self.fields) != {image_field, label_field}:
-            raise ValueError(f"from_imagefolder writes fields {image_field!r} and {label_field!r}; "
-                             f"this writer has {sorted(self.fields)}")
+    def from_imagefolder(self, root, image_field: str = "image", label_field: str = "label",
+                         with_path: bool = False, path_field: str = "path"):
+        """Writes an ImageFolder (``root/CLASS/IMAGE``), as ``beton write-imagefolder`` does.
+
+        In torchvision's order (classes sorted, labels their positions, images found
+        recursively): each image file into ``image_field`` (read and encoded by Rust threads),
+        its label into ``label_field``, and with ``with_path`` its path relative to ``root``
+        into ``path_field`` (a text field, added to ``self.fields`` when the writer lacks it).
+        The class names are stored in the file (``beton.open(f).classes``; FFCV still loads
+        it).
+
+        The CLI's options map to the writer: ``--mode``, ``--max-resolution``, ``--quality``,
+        ``--smart-threshold``, ``--proportion``, ``--no-passthrough`` and
+        ``--restart-interval`` to the image field (``RGBImageField(write_mode=...,
+        max_resolution=..., jpeg_quality=..., smart_threshold=..., compress_probability=...,
+        jpeg_passthrough=..., jpeg_restart_interval=...)``); ``--workers``, ``--page-size``,
+        ``--seed`` and ``--skip-bad`` to ``DatasetWriter(num_workers=..., page_size=...,
+        seed=..., skip_bad=...)``; ``--with-path`` to ``with_path=True``.
+
+        Parameters
+        ----------
+        root : str or os.PathLike
+            The folder: one sub-folder per class.
+        image_field : str, default 'image'
+            The writer's image field (``RGBImageField`` or ``GreyImageField``).
+        label_field : str, default 'label'
+            The writer's label field (``IntField``).
+        with_path : bool, default False
+            Also write each image's path relative to ``root``.
+        path_field : str, default 'path'
+            The field the paths go into (a ``TextField``).
+
+        Returns
+        -------
+        dict
+            The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``,
+            and ``classes``.
+
+        Raises
+        ------
+        ValueError
+            For a writer whose fields are not those this writes (naming them), a folder with
+            no classes or images, an image format beton does not read (naming the file), or a
+            path that is not UTF-8.
+        TypeError
+            For an image, label or path field of the wrong type.
+
+        Examples
+        --------
+        >>> w = DatasetWriter("photos.beton", {"image": RGBImageField(write_mode="jpg", max_resolution=256),
+        ...                                    "label": IntField()})
+        >>> report = w.from_imagefolder("photos/", with_path=True)  # doctest: +SKIP
+        >>> list(w.fields), report["classes"][:2]  # doctest: +SKIP
+        (['image', 'label', 'path'], ['bird', 'cat'])
+        """
+        from beton.fields import IntField, TextField
+
+        if with_path:
+            existing = self.fields.get(path_field)
+            if existing is None:
+                self.fields[path_field] = TextField()
+            elif existing.type_name != "text":
+                raise TypeError(f"from_imagefolder(with_path=True): field {path_field!r} is a "
+                                f"{type(existing).__name__}; the image paths are text (TextField)")
+        wanted = [image_field, label_field] + ([path_field] if with_path else [])
+        if len(set(wanted)) != len(wanted):
+            raise ValueError(f"from_imagefolder: image_field, label_field and path_field must differ, got {wanted}")
+        if set(self.fields) != set(wanted):
+            missing = [k for k in wanted if k not in self.fields]
+            extra = [k for k in self.fields if k not in wanted]
+            why = "; ".join(filter(None, [f"it lacks {missing}" if missing else "",
+                                          f"it has {extra} too" if extra else ""]))
+            raise ValueError(f"from_imagefolder writes fields {wanted}; this writer has {list(self.fields)}: {why} "
+                             f"(pass image_field=, label_field=, with_path=)")
+        if self.fields[image_field].type_name not in ("rgb_image", "grey_image"):
+            raise TypeError(f"from_imagefolder: field {image_field!r} gets the images: it must be an "
+                            f"RGBImageField or GreyImageField, not {type(self.fields[image_field]).__name__}")
+        if self.fields[label_field].type_name != IntField.type_name:
+            raise TypeError(f"from_imagefolder: field {label_field!r} gets the labels: it must be an IntField, "
+                            f"not {type(self.fields[label_field]).__name__}")
         classes, samples = _native.scan_imagefolder(str(root))
-        order = [image_field, label_field]
-        report = self._write(len(samples), lambda i: {order[0]: str(samples[i][0]), order[1]: samples[i][1]})
+        rel = []
+        if with_path:
+            for p, _ in samples:
+                r = os.path.relpath(str(p), str(root))
+                try:
+                    r.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError(f"from_imagefolder(with_path=True): {p!s} is not valid UTF-8 "
+                                     f"(the path field is text)") from None
+                rel.append(r)
+
+        def sample(i):
+            path, label = samples[i]
+            values = {image_field: str(path), label_field: label}
+            if with_path:
+                values[path_field] = rel[i]
+            return values
+
+        report = self._write(len(samples), sample, finish=lambda path: _save_classes(path, classes))
         report["classes"] = classes
         return report
 
     def from_arrow(self, table, columns: Optional[Dict[str, str]] = None):
-        """Writes the rows of an Arrow table (pyarrow, polars or pandas: anything
-        ``pyarrow.table()`` accepts). Each field takes the column of its name (or
-        ``columns[field]``). The table crosses into Rust once and no Python runs per row.
+        """Writes the rows of an Arrow table, no Python per row.
 
-        Columns by field: int from any integer type; float from float or integer types; bool
-        from boolean; text from strings; json from strings holding JSON text (other columns
-        are serialised with ``json.dumps`` first, in Python); bytes from binary; ndarray,
-        torch_tensor and array from binary (the array's bytes) or lists of numbers (cast to
-        the field's dtype); images from strings (file paths) or binary (encoded JPEG/PNG).
-        A column of another type raises ``TypeError``; a null, or an integer beyond int64,
-        ``ValueError`` naming the field, the column and the row."""
+        Each field takes the column of its name (or ``columns[field]``); the table crosses into
+        Rust once. Columns by field: int from any integer type; float from float or integer
+        types; bool from boolean; text from strings; json from strings holding JSON text (other
+        columns are serialised with ``json.dumps`` first, in Python); bytes from binary;
+        ndarray, torch_tensor and array from binary (the array's bytes) or lists of numbers
+        (cast to the field's dtype); images from strings (file paths) or binary (encoded
+        JPEG/PNG).
+
+        Parameters
+        ----------
+        table : pyarrow.Table, polars.DataFrame, pandas.DataFrame or dict
+            Anything ``pyarrow.table()`` accepts.
+        columns : dict of str to str, optional
+            ``{field: column}`` where they differ.
+
+        Returns
+        -------
+        dict
+            The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.
+
+        Raises
+        ------
+        KeyError
+            For a field with no column (the message lists the columns).
+        TypeError
+            For a column of a type the field cannot take.
+        ValueError
+            For a null, or an integer beyond int64, naming the field, the column and the row.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> w = DatasetWriter("t.beton", {"label": IntField(), "caption": TextField()})  # doctest: +SKIP
+        >>> w.from_arrow(pa.table({"label": [1, 2], "caption": ["a", "b"]}))["num_samples"]  # doctest: +SKIP
+        2
+        """
         import pyarrow as pa
 
         if not isinstance(table, pa.Table):
@@ -222,3 +488,11 @@ class DatasetWriter:
         finally:
             if bar is not None:
                 bar.close()
+
+
+def _save_classes(path: str, classes) -> None:
+    """Stores ImageFolder class names in the file just written (its split region)."""
+    try:
+        _native.Dataset(path).save_classes(list(classes))
+    except ValueError as e:
+        raise ValueError(f"{path}: storing the {len(classes)} class names: {e}") from None

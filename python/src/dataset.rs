@@ -69,6 +69,96 @@ pub(crate) fn value_object<'py>(
     })
 }
 
+/// `{"allocations", "pages", "bytes"}` of some reads.
+fn reads_dict<'py>(py: Python<'py>, r: &beton_query::explain::Reads) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("allocations", r.allocations)?;
+    d.set_item("pages", r.pages)?;
+    d.set_item("bytes", r.bytes)?;
+    Ok(d)
+}
+
+/// A query plan as a dict (the Python `Explain` wraps it): `text` is `beton explain`'s output.
+pub(crate) fn explain_dict<'py>(
+    py: Python<'py>,
+    e: beton_query::explain::Explain,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("text", e.to_string())?;
+    d.set_item("sql", &e.sql)?;
+    match &e.source {
+        beton_query::explain::Source::File(p) => {
+            d.set_item("path", p)?;
+            d.set_item("version", 1)?;
+        }
+        beton_query::explain::Source::Version { dir, version } => {
+            d.set_item("path", dir)?;
+            d.set_item("version", version)?;
+        }
+    }
+    d.set_item("columns", &e.columns)?;
+    d.set_item("heap_columns", &e.heap_columns)?;
+    d.set_item("rows_matched", e.rows_matched)?;
+    d.set_item("num_rows", e.num_rows)?;
+    d.set_item("page_size", e.page_size)?;
+    d.set_item("matched", reads_dict(py, &e.matched)?)?;
+    d.set_item("total", reads_dict(py, &e.total)?)?;
+    let files = e
+        .data_files
+        .iter()
+        .map(|f| {
+            let fd = PyDict::new(py);
+            fd.set_item("id", f.id)?;
+            fd.set_item("data_file", &f.data_file)?;
+            fd.set_item("rows_matched", f.rows_matched)?;
+            fd.set_item("matched", reads_dict(py, &f.matched)?)?;
+            fd.set_item("total", reads_dict(py, &f.total)?)?;
+            Ok(fd)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("data_files", files)?;
+    d.set_item("ids", IndexSet::wrap(e.ids))?;
+    Ok(d)
+}
+
+/// Copies rows of `table` (fields `fields`, each with its type in `schema`) into a new file,
+/// values as stored (never re-encoded): the report as a dict.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_table<'py>(
+    py: Python<'py>,
+    table: &Table<'_>,
+    schema: &[(String, beton_storage::FieldType)],
+    path: &std::path::Path,
+    fields: Option<Vec<String>>,
+    rows: Option<Vec<u64>>,
+    classes: Option<&[String]>,
+    options: beton_storage::WriterOptions,
+) -> PyResult<Bound<'py, PyDict>> {
+    let fields: Vec<(String, beton_storage::FieldType)> = match fields {
+        None => schema.to_vec(),
+        Some(names) => names
+            .into_iter()
+            .map(|n| match schema.iter().find(|(s, _)| *s == n) {
+                Some(f) => Ok(f.clone()),
+                None => Err(pyo3::exceptions::PyKeyError::new_err(format!(
+                    "no field '{n}' to copy; the fields are {}",
+                    schema.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(", ")
+                ))),
+            })
+            .collect::<PyResult<_>>()?,
+    };
+    let copy = beton_query::copy::Copy { fields: &fields, rows: rows.as_deref(), classes };
+    let report =
+        py.detach(|| beton_query::copy::copy_rows(table, path, copy, options)).map_err(from_query)?;
+    let d = PyDict::new(py);
+    d.set_item("path", &report.path)?;
+    d.set_item("num_samples", report.num_samples)?;
+    d.set_item("num_pages", report.num_pages)?;
+    d.set_item("file_len", report.file_len)?;
+    d.set_item("skipped", Vec::<(u64, String)>::new())?;
+    Ok(d)
+}
+
 /// An open, validated `.beton` file.
 #[pyclass(module = "beton._native", frozen)]
 pub struct Dataset {
@@ -218,6 +308,50 @@ impl Dataset {
     fn remove_splits(&self, py: Python<'_>, names: Vec<String>) -> PyResult<()> {
         let (path, opened) = (self.inner.path().to_path_buf(), self.inner.file_id());
         py.detach(|| splits::remove(&path, opened, names.iter().map(String::as_str))).map_err(from_query)
+    }
+
+    /// The plan of `sql` (`beton explain`): a dict, with `text` as the CLI prints it.
+    fn explain<'py>(&self, py: Python<'py>, sql: String) -> PyResult<Bound<'py, PyDict>> {
+        let ds = Arc::clone(&self.inner);
+        let e = py.detach(|| beton_query::explain::file(&ds, &sql)).map_err(from_query)?;
+        explain_dict(py, e)
+    }
+
+    /// The class names stored in the file, or None.
+    #[getter]
+    fn classes(&self) -> PyResult<Option<Vec<String>>> {
+        self.inner.classes().map_err(from_storage)
+    }
+
+    /// Stores class names in the file (None removes them), in one crash-safe update.
+    fn save_classes(&self, py: Python<'_>, classes: Option<Vec<String>>) -> PyResult<()> {
+        let (path, opened) = (self.inner.path().to_path_buf(), self.inner.file_id());
+        py.detach(|| beton_storage::save_classes(&path, opened, classes.as_deref())).map_err(from_storage)
+    }
+
+    /// Writes rows `rows` (all for None; any order, repeats allowed) of fields `fields` (all for
+    /// None) to a new `.beton` file at `path`, every value as stored: images never re-encoded.
+    /// The class names go with them. Returns the writer's report.
+    #[pyo3(signature = (path, fields = None, rows = None, page_size = None, num_workers = 0))]
+    fn copy_to<'py>(
+        &self,
+        py: Python<'py>,
+        path: std::path::PathBuf,
+        fields: Option<Vec<String>>,
+        rows: Option<Vec<u64>>,
+        page_size: Option<u64>,
+        num_workers: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ds = Arc::clone(&self.inner);
+        let schema: Vec<_> =
+            ds.fields().iter().map(|f| (f.name().to_string(), f.field_type().clone())).collect();
+        let classes = ds.classes().map_err(from_storage)?;
+        let options = beton_storage::WriterOptions {
+            page_size: page_size.unwrap_or(ds.page_size()),
+            num_threads: num_workers,
+            ..beton_storage::WriterOptions::default()
+        };
+        copy_table(py, &Table::new(&ds), &schema, &path, fields, rows, classes.as_deref(), options)
     }
 
     fn __repr__(&self) -> String {

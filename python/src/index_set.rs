@@ -1,12 +1,35 @@
 //! `IndexSet`: sorted unique row ids, with set algebra, seeded split/sample/shuffle and the
-//! binary form. A thin wrapper of `beton_query::IndexSet`.
+//! binary form. A thin wrapper of `beton_query::IndexSet`. The doc comments here are the Python
+//! docstrings (numpydoc), so they speak Python.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::errors::from_query;
 
-/// Sorted, unique row ids (a query's answer, a named split); the loader samples from one.
+/// Sorted, unique row ids: a query's answer, a named split, what a loader samples from.
+///
+/// ``ds.where(sql)`` and ``ds.split(name)`` return one; the set operators ``|``, ``&`` and
+/// ``-`` combine them; ``Loader(..., indices=s)`` trains on one.
+///
+/// Parameters
+/// ----------
+/// ids : iterable of int, optional
+///     Non-negative row ids, in any order, repeats allowed (sorted and deduplicated here).
+///
+/// Raises
+/// ------
+/// OverflowError
+///     For a negative id.
+///
+/// Examples
+/// --------
+/// >>> from beton import IndexSet
+/// >>> s = IndexSet([5, 1, 3, 3])
+/// >>> len(s), s.tolist()
+/// (3, [1, 3, 5])
+/// >>> (s | IndexSet([2])).tolist()
+/// [1, 2, 3, 5]
 #[pyclass(module = "beton._native", frozen, eq, from_py_object)]
 #[derive(Clone, PartialEq)]
 pub struct IndexSet {
@@ -21,25 +44,68 @@ impl IndexSet {
 
 #[pymethods]
 impl IndexSet {
-    /// From any iterable of non-negative ints (sorted and deduplicated here).
     #[new]
-    #[pyo3(signature = (ids = Vec::new()))]
+    #[pyo3(signature = (ids = Vec::new()), text_signature = "(ids=())")]
     fn new(ids: Vec<u64>) -> Self {
         IndexSet { inner: ids.into_iter().collect() }
     }
 
-    /// Every row id of a dataset of `n` rows.
+    /// Every row id of a dataset of ``n`` rows: ``0, 1, ..., n - 1``.
+    ///
+    /// Parameters
+    /// ----------
+    /// n : int
+    ///     The number of rows.
+    ///
+    /// Returns
+    /// -------
+    /// IndexSet
+    ///
+    /// Examples
+    /// --------
+    /// >>> IndexSet.all(4).tolist()
+    /// [0, 1, 2, 3]
     #[staticmethod]
     fn all(n: u64) -> Self {
         IndexSet { inner: beton_query::IndexSet::all(n) }
     }
 
-    /// The binary form (FORMAT.md §12).
+    /// Reads the binary form (docs/FORMAT.md §12: gaps or a bitmap, whichever is smaller).
+    ///
+    /// Parameters
+    /// ----------
+    /// data : bytes
+    ///     What ``to_bytes`` gave.
+    ///
+    /// Returns
+    /// -------
+    /// IndexSet
+    ///
+    /// Raises
+    /// ------
+    /// ValueError
+    ///     For bytes that are not an index set, naming the offset of the problem.
+    ///
+    /// Examples
+    /// --------
+    /// >>> s = IndexSet([1, 7])
+    /// >>> IndexSet.from_bytes(s.to_bytes()) == s
+    /// True
     #[staticmethod]
     fn from_bytes(data: &[u8]) -> PyResult<Self> {
         Ok(IndexSet { inner: beton_query::IndexSet::from_bytes(data).map_err(from_query)? })
     }
 
+    /// The binary form (docs/FORMAT.md §12), as stored in a file's named splits.
+    ///
+    /// Returns
+    /// -------
+    /// bytes
+    ///
+    /// Examples
+    /// --------
+    /// >>> IndexSet([1, 7]).to_bytes()[:4]
+    /// b'BIDX'
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.to_bytes())
     }
@@ -50,6 +116,16 @@ impl IndexSet {
         PyBytes::new(py, &bytes)
     }
 
+    /// The ids, ascending, as a list.
+    ///
+    /// Returns
+    /// -------
+    /// list of int
+    ///
+    /// Examples
+    /// --------
+    /// >>> IndexSet([3, 1]).tolist()
+    /// [1, 3]
     fn tolist(&self) -> Vec<u64> {
         self.inner.as_slice().to_vec()
     }
@@ -83,25 +159,113 @@ impl IndexSet {
         IndexSet { inner: self.inner.difference(&other.inner) }
     }
 
+    /// The ids in either set (``a | b``).
+    ///
+    /// Parameters
+    /// ----------
+    /// other : IndexSet
+    ///
+    /// Returns
+    /// -------
+    /// IndexSet
+    ///
+    /// Examples
+    /// --------
+    /// >>> IndexSet([1, 2]).union(IndexSet([2, 5])).tolist()
+    /// [1, 2, 5]
     fn union(&self, other: &IndexSet) -> IndexSet {
         self.__or__(other)
     }
 
+    /// The ids in both sets (``a & b``).
+    ///
+    /// Parameters
+    /// ----------
+    /// other : IndexSet
+    ///
+    /// Returns
+    /// -------
+    /// IndexSet
+    ///
+    /// Examples
+    /// --------
+    /// >>> IndexSet([1, 2]).intersection(IndexSet([2, 5])).tolist()
+    /// [2]
     fn intersection(&self, other: &IndexSet) -> IndexSet {
         self.__and__(other)
     }
 
+    /// The ids of this set not in ``other`` (``a - b``).
+    ///
+    /// Parameters
+    /// ----------
+    /// other : IndexSet
+    ///
+    /// Returns
+    /// -------
+    /// IndexSet
+    ///
+    /// Examples
+    /// --------
+    /// >>> IndexSet([1, 2]).difference(IndexSet([2, 5])).tolist()
+    /// [1]
     fn difference(&self, other: &IndexSet) -> IndexSet {
         self.__sub__(other)
     }
 
-    /// Seeded partition by `fractions` (summing to at most 1): a list of IndexSets.
+    /// Seeded random partition into parts of the given fractions of the ids.
+    ///
+    /// Parameters
+    /// ----------
+    /// fractions : list of float
+    ///     One per part, each in [0, 1], summing to at most 1 (ids left over go to no part).
+    /// seed : int, default 0
+    ///     The same seed gives the same parts.
+    ///
+    /// Returns
+    /// -------
+    /// list of IndexSet
+    ///     Disjoint, one per fraction.
+    ///
+    /// Raises
+    /// ------
+    /// ValueError
+    ///     For fractions out of range or summing to more than 1.
+    ///
+    /// Examples
+    /// --------
+    /// >>> train, val = IndexSet.all(10).split([0.8, 0.2], seed=0)
+    /// >>> len(train), len(val), len(train & val)
+    /// (8, 2, 0)
     #[pyo3(signature = (fractions, seed = 0))]
     fn split(&self, fractions: Vec<f64>, seed: u64) -> PyResult<Vec<IndexSet>> {
         Ok(self.inner.split(&fractions, seed).map_err(from_query)?.into_iter().map(IndexSet::wrap).collect())
     }
 
-    /// Seeded split keeping the proportions of `keys` (one per id, e.g. labels) in every part.
+    /// Seeded split keeping the proportions of ``keys`` (one per id, e.g. labels) in every part.
+    ///
+    /// Parameters
+    /// ----------
+    /// keys : list of int
+    ///     The key of each id, in id order (``len(keys) == len(self)``).
+    /// fractions : list of float
+    ///     As in ``split``.
+    /// seed : int, default 0
+    ///
+    /// Returns
+    /// -------
+    /// list of IndexSet
+    ///
+    /// Raises
+    /// ------
+    /// ValueError
+    ///     For a keys list of another length, or bad fractions.
+    ///
+    /// Examples
+    /// --------
+    /// >>> a, b = IndexSet.all(4).stratified_split([0, 0, 1, 1], [0.5, 0.5])
+    /// >>> len(a), len(b)
+    /// (2, 2)
     #[pyo3(signature = (keys, fractions, seed = 0))]
     fn stratified_split(&self, keys: Vec<i64>, fractions: Vec<f64>, seed: u64) -> PyResult<Vec<IndexSet>> {
         Ok(self
@@ -113,26 +277,74 @@ impl IndexSet {
             .collect())
     }
 
-    /// `n` ids drawn without replacement, seeded.
+    /// ``n`` ids drawn without replacement, seeded.
+    ///
+    /// Parameters
+    /// ----------
+    /// n : int
+    ///     How many; at most ``len(self)``.
+    /// seed : int, default 0
+    ///
+    /// Returns
+    /// -------
+    /// IndexSet
+    ///
+    /// Raises
+    /// ------
+    /// ValueError
+    ///     When ``n`` exceeds the ids there are.
+    ///
+    /// Examples
+    /// --------
+    /// >>> len(IndexSet.all(100).sample(10, seed=1))
+    /// 10
     #[pyo3(signature = (n, seed = 0))]
     fn sample(&self, n: usize, seed: u64) -> PyResult<IndexSet> {
         Ok(IndexSet { inner: self.inner.sample(n, seed).map_err(from_query)? })
     }
 
-    /// The ids in a seeded random order (a list).
+    /// The ids in a seeded random order.
+    ///
+    /// Parameters
+    /// ----------
+    /// seed : int, default 0
+    ///
+    /// Returns
+    /// -------
+    /// list of int
+    ///
+    /// Examples
+    /// --------
+    /// >>> sorted(IndexSet([4, 2, 9]).shuffled(seed=3))
+    /// [2, 4, 9]
     #[pyo3(signature = (seed = 0))]
     fn shuffled(&self, seed: u64) -> Vec<u64> {
         self.inner.shuffled(seed)
     }
 
     /// A stable 64-bit hash of the ids (the loader's resume state checks it).
+    ///
+    /// Returns
+    /// -------
+    /// int
+    ///
+    /// Examples
+    /// --------
+    /// >>> IndexSet([1, 2]).fingerprint() == IndexSet([2, 1]).fingerprint()
+    /// True
     fn fingerprint(&self) -> u64 {
         self.inner.fingerprint()
     }
 
+    /// `IndexSet(155 ids: [0, 1, 2, 3, 4, 5, ...], fingerprint 0x…)`: short for any size.
     fn __repr__(&self) -> String {
         let head: Vec<String> = self.inner.iter().take(6).map(|i| i.to_string()).collect();
         let more = if self.inner.len() > 6 { ", ..." } else { "" };
-        format!("IndexSet({} ids: [{}{more}])", self.inner.len(), head.join(", "))
+        format!(
+            "IndexSet({} ids: [{}{more}], fingerprint {:#018x})",
+            self.inner.len(),
+            head.join(", "),
+            self.inner.fingerprint()
+        )
     }
 }

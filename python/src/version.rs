@@ -501,6 +501,42 @@ impl Version {
         Ok(out)
     }
 
+    /// The plan of `sql` on this version (`beton explain DIR`), as `Dataset.explain`.
+    fn explain<'py>(&self, py: Python<'py>, sql: String) -> PyResult<Bound<'py, PyDict>> {
+        let opened = self.opened();
+        let e = py.detach(|| beton_query::explain::version(&opened.version, &sql)).map_err(from_query)?;
+        crate::dataset::explain_dict(py, e)
+    }
+
+    /// This version's class names, or None.
+    #[getter]
+    fn classes(&self) -> Option<Vec<String>> {
+        self.opened().version.manifest().classes.clone()
+    }
+
+    /// Writes rows of this version to a new `.beton` file, values as stored, as `Dataset.copy_to`.
+    #[pyo3(signature = (path, fields = None, rows = None, page_size = None, num_workers = 0))]
+    fn copy_to<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        fields: Option<Vec<String>>,
+        rows: Option<Vec<u64>>,
+        page_size: Option<u64>,
+        num_workers: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let opened = self.opened();
+        let schema = opened.view.schema().map_err(from_query)?;
+        let table = opened.view.table().map_err(from_query)?;
+        let page_size = page_size
+            .or_else(|| opened.view.datasets().map(|d| d.page_size()).max())
+            .unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
+        let options =
+            beton_storage::WriterOptions { page_size, num_threads: num_workers, ..Default::default() };
+        let classes = opened.version.manifest().classes.clone();
+        crate::dataset::copy_table(py, &table, &schema, &path, fields, rows, classes.as_deref(), options)
+    }
+
     fn __repr__(&self) -> String {
         let opened = self.opened();
         let m = opened.version.manifest();

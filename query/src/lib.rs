@@ -8,7 +8,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod copy;
 pub mod error;
+pub mod explain;
 pub mod index_set;
 pub mod splits;
 pub mod sql;

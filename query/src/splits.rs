@@ -71,6 +71,25 @@ pub fn get(ds: &Dataset, name: &str) -> Result<IndexSet> {
     }
 }
 
+/// Checks a split name: storage's rules (1 to 64 ASCII letters, digits, `_ - . : =`), and not
+/// one of beton's reserved entry names (starting with `:`, e.g. the class names).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the rule broken.
+pub fn check_name(name: &str) -> Result<()> {
+    beton_storage::splits::check_name(name)?;
+    if beton_storage::splits::is_reserved(name) {
+        return Err(Error::InvalidArgument {
+            what: format!("split name {name:?}"),
+            why: format!(
+                "names starting with '{}' are reserved for beton's own entries (the class names)",
+                beton_storage::splits::RESERVED_PREFIX
+            ),
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn no_such_split<'n>(name: &str, names: impl Iterator<Item = &'n String>) -> Error {
     let names: Vec<&str> = names.map(String::as_str).collect();
     Error::NoSuchSplit {
@@ -97,7 +116,7 @@ pub fn save<'s>(
     let num_samples = Dataset::open(path)?.num_samples();
     let mut encoded = Vec::new();
     for (name, set) in sets {
-        beton_storage::splits::check_name(name)?;
+        check_name(name)?;
         check_rows(num_samples, name, set)?;
         encoded.push((name.to_string(), set.to_bytes()));
     }

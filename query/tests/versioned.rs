@@ -499,3 +499,83 @@ fn every_field_type_is_editable_and_addable() {
         assert_eq!(got, expected, "{}", path.display());
     }
 }
+
+#[test]
+fn classes_live_beside_splits_and_follow_every_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, 0, 10);
+    let classes = vec!["cat".to_string(), "dög \"x\"".to_string()];
+    let val = IndexSet::from_sorted(vec![2, 3]).unwrap();
+    beton_query::splits::save(&file, None, [("val", &val)]).unwrap();
+    beton_storage::save_classes(&file, None, Some(&classes)).unwrap();
+    let ds = Dataset::open(&file).unwrap();
+    assert_eq!(ds.classes().unwrap().as_deref(), Some(&classes[..]));
+    // Not a split, and saving or removing splits keeps it.
+    assert_eq!(beton_query::splits::names(&ds).unwrap(), ["val"]);
+    beton_query::splits::remove(&file, None, ["val"]).unwrap();
+    assert_eq!(Dataset::open(&file).unwrap().classes().unwrap().as_deref(), Some(&classes[..]));
+    let e = beton_query::splits::save(&file, None, [(":classes", &val)]).unwrap_err();
+    assert!(e.to_string().contains("reserved"), "{e}");
+
+    let dir = tmp.path().join("ds");
+    let v = VersionedDataset::import(&dir, &file).unwrap();
+    assert_eq!(v.manifest().classes.as_deref(), Some(&classes[..]));
+    let v = v.append_file(&file, "").unwrap().delete_where("label = 3", "").unwrap();
+    let v = v.compact(1, "").unwrap();
+    assert_eq!(v.manifest().classes.as_deref(), Some(&classes[..]));
+    let out = tmp.path().join("out.beton");
+    v.export(&out, None, 1).unwrap();
+    assert_eq!(Dataset::open(&out).unwrap().classes().unwrap().as_deref(), Some(&classes[..]));
+
+    // A dataset without class names takes an appended file's.
+    let plain = tmp.path().join("plain.beton");
+    write(&plain, 0, 3);
+    assert_eq!(Dataset::open(&plain).unwrap().classes().unwrap(), None);
+    let d2 = VersionedDataset::import(&tmp.path().join("d2"), &plain).unwrap();
+    assert_eq!(d2.manifest().classes, None);
+    assert_eq!(d2.append_file(&file, "").unwrap().manifest().classes.as_deref(), Some(&classes[..]));
+}
+
+#[test]
+fn copy_rows_copies_stored_values_in_any_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, 100, 20);
+    let ds = Dataset::open(&file).unwrap();
+    let table = beton_query::Table::new(&ds);
+    let fields = vec![("blob".to_string(), FieldType::Bytes), ("label".to_string(), FieldType::Int)];
+    let out = tmp.path().join("copy.beton");
+    let rows = [7, 3, 3, 19];
+    let copy = beton_query::copy::Copy { fields: &fields, rows: Some(&rows), classes: None };
+    let report = beton_query::copy::copy_rows(&table, &out, copy, WriterOptions::default()).unwrap();
+    assert_eq!(report.num_samples, 4);
+    let copied = Dataset::open(&out).unwrap();
+    assert_eq!(copied.fields().iter().map(|f| f.name()).collect::<Vec<_>>(), ["blob", "label"]);
+    for (k, &r) in rows.iter().enumerate() {
+        assert_eq!(copied.get_by_name(k as u64, "label").unwrap(), ds.get_by_name(r, "label").unwrap());
+        assert_eq!(copied.get_by_name(k as u64, "blob").unwrap(), ds.get_by_name(r, "blob").unwrap());
+    }
+    let past = [20];
+    let copy = beton_query::copy::Copy { fields: &fields, rows: Some(&past), classes: None };
+    let e = beton_query::copy::copy_rows(&table, &tmp.path().join("x.beton"), copy, WriterOptions::default());
+    assert!(e.unwrap_err().to_string().contains("row 20 is past the end"));
+}
+
+#[test]
+fn explain_counts_rows_and_reads_per_data_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, 0, 10);
+    let ds = Dataset::open(&file).unwrap();
+    let e = beton_query::explain::file(&ds, "label < 4").unwrap();
+    assert_eq!((e.rows_matched, e.num_rows, e.columns.clone()), (4, 10, vec!["label".to_string()]));
+    assert_eq!((e.matched.allocations, e.total.allocations), (4, 10));
+    assert!(e.to_string().contains("rows matched:  4 of 10 (40.0%)"), "{e}");
+    let v = VersionedDataset::import(&tmp.path().join("ds"), &file).unwrap().append_file(&file, "").unwrap();
+    let e = beton_query::explain::version(&v, "label < 4").unwrap();
+    assert_eq!(e.rows_matched, 8);
+    assert_eq!(e.data_files.iter().map(|f| f.rows_matched).collect::<Vec<_>>(), [4, 4]);
+    assert_eq!(e.matched.allocations, 8);
+    assert!(e.to_string().contains("data file 1"), "{e}");
+}

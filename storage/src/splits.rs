@@ -221,19 +221,73 @@ fn current(ds: &Dataset) -> Result<(u64, SplitMap, Option<usize>)> {
 }
 
 impl Dataset {
-    /// The file's named splits as raw blobs (beton-query decodes them as index sets). A file
-    /// without any has none; this reads the split region afresh on every call, so it sees
-    /// updates made by other handles or processes.
+    /// The file's named splits as raw blobs (beton-query decodes them as index sets), without
+    /// beton's own entries ([`is_reserved`]). A file without any has none; this reads the split
+    /// region afresh on every call, so it sees updates made by other handles or processes.
     ///
     /// # Errors
     /// [`Error::Corrupt`] when both slots hold damaged data.
     pub fn splits(&self) -> Result<SplitMap> {
-        current(self).map(|(_, s, _)| s)
+        current(self).map(|(_, mut s, _)| {
+            s.retain(|name, _| !is_reserved(name));
+            s
+        })
+    }
+
+    /// The class names stored in the file ([`CLASSES_ENTRY`]): label `k` is class `k`. `None`
+    /// when the file has none (FFCV's files, files not written from an ImageFolder).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when both slots hold damaged data or the entry is not a JSON array of
+    /// strings.
+    pub fn classes(&self) -> Result<Option<Vec<String>>> {
+        let (_, mut entries, _) = current(self)?;
+        let Some(bytes) = entries.remove(CLASSES_ENTRY) else { return Ok(None) };
+        serde_json::from_slice::<Vec<String>>(&bytes).map(Some).map_err(|e| Error::Corrupt {
+            path: self.path().to_path_buf(),
+            offset: SplitRegion::of(self).start,
+            what: format!("split region entry '{CLASSES_ENTRY}' is not a JSON array of strings: {e}"),
+        })
     }
 }
 
+/// Entries of the split region whose names start with this are beton's own metadata, not
+/// named splits: [`Dataset::splits`] leaves them out and beton-query refuses such split names.
+pub const RESERVED_PREFIX: &str = ":";
+
+/// The entry holding an ImageFolder's class names: a UTF-8 JSON array of strings, in label
+/// order (FORMAT.md §12).
+pub const CLASSES_ENTRY: &str = ":classes";
+
+/// True for names of beton's own entries ([`RESERVED_PREFIX`]).
+pub fn is_reserved(name: &str) -> bool {
+    name.starts_with(RESERVED_PREFIX)
+}
+
+/// Stores `classes` (class names in label order; `None` removes them) in the file at `path`,
+/// in one crash-safe update of its split region (see [`update_splits`]; `opened` as there).
+///
+/// # Errors
+/// As [`update_splits`]: [`Error::NoRoomForSplits`] when they do not fit beside the splits.
+pub fn save_classes(
+    path: impl AsRef<Path>,
+    opened: Option<FileId>,
+    classes: Option<&[String]>,
+) -> Result<()> {
+    let encoded = classes.map(|c| serde_json::to_vec(c).unwrap_or_default());
+    update_splits(path, opened, |entries| {
+        match encoded {
+            Some(bytes) => entries.insert(CLASSES_ENTRY.to_string(), bytes),
+            None => entries.remove(CLASSES_ENTRY),
+        };
+        Ok(())
+    })?;
+    Ok(())
+}
+
 /// Replaces the splits of the file at `path` by what `edit` makes of them, crash-safely (see
-/// the module doc). Returns the new splits. With `opened` (a handle's [`Dataset::file_id`]), the
+/// the module doc). `edit` sees every entry, beton's reserved ones ([`is_reserved`]) included,
+/// and should keep those it does not mean to change. Returns the new entries. With `opened` (a handle's [`Dataset::file_id`]), the
 /// update is refused with [`Error::FileReplaced`] unless `path` still holds that file: a handle
 /// never writes into a file it did not open. `edit` runs under the file's exclusive lock, so
 /// concurrent updates from several processes serialize.

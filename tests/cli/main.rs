@@ -160,6 +160,14 @@ fn write_imagefolder_labels_by_sorted_class_and_records_paths() {
     let o = beton(&["info", "--json", out.to_str().unwrap()]);
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((json["num_samples"].as_u64(), json["fields"][0]["raw"].as_u64()), (Some(5), Some(5)));
+    // The class names are stored in the file (its split region), shown by info, not a split.
+    assert_eq!(json["classes"], serde_json::json!(["ant", "zebra"]));
+    assert_eq!(json["splits"], serde_json::json!([]));
+    assert_eq!(ds.classes().unwrap(), Some(vec!["ant".to_string(), "zebra".to_string()]));
+    let o = beton(&["split", "add", out.to_str().unwrap(), ":classes", "label = 0"]);
+    assert!(!o.status.success() && text(&o).1.contains("reserved"), "{}", text(&o).1);
+    let o = beton(&["info", out.to_str().unwrap()]);
+    assert!(text(&o).0.contains("classes (2): ant, zebra"), "{}", text(&o).0);
 }
 
 #[test]

@@ -45,6 +45,10 @@ pub struct Manifest {
     /// Named splits: sets of row ids.
     #[serde(default)]
     pub splits: BTreeMap<String, FileRef>,
+    /// Class names, label `k` naming class `k` (an ImageFolder's folders), if known: from the
+    /// imported file, kept by every edit, written into exported files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<String>>,
 }
 
 /// A field of the schema, by its short type name (`FieldType::from_short_name`).
@@ -246,6 +250,7 @@ impl Manifest {
             schema,
             fragments: Vec::new(),
             splits: BTreeMap::new(),
+            classes: None,
         }
     }
 

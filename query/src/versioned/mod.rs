@@ -203,6 +203,7 @@ impl VersionedDataset {
         for (name, set) in crate::splits::all(&ds)? {
             m.splits.insert(name, write_index_file(dir, SPLITS_DIR, &set)?);
         }
+        m.classes = ds.classes()?;
         Self::create_with(dir, m)
     }
 
@@ -353,6 +354,7 @@ impl VersionedDataset {
             new.schema = old.schema.clone();
             new.fragments = old.fragments.clone();
             new.splits = old.splits.clone();
+            new.classes = old.classes.clone();
             new.next_row_id = new.next_row_id.max(old.next_row_id);
             new.next_fragment_id = new.next_fragment_id.max(old.next_fragment_id);
             Ok(())
@@ -681,6 +683,9 @@ impl VersionedDataset {
         if !splits.is_empty() {
             crate::splits::save(path, None, splits.iter().map(|(n, s)| (n.as_str(), s)))?;
         }
+        if let Some(classes) = &self.manifest.classes {
+            beton_storage::save_classes(path, None, Some(classes))?;
+        }
         Ok(report)
     }
 
@@ -815,7 +820,7 @@ impl VersionedDataset {
         };
         let mut files = BTreeMap::new();
         for (name, set) in save {
-            beton_storage::splits::check_name(name)?;
+            crate::splits::check_name(name)?;
             self.check_indices(set, &format!("split '{name}'"))?;
             let mut row_ids: Vec<u64> = set.iter().map(|i| ids[i as usize]).collect();
             row_ids.sort_unstable();
@@ -922,6 +927,9 @@ impl VersionedDataset {
         }
         let data_file = link_data_file(&self.dir, file)?;
         let n = ds.num_samples();
+        // A dataset without class names takes the file's; one with them keeps its own (its
+        // labels already mean them).
+        let classes = ds.classes()?;
         let columns = match missing.is_empty() {
             true => Vec::new(),
             false => {
@@ -947,6 +955,9 @@ impl VersionedDataset {
             });
             new.next_row_id = base.next_row_id + n;
             new.next_fragment_id = base.next_fragment_id + 1;
+            if new.classes.is_none() {
+                new.classes = classes.clone();
+            }
             Ok(())
         })
     }
@@ -1210,33 +1221,14 @@ fn export_table(
     rows: Option<&IndexSet>,
     num_threads: usize,
 ) -> Result<beton_storage::WriteReport> {
-    use beton_storage::{FieldSpec, Writer, WriterOptions};
-    let m = view.version().manifest();
-    let schema = view.schema()?;
+    use beton_storage::WriterOptions;
     if let Some(rows) = rows {
         view.version().check_indices(rows, "rows to export")?;
     }
-    // Fields some column file holds are read cell by cell (Table::value); the rest from data
-    // files.
-    let edited: Vec<bool> = schema.iter().map(|(name, _)| m.edited(name)).collect();
     let page_size =
         view.datasets().map(|d| d.page_size()).max().unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
-    let fields = schema.iter().map(|(n, t)| FieldSpec::new(n.clone(), t.clone())).collect();
     let options = WriterOptions { page_size, num_threads, ..WriterOptions::default() };
-    let n = rows.map_or(table.num_rows(), |r| r.len() as u64);
-    let writer = Writer::new(path, fields, options)?;
-    let report = writer.write_indexed(n, |i| {
-        let row = rows.map_or(Some(i), |r| r.get(i as usize)).unwrap_or(i);
-        let (ds, file_row) = table.locate(row)?;
-        let mut sample = Vec::with_capacity(schema.len());
-        for ((name, ty), &edited) in schema.iter().zip(&edited) {
-            let value = match edited {
-                true => table.value(row, name, ty)?.to_sample_value(),
-                false => ds.get(file_row, ds.field_index(name)?)?.to_sample_value(),
-            };
-            sample.push(value);
-        }
-        Ok::<_, beton_storage::writer::SourceError>(sample)
-    })?;
-    Ok(report)
+    let schema = view.schema()?;
+    let copy = crate::copy::Copy { fields: &schema, rows: rows.map(IndexSet::as_slice), classes: None };
+    crate::copy::copy_rows(table, path, copy, options)
 }
