@@ -863,16 +863,17 @@ class Dataset:
         rows = ids if isinstance(ids, IndexSet) else IndexSet(sorted(int(i) for i in ids))
         native = self._editable("update_rows")
         details = {name: d for name, _, d in native.fields()}
-        cols, objects = [], []
+        cols, objects, fields = {}, {}, {}
         for name, v in values.items():
             kind = self._kinds.get(name)
             if kind is None or kind in _PLAIN_KINDS:
-                cols.append((name, _one_column(name, v)))
+                cols[name] = _one_column(name, v)
             else:
                 # Images, bytes, JSON, arrays: encoded as the field's class encodes them.
                 field = _field_of(kind, details[name])
-                objects.append((name, _encode_all(field, name, v), field.options()))
-        native.update_rows(rows, cols, objects=objects, message=message)
+                objects[name] = _encode_all(field, name, v)
+                fields[name] = field.native()
+        native.update_rows(rows, cols, objects=objects, fields=fields, message=message)
         return self._edited()
 
     def delete(self, where, message: str = "") -> "Dataset":
@@ -941,8 +942,7 @@ class Dataset:
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
         elif field is not None:
-            native.add_column(name, objects=_encode_all(field, name, values), type_name=field.type_name,
-                              options=field.options(), message=message)
+            native.add_column(name, objects=_encode_all(field, name, values), field=field.native(), message=message)
         else:
             native.add_column(name, values=_one_column(name, values), message=message)
         return self._edited()

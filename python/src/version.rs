@@ -9,19 +9,16 @@ use std::sync::{Arc, RwLock};
 use arrow_array::{ArrayRef, RecordBatchReader};
 use beton_query::versioned::{Manifest, VersionRef, VersionView, VersionedDataset};
 use beton_query::IndexSet as RustIndexSet;
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
 use crate::dataset::{stream_capsule, value_object};
-use crate::errors::{from_query, from_storage};
+use crate::errors::from_query;
 use crate::index_set::IndexSet;
 
 /// (name, type, (dtype, shape) of arrays).
 type FieldInfo = (String, String, Option<(String, Vec<u64>)>);
-
-/// A field's new values as Python objects, with the field's options (images).
-type FieldObjects<'py> = (String, Vec<Bound<'py, PyAny>>, Option<Bound<'py, PyDict>>);
 
 /// A version and its open data.
 pub(crate) struct Opened {
@@ -309,42 +306,52 @@ impl Version {
         self.edit(py, |v| v.update(sql.as_deref(), &set, &message))
     }
 
-    /// Sets field values of rows `rows`: `values` maps each field to a one-column Arrow stream,
-    /// `objects` each field to a list of Python values (as its field class encodes them, with
-    /// the field's `options` for images).
-    #[pyo3(signature = (rows, values, objects = Vec::new(), message = String::new()))]
+    /// Sets field values of rows `rows`: `values` maps a field to a one-column Arrow stream,
+    /// `objects` a field to a list of Python values as its field class encodes them, written
+    /// with `fields[name]` (a `beton._native.Field`: an image field's options; default, the
+    /// field type's defaults).
+    #[pyo3(signature = (rows, values, objects = None, fields = None, message = String::new()))]
     fn update_rows(
         &self,
         py: Python<'_>,
         rows: IndexSet,
-        values: Vec<(String, Bound<'_, PyAny>)>,
-        objects: Vec<FieldObjects<'_>>,
+        values: Bound<'_, PyDict>,
+        objects: Option<Bound<'_, PyDict>>,
+        fields: Option<Bound<'_, PyDict>>,
         message: String,
     ) -> PyResult<u64> {
-        let mut values =
-            values.iter().map(|(n, v)| Ok((n.clone(), one_column(v)?))).collect::<PyResult<Vec<_>>>()?;
+        let mut columns = Vec::new();
+        for (name, v) in values.iter() {
+            columns.push((name.extract::<String>()?, one_column(&v)?));
+        }
         let schema = self.opened().view.schema().map_err(from_query)?;
-        for (name, objs, options) in &objects {
+        for (name, objs) in objects.iter().flat_map(|d| d.iter()) {
+            let name: String = name.extract()?;
+            let objs: Vec<Bound<'_, PyAny>> = objs.extract()?;
             let ty = schema
                 .iter()
-                .find(|(n, _)| n == name)
+                .find(|(n, _)| *n == name)
                 .map(|(_, t)| t.clone())
                 .ok_or_else(|| PyValueError::new_err(format!("no field '{name}' in this version")))?;
             let mut spec = beton_storage::FieldSpec::new(name.clone(), ty.clone());
-            if ty.is_image() {
-                spec.image = crate::writer::field(name.clone(), ty.short_name(), options.as_ref())?.image;
+            if let Some(field) = fields.as_ref().map(|f| f.get_item(&name)).transpose()?.flatten() {
+                let field = field.cast::<crate::fields::Field>().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "fields['{name}'] is not a field type (beton._native.Field)"
+                    ))
+                })?;
+                spec.image = field.get().spec(name.clone()).image;
             }
-            values.push((name.clone(), object_column(&spec, objs)?));
+            columns.push((name.clone(), object_column(&spec, &objs)?));
         }
-        self.edit(py, |v| v.update_rows(&rows.inner, values, &message))
+        self.edit(py, |v| v.update_rows(&rows.inner, columns, &message))
     }
 
     /// Adds a field: `sql` computes it per row, `values` (a one-column Arrow stream) gives it
-    /// with type `type_name` (int, float, bool, text; from the values when None), or `objects`
-    /// (Python values as the field class encodes them) with type `type_name` and `options`
-    /// (dtype and shape of arrays, image options), any field type.
-    #[pyo3(signature = (name, sql = None, values = None, objects = None, type_name = None, options = None,
-                        message = String::new()))]
+    /// (of type `field`, an int, float, bool or text `beton._native.Field`; from the values
+    /// when None), or `objects` (Python values as the field class encodes them) of type
+    /// `field`, any field type.
+    #[pyo3(signature = (name, sql = None, values = None, objects = None, field = None, message = String::new()))]
     #[allow(clippy::too_many_arguments)]
     fn add_column(
         &self,
@@ -353,25 +360,22 @@ impl Version {
         sql: Option<String>,
         values: Option<Bound<'_, PyAny>>,
         objects: Option<Vec<Bound<'_, PyAny>>>,
-        type_name: Option<String>,
-        options: Option<Bound<'_, PyDict>>,
+        field: Option<PyRef<'_, crate::fields::Field>>,
         message: String,
     ) -> PyResult<u64> {
+        let spec = field.map(|f| f.spec(name.clone()));
         match (sql, values, objects) {
             (None, None, Some(objects)) => {
-                let type_name =
-                    type_name.ok_or_else(|| PyValueError::new_err("add_column of objects needs a type"))?;
-                let spec = crate::writer::field(name.clone(), &type_name, options.as_ref())?;
+                let spec =
+                    spec.ok_or_else(|| PyValueError::new_err("add_column of objects needs a field type"))?;
                 let array = object_column(&spec, &objects)?;
                 self.edit(py, |v| v.add_column(&name, &spec.ty, &array, &message))
             }
             (Some(sql), None, None) => self.edit(py, |v| v.add_column_sql(&name, &sql, &message)),
             (None, Some(values), None) => {
                 let array = one_column(&values)?;
-                let ty = match type_name {
-                    Some(t) => {
-                        beton_storage::FieldType::from_short_name(&t, None, None).map_err(from_storage)?
-                    }
+                let ty = match spec {
+                    Some(spec) => spec.ty,
                     None => match array.data_type() {
                         arrow_schema::DataType::Boolean => beton_storage::FieldType::Bool,
                         t if t.is_floating() => beton_storage::FieldType::Float,

@@ -7,9 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use beton_storage::field::Input;
-use beton_storage::{
-    FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer, WriterOptions,
-};
+use beton_storage::{FieldSpec, FieldType, ImageSource, Pixels, SampleValue, Writer, WriterOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
@@ -18,57 +16,6 @@ use crate::errors::from_storage;
 
 fn bad(what: impl Into<String>) -> PyErr {
     PyValueError::new_err(what.into())
-}
-
-/// A field from `(name, type, options)`: type is a field type's short name
-/// (`FieldType::from_short_name`: int, float, bytes, json, text, bool, ndarray / torch_tensor
-/// with options dtype and shape, array with dtype, rgb_image / grey_image with options
-/// write_mode, max_resolution, jpeg_quality, jpeg_passthrough, jpeg_restart_interval).
-pub(crate) fn field(name: String, ty: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<FieldSpec> {
-    let opt = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
-        match options {
-            Some(d) => d.get_item(key),
-            None => Ok(None),
-        }
-    };
-    let image = || -> PyResult<ImageOptions> {
-        let mut o = ImageOptions::default();
-        if let Some(m) = opt("write_mode")? {
-            let m: String = m.extract()?;
-            o.write_mode = match m.as_str() {
-                "raw" => WriteMode::Raw,
-                "jpg" => WriteMode::Jpg,
-                "smart" => WriteMode::Smart {
-                    threshold: opt("smart_threshold")?.map(|t| t.extract()).transpose()?.unwrap_or(1 << 20),
-                },
-                "proportion" => WriteMode::Proportion {
-                    probability: opt("compress_probability")?
-                        .map(|t| t.extract())
-                        .transpose()?
-                        .unwrap_or(0.5),
-                },
-                other => return Err(bad(format!("field '{name}': write_mode '{other}'"))),
-            };
-        }
-        if let Some(v) = opt("max_resolution")? {
-            o.max_resolution = v.extract()?;
-        }
-        if let Some(v) = opt("jpeg_quality")? {
-            o.jpeg_quality = v.extract()?;
-        }
-        if let Some(v) = opt("jpeg_passthrough")? {
-            o.jpeg_passthrough = v.extract()?;
-        }
-        if let Some(v) = opt("jpeg_restart_interval")? {
-            o.jpeg_restart_interval = v.extract()?;
-        }
-        Ok(o)
-    };
-    let dtype: Option<String> = opt("dtype")?.map(|d| d.extract()).transpose()?;
-    let shape: Option<Vec<u64>> = opt("shape")?.map(|d| d.extract()).transpose()?;
-    let ty = FieldType::from_short_name(ty, dtype.as_deref(), shape.as_deref())
-        .map_err(|e| bad(format!("field '{name}': {e}")))?;
-    Ok(if ty.is_image() { FieldSpec { image: image()?, name, ty } } else { FieldSpec::new(name, ty) })
 }
 
 /// The writer's fields from a dict of name to `beton._native.Field`, in the dict's order.
