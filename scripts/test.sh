@@ -33,6 +33,9 @@ echo "torch ready ($((SECONDS - t_torch)) s)"
   ../target/py-venv/bin/maturin develop --quiet)
 BETON_REQUIRE_TORCH=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
 grep -qE "^[0-9]+ passed" target/pytest-output.log && ! grep -qE "[0-9]+ (failed|error)" target/pytest-output.log
+step "python: stubs checked against the built module (mypy.stubtest), then the wheel in a fresh venv"
+(cd python && ../target/py-venv/bin/python -m mypy.stubtest beton --mypy-config-file mypy.ini)
+bash scripts/wheel-check.sh
 # The GPU path (feature `cuda`, docs/GPU.md) builds without CUDA (cudarc loads the driver at run
 # time). Its `gpu_*` tests need a device: without one each prints "SKIPPED: ..." and the summary
 # below counts it as skipped, not passed. The default build above stays free of cudarc. It runs

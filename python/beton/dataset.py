@@ -105,7 +105,8 @@ def _preview(table, rows: int = 5) -> str:
     widths = [max(len(row[c]) for row in cells) for c in range(len(names))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
     if table.num_rows > rows:
-        lines.append(f"... {table.num_rows - rows:,} more rows")
+        more = table.num_rows - rows
+        lines.append(f"... {more:,} more row{'' if more == 1 else 's'}")
     return "\n".join(lines)
 
 
@@ -293,7 +294,7 @@ class Dataset:
         else:
             if version not in (None, 1):
                 raise ValueError(f"{path} is a .beton file: it has version 1 only")
-            self._native = _native.Dataset(str(path), custom)
+            self._native = _native.Dataset(str(path), custom)  # type: ignore[assignment]
         self._refresh()
 
     def _refresh(self):

@@ -319,7 +319,7 @@ class DatasetWriter:
         >>> w.from_iterable(((i, i / 2) for i in range(10)))["num_samples"]  # doctest: +SKIP
         10
         """
-        items = iterable if hasattr(iterable, "__getitem__") and hasattr(iterable, "__len__") else list(iterable)
+        items: Any = iterable if hasattr(iterable, "__getitem__") and hasattr(iterable, "__len__") else list(iterable)
         return self._write(len(items) if length is None else length, lambda i: items[i])
 
     def from_imagefolder(self, root, image_field: str = "image", label_field: str = "label",

@@ -337,10 +337,9 @@ class Loader:
                     raise ValueError(f"pipeline of {name!r}: a field of a custom type needs its Field class in "
                                      "custom_fields (FFCV's Loader argument) to be decoded")
                 continue  # not decoded without its Field class, as in FFCV
-            ops = list(pipelines[name]) if name in pipelines else None
-            if ops is None:
+            if name not in pipelines:
                 ops = [_default_decoder(kind)] + _default_to_tensor()
-            elif not ops or not getattr(ops[0], "_beton_decoder", False):
+            elif not (ops := list(pipelines[name])) or not getattr(ops[0], "_beton_decoder", False):
                 ops = [_default_decoder(kind)] + ops  # FFCV puts the default decoder first
             _check_devices(name, ops)
             self.fields.append(name)
@@ -460,7 +459,7 @@ class Loader:
     def stats(self) -> Dict[str, Any]:
         """Counters of the current (or last finished) epoch: pages and bytes read, cache hits,
         time the workers were busy and the consumer waited."""
-        current = {} if self._epoch is None else self._epoch.stats()
+        current: Dict[str, Any] = {} if self._epoch is None else self._epoch.stats()
         return current or dict(getattr(self, "_last_stats", {}))
 
 

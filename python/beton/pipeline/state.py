@@ -1,7 +1,7 @@
 """FFCV's ``State``: what an operation knows about its input (the previous stage's output)."""
 
 from dataclasses import dataclass
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 
 def _is_cpu(device) -> bool:
@@ -26,7 +26,7 @@ class State:
 
     jit_mode: bool
     device: Any
-    shape: Tuple[int, ...]
+    shape: Optional[Tuple[int, ...]]
     dtype: Any
 
     def __post_init__(self):
