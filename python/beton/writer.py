@@ -164,7 +164,7 @@ class DatasetWriter:
         fields = ", ".join(f"{k}: {type(f).__name__}" for k, f in self.fields.items())
         return f"DatasetWriter({self.fname!r}, {{{fields}}})"
 
-    def _write(self, n: int, get, finish=None) -> Dict[str, Any]:
+    def _write(self, n: int, get, finish=None, chunk_size: int = 256) -> Dict[str, Any]:
         names = list(self.fields)
         fields = [self.fields[k] for k in names]
 
@@ -181,7 +181,8 @@ class DatasetWriter:
             with self._destination() as (path, publish):
                 report = _native.write(path, native_fields(self.fields), n, sample,
                                        page_size=self.page_size, num_workers=self.num_workers,
-                                       seed=self.seed, progress=progress, skip_bad=self.skip_bad)
+                                       seed=self.seed, chunk_size=chunk_size, progress=progress,
+                                       skip_bad=self.skip_bad)
                 if finish is not None:
                     finish(path)
                 return publish(report)
@@ -232,8 +233,8 @@ class DatasetWriter:
             ``dataset[i]`` is a tuple (in field order) or a dict of field values.
         indices : IndexSet or sequence of int, optional
             The samples to write (default: all), e.g. ``ds.where("label < 3")``.
-        chunksize : int, optional
-            Accepted for FFCV compatibility; the native writer sizes its own steps.
+        chunksize : int, default 100
+            Samples fetched and encoded per parallel step (FFCV's chunk of work per worker).
         shuffle_indices : bool, default False
             Write the samples in a seeded random order (the writer's ``seed``).
         copy_stored : bool, default True
@@ -276,7 +277,43 @@ class DatasetWriter:
                                f"its fields are {list(stored)}")
             if all(_field_matches(f, *stored[k]) for k, f in self.fields.items()):
                 return self._copy(native, idx)
-        return self._write(len(idx), lambda i: dataset[idx[i]])
+        if int(chunksize) < 1:
+            raise ValueError(f"chunksize is {chunksize}: samples per step, at least 1")
+        return self._write(len(idx), lambda i: dataset[idx[i]], chunk_size=int(chunksize))
+
+    def from_webdataset(self, shards: Sequence[str], pipeline):
+        """FFCV's ``from_webdataset``: writes the samples of WebDataset shards, in shard order.
+
+        Parameters
+        ----------
+        shards : list of str
+            The shards (tar files or URLs ``webdataset`` opens).
+        pipeline : callable
+            Takes a ``webdataset.WebDataset`` over one shard and returns an iterable of
+            samples, each a tuple in the writer's field order (as in FFCV).
+
+        Returns
+        -------
+        dict
+            The write's report.
+
+        Raises
+        ------
+        ImportError
+            Without the ``webdataset`` package.
+
+        Examples
+        --------
+        >>> w = DatasetWriter("wds.beton", {"image": RGBImageField(), "label": IntField()})  # doctest: +SKIP
+        >>> w.from_webdataset(["shard-0.tar"], lambda d: d.to_tuple("jpg", "cls").map_tuple(
+        ...     lambda jpg: jpg, lambda c: int(c)))  # doctest: +SKIP
+        """
+        try:
+            import webdataset
+        except ImportError as e:
+            raise ImportError("from_webdataset needs the webdataset package (pip install webdataset)") from e
+        samples = [sample for shard in shards for sample in pipeline(webdataset.WebDataset(shard, shardshuffle=False))]
+        return self.from_iterable(samples)
 
     def _copy(self, native, rows) -> Dict[str, Any]:
         """Copies rows ``rows`` of a native dataset (values as stored) to the destination."""

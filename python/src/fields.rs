@@ -76,8 +76,17 @@ macro_rules! array_field {
         impl $name {
             /// `dtype` as numpy writes it (`'<f4'`, `'|u1'`), `shape` a list of sizes.
             #[new]
-            fn new(dtype: &str, shape: Vec<u64>) -> PyResult<PyClassInitializer<Self>> {
-                Ok(PyClassInitializer::from(Field::of($short, Some(dtype), Some(&shape))?)
+            fn new(dtype: &str, shape: Vec<i64>) -> PyResult<PyClassInitializer<Self>> {
+                let sizes =
+                    shape.iter().map(|&n| u64::try_from(n)).collect::<Result<Vec<u64>, _>>().map_err(
+                        |_| {
+                            PyValueError::new_err(format!(
+                                "{}: shape {shape:?}: every size is 0 or more",
+                                stringify!($name)
+                            ))
+                        },
+                    )?;
+                Ok(PyClassInitializer::from(Field::of($short, Some(dtype), Some(&sizes))?)
                     .add_subclass($name))
             }
         }

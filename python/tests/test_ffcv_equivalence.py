@@ -18,6 +18,9 @@ import pytest
 from beton.loader import Loader, OrderOption
 from beton.pipeline.operation import BatchStage
 
+# torch < 2.6 tensors warn when numpy converts them (no `copy` keyword in their __array__).
+pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
+
 HERE = os.path.dirname(__file__)
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 

@@ -12,6 +12,7 @@ import pytest
 import beton
 import beton.dataset
 import beton.writer
+import beton.loader.loader
 from beton import IndexSet
 from beton.fields import FloatField, IntField, RGBImageField, TextField
 from beton.writer import DatasetWriter
@@ -252,7 +253,7 @@ def _public(obj):
 
 
 def _documented():
-    for module in (beton.dataset, beton.writer):
+    for module in (beton.dataset, beton.writer, beton.loader.loader):
         for name, member in _public(module):
             if getattr(member, "__module__", None) != module.__name__:
                 continue  # imported names
@@ -301,3 +302,39 @@ def test_tqdm_is_an_optional_extra_and_the_writers_use_it():
     assert isinstance(bar, tqdm.tqdm)
     bar.close()
     assert beton.writer._progress_bar(5, False) is None
+
+
+def test_from_webdataset_writes_the_shards_samples(tmp_path):
+    """FFCV's DatasetWriter.from_webdataset: a pipeline over each shard yields field tuples."""
+    import io
+    import tarfile
+
+    pytest.importorskip("webdataset")
+    from beton.fields import BytesField, IntField
+
+    shards = []
+    for s in range(2):
+        path = tmp_path / f"shard-{s}.tar"
+        with tarfile.open(path, "w") as tar:
+            for k in range(3):
+                for ext, data in (("cls", str(10 * s + k).encode()), ("bin", bytes([s, k]) * (k + 1))):
+                    info = tarfile.TarInfo(f"s{s}k{k}.{ext}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        shards.append(str(path))
+    out = tmp_path / "wds.beton"
+    report = DatasetWriter(out, {"blob": BytesField(), "label": IntField()}, progress=False).from_webdataset(
+        shards, lambda d: d.to_tuple("bin", "cls").map_tuple(bytes, lambda c: int(c)))
+    assert report["num_samples"] == 6
+    ds = beton.open(out)
+    assert [ds[i]["label"] for i in range(6)] == [0, 1, 2, 10, 11, 12]
+    assert bytes(ds[4]["blob"]) == bytes([1, 1]) * 2
+
+
+def test_chunksize_is_honoured_and_checked(tmp_path):
+    from beton.fields import IntField
+
+    w = DatasetWriter(tmp_path / "c.beton", {"x": IntField()}, progress=False)
+    with pytest.raises(ValueError, match="chunksize"):
+        w.from_indexed_dataset([(i,) for i in range(10)], chunksize=0)
+    assert w.from_indexed_dataset([(i,) for i in range(10)], chunksize=3)["num_samples"] == 10

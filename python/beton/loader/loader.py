@@ -97,7 +97,12 @@ def _stage(op):
 
 class OrderOption(enum.Enum):
     """FFCV's traversal orders: ``SEQUENTIAL`` (the indices as given), ``RANDOM`` (a
-    permutation per epoch from ``(seed, epoch)``), ``QUASI_RANDOM`` (page-local shuffling)."""
+    permutation per epoch from ``(seed, epoch)``), ``QUASI_RANDOM`` (page-local shuffling).
+
+    Examples
+    --------
+    >>> Loader("data.beton", 256, order=OrderOption.QUASI_RANDOM, seed=0)  # doctest: +SKIP
+    """
 
     SEQUENTIAL = 1
     RANDOM = 2
@@ -378,7 +383,13 @@ class Loader:
     @property
     def reader(self):
         """FFCV's ``Reader`` of the file (header, fields, metadata, allocation table), made when
-        first asked for."""
+        first asked for.
+
+        Examples
+        --------
+        >>> loader.reader.num_samples  # doctest: +SKIP
+        155
+        """
         if getattr(self, "_reader", None) is None:
             from beton.reader import Reader
 
@@ -388,7 +399,13 @@ class Loader:
     @property
     def memory_manager(self):
         """FFCV's memory manager of this loader: ``OSCacheManager`` with ``os_cache``, else
-        ``ProcessCacheManager`` (a facade: beton's native engine does the loader's reads)."""
+        ``ProcessCacheManager`` (a facade: beton's native engine does the loader's reads).
+
+        Examples
+        --------
+        >>> type(Loader("data.beton", 16, os_cache=False).memory_manager).__name__  # doctest: +SKIP
+        'ProcessCacheManager'
+        """
         if getattr(self, "_memory_manager", None) is None:
             from beton.memory_managers import OSCacheManager, ProcessCacheManager
 
@@ -397,7 +414,14 @@ class Loader:
 
     @property
     def next_epoch(self) -> int:
-        """The epoch the next iteration runs (FFCV's attribute)."""
+        """The epoch the next iteration runs (FFCV's attribute), from 0.
+
+        Examples
+        --------
+        >>> for batch in loader: pass  # doctest: +SKIP
+        >>> loader.next_epoch  # doctest: +SKIP
+        1
+        """
         return self._native.next_epoch_number
 
     def filter(self, field_name: str, condition) -> "Loader":
@@ -407,6 +431,18 @@ class Loader:
 
         Unlike FFCV 1.0.2, whose filter assumes the loader reads every row, the samples kept
         are the right rows whatever ``indices`` are.
+
+        Parameters
+        ----------
+        field_name : str
+            The field the condition looks at.
+        condition : callable
+            Takes one sample's value (a row of the field's batch), returns a bool.
+
+        Returns
+        -------
+        Loader
+            A loader with this one's arguments and ``indices`` the rows kept, in order.
 
         Examples
         --------
@@ -437,7 +473,13 @@ class Loader:
 
     @property
     def index_set(self) -> IndexSet:
-        """The rows read, as a set (``indices`` is FFCV's array, in order, with repeats)."""
+        """The rows read, as a set (``indices`` is FFCV's array, in order, with repeats).
+
+        Examples
+        --------
+        >>> Loader("data.beton", 16, indices=[5, 3, 3]).index_set.tolist()  # doctest: +SKIP
+        [3, 5]
+        """
         return self._native.indices() if self.traversal_order is None else IndexSet(self.indices.tolist())
 
     def __iter__(self):
@@ -447,18 +489,59 @@ class Loader:
         return _EpochIterator(self, self._epoch)
 
     def state(self) -> str:
-        """The state of the current epoch (JSON), to resume after its consumed batches."""
+        """The state of the current epoch (JSON), to resume after its consumed batches.
+
+        Returns
+        -------
+        str
+            JSON naming the epoch, the batches consumed and what they depend on (seed, order,
+            indices, batch size, ranks), which ``resume`` checks.
+
+        Raises
+        ------
+        RuntimeError
+            Before the first epoch started.
+
+        Examples
+        --------
+        >>> it = iter(loader); _ = next(it)  # doctest: +SKIP
+        >>> saved = loader.state()  # doctest: +SKIP
+        """
         if self._epoch is None:
             raise RuntimeError("no epoch has started")
         return self._epoch.state()
 
     def resume(self, state: str) -> None:
-        """The next iteration continues the saved epoch after its consumed batches."""
+        """The next iteration continues the saved epoch after its consumed batches.
+
+        Parameters
+        ----------
+        state : str
+            What ``state()`` returned, in this process or an earlier one.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When the state is not a loader state, or was saved by a loader with other settings
+            (the message names the first that differs).
+
+        Examples
+        --------
+        >>> loader.resume(saved)  # doctest: +SKIP
+        >>> rest = list(loader)  # the batches after the consumed ones  # doctest: +SKIP
+        """
         self._native.resume(state)
 
     def stats(self) -> Dict[str, Any]:
         """Counters of the current (or last finished) epoch: pages and bytes read, cache hits,
-        time the workers were busy and the consumer waited."""
+        time the workers were busy and the consumer waited.
+
+        Examples
+        --------
+        >>> for batch in loader: pass  # doctest: +SKIP
+        >>> loader.stats()["consumer_wait_s"]  # doctest: +SKIP
+        0.01
+        """
         current: Dict[str, Any] = {} if self._epoch is None else self._epoch.stats()
         return current or dict(getattr(self, "_last_stats", {}))
 
