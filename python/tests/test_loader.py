@@ -286,3 +286,51 @@ def test_to_device_cuda_without_torch_fails_at_creation(small, monkeypatch):
     with pytest.raises(RuntimeError, match=r"ToDevice\('cuda'\) in the pipeline of field 'label': no CUDA "
                                            r"device is available \(torch is not installed"):
         Loader(small, batch_size=4, pipelines=_gpu_pipeline("cuda"))
+
+
+def test_ffcvs_documented_custom_operation_runs(tmp_path, torch):
+    """FFCV's "Making custom transforms" example (PickACorner), unchanged: an Operation whose
+    code fills ``dst`` with ``Compiler.get_iterator()``, its state made with dataclasses.replace."""
+    from dataclasses import replace
+    from typing import Callable, Optional, Tuple
+
+    from beton.fields import IntField, RGBImageField
+    from beton.fields.decoders import SimpleRGBImageDecoder
+    from beton.pipeline.allocation_query import AllocationQuery
+    from beton.pipeline.compiler import Compiler
+    from beton.pipeline.operation import Operation
+    from beton.pipeline.state import State
+    from beton.transforms import ToTensor
+    from beton.writer import DatasetWriter
+
+    class PickACorner(Operation):
+        def generate_code(self) -> Callable:
+            parallel_range = Compiler.get_iterator()
+
+            def pick_a_corner(images, dst):
+                which_corner = np.random.rand(images.shape[0])
+                for i in parallel_range(images.shape[0]):
+                    if which_corner[i] > 2:  # never: the top-left corner, so the test can check it
+                        dst[i] = images[i, -images.shape[1] // 2:, -images.shape[2] // 2:]
+                    else:
+                        dst[i] = images[i, :images.shape[1] // 2, :images.shape[2] // 2]
+                return dst
+
+            return pick_a_corner
+
+        def declare_state_and_memory(self, previous_state: State) -> Tuple[State, Optional[AllocationQuery]]:
+            h, w, c = previous_state.shape
+            new_shape = (h // 2, w // 2, c)
+            return replace(previous_state, shape=new_shape), AllocationQuery(new_shape, previous_state.dtype)
+
+    path = tmp_path / "corners.beton"
+    images = [np.arange(8 * 6 * 3, dtype=np.uint8).reshape(8, 6, 3) + i for i in range(12)]
+    DatasetWriter(path, {"image": RGBImageField(), "label": IntField()}, progress=False).from_indexed_dataset(
+        list(zip(images, range(12))))
+    loader = Loader(path, batch_size=4, pipelines={"image": [SimpleRGBImageDecoder(), PickACorner(), ToTensor()]})
+    batches = list(loader)
+    assert len(batches) == 3
+    for corners, labels in batches:
+        assert isinstance(corners, torch.Tensor) and tuple(corners.shape) == (4, 4, 3, 3)
+        for corner, label in zip(corners.numpy(), labels.tolist()):
+            np.testing.assert_array_equal(corner, images[label][:4, :3])
