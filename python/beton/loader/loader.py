@@ -379,6 +379,15 @@ class Loader:
         for name, rest in view_stages:
             self.fields.append(name)
             self.stages[name] = [_stage(op) for op in rest]
+        # What each batch goes through, worked out once: per output, its Python decoder (or
+        # None: a native column) and its stages, each with whether it takes the sample ids.
+        from beton.pipeline.operation import BatchStage
+
+        self._plan = [(name, self._python_decoders.get(name),
+                       [(stage, isinstance(stage, BatchStage)) for stage in self.stages[name]])
+                      for name in self.fields]
+        self._needs_ids = any(decoder is not None or any(ids for _, ids in stages)
+                              for _, decoder, stages in self._plan)
 
     @property
     def reader(self):
@@ -564,17 +573,13 @@ class _EpochIterator:
             # Keep the finished epoch's counters for Loader.stats() after the loop.
             self.loader._last_stats = self.epoch.stats()
             raise
-        from beton.pipeline.operation import BatchStage
-
-        loader, ids, out = self.loader, None, []
-        for name in loader.fields:
-            decoder = loader._python_decoders.get(name)
-            if decoder is not None or ids is None:
-                ids = np.asarray(batch.indices())
+        loader, out = self.loader, []
+        # FFCV's operations get the batch's sample ids (mixup, Poison, ReplaceLabel, ...).
+        ids = np.asarray(batch.indices()) if loader._needs_ids else None
+        for name, decoder, stages in loader._plan:
             value = decoder(ids) if decoder is not None else np.asarray(batch.column(name))
-            for stage in loader.stages[name]:
-                # FFCV's operations get the batch's sample ids (mixup, Poison, ReplaceLabel, ...).
-                value = stage(value, ids) if isinstance(stage, BatchStage) else stage(value)
+            for stage, with_ids in stages:
+                value = stage(value, ids) if with_ids else stage(value)
             out.append(value)
         return tuple(out)
 
