@@ -290,6 +290,9 @@ class Dataset:
         import os
 
         if os.path.isdir(path):
+            if custom:
+                raise NotImplementedError(f"{path} is a dataset directory: custom (FFCV type-255) field layouts "
+                                          "apply to a .beton file only")
             self._native = _native.Version(str(path), version)
         else:
             if version not in (None, 1):

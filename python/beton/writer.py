@@ -28,8 +28,10 @@ def _progress_bar(total: int, enabled: bool):
     return tqdm(total=total, unit="samples")
 
 
+@contextlib.contextmanager
 def _progress(total: int, enabled: bool):
-    """A tqdm bar (or None) and the native writer's progress callback that moves it."""
+    """The native writer's progress callback, moving a tqdm bar (when enabled and tqdm is
+    installed) that is closed when the block ends."""
     bar = _progress_bar(total, enabled)
 
     def progress(done, total):
@@ -37,7 +39,11 @@ def _progress(total: int, enabled: bool):
             bar.update(done - bar.n)
         return True
 
-    return bar, progress
+    try:
+        yield progress
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _arrow_chunk_size(fields: Dict[str, Field], table) -> int:
@@ -174,21 +180,22 @@ class DatasetWriter:
                 values = [values[k] for k in names]
             if len(values) != len(fields):
                 raise ValueError(f"sample {i} has {len(values)} values for {len(fields)} fields {names}")
-            return [f.encode(v) for f, v in zip(fields, values)]
+            encoded = []
+            for name, f, v in zip(names, fields, values):
+                try:
+                    encoded.append(f.encode(v))
+                except (TypeError, ValueError) as e:  # the native writer adds the sample
+                    raise type(e)(f"field {name!r}: {e}") from None
+            return encoded
 
-        bar, progress = _progress(n, self.progress)
-        try:
-            with self._destination() as (path, publish):
-                report = _native.write(path, native_fields(self.fields), n, sample,
-                                       page_size=self.page_size, num_workers=self.num_workers,
-                                       seed=self.seed, chunk_size=chunk_size, progress=progress,
-                                       skip_bad=self.skip_bad)
-                if finish is not None:
-                    finish(path)
-                return publish(report)
-        finally:
-            if bar is not None:
-                bar.close()
+        with _progress(n, self.progress) as progress, self._destination() as (path, publish):
+            report = _native.write(path, native_fields(self.fields), n, sample,
+                                   page_size=self.page_size, num_workers=self.num_workers,
+                                   seed=self.seed, chunk_size=chunk_size, progress=progress,
+                                   skip_bad=self.skip_bad)
+            if finish is not None:
+                finish(path)
+            return publish(report)
 
     @contextlib.contextmanager
     def _destination(self):
@@ -317,17 +324,11 @@ class DatasetWriter:
 
     def _copy(self, native, rows) -> Dict[str, Any]:
         """Copies rows ``rows`` of a native dataset (values as stored) to the destination."""
-        bar, _ = _progress(len(rows), self.progress)
-        try:
-            with self._destination() as (path, publish):
-                report = native.copy_to(path, fields=list(self.fields), rows=rows, page_size=self.page_size,
-                                        num_workers=self.num_workers)
-                if bar is not None:
-                    bar.update(len(rows))
-                return publish(report)
-        finally:
-            if bar is not None:
-                bar.close()
+        with _progress(len(rows), self.progress) as progress, self._destination() as (path, publish):
+            report = native.copy_to(path, fields=list(self.fields), rows=rows, page_size=self.page_size,
+                                    num_workers=self.num_workers)
+            progress(len(rows), len(rows))  # the native copy reports no steps: the bar ends full
+            return publish(report)
 
     def from_iterable(self, iterable: Iterable, length: Optional[int] = None):
         """Writes the samples an iterable yields.
@@ -515,16 +516,11 @@ class DatasetWriter:
             names.append(col)
         # Column k feeds field k (a column may feed several fields).
         data = pa.Table.from_arrays(arrays, names=names)
-        bar, progress = _progress(data.num_rows, self.progress)
-        try:
-            with self._destination() as (path, publish):
-                return publish(_native.write_arrow(
-                    path, native_fields(self.fields), data, page_size=self.page_size,
-                    num_workers=self.num_workers, seed=self.seed, chunk_size=_arrow_chunk_size(self.fields, data),
-                    progress=progress, skip_bad=self.skip_bad))
-        finally:
-            if bar is not None:
-                bar.close()
+        with _progress(data.num_rows, self.progress) as progress, self._destination() as (path, publish):
+            return publish(_native.write_arrow(
+                path, native_fields(self.fields), data, page_size=self.page_size,
+                num_workers=self.num_workers, seed=self.seed, chunk_size=_arrow_chunk_size(self.fields, data),
+                progress=progress, skip_bad=self.skip_bad))
 
 
 def _save_classes(path: str, classes) -> None:

@@ -42,8 +42,9 @@ struct PythonOrder {
 
 impl PythonOrder {
     fn call(&self, epoch: u64) -> Vec<u64> {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((e, order)) = last.as_ref() {
+        // The cache is not locked while Python runs: `sample_order` may ask the loader for its
+        // length, which asks for the order again.
+        if let Some((e, order)) = self.last.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
             if *e == epoch {
                 return order.clone();
             }
@@ -68,7 +69,7 @@ impl PythonOrder {
         });
         match result {
             Ok(order) => {
-                *last = Some((epoch, order.clone()));
+                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((epoch, order.clone()));
                 order
             }
             Err(e) => {

@@ -58,7 +58,8 @@ def test_a_bad_sample_names_its_index_and_field(tmp_path):
     samples = [(0, np.zeros(2, np.float32)), (1, np.zeros(3, np.float32))]
     with pytest.raises(beton.BetonError) as e:
         DatasetWriter(tmp_path / "bad.beton", fields, progress=False).from_indexed_dataset(samples)
-    assert "sample 1" in str(e.value) or e.value.sample == 1
+    assert isinstance(e.value, beton.SampleError) and e.value.sample == 1
+    assert "sample 1" in str(e.value) and "field 'arr'" in str(e.value), str(e.value)
     assert not (tmp_path / "bad.beton").exists()
 
 
@@ -68,3 +69,13 @@ def test_bad_loader_arguments_are_value_errors(small):
     with pytest.raises(beton.BetonError) as e:
         Loader(small, batch_size=4, indices=[10**6])
     assert isinstance(e.value, ValueError) and "indices" in str(e.value)
+
+
+def test_ffcv_file_internals_over_a_dataset_directory_say_why(tmp_path):
+    directory = tmp_path / "ds"
+    DatasetWriter(str(directory) + "/", {"x": IntField()}, progress=False).from_indexed_dataset([(i,) for i in range(4)])
+    loader = Loader(directory, batch_size=2, pipelines={"x": []})
+    with pytest.raises(NotImplementedError, match="dataset directory"):
+        loader.memory_manager
+    with pytest.raises(NotImplementedError, match="dataset directory"):
+        Loader(directory, batch_size=2, custom_fields={"pair": type("Pair", (), {"metadata_type": np.dtype("<i8")})})

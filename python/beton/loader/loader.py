@@ -118,12 +118,9 @@ INDEX = "index"
 
 
 def _is_custom_order(order) -> bool:
-    """Whether ``order`` is a user's traversal order (a class or object with
-    ``sample_order``), not one of the built-in ``OrderOption`` s."""
+    """Whether ``order`` (an ``OrderOption`` already, for the built-in ones) is a user's
+    traversal order: a class or object with ``sample_order``."""
     if isinstance(order, OrderOption):
-        return False
-    builtin = getattr(order, "_beton_order", None)
-    if builtin is not None:
         return False
     if hasattr(order, "sample_order"):
         return True
@@ -251,10 +248,9 @@ class Loader:
                              "opened with the custom fields' layouts")
         self.dataset = fname if isinstance(fname, Dataset) else Dataset(
             fname, version=version, custom=_custom_layouts(custom_fields))
-        self.fname = str(self.dataset.path) if hasattr(self.dataset, "path") else str(fname)
+        self.fname = str(self.dataset.path)
         if isinstance(order, str):
             order = OrderOption[order.upper()]
-        order = getattr(order, "_beton_order", order)  # beton.traversal_order's built-in classes
         if seed is None:
             seed = 0 if distributed and order == OrderOption.RANDOM else int(np.random.randint(0, 2**31 - 1))
         self.batch_size = batch_size
@@ -401,6 +397,10 @@ class Loader:
         """
         if getattr(self, "_reader", None) is None:
             from beton.reader import Reader
+
+            if isinstance(self.dataset._native, _native.Version):
+                raise NotImplementedError(f"{self.fname} is a dataset directory: FFCV's Reader (and memory "
+                                          "managers, custom_fields) read one .beton file; export a version to one")
 
             self._reader = Reader(self.fname, custom_handlers=self.custom_fields or None)
         return self._reader
