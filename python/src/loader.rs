@@ -11,7 +11,7 @@ use beton_loader::order::{EpochContext, Order as NativeOrder};
 use beton_loader::{LoaderState, OrderOption};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyByteArray, PyDict};
 
 use crate::dataset::Dataset;
 use crate::errors::from_loader;
@@ -292,9 +292,15 @@ impl Loader {
     /// The rows the loader reads, one per sample: FFCV's `indices` as given (repeats and order
     /// kept), else the set's ids ascending.
     fn index_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let bytes: Vec<u8> = self.inner.index_rows().iter().flat_map(|r| r.to_le_bytes()).collect();
-        let array = py.import("numpy")?.call_method1("frombuffer", (PyBytes::new(py, &bytes), "<u8"))?;
-        array.call_method0("copy")
+        let rows = self.inner.index_rows();
+        // One copy, into a bytearray that the (writable) array keeps alive.
+        let bytes = PyByteArray::new_with(py, rows.len() * 8, |buf| {
+            for (chunk, r) in buf.chunks_exact_mut(8).zip(&rows) {
+                chunk.copy_from_slice(&r.to_le_bytes());
+            }
+            Ok(())
+        })?;
+        py.import("numpy")?.call_method1("frombuffer", (bytes, "<u8"))
     }
 }
 

@@ -132,6 +132,8 @@ def test_sequential_reads_a_list_of_indices_in_the_order_given(small):
         loader = Loader(small, batch_size=2, indices=rows, drop_last=False, pipelines=only_label)
         assert [x for (label,) in loader for x in label.tolist()] == rows
         assert [x for (label,) in loader for x in label.tolist()] == rows, "and the same every epoch"
+        assert loader.indices.tolist() == rows and loader.indices.dtype == np.uint64  # FFCV's array
+        assert sorted(set(rows)) == loader.index_set.tolist()
 
 
 def test_skip_bad_leaves_out_unreadable_images_and_names_them(tmp_path):

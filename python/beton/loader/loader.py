@@ -276,16 +276,29 @@ class Loader:
         elif indices is not None:
             self._index_list = [int(i) for i in np.asarray(indices).reshape(-1).tolist()]
         self.traversal_order = None
+        self._indices = None
         if _is_custom_order(order):
             # FFCV's TraversalOrder reads loader.indices, loader.seed, loader.distributed.
-            self.indices = (np.asarray(self._index_list, dtype=np.uint64) if self._index_list is not None
+            self._indices = (np.asarray(self._index_list, dtype=np.uint64) if self._index_list is not None
                             else np.asarray(self._index_set.tolist(), dtype=np.uint64) if self._index_set is not None
                             else np.arange(len(self.dataset), dtype=np.uint64))
             self.traversal_order = order(self) if isinstance(order, type) else order
         self._build(next_epoch=0)
-        if self.traversal_order is None:
-            self.indices = self._native.index_rows()
         self._epoch = None
+
+    @property
+    def indices(self) -> np.ndarray:
+        """FFCV's ``indices``: the rows read, one per sample, in order (uint64; made when first
+        asked for).
+
+        Examples
+        --------
+        >>> Loader("data.beton", 16, indices=[5, 3, 3]).indices.tolist()  # doctest: +SKIP
+        [5, 3, 3]
+        """
+        if self._indices is None:
+            self._indices = self._native.index_rows()
+        return self._indices
 
     def _build(self, next_epoch: int) -> None:
         """Makes the native loader from the pipelines as they are now (again at every epoch
@@ -489,7 +502,10 @@ class Loader:
         >>> Loader("data.beton", 16, indices=[5, 3, 3]).index_set.tolist()  # doctest: +SKIP
         [3, 5]
         """
-        return self._native.indices() if self.traversal_order is None else IndexSet(self.indices.tolist())
+        if self.traversal_order is None and self._index_list is None:
+            return self._native.indices()
+        # A list (or a custom order's rows): the native loader's ids are positions in it.
+        return IndexSet(np.unique(self.indices).tolist())
 
     def __iter__(self):
         if self.recompile and self._epoch is not None:
