@@ -25,6 +25,7 @@ pub mod field;
 pub mod format;
 pub mod image;
 pub mod imagefolder;
+pub mod jpeg;
 mod mmap;
 pub mod reader;
 pub mod splits;

@@ -1,0 +1,456 @@
+//! The TurboJPEG 3 wrapper: one owned handle type, the strict decompressor, encoding and the
+//! lossless restart-marker rewrite. Every `unsafe` call into libjpeg-turbo in beton is here.
+
+use std::ffi::{c_int, CStr};
+
+use turbojpeg::raw;
+
+use super::{MAX_PIXELS, SCAN_LIMIT};
+use crate::error::{Error, Result};
+
+/// The colour space of a JPEG, as libjpeg-turbo identifies it from the frame header, the JFIF and
+/// the Adobe markers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JpegColor {
+    /// 1 component.
+    Grey,
+    /// 3 components, YCbCr (JFIF, the common case).
+    YCbCr,
+    /// 3 components stored as RGB (Adobe transform 0, or component ids 'R','G','B').
+    Rgb,
+    /// 4 components, CMYK.
+    Cmyk,
+    /// 4 components, YCCK (Adobe transform 2).
+    Ycck,
+}
+
+/// What libjpeg-turbo reads from a JPEG's header ([`Decompressor::header`]).
+#[derive(Debug, Clone, Copy)]
+pub struct JpegHeader {
+    /// Width in pixels (never 0).
+    pub width: u32,
+    /// Height in pixels (never 0).
+    pub height: u32,
+    /// The colour space.
+    pub color: JpegColor,
+    /// TurboJPEG's chroma subsampling (`TJSAMP_*`: 0 4:4:4, 1 4:2:2, 2 4:2:0, 3 grey, 4 4:4:0,
+    /// 5 4:1:1, 6 4:4:1; -1 unknown).
+    pub subsampling: c_int,
+    /// Lossless JPEG (SOF3).
+    pub lossless: bool,
+    /// Bits per sample.
+    pub precision: c_int,
+}
+
+/// Pixel formats a [`Decompressor`] decodes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PixelFormat {
+    /// 1 byte a pixel.
+    Grey,
+    /// 3 bytes a pixel, R G B.
+    Rgb,
+    /// 4 bytes a pixel, C M Y K as stored.
+    Cmyk,
+}
+
+impl PixelFormat {
+    /// Bytes a pixel.
+    pub fn size(self) -> usize {
+        match self {
+            PixelFormat::Grey => 1,
+            PixelFormat::Rgb => 3,
+            PixelFormat::Cmyk => 4,
+        }
+    }
+
+    fn raw(self) -> raw::TJPF {
+        match self {
+            PixelFormat::Grey => raw::TJPF_TJPF_GRAY,
+            PixelFormat::Rgb => raw::TJPF_TJPF_RGB,
+            PixelFormat::Cmyk => raw::TJPF_TJPF_CMYK,
+        }
+    }
+}
+
+/// A cropping region in pixels of the (scaled) image; all zeros (the default) is the whole image.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rect {
+    /// Left edge: a multiple of the scaled iMCU width (libjpeg-turbo refuses others).
+    pub x: u32,
+    /// Top edge.
+    pub y: u32,
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+}
+
+/// An owned TurboJPEG instance.
+struct Handle(raw::tjhandle);
+
+impl Handle {
+    fn new(init: raw::TJINIT) -> Result<Handle> {
+        let init = c_int::try_from(init).map_err(|_| Error::Image("libjpeg-turbo: bad init type".into()))?;
+        // SAFETY: tj3Init has no preconditions; it returns a new handle or null on failure.
+        let ptr = unsafe { raw::tj3Init(init) };
+        if ptr.is_null() {
+            return Err(Error::Image("libjpeg-turbo: cannot create a TurboJPEG instance".into()));
+        }
+        Ok(Handle(ptr))
+    }
+
+    /// The message of the last error on this handle, on one line.
+    fn error_message(&self) -> String {
+        // SAFETY: self.0 is a live handle from tj3Init (never null, destroyed only in Drop).
+        let msg = unsafe { raw::tj3GetErrorStr(self.0) };
+        if msg.is_null() {
+            return "unknown libjpeg-turbo error".into();
+        }
+        // SAFETY: tj3GetErrorStr returns a NUL-terminated string owned by the handle (or a
+        // static buffer), valid until the next call on the handle; we copy it out at once.
+        let msg = unsafe { CStr::from_ptr(msg) };
+        msg.to_string_lossy().trim().replace('\n', " ")
+    }
+
+    /// "corrupt JPEG: ..." with the last error.
+    fn corrupt(&self) -> Error {
+        Error::Image(format!("corrupt JPEG: {}", self.error_message()))
+    }
+
+    fn set(&mut self, param: raw::TJPARAM, value: c_int) -> Result<()> {
+        let param =
+            c_int::try_from(param).map_err(|_| Error::Image("libjpeg-turbo: bad parameter".into()))?;
+        // SAFETY: self.0 is a live handle; tj3Set only reads the integers passed.
+        let rc = unsafe { raw::tj3Set(self.0, param, value) };
+        if rc != 0 {
+            return Err(Error::Image(format!("libjpeg-turbo: {}", self.error_message())));
+        }
+        Ok(())
+    }
+
+    fn get(&self, param: raw::TJPARAM) -> c_int {
+        let Ok(param) = c_int::try_from(param) else {
+            return -1;
+        };
+        // SAFETY: self.0 is a live handle; tj3Get only reads the parameter value.
+        unsafe { raw::tj3Get(self.0, param) }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: self.0 came from tj3Init, is not null and is destroyed exactly once, here.
+        unsafe { raw::tj3Destroy(self.0) }
+    }
+}
+
+/// A strict TurboJPEG decompressor: every libjpeg warning is an error, at most 500 scans and
+/// 2^29 pixels. Neither `Send` nor `Sync`: one per thread (the loader keeps one in a
+/// `thread_local!`). Reading a header
+/// sets it up for that JPEG, and scaling and cropping stay set until changed.
+pub struct Decompressor {
+    handle: Handle,
+}
+
+impl std::fmt::Debug for Decompressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decompressor").finish_non_exhaustive()
+    }
+}
+
+impl Decompressor {
+    /// A new strict decompressor.
+    ///
+    /// # Errors
+    /// [`Error::Image`] when libjpeg-turbo cannot create one.
+    pub fn new() -> Result<Decompressor> {
+        let mut handle = Handle::new(raw::TJINIT_TJINIT_DECOMPRESS)?;
+        handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
+        handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
+        handle.set(raw::TJPARAM_TJPARAM_MAXPIXELS, MAX_PIXELS)?;
+        Ok(Decompressor { handle })
+    }
+
+    /// Uses libjpeg-turbo's fast integer IDCT (`TJPARAM_FASTDCT`), as FFCV's loader does.
+    ///
+    /// # Errors
+    /// [`Error::Image`] when libjpeg-turbo refuses the parameter.
+    pub fn set_fast_dct(&mut self, fast: bool) -> Result<()> {
+        self.handle.set(raw::TJPARAM_TJPARAM_FASTDCT, c_int::from(fast))
+    }
+
+    /// Reads the header of `data`.
+    ///
+    /// # Errors
+    /// [`Error::Image`]: "corrupt JPEG: ..." for a header libjpeg-turbo cannot read or a size of
+    /// 0, "unsupported JPEG colour space" for one it does not know.
+    pub fn header(&mut self, data: &[u8]) -> Result<JpegHeader> {
+        let len = raw::size_t::try_from(data.len()).map_err(|_| Error::Image("JPEG too large".into()))?;
+        // SAFETY: the handle is live; data.as_ptr() is valid for data.len() bytes, which
+        // libjpeg-turbo only reads, and the slice outlives the call.
+        let rc = unsafe { raw::tj3DecompressHeader(self.handle.0, data.as_ptr(), len) };
+        if rc != 0 {
+            return Err(self.handle.corrupt());
+        }
+        let h = &self.handle;
+        let width = u32::try_from(h.get(raw::TJPARAM_TJPARAM_JPEGWIDTH)).unwrap_or(0);
+        let height = u32::try_from(h.get(raw::TJPARAM_TJPARAM_JPEGHEIGHT)).unwrap_or(0);
+        if width == 0 || height == 0 {
+            return Err(Error::Image(format!("corrupt JPEG: size {width}x{height}")));
+        }
+        let cs = h.get(raw::TJPARAM_TJPARAM_COLORSPACE);
+        let color = match u32::try_from(cs) {
+            Ok(raw::TJCS_TJCS_GRAY) => JpegColor::Grey,
+            Ok(raw::TJCS_TJCS_YCbCr) => JpegColor::YCbCr,
+            Ok(raw::TJCS_TJCS_RGB) => JpegColor::Rgb,
+            Ok(raw::TJCS_TJCS_CMYK) => JpegColor::Cmyk,
+            Ok(raw::TJCS_TJCS_YCCK) => JpegColor::Ycck,
+            _ => return Err(Error::Image(format!("unsupported JPEG colour space (TJCS {cs})"))),
+        };
+        Ok(JpegHeader {
+            width,
+            height,
+            color,
+            subsampling: h.get(raw::TJPARAM_TJPARAM_SUBSAMP),
+            lossless: h.get(raw::TJPARAM_TJPARAM_LOSSLESS) == 1,
+            precision: h.get(raw::TJPARAM_TJPARAM_PRECISION),
+        })
+    }
+
+    /// Sets the scale 1/`denom` and the cropping region (`Rect::default()`: uncropped) of the
+    /// next decode of the JPEG whose header was just read.
+    ///
+    /// # Errors
+    /// [`Error::Image`] when libjpeg-turbo refuses the factor or the region (a left edge off the
+    /// scaled iMCU grid, a region outside the scaled image).
+    pub fn set_geometry(&mut self, denom: u32, region: Rect) -> Result<()> {
+        let sf = raw::tjscalingfactor { num: 1, denom: denom as c_int };
+        let region = raw::tjregion {
+            x: region.x as c_int,
+            y: region.y as c_int,
+            w: region.width as c_int,
+            h: region.height as c_int,
+        };
+        // SAFETY: the handle is live and has read a header; both calls take values.
+        let rc = unsafe {
+            if raw::tj3SetScalingFactor(self.handle.0, sf) != 0 {
+                -1
+            } else {
+                raw::tj3SetCroppingRegion(self.handle.0, region)
+            }
+        };
+        if rc != 0 {
+            return Err(Error::Image(format!("libjpeg-turbo: {}", self.handle.error_message())));
+        }
+        Ok(())
+    }
+
+    /// Decompresses `data` to `format` into `dst`, `width × height` pixels packed (the header
+    /// and the geometry set by [`Decompressor::set_geometry`] must give exactly that size).
+    ///
+    /// # Errors
+    /// [`Error::Image`]: "corrupt JPEG: ..." for any libjpeg error or warning, or `dst` not
+    /// `width × height` pixels.
+    pub fn decompress(
+        &mut self,
+        data: &[u8],
+        dst: &mut [u8],
+        (width, height): (u32, u32),
+        format: PixelFormat,
+    ) -> Result<()> {
+        let pitch = width as usize * format.size();
+        if dst.len() != pitch * height as usize {
+            return Err(Error::Image("internal: JPEG output buffer of the wrong size".into()));
+        }
+        let pitch = c_int::try_from(pitch).map_err(|_| Error::Image("JPEG too large".into()))?;
+        let len = raw::size_t::try_from(data.len()).map_err(|_| Error::Image("JPEG too large".into()))?;
+        // SAFETY: the handle is live; `data` is valid for reading data.len() bytes. `dst` holds
+        // exactly `height` rows of `pitch` = width × bytes-per-pixel of `format`, and the header
+        // (re-read by tj3Decompress8 from the same bytes) with the scaling factor and cropping
+        // region set on the handle make it write `height` rows of `width` pixels at `pitch` (it
+        // fails instead if the geometry does not hold).
+        let rc = unsafe {
+            raw::tj3Decompress8(self.handle.0, data.as_ptr(), len, dst.as_mut_ptr(), pitch, format.raw())
+        };
+        if rc != 0 {
+            return Err(self.handle.corrupt());
+        }
+        Ok(())
+    }
+
+    /// Decompresses `data` (whose header was just read) at the scale set by
+    /// [`Decompressor::set_geometry`] into its raw planes: no chroma upsampling, no colour
+    /// conversion. `buf` holds `geometry.len()` planes, each `(offset, width, height)` in `buf`,
+    /// where each plane's size is [`plane_size`] of its component at the scaled size.
+    ///
+    /// # Errors
+    /// [`Error::Image`]: "corrupt JPEG: ..." for any libjpeg error or warning; an internal error
+    /// for a plane outside `buf` or other than 1 to 3 planes.
+    pub fn decompress_planes(
+        &mut self,
+        data: &[u8],
+        buf: &mut [u8],
+        geometry: &[(usize, u32, u32)],
+    ) -> Result<()> {
+        let mut ptrs = [std::ptr::null_mut::<u8>(); 3];
+        let mut strides = [0 as c_int; 3];
+        if geometry.is_empty() || geometry.len() > 3 {
+            return Err(Error::Image("internal: a JPEG has 1 to 3 planes here".into()));
+        }
+        for (c, &(offset, w, h)) in geometry.iter().enumerate() {
+            let plane = buf
+                .get_mut(offset..offset + w as usize * h as usize)
+                .ok_or_else(|| Error::Image("internal: plane buffer too small".into()))?;
+            ptrs[c] = plane.as_mut_ptr();
+            strides[c] = w as c_int;
+        }
+        let len = raw::size_t::try_from(data.len()).map_err(|_| Error::Image("JPEG too large".into()))?;
+        // SAFETY: the handle is live and has read this header; `data` is valid for reading
+        // data.len() bytes. Plane c starts at ptrs[c], inside `buf`, and holds h_c rows of
+        // w_c = strides[c] bytes (checked above), where (w_c, h_c) is tj3YUVPlaneWidth/Height of
+        // component c at the scaled size (the caller's `plane_size`): exactly what libjpeg-turbo
+        // writes for a JPEG of this header at this scale (it fails instead for more than 3
+        // components).
+        let rc = unsafe {
+            raw::tj3DecompressToYUVPlanes8(
+                self.handle.0,
+                data.as_ptr(),
+                len,
+                ptrs.as_mut_ptr(),
+                strides.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(self.handle.corrupt());
+        }
+        Ok(())
+    }
+}
+
+/// The size of plane `component` of a `width × height` image with TurboJPEG subsampling
+/// `subsampling` (`tj3YUVPlaneWidth` / `tj3YUVPlaneHeight`); `(0, 0)` for arguments TurboJPEG
+/// refuses.
+pub fn plane_size(component: usize, (width, height): (u32, u32), subsampling: c_int) -> (u32, u32) {
+    // SAFETY: pure functions of their arguments.
+    let (pw, ph) = unsafe {
+        (
+            raw::tj3YUVPlaneWidth(component as c_int, width as c_int, subsampling),
+            raw::tj3YUVPlaneHeight(component as c_int, height as c_int, subsampling),
+        )
+    };
+    (u32::try_from(pw).unwrap_or(0), u32::try_from(ph).unwrap_or(0))
+}
+
+/// Encodes `height` rows of `width` pixels of `channels` bytes (1: grey, TJSAMP_GRAY; 3: RGB,
+/// 4:2:0 as cv2.imencode and FFCV) at `quality` (1–100), with a restart marker every
+/// `restart_interval` MCUs (0: none) and, then, optimised Huffman tables (which win back the
+/// markers' bytes).
+pub(crate) fn compress(
+    data: &[u8],
+    (width, height, channels): (u32, u32, u8),
+    quality: u8,
+    restart_interval: u16,
+) -> Result<Vec<u8>> {
+    let (format, subsamp) = match channels {
+        1 => (raw::TJPF_TJPF_GRAY, raw::TJSAMP_TJSAMP_GRAY),
+        3 => (raw::TJPF_TJPF_RGB, raw::TJSAMP_TJSAMP_420),
+        c => return Err(Error::Image(format!("cannot JPEG-encode {c} channels"))),
+    };
+    let (w32, h32) = (width, height);
+    let width = usize::try_from(width).map_err(|_| Error::Image("image too wide".into()))?;
+    let height = usize::try_from(height).map_err(|_| Error::Image("image too tall".into()))?;
+    let pitch =
+        width.checked_mul(usize::from(channels)).ok_or_else(|| Error::Image("image too large".into()))?;
+    if width == 0 || height == 0 || pitch.checked_mul(height) != Some(data.len()) {
+        return Err(Error::Image(format!(
+            "cannot JPEG-encode: {} bytes for {w32}x{h32}x{channels}",
+            data.len()
+        )));
+    }
+    let too_large = |_| Error::Image("image too large to JPEG-encode".into());
+    let (w, h, p) = (
+        c_int::try_from(width).map_err(too_large)?,
+        c_int::try_from(height).map_err(too_large)?,
+        c_int::try_from(pitch).map_err(too_large)?,
+    );
+    let mut handle = Handle::new(raw::TJINIT_TJINIT_COMPRESS)?;
+    handle.set(raw::TJPARAM_TJPARAM_QUALITY, c_int::from(quality.clamp(1, 100)))?;
+    handle.set(raw::TJPARAM_TJPARAM_SUBSAMP, subsamp as c_int)?;
+    set_restarts(&mut handle, restart_interval)?;
+    let mut out = JpegBuf::default();
+    // SAFETY: the handle is live and set up for compression. `data` holds exactly height rows
+    // of pitch = width × channels bytes (checked above), only read. libjpeg-turbo allocates the
+    // output (tj3Alloc) and stores its pointer and size in `out`, which frees it.
+    let rc = unsafe {
+        raw::tj3Compress8(handle.0, data.as_ptr(), w, p, h, format as c_int, &mut out.ptr, &mut out.len)
+    };
+    if rc != 0 {
+        return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
+    }
+    Ok(out.to_vec())
+}
+
+/// Sets a restart marker every `interval` MCUs (0: none) and, with markers, optimised Huffman
+/// tables.
+fn set_restarts(handle: &mut Handle, interval: u16) -> Result<()> {
+    handle.set(raw::TJPARAM_TJPARAM_RESTARTBLOCKS, c_int::from(interval))?;
+    handle.set(raw::TJPARAM_TJPARAM_OPTIMIZE, c_int::from(interval > 0))
+}
+
+/// A JPEG buffer allocated by libjpeg-turbo, freed on drop.
+struct JpegBuf {
+    ptr: *mut u8,
+    len: raw::size_t,
+}
+
+impl Default for JpegBuf {
+    fn default() -> Self {
+        JpegBuf { ptr: std::ptr::null_mut(), len: 0 }
+    }
+}
+
+impl JpegBuf {
+    fn to_vec(&self) -> Vec<u8> {
+        if self.ptr.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: libjpeg-turbo set ptr to a buffer it allocated holding len bytes of JPEG.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len as usize) }.to_vec()
+    }
+}
+
+impl Drop for JpegBuf {
+    fn drop(&mut self) {
+        // SAFETY: ptr is null or was allocated by libjpeg-turbo (tj3Alloc) and is freed once.
+        unsafe { raw::tj3Free(self.ptr.cast()) }
+    }
+}
+
+/// Rewrites a JPEG losslessly (the same DCT coefficients, hence the same pixels) as a baseline,
+/// Huffman-coded JPEG with a restart marker every `interval` MCUs and optimised tables; the
+/// markers before the scan (JFIF, EXIF, ICC ...) are kept.
+pub(crate) fn with_restarts(data: &[u8], interval: u16) -> Result<Vec<u8>> {
+    let mut handle = Handle::new(raw::TJINIT_TJINIT_TRANSFORM)?;
+    handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
+    handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
+    set_restarts(&mut handle, interval)?;
+    let len = raw::size_t::try_from(data.len()).map_err(|_| Error::Image("JPEG too large".into()))?;
+    // The identity transform: no crop, no flip, all markers copied.
+    let transform = raw::tjtransform {
+        r: raw::tjregion { x: 0, y: 0, w: 0, h: 0 },
+        op: raw::TJXOP_TJXOP_NONE as c_int,
+        options: 0,
+        data: std::ptr::null_mut(),
+        customFilter: None,
+    };
+    let mut out = JpegBuf::default();
+    // SAFETY: the handle is live and set up for transforms; `data` is valid for reading len
+    // bytes; one transform is passed (n = 1) with one output pointer and size, which
+    // libjpeg-turbo allocates (tj3Alloc) and `out` frees; no custom filter.
+    let rc =
+        unsafe { raw::tj3Transform(handle.0, data.as_ptr(), len, 1, &mut out.ptr, &mut out.len, &transform) };
+    if rc != 0 {
+        return Err(handle.corrupt());
+    }
+    Ok(out.to_vec())
+}
