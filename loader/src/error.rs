@@ -83,3 +83,12 @@ impl From<serde_json::Error> for Error {
         Error::InvalidState(e.to_string())
     }
 }
+
+/// An error of beton-storage's JPEG codec layer ([`beton_storage::jpeg`]) met while decoding a
+/// sample: its message as a [`Error::Decode`] (the loader names the sample around it).
+pub(crate) fn from_codec(e: beton_storage::Error) -> Error {
+    match e {
+        beton_storage::Error::Image(why) => Error::Decode(why),
+        e => Error::Storage(e),
+    }
+}

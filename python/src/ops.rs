@@ -3,8 +3,9 @@
 //! constructs it. The Python layer (`beton.fields.decoders`, `beton.transforms`) holds one of
 //! these per FFCV object and hands them to `Loader`; nothing crosses as a tuple or a kind name.
 //!
-//! Adding an image operation: a struct implementing `beton_loader::image::ImageOp`, one
-//! `image_op!` line below, its registration in `register`, and its Python class.
+//! Adding an image operation: a struct implementing `beton_loader::image::ImageOp` (one file in
+//! `loader/src/image/ops/` and its line in `operations!` there), one `image_op!` line below, its
+//! registration in `register`, and its Python class.
 
 use std::sync::Arc;
 

@@ -4,10 +4,10 @@
 //! FFCV decodes the whole JPEG, then crops and resizes. Here a crop decoder asks libjpeg-turbo
 //! for the crop's rows and columns only, at 1/2, 1/4 or 1/8 scale when the crop is still at least
 //! the output size there (the scaling happens in the DCT domain), resizes that straight into the
-//! batch slot, and flips it in place: one pass per sample (private modules `jpeg` and `resize`).
+//! batch slot, and flips it in place: one pass per sample (`codec/`, `resample/`).
 //! For a JPEG with restart markers (beton's writer puts them in) only the crop's intervals are
 //! entropy-decoded, into raw Y, Cb, Cr planes that are resized each to the output size, so that
-//! chroma upsampling and the colour conversion run on output pixels only (module `color`); a
+//! chroma upsampling and the colour conversion run on output pixels only (`codec/color.rs`); a
 //! normalising pipeline converts and normalises them in one pass.
 //!
 //! - Decoders ([`FieldDecoder`](crate::FieldDecoder)s for RGB and grey image fields; grey comes
@@ -20,38 +20,54 @@
 //!   [`RandomSaturation`]; and [`NormalizeImage`] to `f32` / `f16`, CHW or HWC.
 //! - [`ImagePipeline`]: decoder → operations → normalisation, as one field decoder.
 //!
+//! # Where things are
+//!
+//! - `codec/`: JPEG bytes to RGB or to raw Y / Cb / Cr planes (crop-aware, DCT-scaled,
+//!   restart-marker slices), on beton-storage's codec layer ([`beton_storage::jpeg`]); the
+//!   colour conversion of planes.
+//! - `resample/`: the resize kernels (separable, fixed-point; AVX2).
+//! - `normalize/`: [`NormalizeImage`]'s kernels (lookup table, AVX2 + F16C, AVX-512 VBMI).
+//! - `ops/`: one file per user-visible operation: the [`ImageOp`]s, the crops, the resize
+//!   settings ([`Interpolation`]) and [`NormalizeImage`] itself.
+//! - `decoders/`: one file per decoder, and what they share.
+//! - `pipeline.rs`: [`ImagePipeline`]. `cpu.rs`: the one CPU-feature check. `scratch.rs`: the
+//!   per-thread buffers and TurboJPEG decompressor. `rng.rs`: [`SampleRng`].
+//!
+//! Dependencies run one way: `pipeline` → `decoders` → `codec`, `resample`, `ops`;
+//! `pipeline` → `normalize` → `codec`, `ops`; `ops` → `resample`; all → `cpu`, `scratch`, `rng`.
+//!
+//! # Adding an image operation
+//!
+//! 1. A new file `ops/your_op.rs` with a struct implementing [`ImageOp`] (see `ops/cutout.rs`).
+//! 2. Its line `your_op::{YourOp},` in the `operations!` list in `ops/mod.rs`: that declares the
+//!    file and makes it `beton_loader::image::YourOp`.
+//! 3. For Python (its class): in `python/src/ops.rs` its `image_op!` line (with the native type
+//!    in the `use` list) and its `add_class` line in `register`; and its FFCV-named class in
+//!    `python/beton/transforms/image.py`.
+//!
 //! All randomness comes from `(seed, epoch, index)` ([`SampleRng`]), so batches do not depend on
 //! the number of threads. Corrupt payloads are errors (the loader names the sample), never
 //! panics. A crop decode reads only the JPEG data the crop needs: corruption entirely below the
 //! crop goes unnoticed (beton's writer validates every JPEG it stores).
 
-mod color;
-mod crop;
+mod codec;
+mod cpu;
 mod decoders;
 #[cfg(test)]
 mod guarded;
-mod jpeg;
-mod lut;
+mod normalize;
 mod ops;
 mod pipeline;
 mod resample;
-mod resize;
-mod restart;
 mod rng;
+mod scratch;
 
-pub use crop::{center_crop, random_resized_crop, Crop};
 pub(crate) use decoders::stored_sizes;
 pub use decoders::{
     CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder, SizeSchedule,
 };
-pub use ops::{
-    Cutout, ImageMut, ImageOp, RandomBrightness, RandomContrast, RandomHorizontalFlip, RandomSaturation,
-    RandomTranslate, RandomVerticalFlip,
-};
-#[cfg(feature = "cuda")]
-pub(crate) use pipeline::f32_to_f16;
 #[cfg(all(feature = "cuda", test))]
-pub(crate) use pipeline::Prepared;
-pub use pipeline::{FloatType, ImagePipeline, Layout, NormalizeImage};
-pub use resize::Interpolation;
+pub(crate) use normalize::Prepared;
+pub use ops::*;
+pub use pipeline::ImagePipeline;
 pub use rng::SampleRng;

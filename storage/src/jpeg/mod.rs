@@ -10,8 +10,9 @@
 //!   header (SOF), the restart interval (DRI), the scan header (SOS), EXIF and the Adobe segment
 //!   say. The writer reads orientation, CMYK inversion and the restart interval from it; the
 //!   loader's restart-marker slicing reads the frame and scan from it.
-//! - Encoding (the writer's `jpg` mode) and the lossless rewrite that adds restart markers are
-//!   crate-private: only the writer encodes.
+//! - [`with_restarts`]: the lossless rewrite that gives a JPEG a restart marker every few MCUs
+//!   (the writer's passthrough; the loader's tests make such JPEGs with it). Encoding (the
+//!   writer's `jpg` mode) is crate-private: only the writer encodes.
 //!
 //! Decoding goes through `turbojpeg::raw` (the C API) rather than the crate's safe
 //! `Decompressor`, because the safe wrapper exposes neither `TJPARAM_STOPONWARNING` nor planar

@@ -429,7 +429,10 @@ impl Drop for JpegBuf {
 /// Rewrites a JPEG losslessly (the same DCT coefficients, hence the same pixels) as a baseline,
 /// Huffman-coded JPEG with a restart marker every `interval` MCUs and optimised tables; the
 /// markers before the scan (JFIF, EXIF, ICC ...) are kept.
-pub(crate) fn with_restarts(data: &[u8], interval: u16) -> Result<Vec<u8>> {
+///
+/// # Errors
+/// [`Error::Image`] ("corrupt JPEG: ...") for a JPEG libjpeg-turbo cannot read without a warning.
+pub fn with_restarts(data: &[u8], interval: u16) -> Result<Vec<u8>> {
     let mut handle = Handle::new(raw::TJINIT_TJINIT_TRANSFORM)?;
     handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
     handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;

@@ -1,4 +1,7 @@
-//! Crop-aware, DCT-scaled JPEG decoding with libjpeg-turbo (TurboJPEG 3 C API).
+//! The loader's JPEG decoding: crop-aware, DCT-scaled, into packed RGB or raw planes, on
+//! beton-storage's codec layer ([`beton_storage::jpeg`]: the TurboJPEG wrapper and the marker
+//! parser), with restart-marker slicing ([`restart`]) and the colour conversion of planes
+//! ([`color`]).
 //!
 //! To hand out a `w × h` crop of a JPEG at output size `ow × oh`, this decodes
 //!
@@ -14,28 +17,22 @@
 //! [`decode_crop_planes`] is the crop decoders' usual path for JPEGs with restart markers (what
 //! beton writes): the crop's restart intervals decoded to their raw planes (Y, Cb, Cr at their
 //! own resolutions, or grey), with no chroma upsampling and no colour conversion: the resize
-//! takes each plane to the output size and [`super::color`] converts only the output's pixels.
+//! takes each plane to the output size and [`color`] converts only the output's pixels.
 //! [`decode_crop`] decodes to packed RGB (the path for JPEGs without restart markers, where
 //! libjpeg-turbo's cropping skips work the planes cannot).
 //!
 //! Every libjpeg warning is an error (`TJPARAM_STOPONWARNING`, as beton-storage's strict decoder),
 //! so a truncated or corrupt payload is refused rather than half-grey. One decompressor per
-//! thread, reused (`thread_local!`), never shared. This code never panics on bad bytes.
+//! thread, reused ([`crate::image::scratch`]), never shared. This code never panics on bad bytes.
 
-use std::cell::RefCell;
-use std::ffi::{c_int, CStr};
+use beton_storage::jpeg::{plane_size, Decompressor, JpegColor, JpegHeader, PixelFormat, Rect};
 
-use turbojpeg::raw;
+use crate::error::{from_codec, Error, Result};
+use crate::image::ops::Crop;
+use crate::image::scratch::{self, with_decompressor};
 
-use super::crop::Crop;
-use super::restart;
-use crate::error::{Error, Result};
-
-/// Most progressive scans accepted (libjpeg-turbo's tools use 500 against the "many scans" DoS).
-const SCAN_LIMIT: c_int = 500;
-
-/// Most pixels libjpeg-turbo may decode for one image (beton-storage's 2 GiB / 4 bytes cap).
-const MAX_PIXELS: c_int = 1 << 29;
+pub(crate) mod color;
+pub(crate) mod restart;
 
 /// The DCT scaling denominators used, largest (smallest image) first.
 const DENOMS: [u32; 4] = [8, 4, 2, 1];
@@ -49,185 +46,33 @@ pub(crate) struct Region {
     pub crop: [f64; 4],
 }
 
-/// A TurboJPEG decompressor, strict.
-struct Decompressor(raw::tjhandle);
-
-impl Drop for Decompressor {
-    fn drop(&mut self) {
-        // SAFETY: self.0 came from tj3Init, is not null, and is destroyed exactly once, here.
-        unsafe { raw::tj3Destroy(self.0) }
-    }
-}
-
-thread_local! {
-    static DECOMPRESSOR: RefCell<Option<Decompressor>> = const { RefCell::new(None) };
-}
-
 fn jpeg_error(why: impl std::fmt::Display) -> Error {
     Error::Decode(format!("corrupt JPEG: {why}"))
 }
 
-impl Decompressor {
-    fn new() -> Result<Decompressor> {
-        // SAFETY: tj3Init has no preconditions; it returns a new handle or null.
-        let ptr = unsafe { raw::tj3Init(raw::TJINIT_TJINIT_DECOMPRESS as c_int) };
-        if ptr.is_null() {
-            return Err(Error::Decode("libjpeg-turbo: cannot create a decompressor".into()));
-        }
-        let d = Decompressor(ptr);
-        d.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
-        d.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
-        d.set(raw::TJPARAM_TJPARAM_MAXPIXELS, MAX_PIXELS)?;
-        Ok(d)
+/// Reads the header of `data` with `d`; only 8-bit lossy JPEGs are decoded here.
+fn header(d: &mut Decompressor, data: &[u8]) -> Result<JpegHeader> {
+    let h = d.header(data).map_err(from_codec)?;
+    if h.precision != 8 || h.lossless {
+        return Err(Error::Decode("unsupported JPEG: only 8-bit lossy JPEGs are supported".into()));
     }
-
-    fn message(&self) -> String {
-        // SAFETY: self.0 is a live handle.
-        let msg = unsafe { raw::tj3GetErrorStr(self.0) };
-        if msg.is_null() {
-            return "unknown libjpeg-turbo error".into();
-        }
-        // SAFETY: tj3GetErrorStr returns a NUL-terminated string owned by the handle, valid until
-        // the next call on it; it is copied out at once.
-        unsafe { CStr::from_ptr(msg) }.to_string_lossy().trim().replace('\n', " ")
-    }
-
-    fn set(&self, param: raw::TJPARAM, value: c_int) -> Result<()> {
-        // SAFETY: self.0 is a live handle; tj3Set reads two integers.
-        if unsafe { raw::tj3Set(self.0, param as c_int, value) } != 0 {
-            return Err(Error::Decode(format!("libjpeg-turbo: {}", self.message())));
-        }
-        Ok(())
-    }
-
-    fn get(&self, param: raw::TJPARAM) -> c_int {
-        // SAFETY: self.0 is a live handle; tj3Get reads a parameter.
-        unsafe { raw::tj3Get(self.0, param as c_int) }
-    }
-
-    /// Reads the header of `data`: (width, height, colour space, subsampling).
-    fn header(&self, data: &[u8]) -> Result<(u32, u32, c_int, c_int)> {
-        // SAFETY: the handle is live; `data` is valid for data.len() bytes, only read.
-        let rc = unsafe { raw::tj3DecompressHeader(self.0, data.as_ptr(), data.len() as raw::size_t) };
-        if rc != 0 {
-            return Err(jpeg_error(self.message()));
-        }
-        if self.get(raw::TJPARAM_TJPARAM_PRECISION) != 8 || self.get(raw::TJPARAM_TJPARAM_LOSSLESS) == 1 {
-            return Err(Error::Decode("unsupported JPEG: only 8-bit lossy JPEGs are supported".into()));
-        }
-        let w = u32::try_from(self.get(raw::TJPARAM_TJPARAM_JPEGWIDTH)).unwrap_or(0);
-        let h = u32::try_from(self.get(raw::TJPARAM_TJPARAM_JPEGHEIGHT)).unwrap_or(0);
-        let cs = self.get(raw::TJPARAM_TJPARAM_COLORSPACE);
-        Ok((w, h, cs, self.get(raw::TJPARAM_TJPARAM_SUBSAMP)))
-    }
-
-    /// Sets the scale 1/`denom` and the cropping region (all zeros: uncropped).
-    fn set_geometry(&self, denom: u32, region: raw::tjregion) -> Result<()> {
-        let sf = raw::tjscalingfactor { num: 1, denom: denom as c_int };
-        // SAFETY: the handle is live and has read a header; both calls take values.
-        let rc = unsafe {
-            if raw::tj3SetScalingFactor(self.0, sf) != 0 {
-                -1
-            } else {
-                raw::tj3SetCroppingRegion(self.0, region)
-            }
-        };
-        if rc != 0 {
-            return Err(Error::Decode(format!("libjpeg-turbo: {}", self.message())));
-        }
-        Ok(())
-    }
-
-    /// Decompresses `data` to RGB into `dst`, `width × height` pixels packed (the geometry set
-    /// by `set_geometry` must give exactly that size).
-    fn decompress(&self, data: &[u8], dst: &mut [u8], width: u32, height: u32) -> Result<()> {
-        let pitch = width as usize * 3;
-        if dst.len() != pitch * height as usize {
-            return Err(Error::Decode("internal: JPEG output buffer of the wrong size".into()));
-        }
-        // SAFETY: the handle is live; `data` is valid for reading data.len() bytes. `dst` holds
-        // exactly `height` rows of `pitch` = width × 3 bytes, and the scaling factor and
-        // cropping region set on the handle (checked by libjpeg-turbo against this header,
-        // which tj3Decompress8 re-reads from the same bytes) make it write `height` rows of
-        // `width` RGB pixels at `pitch` (it fails instead if the geometry does not hold).
-        let rc = unsafe {
-            raw::tj3Decompress8(
-                self.0,
-                data.as_ptr(),
-                data.len() as raw::size_t,
-                dst.as_mut_ptr(),
-                pitch as c_int,
-                raw::TJPF_TJPF_RGB,
-            )
-        };
-        if rc != 0 {
-            return Err(jpeg_error(self.message()));
-        }
-        Ok(())
-    }
-
-    /// Decompresses `data` (whose header was just read) at the scale set by `set_geometry`
-    /// into its raw planes: no chroma upsampling, no colour conversion. `buf` holds
-    /// `geometry.len()` planes, each `(offset, width, height)` in `buf`.
-    fn decompress_planes(&self, data: &[u8], buf: &mut [u8], geometry: &[(usize, u32, u32)]) -> Result<()> {
-        let mut ptrs = [std::ptr::null_mut::<u8>(); 3];
-        let mut strides = [0 as c_int; 3];
-        if geometry.is_empty() || geometry.len() > 3 {
-            return Err(Error::Decode("internal: a JPEG has 1 to 3 planes here".into()));
-        }
-        for (c, &(offset, w, h)) in geometry.iter().enumerate() {
-            let plane = buf
-                .get_mut(offset..offset + w as usize * h as usize)
-                .ok_or_else(|| Error::Decode("internal: plane buffer too small".into()))?;
-            ptrs[c] = plane.as_mut_ptr();
-            strides[c] = w as c_int;
-        }
-        // SAFETY: the handle is live and has read this header; `data` is valid for reading
-        // data.len() bytes. Plane c starts at ptrs[c], inside `buf`, and holds h_c rows of
-        // w_c = strides[c] bytes (checked above), where (w_c, h_c) is tj3YUVPlaneWidth/Height of
-        // component c at the scaled size (computed in `planes_of`): exactly what libjpeg-turbo writes
-        // for a JPEG of this header at this scale (it fails instead for more than 3 components).
-        let rc = unsafe {
-            raw::tj3DecompressToYUVPlanes8(
-                self.0,
-                data.as_ptr(),
-                data.len() as raw::size_t,
-                ptrs.as_mut_ptr(),
-                strides.as_mut_ptr(),
-            )
-        };
-        if rc != 0 {
-            return Err(jpeg_error(self.message()));
-        }
-        Ok(())
-    }
-}
-
-/// Runs `f` with this thread's decompressor, creating it on first use.
-fn with_decompressor<T>(f: impl FnOnce(&Decompressor) -> Result<T>) -> Result<T> {
-    DECOMPRESSOR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(Decompressor::new()?);
-        }
-        match slot.as_ref() {
-            Some(d) => f(d),
-            None => Err(Error::Decode("libjpeg-turbo: no decompressor".into())),
-        }
-    })
+    Ok(h)
 }
 
 /// Checks the header's size against the row's and whether the colour space decodes to RGB
 /// here; `Ok(None)` for CMYK / YCCK (the caller takes beton-storage's full decoder).
-fn check_header(d: &Decompressor, data: &[u8], width: u32, height: u32) -> Result<Option<c_int>> {
-    let (w, h, cs, subsamp) = d.header(data)?;
-    if (w, h) != (width, height) {
-        return Err(jpeg_error(format!("the JPEG is {w}x{h}, its row says {width}x{height}")));
+fn check_header(d: &mut Decompressor, data: &[u8], width: u32, height: u32) -> Result<Option<JpegHeader>> {
+    let h = header(d, data)?;
+    if (h.width, h.height) != (width, height) {
+        return Err(jpeg_error(format!(
+            "the JPEG is {}x{}, its row says {width}x{height}",
+            h.width, h.height
+        )));
     }
-    if cs == raw::TJCS_TJCS_CMYK as c_int || cs == raw::TJCS_TJCS_YCCK as c_int {
+    if matches!(h.color, JpegColor::Cmyk | JpegColor::Ycck) {
         return Ok(None);
     }
-    Ok(Some(subsamp))
+    Ok(Some(h))
 }
 
 /// Decodes the whole JPEG (`width × height` by its row) into `dst` (RGB, packed); `Ok(false)`
@@ -237,15 +82,10 @@ pub(crate) fn decode_full(data: &[u8], width: u32, height: u32, dst: &mut [u8]) 
         if check_header(d, data, width, height)?.is_none() {
             return Ok(false);
         }
-        d.set_geometry(1, raw::tjregion { x: 0, y: 0, w: 0, h: 0 })?;
-        d.decompress(data, dst, width, height)?;
+        d.set_geometry(1, Rect::default()).map_err(from_codec)?;
+        d.decompress(data, dst, (width, height), PixelFormat::Rgb).map_err(from_codec)?;
         Ok(true)
     })
-}
-
-thread_local! {
-    /// The slice JPEG and the marker positions of [`restart::slice`], reused.
-    static SLICE: RefCell<(Vec<u8>, Vec<usize>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Decodes the part of the JPEG that `crop` needs for an output of `out_w × out_h`, at the
@@ -265,7 +105,7 @@ pub(crate) fn decode_crop(
     buf: &mut Vec<u8>,
 ) -> Result<Option<Region>> {
     let denom = scale_for(crop, (out_w, out_h), oversample);
-    let sliced = SLICE.with(|cell| {
+    let sliced = scratch::SLICE.with(|cell| {
         let (bytes, markers) = &mut *cell.borrow_mut();
         // A margin of 4 pixels at the decode scale keeps the cut edges (which the chroma
         // upsampler treats as image edges) out of the region decoded below.
@@ -302,9 +142,12 @@ fn scale_for(crop: Crop, (out_w, out_h): (u32, u32), oversample: f64) -> u32 {
         .unwrap_or(1)
 }
 
+/// TurboJPEG's `TJSAMP_GRAY`.
+const TJSAMP_GRAY: i32 = 3;
+
 /// Luma pixels per chroma pixel (horizontally, vertically) of TurboJPEG's subsampling `subsamp`
 /// (`tjMCUWidth / 8`, `tjMCUHeight / 8`); `None` for grey and unknown ones.
-fn chroma_factors(subsamp: c_int) -> Option<(u32, u32)> {
+fn chroma_factors(subsamp: i32) -> Option<(u32, u32)> {
     let s = usize::try_from(subsamp).ok()?;
     let f = [(1, 1), (2, 1), (2, 2), (0, 0), (1, 2), (4, 1), (1, 4)].get(s).copied()?;
     (f.0 > 0).then_some(f)
@@ -332,7 +175,7 @@ pub(crate) fn decode_crop_planes(
     buf: &mut Vec<u8>,
 ) -> Result<Option<Planes>> {
     let denom = scale_for(crop, out, oversample);
-    SLICE.with(|cell| {
+    scratch::SLICE.with(|cell| {
         let (bytes, markers) = &mut *cell.borrow_mut();
         // The margin keeps the resize's taps on decoded pixels rather than on the slice's edge:
         // the outputs at the crop's edge weigh inputs up to `support − scale / 2 + 1/2` pixels
@@ -361,30 +204,24 @@ fn planes_of(
     buf: &mut Vec<u8>,
 ) -> Result<Option<Planes>> {
     with_decompressor(|d| {
-        let (w, h, cs, subsamp) = d.header(data)?;
-        if (w, h) != (width, height) {
+        let hd = header(d, data)?;
+        let subsamp = hd.subsampling;
+        if (hd.width, hd.height) != (width, height) {
             return Ok(None);
         }
-        let count = if cs == raw::TJCS_TJCS_YCbCr as c_int && chroma_factors(subsamp).is_some() {
+        let count = if hd.color == JpegColor::YCbCr && chroma_factors(subsamp).is_some() {
             3
-        } else if cs == raw::TJCS_TJCS_GRAY as c_int && subsamp == raw::TJSAMP_TJSAMP_GRAY as c_int {
+        } else if hd.color == JpegColor::Grey && subsamp == TJSAMP_GRAY {
             1
         } else {
             return Ok(None);
         };
-        d.set_geometry(denom, raw::tjregion { x: 0, y: 0, w: 0, h: 0 })?;
+        d.set_geometry(denom, Rect::default()).map_err(from_codec)?;
         let (sw, sh) = (width.div_ceil(denom), height.div_ceil(denom));
         let mut geometry = [(0usize, 0u32, 0u32); 3];
         let mut total = 0;
         for (c, g) in geometry.iter_mut().enumerate().take(count) {
-            // SAFETY: pure functions of their arguments.
-            let (pw, ph) = unsafe {
-                (
-                    raw::tj3YUVPlaneWidth(c as c_int, sw as c_int, subsamp),
-                    raw::tj3YUVPlaneHeight(c as c_int, sh as c_int, subsamp),
-                )
-            };
-            let (pw, ph) = (u32::try_from(pw).unwrap_or(0), u32::try_from(ph).unwrap_or(0));
+            let (pw, ph) = plane_size(c, (sw, sh), subsamp);
             if pw == 0 || ph == 0 {
                 return Ok(None);
             }
@@ -392,7 +229,7 @@ fn planes_of(
             total += pw as usize * ph as usize;
         }
         buf.resize(total, 0);
-        d.decompress_planes(data, buf, &geometry[..count])?;
+        d.decompress_planes(data, buf, &geometry[..count]).map_err(from_codec)?;
         // The crop at the decode scale, inside the luma plane; each chroma plane's is that
         // divided by its subsampling (JFIF sites chroma samples at the centre of the luma
         // pixels they cover, so edge coordinates simply scale).
@@ -425,9 +262,10 @@ fn decode_region(
     buf: &mut Vec<u8>,
 ) -> Result<Option<Region>> {
     with_decompressor(|d| {
-        let Some(subsamp) = check_header(d, data, width, height)? else {
+        let Some(hd) = check_header(d, data, width, height)? else {
             return Ok(None);
         };
+        let subsamp = hd.subsampling;
         let scaled = |v: u32| v.div_ceil(denom);
         let (sw, sh) = (scaled(width), scaled(height));
         let f = |v: u32| f64::from(v) / f64::from(denom);
@@ -457,7 +295,7 @@ fn decode_region(
         let y1 = ((fy + fh).ceil() as u32).clamp(y0 + 1, sh);
         let x1 = x1.max(x0 + 1).min(sw);
         let (rw, rh) = (x1 - x0, y1 - y0);
-        let region = raw::tjregion { x: x0 as c_int, y: y0 as c_int, w: rw as c_int, h: rh as c_int };
+        let region = Rect { x: x0, y: y0, width: rw, height: rh };
         let clamp = |v: f64, max: u32| v.clamp(0.0, f64::from(max));
         let left = clamp(fx - f64::from(x0), rw);
         let top = clamp(fy - f64::from(y0), rh);
@@ -467,13 +305,16 @@ fn decode_region(
             crop: [left, top, fw.min(f64::from(rw) - left), fh.min(f64::from(rh) - top)],
         };
         buf.resize(rw as usize * rh as usize * 3, 0);
-        let cropped = d.set_geometry(denom, region).and_then(|()| d.decompress(data, buf, rw, rh));
+        let cropped = d
+            .set_geometry(denom, region)
+            .and_then(|()| d.decompress(data, buf, (rw, rh), PixelFormat::Rgb))
+            .map_err(from_codec);
         if let Err(e) = cropped {
             // libjpeg-turbo refuses some partial decodes (unusual sampling factors): decode the
             // whole scaled image once before calling the payload corrupt.
-            d.set_geometry(denom, raw::tjregion { x: 0, y: 0, w: 0, h: 0 }).map_err(|_| e)?;
+            d.set_geometry(denom, Rect::default()).map_err(|_| e)?;
             buf.resize(sw as usize * sh as usize * 3, 0);
-            d.decompress(data, buf, sw, sh)?;
+            d.decompress(data, buf, (sw, sh), PixelFormat::Rgb).map_err(from_codec)?;
             return Ok(Some(Region {
                 width: sw,
                 height: sh,
@@ -515,38 +356,17 @@ mod tests {
 
     /// `data` rewritten losslessly with a restart marker every MCU (as beton's writer stores it).
     fn with_restarts(data: &[u8]) -> Vec<u8> {
-        // SAFETY: (test) a fresh transform handle; `data` is only read; one identity transform;
-        // the output, allocated by libjpeg-turbo, is copied and freed.
-        unsafe {
-            let t = raw::tj3Init(raw::TJINIT_TJINIT_TRANSFORM as c_int);
-            assert_eq!(raw::tj3Set(t, raw::TJPARAM_TJPARAM_RESTARTBLOCKS as c_int, 1), 0);
-            let xf = raw::tjtransform {
-                r: raw::tjregion { x: 0, y: 0, w: 0, h: 0 },
-                op: raw::TJXOP_TJXOP_NONE as c_int,
-                options: 0,
-                data: std::ptr::null_mut(),
-                customFilter: None,
-            };
-            let mut dst: *mut u8 = std::ptr::null_mut();
-            let mut size: raw::size_t = 0;
-            let rc =
-                raw::tj3Transform(t, data.as_ptr(), data.len() as raw::size_t, 1, &mut dst, &mut size, &xf);
-            assert_eq!(rc, 0);
-            let v = std::slice::from_raw_parts(dst, size as usize).to_vec();
-            raw::tj3Free(dst.cast());
-            raw::tj3Destroy(t);
-            v
-        }
+        beton_storage::jpeg::with_restarts(data, 1).unwrap()
     }
 
     /// The whole image at scale 1/`denom`, for comparison.
     fn scaled(data: &[u8], denom: u32) -> (u32, u32, Vec<u8>) {
         with_decompressor(|d| {
-            let (w, h, _, _) = d.header(data)?;
-            let (sw, sh) = (w.div_ceil(denom), h.div_ceil(denom));
-            d.set_geometry(denom, raw::tjregion { x: 0, y: 0, w: 0, h: 0 })?;
+            let h = header(d, data)?;
+            let (sw, sh) = (h.width.div_ceil(denom), h.height.div_ceil(denom));
+            d.set_geometry(denom, Rect::default()).map_err(from_codec)?;
             let mut out = vec![0; sw as usize * sh as usize * 3];
-            d.decompress(data, &mut out, sw, sh)?;
+            d.decompress(data, &mut out, (sw, sh), PixelFormat::Rgb).map_err(from_codec)?;
             Ok((sw, sh, out))
         })
         .unwrap()
@@ -647,7 +467,7 @@ mod tests {
                 data: &data,
             };
             let mut out = vec![0u8; ow as usize * oh as usize * 3];
-            let _ = super::super::decoders::crop_resize_into(&img, crop, (oh as usize, ow as usize), 1.0, Default::default(), &mut out);
+            let _ = crate::image::decoders::crop_resize_into(&img, crop, (oh as usize, ow as usize), 1.0, Default::default(), &mut out);
         }
     }
 }

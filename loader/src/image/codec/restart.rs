@@ -21,7 +21,9 @@
 //! too few markers) makes [`slice`] return `None` and the caller decodes the original bytes,
 //! which reports corruption the usual way. This code only reads `data` with checked indexing.
 
-use super::crop::Crop;
+use beton_storage::jpeg::markers;
+
+use crate::image::ops::Crop;
 
 /// Where a slice lies in the original image, in pixels: the slice JPEG is `width × height` and its
 /// pixel (0, 0) is the original's (`x`, `y`).
@@ -49,78 +51,42 @@ struct Header {
     scan_at: usize,
 }
 
-fn be16(data: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from(u16::from_be_bytes([*data.get(at)?, *data.get(at + 1)?])))
-}
-
-/// Reads the markers up to SOS; `None` unless this is a baseline or extended Huffman-coded,
-/// single-scan (all components interleaved), 8-bit JPEG with a non-zero restart interval.
+/// Reads the markers up to SOS ([`markers::parse`]); `None` unless this is a baseline or
+/// extended Huffman-coded, single-scan (all components interleaved), 8-bit JPEG with a non-zero
+/// restart interval.
 fn parse(data: &[u8]) -> Option<Header> {
-    if data.get(..2)? != [0xFF, 0xD8] {
+    let m = markers::parse(data);
+    let (frame, scan) = (m.frame?, m.scan?);
+    if m.stray_marker || !frame.is_sequential_huffman() {
         return None;
     }
-    let mut at = 2;
-    let mut sof: Option<(usize, u32, u32, u32, u32, u8)> = None; // at, w, h, mcu_w, mcu_h, comps
-    let mut interval = 0;
-    loop {
-        if *data.get(at)? != 0xFF {
-            return None;
-        }
-        // Fill bytes before a marker.
-        while *data.get(at + 1)? == 0xFF {
-            at += 1;
-        }
-        let marker = *data.get(at + 1)?;
-        let len = be16(data, at + 2)? as usize;
-        let body = at + 4;
-        let end = at + 2 + len;
-        if len < 2 || end > data.len() {
-            return None;
-        }
-        match marker {
-            // SOF0 (baseline), SOF1 (extended sequential, Huffman).
-            0xC0 | 0xC1 => {
-                let precision = *data.get(body)?;
-                let height = be16(data, body + 1)?;
-                let width = be16(data, body + 3)?;
-                let comps = *data.get(body + 5)?;
-                if precision != 8 || height == 0 || width == 0 || !(1..=4).contains(&comps) {
-                    return None;
-                }
-                let (mut hmax, mut vmax) = (1, 1);
-                for c in 0..usize::from(comps) {
-                    let hv = *data.get(body + 6 + 3 * c + 1)?;
-                    let (h, v) = (u32::from(hv >> 4), u32::from(hv & 15));
-                    if !(1..=4).contains(&h) || !(1..=4).contains(&v) {
-                        return None;
-                    }
-                    hmax = hmax.max(h);
-                    vmax = vmax.max(v);
-                }
-                // A single-component scan is not interleaved: its MCU is one 8×8 block.
-                let (mcu_w, mcu_h) = if comps == 1 { (8, 8) } else { (8 * hmax, 8 * vmax) };
-                sof = Some((body + 1, width, height, mcu_w, mcu_h, comps));
-            }
-            // Other SOFs: progressive, lossless, hierarchical, arithmetic.
-            0xC2 | 0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return None,
-            // DRI.
-            0xDD => interval = be16(data, body)?,
-            // SOS.
-            0xDA => {
-                let (sof_size_at, width, height, mcu_w, mcu_h, comps) = sof?;
-                let ns = *data.get(body)?;
-                let spectral = data.get(body + 1 + 2 * usize::from(ns)..body + 4 + 2 * usize::from(ns))?;
-                if ns != comps || spectral != [0, 63, 0] || interval == 0 {
-                    return None;
-                }
-                return Some(Header { sof_size_at, width, height, mcu_w, mcu_h, interval, scan_at: end });
-            }
-            // SOI, EOI, RSTn, TEM: no length, not expected before SOS.
-            0xD0..=0xD9 | 0x01 => return None,
-            _ => {}
-        }
-        at = end;
+    let comps = frame.num_components;
+    if frame.precision != 8 || frame.height == 0 || frame.width == 0 || !(1..=4).contains(&comps) {
+        return None;
     }
+    let (mut hmax, mut vmax) = (1, 1);
+    for &(h, v) in &frame.sampling[..usize::from(comps)] {
+        let (h, v) = (u32::from(h), u32::from(v));
+        if !(1..=4).contains(&h) || !(1..=4).contains(&v) {
+            return None;
+        }
+        hmax = hmax.max(h);
+        vmax = vmax.max(v);
+    }
+    // A single-component scan is not interleaved: its MCU is one 8×8 block.
+    let (mcu_w, mcu_h) = if comps == 1 { (8, 8) } else { (8 * hmax, 8 * vmax) };
+    if scan.num_components != comps || scan.spectral != Some([0, 63, 0]) || m.restart_interval == 0 {
+        return None;
+    }
+    Some(Header {
+        sof_size_at: frame.size_at,
+        width: u32::from(frame.width),
+        height: u32::from(frame.height),
+        mcu_w,
+        mcu_h,
+        interval: u32::from(m.restart_interval),
+        scan_at: scan.data_at,
+    })
 }
 
 /// Whether `data` is a JPEG [`slice`] can cut (a baseline, single-scan JPEG with restart

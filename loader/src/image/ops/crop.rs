@@ -1,7 +1,7 @@
 //! Where to crop: torchvision's `RandomResizedCrop.get_params` (FFCV's `get_random_crop`, the
 //! same algorithm) and FFCV's `get_center_crop`.
 
-use super::rng::SampleRng;
+use crate::image::rng::SampleRng;
 
 /// A crop rectangle, in pixels of the stored image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,10 +1,10 @@
 //! The crop decoders' choice of resampling filter ([`Interpolation`]) and the call into
-//! [`super::resample`], which resizes a crop of decoded pixels straight into the output slot.
+//! [`resample`](crate::image::resample), which resizes a crop of decoded pixels straight into the output slot.
 //!
 //! The filter is a convolution (antialiased: its support widens with the downscale factor), so
 //! the result of a large downscale is still an area-weighted average.
 
-use super::resample::{resize, Filter};
+use crate::image::resample::{resize, Filter};
 use crate::error::{Error, Result};
 
 /// How the crop decoders resize a crop to the output size.

@@ -2,7 +2,7 @@
 //! and `CenterCropRGBImageDecoder`, writing HWC `u8` `[h, w, 3]` straight into the batch.
 //!
 //! Crop decoders decode only the crop, at a reduced DCT scale where the output allows
-//! ([`super::jpeg`]), resize it into the slot ([`super::resize`]) and flip it there when the
+//! ([`crate::image::codec`]), resize it into the slot ([`crate::image::resample`]) and flip it there when the
 //! fused flip says so: one pass per sample on the worker thread. A JPEG with restart markers
 //! takes the planar path ([`crop_resize_planes`]): its Y, Cb and Cr planes are resized to the
 //! output size and converted to RGB there (or, in an [`super::ImagePipeline`] that normalises,
@@ -10,29 +10,21 @@
 //! their one channel replicated to three; CMYK / YCCK JPEGs (which beton's writer never stores,
 //! but other writers may) take beton-storage's full decoder.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use beton_storage::{Dataset, ImageMode, ImageRef, Value};
 
-use super::color;
-use super::crop::{center_crop, random_resized_crop, Crop};
-use super::jpeg;
-use super::ops::flip_horizontal;
-use super::resample::{resize_planes, Filter, Plane};
-use super::resize::{resize_into, Interpolation};
-use super::rng::SampleRng;
-use crate::decode::{ColumnSpec, ElemType, FieldData, FieldDecoder, SampleContext};
+use crate::decode::{ColumnSpec, ElemType, FieldData, SampleContext};
 use crate::error::{Error, Result};
+use crate::image::codec::{self as jpeg, color};
+use crate::image::ops::{flip_horizontal, resize_into, Crop, Interpolation};
+use crate::image::resample::{resize_planes, Filter, Plane};
+use crate::image::rng::SampleRng;
+use crate::image::scratch;
 use smallvec::SmallVec;
 
 /// Output size `(height, width)` as a function of the epoch, for progressive resizing.
 pub type SizeSchedule = Arc<dyn Fn(u64) -> (usize, usize) + Send + Sync>;
-
-thread_local! {
-    /// The decoded crop region (or grey plane) of the sample being decoded on this thread.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
 
 /// The field's name, if it is an image field; an error naming the decoder otherwise.
 fn image_field<'a>(field: &FieldData<'a>, decoder: &str) -> Result<&'a str> {
@@ -91,7 +83,7 @@ pub(crate) fn crop_resize_into(
         let done = if exact {
             jpeg::decode_full(img.data, w, h, out)?
         } else {
-            SCRATCH.with(|s| -> Result<bool> {
+            scratch::REGION.with(|s| -> Result<bool> {
                 let buf = &mut *s.borrow_mut();
                 match jpeg::decode_crop(img.data, w, h, crop, (ow, oh), oversample, buf)? {
                     Some(r) => {
@@ -120,12 +112,6 @@ fn check_crop(crop: Crop, (w, h): (u32, u32)) -> Result<()> {
     Ok(())
 }
 
-thread_local! {
-    /// The raw planes of the JPEG being decoded on this thread, and those planes resized to the
-    /// output size, one after another.
-    static PLANES: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
-}
-
 /// The planar path of [`crop_resize_into`] for a JPEG: its raw planes (Y, Cb, Cr at their own
 /// resolutions, or grey) decoded for the crop ([`jpeg::decode_crop_planes`]), each resized
 /// straight to `(out_h, out_w)`, then handed to `finish` (Y, Cb, Cr or grey planes of
@@ -141,7 +127,7 @@ pub(crate) fn crop_resize_planes<R>(
 ) -> Result<Option<R>> {
     let (w, h) = (u32::from(img.width), u32::from(img.height));
     let out = (out_w as u32, out_h as u32);
-    PLANES.with(|cell| {
+    scratch::PLANES.with(|cell| {
         let (raw, resized) = &mut *cell.borrow_mut();
         let Some(p) = jpeg::decode_crop_planes(img.data, w, h, crop, out, oversample, raw)? else {
             return Ok(None);
@@ -187,7 +173,7 @@ fn raw_into(
         (3, true) => out.copy_from_slice(data),
         (3, false) => resize_into(data, (w, h), 3, rect, out, (ow, oh), interpolation)?,
         (_, true) => color::to_rgb(color::Source::Grey(data), out),
-        (_, false) => SCRATCH.with(|s| -> Result<()> {
+        (_, false) => scratch::REGION.with(|s| -> Result<()> {
             let grey = &mut *s.borrow_mut();
             grey.resize(ow as usize * oh as usize, 0);
             resize_into(data, (w, h), 1, rect, grey, (ow, oh), interpolation)?;
@@ -197,11 +183,6 @@ fn raw_into(
     }
     Ok(())
 }
-
-/// FFCV's `SimpleRGBImageDecoder`: every image whole, at its stored size, which must be the same
-/// for all samples (checked when an epoch starts).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SimpleRGBImageDecoder;
 
 /// Each row's stored `(height, width)`: the image slot is `mode u8 @0, width u16 @1, height u16
 /// @3, data_ptr u64 @5` at the field's offset (FFCV's `ImageField` dtype).
@@ -213,51 +194,6 @@ pub(crate) fn stored_sizes(ds: &Dataset, field: usize) -> impl Iterator<Item = (
         (usize::from(u16_at(3)), usize::from(u16_at(1)))
     })
 }
-
-impl FieldDecoder for SimpleRGBImageDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        self.columns_of(&FieldData::of_file(ds, field), epoch)
-    }
-
-    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let name = image_field(field, "SimpleRGBImageDecoder")?;
-        let sizes = match field.single_file() {
-            // One data file: its rows' sizes, read straight from the table.
-            Some((ds, k)) => stored_sizes(ds, k).collect::<Vec<_>>(),
-            None => field.image_sizes()?,
-        };
-        let mut sizes = sizes.into_iter().enumerate();
-        let Some((_, first)) = sizes.next() else {
-            return rgb_column(name, (1, 1), "SimpleRGBImageDecoder");
-        };
-        if let Some((i, (h, w))) = sizes.find(|&(_, s)| s != first) {
-            return Err(Error::InvalidArgument {
-                what: format!("decoder for field '{name}'"),
-                why: format!(
-                    "SimpleRGBImageDecoder needs images of one size: sample 0 is {}x{} (h x w), \
-                     sample {i} is {h}x{w}; use a crop decoder",
-                    first.0, first.1
-                ),
-            });
-        }
-        rgb_column(name, first, "SimpleRGBImageDecoder")
-    }
-
-    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
-        let img = value.as_image().ok_or_else(not_an_image)?;
-        let size = (usize::from(img.height), usize::from(img.width));
-        check_slot(out, size)?;
-        crop_resize_into(
-            &img,
-            Crop::full(u32::from(img.width), u32::from(img.height)),
-            size,
-            1.0,
-            Interpolation::default(),
-            out[0],
-        )
-    }
-}
-
 /// What the crop decoders share: the output size (fixed or per epoch) and the fused flip.
 #[derive(Clone)]
 pub(crate) struct Output {
@@ -392,147 +328,13 @@ macro_rules! output_settings {
     };
 }
 
-/// FFCV's `RandomResizedCropRGBImageDecoder`: a random crop by torchvision's
-/// `RandomResizedCrop.get_params` (defaults `scale = (0.08, 1)`, `ratio = (3/4, 4/3)`), resized
-/// to the output size, optionally flipped (a fused `RandomHorizontalFlip`). Crops and flips come
-/// from `(seed, epoch, index)` alone.
-///
-/// ```
-/// use beton_loader::image::RandomResizedCropRGBImageDecoder;
-/// let dec = RandomResizedCropRGBImageDecoder::new((224, 224))
-///     .flip(0.5)
-///     .size_schedule(|epoch| if epoch < 10 { (160, 160) } else { (192, 192) });
-/// assert_eq!(dec.output_size(12), (192, 192));
-/// ```
-#[derive(Debug, Clone)]
-pub struct RandomResizedCropRGBImageDecoder {
-    out: Output,
-    scale: (f64, f64),
-    ratio: (f64, f64),
-}
+mod center_crop;
+mod random_resized_crop;
+mod simple;
 
-impl RandomResizedCropRGBImageDecoder {
-    /// Crops resized to `output_size` = `(height, width)`, with torchvision's default ranges.
-    pub fn new(output_size: (usize, usize)) -> Self {
-        RandomResizedCropRGBImageDecoder {
-            out: Output::new(output_size),
-            scale: (0.08, 1.0),
-            ratio: (3.0 / 4.0, 4.0 / 3.0),
-        }
-    }
-
-    /// The range of the crop's area as a fraction of the image's.
-    pub fn scale(mut self, scale: (f64, f64)) -> Self {
-        self.scale = scale;
-        self
-    }
-
-    /// The range of the crop's aspect ratio (width / height), drawn log-uniformly.
-    pub fn ratio(mut self, ratio: (f64, f64)) -> Self {
-        self.ratio = ratio;
-        self
-    }
-
-    /// Flips each output horizontally with probability `p` (FFCV's `RandomHorizontalFlip`,
-    /// fused into the decode); 0, the default, never flips.
-    pub fn flip(mut self, p: f64) -> Self {
-        self.out.flip_prob = p;
-        self
-    }
-
-    output_settings!();
-
-    /// The crop of sample `ctx` from a `width × height` image.
-    pub fn crop(&self, width: u32, height: u32, ctx: &SampleContext) -> Crop {
-        random_resized_crop(width, height, self.scale, self.ratio, &mut SampleRng::for_crop(ctx))
-    }
-}
-
-impl PlanarDecode for RandomResizedCropRGBImageDecoder {
-    fn output(&self) -> &Output {
-        &self.out
-    }
-
-    fn crop_for(&self, width: u32, height: u32, ctx: &SampleContext) -> Crop {
-        self.crop(width, height, ctx)
-    }
-}
-
-impl FieldDecoder for RandomResizedCropRGBImageDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        self.columns_of(&FieldData::of_file(ds, field), epoch)
-    }
-
-    fn columns_of(&self, field: &FieldData<'_>, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let name = image_field(field, "RandomResizedCropRGBImageDecoder")?;
-        let ok = |(a, b): (f64, f64)| a.is_finite() && b.is_finite() && a > 0.0 && a <= b;
-        if !ok(self.scale) || !ok(self.ratio) {
-            return Err(Error::InvalidArgument {
-                what: "RandomResizedCropRGBImageDecoder ranges".into(),
-                why: format!("scale {:?} and ratio {:?} must be positive, lo <= hi", self.scale, self.ratio),
-            });
-        }
-        rgb_column(name, self.out.size(epoch), "RandomResizedCropRGBImageDecoder")
-    }
-
-    fn decode(&self, value: Value<'_>, ctx: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
-        self.out.decode(value, ctx, out, |w, h| self.crop(w, h, ctx))
-    }
-}
-
-/// FFCV's `CenterCropRGBImageDecoder`: the centred square of side `ratio × min(h, w)` (default
-/// `ratio` 224/256), resized to the output size.
-#[derive(Debug, Clone)]
-pub struct CenterCropRGBImageDecoder {
-    out: Output,
-    ratio: f64,
-}
-
-impl CenterCropRGBImageDecoder {
-    /// Centre crops of FFCV's default ratio 224/256, resized to `output_size` = `(height, width)`.
-    pub fn new(output_size: (usize, usize)) -> Self {
-        CenterCropRGBImageDecoder { out: Output::new(output_size), ratio: 224.0 / 256.0 }
-    }
-
-    /// The crop's side as a fraction of the image's shorter side.
-    pub fn ratio(mut self, ratio: f64) -> Self {
-        self.ratio = ratio;
-        self
-    }
-
-    output_settings!();
-}
-
-impl PlanarDecode for CenterCropRGBImageDecoder {
-    fn output(&self) -> &Output {
-        &self.out
-    }
-
-    fn crop_for(&self, width: u32, height: u32, _: &SampleContext) -> Crop {
-        center_crop(width, height, self.ratio)
-    }
-}
-
-impl FieldDecoder for CenterCropRGBImageDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        self.columns_of(&FieldData::of_file(ds, field), epoch)
-    }
-
-    fn columns_of(&self, field: &FieldData<'_>, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        let name = image_field(field, "CenterCropRGBImageDecoder")?;
-        if !(self.ratio > 0.0 && self.ratio <= 1.0) {
-            return Err(Error::InvalidArgument {
-                what: "CenterCropRGBImageDecoder ratio".into(),
-                why: format!("{} is not in (0, 1]", self.ratio),
-            });
-        }
-        rgb_column(name, self.out.size(epoch), "CenterCropRGBImageDecoder")
-    }
-
-    fn decode(&self, value: Value<'_>, ctx: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
-        self.out.decode(value, ctx, out, |w, h| center_crop(w, h, self.ratio))
-    }
-}
+pub use center_crop::CenterCropRGBImageDecoder;
+pub use random_resized_crop::RandomResizedCropRGBImageDecoder;
+pub use simple::SimpleRGBImageDecoder;
 
 #[cfg(test)]
 mod tests {
@@ -556,7 +358,7 @@ mod tests {
                 rgb.into_iter().take(channels).map(|v| v.clamp(0.0, 255.0) as u8)
             })
             .collect();
-        crate::image::restart::tests::compress(&pixels, w, h, subsamp, 92, i32::from(restarts))
+        crate::image::codec::restart::tests::compress(&pixels, w, h, subsamp, 92, i32::from(restarts))
     }
 
     fn psnr(a: &[u8], b: &[u8]) -> f64 {

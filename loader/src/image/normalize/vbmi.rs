@@ -1,4 +1,4 @@
-//! [`super::NormalizeImage`] as table lookups with AVX-512 VBMI: 64 values a round.
+//! [`NormalizeImage`](crate::image::NormalizeImage) as table lookups with AVX-512 VBMI: 64 values a round.
 //!
 //! The normalised value of a pixel depends only on its channel and its byte, so the output is a
 //! 256-entry table per channel (computed once with the same `f32` arithmetic and `f16` rounding
@@ -6,14 +6,14 @@
 //! table in one instruction; two of them and a blend on the index's top bit give 256. Each
 //! output byte position (2 for `f16`, 4 for `f32`) has its own table, and byte permutes
 //! interleave the results into values. The RGB bytes come either from a JPEG's resized planes
-//! (converted as [`super::color`] does, 64 pixels a round) or from packed RGB (de-interleaved by
+//! (converted as [`color`](crate::image::codec::color) does, 64 pixels a round) or from packed RGB (de-interleaved by
 //! byte permutes); row tails are masked loads and stores, flips a byte permute of the source.
 //!
 //! Used where the CPU has AVX-512 F, BW and VBMI (Intel Ice Lake and later, AMD Zen 4 and
-//! later); the AVX2 kernels of [`super::pipeline`] otherwise. Tested equal to the table path.
+//! later); the AVX2 kernels of [`avx2`](super::avx2) otherwise. Tested equal to the table path.
 
-use super::color::Source;
-use super::pipeline::Table;
+use crate::image::codec::color::Source;
+use crate::image::ops::Table;
 
 /// The output's bytes per channel, byte position and pixel value: `bytes[c][b][v]` is byte `b`
 /// of the output value of pixel value `v` in channel `c`.
@@ -36,9 +36,7 @@ pub(crate) fn byte_tables(t: &Table) -> Box<ByteTables> {
 pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vbmi")
+        crate::image::cpu::avx512_vbmi()
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
@@ -73,7 +71,7 @@ mod simd {
     use std::arch::x86_64::*;
 
     use super::{ByteTables, Source};
-    use crate::image::color::{CB_B, CB_G, CR_G, CR_R};
+    use crate::image::codec::color::{CB_B, CB_G, CR_G, CR_R};
 
     /// A channel's tables for one byte position, as four 64-byte vectors.
     type Quarter = [__m512i; 4];
@@ -134,7 +132,7 @@ mod simd {
     }
 
     /// R, G, B bytes of 64 pixels from their Y, Cb, Cr bytes, exactly as
-    /// [`crate::image::color::simd::rgb16`] (see there for the arithmetic).
+    /// [`crate::image::codec::color::simd::rgb16`] (see there for the arithmetic).
     #[target_feature(enable = "avx512f,avx512bw")]
     #[inline]
     fn rgb64(y: __m512i, cb: __m512i, cr: __m512i) -> [__m512i; 3] {
@@ -324,7 +322,7 @@ mod tests {
                         1 => Source::planes(1, &planes[..n]),
                         _ => Source::Rgb(&planes),
                     };
-                    crate::image::color::to_rgb(src, &mut rgb);
+                    crate::image::codec::color::to_rgb(src, &mut rgb);
                     // Sources and destination end at inaccessible pages: the masked tails
                     // must not touch a byte past them.
                     let guarded: Vec<Guarded> = match src {

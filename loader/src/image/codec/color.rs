@@ -83,7 +83,7 @@ fn ycc_to_rgb(y: &[u8], cb: &[u8], cr: &[u8], rgb: &mut [u8]) {
     assert!(cb.len() == n && cr.len() == n && rgb.len() == 3 * n, "colour planes of different sizes");
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") {
+    if crate::image::cpu::avx2() {
         // SAFETY: the CPU has AVX2; the lengths were checked above.
         done = unsafe { simd::ycc_to_rgb_avx2(y, cb, cr, rgb) };
     }
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn simd_equals_scalar_for_every_value() {
         #[cfg(target_arch = "x86_64")]
-        if !is_x86_feature_detected!("avx2") {
+        if !crate::image::cpu::avx2() {
             return crate::skip_test("simd_equals_scalar_for_every_value", "this CPU has no AVX2");
         }
         // All 2^24 triples, in planes of 2^16 + 5 pixels (a tail the scalar path finishes).
@@ -252,9 +252,9 @@ mod tests {
     /// planar path (what this conversion is for) decodes them, whole for a crop of all of it.
     #[test]
     fn equals_libjpeg_turbo_on_444_and_grey_jpegs() {
-        use super::super::crop::Crop;
-        use super::super::jpeg::decode_crop_planes;
-        use super::super::restart::tests::compress;
+        use crate::image::codec::decode_crop_planes;
+        use crate::image::codec::restart::tests::compress;
+        use crate::image::ops::Crop;
         use std::ffi::c_int;
         let (w, h) = (67usize, 41usize);
         let pixels: Vec<u8> = (0..w * h * 3).map(|i| ((i * 7919 + i / 7 * 13) % 256) as u8).collect();
