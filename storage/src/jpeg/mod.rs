@@ -18,13 +18,14 @@
 //! `Decompressor`, because the safe wrapper exposes neither `TJPARAM_STOPONWARNING` nor planar
 //! decoding of a scaled image, and its `Compressor` sets no restart interval.
 //!
-//! Everything here takes untrusted bytes and never panics: bad input is an [`Error::Image`](crate::Error::Image).
+//! Everything here takes untrusted bytes and never panics: bad input is an
+//! [`Error::Image`](crate::Error::Image).
 
 pub mod markers;
 mod turbo;
 
-pub(crate) use turbo::{compress, with_restarts};
-pub use turbo::{plane_size, Decompressor, JpegColor, JpegHeader, PixelFormat, Rect};
+pub(crate) use turbo::compress;
+pub use turbo::{plane_size, with_restarts, Decompressor, JpegColor, JpegHeader, PixelFormat, Rect};
 
 /// Most progressive scans a JPEG may have (libjpeg-turbo's own tools use 500 as the guard against
 /// the "many scans" denial of service; real encoders write about 10).

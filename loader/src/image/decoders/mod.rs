@@ -2,8 +2,8 @@
 //! and `CenterCropRGBImageDecoder`, writing HWC `u8` `[h, w, 3]` straight into the batch.
 //!
 //! Crop decoders decode only the crop, at a reduced DCT scale where the output allows
-//! ([`crate::image::codec`]), resize it into the slot ([`crate::image::resample`]) and flip it there when the
-//! fused flip says so: one pass per sample on the worker thread. A JPEG with restart markers
+//! ([`crate::image::codec`]), resize it into the slot ([`crate::image::resample`]) and flip it
+//! there when the fused flip says so: one pass per sample on the worker thread. A JPEG with restart markers
 //! takes the planar path ([`crop_resize_planes`]): its Y, Cb and Cr planes are resized to the
 //! output size and converted to RGB there (or, in an [`super::ImagePipeline`] that normalises,
 //! converted and normalised in one pass: [`PlanarDecode`]). Grey fields come out with
@@ -16,7 +16,7 @@ use beton_storage::{Dataset, ImageMode, ImageRef, Value};
 
 use crate::decode::{ColumnSpec, ElemType, FieldData, SampleContext};
 use crate::error::{Error, Result};
-use crate::image::codec::{self as jpeg, color};
+use crate::image::codec::{self, color};
 use crate::image::ops::{flip_horizontal, resize_into, Crop, Interpolation};
 use crate::image::resample::{resize_planes, Filter, Plane};
 use crate::image::rng::SampleRng;
@@ -81,11 +81,11 @@ pub(crate) fn crop_resize_into(
             return Ok(());
         }
         let done = if exact {
-            jpeg::decode_full(img.data, w, h, out)?
+            codec::decode_full(img.data, w, h, out)?
         } else {
             scratch::REGION.with(|s| -> Result<bool> {
                 let buf = &mut *s.borrow_mut();
-                match jpeg::decode_crop(img.data, w, h, crop, (ow, oh), oversample, buf)? {
+                match codec::decode_crop(img.data, w, h, crop, (ow, oh), oversample, buf)? {
                     Some(r) => {
                         resize_into(buf, (r.width, r.height), 3, r.crop, out, (ow, oh), interpolation)?;
                         Ok(true)
@@ -113,7 +113,7 @@ fn check_crop(crop: Crop, (w, h): (u32, u32)) -> Result<()> {
 }
 
 /// The planar path of [`crop_resize_into`] for a JPEG: its raw planes (Y, Cb, Cr at their own
-/// resolutions, or grey) decoded for the crop ([`jpeg::decode_crop_planes`]), each resized
+/// resolutions, or grey) decoded for the crop ([`codec::decode_crop_planes`]), each resized
 /// straight to `(out_h, out_w)`, then handed to `finish` (Y, Cb, Cr or grey planes of
 /// `out_h × out_w` bytes) for the colour conversion. `Ok(None)` when the JPEG does not take
 /// this path (see `decode_crop_planes`).
@@ -129,7 +129,7 @@ pub(crate) fn crop_resize_planes<R>(
     let out = (out_w as u32, out_h as u32);
     scratch::PLANES.with(|cell| {
         let (raw, resized) = &mut *cell.borrow_mut();
-        let Some(p) = jpeg::decode_crop_planes(img.data, w, h, crop, out, oversample, raw)? else {
+        let Some(p) = codec::decode_crop_planes(img.data, w, h, crop, out, oversample, raw)? else {
             return Ok(None);
         };
         let planes: SmallVec<[Plane<'_>; 3]> = (0..p.count)

@@ -1,6 +1,7 @@
-//! HWC normalisation with AVX2 + F16C: `(v - mean[c]) / std[c]` in `f32` (the same IEEE
+//! Normalisation with AVX2 + F16C: `(v - mean[c]) / std[c]` in `f32` (the same IEEE
 //! operations as the lookup table, so the same values), then `f16` with round-to-nearest-even
 //! (`vcvtps2ph`, as [`f32_to_f16`]).
+
 use std::arch::x86_64::*;
 
 use crate::image::codec::color::Source;
