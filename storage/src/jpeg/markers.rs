@@ -118,11 +118,7 @@ pub fn parse(data: &[u8]) -> Markers<'_> {
                     found.adobe_transform = Some(t);
                 }
             }
-            0xDD => {
-                if dri.is_none() {
-                    dri = be16(0);
-                }
-            }
+            0xDD if dri.is_none() => dri = be16(0),
             // SOFn (0xC4 DHT, 0xC8 JPG and 0xCC DAC are not frames).
             0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF if found.frame.is_none() => {
                 let comps = seg.get(5).copied().unwrap_or(0);

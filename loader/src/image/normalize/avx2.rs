@@ -205,7 +205,7 @@ unsafe fn store8<const MUL: bool>(v: __m256, m: __m256, s: __m256, size: usize, 
 }
 
 /// Planes (Y Cb Cr, or the same grey plane three times when `grey`) to normalised CHW:
-/// sixteen pixels a round, converted to R, G, B bytes as [`crate::image::color`] does, then
+/// sixteen pixels a round, converted to R, G, B bytes as [`crate::image::codec::color`] does, then
 /// each channel's 16 values normalised as [`chw_avx2`] does, mirrored when `flip`.
 ///
 /// # Safety
