@@ -33,8 +33,13 @@
 //! - `pipeline.rs`: [`ImagePipeline`]. `cpu.rs`: the one CPU-feature check. `scratch.rs`: the
 //!   per-thread buffers and TurboJPEG decompressor. `rng.rs`: [`SampleRng`].
 //!
-//! Dependencies run one way: `pipeline` → `decoders` → `codec`, `resample`, `ops`;
-//! `pipeline` → `normalize` → `codec`, `ops`; `ops` → `resample`; all → `cpu`, `scratch`, `rng`.
+//! Dependencies run one way: `pipeline` → `decoders`, `normalize`; `decoders` → `codec`,
+//! `resample`, `ops`; `normalize` → `codec`, `ops`; `codec` → `ops` (the crop); `ops` →
+//! `resample`; and below them all `cpu`, `scratch` and `rng`, which import nothing here. Inside a
+//! folder the files use what their `mod.rs` shares (an operation implements `ops::ImageOp`, a
+//! decoder uses the decoders' helpers) and `mod.rs` only declares and re-exports them, except
+//! for the kernel files (`avx2.rs`), which read their room's private types as an inline
+//! `mod simd` would.
 //!
 //! # Adding an image operation
 //!
