@@ -9,7 +9,7 @@ Engines interleaved, best of ROUNDS (each round starts from a fresh copy of the 
 
     python benches/versions_images.py CORPUS APPEND_CORPUS [--rounds 1] [--dir target/tmp/versions-images]
 
-CORPUS, APPEND_CORPUS: ImageFolders (`../shared/tools/bench-corpus.sh /tmp/c100k 100000 10 0` and
+CORPUS, APPEND_CORPUS: ImageFolders (`benches/bench-corpus.sh /tmp/c100k 100000 10 0` and
 `... /tmp/c10k 10000 10 1`). Needs pyarrow and pylance; beton from the release build.
 """
 
