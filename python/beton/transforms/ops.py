@@ -24,6 +24,25 @@ class _BatchOp(Operation):
         return code
 
 
+class _IndexedBatchOp(_BatchOp):
+    """A ``_BatchOp`` that needs the batch's sample ids: ``_batch(value, indices)`` gets them
+    through ``_indices`` (which raises without), and its FFCV-style code is flagged
+    ``with_indices``."""
+
+    _with_indices = True
+
+    def _indices(self, indices):
+        if indices is None:
+            raise RuntimeError(f"{type(self).__name__} needs the batch's sample indices")
+        return indices
+
+    def generate_code(self):
+        def code(inp, dst, indices):
+            return self._batch(inp, indices)
+        code.with_indices = True
+        return code
+
+
 class ToTensor(_BatchOp):
     """Converts a numpy batch to a torch tensor sharing its memory (``torch.from_numpy``)."""
 
@@ -102,7 +121,19 @@ class ToTorchImage(_BatchOp):
         return replace(previous_state, shape=(C, H, W), dtype=dtype), alloc
 
 
-class Convert(_BatchOp):
+class _ToDtype(_BatchOp):
+    """An operation whose output is of ``target_dtype`` (numpy.dtype or torch.dtype), its shape
+    unchanged."""
+
+    def __init__(self, target_dtype):
+        super().__init__()
+        self.target_dtype = target_dtype
+
+    def declare_state_and_memory(self, previous_state):
+        return replace(previous_state, dtype=self.target_dtype), None
+
+
+class Convert(_ToDtype):
     """Converts to ``target_dtype`` (torch tensors with ``.type``, numpy arrays with ``astype``).
 
     Parameters
@@ -111,18 +142,11 @@ class Convert(_BatchOp):
         Target data type.
     """
 
-    def __init__(self, target_dtype):
-        super().__init__()
-        self.target_dtype = target_dtype
-
     def _batch(self, x, indices=None):
         return x.type(self.target_dtype) if _is_torch(x) else x.astype(self.target_dtype)
 
-    def declare_state_and_memory(self, previous_state):
-        return replace(previous_state, dtype=self.target_dtype), None
 
-
-class View(_BatchOp):
+class View(_ToDtype):
     """Reinterprets the batch's memory as ``target_dtype`` (``ndarray.view`` / ``Tensor.view``).
 
     Parameters
@@ -131,12 +155,9 @@ class View(_BatchOp):
         Target data type.
     """
 
-    def __init__(self, target_dtype):
-        super().__init__()
-        self.target_dtype = target_dtype
-
     def _batch(self, x, indices=None):
         return x.view(self.target_dtype)
 
     def declare_state_and_memory(self, previous_state):
-        return replace(previous_state, dtype=self.target_dtype, jit_mode=False), None
+        state, alloc = super().declare_state_and_memory(previous_state)
+        return replace(state, jit_mode=False), alloc
