@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from beton import _native
+from beton import _doc, _native
 from beton._native import IndexSet
 
 # The docstring sections every edit of a dataset directory shares, filled in by ``_edit``.
@@ -32,12 +32,7 @@ def _edit(method):
         self._refresh()
         return self
 
-    doc = method.__doc__ or ""
-    for key, section in _EDIT_DOC.items():
-        indent = doc[:doc.index(key)].rsplit("\n", 1)[-1] if key in doc else ""
-        doc = doc.replace(key, section.replace("\n", "\n" + indent))
-    edit.__doc__ = doc
-    return edit
+    return _doc.fill(_EDIT_DOC)(edit)
 
 
 class _Stream:

@@ -122,10 +122,16 @@ class ToTorchImage(_BatchOp):
 
 
 class _ToDtype(_BatchOp):
-    """An operation whose output is of ``target_dtype`` (numpy.dtype or torch.dtype), its shape
-    unchanged."""
+    """An operation whose output is of ``target_dtype``, its shape unchanged."""
 
     def __init__(self, target_dtype):
+        """The operation for ``target_dtype`` (``Convert``'s and ``View``'s argument).
+
+        Parameters
+        ----------
+        target_dtype : numpy.dtype or torch.dtype
+            Target data type.
+        """
         super().__init__()
         self.target_dtype = target_dtype
 
@@ -134,26 +140,14 @@ class _ToDtype(_BatchOp):
 
 
 class Convert(_ToDtype):
-    """Converts to ``target_dtype`` (torch tensors with ``.type``, numpy arrays with ``astype``).
-
-    Parameters
-    ----------
-    target_dtype : numpy.dtype or torch.dtype
-        Target data type.
-    """
+    """Converts to ``target_dtype`` (torch tensors with ``.type``, numpy arrays with ``astype``)."""
 
     def _batch(self, x, indices=None):
         return x.type(self.target_dtype) if _is_torch(x) else x.astype(self.target_dtype)
 
 
 class View(_ToDtype):
-    """Reinterprets the batch's memory as ``target_dtype`` (``ndarray.view`` / ``Tensor.view``).
-
-    Parameters
-    ----------
-    target_dtype : numpy.dtype or torch.dtype
-        Target data type.
-    """
+    """Reinterprets the batch's memory as ``target_dtype`` (``ndarray.view`` / ``Tensor.view``)."""
 
     def _batch(self, x, indices=None):
         return x.view(self.target_dtype)
