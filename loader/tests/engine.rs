@@ -16,6 +16,13 @@ const N: u64 = 600;
 
 /// Sample i: label i, score i / 4, blob of (i * 37) % 20_000 bytes of value i % 251, text
 /// "sample {i}", arr [i, 2i, 3i] as i32. About 6 MB of payload: 3 pages of 2 MiB.
+/// [`dataset`] in a temporary folder (dropped with it).
+fn temp_dataset() -> (tempfile::TempDir, Arc<Dataset>) {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    (dir, ds)
+}
+
 fn dataset(dir: &Path) -> Arc<Dataset> {
     let path = dir.join("loader.beton");
     let arr = ArraySpec::new(DType::parse("<i4").unwrap(), vec![3]).unwrap();
@@ -107,8 +114,7 @@ fn orders() -> [OrderOption; 3] {
 
 #[test]
 fn every_value_in_order_and_ffcv_batch_counts() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for drop_last in [true, false] {
         let mut loader =
             Loader::builder(Arc::clone(&ds)).batch_size(7).drop_last(drop_last).threads(2).build().unwrap();
@@ -124,8 +130,7 @@ fn every_value_in_order_and_ffcv_batch_counts() {
 
 #[test]
 fn same_batches_whatever_the_threads_and_cache() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for order in orders() {
         let mut reference = None;
         for (threads, os_cache) in [(1, true), (2, true), (4, true), (1, false), (3, false)] {
@@ -154,8 +159,7 @@ fn same_batches_whatever_the_threads_and_cache() {
 
 #[test]
 fn held_batches_are_never_overwritten() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let mut loader = Loader::builder(Arc::clone(&ds))
         .batch_size(10)
         .order(OrderOption::Random)
@@ -189,8 +193,7 @@ fn held_batches_are_never_overwritten() {
 
 #[test]
 fn resume_gives_exactly_the_remaining_batches() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for order in orders() {
         let build = || {
             Loader::builder(Arc::clone(&ds))
@@ -315,8 +318,7 @@ fn threads_now() -> usize {
 #[cfg(target_os = "linux")]
 #[test]
 fn dropping_epochs_mid_way_joins_their_threads() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let mut loader = Loader::builder(Arc::clone(&ds))
         .batch_size(4)
         .threads(3)
@@ -367,8 +369,7 @@ impl FieldDecoder for FailsAt {
 
 #[test]
 fn a_failing_or_panicking_decoder_names_the_sample_and_ends_the_epoch() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for panics in [false, true] {
         let mut loader = Loader::builder(Arc::clone(&ds))
             .batch_size(10)
@@ -396,8 +397,7 @@ fn a_failing_or_panicking_decoder_names_the_sample_and_ends_the_epoch() {
 
 #[test]
 fn distributed_ranks_split_the_epoch() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for order in orders() {
         let mut all: Vec<Vec<u64>> = Vec::new();
         for rank in 0..3 {
@@ -488,8 +488,7 @@ fn multi_gib_file_under_a_small_cache_bound_with_flat_memory() {
 
 #[test]
 fn a_loader_built_for_n_epochs_runs_n() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let mut loader = Loader::builder(Arc::clone(&ds)).batch_size(100).epochs(2).build().unwrap();
     assert_eq!(loader.remaining_epochs(), Some(2));
     for _ in 0..2 {
@@ -515,8 +514,7 @@ fn fifty_epochs_keep_memory_flat() {
         assert!(status.success(), "the child measuring RSS failed (its output is above)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for os_cache in [true, false] {
         let mut loader = Loader::builder(Arc::clone(&ds))
             .batch_size(32)
