@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TypeVar, cast
 
 import numpy as np
 
@@ -21,18 +21,21 @@ _EDIT_DOC = {
 }
 
 
-def _edit(method):
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _edit(method: _Method) -> _Method:
     """Marks ``method`` as an edit of a dataset directory: what it commits is a new version,
-    which the Dataset then shows and returns. Its docstring's ``{message}``, ``{returns}`` and
-    ``{read_only}`` lines get the sections every edit shares, indented as the line is."""
+    which the Dataset shows once the edit returns. Its docstring's ``{message}``, ``{returns}``
+    and ``{read_only}`` lines get the sections every edit shares, indented as the line is."""
 
     @functools.wraps(method)
     def edit(self, *args, **kwargs):
-        method(self, *args, **kwargs)
+        out = method(self, *args, **kwargs)
         self._refresh()
-        return self
+        return out
 
-    return _doc.fill(_EDIT_DOC)(edit)
+    return cast(_Method, _doc.fill(_EDIT_DOC)(edit))
 
 
 class _Stream:
@@ -816,6 +819,7 @@ class Dataset:
                 raise KeyError(f"restore: no tag {version!r}; the tags are {sorted(tags)}")
             version = tags[version]
         native.restore(version)
+        return self
 
     @_edit
     def update(self, set: Dict[str, Any], where: Optional[str] = None, message: str = "") -> "Dataset":  # noqa: A002
@@ -847,6 +851,7 @@ class Dataset:
         """
         pairs = [(k, _sql_literal(v)) for k, v in dict(set).items()]
         self._editable("update").update(pairs, where, message)
+        return self
 
     @_edit
     def update_rows(self, ids, values: Dict[str, Any], message: str = "") -> "Dataset":
@@ -888,6 +893,7 @@ class Dataset:
                 objects[name] = _encode_all(field, name, v)
                 fields[name] = field.native()
         native.update_rows(rows, cols, objects=objects, fields=fields, message=message)
+        return self
 
     @_edit
     def delete(self, where, message: str = "") -> "Dataset":
@@ -917,6 +923,7 @@ class Dataset:
         else:
             native.delete(rows=where if isinstance(where, IndexSet) else IndexSet(sorted(int(i) for i in where)),
                           message=message)
+        return self
 
     @_edit
     def add_column(self, name: str, values, message: str = "", field=None) -> "Dataset":
@@ -955,6 +962,7 @@ class Dataset:
             native.add_column(name, objects=_encode_all(field, name, values), field=field.native(), message=message)
         else:
             native.add_column(name, values=_one_column(name, values), message=message)
+        return self
 
     @_edit
     def drop_column(self, name: str, message: str = "") -> "Dataset":
@@ -978,6 +986,7 @@ class Dataset:
         >>> ds.drop_column("score")  # doctest: +SKIP
         """
         self._editable("drop_column").drop_column(name, message)
+        return self
 
     @_edit
     def append(self, source, message: str = "", image_field: str = "image", label_field: str = "label",
@@ -1026,6 +1035,7 @@ class Dataset:
                 native.append_file(out, message)
         else:
             native.append_file(str(source), message)
+        return self
 
     @_edit
     def compact(self, num_workers: int = 0, message: str = "") -> "Dataset":
@@ -1051,6 +1061,7 @@ class Dataset:
         1
         """
         self._editable("compact").compact(num_workers, message)
+        return self
 
     def cleanup(self, keep_versions: int = 1, older_than_seconds: float = 3600.0) -> Dict[str, Any]:
         """Removes old versions and the files no kept version references.
