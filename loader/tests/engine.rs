@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use beton_loader::{Batch, ColumnSpec, FieldDecoder, Loader, OrderOption, SampleContext};
+use beton_loader::{Batch, ColumnSpec, EpochStats, FieldDecoder, Loader, OrderOption, SampleContext};
 use beton_query::IndexSet;
 use beton_storage::{
     ArraySpec, DType, Dataset, FieldSpec, FieldType, SampleValue, Value, Writer, WriterOptions,
@@ -16,6 +16,23 @@ const N: u64 = 600;
 
 /// Sample i: label i, score i / 4, blob of (i * 37) % 20_000 bytes of value i % 251, text
 /// "sample {i}", arr [i, 2i, 3i] as i32. About 6 MB of payload: 3 pages of 2 MiB.
+/// Runs one epoch of `loader`, handing `check` each sample's id and its `blob` row; returns the
+/// number of samples and the epoch's stats.
+fn blob_epoch(loader: &mut Loader, mut check: impl FnMut(u64, &[u8])) -> (usize, EpochStats) {
+    let mut epoch = loader.next_epoch().unwrap();
+    let mut seen = 0;
+    for b in epoch.by_ref() {
+        let b = b.unwrap();
+        let col = b.column("blob").unwrap();
+        let width = col.spec.shape[0];
+        for (k, &i) in b.indices().iter().enumerate() {
+            check(i, &col.bytes[k * width..(k + 1) * width]);
+        }
+        seen += b.len();
+    }
+    (seen, epoch.stats())
+}
+
 /// [`dataset`] in a temporary folder (dropped with it).
 fn temp_dataset() -> (tempfile::TempDir, Arc<Dataset>) {
     let dir = tempfile::tempdir().unwrap();
@@ -275,19 +292,8 @@ fn process_cache_stays_within_its_bound() {
             .build()
             .unwrap();
         for e in 0..2 {
-            let mut epoch = loader.next_epoch().unwrap();
-            let mut seen = 0;
-            for b in epoch.by_ref() {
-                let b = b.unwrap();
-                let col = b.column("blob").unwrap();
-                let width = col.spec.shape[0];
-                for (k, &i) in b.indices().iter().enumerate() {
-                    assert_eq!(&col.bytes[k * width..(k + 1) * width], truth[i as usize].as_slice());
-                }
-                seen += b.len();
-            }
+            let (seen, s) = blob_epoch(&mut loader, |i, row| assert_eq!(row, truth[i as usize].as_slice()));
             assert_eq!(seen, 120);
-            let s = epoch.stats();
             assert!(s.cache_pages <= bound as u64, "{order:?}: {s:?}");
             assert_eq!(s.cache_hits + s.direct_reads, 120, "{s:?}");
             assert_eq!(s.page_bytes_read, s.pages_read * (2 << 20), "whole pages");
@@ -462,18 +468,9 @@ fn multi_gib_file_under_a_small_cache_bound_with_flat_memory() {
         .unwrap();
     let mut rss = Vec::new();
     for e in 0..25 {
-        let mut epoch = loader.next_epoch().unwrap();
-        let mut samples = 0;
-        for b in epoch.by_ref() {
-            let b = b.unwrap();
-            let col = b.column("blob").unwrap();
-            for (k, &i) in b.indices().iter().enumerate() {
-                let row = &col.bytes[k * MIB..(k + 1) * MIB];
-                assert!(row[0] == (i % 256) as u8 && row[MIB - 1] == (i % 256) as u8);
-            }
-            samples += b.len();
-        }
-        let s = epoch.stats();
+        let (samples, s) = blob_epoch(&mut loader, |i, row| {
+            assert!(row.len() == MIB && row[0] == (i % 256) as u8 && row[MIB - 1] == (i % 256) as u8);
+        });
         assert_eq!(samples, 2048);
         assert!(s.cache_pages <= 12, "{s:?}");
         if e == 0 {
