@@ -7,7 +7,8 @@
 //! [`registry!`] below is where each is registered, one line per type.
 //!
 //! **Adding a field type** is one new file here (a struct implementing [`FieldKind`], and a
-//! `parse` function recognising its descriptor and its short name), its variant in
+//! `parse` function recognising its descriptor and its short name; a type without parameters
+//! declares both with `fixed_kind!` of `fixed.rs` and writes only its codec), its variant in
 //! [`FieldType`], and its line in the registry. The reader, the writer, the query table, the
 //! loader's default decoders, `beton info` and the Python bindings all go through [`FieldKind`]
 //! and need no change (Python exposes the type by its short name; a Python `Field` class that
