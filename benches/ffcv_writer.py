@@ -1,7 +1,7 @@
 """Usage: PY benches/ffcv_writer.py [--reps R] [IMAGEFOLDER ...]   (default: examples/data/imagefolder)
 
 PY is the python of the venv holding the real FFCV 1.0.2 (/root/.cache/beton-ffcv-venv/bin/python,
-or `PY=$(bash shared/tools/ffcv-env.sh | tail -n1)`). Run from anywhere after
+or `PY=$(bash tests/ffcv/ffcv-env.sh | tail -n1)`). Run from anywhere after
 `cargo build --release --bin beton`.
 
 beton's writer vs FFCV 1.0.2's DatasetWriter, side by side in one run. For each ImageFolder, each

@@ -9,7 +9,7 @@ same JPEGs, in one run.
   ``RandomResizedCrop(SIZE)``, ``RandomHorizontalFlip()``, ``ToTensor()``, ``Normalize``, W
   workers, batch B, on the original files (beton's file stores the same JPEGs, passed through).
 
-- FFCV 1.0.2 (when ``ffcv`` imports, i.e. run with FFCV's venv from ``shared/tools/ffcv-env.sh``
+- FFCV 1.0.2 (when ``ffcv`` imports, i.e. run with FFCV's venv from ``tests/ffcv/ffcv-env.sh``
   with beton's wheel installed in it): FFCV's ``Loader`` with its RandomResizedCrop + flip +
   ``NormalizeImage`` (f16, on the CPU: FFCV's jitted table lookup, channels-last output) on a
   file FFCV's own ``DatasetWriter`` wrote from DIR, and beton's Python ``Loader`` on that same
@@ -17,7 +17,7 @@ same JPEGs, in one run.
 
 Needs beton installed and, for the torch row, torch + torchvision (skipped without them).
 Usage: ``python benches/python_loader.py DIR [--size 160] [--workers 2] [--batch-size 256]
-[--epochs 3]`` with DIR an ImageFolder, e.g. ``shared/tools/bench-corpus.sh DIR 1000 5 0``.
+[--epochs 3]`` with DIR an ImageFolder, e.g. ``benches/bench-corpus.sh DIR 1000 5 0``.
 """
 
 import argparse
@@ -123,7 +123,7 @@ def main():
     rows.append(("beton, Python Loader", *beton_rate(a.out, a)))
 
     try:
-        import ffcv  # noqa: F401  (FFCV's own venv: shared/tools/ffcv-env.sh, beton's wheel installed in it)
+        import ffcv  # noqa: F401  (FFCV's own venv: tests/ffcv/ffcv-env.sh, beton's wheel installed in it)
     except ImportError as e:
         print(f"(FFCV rows skipped: {e})")
     else:

@@ -10,7 +10,7 @@ and reports new/old per round; the summary is the median ratio and its range.
 
 Usage: ``python benches/python_loader_ab.py FILE --old VENV_OLD/bin/python --new VENV_NEW/bin/python
 [--rounds 7]``, FILE an image .beton with fields image and label (``beton write-imagefolder DIR FILE``
-over ``shared/tools/bench-corpus.sh DIR 10000 10 0``). Build the wheels in separate target dirs:
+over ``benches/bench-corpus.sh DIR 10000 10 0``). Build the wheels in separate target dirs:
 two checkouts sharing one can package each other's stale artifacts.
 """
 

@@ -8,7 +8,7 @@
 //!   one thread, no resize, nothing written; PNGs decoded with the `png` crate), decode alone, a
 //!   memcpy of the file bytes, and writing + fsyncing as many bytes as beton's output (I/O floor).
 //! - `write_images/corpus`: the same over `$BETON_BENCH_CORPUS` (an ImageFolder, e.g. made by
-//!   `shared/tools/bench-corpus.sh`), skipped with a note when unset.
+//!   `benches/bench-corpus.sh`), skipped with a note when unset.
 //! - `open`: `Dataset::open` of a 10M-row and a 1M-row Int+Float file and of a 1M-image file
 //!   (1M allocation entries, 2 MiB pages), and open + first access of one sample (for images:
 //!   its payload, which builds the lazy allocation index). Baselines: `File::open` + mmap of the
@@ -165,7 +165,7 @@ fn write_images(c: &mut Criterion) {
         Some(dir) => write_group(c, "corpus", Path::new(&dir)),
         None => eprintln!(
             "write_images/corpus skipped: set BETON_BENCH_CORPUS=DIR (an ImageFolder, e.g. from \
-             `bash shared/tools/bench-corpus.sh DIR 1000 5 0`)"
+             `bash benches/bench-corpus.sh DIR 1000 5 0`)"
         ),
     }
 }

@@ -9,7 +9,7 @@ Engines interleaved, best of ROUNDS (each round starts from a fresh copy of the 
 
     python benches/versions_images.py CORPUS APPEND_CORPUS [--rounds 1] [--dir target/tmp/versions-images]
 
-CORPUS, APPEND_CORPUS: ImageFolders (`../shared/tools/bench-corpus.sh /tmp/c100k 100000 10 0` and
+CORPUS, APPEND_CORPUS: ImageFolders (`benches/bench-corpus.sh /tmp/c100k 100000 10 0` and
 `... /tmp/c10k 10000 10 1`). Needs pyarrow and pylance; beton from the release build.
 """
 
@@ -21,7 +21,7 @@ import shutil
 
 import pyarrow as pa
 
-from versions_compare import du, timed  # the same folder: run as a script
+from versions_compare import Edits, du, timed  # the same folder: run as a script
 
 
 def imagefolder(root):
@@ -47,8 +47,9 @@ def lance_batches(files, first_id, chunk=2048):
                                pa.array(images, pa.large_binary())], schema=schema)
 
 
-class Beton:
+class Beton(Edits):
     name = "beton"
+    key = "row_id"
 
     def create(self, path, corpus):
         import beton
@@ -64,12 +65,6 @@ class Beton:
 
         self.ds = beton.open(path)
 
-    def relabel(self):
-        self.ds.update({"label": 7}, where="row_id % 100 = 0")
-
-    def delete(self):
-        self.ds.delete("row_id % 100 = 1")
-
     def add_column(self):
         self.ds.add_column("q", "label * 0.5")
 
@@ -80,8 +75,9 @@ class Beton:
         return len(self.ds)
 
 
-class Lance:
+class Lance(Edits):
     name = "pylance"
+    label = "7"
 
     def create(self, path, corpus):
         import lance
@@ -95,12 +91,6 @@ class Lance:
         import lance
 
         self.ds = lance.dataset(path)
-
-    def relabel(self):
-        self.ds.update({"label": "7"}, where="id % 100 = 0")
-
-    def delete(self):
-        self.ds.delete("id % 100 = 1")
 
     def add_column(self):
         self.ds.add_columns({"q": "CAST(label AS DOUBLE) * 0.5"})

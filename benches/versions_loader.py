@@ -8,7 +8,7 @@
 
     python benches/versions_loader.py CORPUS_DIR [--rounds 5] [--rows 1000000] [--reuse]
 
-CORPUS_DIR: an ImageFolder (`../shared/tools/bench-corpus.sh DIR 2000 5 0`), written as JPEGs at most
+CORPUS_DIR: an ImageFolder (`benches/bench-corpus.sh DIR 2000 5 0`), written as JPEGs at most
 256 px (raw pixels of 100,000 images would outgrow the page cache). beton from the
 release build (`cd python && maturin develop --release`).
 """

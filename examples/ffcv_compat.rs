@@ -1,7 +1,7 @@
 //! Writes `.beton` files covering every FFCV field type, beton's extension fields and real
 //! ImageFolder photos, each with `NAME.beton.json`: beton's own view of every value in the shape of
 //! the FFCV fixtures' `expected.json`. `tests/ffcv/check-with-ffcv.sh` then loads each file with the
-//! real FFCV 1.0.2 (`ffcv-load.py`) and compares what FFCV sees with what beton wrote. Every file
+//! real FFCV 1.0.2 (`tests/ffcv/ffcv-load.py`) and compares what FFCV sees with what beton wrote. Every file
 //! also carries named splits, which FFCV must not notice.
 //!
 //! Run: `cargo run --release --example ffcv_compat -- OUT_DIR`

@@ -5,7 +5,7 @@
 # toolchain: RUSTC_BOOTSTRAP=1 lets it pass its -Z flags. Address sanitizer on (unsafe SIMD and
 # FFI are what it is for). A crash input lands in fuzz/artifacts/TARGET/; once fixed, copy it
 # to fuzz/regressions/TARGET/ (replayed by loader/tests/fuzz_regressions.rs and, for open_read,
-# tests/storage/corrupt.rs).
+# storage/tests/integration/corrupt.rs).
 set -euo pipefail
 cd "$(dirname "$0")"
 target=${1:?target: open_read, load, sql or jpeg}

@@ -3,7 +3,7 @@
 //! before the edit or the one after, whole: its rows readable, every file its manifest names
 //! present, and the next edit succeeds.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn beton(args: &[&str], crash_at: Option<u64>) -> Output {
@@ -20,6 +20,21 @@ fn ok(args: &[&str]) -> String {
     let out = beton(args, None);
     assert!(out.status.success(), "beton {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// The bundled photos (examples/data/imagefolder) written to `dir/a.beton`, at most
+/// `max_resolution` pixels a side.
+fn photos(dir: &Path, max_resolution: &str) -> PathBuf {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
+    let file = dir.join("a.beton");
+    ok(&[
+        "write-imagefolder",
+        folder.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "--max-resolution",
+        max_resolution,
+    ]);
+    file
 }
 
 /// The latest version's number and its rows, checked whole: the manifest's files exist and
@@ -45,10 +60,7 @@ fn check(dir: &Path) -> (u64, u64) {
 #[test]
 fn a_writer_killed_at_any_step_leaves_the_old_or_the_new_version() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let file = tmp.path().join("a.beton");
-    let folder = root.join("examples/data/imagefolder");
-    ok(&["write-imagefolder", folder.to_str().unwrap(), file.to_str().unwrap(), "--max-resolution", "32"]);
+    let file = photos(tmp.path(), "32");
     let f = file.to_str().unwrap();
     // Each edit, run after the ones before it.
     let script: Vec<Vec<&str>> = vec![
@@ -125,10 +137,7 @@ fn a_writer_killed_at_any_step_leaves_the_old_or_the_new_version() {
 #[test]
 fn two_processes_editing_at_once_lose_no_update() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let file = tmp.path().join("a.beton");
-    let folder = root.join("examples/data/imagefolder");
-    ok(&["write-imagefolder", folder.to_str().unwrap(), file.to_str().unwrap(), "--max-resolution", "16"]);
+    let file = photos(tmp.path(), "16");
     let dir = tmp.path().join("ds");
     let d = dir.to_str().unwrap();
     ok(&["import", d, file.to_str().unwrap()]);

@@ -4,8 +4,8 @@
 //! Run: `bash fuzz/run.sh open_read 1000000` (cargo-fuzz on the stable toolchain:
 //! `RUSTC_BOOTSTRAP=1` lets it pass its `-Z` flags). CI type-checks it without cargo-fuzz:
 //! `cargo check --manifest-path fuzz/Cargo.toml`. A crash input, once fixed, goes to
-//! fuzz/regressions/open_read/, replayed by tests/storage/corrupt.rs (`fuzz_input` there mirrors
-//! the option choice below).
+//! fuzz/regressions/open_read/, replayed by storage/tests/integration/corrupt.rs (`fuzz_input`
+//! there mirrors the option choice below).
 
 #![no_main]
 

@@ -13,7 +13,7 @@
 //! End to end through the loader (2 threads, batch 256, interleaved rounds): `image_e2e.rs`.
 //!
 //! Images: the bundled photos (`examples/data/imagefolder`), or `$BETON_BENCH_CORPUS` (an
-//! ImageFolder made by `/work/shared/tools/bench-corpus.sh`), written as JPEG q90 at
+//! ImageFolder made by `benches/bench-corpus.sh`), written as JPEG q90 at
 //! `max_resolution` 256 and 512 (groups `image/256`, `image/512`).
 //!
 //! Run: `BETON_BENCH_CORPUS=/tmp/corpus cargo bench -p beton-loader --bench image`.

@@ -21,7 +21,7 @@
 //!   nothing else; `decode wall, FFCV's bytes`: the same on the file without markers.
 //!
 //! Run: `BETON_BENCH_CORPUS=DIR cargo bench -p beton-loader --bench image_e2e [-- ROUNDS]`
-//! (DIR from `shared/tools/bench-corpus.sh DIR 1000 5 0`; without it, the bundled photos);
+//! (DIR from `benches/bench-corpus.sh DIR 1000 5 0`; without it, the bundled photos);
 //! `BETON_E2E_GROUPS=256,512,raw` and `BETON_E2E_PIPELINES=FFCV,wall` (substrings) pick what
 //! runs (beton always does).
 

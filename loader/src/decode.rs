@@ -299,62 +299,43 @@ pub struct NDArrayDecoder;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BytesDecoder;
 
-fn scalar(field: &FieldData<'_>, want: LoadAs, elem: ElemType, decoder: &str) -> Result<Vec<ColumnSpec>> {
-    if field.field_type().kind().load_as() != want {
-        return Err(field.wrong_decoder(decoder));
-    }
-    Ok(vec![ColumnSpec { name: field.name().to_string(), elem, shape: vec![] }])
-}
+/// The [`FieldDecoder`] of a field that loads as one scalar per sample (`LoadAs::$load`): one
+/// column of `$elem`, each sample's value the bytes `$bytes` makes of it (`None`: not `$what`).
+macro_rules! scalar_decoder {
+    ($decoder:ident, $load:ident, $elem:ident, $bytes:expr, $what:literal) => {
+        impl FieldDecoder for $decoder {
+            fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
+                self.columns_of(&FieldData::of_file(ds, field), epoch)
+            }
 
-impl FieldDecoder for IntDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        self.columns_of(&FieldData::of_file(ds, field), epoch)
-    }
+            fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
+                if field.field_type().kind().load_as() != LoadAs::$load {
+                    return Err(field.wrong_decoder(stringify!($decoder)));
+                }
+                Ok(vec![ColumnSpec { name: field.name().to_string(), elem: ElemType::$elem, shape: vec![] }])
+            }
 
-    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(field, LoadAs::Int, ElemType::I64, "IntDecoder")
-    }
-
-    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
-        let v = value.as_int().ok_or_else(|| decode_error("not an int"))?;
-        out[0].copy_from_slice(&v.to_le_bytes());
-        Ok(())
-    }
-}
-
-impl FieldDecoder for FloatDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        self.columns_of(&FieldData::of_file(ds, field), epoch)
-    }
-
-    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(field, LoadAs::Float, ElemType::F64, "FloatDecoder")
-    }
-
-    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
-        let v = value.as_float().ok_or_else(|| decode_error("not a float"))?;
-        out[0].copy_from_slice(&v.to_le_bytes());
-        Ok(())
-    }
-}
-
-impl FieldDecoder for BoolDecoder {
-    fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {
-        self.columns_of(&FieldData::of_file(ds, field), epoch)
-    }
-
-    fn columns_of(&self, field: &FieldData<'_>, _epoch: u64) -> Result<Vec<ColumnSpec>> {
-        scalar(field, LoadAs::Bool, ElemType::Bool, "BoolDecoder")
-    }
-
-    fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
-        match value {
-            Value::Bool(b) => out[0][0] = b as u8,
-            _ => return Err(decode_error("not a bool")),
+            fn decode(&self, value: Value<'_>, _: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
+                let bytes = ($bytes)(value).ok_or_else(|| decode_error(concat!("not ", $what)))?;
+                out[0].copy_from_slice(&bytes);
+                Ok(())
+            }
         }
-        Ok(())
-    }
+    };
 }
+
+scalar_decoder!(IntDecoder, Int, I64, |v: Value<'_>| v.as_int().map(i64::to_le_bytes), "an int");
+scalar_decoder!(FloatDecoder, Float, F64, |v: Value<'_>| v.as_float().map(f64::to_le_bytes), "a float");
+scalar_decoder!(
+    BoolDecoder,
+    Bool,
+    Bool,
+    |v: Value<'_>| match v {
+        Value::Bool(b) => Some([b as u8]),
+        _ => None,
+    },
+    "a bool"
+);
 
 impl FieldDecoder for NDArrayDecoder {
     fn columns(&self, ds: &Dataset, field: usize, epoch: u64) -> Result<Vec<ColumnSpec>> {

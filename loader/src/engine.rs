@@ -98,6 +98,20 @@ struct Pipeline {
     num_columns: usize,
 }
 
+/// Builder methods that each set one field: `name(arg: Type) => value;` makes
+/// `pub fn name(mut self, arg: Type) -> Self`, which sets `self.name = value`.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $value:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, $arg: $ty) -> Self {
+                self.$name = $value;
+                self
+            }
+        )*
+    };
+}
+
 /// Builder of a [`Loader`]; FFCV's `Loader` arguments.
 pub struct LoaderBuilder {
     ds: Arc<Dataset>,
@@ -141,67 +155,34 @@ impl LoaderBuilder {
         self
     }
 
-    /// Samples per batch (default 32).
-    pub fn batch_size(mut self, n: usize) -> Self {
-        self.batch_size = n;
-        self
-    }
-
-    /// Worker threads (default: the number of cores; 0 also means that).
-    pub fn threads(mut self, n: usize) -> Self {
-        self.threads = n;
-        self
-    }
-
-    /// The traversal order (default SEQUENTIAL).
-    pub fn order(mut self, order: OrderOption) -> Self {
-        self.order = Arc::new(order);
-        self
+    setters! {
+        /// Samples per batch (default 32).
+        batch_size(n: usize) => n;
+        /// Worker threads (default: the number of cores; 0 also means that).
+        threads(n: usize) => n;
+        /// The traversal order (default SEQUENTIAL).
+        order(order: OrderOption) => Arc::new(order);
+        /// The seed of every random choice (default 0).
+        seed(seed: u64) => seed;
+        /// Drop the last batch when it is partial (default true, as FFCV).
+        drop_last(drop_last: bool) => drop_last;
+        /// Batches built ahead of the consumer (default 3, as FFCV).
+        batches_ahead(n: usize) => n;
+        /// `true` (default): read through the map, the OS page cache shared by processes. `false`:
+        /// the process cache, reading pages ahead of use into a bounded pool.
+        os_cache(os_cache: bool) => os_cache;
+        /// Bound of the process cache in pages (default: `2 × batch_size + 16`, the QUASI_RANDOM
+        /// buffer plus batches in flight, at most the file's pages).
+        cache_pages(n: usize) => Some(n);
+        /// The number of epochs the loader runs (default: no limit, as FFCV's). Past it,
+        /// [`Loader::next_epoch`] is an error rather than a silent extra epoch, and
+        /// [`Loader::remaining_epochs`] counts down.
+        epochs(n: u64) => Some(n);
     }
 
     /// A custom traversal order.
     pub fn custom_order(mut self, order: Arc<dyn Order>) -> Self {
         self.order = order;
-        self
-    }
-
-    /// The seed of every random choice (default 0).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// Drop the last batch when it is partial (default true, as FFCV).
-    pub fn drop_last(mut self, drop_last: bool) -> Self {
-        self.drop_last = drop_last;
-        self
-    }
-
-    /// Batches built ahead of the consumer (default 3, as FFCV).
-    pub fn batches_ahead(mut self, n: usize) -> Self {
-        self.batches_ahead = n;
-        self
-    }
-
-    /// `true` (default): read through the map, the OS page cache shared by processes. `false`:
-    /// the process cache, reading pages ahead of use into a bounded pool.
-    pub fn os_cache(mut self, os_cache: bool) -> Self {
-        self.os_cache = os_cache;
-        self
-    }
-
-    /// Bound of the process cache in pages (default: `2 × batch_size + 16`, the QUASI_RANDOM
-    /// buffer plus batches in flight, at most the file's pages).
-    pub fn cache_pages(mut self, n: usize) -> Self {
-        self.cache_pages = Some(n);
-        self
-    }
-
-    /// The number of epochs the loader runs (default: no limit, as FFCV's). Past it,
-    /// [`Loader::next_epoch`] is an error rather than a silent extra epoch, and
-    /// [`Loader::remaining_epochs`] counts down.
-    pub fn epochs(mut self, n: u64) -> Self {
-        self.epochs = Some(n);
         self
     }
 

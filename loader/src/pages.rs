@@ -125,6 +125,25 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
+    /// A file of `n` samples on 2 MiB pages in a temporary folder: field `label` (the sample's
+    /// index) and a field of type `ty` whose value for sample `i` is `value(i)`.
+    fn write(
+        ty: FieldType,
+        n: u64,
+        value: impl Fn(u64) -> SampleValue + Sync,
+    ) -> (tempfile::TempDir, Dataset) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages.beton");
+        let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("value", ty)];
+        let opts = WriterOptions { page_size: 2 * MIB, num_threads: 1, ..WriterOptions::default() };
+        Writer::new(&path, fields, opts)
+            .unwrap()
+            .write_indexed(n, |i| Ok(vec![SampleValue::Int(i as i64), value(i)]))
+            .unwrap();
+        let ds = Dataset::open(&path).unwrap();
+        (dir, ds)
+    }
+
     #[test]
     fn from_pages_renumbers_densely_in_order() {
         let map = PageMap::from_pages(vec![70, 5, 5, 1 << 40, 70]);
@@ -137,18 +156,8 @@ mod tests {
 
     #[test]
     fn payload_samples_map_to_the_page_of_their_lowest_allocation() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pages.beton");
         // 0.9 MiB payloads on 2 MiB pages: two samples a page.
-        let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
-        let opts = WriterOptions { page_size: 2 * MIB, num_threads: 1, ..WriterOptions::default() };
-        Writer::new(&path, fields, opts)
-            .unwrap()
-            .write_indexed(7, |i| {
-                Ok(vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![i as u8; 900 << 10])])
-            })
-            .unwrap();
-        let ds = Dataset::open(&path).unwrap();
+        let (_dir, ds) = write(FieldType::Bytes, 7, |i| SampleValue::Bytes(vec![i as u8; 900 << 10]));
         let map = PageMap::from_dataset(&ds);
         assert_eq!(map.num_samples(), 7);
         for i in 0..7 {
@@ -162,16 +171,8 @@ mod tests {
 
     #[test]
     fn scalar_samples_group_by_data_table_page() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("scalars.beton");
-        let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("score", FieldType::Float)];
-        let opts = WriterOptions { page_size: 2 * MIB, num_threads: 1, ..WriterOptions::default() };
         let n = 300_000u64; // 16-byte rows: about 131k rows a 2 MiB block of the table
-        Writer::new(&path, fields, opts)
-            .unwrap()
-            .write_indexed(n, |i| Ok(vec![SampleValue::Int(i as i64), SampleValue::Float(0.5)]))
-            .unwrap();
-        let ds = Dataset::open(&path).unwrap();
+        let (_dir, ds) = write(FieldType::Float, n, |_| SampleValue::Float(0.5));
         assert_eq!(ds.num_allocations(), 0);
         let map = PageMap::from_dataset(&ds);
         let (table, row, ps) = (ds.data_table_offset(), ds.row_size() as u64, ds.page_size());

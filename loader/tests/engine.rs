@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use beton_loader::{Batch, ColumnSpec, FieldDecoder, Loader, OrderOption, SampleContext};
+use beton_loader::{Batch, ColumnSpec, EpochStats, FieldDecoder, Loader, OrderOption, SampleContext};
 use beton_query::IndexSet;
 use beton_storage::{
     ArraySpec, DType, Dataset, FieldSpec, FieldType, SampleValue, Value, Writer, WriterOptions,
@@ -16,6 +16,30 @@ const N: u64 = 600;
 
 /// Sample i: label i, score i / 4, blob of (i * 37) % 20_000 bytes of value i % 251, text
 /// "sample {i}", arr [i, 2i, 3i] as i32. About 6 MB of payload: 3 pages of 2 MiB.
+/// Runs one epoch of `loader`, handing `check` each sample's id and its `blob` row; returns the
+/// number of samples and the epoch's stats.
+fn blob_epoch(loader: &mut Loader, mut check: impl FnMut(u64, &[u8])) -> (usize, EpochStats) {
+    let mut epoch = loader.next_epoch().unwrap();
+    let mut seen = 0;
+    for b in epoch.by_ref() {
+        let b = b.unwrap();
+        let col = b.column("blob").unwrap();
+        let width = col.spec.shape[0];
+        for (k, &i) in b.indices().iter().enumerate() {
+            check(i, &col.bytes[k * width..(k + 1) * width]);
+        }
+        seen += b.len();
+    }
+    (seen, epoch.stats())
+}
+
+/// [`dataset`] in a temporary folder (dropped with it).
+fn temp_dataset() -> (tempfile::TempDir, Arc<Dataset>) {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    (dir, ds)
+}
+
 fn dataset(dir: &Path) -> Arc<Dataset> {
     let path = dir.join("loader.beton");
     let arr = ArraySpec::new(DType::parse("<i4").unwrap(), vec![3]).unwrap();
@@ -107,8 +131,7 @@ fn orders() -> [OrderOption; 3] {
 
 #[test]
 fn every_value_in_order_and_ffcv_batch_counts() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for drop_last in [true, false] {
         let mut loader =
             Loader::builder(Arc::clone(&ds)).batch_size(7).drop_last(drop_last).threads(2).build().unwrap();
@@ -124,8 +147,7 @@ fn every_value_in_order_and_ffcv_batch_counts() {
 
 #[test]
 fn same_batches_whatever_the_threads_and_cache() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for order in orders() {
         let mut reference = None;
         for (threads, os_cache) in [(1, true), (2, true), (4, true), (1, false), (3, false)] {
@@ -154,8 +176,7 @@ fn same_batches_whatever_the_threads_and_cache() {
 
 #[test]
 fn held_batches_are_never_overwritten() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let mut loader = Loader::builder(Arc::clone(&ds))
         .batch_size(10)
         .order(OrderOption::Random)
@@ -189,8 +210,7 @@ fn held_batches_are_never_overwritten() {
 
 #[test]
 fn resume_gives_exactly_the_remaining_batches() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for order in orders() {
         let build = || {
             Loader::builder(Arc::clone(&ds))
@@ -272,19 +292,8 @@ fn process_cache_stays_within_its_bound() {
             .build()
             .unwrap();
         for e in 0..2 {
-            let mut epoch = loader.next_epoch().unwrap();
-            let mut seen = 0;
-            for b in epoch.by_ref() {
-                let b = b.unwrap();
-                let col = b.column("blob").unwrap();
-                let width = col.spec.shape[0];
-                for (k, &i) in b.indices().iter().enumerate() {
-                    assert_eq!(&col.bytes[k * width..(k + 1) * width], truth[i as usize].as_slice());
-                }
-                seen += b.len();
-            }
+            let (seen, s) = blob_epoch(&mut loader, |i, row| assert_eq!(row, truth[i as usize].as_slice()));
             assert_eq!(seen, 120);
-            let s = epoch.stats();
             assert!(s.cache_pages <= bound as u64, "{order:?}: {s:?}");
             assert_eq!(s.cache_hits + s.direct_reads, 120, "{s:?}");
             assert_eq!(s.page_bytes_read, s.pages_read * (2 << 20), "whole pages");
@@ -315,8 +324,7 @@ fn threads_now() -> usize {
 #[cfg(target_os = "linux")]
 #[test]
 fn dropping_epochs_mid_way_joins_their_threads() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let mut loader = Loader::builder(Arc::clone(&ds))
         .batch_size(4)
         .threads(3)
@@ -367,8 +375,7 @@ impl FieldDecoder for FailsAt {
 
 #[test]
 fn a_failing_or_panicking_decoder_names_the_sample_and_ends_the_epoch() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for panics in [false, true] {
         let mut loader = Loader::builder(Arc::clone(&ds))
             .batch_size(10)
@@ -396,8 +403,7 @@ fn a_failing_or_panicking_decoder_names_the_sample_and_ends_the_epoch() {
 
 #[test]
 fn distributed_ranks_split_the_epoch() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for order in orders() {
         let mut all: Vec<Vec<u64>> = Vec::new();
         for rank in 0..3 {
@@ -462,18 +468,9 @@ fn multi_gib_file_under_a_small_cache_bound_with_flat_memory() {
         .unwrap();
     let mut rss = Vec::new();
     for e in 0..25 {
-        let mut epoch = loader.next_epoch().unwrap();
-        let mut samples = 0;
-        for b in epoch.by_ref() {
-            let b = b.unwrap();
-            let col = b.column("blob").unwrap();
-            for (k, &i) in b.indices().iter().enumerate() {
-                let row = &col.bytes[k * MIB..(k + 1) * MIB];
-                assert!(row[0] == (i % 256) as u8 && row[MIB - 1] == (i % 256) as u8);
-            }
-            samples += b.len();
-        }
-        let s = epoch.stats();
+        let (samples, s) = blob_epoch(&mut loader, |i, row| {
+            assert!(row.len() == MIB && row[0] == (i % 256) as u8 && row[MIB - 1] == (i % 256) as u8);
+        });
         assert_eq!(samples, 2048);
         assert!(s.cache_pages <= 12, "{s:?}");
         if e == 0 {
@@ -488,8 +485,7 @@ fn multi_gib_file_under_a_small_cache_bound_with_flat_memory() {
 
 #[test]
 fn a_loader_built_for_n_epochs_runs_n() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let mut loader = Loader::builder(Arc::clone(&ds)).batch_size(100).epochs(2).build().unwrap();
     assert_eq!(loader.remaining_epochs(), Some(2));
     for _ in 0..2 {
@@ -515,8 +511,7 @@ fn fifty_epochs_keep_memory_flat() {
         assert!(status.success(), "the child measuring RSS failed (its output is above)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     for os_cache in [true, false] {
         let mut loader = Loader::builder(Arc::clone(&ds))
             .batch_size(32)

@@ -309,21 +309,16 @@ fn same_seed_same_crops_and_flips_with_1_and_2_threads() {
     dec.decode(ds.get(*i, 0).unwrap(), &ctx, &mut [&mut out]).unwrap();
     assert_eq!(&out, px);
     // A different seed gives different crops.
-    let mut other = Loader::builder(Arc::clone(&ds))
-        .batch_size(4)
-        .seed(12)
-        .order(OrderOption::Sequential)
-        .decoder("image", Arc::clone(&dec))
-        .build()
-        .unwrap();
-    let mut same = Loader::builder(Arc::clone(&ds))
-        .batch_size(4)
-        .seed(11)
-        .order(OrderOption::Sequential)
-        .decoder("image", Arc::clone(&dec))
-        .build()
-        .unwrap();
-    assert_ne!(epoch_images(&mut other), epoch_images(&mut same));
+    let seeded = |seed: u64| {
+        Loader::builder(Arc::clone(&ds))
+            .batch_size(4)
+            .seed(seed)
+            .order(OrderOption::Sequential)
+            .decoder("image", Arc::clone(&dec))
+            .build()
+            .unwrap()
+    };
+    assert_ne!(epoch_images(&mut seeded(12)), epoch_images(&mut seeded(11)));
 }
 
 #[test]

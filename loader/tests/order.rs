@@ -85,6 +85,30 @@ fn index_set() -> impl Strategy<Value = IndexSet> {
     ]
 }
 
+/// An epoch to plan: ids on pages, an order, a batch size, a world size and a seed.
+#[derive(Debug)]
+struct Setup {
+    indices: IndexSet,
+    pages: PageMap,
+    order: OrderOption,
+    bs: usize,
+    world: usize,
+    seed: u64,
+}
+
+prop_compose! {
+    fn setup()(
+        indices in index_set(),
+        pages in page_map(),
+        order in order_option(),
+        bs in 1usize..=64,
+        world in 1usize..=4,
+        seed in any::<u64>(),
+    ) -> Setup {
+        Setup { indices, pages, order, bs, world, seed }
+    }
+}
+
 fn buffer_of(order: OrderOption, bs: usize) -> usize {
     match order {
         OrderOption::QuasiRandom { buffer_pages: Some(b) } => b.max(1),
@@ -98,15 +122,8 @@ proptest! {
     /// Without drop_last the ranks' parts are the epoch order plus exactly the documented
     /// padding, every rank has the same length and number of batches, and every id is read.
     #[test]
-    fn ranks_read_the_epoch_plus_the_documented_padding(
-        indices in index_set(),
-        pages in page_map(),
-        order in order_option(),
-        bs in 1usize..=64,
-        world in 1usize..=4,
-        seed in any::<u64>(),
-        epoch in 0u64..4,
-    ) {
+    fn ranks_read_the_epoch_plus_the_documented_padding(s in setup(), epoch in 0u64..4) {
+        let Setup { indices, pages, order, bs, world, seed } = s;
         let c = ctx(&indices, &pages, seed, epoch, bs);
         let parts = plans(&order, &c, world, false);
         let n = indices.len();
@@ -175,14 +192,8 @@ proptest! {
 
     /// drop_last keeps the full batches of the same sequence, on every rank alike.
     #[test]
-    fn drop_last_keeps_only_full_batches(
-        indices in index_set(),
-        pages in page_map(),
-        order in order_option(),
-        bs in 1usize..=64,
-        world in 1usize..=4,
-        seed in any::<u64>(),
-    ) {
+    fn drop_last_keeps_only_full_batches(s in setup()) {
+        let Setup { indices, pages, order, bs, world, seed } = s;
         let c = ctx(&indices, &pages, seed, 1, bs);
         let kept = plans(&order, &c, world, false);
         let dropped = plans(&order, &c, world, true);
@@ -239,16 +250,8 @@ proptest! {
 
     /// Resuming after any number of batches gives back exactly the rest of the epoch.
     #[test]
-    fn resume_gives_the_rest_of_the_plan(
-        indices in index_set(),
-        pages in page_map(),
-        order in order_option(),
-        bs in 1usize..=64,
-        world in 1usize..=4,
-        drop_last in any::<bool>(),
-        seed in any::<u64>(),
-        cut in 0.0f64..=1.0,
-    ) {
+    fn resume_gives_the_rest_of_the_plan(s in setup(), drop_last in any::<bool>(), cut in 0.0f64..=1.0) {
+        let Setup { indices, pages, order, bs, world, seed } = s;
         let rank = world - 1;
         let c = ctx(&indices, &pages, seed, 3, bs);
         let plan = plan_epoch(&order, &c, rank, world, drop_last).unwrap();

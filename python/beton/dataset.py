@@ -4,13 +4,38 @@ table, SQL, query plans, splits, class names); a dataset directory is versioned 
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TypeVar, cast
 
 import numpy as np
 
-from beton import _native
+from beton import _doc, _native
 from beton._native import IndexSet
+
+# The docstring sections every edit of a dataset directory shares, filled in by ``_edit``.
+_EDIT_DOC = {
+    "{message}": "message : str, optional\n    The version's message.",
+    "{returns}": "Returns\n-------\nDataset\n    This object, showing the new version.",
+    "{read_only}": "TypeError\n    For a ``.beton`` file.",
+}
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _edit(method: _Method) -> _Method:
+    """Marks ``method`` as an edit of a dataset directory: what it commits is a new version,
+    which the Dataset shows once the edit returns. Its docstring's ``{message}``, ``{returns}``
+    and ``{read_only}`` lines get the sections every edit shares, indented as the line is."""
+
+    @functools.wraps(method)
+    def edit(self, *args, **kwargs):
+        out = method(self, *args, **kwargs)
+        self._refresh()
+        return out
+
+    return cast(_Method, _doc.fill(_EDIT_DOC)(edit))
 
 
 class _Stream:
@@ -669,10 +694,6 @@ class Dataset:
                             f"directory with beton.import_file(DIR, {str(self.path)!r})")
         return self._native
 
-    def _edited(self) -> "Dataset":
-        self._refresh()
-        return self
-
     @property
     def version(self) -> int:
         """This version's number (1 for a ``.beton`` file).
@@ -769,6 +790,7 @@ class Dataset:
         """
         return Dataset(self._editable("checkout").path, version=version)
 
+    @_edit
     def restore(self, version) -> "Dataset":
         """Makes an older version the latest again, as a new version.
 
@@ -777,15 +799,13 @@ class Dataset:
         version : int or str
             A number or a tag.
 
-        Returns
-        -------
-        Dataset
-            This object, showing the new version.
+        {returns}
 
         Raises
         ------
         KeyError
             For an unknown tag.
+        {read_only}
 
         Examples
         --------
@@ -799,8 +819,9 @@ class Dataset:
                 raise KeyError(f"restore: no tag {version!r}; the tags are {sorted(tags)}")
             version = tags[version]
         native.restore(version)
-        return self._edited()
+        return self
 
+    @_edit
     def update(self, set: Dict[str, Any], where: Optional[str] = None, message: str = "") -> "Dataset":  # noqa: A002
         """Sets fields on the rows a predicate picks, as a new version.
 
@@ -813,13 +834,9 @@ class Dataset:
             ``{field: value or SQL expression}``.
         where : str, optional
             A predicate (default: every row).
-        message : str, optional
-            The version's message.
+        {message}
 
-        Returns
-        -------
-        Dataset
-            This object, showing the new version.
+        {returns}
 
         Raises
         ------
@@ -834,8 +851,9 @@ class Dataset:
         """
         pairs = [(k, _sql_literal(v)) for k, v in dict(set).items()]
         self._editable("update").update(pairs, where, message)
-        return self._edited()
+        return self
 
+    @_edit
     def update_rows(self, ids, values: Dict[str, Any], message: str = "") -> "Dataset":
         """Sets field values of some rows, as a new version.
 
@@ -846,12 +864,9 @@ class Dataset:
         values : dict
             ``{field: one value per row, or one for all}``; images, arrays, bytes and JSON as
             ``DatasetWriter`` takes them.
-        message : str, optional
+        {message}
 
-        Returns
-        -------
-        Dataset
-            This object, showing the new version.
+        {returns}
 
         Raises
         ------
@@ -878,8 +893,9 @@ class Dataset:
                 objects[name] = _encode_all(field, name, v)
                 fields[name] = field.native()
         native.update_rows(rows, cols, objects=objects, fields=fields, message=message)
-        return self._edited()
+        return self
 
+    @_edit
     def delete(self, where, message: str = "") -> "Dataset":
         """Deletes rows, as a new version (deletion files; data files untouched).
 
@@ -887,17 +903,15 @@ class Dataset:
         ----------
         where : str or IndexSet or sequence of int
             A SQL predicate, or the indices to delete.
-        message : str, optional
+        {message}
 
-        Returns
-        -------
-        Dataset
-            This object, showing the new version.
+        {returns}
 
         Raises
         ------
         ValueError
             For bad SQL or indices past the end.
+        {read_only}
 
         Examples
         --------
@@ -909,8 +923,9 @@ class Dataset:
         else:
             native.delete(rows=where if isinstance(where, IndexSet) else IndexSet(sorted(int(i) for i in where)),
                           message=message)
-        return self._edited()
+        return self
 
+    @_edit
     def add_column(self, name: str, values, message: str = "", field=None) -> "Dataset":
         """Adds a field, as a new version.
 
@@ -922,20 +937,18 @@ class Dataset:
         values : str or array-like
             A SQL expression over each row (str), or one value per row (numpy, pyarrow,
             polars, a list; int, float, bool or text).
-        message : str, optional
+        {message}
         field : beton.fields.Field, optional
             With it (``RGBImageField()``, ``NDArrayField(dtype, shape)``, ``JSONField()``, ...),
             ``values`` are Python values as that field takes them in ``DatasetWriter``.
 
-        Returns
-        -------
-        Dataset
-            This object, showing the new version.
+        {returns}
 
         Raises
         ------
         ValueError
             For a field that exists, values of the wrong count or type.
+        {read_only}
 
         Examples
         --------
@@ -949,58 +962,55 @@ class Dataset:
             native.add_column(name, objects=_encode_all(field, name, values), field=field.native(), message=message)
         else:
             native.add_column(name, values=_one_column(name, values), message=message)
-        return self._edited()
+        return self
 
+    @_edit
     def drop_column(self, name: str, message: str = "") -> "Dataset":
         """Removes a field from the schema, as a new version.
 
         Parameters
         ----------
         name : str
-        message : str, optional
+        {message}
 
-        Returns
-        -------
-        Dataset
-            This object, showing the new version.
+        {returns}
 
         Raises
         ------
         ValueError
             For a field the schema does not have.
+        {read_only}
 
         Examples
         --------
         >>> ds.drop_column("score")  # doctest: +SKIP
         """
         self._editable("drop_column").drop_column(name, message)
-        return self._edited()
+        return self
 
+    @_edit
     def append(self, source, message: str = "", image_field: str = "image", label_field: str = "label",
                **writer_options) -> "Dataset":
-        """Adds rows, as a new version.
+        """Adds rows, as a new version. A dataset without class names takes the appended data's.
 
         Parameters
         ----------
         source : str or os.PathLike
             A ``.beton`` file (hard-linked, never re-encoded), or an ImageFolder directory
             (written with ``DatasetWriter.from_imagefolder``).
-        message : str, optional
+        {message}
         image_field, label_field : str, optional
             The fields an ImageFolder's images and labels go into.
         **writer_options
             ``RGBImageField`` options for an ImageFolder's images.
 
-        Returns
-        -------
-        Dataset
-            This object, showing the new version. A dataset without class names takes the
-            appended data's.
+        {returns}
 
         Raises
         ------
         ValueError
             For a file that lacks a field of the schema or has it with another type.
+        {read_only}
 
         Examples
         --------
@@ -1025,8 +1035,9 @@ class Dataset:
                 native.append_file(out, message)
         else:
             native.append_file(str(source), message)
-        return self._edited()
+        return self
 
+    @_edit
     def compact(self, num_workers: int = 0, message: str = "") -> "Dataset":
         """Folds data files, deletions and column files into one new data file, as a new version.
 
@@ -1036,17 +1047,13 @@ class Dataset:
         ----------
         num_workers : int, optional
             Threads (0: every core).
-        message : str, optional
+        {message}
 
-        Returns
-        -------
-        Dataset
-            This object, showing the new version.
+        {returns}
 
         Raises
         ------
-        TypeError
-            For a ``.beton`` file.
+        {read_only}
 
         Examples
         --------
@@ -1054,7 +1061,7 @@ class Dataset:
         1
         """
         self._editable("compact").compact(num_workers, message)
-        return self._edited()
+        return self
 
     def cleanup(self, keep_versions: int = 1, older_than_seconds: float = 3600.0) -> Dict[str, Any]:
         """Removes old versions and the files no kept version references.

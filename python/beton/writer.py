@@ -12,8 +12,13 @@ import os
 import tempfile
 from typing import Any, Dict, Iterable, Optional, Sequence
 
-from beton import _native
+from beton import _doc, _native
 from beton.fields.base import Field, native_fields
+
+
+# The Returns section of the methods that write a file.
+_returns_report = _doc.fill({"{returns_report}": (
+    "Returns\n-------\ndict\n    The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.")})
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -223,6 +228,7 @@ class DatasetWriter:
 
             yield path, publish
 
+    @_returns_report
     def from_indexed_dataset(self, dataset, indices: Optional[Sequence[int]] = None, chunksize: int = 100,
                              shuffle_indices: bool = False, copy_stored: bool = True):
         """Writes ``dataset[i]`` for ``i`` in ``indices``, in that order.
@@ -247,10 +253,7 @@ class DatasetWriter:
         copy_stored : bool, default True
             Copy a beton dataset's stored bytes (see above).
 
-        Returns
-        -------
-        dict
-            The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.
+        {returns_report}
 
         Raises
         ------
@@ -330,6 +333,7 @@ class DatasetWriter:
             progress(len(rows), len(rows))  # the native copy reports no steps: the bar ends full
             return publish(report)
 
+    @_returns_report
     def from_iterable(self, iterable: Iterable, length: Optional[int] = None):
         """Writes the samples an iterable yields.
 
@@ -341,10 +345,7 @@ class DatasetWriter:
         length : int, optional
             The samples to write (default: its length).
 
-        Returns
-        -------
-        dict
-            The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.
+        {returns_report}
 
         Raises
         ------
@@ -463,6 +464,7 @@ class DatasetWriter:
         report["classes"] = classes
         return report
 
+    @_returns_report
     def from_arrow(self, table, columns: Optional[Dict[str, str]] = None):
         """Writes the rows of an Arrow table, no Python per row.
 
@@ -481,10 +483,7 @@ class DatasetWriter:
         columns : dict of str to str, optional
             ``{field: column}`` where they differ.
 
-        Returns
-        -------
-        dict
-            The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.
+        {returns_report}
 
         Raises
         ------

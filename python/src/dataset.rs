@@ -72,9 +72,7 @@ pub(crate) fn value_object<'py>(
 /// `{"allocations", "pages", "bytes"}` of some reads.
 fn reads_dict<'py>(py: Python<'py>, r: &beton_query::explain::Reads) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("allocations", r.allocations)?;
-    d.set_item("pages", r.pages)?;
-    d.set_item("bytes", r.bytes)?;
+    set_fields!(d, r; allocations, pages, bytes);
     Ok(d)
 }
 
@@ -96,11 +94,7 @@ pub(crate) fn explain_dict<'py>(
             d.set_item("version", version)?;
         }
     }
-    d.set_item("columns", &e.columns)?;
-    d.set_item("heap_columns", &e.heap_columns)?;
-    d.set_item("rows_matched", e.rows_matched)?;
-    d.set_item("num_rows", e.num_rows)?;
-    d.set_item("page_size", e.page_size)?;
+    set_fields!(d, e; columns, heap_columns, rows_matched, num_rows, page_size);
     d.set_item("matched", reads_dict(py, &e.matched)?)?;
     d.set_item("total", reads_dict(py, &e.total)?)?;
     let files = e
@@ -108,9 +102,7 @@ pub(crate) fn explain_dict<'py>(
         .iter()
         .map(|f| {
             let fd = PyDict::new(py);
-            fd.set_item("id", f.id)?;
-            fd.set_item("data_file", &f.data_file)?;
-            fd.set_item("rows_matched", f.rows_matched)?;
+            set_fields!(fd, f; id, data_file, rows_matched);
             fd.set_item("matched", reads_dict(py, &f.matched)?)?;
             fd.set_item("total", reads_dict(py, &f.total)?)?;
             Ok(fd)
@@ -150,13 +142,7 @@ pub(crate) fn copy_table<'py>(
     let copy = beton_query::copy::Copy { fields: &fields, rows: rows.as_deref(), classes };
     let report =
         py.detach(|| beton_query::copy::copy_rows(table, path, copy, options)).map_err(from_query)?;
-    let d = PyDict::new(py);
-    d.set_item("path", &report.path)?;
-    d.set_item("num_samples", report.num_samples)?;
-    d.set_item("num_pages", report.num_pages)?;
-    d.set_item("file_len", report.file_len)?;
-    d.set_item("skipped", Vec::<(u64, String)>::new())?;
-    Ok(d)
+    crate::writer::report_dict(py, &report)
 }
 
 /// An open, validated `.beton` file.
@@ -165,8 +151,43 @@ pub struct Dataset {
     pub(crate) inner: Arc<beton_storage::Dataset>,
 }
 
-/// A record batch as an `arrow_array_stream` PyCapsule (the Arrow C stream interface).
-pub(crate) fn stream_capsule(py: Python<'_>, batch: RecordBatch) -> PyResult<Bound<'_, PyCapsule>> {
+/// An `arrow_array_stream` PyCapsule (the Arrow C stream interface), or the error making it.
+pub(crate) type ArrowStream<'py> = PyResult<Bound<'py, PyCapsule>>;
+
+/// Python's sample `index` (negative: from the end) of `n` samples.
+///
+/// # Errors
+/// `IndexError` past either end.
+pub(crate) fn sample_index(index: i64, n: u64) -> PyResult<u64> {
+    let i = if index < 0 { index + n as i64 } else { index };
+    if !(0..n as i64).contains(&i) {
+        return Err(pyo3::exceptions::PyIndexError::new_err(format!("sample {index} of {n}")));
+    }
+    Ok(i as u64)
+}
+
+/// A sample as `{name: value}` over `fields` (name and type, in order), `value(k, name, type)`
+/// reading field `k`'s value, each made a Python object by [`value_object`].
+pub(crate) fn sample_dict<'py, 'f, 'v>(
+    py: Python<'py>,
+    decode_images: bool,
+    fields: impl Iterator<Item = (&'f str, &'f beton_storage::FieldType)>,
+    mut value: impl FnMut(usize, &str, &beton_storage::FieldType) -> PyResult<Value<'v>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (k, (name, ty)) in fields.enumerate() {
+        out.set_item(name, value_object(py, value(k, name, ty)?, ty, decode_images)?)?;
+    }
+    Ok(out)
+}
+
+/// Runs `query` without the GIL and hands its record batch to Python as an `arrow_array_stream`
+/// PyCapsule (the Arrow C stream interface).
+pub(crate) fn stream_capsule(
+    py: Python<'_>,
+    query: impl FnOnce() -> beton_query::Result<RecordBatch> + Send,
+) -> ArrowStream<'_> {
+    let batch = py.detach(query).map_err(from_query)?;
     let schema = batch.schema();
     let reader = RecordBatchIterator::new([Ok(batch)], schema);
     let stream = FFI_ArrowArrayStream::new(Box::new(reader));
@@ -233,35 +254,16 @@ impl Dataset {
     /// `decode_images=False`, as `(bytes, 'jpg'|'raw', height, width)`).
     #[pyo3(signature = (index, decode_images = true))]
     fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
-        let n = self.inner.num_samples() as i64;
-        let i = if index < 0 { index + n } else { index };
-        if !(0..n).contains(&i) {
-            return Err(pyo3::exceptions::PyIndexError::new_err(format!("sample {index} of {n}")));
-        }
-        let out = PyDict::new(py);
-        for (k, f) in self.inner.fields().iter().enumerate() {
-            let value = self.inner.get(i as u64, k).map_err(from_storage)?;
-            let obj = value_object(py, value, f.field_type(), decode_images)?;
-            out.set_item(f.name(), obj)?;
-        }
-        Ok(out)
+        let i = sample_index(index, self.inner.num_samples())?;
+        let fields = self.inner.fields().iter().map(|f| (f.name(), f.field_type()));
+        sample_dict(py, decode_images, fields, |k, _, _| self.inner.get(i, k).map_err(from_storage))
     }
 
     /// The data table's columns (all, or `columns`) as an Arrow C stream capsule.
     #[pyo3(signature = (columns = None))]
-    fn table_stream<'py>(
-        &self,
-        py: Python<'py>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
+    fn table_stream<'py>(&self, py: Python<'py>, columns: Option<Vec<String>>) -> ArrowStream<'py> {
         let ds = Arc::clone(&self.inner);
-        let batch = py
-            .detach(|| {
-                let table = Table::new(&ds);
-                columns_batch(&table, columns)
-            })
-            .map_err(from_query)?;
-        stream_capsule(py, batch)
+        stream_capsule(py, || columns_batch(&Table::new(&ds), columns))
     }
 
     /// The column names of the data table.
@@ -270,10 +272,9 @@ impl Dataset {
     }
 
     /// `SELECT …` → an Arrow C stream capsule of the result.
-    fn query_stream<'py>(&self, py: Python<'py>, sql: String) -> PyResult<Bound<'py, PyCapsule>> {
+    fn query_stream<'py>(&self, py: Python<'py>, sql: String) -> ArrowStream<'py> {
         let ds = Arc::clone(&self.inner);
-        let batch = py.detach(|| beton_query::query(&Table::new(&ds), &sql)).map_err(from_query)?;
-        stream_capsule(py, batch)
+        stream_capsule(py, || beton_query::query(&Table::new(&ds), &sql))
     }
 
     /// The row ids a predicate or `SELECT` matches.

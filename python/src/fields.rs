@@ -43,8 +43,10 @@ impl Field {
     }
 }
 
-macro_rules! simple_field {
-    ($name:ident, $short:literal, $doc:literal) => {
+/// A `Field` subclass `$name`: its Python constructor takes `new`'s arguments (with `new`'s
+/// attributes: docs, a `#[pyo3(signature)]`) and `$body` makes the [`Field`] it stands for.
+macro_rules! field_class {
+    ($name:ident, $doc:literal, $(#[$attr:meta])* fn new($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         #[doc = $doc]
         #[pyclass(module = "beton._native", extends = Field, frozen)]
         pub struct $name;
@@ -52,10 +54,25 @@ macro_rules! simple_field {
         #[pymethods]
         impl $name {
             #[new]
-            fn new() -> PyResult<PyClassInitializer<Self>> {
-                Ok(PyClassInitializer::from(Field::of($short, None, None)?).add_subclass($name))
+            $(#[$attr])*
+            fn new($($arg: $ty),*) -> PyResult<PyClassInitializer<Self>> {
+                let field: PyResult<Field> = $body;
+                Ok(PyClassInitializer::from(field?).add_subclass($name))
             }
         }
+    };
+}
+
+/// A field type that takes no arguments.
+macro_rules! simple_field {
+    ($name:ident, $short:literal, $doc:literal) => {
+        field_class!(
+            $name,
+            $doc,
+            fn new() {
+                Field::of($short, None, None)
+            }
+        );
     };
 }
 
@@ -66,17 +83,14 @@ simple_field!(TextField, "text", "beton's `TextField`: UTF-8 text per sample, qu
 simple_field!(BytesField, "bytes", "FFCV's `BytesField`: variable-length bytes per sample.");
 simple_field!(JSONField, "json", "FFCV's `JSONField`: a JSON document per sample.");
 
+/// A fixed-shape array field type: `dtype` and `shape`.
 macro_rules! array_field {
     ($name:ident, $short:literal, $doc:literal) => {
-        #[doc = $doc]
-        #[pyclass(module = "beton._native", extends = Field, frozen)]
-        pub struct $name;
-
-        #[pymethods]
-        impl $name {
+        field_class!(
+            $name,
+            $doc,
             /// `dtype` as numpy writes it (`'<f4'`, `'|u1'`), `shape` a list of sizes.
-            #[new]
-            fn new(dtype: &str, shape: Vec<i64>) -> PyResult<PyClassInitializer<Self>> {
+            fn new(dtype: &str, shape: Vec<i64>) {
                 let sizes =
                     shape.iter().map(|&n| u64::try_from(n)).collect::<Result<Vec<u64>, _>>().map_err(
                         |_| {
@@ -86,10 +100,9 @@ macro_rules! array_field {
                             ))
                         },
                     )?;
-                Ok(PyClassInitializer::from(Field::of($short, Some(dtype), Some(&sizes))?)
-                    .add_subclass($name))
+                Field::of($short, Some(dtype), Some(&sizes))
             }
-        }
+        );
     };
 }
 
@@ -104,78 +117,18 @@ array_field!(
     "FFCV's `TorchTensorField`: as `NDArrayField`, read as a tensor."
 );
 
-/// beton's `ArrayField`: a variable-length 1-D array of a fixed dtype per sample.
-#[pyclass(module = "beton._native", extends = Field, frozen)]
-pub struct ArrayField;
-
-#[pymethods]
-impl ArrayField {
-    #[new]
-    fn new(dtype: &str) -> PyResult<PyClassInitializer<Self>> {
-        Ok(PyClassInitializer::from(Field::of("array", Some(dtype), None)?).add_subclass(ArrayField))
+field_class!(
+    ArrayField,
+    "beton's `ArrayField`: a variable-length 1-D array of a fixed dtype per sample.",
+    fn new(dtype: &str) {
+        Field::of("array", Some(dtype), None)
     }
-}
+);
 
-/// The image options of FFCV's `RGBImageField` arguments (and beton's two).
-#[allow(clippy::too_many_arguments)]
-fn image_options(
-    class: &str,
-    write_mode: &str,
-    max_resolution: Option<i64>,
-    smart_threshold: Option<i64>,
-    jpeg_quality: i64,
-    compress_probability: f64,
-    jpeg_passthrough: bool,
-    jpeg_restart_interval: i64,
-) -> PyResult<ImageOptions> {
-    let bad = |what: String| PyValueError::new_err(format!("{class}: {what}"));
-    let write_mode = match write_mode {
-        "raw" => WriteMode::Raw,
-        "jpg" => WriteMode::Jpg,
-        "smart" => WriteMode::Smart {
-            threshold: match smart_threshold {
-                None => 1 << 20,
-                Some(t) => u64::try_from(t).map_err(|_| bad(format!("smart_threshold {t}: 0 or more")))?,
-            },
-        },
-        "proportion" => {
-            if !(0.0..=1.0).contains(&compress_probability) {
-                return Err(bad(format!(
-                    "compress_probability {compress_probability}: a probability in [0, 1]"
-                )));
-            }
-            WriteMode::Proportion { probability: compress_probability }
-        }
-        other => {
-            return Err(bad(format!("write_mode '{other}': one of 'raw', 'jpg', 'smart', 'proportion'")));
-        }
-    };
-    let max_resolution = max_resolution
-        .map(|r| {
-            u32::try_from(r)
-                .ok()
-                .filter(|&r| r > 0)
-                .ok_or_else(|| bad(format!("max_resolution {r}: 1 or more")))
-        })
-        .transpose()?;
-    let jpeg_quality = u8::try_from(jpeg_quality)
-        .ok()
-        .filter(|q| (1..=100).contains(q))
-        .ok_or_else(|| bad(format!("jpeg_quality {jpeg_quality}: 1 to 100")))?;
-    let jpeg_restart_interval = u16::try_from(jpeg_restart_interval)
-        .map_err(|_| bad(format!("jpeg_restart_interval {jpeg_restart_interval}: 0 to 65535 MCUs")))?;
-    Ok(ImageOptions { write_mode, max_resolution, jpeg_quality, jpeg_passthrough, jpeg_restart_interval })
-}
-
+/// An image field type: FFCV's `RGBImageField` arguments (and beton's two), checked.
 macro_rules! image_field {
     ($name:ident, $short:literal, $doc:literal) => {
-        #[doc = $doc]
-        #[pyclass(module = "beton._native", extends = Field, frozen)]
-        pub struct $name;
-
-        #[pymethods]
-        impl $name {
-            #[new]
+        field_class!($name, $doc,
             #[pyo3(signature = (write_mode = "raw", max_resolution = None, smart_threshold = None, jpeg_quality = 90,
                                 compress_probability = 0.5, jpeg_passthrough = true, jpeg_restart_interval = 1))]
             #[allow(clippy::too_many_arguments)]
@@ -187,21 +140,58 @@ macro_rules! image_field {
                 compress_probability: f64,
                 jpeg_passthrough: bool,
                 jpeg_restart_interval: i64,
-            ) -> PyResult<PyClassInitializer<Self>> {
+            ) {
                 let mut field = Field::of($short, None, None)?;
-                field.image = image_options(
-                    stringify!($name),
+                let bad = |what: String| PyValueError::new_err(format!("{}: {what}", stringify!($name)));
+                let write_mode = match write_mode {
+                    "raw" => WriteMode::Raw,
+                    "jpg" => WriteMode::Jpg,
+                    "smart" => WriteMode::Smart {
+                        threshold: match smart_threshold {
+                            None => 1 << 20,
+                            Some(t) => u64::try_from(t)
+                                .map_err(|_| bad(format!("smart_threshold {t}: 0 or more")))?,
+                        },
+                    },
+                    "proportion" => {
+                        if !(0.0..=1.0).contains(&compress_probability) {
+                            return Err(bad(format!(
+                                "compress_probability {compress_probability}: a probability in [0, 1]"
+                            )));
+                        }
+                        WriteMode::Proportion { probability: compress_probability }
+                    }
+                    other => {
+                        return Err(bad(format!(
+                            "write_mode '{other}': one of 'raw', 'jpg', 'smart', 'proportion'"
+                        )));
+                    }
+                };
+                let max_resolution = max_resolution
+                    .map(|r| {
+                        u32::try_from(r)
+                            .ok()
+                            .filter(|&r| r > 0)
+                            .ok_or_else(|| bad(format!("max_resolution {r}: 1 or more")))
+                    })
+                    .transpose()?;
+                let jpeg_quality = u8::try_from(jpeg_quality)
+                    .ok()
+                    .filter(|q| (1..=100).contains(q))
+                    .ok_or_else(|| bad(format!("jpeg_quality {jpeg_quality}: 1 to 100")))?;
+                let jpeg_restart_interval = u16::try_from(jpeg_restart_interval).map_err(|_| {
+                    bad(format!("jpeg_restart_interval {jpeg_restart_interval}: 0 to 65535 MCUs"))
+                })?;
+                field.image = ImageOptions {
                     write_mode,
                     max_resolution,
-                    smart_threshold,
                     jpeg_quality,
-                    compress_probability,
                     jpeg_passthrough,
                     jpeg_restart_interval,
-                )?;
-                Ok(PyClassInitializer::from(field).add_subclass($name))
+                };
+                Ok(field)
             }
-        }
+        );
     };
 }
 
@@ -209,16 +199,7 @@ image_field!(RGBImageField, "rgb_image", "FFCV's `RGBImageField`: an RGB image p
 image_field!(GreyImageField, "grey_image", "beton's `GreyImageField`: a greyscale image per sample.");
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<Field>()?;
-    m.add_class::<IntField>()?;
-    m.add_class::<FloatField>()?;
-    m.add_class::<BoolField>()?;
-    m.add_class::<TextField>()?;
-    m.add_class::<BytesField>()?;
-    m.add_class::<JSONField>()?;
-    m.add_class::<NDArrayField>()?;
-    m.add_class::<TorchTensorField>()?;
-    m.add_class::<ArrayField>()?;
-    m.add_class::<RGBImageField>()?;
-    m.add_class::<GreyImageField>()
+    add_classes!(m; Field, IntField, FloatField, BoolField, TextField, BytesField, JSONField, NDArrayField,
+                    TorchTensorField, ArrayField, RGBImageField, GreyImageField);
+    Ok(())
 }

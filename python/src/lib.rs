@@ -2,6 +2,21 @@
 //! crates and releases the GIL around native work; the Python package (`python/beton/`) adds the
 //! FFCV-shaped API on top, and nothing of substance lives in either.
 
+/// Sets `dict[name] = &value.name` for each field `name` of `value` (returning the error with
+/// `?`), as the bindings hand Rust reports to Python: `set_fields!(d, report; path, num_pages)`.
+macro_rules! set_fields {
+    ($dict:expr, $value:expr; $($field:ident),+ $(,)?) => {
+        $($dict.set_item(stringify!($field), &$value.$field)?;)+
+    };
+}
+
+/// Adds each class to module `m`: `add_classes!(m; IntField, FloatField)`.
+macro_rules! add_classes {
+    ($m:expr; $($class:ty),+ $(,)?) => {
+        $($m.add_class::<$class>()?;)+
+    };
+}
+
 mod arrow_write;
 mod dataset;
 mod errors;
@@ -18,16 +33,10 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
-    m.add_class::<dataset::Dataset>()?;
-    m.add_class::<version::Version>()?;
-    m.add_class::<index_set::IndexSet>()?;
+    add_classes!(m; dataset::Dataset, version::Version, index_set::IndexSet);
     ops::register(m)?;
     fields::register(m)?;
-    m.add_class::<loader::Order>()?;
-    m.add_class::<loader::Loader>()?;
-    m.add_class::<loader::Epoch>()?;
-    m.add_class::<loader::Batch>()?;
-    m.add_class::<loader::Column>()?;
+    add_classes!(m; loader::Order, loader::Loader, loader::Epoch, loader::Batch, loader::Column);
     m.add_function(wrap_pyfunction!(writer::write, m)?)?;
     m.add_function(wrap_pyfunction!(arrow_write::write_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(writer::scan_imagefolder, m)?)?;

@@ -345,15 +345,8 @@ impl Epoch {
         let d = PyDict::new(py);
         if let Some(e) = &self.inner {
             let s = e.stats();
-            d.set_item("batches", s.batches)?;
-            d.set_item("samples", s.samples)?;
-            d.set_item("payload_bytes", s.payload_bytes)?;
-            d.set_item("pages_read", s.pages_read)?;
-            d.set_item("page_bytes_read", s.page_bytes_read)?;
-            d.set_item("cache_hits", s.cache_hits)?;
-            d.set_item("direct_reads", s.direct_reads)?;
-            d.set_item("cache_pages", s.cache_pages)?;
-            d.set_item("slots", s.slots)?;
+            set_fields!(d, s; batches, samples, payload_bytes, pages_read, page_bytes_read, cache_hits,
+                              direct_reads, cache_pages, slots);
             d.set_item("worker_busy_s", s.worker_busy.as_secs_f64())?;
             d.set_item("worker_wait_s", s.worker_wait.as_secs_f64())?;
             d.set_item("consumer_wait_s", s.consumer_wait.as_secs_f64())?;

@@ -340,23 +340,9 @@ impl ImagePipeline {
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<Decoder>()?;
-    m.add_class::<IntDecoder>()?;
-    m.add_class::<FloatDecoder>()?;
-    m.add_class::<NDArrayDecoder>()?;
-    m.add_class::<BytesDecoder>()?;
-    m.add_class::<BoolDecoder>()?;
-    m.add_class::<SimpleRGBImageDecoder>()?;
-    m.add_class::<RandomResizedCropRGBImageDecoder>()?;
-    m.add_class::<CenterCropRGBImageDecoder>()?;
-    m.add_class::<ImageOp>()?;
-    m.add_class::<RandomHorizontalFlip>()?;
-    m.add_class::<RandomVerticalFlip>()?;
-    m.add_class::<RandomTranslate>()?;
-    m.add_class::<Cutout>()?;
-    m.add_class::<RandomBrightness>()?;
-    m.add_class::<RandomContrast>()?;
-    m.add_class::<RandomSaturation>()?;
-    m.add_class::<NormalizeImage>()?;
-    m.add_class::<ImagePipeline>()
+    add_classes!(m; Decoder, IntDecoder, FloatDecoder, NDArrayDecoder, BytesDecoder, BoolDecoder,
+                    SimpleRGBImageDecoder, RandomResizedCropRGBImageDecoder, CenterCropRGBImageDecoder,
+                    ImageOp, RandomHorizontalFlip, RandomVerticalFlip, RandomTranslate, Cutout,
+                    RandomBrightness, RandomContrast, RandomSaturation, NormalizeImage, ImagePipeline);
+    Ok(())
 }

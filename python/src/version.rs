@@ -9,11 +9,11 @@ use std::sync::{Arc, RwLock};
 use arrow_array::{ArrayRef, RecordBatchReader};
 use beton_query::versioned::{Manifest, VersionRef, VersionView, VersionedDataset};
 use beton_query::IndexSet as RustIndexSet;
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict};
+use pyo3::types::PyDict;
 
-use crate::dataset::{stream_capsule, value_object};
+use crate::dataset::{sample_dict, sample_index, stream_capsule, ArrowStream};
 use crate::errors::from_query;
 use crate::index_set::IndexSet;
 
@@ -187,37 +187,19 @@ impl Version {
     #[pyo3(signature = (index, decode_images = true))]
     fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
         let opened = self.opened();
-        let n = opened.version.num_rows() as i64;
-        let i = if index < 0 { index + n } else { index };
-        if !(0..n).contains(&i) {
-            return Err(PyIndexError::new_err(format!("sample {index} of {n}")));
-        }
+        let i = sample_index(index, opened.version.num_rows())?;
         // Each value from its column file where one holds it, else from its data file.
         let table = opened.view.table().map_err(from_query)?;
-        let out = PyDict::new(py);
-        for (name, ty) in opened.view.schema().map_err(from_query)? {
-            let value = table.value(i as u64, &name, &ty).map_err(from_query)?;
-            let obj = value_object(py, value, &ty, decode_images)?;
-            out.set_item(name, obj)?;
-        }
-        Ok(out)
+        let schema = opened.view.schema().map_err(from_query)?;
+        let fields = schema.iter().map(|(name, ty)| (name.as_str(), ty));
+        sample_dict(py, decode_images, fields, |_, name, ty| table.value(i, name, ty).map_err(from_query))
     }
 
     /// The table's columns (all, or `columns`) as an Arrow C stream capsule.
     #[pyo3(signature = (columns = None))]
-    fn table_stream<'py>(
-        &self,
-        py: Python<'py>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
+    fn table_stream<'py>(&self, py: Python<'py>, columns: Option<Vec<String>>) -> ArrowStream<'py> {
         let opened = self.opened();
-        let batch = py
-            .detach(|| {
-                let table = opened.view.table()?;
-                crate::dataset::columns_batch(&table, columns)
-            })
-            .map_err(from_query)?;
-        stream_capsule(py, batch)
+        stream_capsule(py, || crate::dataset::columns_batch(&opened.view.table()?, columns))
     }
 
     /// The column names of the table.
@@ -228,10 +210,9 @@ impl Version {
     }
 
     /// `SELECT …` → an Arrow C stream capsule of the result.
-    fn query_stream<'py>(&self, py: Python<'py>, sql: String) -> PyResult<Bound<'py, PyCapsule>> {
+    fn query_stream<'py>(&self, py: Python<'py>, sql: String) -> ArrowStream<'py> {
         let opened = self.opened();
-        let batch = py.detach(|| beton_query::query(&opened.view.table()?, &sql)).map_err(from_query)?;
-        stream_capsule(py, batch)
+        stream_capsule(py, || beton_query::query(&opened.view.table()?, &sql))
     }
 
     /// The indices a predicate or `SELECT` matches.
@@ -495,13 +476,7 @@ impl Version {
         };
         let d = py.detach(|| beton_query::versioned::diff(&va, &vb)).map_err(from_query)?;
         let out = PyDict::new(py);
-        out.set_item("from", d.from)?;
-        out.set_item("to", d.to)?;
-        out.set_item("added", d.added)?;
-        out.set_item("deleted", d.deleted)?;
-        out.set_item("added_columns", d.added_columns)?;
-        out.set_item("dropped_columns", d.dropped_columns)?;
-        out.set_item("changed", d.changed)?;
+        set_fields!(out, d; from, to, added, deleted, added_columns, dropped_columns, changed);
         Ok(out)
     }
 

@@ -157,12 +157,17 @@ pub(crate) fn report<'py>(
     let report = result.map_err(|e| {
         interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
     })?;
+    report_dict(py, &report)
+}
+
+/// A write's report as the dict Python gets: `path`, `num_samples`, `num_pages`, `file_len`,
+/// `skipped`.
+pub(crate) fn report_dict<'py>(
+    py: Python<'py>,
+    report: &beton_storage::WriteReport,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("path", report.path)?;
-    d.set_item("num_samples", report.num_samples)?;
-    d.set_item("num_pages", report.num_pages)?;
-    d.set_item("file_len", report.file_len)?;
-    d.set_item("skipped", report.skipped)?;
+    set_fields!(d, report; path, num_samples, num_pages, file_len, skipped);
     Ok(d)
 }
 

@@ -12,6 +12,7 @@ pub mod copy;
 pub mod error;
 pub mod explain;
 pub mod index_set;
+pub mod random;
 pub mod splits;
 pub mod sql;
 pub mod table;

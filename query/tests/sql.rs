@@ -116,8 +116,7 @@ fn run_case(table: &Table, sql: &str, expect: &str) -> Result<(), String> {
 
 #[test]
 fn sql_cases() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let table = Table::new(&ds);
     let text = include_str!("sql_cases.txt");
     let (mut failures, mut count) = (Vec::new(), 0);
@@ -136,9 +135,15 @@ fn sql_cases() {
     assert!(failures.is_empty(), "{} of {count} cases failed:\n{}", failures.len(), failures.join("\n"));
 }
 
-fn table_and_run(sql: &str) -> RecordBatch {
+/// [`dataset`] in a temporary folder (dropped with it).
+fn temp_dataset() -> (tempfile::TempDir, Dataset) {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path());
+    (dir, ds)
+}
+
+fn table_and_run(sql: &str) -> RecordBatch {
+    let (_dir, ds) = temp_dataset();
     let table = Table::new(&ds);
     query(&table, sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
@@ -237,8 +242,7 @@ fn order_by_limit_offset() {
 
 #[test]
 fn star_selects_every_column() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let table = Table::new(&ds);
     let b = query(&table, "SELECT * FROM samples WHERE label = 3 LIMIT 2").unwrap();
     let names: Vec<String> = b.schema().fields().iter().map(|f| f.name().clone()).collect();
@@ -264,8 +268,7 @@ fn json_extract_reads_payloads() {
 
 #[test]
 fn errors_are_sql_errors_with_positions() {
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let table = Table::new(&ds);
     let err = select_indices(&table, "label < 3 AND\n    lable > 1").unwrap_err();
     match &err {
@@ -402,8 +405,7 @@ fn arbitrary_token_soup_never_panics() {
         "::",
         "\n",
     ];
-    let dir = tempfile::tempdir().unwrap();
-    let ds = dataset(dir.path());
+    let (_dir, ds) = temp_dataset();
     let table = Table::new(&ds);
     let config = ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() };
     proptest!(config, |(picks in proptest::collection::vec(0..TOKENS.len(), 0..14))| {

@@ -58,6 +58,22 @@ fn fields(exp: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Runs `check(fixture, its expected values, its table, field)` on every field of FFCV type id
+/// `type_id` of every fixture; returns how many fields it checked.
+fn check_fields(type_id: u64, mut check: impl FnMut(&str, &Value, &Table<'_>, &str)) -> usize {
+    let mut checked = 0;
+    for name in fixtures() {
+        let exp = expected(&name);
+        let (_dir, ds) = open(&name);
+        let table = Table::new(&ds);
+        for (field, _) in fields(&exp).into_iter().filter(|f| f.1 == type_id) {
+            check(&name, &exp, &table, &field);
+            checked += 1;
+        }
+    }
+    checked
+}
+
 fn run(table: &Table, sql: &str) -> RecordBatch {
     query(table, sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
@@ -74,104 +90,89 @@ const CUSTOM: u64 = 255;
 
 #[test]
 fn counts_by_int_field_match_expected() {
-    let mut checked = 0;
-    for name in fixtures() {
-        let exp = expected(&name);
-        let (_dir, ds) = open(&name);
-        let table = Table::new(&ds);
-        for (field, _) in fields(&exp).into_iter().filter(|f| f.1 == INT) {
-            let mut want: BTreeMap<i64, i64> = BTreeMap::new();
-            for s in exp["samples"].as_array().unwrap() {
-                *want.entry(s[&field].as_i64().expect("int value")).or_default() += 1;
-            }
-            let sql = format!("SELECT \"{field}\", count(*) FROM samples GROUP BY \"{field}\" ORDER BY 1");
-            let b = run(&table, &sql);
-            let got: BTreeMap<i64, i64> = i64_col(&b, 0).into_iter().zip(i64_col(&b, 1)).collect();
-            assert_eq!(got, want, "{name}: {sql}");
-            assert_eq!(b.num_rows(), want.len(), "{name}: {sql}");
-            // The same counts through select_indices, one value at a time.
-            for (v, n) in &want {
-                let ids = select_indices(&table, &format!("\"{field}\" = {v}")).unwrap();
-                assert_eq!(ids.len() as i64, *n, "{name}: {field} = {v}");
-            }
-            checked += 1;
+    let checked = check_fields(INT, |name, exp, table, field| {
+        let mut want: BTreeMap<i64, i64> = BTreeMap::new();
+        for s in exp["samples"].as_array().unwrap() {
+            *want.entry(s[&field].as_i64().expect("int value")).or_default() += 1;
         }
-    }
+        let sql = format!("SELECT \"{field}\", count(*) FROM samples GROUP BY \"{field}\" ORDER BY 1");
+        let b = run(table, &sql);
+        let got: BTreeMap<i64, i64> = i64_col(&b, 0).into_iter().zip(i64_col(&b, 1)).collect();
+        assert_eq!(got, want, "{name}: {sql}");
+        assert_eq!(b.num_rows(), want.len(), "{name}: {sql}");
+        // The same counts through select_indices, one value at a time.
+        for (v, n) in &want {
+            let ids = select_indices(table, &format!("\"{field}\" = {v}")).unwrap();
+            assert_eq!(ids.len() as i64, *n, "{name}: {field} = {v}");
+        }
+    });
     assert!(checked >= 10, "only {checked} Int fields checked");
 }
 
 #[test]
 fn image_counts_and_sizes_match_expected() {
-    let mut checked = 0;
-    for name in fixtures() {
-        let exp = expected(&name);
-        let (_dir, ds) = open(&name);
-        let table = Table::new(&ds);
+    let checked = check_fields(RGB_IMAGE, |name, exp, table, field| {
         let samples = exp["samples"].as_array().unwrap();
-        for (field, _) in fields(&exp).into_iter().filter(|f| f.1 == RGB_IMAGE) {
-            let img = |s: &Value, k: &str| s[&field][k].as_u64().unwrap_or_else(|| panic!("{name}: {k}"));
+        let img = |s: &Value, k: &str| s[&field][k].as_u64().unwrap_or_else(|| panic!("{name}: {k}"));
 
-            // By mode: FFCV writes 0 for JPEG, 1 for raw pixels.
-            let mut want: BTreeMap<String, i64> = BTreeMap::new();
-            for s in samples {
-                let mode = match img(s, "mode") {
-                    0 => "jpg",
-                    1 => "raw",
-                    m => panic!("{name}: mode {m}"),
-                };
-                *want.entry(mode.to_string()).or_default() += 1;
-            }
-            let sql = format!(
-                "SELECT \"{field}.mode\", count(*) FROM samples GROUP BY \"{field}.mode\" ORDER BY 1"
-            );
-            let b = run(&table, &sql);
-            let modes: Vec<String> =
-                b.column(0).as_string::<i32>().iter().map(|m| m.unwrap().to_string()).collect();
-            let got: BTreeMap<String, i64> = modes.into_iter().zip(i64_col(&b, 1)).collect();
-            assert_eq!(got, want, "{name}: {sql}");
+        // By mode: FFCV writes 0 for JPEG, 1 for raw pixels.
+        let mut want: BTreeMap<String, i64> = BTreeMap::new();
+        for s in samples {
+            let mode = match img(s, "mode") {
+                0 => "jpg",
+                1 => "raw",
+                m => panic!("{name}: mode {m}"),
+            };
+            *want.entry(mode.to_string()).or_default() += 1;
+        }
+        let sql =
+            format!("SELECT \"{field}.mode\", count(*) FROM samples GROUP BY \"{field}.mode\" ORDER BY 1");
+        let b = run(table, &sql);
+        let modes: Vec<String> =
+            b.column(0).as_string::<i32>().iter().map(|m| m.unwrap().to_string()).collect();
+        let got: BTreeMap<String, i64> = modes.into_iter().zip(i64_col(&b, 1)).collect();
+        assert_eq!(got, want, "{name}: {sql}");
 
-            // By width range: every [lo, hi] over the distinct widths (plus one past the ends).
-            let widths: Vec<u64> = samples.iter().map(|s| img(s, "width")).collect();
-            let mut bounds: Vec<u64> = widths.clone();
-            bounds.sort_unstable();
-            bounds.dedup();
-            let max = *bounds.last().unwrap();
-            bounds.insert(0, bounds[0].saturating_sub(1));
-            bounds.push(max + 1);
-            let step = (bounds.len() / 6).max(1);
-            let picks: Vec<u64> = bounds.iter().copied().step_by(step).chain([max + 1]).collect();
-            for &lo in &picks {
-                for &hi in &picks {
-                    let n = widths.iter().filter(|&&w| lo <= w && w <= hi).count() as i64;
-                    let sql =
-                        format!("SELECT count(*) FROM samples WHERE \"{field}.width\" BETWEEN {lo} AND {hi}");
-                    assert_eq!(i64_col(&run(&table, &sql), 0), [n], "{name}: {sql}");
-                    let pred = format!("\"{field}.width\" NOT BETWEEN {lo} AND {hi}");
-                    let ids = select_indices(&table, &pred).unwrap();
-                    assert_eq!(ids.len() as i64, widths.len() as i64 - n, "{name}: {pred}");
-                }
+        // By width range: every [lo, hi] over the distinct widths (plus one past the ends).
+        let widths: Vec<u64> = samples.iter().map(|s| img(s, "width")).collect();
+        let mut bounds: Vec<u64> = widths.clone();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let max = *bounds.last().unwrap();
+        bounds.insert(0, bounds[0].saturating_sub(1));
+        bounds.push(max + 1);
+        let step = (bounds.len() / 6).max(1);
+        let picks: Vec<u64> = bounds.iter().copied().step_by(step).chain([max + 1]).collect();
+        for &lo in &picks {
+            for &hi in &picks {
+                let n = widths.iter().filter(|&&w| lo <= w && w <= hi).count() as i64;
+                let sql =
+                    format!("SELECT count(*) FROM samples WHERE \"{field}.width\" BETWEEN {lo} AND {hi}");
+                assert_eq!(i64_col(&run(table, &sql), 0), [n], "{name}: {sql}");
+                let pred = format!("\"{field}.width\" NOT BETWEEN {lo} AND {hi}");
+                let ids = select_indices(table, &pred).unwrap();
+                assert_eq!(ids.len() as i64, widths.len() as i64 - n, "{name}: {pred}");
             }
+        }
 
-            // Heights by the same GROUP BY, and the sum of payload sizes.
-            let mut want_h: BTreeMap<i64, i64> = BTreeMap::new();
-            for s in samples {
-                *want_h.entry(img(s, "height") as i64).or_default() += 1;
-            }
-            let sql = format!(
+        // Heights by the same GROUP BY, and the sum of payload sizes.
+        let mut want_h: BTreeMap<i64, i64> = BTreeMap::new();
+        for s in samples {
+            *want_h.entry(img(s, "height") as i64).or_default() += 1;
+        }
+        let sql = format!(
                 "SELECT CAST(\"{field}.height\" AS BIGINT) AS h, count(*) FROM samples GROUP BY \"{field}.height\" ORDER BY h"
             );
-            let b = run(&table, &sql);
-            let got: BTreeMap<i64, i64> = i64_col(&b, 0).into_iter().zip(i64_col(&b, 1)).collect();
-            assert_eq!(got, want_h, "{name}: {sql}");
+        let b = run(table, &sql);
+        let got: BTreeMap<i64, i64> = i64_col(&b, 0).into_iter().zip(i64_col(&b, 1)).collect();
+        assert_eq!(got, want_h, "{name}: {sql}");
 
-            let total: u64 = samples.iter().map(|s| img(s, "nbytes")).sum();
-            let sql = format!("SELECT sum(\"{field}.nbytes\"), count(*) FROM samples");
-            let b = run(&table, &sql);
-            assert_eq!(i64_col(&b, 0), [total as i64], "{name}: {sql}");
-            assert_eq!(i64_col(&b, 1), [samples.len() as i64], "{name}: {sql}");
-            checked += 1;
-        }
-    }
+        let total: u64 = samples.iter().map(|s| img(s, "nbytes")).sum();
+        let sql = format!("SELECT sum(\"{field}.nbytes\"), count(*) FROM samples");
+        let b = run(table, &sql);
+        assert_eq!(i64_col(&b, 0), [total as i64], "{name}: {sql}");
+        assert_eq!(i64_col(&b, 1), [samples.len() as i64], "{name}: {sql}");
+    });
     assert!(checked >= 8, "only {checked} image fields checked");
 }
 

@@ -604,27 +604,10 @@ fn check_aggs(
 ) -> Result<(), TestCaseError> {
     prop_assert_eq!(i64_at(b, first, row), Some(want.count), "count: {}", sql);
     prop_assert_eq!(i64_at(b, first + 1, row), want.sum, "sum: {}", sql);
-    prop_assert!(
-        close(f64_at(b, first + 2, row), want.min),
-        "min {:?} != {:?}: {}",
-        f64_at(b, first + 2, row),
-        want.min,
-        sql
-    );
-    prop_assert!(
-        close(f64_at(b, first + 3, row), want.max),
-        "max {:?} != {:?}: {}",
-        f64_at(b, first + 3, row),
-        want.max,
-        sql
-    );
-    prop_assert!(
-        close(f64_at(b, first + 4, row), want.avg),
-        "avg {:?} != {:?}: {}",
-        f64_at(b, first + 4, row),
-        want.avg,
-        sql
-    );
+    for (col, what, want) in [(2, "min", want.min), (3, "max", want.max), (4, "avg", want.avg)] {
+        let got = f64_at(b, first + col, row);
+        prop_assert!(close(got, want), "{} {:?} != {:?}: {}", what, got, want, sql);
+    }
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Dataset directories: import, versions, deletes, appends, tags, restore, and two writers
 //! committing at once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array};
@@ -23,6 +23,25 @@ fn write(path: &Path, first: i64, n: u64) {
         .unwrap();
 }
 
+/// A temporary folder holding `a.beton`, `n` rows labelled from `first` as [`write`] makes them.
+fn temp_file(first: i64, n: u64) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.beton");
+    write(&file, first, n);
+    (tmp, file)
+}
+
+/// [`temp_file`] of `n` rows from 0 with split `train`, imported as dataset directory `ds` beside
+/// it: the folder, the file, the directory and its first version.
+fn imported(n: u64, train: Vec<u64>) -> (tempfile::TempDir, PathBuf, PathBuf, VersionedDataset) {
+    let (tmp, file) = temp_file(0, n);
+    let train = IndexSet::from_sorted(train).unwrap();
+    beton_query::splits::save(&file, None, [("train", &train)]).unwrap();
+    let dir = tmp.path().join("ds");
+    let v1 = VersionedDataset::import(&dir, &file).unwrap();
+    (tmp, file, dir, v1)
+}
+
 /// The labels of a version's rows, read from its data files less deletions.
 fn labels(v: &VersionedDataset) -> Vec<i64> {
     let mut out = Vec::new();
@@ -41,13 +60,7 @@ fn labels(v: &VersionedDataset) -> Vec<i64> {
 
 #[test]
 fn import_delete_append_tag_restore() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 10);
-    let train = IndexSet::from_sorted(vec![1, 2, 3]).unwrap();
-    beton_query::splits::save(&file, None, [("train", &train)]).unwrap();
-    let dir = tmp.path().join("ds");
-    let v1 = VersionedDataset::import(&dir, &file).unwrap();
+    let (tmp, file, dir, v1) = imported(10, vec![1, 2, 3]);
     assert_eq!((v1.version(), v1.num_rows()), (1, 10));
     assert_eq!(v1.manifest().splits["train"].count, 3);
     // Hard-linked, not copied: the same inode.
@@ -106,9 +119,7 @@ fn import_delete_append_tag_restore() {
 
 #[test]
 fn racing_writers_rebase_compatible_edits_and_refuse_conflicts() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 10);
+    let (tmp, file) = temp_file(0, 10);
     let dir = tmp.path().join("ds");
     VersionedDataset::import(&dir, &file).unwrap();
     // Two writers open version 1 and each deletes a row: the second rebases on the first.
@@ -144,9 +155,7 @@ fn racing_writers_rebase_compatible_edits_and_refuse_conflicts() {
 
 #[test]
 fn threads_committing_at_once_lose_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 64);
+    let (tmp, file) = temp_file(0, 64);
     let dir = tmp.path().join("ds");
     VersionedDataset::import(&dir, &file).unwrap();
     let barrier = std::sync::Barrier::new(4);
@@ -193,13 +202,7 @@ fn rows(v: &VersionedDataset, sql: &str) -> Vec<String> {
 
 #[test]
 fn one_table_over_data_files_deletions_and_column_files() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 6);
-    let train = IndexSet::from_sorted(vec![0, 2, 4]).unwrap();
-    beton_query::splits::save(&file, None, [("train", &train)]).unwrap();
-    let dir = tmp.path().join("ds");
-    let v1 = VersionedDataset::import(&dir, &file).unwrap();
+    let (tmp, _file, dir, v1) = imported(6, vec![0, 2, 4]);
     let more = tmp.path().join("b.beton");
     write(&more, 100, 3);
     let v2 = v1.append_file(&more, "").unwrap();
@@ -320,9 +323,7 @@ fn export_and_compact_copy_payloads_and_keep_row_ids_and_splits() {
 
 #[test]
 fn diff_names_rows_and_cells() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 6);
+    let (tmp, file) = temp_file(0, 6);
     let dir = tmp.path().join("ds");
     let v1 = VersionedDataset::import(&dir, &file).unwrap();
     let v2 = v1.delete_where("label = 1", "").unwrap();
@@ -502,9 +503,7 @@ fn every_field_type_is_editable_and_addable() {
 
 #[test]
 fn classes_live_beside_splits_and_follow_every_version() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 10);
+    let (tmp, file) = temp_file(0, 10);
     let classes = vec!["cat".to_string(), "dög \"x\"".to_string()];
     let val = IndexSet::from_sorted(vec![2, 3]).unwrap();
     beton_query::splits::save(&file, None, [("val", &val)]).unwrap();
@@ -539,9 +538,7 @@ fn classes_live_beside_splits_and_follow_every_version() {
 
 #[test]
 fn copy_rows_copies_stored_values_in_any_order() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 100, 20);
+    let (tmp, file) = temp_file(100, 20);
     let ds = Dataset::open(&file).unwrap();
     let table = beton_query::Table::new(&ds);
     let fields = vec![("blob".to_string(), FieldType::Bytes), ("label".to_string(), FieldType::Int)];
@@ -564,9 +561,7 @@ fn copy_rows_copies_stored_values_in_any_order() {
 
 #[test]
 fn explain_counts_rows_and_reads_per_data_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 10);
+    let (tmp, file) = temp_file(0, 10);
     let ds = Dataset::open(&file).unwrap();
     let e = beton_query::explain::file(&ds, "label < 4").unwrap();
     assert_eq!((e.rows_matched, e.num_rows, e.columns.clone()), (4, 10, vec!["label".to_string()]));

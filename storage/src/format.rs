@@ -28,6 +28,40 @@ pub const MAX_PAGE_SIZE: u64 = 1 << 32;
 /// FFCV's default page size (`4 * MIN_PAGE_SIZE`).
 pub const DEFAULT_PAGE_SIZE: u64 = 4 * MIN_PAGE_SIZE;
 
+/// `parse` and `to_bytes` of a fixed-size record of little-endian numbers, its fields back to back
+/// in the order given: the byte layout written once (FORMAT.md spells it out).
+macro_rules! le_record {
+    ($record:ident[$size:ident] { $($field:ident: $ty:ty),+ $(,)? }) => {
+        // The fields fill the record exactly.
+        const _: () = assert!(0 $(+ std::mem::size_of::<$ty>())+ == $size);
+
+        impl $record {
+            #[doc = concat!(
+                "Parses the first [`", stringify!($size), "`] bytes; `None` if `bytes` is shorter."
+            )]
+            pub fn parse(bytes: &[u8]) -> Option<$record> {
+                let _rest = bytes.get(..$size)?;
+                $(
+                    let ($field, _rest) = _rest.split_first_chunk::<{ std::mem::size_of::<$ty>() }>()?;
+                    let $field = <$ty>::from_le_bytes(*$field);
+                )+
+                Some($record { $($field),+ })
+            }
+
+            #[doc = concat!("The record's [`", stringify!($size), "`] bytes.")]
+            pub fn to_bytes(&self) -> [u8; $size] {
+                let mut b = [0u8; $size];
+                let _rest = &mut b[..];
+                $(
+                    let (head, _rest) = _rest.split_at_mut(std::mem::size_of::<$ty>());
+                    head.copy_from_slice(&self.$field.to_le_bytes());
+                )+
+                b
+            }
+        }
+    };
+}
+
 /// The file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
@@ -43,30 +77,13 @@ pub struct Header {
     pub alloc_table_ptr: u64,
 }
 
-impl Header {
-    /// Parses the first [`HEADER_SIZE`] bytes; `None` if `bytes` is shorter.
-    pub fn parse(bytes: &[u8]) -> Option<Header> {
-        let b = bytes.get(..HEADER_SIZE)?;
-        Some(Header {
-            version: u16::from_le_bytes([b[0], b[1]]),
-            num_fields: u16::from_le_bytes([b[2], b[3]]),
-            page_size: u32::from_le_bytes(b[4..8].try_into().ok()?),
-            num_samples: u64::from_le_bytes(b[8..16].try_into().ok()?),
-            alloc_table_ptr: u64::from_le_bytes(b[16..24].try_into().ok()?),
-        })
-    }
-
-    /// The header's 24 bytes.
-    pub fn to_bytes(&self) -> [u8; HEADER_SIZE] {
-        let mut b = [0u8; HEADER_SIZE];
-        b[0..2].copy_from_slice(&self.version.to_le_bytes());
-        b[2..4].copy_from_slice(&self.num_fields.to_le_bytes());
-        b[4..8].copy_from_slice(&self.page_size.to_le_bytes());
-        b[8..16].copy_from_slice(&self.num_samples.to_le_bytes());
-        b[16..24].copy_from_slice(&self.alloc_table_ptr.to_le_bytes());
-        b
-    }
-}
+le_record!(Header[HEADER_SIZE] {
+    version: u16,
+    num_fields: u16,
+    page_size: u32,
+    num_samples: u64,
+    alloc_table_ptr: u64,
+});
 
 /// One field descriptor as stored: type id, name and argument blob, uninterpreted.
 #[derive(Clone, PartialEq, Eq)]
@@ -129,26 +146,7 @@ pub struct AllocEntry {
     pub size: u64,
 }
 
-impl AllocEntry {
-    /// Parses one 24-byte entry; `None` if `bytes` is shorter.
-    pub fn parse(bytes: &[u8]) -> Option<AllocEntry> {
-        let b = bytes.get(..ALLOC_ENTRY_SIZE)?;
-        Some(AllocEntry {
-            sample_id: u64::from_le_bytes(b[0..8].try_into().ok()?),
-            ptr: u64::from_le_bytes(b[8..16].try_into().ok()?),
-            size: u64::from_le_bytes(b[16..24].try_into().ok()?),
-        })
-    }
-
-    /// The entry's 24 bytes.
-    pub fn to_bytes(&self) -> [u8; ALLOC_ENTRY_SIZE] {
-        let mut b = [0u8; ALLOC_ENTRY_SIZE];
-        b[0..8].copy_from_slice(&self.sample_id.to_le_bytes());
-        b[8..16].copy_from_slice(&self.ptr.to_le_bytes());
-        b[16..24].copy_from_slice(&self.size.to_le_bytes());
-        b
-    }
-}
+le_record!(AllocEntry[ALLOC_ENTRY_SIZE] { sample_id: u64, ptr: u64, size: u64 });
 
 /// Size and alignment of one field's slot in a data-table row, in numpy's terms: a plain scalar
 /// (`<i8`, `<f8`, `<u8`) aligns to its size, a structured dtype built without `align=True` (every

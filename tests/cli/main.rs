@@ -1,8 +1,11 @@
-//! The `beton` binary: info, verify and write-imagefolder on FFCV fixtures and small folders.
+//! The `beton` binary: info, verify and write-imagefolder on FFCV fixtures and small folders;
+//! `show` and `explain` in `show_explain.rs`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+mod show_explain;
 
 fn beton(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_beton")).args(args).output().expect("run beton")

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Proves that the real FFCV 1.0.2 reads what beton writes: writes every kind of file with
-# examples/ffcv_compat.rs, loads each with FFCV's Reader and Loader (shared/tools/ffcv-load.py),
+# examples/ffcv_compat.rs, loads each with FFCV's Reader and Loader (tests/ffcv/ffcv-load.py),
 # and compares every value FFCV sees with beton's own view.
 #
 # Not part of CI (FFCV's environment downloads ~3 GB). Usage, from the repo root:
 #   bash tests/ffcv/check-with-ffcv.sh [OUT_DIR]
-# Needs ../shared/tools (ffcv-env.sh, ffcv-load.py) beside the repo.
+# FFCV's venv comes from tests/ffcv/ffcv-env.sh (made at the first run, reused after).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-tools="${BETON_SHARED:-$here/../shared}/tools"
+tools="$here/tests/ffcv"
 out="${1:-$(mktemp -d)}"
 mkdir -p "$out"
 PY="$(bash "$tools/ffcv-env.sh" | tail -n1)"

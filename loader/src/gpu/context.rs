@@ -7,26 +7,23 @@
 //! the driver's version against the API cudarc was built for, and runs the cudarc calls under
 //! `catch_unwind` as a last guard.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{sys, CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaStream};
 
-use super::normalize::NormalizeKernels;
+use super::driver::{driver_version, guarded, probe_library, DRIVER_API_VERSION};
 use crate::error::{Error, Result};
-
-/// The CUDA driver API version cudarc is built for (its `cuda-12000` feature, set in the
-/// workspace `Cargo.toml`): a driver older than this may lack symbols cudarc calls.
-const DRIVER_API_VERSION: i32 = 12000;
 
 /// A CUDA context on one device with the stream the loader's copies and kernels run on, and the
 /// kernels compiled for it so far.
 pub struct GpuContext {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    /// The normalisation kernels, compiled at first use ([`GpuContext::normalize`]); a failed
-    /// compilation is not cached, so the error repeats with its log.
-    pub(super) normalize: Mutex<Option<Arc<NormalizeKernels>>>,
+    /// The kernels compiled for this context so far, one entry per kernel set's type (each
+    /// kernel module keeps its own, through [`GpuContext::kernels`], so this file names none).
+    kernels: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -73,7 +70,7 @@ impl GpuContext {
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| driver("creating its context", e))?;
         let stream = ctx.new_stream().map_err(|e| driver("creating a stream", e))?;
-        Ok(GpuContext { ctx, stream, normalize: Mutex::new(None) })
+        Ok(GpuContext { ctx, stream, kernels: Mutex::new(HashMap::new()) })
     }
 
     /// The device's ordinal.
@@ -99,81 +96,29 @@ impl GpuContext {
         self.ctx.mem_get_info().map_err(|e| self.error("cuMemGetInfo", e))
     }
 
+    /// The kernel set `K` for this context, made by `compile` at the first call and shared after;
+    /// a failed compilation is not cached, so the error repeats with its log. The lock is held
+    /// while compiling, so two threads never compile the same set twice.
+    ///
+    /// # Errors
+    /// What `compile` returns; [`Error::Cuda`] when the cache's lock is poisoned.
+    pub(super) fn kernels<K: Any + Send + Sync>(
+        &self,
+        compile: impl FnOnce(&Self) -> Result<K>,
+    ) -> Result<Arc<K>> {
+        let mut cached =
+            self.kernels.lock().map_err(|_| Error::Cuda("GPU kernel cache lock poisoned".into()))?;
+        // Entries are keyed by their type, so the downcast always succeeds.
+        if let Some(k) = cached.get(&TypeId::of::<K>()).and_then(|k| Arc::clone(k).downcast::<K>().ok()) {
+            return Ok(k);
+        }
+        let k = Arc::new(compile(self)?);
+        cached.insert(TypeId::of::<K>(), Arc::clone(&k) as Arc<dyn Any + Send + Sync>);
+        Ok(k)
+    }
+
     /// An [`Error::Cuda`] naming this device and the step that failed.
     pub(super) fn error(&self, what: &str, e: impl std::fmt::Display) -> Error {
         Error::Cuda(format!("CUDA device {}: {what} failed: {e}", self.ordinal()))
-    }
-}
-
-/// The driver's CUDA version (`12040` for 12.4).
-fn driver_version() -> std::result::Result<i32, cudarc::driver::DriverError> {
-    let mut v = 0;
-    // SAFETY: `cuDriverGetVersion` writes one int through the pointer, which points to a live
-    // local; `probe_library` has shown that libcuda loads, so cudarc's symbol lookup succeeds.
-    unsafe { sys::cuDriverGetVersion(&mut v) }.result()?;
-    Ok(v)
-}
-
-/// Checks that one of the names cudarc tries for the shared library `name` (`"cuda"`,
-/// `"nvrtc"`) loads, so that cudarc's own loading (which panics on failure) succeeds.
-///
-/// # Errors
-/// The conventional file name (the one a driver install provides, `libcuda.so.1`) and
-/// `"<the dynamic loader's reason>; also tried <the other names>"`.
-pub(super) fn probe_library(name: &str) -> std::result::Result<(), (String, String)> {
-    let mut candidates = cudarc::get_lib_name_candidates(name);
-    candidates.dedup();
-    let mut seen = std::collections::HashSet::new();
-    candidates.retain(|c| seen.insert(c.clone()));
-    // The file a driver (or toolkit) install provides, whose failure is the one worth reading.
-    let conventional = match name {
-        "cuda" => "libcuda.so.1".to_string(),
-        _ => format!("lib{name}.so.{}", DRIVER_API_VERSION / 1000),
-    };
-    let mut reason = None;
-    for file in &candidates {
-        // SAFETY: loading the vendor's library runs its initialisers, exactly as cudarc's own
-        // loading of the same file does right after; nothing is called through it here.
-        match unsafe { libloading::Library::new(file) } {
-            Ok(_) => return Ok(()),
-            Err(e) if *file == conventional || reason.is_none() => {
-                let detail = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();
-                reason = Some((file.clone(), format!("{e}{detail}")));
-            }
-            Err(_) => {}
-        }
-    }
-    let (file, why) = reason.unwrap_or_else(|| (conventional, "no candidate file names".into()));
-    let others: Vec<_> = candidates.iter().filter(|c| **c != file).map(String::as_str).collect();
-    Err((file, format!("{why}; also tried {}", others.join(", "))))
-}
-
-/// Runs `f`, turning a panic inside cudarc (a symbol the driver lacks) into [`Error::Cuda`].
-pub(super) fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
-        let msg = p
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| p.downcast_ref::<&str>().copied())
-            .unwrap_or("(no message)");
-        Error::Cuda(format!("{what}: the CUDA library failed: {msg}"))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_library_that_does_not_exist_is_an_error_naming_it() {
-        let (file, why) = probe_library("beton_no_such_library").unwrap_err();
-        assert_eq!(file, "libbeton_no_such_library.so.12");
-        assert!(why.contains("also tried libbeton_no_such_library.so"), "{why}");
-    }
-
-    #[test]
-    fn a_panic_inside_becomes_an_error() {
-        let e = guarded("testing", || -> () { panic!("Missing symbol cuFoo") }).unwrap_err();
-        assert!(e.to_string().contains("Missing symbol cuFoo"), "{e}");
     }
 }

@@ -15,6 +15,7 @@
 //! the DLPack hand-off to torch.
 
 mod context;
+mod driver;
 mod normalize;
 
 pub use context::GpuContext;

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 
-use super::context::{guarded, probe_library, GpuContext};
+use super::context::GpuContext;
+use super::driver::{guarded, probe_library};
 use crate::decode::SampleContext;
 use crate::error::{Error, Result};
 use crate::image::{FloatType, Layout, NormalizeImage, SampleRng};
@@ -234,7 +235,7 @@ pub fn compile_normalize_kernel() -> Result<Ptx> {
 }
 
 /// The four compiled kernels of [`NORMALIZE_KERNEL`].
-pub(crate) struct NormalizeKernels {
+struct NormalizeKernels {
     f32_chw: CudaFunction,
     f32_hwc: CudaFunction,
     f16_chw: CudaFunction,
@@ -271,14 +272,7 @@ impl NormalizeKernels {
 impl GpuContext {
     /// The normalisation kernels, compiled at the first call on this context.
     fn normalize_kernels(&self) -> Result<Arc<NormalizeKernels>> {
-        let mut cached =
-            self.normalize.lock().map_err(|_| Error::Cuda("GPU kernel cache lock poisoned".into()))?;
-        if let Some(k) = cached.as_ref() {
-            return Ok(Arc::clone(k));
-        }
-        let k = Arc::new(NormalizeKernels::compile(self)?);
-        *cached = Some(Arc::clone(&k));
-        Ok(k)
+        self.kernels(NormalizeKernels::compile)
     }
 
     /// Launches the normalisation of the device batch `src` (`u8` HWC, shape `dims`) into `dst`

@@ -16,22 +16,25 @@ class _NativeImageOp:
         raise NotImplementedError
 
 
-class RandomHorizontalFlip(_NativeImageOp):
+class _Flip(_NativeImageOp):
+    """A flip with probability ``flip_prob``; ``_op`` is the native operation's class."""
+
+    _op: type
+
     def __init__(self, flip_prob: float = 0.5):
         self.flip_prob = float(flip_prob)
         self._native()  # checks the arguments now
 
     def _native(self):
-        return _native.RandomHorizontalFlip(self.flip_prob)
+        return self._op(self.flip_prob)
 
 
-class RandomVerticalFlip(_NativeImageOp):
-    def __init__(self, flip_prob: float = 0.5):
-        self.flip_prob = float(flip_prob)
-        self._native()  # checks the arguments now
+class RandomHorizontalFlip(_Flip):
+    _op = _native.RandomHorizontalFlip
 
-    def _native(self):
-        return _native.RandomVerticalFlip(self.flip_prob)
+
+class RandomVerticalFlip(_Flip):
+    _op = _native.RandomVerticalFlip
 
 
 class RandomTranslate(_NativeImageOp):

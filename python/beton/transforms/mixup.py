@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from beton.pipeline.allocation_query import AllocationQuery
-from beton.transforms.ops import _BatchOp
+from beton.transforms.ops import _BatchOp, _IndexedBatchOp
 
 _SG_MAGICCONST = 1.0 + math.log(4.5)
 
@@ -64,25 +64,15 @@ def mixup_lambdas(seed: int, alpha: float, n=None):
     return beta() if n is None else np.array([beta() for _ in range(n)])
 
 
-class _Mixup(_BatchOp):
-    _with_indices = True
-
+class _Mixup(_IndexedBatchOp):
     def __init__(self, alpha: float, same_lambda: bool):
         super().__init__()
         self.alpha = alpha
         self.same_lambda = same_lambda
 
     def _lambdas(self, n, indices):
-        if indices is None:
-            raise RuntimeError(f"{type(self).__name__} needs the batch's sample indices")
-        lam = mixup_lambdas(int(indices[-1]), self.alpha, None if self.same_lambda else n)
+        lam = mixup_lambdas(int(self._indices(indices)[-1]), self.alpha, None if self.same_lambda else n)
         return np.full(n, lam) if self.same_lambda else lam
-
-    def generate_code(self):
-        def mixer(inp, dst, indices):
-            return self._batch(inp, indices)
-        mixer.with_indices = True
-        return mixer
 
 
 class ImageMixup(_Mixup):

@@ -24,6 +24,25 @@ class _BatchOp(Operation):
         return code
 
 
+class _IndexedBatchOp(_BatchOp):
+    """A ``_BatchOp`` that needs the batch's sample ids: ``_batch(value, indices)`` gets them
+    through ``_indices`` (which raises without), and its FFCV-style code is flagged
+    ``with_indices``."""
+
+    _with_indices = True
+
+    def _indices(self, indices):
+        if indices is None:
+            raise RuntimeError(f"{type(self).__name__} needs the batch's sample indices")
+        return indices
+
+    def generate_code(self):
+        def code(inp, dst, indices):
+            return self._batch(inp, indices)
+        code.with_indices = True
+        return code
+
+
 class ToTensor(_BatchOp):
     """Converts a numpy batch to a torch tensor sharing its memory (``torch.from_numpy``)."""
 
@@ -102,41 +121,37 @@ class ToTorchImage(_BatchOp):
         return replace(previous_state, shape=(C, H, W), dtype=dtype), alloc
 
 
-class Convert(_BatchOp):
-    """Converts to ``target_dtype`` (torch tensors with ``.type``, numpy arrays with ``astype``).
-
-    Parameters
-    ----------
-    target_dtype : numpy.dtype or torch.dtype
-        Target data type.
-    """
+class _ToDtype(_BatchOp):
+    """An operation whose output is of ``target_dtype``, its shape unchanged."""
 
     def __init__(self, target_dtype):
+        """The operation for ``target_dtype`` (``Convert``'s and ``View``'s argument).
+
+        Parameters
+        ----------
+        target_dtype : numpy.dtype or torch.dtype
+            Target data type.
+        """
         super().__init__()
         self.target_dtype = target_dtype
-
-    def _batch(self, x, indices=None):
-        return x.type(self.target_dtype) if _is_torch(x) else x.astype(self.target_dtype)
 
     def declare_state_and_memory(self, previous_state):
         return replace(previous_state, dtype=self.target_dtype), None
 
 
-class View(_BatchOp):
-    """Reinterprets the batch's memory as ``target_dtype`` (``ndarray.view`` / ``Tensor.view``).
+class Convert(_ToDtype):
+    """Converts to ``target_dtype`` (torch tensors with ``.type``, numpy arrays with ``astype``)."""
 
-    Parameters
-    ----------
-    target_dtype : numpy.dtype or torch.dtype
-        Target data type.
-    """
+    def _batch(self, x, indices=None):
+        return x.type(self.target_dtype) if _is_torch(x) else x.astype(self.target_dtype)
 
-    def __init__(self, target_dtype):
-        super().__init__()
-        self.target_dtype = target_dtype
+
+class View(_ToDtype):
+    """Reinterprets the batch's memory as ``target_dtype`` (``ndarray.view`` / ``Tensor.view``)."""
 
     def _batch(self, x, indices=None):
         return x.view(self.target_dtype)
 
     def declare_state_and_memory(self, previous_state):
-        return replace(previous_state, dtype=self.target_dtype, jit_mode=False), None
+        state, alloc = super().declare_state_and_memory(previous_state)
+        return replace(state, jit_mode=False), alloc

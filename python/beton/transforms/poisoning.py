@@ -5,10 +5,10 @@ from dataclasses import replace
 import numpy as np
 
 from beton.pipeline.allocation_query import AllocationQuery
-from beton.transforms.ops import _BatchOp
+from beton.transforms.ops import _IndexedBatchOp
 
 
-class Poison(_BatchOp):
+class Poison(_IndexedBatchOp):
     """Blends ``mask`` with opacity ``alpha`` into the images of samples ``indices``, in place:
     ``clip(image * (1 - alpha) + mask * alpha, *clamp)`` (float32, stored back truncated, as FFCV).
     Needs the batch's sample ids.
@@ -25,8 +25,6 @@ class Poison(_BatchOp):
         Bounds of the result (default ``(0, 255)``).
     """
 
-    _with_indices = True
-
     def __init__(self, mask: np.ndarray, alpha: np.ndarray, indices, clamp=(0, 255)):
         super().__init__()
         self.mask = mask
@@ -35,8 +33,7 @@ class Poison(_BatchOp):
         self.alpha = alpha
 
     def _batch(self, images, indices=None):
-        if indices is None:
-            raise RuntimeError("Poison needs the batch's sample indices")
+        indices = self._indices(indices)
         alpha = np.repeat(np.asarray(self.alpha)[:, :, None], 3, axis=2)
         mask = np.asarray(self.mask).astype("float") * alpha
         hit = np.flatnonzero(np.isin(np.asarray(indices, dtype=np.int64), self.indices.astype(np.int64)))
@@ -47,12 +44,6 @@ class Poison(_BatchOp):
             np.clip(temp, self.clamp[0], self.clamp[1], out=temp)
             images[i] = temp
         return images
-
-    def generate_code(self):
-        def poison(images, temp_array, indices):
-            return self._batch(images, indices)
-        poison.with_indices = True
-        return poison
 
     def declare_state_and_memory(self, previous_state):
         return (replace(previous_state, jit_mode=True),

@@ -7,11 +7,11 @@ from typing import Tuple
 import numpy as np
 
 from beton.pipeline.allocation_query import AllocationQuery
-from beton.transforms.ops import _BatchOp
+from beton.transforms.ops import _IndexedBatchOp
 from beton.transforms.utils import fast_crop
 
 
-class RandomResizedCrop(_BatchOp):
+class RandomResizedCrop(_IndexedBatchOp):
     """Crops a random portion of each image (area fraction in ``scale``, aspect ratio in
     ``ratio``) and resizes it to ``size`` x ``size`` (OpenCV's INTER_AREA, as FFCV).
 
@@ -31,8 +31,6 @@ class RandomResizedCrop(_BatchOp):
         beton's: mixed into every sample's generator (change it per epoch for new crops).
     """
 
-    _with_indices = True
-
     def __init__(self, scale: Tuple[float, float], ratio: Tuple[float, float], size: int, seed: int = 0):
         super().__init__()
         self.scale = scale
@@ -41,8 +39,7 @@ class RandomResizedCrop(_BatchOp):
         self.seed = seed
 
     def _batch(self, images, indices=None):
-        if indices is None:
-            raise RuntimeError("RandomResizedCrop needs the batch's sample indices")
+        indices = self._indices(indices)
         scale, ratio = np.array(self.scale, dtype=float), np.array(self.ratio, dtype=float)
         dst = np.empty((len(images), self.size, self.size, images.shape[-1]), dtype=images.dtype)
         for k in range(len(images)):
@@ -50,12 +47,6 @@ class RandomResizedCrop(_BatchOp):
             i, j, h, w = fast_crop.get_random_crop(images[k].shape[0], images[k].shape[1], scale, ratio, rng)
             fast_crop.resize_crop(images[k], i, i + h, j, j + w, dst[k])
         return dst
-
-    def generate_code(self):
-        def random_resized_crop(images, dst, indices):
-            return self._batch(images, indices)
-        random_resized_crop.with_indices = True
-        return random_resized_crop
 
     def declare_state_and_memory(self, previous_state):
         return (replace(previous_state, jit_mode=True, shape=(self.size, self.size, 3)),

@@ -47,19 +47,36 @@ pub(super) fn union(a: &[u64], b: &[u64]) -> Vec<u64> {
     }
     // Branch-free merge: which side is smaller is a coin flip on random ids, so every step writes
     // the smaller id and advances by comparisons turned into 0 / 1.
-    let mut out = vec![0; a.len() + b.len()];
+    let (mut out, i, j) = merge(a, b, a.len() + b.len(), u64::min, |_, _| true);
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// The branch-free merge of two sorted lists that union, intersection and difference share: each
+/// step writes `pick(x, y)` of the heads `x` of `a` and `y` of `b`, keeps it when `keep(x, y)`
+/// (turned into 0 / 1, no branch), and moves past the smaller head (both on a tie), until either
+/// list ends. `room` must exceed the ids kept at every step (each caller says why). Returns the
+/// kept ids and how far it got into `a` and `b`.
+#[inline(always)]
+fn merge(
+    a: &[u64],
+    b: &[u64],
+    room: usize,
+    pick: impl Fn(u64, u64) -> u64,
+    keep: impl Fn(u64, u64) -> bool,
+) -> (Vec<u64>, usize, usize) {
+    let mut out = vec![0; room];
     let (mut i, mut j, mut k) = (0, 0, 0);
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
-        out[k] = x.min(y);
-        k += 1;
+        out[k] = pick(x, y);
+        k += usize::from(keep(x, y));
         i += usize::from(x <= y);
         j += usize::from(y <= x);
     }
     out.truncate(k);
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
+    (out, i, j)
 }
 
 /// `a ∩ b`.
@@ -79,17 +96,7 @@ pub(super) fn intersection(a: &[u64], b: &[u64]) -> Vec<u64> {
     }
     // Branch-free: write every candidate, keep it by advancing `k` only on a match. `k` counts
     // matches so far, so it stays below `small.len()` while both sides have ids left.
-    let mut out = vec![0; small.len()];
-    let (mut i, mut j, mut k) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        let (x, y) = (a[i], b[j]);
-        out[k] = x;
-        k += usize::from(x == y);
-        i += usize::from(x <= y);
-        j += usize::from(y <= x);
-    }
-    out.truncate(k);
-    out
+    merge(a, b, small.len(), |x, _| x, |x, y| x == y).0
 }
 
 /// `a − b`.
@@ -122,16 +129,7 @@ pub(super) fn difference(a: &[u64], b: &[u64]) -> Vec<u64> {
         return out;
     }
     // Branch-free as in `intersection`; `k` counts kept ids of `a`, so it stays below `i`.
-    let mut out = vec![0; a.len()];
-    let (mut i, mut j, mut k) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        let (x, y) = (a[i], b[j]);
-        out[k] = x;
-        k += usize::from(x < y);
-        i += usize::from(x <= y);
-        j += usize::from(y <= x);
-    }
-    out.truncate(k);
+    let (mut out, i, _) = merge(a, b, a.len(), |x, _| x, |x, y| x < y);
     out.extend_from_slice(&a[i..]);
     out
 }

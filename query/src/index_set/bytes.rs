@@ -21,9 +21,9 @@
 //! overlong varints, no trailing bytes, no bitmap where the gap form is no larger, so an
 //! encoding is unique per set.
 
-use super::random::splitmix64;
 use super::IndexSet;
 use crate::error::{Error, Result};
+use crate::random::splitmix64;
 
 /// The first four bytes of every encoded index set.
 pub(super) const MAGIC: [u8; 4] = *b"BIDX";

@@ -1,17 +1,14 @@
 //! Seeded shuffles, samples and splits whose output is fixed by the seed across releases.
 //!
-//! Only the ChaCha8 keystream comes from a dependency (`rand_chacha`, value-stable by rand's
-//! policy, and `seed_from_u64`'s PCG32 expansion is documented as value-stable too); the bounded
-//! draws and the Fisher–Yates walk are written here, so an upgrade of `rand` cannot move an id
-//! from one split to another. The golden tests below pin the outputs.
+//! Every draw comes from [`crate::random::Stream`] (ChaCha8 with beton's own bounded draws, so an
+//! upgrade of `rand` cannot move an id from one split to another); the prefix walks and the part
+//! sizes are here. The golden tests below pin the outputs.
 
 use std::collections::{BTreeMap, HashMap};
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 use super::IndexSet;
 use crate::error::{Error, Result};
+use crate::random::{splitmix64, Stream};
 
 /// How far the fractions of a split may sum past 1 (floating-point slack for `[0.7, 0.2, 0.1]`).
 const SUM_TOLERANCE: f64 = 1e-9;
@@ -19,40 +16,6 @@ const SUM_TOLERANCE: f64 = 1e-9;
 /// A prefix of at most `len / SPARSE_RATIO` ids is drawn with a map of the displaced positions
 /// instead of a full copy of the ids: O(n) memory instead of O(len), the same output.
 const SPARSE_RATIO: usize = 8;
-
-/// The random stream every seeded operation draws from.
-struct Stream(ChaCha8Rng);
-
-impl Stream {
-    fn new(seed: u64) -> Self {
-        Self(ChaCha8Rng::seed_from_u64(seed))
-    }
-
-    /// A uniform integer in `0..n`, `n > 0`, without bias: Lemire's multiply-and-reject
-    /// ("Fast Random Integer Generation in an Interval", ACM TOMACS 2019, algorithm 5). The high
-    /// word of `x * n` is the candidate; draws whose low word falls in the first `2^64 mod n`
-    /// values are rejected, which leaves every candidate with exactly `floor(2^64 / n)` draws.
-    fn below(&mut self, n: u64) -> u64 {
-        debug_assert!(n > 0);
-        let mut m = u128::from(self.0.next_u64()) * u128::from(n);
-        if (m as u64) < n {
-            let threshold = n.wrapping_neg() % n; // 2^64 mod n
-            while (m as u64) < threshold {
-                m = u128::from(self.0.next_u64()) * u128::from(n);
-            }
-        }
-        (m >> 64) as u64
-    }
-}
-
-/// SplitMix64's output function (Steele, Lea, Flood, "Fast splittable pseudorandom number
-/// generators", OOPSLA 2014; constants from Vigna's `splitmix64.c`): a bijective 64-bit mixer.
-pub(super) fn splitmix64(x: u64) -> u64 {
-    let mut z = x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// SplitMix64's increment, `2^64 / φ` rounded to odd.
 const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -69,7 +32,7 @@ fn stratum_seed(seed: u64, rank: u64) -> u64 {
 fn permuted_prefix(len: usize, n: usize, seed: u64, at: impl Fn(usize) -> u64) -> Vec<u64> {
     debug_assert!(n <= len);
     let steps = n.min(len.saturating_sub(1));
-    let mut stream = Stream::new(seed);
+    let mut stream = Stream::from_seed(seed);
     if n.saturating_mul(SPARSE_RATIO) <= len {
         // Only positions < n are read back, and positions >= i untouched so far still hold
         // their original value, so a map of the swapped-out values stands in for the copy.
@@ -298,7 +261,6 @@ mod tests {
     use std::collections::BTreeSet;
 
     use proptest::prelude::*;
-    use rand_chacha::rand_core::RngCore;
 
     use super::*;
 
@@ -315,16 +277,6 @@ mod tests {
     // The values were computed by an independent Python model of the documented algorithm
     // (rand_core's PCG32 seed expansion, the ChaCha8 block function, Lemire's draw, forward
     // Fisher–Yates, SplitMix64 stratum seeds) and agree with this code.
-
-    #[test]
-    fn golden_chacha8_stream() {
-        // The raw stream, so a failure says whether rand_chacha or our code moved.
-        let mut s = Stream::new(0);
-        let words: Vec<u64> = (0..3).map(|_| s.0.next_u64()).collect();
-        assert_eq!(words, GOLDEN_STREAM_0);
-    }
-
-    const GOLDEN_STREAM_0: [u64; 3] = [13080132717333068652, 8594738769458413623, 12896916468484187878];
 
     #[test]
     fn golden_shuffles() {
@@ -371,15 +323,6 @@ mod tests {
         &[103, 104, 105, 106, 108, 110, 112, 116, 117],
     ];
 
-    #[test]
-    fn golden_bounded_draws() {
-        let mut s = Stream::new(42);
-        let draws: Vec<u64> = [1, 2, 3, 10, 1 << 32, (1 << 63) + 1, u64::MAX].map(|n| s.below(n)).to_vec();
-        assert_eq!(draws, GOLDEN_BELOW_42);
-    }
-
-    const GOLDEN_BELOW_42: [u64; 7] = [0, 1, 1, 6, 1239501272, 7414417601956746306, 14227028876630821887];
-
     // ---- determinism ----
 
     #[test]
@@ -409,29 +352,6 @@ mod tests {
         assert_ne!(low, high);
         let seeds: BTreeSet<u64> = (0..1000).map(|r| stratum_seed(3, r)).collect();
         assert_eq!(seeds.len(), 1000);
-    }
-
-    // ---- the draws themselves ----
-
-    #[test]
-    fn below_stays_in_range() {
-        let mut s = Stream::new(9);
-        for n in [1, 2, 3, 7, 1000, (1 << 63) - 1, 1 << 63, (1 << 63) + 1, u64::MAX - 1, u64::MAX] {
-            for _ in 0..1000 {
-                assert!(s.below(n) < n, "n = {n}");
-            }
-        }
-    }
-
-    #[test]
-    fn below_rejects_for_bias_where_needed() {
-        // n = 3 · 2^62 is 3/4 of 2^64, so the candidate is floor(3x / 4) and without rejection
-        // every r ≡ 0 (mod 3) would have two preimages x: half of all draws instead of a third.
-        let mut s = Stream::new(1);
-        let n = 3u64 << 62;
-        let zeros = (0..30_000).filter(|_| s.below(n) % 3 == 0).count();
-        // 10,000 expected, sd ≈ 82; the biased draw gives 15,000.
-        assert!((9_600..10_400).contains(&zeros), "{zeros}");
     }
 
     #[test]

@@ -201,6 +201,17 @@ pub(crate) fn or_span(a: Span, b: Span) -> Span {
     }
 }
 
+/// The column a (compound) identifier names: parts joined with '.'.
+pub(crate) fn column_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(i.value.clone()),
+        Expr::CompoundIdentifier(parts) => {
+            Some(parts.iter().map(|p| p.value.as_str()).collect::<Vec<_>>().join("."))
+        }
+        _ => None,
+    }
+}
+
 /// The text sqlparser's `Display` gives `e` (the key of group values and the name of output
 /// columns), written without recursing along chains of binary operators.
 pub(crate) fn expr_text(e: &Expr) -> String {

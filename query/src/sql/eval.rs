@@ -9,155 +9,34 @@
 //! evaluated in a loop over its first operands ([`Ctx::eval`]), not by recursion: its depth is the
 //! length of the chain, which nothing bounds. `IN` over literals is one pass with a hash set.
 
-use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
 use arrow_arith::numeric;
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    new_null_array, Array, ArrayRef, BooleanArray, Datum, Float64Array, Int64Array, NullArray, StringArray,
-    UInt32Array,
+    new_null_array, Array, ArrayRef, BooleanArray, Float64Array, Int64Array, NullArray, StringArray,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType;
-use arrow_select::take::take;
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType as SqlType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
     UnaryOperator, Value,
 };
 use sqlparser::tokenizer::Span;
 
-use super::ast::{deeper, expr_text, first_operand, negated_number, pos, write_text};
-use super::parse::{unsupported, TABLE_NAME};
-use super::{at, sql_error};
+use super::ast::{column_name, deeper, expr_text, first_operand, negated_number, pos};
+use super::error::{at, sql_error};
+use super::functions::{in_split, json_extract};
+use super::parse::unsupported;
+use super::scope::{Ctx, Val};
 use crate::error::Result;
-use crate::table::Table;
-
-/// An evaluated expression: a column of the rows in scope, or a length-1 scalar.
-#[derive(Debug, Clone)]
-pub(crate) struct Val {
-    pub array: ArrayRef,
-    pub scalar: bool,
-}
-
-impl Datum for Val {
-    fn get(&self) -> (&dyn Array, bool) {
-        (self.array.as_ref(), self.scalar)
-    }
-}
-
-impl Val {
-    fn scalar(array: ArrayRef) -> Val {
-        Val { array, scalar: true }
-    }
-
-    fn data_type(&self) -> &DataType {
-        self.array.data_type()
-    }
-
-    fn like(&self, array: ArrayRef) -> Val {
-        Val { array, scalar: self.scalar }
-    }
-}
 
 /// Names of the aggregate functions (evaluated by `exec`, not here).
 pub(crate) const AGGREGATES: [&str; 5] = ["count", "sum", "min", "max", "avg"];
 
-/// The rows an expression is evaluated over: the whole table, or the rows at `rows`.
-pub(crate) struct Ctx<'t, 'a> {
-    table: &'t Table<'a>,
-    rows: Option<UInt32Array>,
-    num_rows: usize,
-    /// In a grouped query: one row per group, and the values of the group keys and aggregates
-    /// by their SQL text ([`expr_text`]); any other column reference is an error.
-    groups: Option<HashMap<String, ArrayRef>>,
-    /// The lengths of the keys of `groups`: a text of another length is not looked up.
-    key_lengths: HashSet<usize>,
-}
-
-impl<'t, 'a> Ctx<'t, 'a> {
-    /// Every row of `table`.
-    pub fn all(table: &'t Table<'a>) -> Self {
-        Ctx {
-            table,
-            rows: None,
-            num_rows: table.num_rows() as usize,
-            groups: None,
-            key_lengths: HashSet::new(),
-        }
-    }
-
-    /// The rows of `table` at `rows`, ascending and unique.
-    pub fn rows(table: &'t Table<'a>, rows: UInt32Array) -> Self {
-        debug_assert!(rows.values().windows(2).all(|w| w[0] < w[1]), "rows must ascend");
-        if rows.len() as u64 == table.num_rows() {
-            // Every row, in order: the columns as cached, without a copy.
-            return Ctx::all(table);
-        }
-        Ctx { table, num_rows: rows.len(), rows: Some(rows), groups: None, key_lengths: HashSet::new() }
-    }
-
-    /// One row per group: expressions whose SQL text ([`expr_text`]) is a key of `values`
-    /// evaluate to it.
-    pub fn groups(table: &'t Table<'a>, num_groups: usize, values: HashMap<String, ArrayRef>) -> Self {
-        let key_lengths = values.keys().map(String::len).collect();
-        Ctx { table, rows: None, num_rows: num_groups, groups: Some(values), key_lengths }
-    }
-
-    /// The group values of a grouped context.
-    pub fn into_groups(self) -> Option<HashMap<String, ArrayRef>> {
-        self.groups
-    }
-
-    pub fn num_rows(&self) -> usize {
-        self.num_rows
-    }
-
-    pub fn table(&self) -> &'t Table<'a> {
-        self.table
-    }
-
-    /// Column `name` over the rows in scope.
-    pub fn column(&self, name: &str, span: Span) -> Result<ArrayRef> {
-        if self.groups.is_some() {
-            return Err(sql_error(format!("'{name}' must appear in GROUP BY or inside an aggregate"), span));
-        }
-        let array = self.table.column(name).map_err(at(span))?;
-        match &self.rows {
-            None => Ok(array),
-            Some(rows) => Ok(take(array.as_ref(), rows, None).map_err(|e| at(span)(e.into()))?),
-        }
-    }
-
-    /// The column `name` refers to: itself, without a `samples.` qualifier, or the one column
-    /// that matches it ignoring ASCII case. Unknown names are kept (the lookup then lists the
-    /// columns).
-    pub fn resolve(&self, name: &str) -> String {
-        let names = self.table.column_names();
-        let bare = name.strip_prefix(TABLE_NAME).and_then(|n| n.strip_prefix('.'));
-        for candidate in [Some(name), bare].into_iter().flatten() {
-            if names.contains(&candidate) {
-                return candidate.to_string();
-            }
-            let mut folded = names.iter().filter(|n| n.eq_ignore_ascii_case(candidate));
-            if let (Some(only), None) = (folded.next(), folded.next()) {
-                return only.to_string();
-            }
-        }
-        name.to_string()
-    }
-
-    /// `v` as a full column of [`Ctx::num_rows`] rows.
-    pub fn broadcast(&self, v: Val) -> Result<ArrayRef> {
-        if !v.scalar {
-            return Ok(v.array);
-        }
-        let zeros = UInt32Array::from(vec![0u32; self.num_rows]);
-        Ok(take(v.array.as_ref(), &zeros, None)?)
-    }
-
+impl Ctx<'_, '_> {
     /// Evaluates `e` over the rows in scope.
     ///
     /// The chain of first operands below `e` (see [`first_operand`]) is walked in a loop: its
@@ -172,7 +51,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
         deeper(|| {
             // A grouped context looks every node up by its text, which is built bottom-up only
             // along binary operators (see `group_value`); other forms are one level each there.
-            let grouped = self.groups.is_some();
+            let grouped = self.is_grouped();
             let mut chain = Vec::new();
             let mut bottom = e;
             while let Some(operand) = first_operand(bottom) {
@@ -196,36 +75,6 @@ impl<'t, 'a> Ctx<'t, 'a> {
             }
             Ok(v)
         })
-    }
-
-    /// In a grouped context, the value of the highest node of `chain` (or of `bottom`) whose text
-    /// is a group key or aggregate, and the level to continue from. The text of each node is the
-    /// one below it and ` {op} {right}`, so one buffer grows from the bottom up; it is looked up
-    /// only at the lengths of the keys, and no longer once it is longer than every key.
-    fn group_value(&self, bottom: &Expr, chain: &[&Expr]) -> Option<(Val, usize)> {
-        let groups = self.groups.as_ref()?;
-        let longest = self.key_lengths.iter().copied().max().unwrap_or(0);
-        let find = |text: &str| {
-            if self.key_lengths.contains(&text.len()) {
-                groups.get(text).map(|a| Val { array: a.clone(), scalar: false })
-            } else {
-                None
-            }
-        };
-        let mut text = expr_text(bottom);
-        let mut found = find(&text).map(|v| (v, chain.len()));
-        for level in (0..chain.len()).rev() {
-            if text.len() > longest {
-                break;
-            }
-            let Expr::BinaryOp { op, right, .. } = chain[level] else { break };
-            let _ = write!(text, " {op} ");
-            write_text(right, &mut text);
-            if let Some(v) = find(&text) {
-                found = Some((v, level));
-            }
-        }
-        found
     }
 
     /// What must hold of a chain node before its operand is evaluated (the checks that came first
@@ -386,7 +235,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
             return self.apply(e, v, span);
         }
         match e {
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) if self.groups.is_some() => {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) if self.is_grouped() => {
                 Err(sql_error(format!("'{e}' must appear in GROUP BY or inside an aggregate"), span))
             }
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
@@ -499,8 +348,8 @@ impl<'t, 'a> Ctx<'t, 'a> {
                 };
                 Ok(v.like(out))
             }
-            "json_extract" => super::exec::json_extract(self, args, span),
-            "in_split" => super::exec::in_split(self, args, span),
+            "json_extract" => json_extract(self, args, span),
+            "in_split" => in_split(self, args, span),
             _ => Err(sql_error(
                 format!(
                     "unknown function {name}(); the functions are lower, upper, length, abs, json_extract, in_split, \
@@ -586,17 +435,6 @@ pub(crate) fn null_as_false(b: &BooleanArray) -> BooleanArray {
     match b.nulls() {
         Some(n) => BooleanArray::new(b.values() & n.inner(), None),
         None => BooleanArray::new(b.values().clone(), None),
-    }
-}
-
-/// The column a (compound) identifier names: parts joined with '.'.
-pub(crate) fn column_name(e: &Expr) -> Option<String> {
-    match e {
-        Expr::Identifier(i) => Some(i.value.clone()),
-        Expr::CompoundIdentifier(parts) => {
-            Some(parts.iter().map(|p| p.value.as_str()).collect::<Vec<_>>().join("."))
-        }
-        _ => None,
     }
 }
 

@@ -14,19 +14,19 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
-use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array};
+use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, UInt32Array};
 use arrow_ord::sort::{lexsort_to_indices, sort_to_indices, SortColumn};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType, Field, Schema, SortOptions};
 use arrow_select::take::take;
-use beton_storage::{FieldType, Value as StorageValue};
 use sqlparser::ast::{Expr, SelectItem, Value};
 use sqlparser::tokenizer::Span;
 
-use super::ast::{expr_text, pos, select_item_start};
-use super::eval::{canonical_floats, column_name, function_args, sql_type_name, Ctx, Val, AGGREGATES};
+use super::ast::{column_name, expr_text, pos, select_item_start};
+use super::error::{at, sql_error};
+use super::eval::{canonical_floats, function_args, sql_float_order, sql_type_name, AGGREGATES};
 use super::parse::{unsupported, OrderKey, SelectPlan};
-use super::{at, sql_error};
+use super::scope::{Ctx, Val};
 use crate::error::Result;
 use crate::index_set::IndexSet;
 use crate::table::Table;
@@ -339,7 +339,7 @@ fn batch(fields: Vec<Field>, arrays: Vec<ArrayRef>, num_rows: usize) -> Result<R
 /// A sort key of `ORDER BY`: floats ordered as SQL compares them (`-0.0` ties with `0.0` and
 /// keeps row order; every NaN, whatever its sign bit, above every number, as in PostgreSQL).
 fn sort_column(values: ArrayRef, k: &OrderKey) -> SortColumn {
-    let values = super::eval::sql_float_order(super::eval::Val { array: values, scalar: false }).array;
+    let values = sql_float_order(Val { array: values, scalar: false }).array;
     SortColumn { values, options: Some(SortOptions { descending: k.descending, nulls_first: k.nulls_first }) }
 }
 
@@ -649,8 +649,7 @@ fn aggregate(
         _ => {
             // min / max: one sort of the values, then each group's first row in that order.
             // Floats as SQL orders them: every NaN above every number, -0.0 equal to 0.0.
-            let values =
-                super::eval::sql_float_order(super::eval::Val { array: values, scalar: false }).array;
+            let values = sql_float_order(Val { array: values, scalar: false }).array;
             let options = SortOptions { descending: name == "max", nulls_first: false };
             let order =
                 sort_to_indices(values.as_ref(), Some(options), None).map_err(|e| at(span)(e.into()))?;
@@ -666,97 +665,10 @@ fn aggregate(
     }
 }
 
-/// `json_extract(field, '$.a.b')`: the value at the path in each row's JSON payload, as text
-/// (strings unquoted, other values as JSON; missing paths and JSON null are NULL).
-pub(crate) fn json_extract(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
-    let [field, path] = args else {
-        return Err(sql_error(format!("json_extract() takes two arguments, got {}", args.len()), span));
-    };
-    let name = column_name(field)
-        .ok_or_else(|| sql_error("json_extract() needs a JSON field name first", pos(field)))?;
-    let table = ctx.table();
-    let is_json = |ds: &beton_storage::Dataset| {
-        ds.fields().iter().position(|f| f.name() == name && *f.field_type() == FieldType::Json)
-    };
-    is_json(table.dataset()).ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), pos(field)))?;
-    let path = match path {
-        Expr::Value(v) => match &v.value {
-            Value::SingleQuotedString(s) => s.clone(),
-            _ => return Err(sql_error("json_extract() needs a path literal like '$.a.b'", pos(path))),
-        },
-        _ => return Err(sql_error("json_extract() needs a path literal like '$.a.b'", pos(path))),
-    };
-    let steps: Vec<&str> = match path.strip_prefix('$') {
-        Some("") => Vec::new(),
-        Some(rest) if rest.starts_with('.') => rest[1..].split('.').collect(),
-        _ => return Err(sql_error(format!("JSON path must start with '$.': {path}"), span)),
-    };
-    // The rows in scope, as table row ids.
-    let ids = ctx.column("index", span)?;
-    let ids = ids.as_primitive::<arrow_array::types::UInt64Type>();
-    let mut out = Vec::with_capacity(ids.len());
-    for &i in ids.values() {
-        let (ds, row) = table.locate(i)?;
-        let k = is_json(ds).ok_or_else(|| sql_error(format!("'{name}' is not a JSON field"), pos(field)))?;
-        let text = match ds.get(row, k)? {
-            StorageValue::Json(t) => t,
-            _ => unreachable!("JSON field"),
-        };
-        let doc: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| sql_error(format!("sample {i}: field '{name}' is not valid JSON: {e}"), span))?;
-        let mut at_path = Some(&doc);
-        for step in &steps {
-            at_path = at_path.and_then(|v| match v {
-                serde_json::Value::Array(a) => step.parse::<usize>().ok().and_then(|j| a.get(j)),
-                _ => v.get(step),
-            });
-        }
-        out.push(match at_path {
-            None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::String(s)) => Some(s.clone()),
-            Some(other) => Some(other.to_string()),
-        });
-    }
-    Ok(Val { array: Arc::new(StringArray::from(out)), scalar: false })
-}
-
-/// `in_split('val')`: whether each row in scope is in the file's named split `val`.
-pub(crate) fn in_split(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
-    let name = match args {
-        [Expr::Value(v)] => match &v.value {
-            Value::SingleQuotedString(s) => s.as_str(),
-            _ => {
-                return Err(sql_error("in_split() needs a split name in quotes, like in_split('val')", span))
-            }
-        },
-        _ => return Err(sql_error("in_split() needs a split name in quotes, like in_split('val')", span)),
-    };
-    let split = ctx.table().split(name).map_err(|e| sql_error(e.to_string(), pos(args[0])))?;
-    let ids = ctx.column("index", span)?;
-    let ids = ids.as_primitive::<arrow_array::types::UInt64Type>();
-    let members = split.as_slice();
-    let ids = ids.values();
-    let out: arrow_array::BooleanArray = if ids.windows(2).all(|w| w[0] < w[1]) {
-        // Both ascend (the usual case: rows in table order), so one linear merge.
-        let mut j = 0;
-        ids.iter()
-            .map(|&i| {
-                while members.get(j).is_some_and(|&m| m < i) {
-                    j += 1;
-                }
-                Some(members.get(j) == Some(&i))
-            })
-            .collect()
-    } else {
-        ids.iter().map(|i| Some(members.binary_search(i).is_ok())).collect()
-    };
-    Ok(Val { array: Arc::new(out), scalar: false })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{UInt16Array, UInt64Array};
+    use arrow_array::{StringArray, UInt16Array, UInt64Array};
 
     /// The reference order: a full sort on (value, position), first `k`.
     fn reference(values: &ArrayRef, k: usize, descending: bool) -> Vec<u32> {

@@ -2,8 +2,11 @@
 //! out.
 //!
 //! The text is parsed by sqlparser (`parse.rs`), expressions are evaluated over whole Arrow columns
-//! with the compute kernels (`eval.rs`), and `exec.rs` runs the `SELECT` pipeline (filter, group,
+//! with the compute kernels (`eval.rs`) in a scope of rows (`scope.rs`), with the functions that
+//! read the file itself in `functions.rs`, and `exec.rs` runs the `SELECT` pipeline (filter, group,
 //! project, sort, limit). Only the columns an expression names are materialised by [`Table`].
+//! The modules import one another without a cycle: `exec` → `eval` → `functions` → `scope` →
+//! `parse` → `ast`, with `error` under all of them.
 //!
 //! Grammar: `SELECT * | expr [AS alias], … FROM samples [WHERE expr] [GROUP BY expr, …]
 //! [HAVING expr] [ORDER BY expr [ASC|DESC] [NULLS FIRST|LAST], …] [LIMIT n] [OFFSET m]`, where
@@ -36,28 +39,20 @@
 //! about the statement as a whole points at its first token).
 
 mod ast;
+mod error;
 mod eval;
 mod exec;
+mod functions;
 mod parse;
+mod scope;
+
+pub use parse::{MAX_NESTING, MAX_OPERATORS};
 
 use arrow_array::RecordBatch;
-use sqlparser::tokenizer::Span;
 
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
 use crate::table::Table;
-
-/// How deep an expression may nest: open parentheses and brackets, open `CASE`s and runs of prefix
-/// operators (`NOT`, unary `-` and `+`) together. PostgreSQL's default `max_stack_depth` allows
-/// some thousands; 256 is far past any hand-written predicate and keeps the parser's and the
-/// evaluator's recursion (a few KB a level) small.
-pub const MAX_NESTING: usize = 256;
-
-/// How many operator tokens (anything but names, numbers, strings, commas and whitespace) a text
-/// may have: 2^21, about 10 MB of `a OR a OR …`. Each may add a level to the syntax tree, and every
-/// entry point reserves stack for the deepest tree its text could give (512 bytes a level, so at
-/// most 1 GiB of address space, of which only the touched pages are memory).
-pub const MAX_OPERATORS: usize = 1 << 21;
 
 /// The row ids of `table` that a bare predicate (`label < 3 AND image.width >= 224`) or a
 /// `SELECT … FROM samples WHERE …` selects. For a `SELECT`, its projection is ignored, but
@@ -156,20 +151,5 @@ fn reanchor(sql: &str, e: Error) -> Error {
     match moved {
         Some(i) => Error::Sql { message, line, column: i as u64 + 1 },
         None => keep(message),
-    }
-}
-
-/// An [`Error::Sql`] at the start of `span`.
-pub(crate) fn sql_error(message: impl Into<String>, span: Span) -> Error {
-    Error::Sql { message: message.into(), line: span.start.line, column: span.start.column }
-}
-
-/// Attaches `span` to errors that have no SQL position (Arrow errors, unknown columns).
-pub(crate) fn at(span: Span) -> impl Fn(Error) -> Error {
-    move |e| match e {
-        Error::Sql { .. } | Error::Storage(_) => e,
-        Error::NoSuchColumn { .. } => sql_error(e.to_string(), span),
-        Error::Arrow(a) => sql_error(a.to_string(), span),
-        other => sql_error(other.to_string(), span),
     }
 }

@@ -15,8 +15,20 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer};
 
 use super::ast::{dismantle_in_place, or_span, pos, query_start, set_expr_start, table_factor_start};
-use super::{sql_error, MAX_NESTING, MAX_OPERATORS};
+use super::error::sql_error;
 use crate::error::{Error, Result};
+
+/// How deep an expression may nest: open parentheses and brackets, open `CASE`s and runs of prefix
+/// operators (`NOT`, unary `-` and `+`) together. PostgreSQL's default `max_stack_depth` allows
+/// some thousands; 256 is far past any hand-written predicate and keeps the parser's and the
+/// evaluator's recursion (a few KB a level) small.
+pub const MAX_NESTING: usize = 256;
+
+/// How many operator tokens (anything but names, numbers, strings, commas and whitespace) a text
+/// may have: 2^21, about 10 MB of `a OR a OR …`. Each may add a level to the syntax tree, and every
+/// entry point reserves stack for the deepest tree its text could give (512 bytes a level, so at
+/// most 1 GiB of address space, of which only the touched pages are memory).
+pub const MAX_OPERATORS: usize = 1 << 21;
 
 /// sqlparser's recursion budget. It spends one level per parenthesis in most forms and two in some
 /// (`1 + (…)`, `NOT (…)`, `(SELECT …)`), and its errors past the budget say little ("recursion

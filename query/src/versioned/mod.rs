@@ -515,18 +515,19 @@ impl VersionedDataset {
 
     /// The type of schema field `name`, which column files can hold.
     fn column_field(&self, name: &str) -> Result<FieldType> {
-        let field =
-            self.manifest.schema.iter().find(|f| f.name == name).ok_or_else(|| Error::NoSuchColumn {
-                name: name.to_string(),
-                available: self
-                    .manifest
-                    .schema
-                    .iter()
-                    .map(|f| f.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
-        field.field_type()
+        self.schema_field(name)?.field_type()
+    }
+
+    /// Schema field `name`.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`] listing the schema's fields.
+    fn schema_field(&self, name: &str) -> Result<&SchemaField> {
+        let schema = &self.manifest.schema;
+        schema.iter().find(|f| f.name == name).ok_or_else(|| Error::NoSuchColumn {
+            name: name.to_string(),
+            available: schema.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+        })
     }
 
     /// Adds field `name` of type `ty` with one value per row of this version (in index order),
@@ -625,18 +626,7 @@ impl VersionedDataset {
     /// # Errors
     /// [`Error::NoSuchColumn`]; as [`VersionedDataset::commit`].
     pub fn drop_column(&self, name: &str, message: &str) -> Result<VersionedDataset> {
-        if !self.manifest.schema.iter().any(|f| f.name == name) {
-            return Err(Error::NoSuchColumn {
-                name: name.to_string(),
-                available: self
-                    .manifest
-                    .schema
-                    .iter()
-                    .map(|f| f.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        }
+        self.schema_field(name)?;
         let touches = Touches { everything: true, ..Touches::default() };
         self.commit(Operation::DropColumn { name: name.to_string() }, message, &touches, |_, new| {
             new.schema.retain(|f| f.name != name);

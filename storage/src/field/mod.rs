@@ -7,7 +7,8 @@
 //! [`registry!`] below is where each is registered, one line per type.
 //!
 //! **Adding a field type** is one new file here (a struct implementing [`FieldKind`], and a
-//! `parse` function recognising its descriptor and its short name), its variant in
+//! `parse` function recognising its descriptor and its short name; a type without parameters
+//! declares both with `fixed_kind!` of `fixed.rs` and writes only its codec), its variant in
 //! [`FieldType`], and its line in the registry. The reader, the writer, the query table, the
 //! loader's default decoders, `beton info` and the Python bindings all go through [`FieldKind`]
 //! and need no change (Python exposes the type by its short name; a Python `Field` class that
@@ -15,6 +16,10 @@
 //!
 //! FFCV's seven types keep their type ids (`ffcv/types.py`); beton's extensions are type 255 with
 //! a tagged argument blob ([`extension`]).
+
+// First: the types below are declared with its `fixed_kind!`.
+#[macro_use]
+mod fixed;
 
 mod array;
 mod bool;
@@ -148,6 +153,14 @@ impl<'a> DecodeContext<'a, '_> {
     /// [`Error::Corrupt`] when the sample owns no allocation there (of that size).
     pub fn payload(&self, ptr: u64, size: Option<u64>) -> Result<&'a [u8]> {
         (self.payload)(ptr, size)
+    }
+
+    /// The payload of a `{ptr, size}` slot whose size counts bytes (Bytes, JSON, text).
+    ///
+    /// # Errors
+    /// As [`DecodeContext::payload`].
+    pub fn sized_payload(&self, slot: &[u8]) -> Result<&'a [u8]> {
+        self.payload(word(slot, 0), Some(word(slot, 8)))
     }
 
     /// A [`Error::Corrupt`] naming this sample, field and row offset.
@@ -521,6 +534,13 @@ pub(crate) fn mismatch(kind: &dyn FieldKind, value: &SampleValue) -> Error {
 /// Writes the `size` word of a `{ptr, size}` slot.
 pub(crate) fn put_size(slot: &mut [u8], size: u64) {
     slot[8..16].copy_from_slice(&size.to_le_bytes());
+}
+
+/// `bytes` as the payload of a `{ptr, size}` slot whose size counts bytes (Bytes, JSON, text):
+/// writes the size word and returns the payload, as [`FieldKind::encode`] does.
+pub(crate) fn sized_payload(slot: &mut [u8], bytes: Vec<u8>) -> Option<Vec<u8>> {
+    put_size(slot, bytes.len() as u64);
+    Some(bytes)
 }
 
 /// The little-endian `u64` at `at` in `slot` (0 past its end: slots are sized by their type).

@@ -1,6 +1,6 @@
 """Regenerates the bad-file registry (tests/data/bad/*.beton), each file a few KB, from the
-small `custom_field` FFCV fixture or from scratch. tests/storage/corrupt.rs (BAD_FILES) lists the
-error each must give, on open or on reading its samples. Run from the repo root: python3 tests/data/bad/make.py"""
+small `custom_field` FFCV fixture or from scratch. storage/tests/integration/corrupt.rs
+(BAD_FILES) lists the error each must give, on open or on reading its samples. Run from the repo root: python3 tests/data/bad/make.py"""
 import gzip, struct
 from pathlib import Path
 

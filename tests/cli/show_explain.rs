@@ -1,19 +1,16 @@
 //! `beton show` and `beton explain` on a dataset written here and on an FFCV fixture.
 
-use std::io::{Cursor, Read};
+use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use beton_storage::{
     Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,
     WriterOptions,
 };
 
-const N: u64 = 8;
+use super::{beton, fixture};
 
-fn beton(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_beton")).args(args).output().expect("run beton")
-}
+const N: u64 = 8;
 
 fn ok(args: &[&str]) -> String {
     let o = beton(args);
@@ -29,16 +26,6 @@ fn fails(args: &[&str]) -> String {
     assert_eq!(o.status.code(), Some(1), "beton {args:?}: expected exit 1; stderr: {err}");
     assert!(o.stdout.is_empty(), "beton {args:?} printed on failure");
     err
-}
-
-/// Gunzips fixture `name` from tests/data/ffcv into `dir`.
-fn fixture(dir: &Path, name: &str) -> PathBuf {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/ffcv/{name}.beton.gz"));
-    let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(src).unwrap()).read_to_end(&mut bytes).unwrap();
-    let path = dir.join(format!("{name}.beton"));
-    std::fs::write(&path, bytes).unwrap();
-    path
 }
 
 /// Sample i's RGB image: (200 + 20 i) x 500, about 300–400 KB raw, so the file spans 2 pages.

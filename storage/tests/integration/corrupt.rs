@@ -614,7 +614,7 @@ fn fuzz_input(data: &[u8]) -> (OpenOptions, &[u8]) {
 /// replayed as the target reads it, and as a plain file.
 #[test]
 fn fuzz_regressions_do_not_panic() {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/open_read");
+    let dir = repo_root().join("fuzz/regressions/open_read");
     let mut replayed = 0;
     for entry in std::fs::read_dir(&dir).expect("fuzz/regressions/open_read") {
         let path = entry.unwrap().path();

@@ -239,7 +239,7 @@ fn sample_larger_than_a_page_names_sample_and_needed_page_size() {
 /// Real photos (JPEG and PNG) in every write mode, 1 vs 2 threads: identical bytes.
 #[test]
 fn output_does_not_depend_on_thread_count() {
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder/fish");
+    let root = repo_root().join("examples/data/imagefolder/fish");
     let mut files: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     files.truncate(12);

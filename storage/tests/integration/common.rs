@@ -3,9 +3,15 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+/// The repository's root: the test data, examples and fuzz inputs are shared by every crate's
+/// tests, so they live there, not in this crate.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
 /// The repo's test data folder.
 pub fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("data")
+    repo_root().join("tests").join("data")
 }
 
 /// Names of every FFCV fixture (`NAME.beton.gz` in tests/data/ffcv).
