@@ -51,7 +51,8 @@ pub struct Markers<'a> {
     pub exif: Option<&'a [u8]>,
     /// The transform byte of an Adobe APP14 segment.
     pub adobe_transform: Option<u8>,
-    /// The restart interval in MCUs of the first DRI segment; 0 when there is none.
+    /// The restart interval in MCUs in effect for the first scan (the last DRI segment before
+    /// it, as libjpeg reads it); 0 when there is none.
     pub restart_interval: u16,
     /// The first frame header.
     pub frame: Option<Frame>,
@@ -118,7 +119,8 @@ pub fn parse(data: &[u8]) -> Markers<'_> {
                     found.adobe_transform = Some(t);
                 }
             }
-            0xDD if dri.is_none() => dri = be16(0),
+            // The last DRI before the scan is the one in effect for it (as libjpeg reads).
+            0xDD => dri = be16(0),
             // SOFn (0xC4 DHT, 0xC8 JPG and 0xCC DAC are not frames).
             0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF if found.frame.is_none() => {
                 let comps = seg.get(5).copied().unwrap_or(0);
@@ -173,6 +175,18 @@ mod tests {
         let s = m.scan.unwrap();
         assert_eq!((s.num_components, s.spectral, s.data_at), (3, Some([0, 63, 0]), data.len() - 1));
         assert!(!m.stray_marker);
+    }
+
+    #[test]
+    fn the_last_restart_interval_before_the_scan_is_the_one_in_effect() {
+        // SOI, DRI 1, DRI 3, SOS: libjpeg decodes the scan with interval 3; a slicer that took 1
+        // would cut the entropy data at the wrong markers.
+        let mut data = vec![0xFF, 0xD8, 0xFF, 0xDD, 0, 4, 0, 1, 0xFF, 0xDD, 0, 4, 0, 3];
+        data.extend_from_slice(&[0xFF, 0xDA, 0, 8, 1, 1, 0, 0, 63, 0, 0xAB]);
+        assert_eq!(parse(&data).restart_interval, 3);
+        // After the scan, a DRI does not count for it.
+        data.extend_from_slice(&[0xFF, 0xDD, 0, 4, 0, 9]);
+        assert_eq!(parse(&data).restart_interval, 3);
     }
 
     #[test]
