@@ -5,7 +5,8 @@
 //!
 //! Adding an image operation: a struct implementing `beton_loader::image::ImageOp` (one file in
 //! `loader/src/image/ops/` and its line in `operations!` there), one `image_op!` line below, its
-//! registration in `register`, and its Python class.
+//! name in `register`'s `add_classes!` list, its stub in `beton/_native.pyi`, and its FFCV-named
+//! Python class.
 
 use std::sync::Arc;
 

@@ -47,8 +47,8 @@
 //! 2. Its line `your_op::{YourOp},` in the `operations!` list in `ops/mod.rs`: that declares the
 //!    file and makes it `beton_loader::image::YourOp`.
 //! 3. For Python (its class): in `python/src/ops.rs` its `image_op!` line (with the native type
-//!    in the `use` list) and its `add_class` line in `register`; and its FFCV-named class in
-//!    `python/beton/transforms/image.py`.
+//!    in the `use` list) and its name in `register`'s `add_classes!` list; its stub in
+//!    `python/beton/_native.pyi`; and its FFCV-named class in `python/beton/transforms/image.py`.
 //!
 //! All randomness comes from `(seed, epoch, index)` ([`SampleRng`]), so batches do not depend on
 //! the number of threads. Corrupt payloads are errors (the loader names the sample), never
