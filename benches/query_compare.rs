@@ -115,7 +115,7 @@ fn sample(i: u64) -> Vec<SampleValue> {
 
 fn generate(path: &Path, rows: u64) -> f64 {
     std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).expect("bench data directory");
-    let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+    let raw = ImageOptions::with_mode(WriteMode::Raw);
     let fields = vec![
         FieldSpec::new("label", FieldType::Int),
         FieldSpec::new("score", FieldType::Float),

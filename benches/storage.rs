@@ -179,7 +179,7 @@ fn write_scalars(path: &Path, n: u64) {
 }
 
 fn write_tiny_images(path: &Path, n: u64) {
-    let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+    let raw = ImageOptions::with_mode(WriteMode::Raw);
     let options = WriterOptions { page_size: 1 << 21, chunk_size: 1 << 16, ..WriterOptions::default() };
     Writer::new(path, vec![FieldSpec::rgb_image("image", raw)], options)
         .expect("writer")

@@ -91,7 +91,7 @@ fn main() {
 
     // Every FFCV type, odd row layout (image first: 13-byte packed struct, then padding).
     let fields = vec![
-        FieldSpec::rgb_image("image", ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() }),
+        FieldSpec::rgb_image("image", ImageOptions::with_mode(WriteMode::Raw)),
         FieldSpec::new("label", FieldType::Int),
         FieldSpec::new("score", FieldType::Float),
         FieldSpec::new("blob", FieldType::Bytes),
@@ -126,8 +126,8 @@ fn main() {
         FieldSpec::new("caption", FieldType::Text),
         FieldSpec::new("flag", FieldType::Bool),
         FieldSpec::new("boxes", FieldType::Array(DType::parse("<f4").unwrap())),
-        FieldSpec::grey_image("grey", ImageOptions { write_mode: WriteMode::Jpg, ..ImageOptions::default() }),
-        FieldSpec::rgb_image("image", ImageOptions { write_mode: WriteMode::Jpg, ..ImageOptions::default() }),
+        FieldSpec::grey_image("grey", ImageOptions::with_mode(WriteMode::Jpg)),
+        FieldSpec::rgb_image("image", ImageOptions::with_mode(WriteMode::Jpg)),
     ];
     written.push((
         write(&out, "extensions", fields, 30, |i| {

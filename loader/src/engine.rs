@@ -98,18 +98,32 @@ struct Pipeline {
     num_columns: usize,
 }
 
-/// Builder methods that each set one field: `name(arg: Type) => value;` makes
-/// `pub fn name(mut self, arg: Type) -> Self`, which sets `self.name = value`.
+/// Builder methods that each set one field: `name(arg: Type) => field = value;` makes
+/// `pub fn name(mut self, arg: Type) -> Self`, which sets `self.field = value`.
 macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $value:expr;)*) => {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $($field:ident).+ = $value:expr;)*) => {
         $(
             $(#[$doc])*
             pub fn $name(mut self, $arg: $ty) -> Self {
-                self.$name = $value;
+                self.$($field).+ = $value;
                 self
             }
         )*
     };
+}
+
+/// FFCV's arguments that shape every epoch, as the builder takes them and the loader runs them.
+struct Settings {
+    batch_size: usize,
+    /// Worker threads; 0 in the builder: one per core.
+    threads: usize,
+    order: Arc<dyn Order>,
+    seed: u64,
+    drop_last: bool,
+    batches_ahead: usize,
+    /// This process's place in torch.distributed's world.
+    rank: usize,
+    world_size: usize,
 }
 
 /// Builder of a [`Loader`]; FFCV's `Loader` arguments.
@@ -120,16 +134,9 @@ pub struct LoaderBuilder {
     indices: Option<IndexSet>,
     /// Rows with repeats ([`LoaderBuilder::index_list`]).
     list: Option<Vec<u64>>,
-    batch_size: usize,
-    threads: usize,
-    order: Arc<dyn Order>,
-    seed: u64,
-    drop_last: bool,
-    batches_ahead: usize,
+    settings: Settings,
     os_cache: bool,
     cache_pages: Option<usize>,
-    rank: usize,
-    world_size: usize,
     fields: Option<Vec<String>>,
     decoders: Vec<(String, Arc<dyn FieldDecoder>)>,
     views: Vec<(String, String, Arc<dyn FieldDecoder>)>,
@@ -157,39 +164,39 @@ impl LoaderBuilder {
 
     setters! {
         /// Samples per batch (default 32).
-        batch_size(n: usize) => n;
+        batch_size(n: usize) => settings.batch_size = n;
         /// Worker threads (default: the number of cores; 0 also means that).
-        threads(n: usize) => n;
+        threads(n: usize) => settings.threads = n;
         /// The traversal order (default SEQUENTIAL).
-        order(order: OrderOption) => Arc::new(order);
+        order(order: OrderOption) => settings.order = Arc::new(order);
         /// The seed of every random choice (default 0).
-        seed(seed: u64) => seed;
+        seed(seed: u64) => settings.seed = seed;
         /// Drop the last batch when it is partial (default true, as FFCV).
-        drop_last(drop_last: bool) => drop_last;
+        drop_last(drop_last: bool) => settings.drop_last = drop_last;
         /// Batches built ahead of the consumer (default 3, as FFCV).
-        batches_ahead(n: usize) => n;
+        batches_ahead(n: usize) => settings.batches_ahead = n;
         /// `true` (default): read through the map, the OS page cache shared by processes. `false`:
         /// the process cache, reading pages ahead of use into a bounded pool.
-        os_cache(os_cache: bool) => os_cache;
+        os_cache(os_cache: bool) => os_cache = os_cache;
         /// Bound of the process cache in pages (default: `2 × batch_size + 16`, the QUASI_RANDOM
         /// buffer plus batches in flight, at most the file's pages).
-        cache_pages(n: usize) => Some(n);
+        cache_pages(n: usize) => cache_pages = Some(n);
         /// The number of epochs the loader runs (default: no limit, as FFCV's). Past it,
         /// [`Loader::next_epoch`] is an error rather than a silent extra epoch, and
         /// [`Loader::remaining_epochs`] counts down.
-        epochs(n: u64) => Some(n);
+        epochs(n: u64) => epochs = Some(n);
     }
 
     /// A custom traversal order.
     pub fn custom_order(mut self, order: Arc<dyn Order>) -> Self {
-        self.order = order;
+        self.settings.order = order;
         self
     }
 
     /// This process is rank `rank` of `world_size` (torch.distributed's numbers).
     pub fn distributed(mut self, rank: usize, world_size: usize) -> Self {
-        self.rank = rank;
-        self.world_size = world_size;
+        self.settings.rank = rank;
+        self.settings.world_size = world_size;
         self
     }
 
@@ -222,23 +229,23 @@ impl LoaderBuilder {
     /// indices past the dataset, an unknown field, a field with no decoder.
     pub fn build(self) -> Result<Loader> {
         let invalid = |what: &str, why: String| Error::InvalidArgument { what: what.into(), why };
-        if self.batch_size == 0 {
+        if self.settings.batch_size == 0 {
             return Err(invalid("batch_size", "must be at least 1".into()));
         }
-        if self.threads > beton_storage::MAX_THREADS {
+        if self.settings.threads > beton_storage::MAX_THREADS {
             return Err(invalid(
                 "threads",
                 format!(
                     "{} is more than the {} threads beton runs at once (0 means one per core)",
-                    self.threads,
+                    self.settings.threads,
                     beton_storage::MAX_THREADS
                 ),
             ));
         }
-        if self.world_size == 0 || self.rank >= self.world_size {
+        if self.settings.world_size == 0 || self.settings.rank >= self.settings.world_size {
             return Err(invalid(
                 "distributed",
-                format!("rank {} of world size {}", self.rank, self.world_size),
+                format!("rank {} of world size {}", self.settings.rank, self.settings.world_size),
             ));
         }
         let n = self.parts.as_ref().map_or(self.ds.num_samples(), |p| p.num_rows());
@@ -338,7 +345,7 @@ impl LoaderBuilder {
                 num_columns: 0,
             });
         }
-        let threads = match self.threads {
+        let threads = match self.settings.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
@@ -358,7 +365,8 @@ impl LoaderBuilder {
                 None => vec![self.ds.as_ref()],
             };
             let pages: u64 = datasets.iter().map(|d| d.num_pages()).sum();
-            let bound = self.cache_pages.unwrap_or(2 * self.batch_size + 16).min(pages.max(1) as usize);
+            let bound =
+                self.cache_pages.unwrap_or(2 * self.settings.batch_size + 16).min(pages.max(1) as usize);
             Some(Arc::new(PageCache::new(&datasets, bound)?))
         };
         Ok(Loader {
@@ -368,14 +376,11 @@ impl LoaderBuilder {
             repeated,
             pages,
             pipelines,
-            batch_size: self.batch_size,
-            threads,
-            order: self.order,
-            seed: self.seed,
-            drop_last: self.drop_last,
-            batches_ahead: self.batches_ahead.max(1),
-            rank: self.rank,
-            world_size: self.world_size,
+            settings: Settings {
+                threads,
+                batches_ahead: self.settings.batches_ahead.max(1),
+                ..self.settings
+            },
             cache,
             pool: SlotPool::default(),
             next_epoch: 0,
@@ -396,14 +401,8 @@ pub struct Loader {
     repeated: Option<Arc<Vec<u64>>>,
     pages: Arc<PageMap>,
     pipelines: Vec<Pipeline>,
-    batch_size: usize,
-    threads: usize,
-    order: Arc<dyn Order>,
-    seed: u64,
-    drop_last: bool,
-    batches_ahead: usize,
-    rank: usize,
-    world_size: usize,
+    /// `threads` is the number of workers (never 0), `batches_ahead` at least 1.
+    settings: Settings,
     cache: Option<Arc<PageCache>>,
     pool: SlotPool,
     next_epoch: u64,
@@ -419,16 +418,18 @@ impl Loader {
             parts: None,
             indices: None,
             list: None,
-            batch_size: 32,
-            threads: 0,
-            order: Arc::new(OrderOption::Sequential),
-            seed: 0,
-            drop_last: true,
-            batches_ahead: 3,
+            settings: Settings {
+                batch_size: 32,
+                threads: 0,
+                order: Arc::new(OrderOption::Sequential),
+                seed: 0,
+                drop_last: true,
+                batches_ahead: 3,
+                rank: 0,
+                world_size: 1,
+            },
             os_cache: true,
             cache_pages: None,
-            rank: 0,
-            world_size: 1,
             fields: None,
             decoders: Vec::new(),
             views: Vec::new(),
@@ -451,7 +452,13 @@ impl Loader {
     /// As [`plan_epoch`].
     pub fn plan(&self, epoch: u64) -> Result<EpochPlan> {
         let ctx = self.context(epoch);
-        let plan = plan_epoch(self.order.as_ref(), &ctx, self.rank, self.world_size, self.drop_last)?;
+        let plan = plan_epoch(
+            self.settings.order.as_ref(),
+            &ctx,
+            self.settings.rank,
+            self.settings.world_size,
+            self.settings.drop_last,
+        )?;
         Ok(match &self.repeated {
             Some(rows) => plan.map_ids(|position| rows[position as usize]),
             None => plan,
@@ -462,9 +469,9 @@ impl Loader {
         EpochContext {
             indices: &self.indices,
             pages: &self.pages,
-            seed: self.seed,
+            seed: self.settings.seed,
             epoch,
-            batch_size: self.batch_size,
+            batch_size: self.settings.batch_size,
         }
     }
 
@@ -544,10 +551,10 @@ impl Loader {
         // Sizes may come from the file (the longest payload, an array's shape): checked here,
         // before any buffer is sized from them, so later arithmetic on them cannot overflow.
         for c in &columns {
-            if c.batch_bytes(self.batch_size).is_none() {
+            if c.batch_bytes(self.settings.batch_size).is_none() {
                 return Err(Error::InvalidArgument {
                     what: format!("batch column '{}'", c.name),
-                    why: format!("{:?} per sample × {} samples overflows", c.shape, self.batch_size),
+                    why: format!("{:?} per sample × {} samples overflows", c.shape, self.settings.batch_size),
                 });
             }
         }
@@ -569,10 +576,10 @@ impl Loader {
             cache: self.cache.clone(),
             schedule,
             pool: self.pool.clone(),
-            seed: self.seed,
+            seed: self.settings.seed,
             epoch,
-            batch_size: self.batch_size,
-            ahead: self.batches_ahead,
+            batch_size: self.settings.batch_size,
+            ahead: self.settings.batches_ahead,
             next: AtomicUsize::new(first),
             gate: Mutex::new(Gate {
                 consumed: first,
@@ -585,7 +592,7 @@ impl Loader {
             counters: Counters::default(),
         });
         let state = self.state_of(epoch);
-        let workers = self.threads.min(shared.plan.num_batches().max(1));
+        let workers = self.settings.threads.min(shared.plan.num_batches().max(1));
         shared.lock().live_workers = workers;
         // Threads go into the epoch as they start: if a spawn fails, dropping it stops and joins
         // the ones already running.
@@ -675,11 +682,11 @@ impl Loader {
     /// The state at the start of `epoch`; a list with repeats is part of its fingerprint.
     fn state_of(&self, epoch: u64) -> LoaderState {
         let mut state = LoaderState::new(
-            self.order.as_ref(),
+            self.settings.order.as_ref(),
             &self.context(epoch),
-            self.rank,
-            self.world_size,
-            self.drop_last,
+            self.settings.rank,
+            self.settings.world_size,
+            self.settings.drop_last,
         );
         if let Some(rows) = &self.repeated {
             state.indices_fingerprint ^= fnv1a(bytemuck::cast_slice(rows.as_slice()));

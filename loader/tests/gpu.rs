@@ -14,6 +14,7 @@ use beton_loader::image::{
     FloatType, ImagePipeline, Layout, NormalizeImage, RandomHorizontalFlip, SimpleRGBImageDecoder,
 };
 use beton_loader::{Error, FieldDecoder, Loader, OrderOption, SampleContext};
+use beton_query::random::Stream;
 use beton_storage::{
     Dataset, FieldSpec, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer, WriterOptions,
 };
@@ -43,20 +44,10 @@ fn gpu(test: &str) -> Option<GpuContext> {
 /// Noise images (every byte value, neighbours unrelated), stored raw so decoding is exact.
 fn dataset(path: &Path, n: u64) -> Arc<Dataset> {
     let (h, w) = SIZE;
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let images: Vec<Vec<u8>> = (0..n)
-        .map(|_| {
-            (0..h * w * 3)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x >> 56) as u8
-                })
-                .collect()
-        })
-        .collect();
-    let options = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+    let mut noise = Stream::from_seed(0x2545_f491_4f6c_dd1d);
+    let images: Vec<Vec<u8>> =
+        (0..n).map(|_| (0..h * w * 3).map(|_| (noise.next_u64() >> 56) as u8).collect()).collect();
+    let options = ImageOptions::with_mode(WriteMode::Raw);
     Writer::new(path, vec![FieldSpec::rgb_image("image", options)], WriterOptions::default())
         .unwrap()
         .write_indexed(n, |i| {

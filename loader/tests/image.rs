@@ -21,7 +21,7 @@ fn repo() -> PathBuf {
 }
 
 fn options(mode: WriteMode) -> ImageOptions {
-    ImageOptions { write_mode: mode, ..ImageOptions::default() }
+    ImageOptions::with_mode(mode)
 }
 
 /// A dataset with one image field `image` (grey when `grey`) of the given sources.

@@ -25,8 +25,8 @@ fn image(i: u64, w: u32, h: u32, channels: u8) -> ImageSource {
 /// ndarray, and JPEG + raw RGB images and a grey image. Page size 2 MiB, one page.
 fn every_field_type(path: &Path) {
     let arr = ArraySpec::new(DType::parse("<f4").unwrap(), vec![2, 3]).unwrap();
-    let jpg = ImageOptions { write_mode: WriteMode::Jpg, ..ImageOptions::default() };
-    let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+    let jpg = ImageOptions::with_mode(WriteMode::Jpg);
+    let raw = ImageOptions::with_mode(WriteMode::Raw);
     let fields = vec![
         FieldSpec::new("label", FieldType::Int),
         FieldSpec::new("score", FieldType::Float),

@@ -146,7 +146,7 @@ fn edited_and_added_fields_of_every_type_load_as_their_compaction() {
     use beton_loader::{CenterCropRGBImageDecoder, SimpleRGBImageDecoder};
     use beton_query::versioned::values::ValuesBuilder;
     use beton_storage::{ArraySpec, DType, ImageOptions, ImageSource, Pixels};
-    let raw = ImageOptions { write_mode: beton_storage::WriteMode::Raw, ..ImageOptions::default() };
+    let raw = ImageOptions::with_mode(beton_storage::WriteMode::Raw);
     let image = |w: u32, h: u32, seed: u8| {
         let data = (0..w * h * 3).map(|k| (k as u8).wrapping_mul(seed)).collect();
         SampleValue::Image(ImageSource::Pixels(Pixels { width: w, height: h, channels: 3, data }))

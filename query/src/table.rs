@@ -699,7 +699,7 @@ mod tests {
 
     fn dataset(dir: &std::path::Path) -> Dataset {
         let path = dir.join("t.beton");
-        let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+        let raw = ImageOptions::with_mode(WriteMode::Raw);
         let fields = vec![
             FieldSpec::rgb_image("image", raw),
             FieldSpec::new("label", FieldType::Int),

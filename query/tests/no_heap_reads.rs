@@ -74,7 +74,7 @@ fn samples() -> Vec<Sample> {
 
 fn write(dir: &Path) -> Dataset {
     let path = dir.join("heap.beton");
-    let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+    let raw = ImageOptions::with_mode(WriteMode::Raw);
     let fields = vec![
         FieldSpec::new("label", FieldType::Int),
         FieldSpec::new("score", FieldType::Float),

@@ -17,7 +17,7 @@ const NUM_ROWS: u64 = 50;
 
 fn dataset(dir: &std::path::Path) -> Dataset {
     let path = dir.join("sql.beton");
-    let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+    let raw = ImageOptions::with_mode(WriteMode::Raw);
     let fields = vec![
         FieldSpec::rgb_image("image", raw),
         FieldSpec::new("label", FieldType::Int),

@@ -349,7 +349,7 @@ fn diff_names_rows_and_cells() {
 fn every_field_type_is_editable_and_addable() {
     use beton_query::versioned::values::ValuesBuilder;
     use beton_storage::{ArraySpec, DType, ImageOptions, ImageSource, Pixels, Value};
-    let raw = ImageOptions { write_mode: beton_storage::WriteMode::Raw, ..ImageOptions::default() };
+    let raw = ImageOptions::with_mode(beton_storage::WriteMode::Raw);
     let spec = ArraySpec { dtype: DType::parse("<f4").unwrap(), shape: vec![2] };
     let image = |w: u32, h: u32, seed: u8| {
         let data = (0..w * h * 3).map(|k| (k as u8).wrapping_mul(seed)).collect();

@@ -11,6 +11,15 @@ fn beton(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_beton")).args(args).output().expect("run beton")
 }
 
+/// Runs `beton args`, checks that it succeeded (naming the arguments and stderr when not) and
+/// returns its stdout.
+fn beton_ok(args: &[&str]) -> String {
+    let o = beton(args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "beton {args:?}: {err}");
+    out
+}
+
 fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
@@ -29,9 +38,7 @@ fn fixture(dir: &Path, name: &str) -> PathBuf {
 fn info_prints_table_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let f = fixture(dir.path(), "scalars");
-    let o = beton(&["info", f.to_str().unwrap()]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{err}");
+    let out = beton_ok(&["info", f.to_str().unwrap()]);
     assert!(out.contains("1000 samples") && out.contains("IntField (1)") && out.contains("score"), "{out}");
     let o = beton(&["info", "--json", f.to_str().unwrap()]);
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -253,14 +260,13 @@ fn query_prints_tables_json_and_ids() {
     let dir = tempfile::tempdir().unwrap();
     let f = fixture(dir.path(), "odd5");
     let file = f.to_str().unwrap();
-    let o = beton(&["query", file, "SELECT count(*) AS n, min(bb) AS lo FROM samples WHERE bb >= 0"]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{err}");
+    let out = beton_ok(&["query", file, "SELECT count(*) AS n, min(bb) AS lo FROM samples WHERE bb >= 0"]);
     assert!(out.lines().next().unwrap().starts_with("n") && out.contains("(1 rows)"), "{out}");
 
-    let o = beton(&["query", file, "bb < 0 OR a > 1e300", "--ids"]);
-    assert!(o.status.success(), "{}", text(&o).1);
-    let ids: Vec<u64> = text(&o).0.lines().map(|l| l.parse().unwrap()).collect();
+    let ids: Vec<u64> = beton_ok(&["query", file, "bb < 0 OR a > 1e300", "--ids"])
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
     let ds = beton_storage::Dataset::open(&f).unwrap();
     let want: Vec<u64> = (0..ds.num_samples())
         .filter(|&i| {
@@ -287,12 +293,7 @@ fn split_commands_on_ffcv_written_files() {
     let dir = tempfile::tempdir().unwrap();
     let f = fixture(dir.path(), "pages_2mib");
     let file = f.to_str().unwrap();
-    let run = |args: &[&str]| {
-        let o = beton(args);
-        let (out, err) = text(&o);
-        assert!(o.status.success(), "{args:?}: {err}");
-        out
-    };
+    let run = beton_ok;
     let out = run(&["split", "random", file, "train=0.8", "val=0.2", "--seed", "3", "--stratify", "label"]);
     assert!(out.contains("split 'train'") && out.contains("split 'val'"), "{out}");
     let out = run(&["split", "add", file, "even", "label % 2 = 0"]);
@@ -325,7 +326,7 @@ fn split_commands_on_ffcv_written_files() {
 fn bench_runs_epochs_and_reports_reads() {
     let dir = tempfile::tempdir().unwrap();
     let f = fixture(dir.path(), "pages_2mib");
-    let o = beton(&[
+    let out = beton_ok(&[
         "bench",
         f.to_str().unwrap(),
         "--batch-size",
@@ -336,8 +337,6 @@ fn bench_runs_epochs_and_reports_reads() {
         "--threads",
         "2",
     ]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{err}");
     assert!(
         out.contains("120 of 120 samples, batch 8, 15 batches an epoch") && out.contains("samples/s"),
         "{out}"
@@ -347,9 +346,7 @@ fn bench_runs_epochs_and_reports_reads() {
     // Epoch 0 of the process cache reads the 20 pages.
     assert_eq!(rows[0].split_whitespace().nth(4), Some("20"), "{out}");
     let f = fixture(dir.path(), "photos_jpg");
-    let o =
-        beton(&["bench", f.to_str().unwrap(), "--batch-size", "4", "--epochs", "1", "--images", "rrc:32"]);
-    assert!(o.status.success(), "{}", text(&o).1);
+    beton_ok(&["bench", f.to_str().unwrap(), "--batch-size", "4", "--epochs", "1", "--images", "rrc:32"]);
     let o = beton(&["bench", f.to_str().unwrap(), "--images", "zoom:3"]);
     assert!(!o.status.success() && text(&o).1.contains("expected rrc:SIZE, center:SIZE or simple"));
 }
@@ -376,9 +373,7 @@ fn bad_arguments_are_refused_with_their_names() {
     let run = beton(&["write-imagefolder", r, o]);
     assert!(text(&run).1.contains("broken.jpg") && text(&run).1.contains("--skip-bad"), "{}", text(&run).1);
     assert!(!out.exists());
-    let run = beton(&["write-imagefolder", r, o, "--skip-bad", "--mode", "raw"]);
-    assert!(run.status.success(), "{}", text(&run).1);
-    let (stdout, _) = text(&run);
+    let stdout = beton_ok(&["write-imagefolder", r, o, "--skip-bad", "--mode", "raw"]);
     assert!(
         stdout.contains("2 images") && stdout.contains("skipped 1") && stdout.contains("broken.jpg"),
         "{stdout}"
@@ -407,8 +402,7 @@ fn bad_arguments_are_refused_with_their_names() {
     let run = beton(&["write-imagefolder", r, o, "--skip-bad", "--mode", "raw"]);
     assert!(run.status.success());
     assert!(!stale.exists());
-    let run = beton(&["bench", o, "--custom", "x=4", "--epochs", "1", "--batch-size", "1"]);
-    assert!(run.status.success(), "{}", text(&run).1);
+    beton_ok(&["bench", o, "--custom", "x=4", "--epochs", "1", "--batch-size", "1"]);
 }
 
 /// A writer killed mid-write (SIGKILL) leaves a temporary file; `info` lists it and the next
@@ -452,7 +446,6 @@ fn a_killed_writer_leaves_nothing_for_good() {
         f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60)).unwrap();
     }
     std::fs::remove_file(&fifo).unwrap();
-    let run = beton(&["write-imagefolder", r, o, "--mode", "raw"]);
-    assert!(run.status.success(), "{}", text(&run).1);
+    beton_ok(&["write-imagefolder", r, o, "--mode", "raw"]);
     assert!(temp().is_empty(), "{:?}", temp());
 }

@@ -56,7 +56,7 @@ fn meta(i: u64) -> String {
 /// image (raw RGB), label, caption (text), meta (JSON), mask (raw grey).
 fn write_dataset(dir: &Path) -> PathBuf {
     let path = dir.join("t.beton");
-    let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+    let raw = ImageOptions::with_mode(WriteMode::Raw);
     let fields = vec![
         FieldSpec::rgb_image("image", raw.clone()),
         FieldSpec::new("label", FieldType::Int),

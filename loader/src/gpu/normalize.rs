@@ -355,17 +355,10 @@ mod tests {
     use super::*;
     use crate::image::{ImageMut, ImageOp, RandomHorizontalFlip};
 
-    /// A deterministic batch of every byte value (xorshift, so neighbouring values differ).
+    /// A deterministic batch of every byte value (neighbouring values unrelated).
     fn batch(len: usize) -> Vec<u8> {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 56) as u8
-            })
-            .collect()
+        let mut noise = crate::random::Stream::from_seed(0x9e37_79b9_7f4a_7c15);
+        (0..len).map(|_| (noise.next_u64() >> 56) as u8).collect()
     }
 
     fn ctx(index: u64) -> SampleContext {

@@ -339,7 +339,7 @@ mod tests {
         if let Some(jpeg) = jpeg {
             cases.push((FieldType::RgbImage, SampleValue::Image(beton_storage::ImageSource::Encoded(jpeg))));
         }
-        let options = ImageOptions { write_mode: beton_storage::WriteMode::Raw, ..ImageOptions::default() };
+        let options = ImageOptions::with_mode(beton_storage::WriteMode::Raw);
         for (ty, value) in cases {
             let expected = ty.encode_value(value.clone(), &options, 0.0, |v| format!("{v:?}")).unwrap();
             let mut b = ValuesBuilder::new(&ty);

@@ -150,6 +150,13 @@ impl Default for ImageOptions {
     }
 }
 
+impl ImageOptions {
+    /// The default options with write mode `write_mode` (e.g. raw pixels for exact tests).
+    pub fn with_mode(write_mode: WriteMode) -> Self {
+        ImageOptions { write_mode, ..ImageOptions::default() }
+    }
+}
+
 /// Decoded pixels, row-major HWC `u8`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pixels {
@@ -322,23 +329,9 @@ pub fn decode_stored(
     decode_stored_with(mode, width, height, data, channels, false)
 }
 
-/// [`decode_stored`] with libjpeg-turbo's fast integer IDCT, as FFCV 1.0.2's loader decodes: the
-/// pixels equal FFCV's byte for byte (checked against every JPEG of the FFCV fixtures). Slightly
-/// less accurate than [`decode_stored`]; raw images are the same either way.
-///
-/// # Errors
-/// As [`decode_stored`].
-pub fn decode_stored_like_ffcv(
-    mode: ImageMode,
-    width: u16,
-    height: u16,
-    data: &[u8],
-    channels: Channels,
-) -> Result<Pixels> {
-    decode_stored_with(mode, width, height, data, channels, true)
-}
-
-fn decode_stored_with(
+/// [`decode_stored`], with libjpeg-turbo's fast integer IDCT when `fast_dct` (FFCV 1.0.2's
+/// decode: [`ImageRef::decode_like_ffcv`](crate::ImageRef::decode_like_ffcv)).
+pub(crate) fn decode_stored_with(
     mode: ImageMode,
     width: u16,
     height: u16,

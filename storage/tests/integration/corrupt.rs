@@ -4,6 +4,8 @@
 //! at the named offset; every file of the bad-file registry (tests/data/bad) has its expected
 //! error; and the fuzzer's crash inputs (fuzz/regressions) stay harmless.
 
+use proptest::prelude::Rng;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -120,20 +122,9 @@ fn every_fixture_cut_at_200_lengths_is_an_error_never_a_panic() {
     eprintln!("{total} cuts of {} fixtures", fixtures.len());
 }
 
-/// Deterministic xorshift64 (no rand crate).
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// A uniform draw in `0..n` (0 when `n` is 0) from proptest's seeded generator.
+fn below(rng: &mut TestRng, n: usize) -> usize {
+    (rng.next_u64() % n.max(1) as u64) as usize
 }
 
 /// A small valid copy of a fixture, so that thousands of mutations stay cheap: the first samples
@@ -195,13 +186,7 @@ fn compact(bytes: &[u8], options: &OpenOptions) -> Vec<u8> {
 /// `count` mutated copies of `bytes` per region (header, descriptors, data table, data pages,
 /// allocation table), each with 1-4 changed bytes (random, one bit flipped, 0xFF or 0), through
 /// [`exercise`]. Returns the number of runs.
-fn mutate_regions(
-    name: &str,
-    bytes: &[u8],
-    options: &OpenOptions,
-    count: usize,
-    rng: &mut XorShift,
-) -> usize {
+fn mutate_regions(name: &str, bytes: &[u8], options: &OpenOptions, count: usize, rng: &mut TestRng) -> usize {
     let ds = options.open_bytes(bytes.to_vec()).expect("whole file opens");
     let table = ds.data_table_offset() as usize;
     let alloc = ds.header().alloc_table_ptr as usize;
@@ -218,11 +203,11 @@ fn mutate_regions(
         for _ in 0..count {
             let mut m = bytes.to_vec();
             let mut changes = Vec::new();
-            for _ in 0..1 + rng.below(4) {
-                let at = range.start + rng.below(range.len());
-                m[at] = match rng.below(4) {
-                    0 => rng.next() as u8,
-                    1 => m[at] ^ (1 << rng.below(8)),
+            for _ in 0..1 + below(rng, 4) {
+                let at = range.start + below(rng, range.len());
+                m[at] = match below(rng, 4) {
+                    0 => rng.next_u64() as u8,
+                    1 => m[at] ^ (1 << below(rng, 8)),
                     2 => 0xFF,
                     _ => 0,
                 };
@@ -241,7 +226,7 @@ fn mutate_regions(
 
 #[test]
 fn random_byte_changes_in_every_structure_never_panic() {
-    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
     let (mut small_runs, mut full_runs) = (0, 0);
     for name in whole_fixtures() {
         let bytes = fixture_bytes(&name);

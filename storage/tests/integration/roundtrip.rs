@@ -95,7 +95,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rt.beton");
-        let raw = ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() };
+        let raw = ImageOptions::with_mode(WriteMode::Raw);
         let fields: Vec<FieldSpec> = types
             .iter()
             .enumerate()

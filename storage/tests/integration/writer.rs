@@ -416,12 +416,7 @@ fn edge_jpegs_through_the_writer() {
     let entries = manifest.as_array().unwrap();
     let out = tempfile::tempdir().unwrap();
     let path = out.path().join("edge.beton");
-    let fields = || {
-        vec![FieldSpec::rgb_image(
-            "image",
-            ImageOptions { write_mode: WriteMode::Raw, ..ImageOptions::default() },
-        )]
-    };
+    let fields = || vec![FieldSpec::rgb_image("image", ImageOptions::with_mode(WriteMode::Raw))];
     let valid: Vec<&serde_json::Value> = entries.iter().filter(|e| e["valid"] == true).collect();
     assert!(valid.len() >= 20);
     Writer::new(&path, fields(), options(16 * MIB, 2))
@@ -442,10 +437,7 @@ fn edge_jpegs_through_the_writer() {
     }
     // A PNG named .jpg is sniffed by its magic bytes and decoded as PNG (the manifest allows
     // that); stored as JPEG it must be a real JPEG, never the PNG bytes.
-    let jpg = vec![FieldSpec::rgb_image(
-        "image",
-        ImageOptions { write_mode: WriteMode::Jpg, ..ImageOptions::default() },
-    )];
+    let jpg = vec![FieldSpec::rgb_image("image", ImageOptions::with_mode(WriteMode::Jpg))];
     let png_path = out.path().join("png.beton");
     Writer::new(&png_path, jpg, options(2 * MIB, 1))
         .unwrap()

@@ -26,58 +26,52 @@ fn luma(px: &[u8]) -> f32 {
     f32::from(l as u8)
 }
 
-/// FFCV's `RandomBrightness(magnitude, p=0.5)`: blends with black.
-#[derive(Debug, Clone, Copy)]
-pub struct RandomBrightness {
-    /// The factor is drawn from `[max(0, 1 - magnitude), 1 + magnitude]`.
-    pub magnitude: f64,
-    /// Probability of applying.
-    pub p: f64,
-}
-
-impl ImageOp for RandomBrightness {
-    fn apply(&self, image: &mut ImageMut<'_>, rng: &mut SampleRng) {
-        if let Some(ratio) = jitter(self.magnitude, self.p, rng) {
-            image.pixels.iter_mut().for_each(|v| *v = blend(*v, 0.0, ratio));
+/// One colour jitter: its struct (FFCV's `magnitude` and `p`) and its [`ImageOp`], which draws
+/// the blend factor and, when the op applies, runs `$blend` over the image with it.
+macro_rules! colour_jitter {
+    ($(#[$doc:meta])* $name:ident, |$image:ident, $ratio:ident| $blend:block) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name {
+            /// The factor is drawn from `[max(0, 1 - magnitude), 1 + magnitude]`.
+            pub magnitude: f64,
+            /// Probability of applying.
+            pub p: f64,
         }
-    }
-}
 
-/// FFCV's `RandomContrast(magnitude, p=0.5)`: blends with the image's mean luma.
-#[derive(Debug, Clone, Copy)]
-pub struct RandomContrast {
-    /// The factor is drawn from `[max(0, 1 - magnitude), 1 + magnitude]`.
-    pub magnitude: f64,
-    /// Probability of applying.
-    pub p: f64,
-}
-
-impl ImageOp for RandomContrast {
-    fn apply(&self, image: &mut ImageMut<'_>, rng: &mut SampleRng) {
-        if let Some(ratio) = jitter(self.magnitude, self.p, rng) {
-            let n = (image.height * image.width).max(1);
-            let mean = image.pixels.chunks_exact(3).map(|px| f64::from(luma(px))).sum::<f64>() / n as f64;
-            image.pixels.iter_mut().for_each(|v| *v = blend(*v, mean as f32, ratio));
-        }
-    }
-}
-
-/// FFCV's `RandomSaturation(magnitude, p=0.5)`: blends each pixel with its luma.
-#[derive(Debug, Clone, Copy)]
-pub struct RandomSaturation {
-    /// The factor is drawn from `[max(0, 1 - magnitude), 1 + magnitude]`.
-    pub magnitude: f64,
-    /// Probability of applying.
-    pub p: f64,
-}
-
-impl ImageOp for RandomSaturation {
-    fn apply(&self, image: &mut ImageMut<'_>, rng: &mut SampleRng) {
-        if let Some(ratio) = jitter(self.magnitude, self.p, rng) {
-            for px in image.pixels.chunks_exact_mut(3) {
-                let l = luma(px);
-                px.iter_mut().for_each(|v| *v = blend(*v, l, ratio));
+        impl ImageOp for $name {
+            fn apply(&self, $image: &mut ImageMut<'_>, rng: &mut SampleRng) {
+                if let Some($ratio) = jitter(self.magnitude, self.p, rng) $blend
             }
         }
-    }
+    };
 }
+
+colour_jitter!(
+    /// FFCV's `RandomBrightness(magnitude, p=0.5)`: blends with black.
+    RandomBrightness,
+    |image, ratio| {
+        image.pixels.iter_mut().for_each(|v| *v = blend(*v, 0.0, ratio));
+    }
+);
+
+colour_jitter!(
+    /// FFCV's `RandomContrast(magnitude, p=0.5)`: blends with the image's mean luma.
+    RandomContrast,
+    |image, ratio| {
+        let n = (image.height * image.width).max(1);
+        let mean = image.pixels.chunks_exact(3).map(|px| f64::from(luma(px))).sum::<f64>() / n as f64;
+        image.pixels.iter_mut().for_each(|v| *v = blend(*v, mean as f32, ratio));
+    }
+);
+
+colour_jitter!(
+    /// FFCV's `RandomSaturation(magnitude, p=0.5)`: blends each pixel with its luma.
+    RandomSaturation,
+    |image, ratio| {
+        for px in image.pixels.chunks_exact_mut(3) {
+            let l = luma(px);
+            px.iter_mut().for_each(|v| *v = blend(*v, l, ratio));
+        }
+    }
+);

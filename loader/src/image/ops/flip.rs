@@ -4,7 +4,6 @@
 use super::{ImageMut, ImageOp};
 use crate::image::rng::SampleRng;
 
-
 /// Mirrors each row of a packed RGB image `width` pixels wide.
 pub(crate) fn flip_horizontal(pixels: &mut [u8], width: usize) {
     if width == 0 {
@@ -19,49 +18,48 @@ pub(crate) fn flip_horizontal(pixels: &mut [u8], width: usize) {
     }
 }
 
-/// FFCV's `RandomHorizontalFlip(flip_prob=0.5)`.
-#[derive(Debug, Clone, Copy)]
-pub struct RandomHorizontalFlip {
-    /// Probability of flipping.
-    pub flip_prob: f64,
-}
-
-impl Default for RandomHorizontalFlip {
-    fn default() -> Self {
-        RandomHorizontalFlip { flip_prob: 0.5 }
-    }
-}
-
-impl ImageOp for RandomHorizontalFlip {
-    fn apply(&self, image: &mut ImageMut<'_>, rng: &mut SampleRng) {
-        if rng.chance(self.flip_prob) {
-            flip_horizontal(image.pixels, image.width);
+/// One random flip: its struct (FFCV's `flip_prob`, default 0.5) and its [`ImageOp`], which runs
+/// `$flip` on the image with probability `flip_prob`; `$extra` are further methods of the op.
+macro_rules! random_flip {
+    ($(#[$doc:meta])* $name:ident, |$image:ident| $flip:block $($extra:item)*) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name {
+            /// Probability of flipping.
+            pub flip_prob: f64,
         }
-    }
 
+        impl Default for $name {
+            fn default() -> Self {
+                $name { flip_prob: 0.5 }
+            }
+        }
+
+        impl ImageOp for $name {
+            fn apply(&self, $image: &mut ImageMut<'_>, rng: &mut SampleRng) {
+                if rng.chance(self.flip_prob) $flip
+            }
+
+            $($extra)*
+        }
+    };
+}
+
+random_flip!(
+    /// FFCV's `RandomHorizontalFlip(flip_prob=0.5)`.
+    RandomHorizontalFlip,
+    |image| {
+        flip_horizontal(image.pixels, image.width);
+    }
     fn horizontal_flip(&self) -> Option<f64> {
         Some(self.flip_prob)
     }
-}
+);
 
-/// FFCV's `RandomVerticalFlip(flip_prob=0.5)`.
-#[derive(Debug, Clone, Copy)]
-pub struct RandomVerticalFlip {
-    /// Probability of flipping.
-    pub flip_prob: f64,
-}
-
-impl Default for RandomVerticalFlip {
-    fn default() -> Self {
-        RandomVerticalFlip { flip_prob: 0.5 }
-    }
-}
-
-impl ImageOp for RandomVerticalFlip {
-    fn apply(&self, image: &mut ImageMut<'_>, rng: &mut SampleRng) {
-        if !rng.chance(self.flip_prob) || image.width == 0 {
-            return;
-        }
+random_flip!(
+    /// FFCV's `RandomVerticalFlip(flip_prob=0.5)`.
+    RandomVerticalFlip,
+    |image| {
         let row = image.width * 3;
         let h = image.height;
         for i in 0..h / 2 {
@@ -69,4 +67,4 @@ impl ImageOp for RandomVerticalFlip {
             a[i * row..(i + 1) * row].swap_with_slice(&mut b[..row]);
         }
     }
-}
+);
