@@ -85,6 +85,15 @@ pub struct Rect {
     pub height: u32,
 }
 
+/// What a decode writes ([`Decompressor::output_of`]).
+struct Output {
+    header: JpegHeader,
+    /// The scaled image, uncropped.
+    scaled: (u32, u32),
+    /// The output: the scaled image, cropped.
+    size: (u32, u32),
+}
+
 /// An owned TurboJPEG instance.
 struct Handle(raw::tjhandle);
 
@@ -150,6 +159,10 @@ impl Drop for Handle {
 /// sets it up for that JPEG, and scaling and cropping stay set until changed.
 pub struct Decompressor {
     handle: Handle,
+    /// The geometry last set ([`Decompressor::set_geometry`]): every decode checks its output
+    /// size against it and the header of the bytes it is given.
+    denom: u32,
+    region: Rect,
 }
 
 impl std::fmt::Debug for Decompressor {
@@ -168,7 +181,7 @@ impl Decompressor {
         handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
         handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
         handle.set(raw::TJPARAM_TJPARAM_MAXPIXELS, MAX_PIXELS)?;
-        Ok(Decompressor { handle })
+        Ok(Decompressor { handle, denom: 1, region: Rect::default() })
     }
 
     /// Uses libjpeg-turbo's fast integer IDCT (`TJPARAM_FASTDCT`), as FFCV's loader does.
@@ -225,7 +238,7 @@ impl Decompressor {
     /// scaled iMCU grid, a region outside the scaled image).
     pub fn set_geometry(&mut self, denom: u32, region: Rect) -> Result<()> {
         let sf = raw::tjscalingfactor { num: 1, denom: denom as c_int };
-        let region = raw::tjregion {
+        let crop = raw::tjregion {
             x: region.x as c_int,
             y: region.y as c_int,
             w: region.width as c_int,
@@ -236,13 +249,35 @@ impl Decompressor {
             if raw::tj3SetScalingFactor(self.handle.0, sf) != 0 {
                 -1
             } else {
-                raw::tj3SetCroppingRegion(self.handle.0, region)
+                raw::tj3SetCroppingRegion(self.handle.0, crop)
             }
         };
         if rc != 0 {
             return Err(Error::Image(format!("libjpeg-turbo: {}", self.handle.error_message())));
         }
+        (self.denom, self.region) = (denom, region);
         Ok(())
+    }
+
+    /// What a decode of `data` writes with the geometry set: its header re-read from `data`
+    /// itself (libjpeg-turbo decodes the bytes it is given, whatever header was read before),
+    /// the geometry checked against it again, and the scaled size (whole, uncropped) and output
+    /// size (cropped). Memory safety of the decodes rests on this: libjpeg-turbo writes as
+    /// many rows and columns as the JPEG and the geometry say, not as the buffer holds.
+    fn output_of(&mut self, data: &[u8]) -> Result<Output> {
+        let header = self.header(data)?;
+        self.set_geometry(self.denom, self.region)?;
+        let scaled = |d: u32| d.div_ceil(self.denom);
+        let (sw, sh) = (scaled(header.width), scaled(header.height));
+        let r = self.region;
+        let out = if r == Rect::default() {
+            (sw, sh)
+        } else {
+            let w = if r.width == 0 { sw - r.x } else { r.width };
+            let h = if r.height == 0 { sh - r.y } else { r.height };
+            (w, h)
+        };
+        Ok(Output { header, scaled: (sw, sh), size: out })
     }
 
     /// Decompresses `data` to `format` into `dst`, `width × height` pixels packed (the header
@@ -258,6 +293,13 @@ impl Decompressor {
         (width, height): (u32, u32),
         format: PixelFormat,
     ) -> Result<()> {
+        let out = self.output_of(data)?.size;
+        if out != (width, height) {
+            return Err(Error::Image(format!(
+                "internal: JPEG decodes to {}x{} here, the caller expects {width}x{height}",
+                out.0, out.1
+            )));
+        }
         let pitch = width as usize * format.size();
         if dst.len() != pitch * height as usize {
             return Err(Error::Image("internal: JPEG output buffer of the wrong size".into()));
@@ -265,10 +307,9 @@ impl Decompressor {
         let pitch = c_int::try_from(pitch).map_err(|_| Error::Image("JPEG too large".into()))?;
         let len = raw::size_t::try_from(data.len()).map_err(|_| Error::Image("JPEG too large".into()))?;
         // SAFETY: the handle is live; `data` is valid for reading data.len() bytes. `dst` holds
-        // exactly `height` rows of `pitch` = width × bytes-per-pixel of `format`, and the header
-        // (re-read by tj3Decompress8 from the same bytes) with the scaling factor and cropping
-        // region set on the handle make it write `height` rows of `width` pixels at `pitch` (it
-        // fails instead if the geometry does not hold).
+        // exactly `height` rows of `pitch` = width × bytes-per-pixel of `format` (checked above),
+        // and `output_of` re-read the header of these very bytes (tj3Decompress8 decodes them)
+        // and checked that with the geometry on the handle they decode to exactly width × height.
         let rc = unsafe {
             raw::tj3Decompress8(self.handle.0, data.as_ptr(), len, dst.as_mut_ptr(), pitch, format.raw())
         };
@@ -297,6 +338,15 @@ impl Decompressor {
         if geometry.is_empty() || geometry.len() > 3 {
             return Err(Error::Image("internal: a JPEG has 1 to 3 planes here".into()));
         }
+        let Output { header, scaled, .. } = self.output_of(data)?;
+        let planes = if header.color == JpegColor::Grey { 1 } else { 3 };
+        let expected = (0..planes).map(|c| plane_size(c, scaled, header.subsampling));
+        if self.region != Rect::default()
+            || geometry.len() != planes
+            || !geometry.iter().map(|&(_, w, h)| (w, h)).eq(expected)
+        {
+            return Err(Error::Image("internal: JPEG planes other than the caller's geometry".into()));
+        }
         for (c, &(offset, w, h)) in geometry.iter().enumerate() {
             let plane = buf
                 .get_mut(offset..offset + w as usize * h as usize)
@@ -305,12 +355,11 @@ impl Decompressor {
             strides[c] = w as c_int;
         }
         let len = raw::size_t::try_from(data.len()).map_err(|_| Error::Image("JPEG too large".into()))?;
-        // SAFETY: the handle is live and has read this header; `data` is valid for reading
-        // data.len() bytes. Plane c starts at ptrs[c], inside `buf`, and holds h_c rows of
-        // w_c = strides[c] bytes (checked above), where (w_c, h_c) is tj3YUVPlaneWidth/Height of
-        // component c at the scaled size (the caller's `plane_size`): exactly what libjpeg-turbo
-        // writes for a JPEG of this header at this scale (it fails instead for more than 3
-        // components).
+        // SAFETY: the handle is live; `data` is valid for reading data.len() bytes. Plane c
+        // starts at ptrs[c], inside `buf`, and holds h_c rows of w_c = strides[c] bytes (checked
+        // above), and `output_of` re-read the header of these very bytes and checked that
+        // (w_c, h_c) is tj3YUVPlaneWidth/Height of component c at the scaled size, uncropped:
+        // exactly what libjpeg-turbo writes for them.
         let rc = unsafe {
             raw::tj3DecompressToYUVPlanes8(
                 self.handle.0,
@@ -456,4 +505,52 @@ pub fn with_restarts(data: &[u8], interval: u16) -> Result<Vec<u8>> {
         return Err(handle.corrupt());
     }
     Ok(out.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jpeg(width: u32, height: u32) -> Vec<u8> {
+        let pixels: Vec<u8> = (0..width * height * 3).map(|k| (k * 7 % 251) as u8).collect();
+        compress(&pixels, (width, height, 3), 90, 0).unwrap()
+    }
+
+    /// libjpeg-turbo writes what the JPEG and the geometry say, not what the buffer holds: a
+    /// decode whose size disagrees with the bytes it is given is refused before it runs, even
+    /// when the header read before was another (smaller) JPEG's.
+    #[test]
+    fn a_decode_bigger_than_the_callers_size_is_refused() {
+        let (small, big) = (jpeg(16, 16), jpeg(64, 48));
+        let mut d = Decompressor::new().unwrap();
+        let h = d.header(&small).unwrap();
+        d.set_geometry(1, Rect::default()).unwrap();
+        let mut out = vec![0u8; 16 * 16 * 3];
+        let err = d.decompress(&big, &mut out, (h.width, h.height), PixelFormat::Rgb).unwrap_err();
+        assert!(err.to_string().contains("decodes to 64x48"), "{err}");
+        // The same through the planes: the caller's geometry is for the small JPEG.
+        let planes: Vec<(usize, u32, u32)> = (0..3)
+            .scan(0, |at, c| {
+                let (w, h) = plane_size(c, (16, 16), h.subsampling);
+                let g = (*at, w, h);
+                *at += (w * h) as usize;
+                Some(g)
+            })
+            .collect();
+        let mut buf = vec![0u8; 16 * 16 * 2];
+        assert!(d.decompress_planes(&big, &mut buf, &planes).is_err());
+        // A region set for the big JPEG does not carry over to a smaller one.
+        d.header(&big).unwrap();
+        d.set_geometry(2, Rect { x: 16, y: 8, width: 16, height: 16 }).unwrap();
+        let mut out = vec![0u8; 16 * 16 * 3];
+        assert!(d.decompress(&small, &mut out, (16, 16), PixelFormat::Rgb).is_err());
+        // The right sizes decode.
+        let mut d = Decompressor::new().unwrap();
+        d.header(&big).unwrap();
+        d.set_geometry(2, Rect { x: 16, y: 8, width: 16, height: 16 }).unwrap();
+        d.decompress(&big, &mut out, (16, 16), PixelFormat::Rgb).unwrap();
+        let mut whole = vec![0u8; 64 * 48 * 3];
+        d.set_geometry(1, Rect::default()).unwrap();
+        d.decompress(&big, &mut whole, (64, 48), PixelFormat::Rgb).unwrap();
+    }
 }
