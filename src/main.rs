@@ -6,7 +6,6 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -19,6 +18,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
 mod explain;
+mod progress;
 mod query;
 mod show;
 mod split;
@@ -449,20 +449,12 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
         fields.push(FieldSpec::new("path", FieldType::Text));
     }
     let n = folder.samples.len() as u64;
-    let bar = indicatif::ProgressBar::with_draw_target(Some(n), indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} images  {per_sec}  eta {eta}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let progress_bar = bar.clone();
+    let bar = progress::bar(n, "images");
     let options = WriterOptions {
         page_size: a.page_size,
         num_threads: a.workers,
         seed: a.seed,
-        progress: Some(Arc::new(move |p: beton_storage::Progress| {
-            progress_bar.set_position(p.done);
-            true
-        })),
+        progress: Some(progress::writer_callback(&bar)),
         skip_bad: a.skip_bad,
         // The default room for splits, plus room for the class names (twice: two slots).
         splits_reserve: Some((64 << 10) + 2 * n + 2 * serde_json::to_vec(&folder.classes)?.len() as u64),
