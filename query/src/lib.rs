@@ -11,6 +11,7 @@
 pub mod copy;
 pub mod error;
 pub mod explain;
+pub mod gallery;
 pub mod index_set;
 pub mod random;
 pub mod splits;

@@ -358,6 +358,19 @@ impl<'a> Table<'a> {
         self.schema.clone()
     }
 
+    /// The fields, `(name, type)` in schema order (`index` and `row_id` are columns, not fields).
+    pub fn fields(&self) -> Vec<(String, beton_storage::FieldType)> {
+        let mut fields: Vec<(String, beton_storage::FieldType)> = Vec::new();
+        for c in &self.columns {
+            if let (Some(name), Some(ty)) = (&c.field, &c.ty) {
+                if fields.last().is_none_or(|(last, _)| last != name) {
+                    fields.push((name.clone(), ty.clone()));
+                }
+            }
+        }
+        fields
+    }
+
     /// Column names, in schema order.
     pub fn column_names(&self) -> Vec<&str> {
         self.columns.iter().map(|c| c.name.as_str()).collect()

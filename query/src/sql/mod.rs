@@ -86,6 +86,30 @@ pub fn query(table: &Table, sql: &str) -> Result<RecordBatch> {
     })
 }
 
+/// What a query selects, for showing its rows: a bare predicate gives the matching rows in
+/// ascending order (no values: nothing was asked for); `SELECT … FROM samples …` gives its
+/// result as it comes (its order, its columns), which shows rows only when it has an `index`
+/// column.
+#[derive(Debug, Clone)]
+pub enum Selected {
+    /// The rows a bare predicate matches.
+    Rows(IndexSet),
+    /// A SELECT's result.
+    Result(RecordBatch),
+}
+
+/// Runs `predicate_or_query` over `table` as [`select_indices`] does for a bare predicate and
+/// as [`query`] does for a SELECT, keeping the SELECT's order and columns.
+///
+/// # Errors
+/// As [`query`].
+pub fn select_rows(table: &Table, predicate_or_query: &str) -> Result<Selected> {
+    run(predicate_or_query, |parsed| match parsed {
+        parse::Parsed::Predicate(expr) => exec::filter_ids(table, expr).map(Selected::Rows),
+        parse::Parsed::Select(select) => exec::run(table, select).map(Selected::Result),
+    })
+}
+
 /// Parses `sql` and runs `f` on it, on a stack deep enough for the tree the text can give (the
 /// tree is taken apart without recursion, and all else recurses through [`ast::deeper`]; this is
 /// the guarantee for what remains: sqlparser's `Drop` of forms beton refuses); then places the

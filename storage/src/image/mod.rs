@@ -46,6 +46,9 @@
 //!    any other.
 //!
 //! The same input always gives the same bytes.
+//!
+//! For looking at images: [`ImageRef::thumbnail`](crate::ImageRef::thumbnail) (a DCT-scaled
+//! decode made to fit a box) and [`encode_jpeg`].
 
 use std::path::PathBuf;
 
@@ -55,6 +58,9 @@ mod jpeg;
 mod orient;
 mod png;
 mod resize;
+mod thumbnail;
+
+pub use thumbnail::{encode_jpeg, fit_size};
 #[cfg(test)]
 mod tests;
 

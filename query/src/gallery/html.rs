@@ -1,0 +1,312 @@
+//! A gallery as HTML: one self-contained page (inline style, thumbnails as JPEG `data:` URIs,
+//! no script, no network) or a fragment for a notebook cell. Every number a reader or a test
+//! checks is also an attribute: `data-matched` and `data-rows` on the gallery, `data-key` and
+//! `data-count` on each group, `data-index` on each thumbnail, `data-column` on each summary.
+
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+
+use super::{ColumnSummary, Gallery, SummaryKind, Tile};
+
+/// JPEG quality of inlined thumbnails.
+const QUALITY: u8 = 85;
+
+/// The style of a gallery (scoped to `.beton-gallery`, so a notebook's own style is untouched).
+const STYLE: &str = "\
+.beton-gallery{font:13px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d1d1f}\
+.beton-gallery h1{font-size:18px;margin:0 0 4px}\
+.beton-gallery h2{font-size:14px;margin:14px 0 6px;border-bottom:1px solid #ddd}\
+.beton-gallery h2 span,.beton-gallery h3 small,.beton-gallery .meta{color:#666;font-weight:normal}\
+.beton-gallery h3{font-size:13px;margin:0 0 4px}\
+.beton-gallery code{background:#f3f3f3;padding:0 3px;border-radius:3px}\
+.beton-gallery .grid{display:flex;flex-wrap:wrap;gap:8px}\
+.beton-gallery figure{margin:0;display:flex;flex-direction:column;align-items:center}\
+.beton-gallery figure .frame{display:flex;align-items:center;justify-content:center;background:#f3f3f3}\
+.beton-gallery figure img{display:block}\
+.beton-gallery figcaption{font-size:11px;color:#333;text-align:center;word-break:break-all}\
+.beton-gallery figcaption b{color:#06c}\
+.beton-gallery .broken .frame{background:#fde8e8;color:#a00;font-size:11px;text-align:center}\
+.beton-gallery .cols{display:flex;flex-wrap:wrap;gap:12px 24px;margin:6px 0}\
+.beton-gallery .col table{border-collapse:collapse;font-size:11px}\
+.beton-gallery .col td{padding:0 4px;white-space:nowrap}\
+.beton-gallery .col td.n{text-align:right;color:#555}\
+.beton-gallery .col .bar{width:80px}\
+.beton-gallery .col .bar div{height:9px;background:#4a90d9}\
+.beton-gallery .col svg rect{fill:#4a90d9}\
+.beton-gallery .col svg text{font-size:9px;fill:#555}\
+.beton-gallery .note{color:#666;font-style:italic}";
+
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A number as short text: integers whole, others with 4 significant digits.
+pub(crate) fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+        format!("{v:.digits$}")
+    }
+}
+
+/// `n` with thousands separators.
+pub(crate) fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The gallery as a page or a fragment.
+pub(crate) fn render(g: &Gallery, page: bool) -> String {
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<div class=\"beton-gallery\" data-matched=\"{}\" data-rows=\"{}\" data-tiles=\"{}\">",
+        g.matched,
+        g.num_rows,
+        g.num_tiles()
+    );
+    if !page {
+        let _ = write!(body, "<style>{STYLE}</style>");
+    }
+    header(&mut body, g);
+    if !g.summaries.is_empty() {
+        let _ = write!(body, "<details class=\"summaries\" open><summary>Columns over the {} rows</summary><div class=\"cols\">", count(g.matched));
+        for s in &g.summaries {
+            summary(&mut body, s);
+        }
+        body.push_str("</div></details>");
+    }
+    for group in &g.groups {
+        let _ = write!(body, "<section class=\"group\" data-count=\"{}\"", group.count);
+        if let Some(key) = &group.key {
+            let _ = write!(body, " data-key=\"{}\"", escape(key));
+        }
+        body.push('>');
+        if let (Some(key), Some(by)) = (&group.key, &g.by) {
+            let _ = write!(
+                body,
+                "<h2>{} = {} <span>{} row{} · {} shown</span></h2>",
+                escape(by),
+                escape(key),
+                count(group.count),
+                if group.count == 1 { "" } else { "s" },
+                group.tiles.len()
+            );
+        }
+        body.push_str("<div class=\"grid\">");
+        for tile in &group.tiles {
+            self::tile(&mut body, tile, g.size);
+        }
+        body.push_str("</div></section>");
+    }
+    if g.hidden_groups.0 > 0 {
+        let _ = write!(
+            body,
+            "<p class=\"note\">{} more group{} ({} rows) not drawn.</p>",
+            count(g.hidden_groups.0),
+            if g.hidden_groups.0 == 1 { "" } else { "s" },
+            count(g.hidden_groups.1)
+        );
+    }
+    if g.matched == 0 {
+        body.push_str("<p class=\"note\">No rows to show.</p>");
+    }
+    body.push_str("</div>");
+    if !page {
+        return body;
+    }
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title><style>body{{margin:16px}}{STYLE}</style></head><body>{body}</body></html>\n",
+        escape(&g.title)
+    )
+}
+
+/// Title and the line saying what is shown.
+fn header(out: &mut String, g: &Gallery) {
+    let _ = write!(out, "<h1>{}</h1><p class=\"meta\">", escape(&g.title));
+    if !g.query.is_empty() {
+        let _ = write!(out, "<code>{}</code> · ", escape(&g.query));
+    }
+    let _ = write!(out, "<b>{}</b> of {} rows", count(g.matched), count(g.num_rows));
+    if let Some(by) = &g.by {
+        let groups = g.groups.len() as u64 + g.hidden_groups.0;
+        let _ = write!(
+            out,
+            " · by <b>{}</b> ({} group{})",
+            escape(by),
+            count(groups),
+            if groups == 1 { "" } else { "s" }
+        );
+    }
+    let shown = g.num_tiles() as u64;
+    if shown < g.matched {
+        let _ = write!(out, " · {} shown", count(shown));
+    }
+    if let Some(image) = &g.image_field {
+        let _ = write!(out, " · images: <code>{}</code>", escape(image));
+    }
+    out.push_str("</p>");
+}
+
+/// One thumbnail with its index and captions.
+fn tile(out: &mut String, t: &Tile, size: u32) {
+    let broken = matches!(t.image, Some(Err(_)));
+    let _ = write!(
+        out,
+        "<figure class=\"tile{}\" data-index=\"{}\">",
+        if broken { " broken" } else { "" },
+        t.index
+    );
+    match &t.image {
+        Some(Ok(pixels)) => match beton_storage::image::encode_jpeg(pixels, QUALITY) {
+            Ok(jpeg) => {
+                let _ = write!(
+                    out,
+                    "<div class=\"frame\" style=\"width:{size}px;height:{size}px\"><img src=\"data:image/jpeg;base64,{}\" width=\"{}\" height=\"{}\" alt=\"sample {}\"></div>",
+                    base64::engine::general_purpose::STANDARD.encode(jpeg),
+                    pixels.width,
+                    pixels.height,
+                    t.index
+                );
+            }
+            Err(e) => broken_frame(out, &e.to_string(), size),
+        },
+        Some(Err(why)) => broken_frame(out, why, size),
+        None => {}
+    }
+    let _ = write!(out, "<figcaption><b>#{}</b>", t.index);
+    for (name, value) in &t.captions {
+        let _ = write!(out, "<br>{}: {}", escape(name), escape(value));
+    }
+    out.push_str("</figcaption></figure>");
+}
+
+/// The frame of an image that could not be shown, saying why.
+fn broken_frame(out: &mut String, why: &str, size: u32) {
+    let _ = write!(
+        out,
+        "<div class=\"frame\" style=\"width:{size}px;height:{size}px\" title=\"{}\">cannot show this image</div>",
+        escape(why)
+    );
+}
+
+/// One column's summary.
+fn summary(out: &mut String, s: &ColumnSummary) {
+    let _ = write!(
+        out,
+        "<div class=\"col\" data-column=\"{}\"><h3>{} <small>{}",
+        escape(&s.column),
+        escape(&s.column),
+        escape(&s.data_type)
+    );
+    if s.nulls > 0 {
+        let _ = write!(out, " · {} null", count(s.nulls));
+    }
+    match &s.kind {
+        SummaryKind::Counts { top, distinct, other } => {
+            let _ = write!(out, " · {} distinct</small></h3><table>", count(*distinct));
+            let most = top.iter().map(|t| t.1).max().unwrap_or(1).max(*other).max(1);
+            let row = |out: &mut String, label: &str, n: u64| {
+                let _ = write!(
+                    out,
+                    "<tr><td>{}</td><td class=\"bar\"><div style=\"width:{:.1}%\"></div></td><td class=\"n\">{}</td></tr>",
+                    label,
+                    n as f64 * 100.0 / most as f64,
+                    count(n)
+                );
+            };
+            for (value, n) in top {
+                row(out, &escape(value), *n);
+            }
+            if *other > 0 {
+                let rest = distinct - top.len() as u64;
+                row(
+                    out,
+                    &format!("<i>{} other value{}</i>", count(rest), if rest == 1 { "" } else { "s" }),
+                    *other,
+                );
+            }
+            out.push_str("</table></div>");
+        }
+        SummaryKind::Histogram { min, max, mean, bins } => {
+            let _ = write!(out, " · mean {}</small></h3>", number(*mean));
+            histogram(out, *min, *max, bins);
+            out.push_str("</div>");
+        }
+    }
+}
+
+/// A histogram as an inline SVG: one bar per bin (hover: its range and rows), min and max below.
+fn histogram(out: &mut String, min: f64, max: f64, bins: &[u64]) {
+    let (w, h) = (200.0, 48.0);
+    let most = bins.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let _ = write!(out, "<svg width=\"{w}\" height=\"{}\" role=\"img\" aria-label=\"histogram\">", h + 12.0);
+    let bw = w / bins.len().max(1) as f64;
+    let step = (max - min) / bins.len().max(1) as f64;
+    for (k, &n) in bins.iter().enumerate() {
+        let bh = (n as f64 / most * h).max(if n > 0 { 1.0 } else { 0.0 });
+        let (lo, hi) = (min + step * k as f64, min + step * (k + 1) as f64);
+        let _ = write!(
+            out,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\"><title>{} to {}: {} rows</title></rect>",
+            k as f64 * bw,
+            h - bh,
+            (bw - 1.0).max(0.5),
+            number(lo),
+            number(hi),
+            count(n)
+        );
+    }
+    let _ = write!(
+        out,
+        "<text x=\"0\" y=\"{0}\">{1}</text><text x=\"{w}\" y=\"{0}\" text-anchor=\"end\">{2}</text></svg>",
+        h + 10.0,
+        number(min),
+        number(max)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_html_reads_as_markup() {
+        assert_eq!(
+            escape("<a href=\"x\">O'k & co</a>"),
+            "&lt;a href=&quot;x&quot;&gt;O&#39;k &amp; co&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(number(2000.0), "2000");
+        assert_eq!(number(0.123456), "0.1235");
+        assert_eq!(number(512.3333), "512.3");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(count(12), "12");
+    }
+}
