@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
 mod explain;
+mod gallery;
 mod progress;
 mod query;
 mod show;
@@ -79,12 +80,17 @@ enum Command {
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
     },
-    /// Print every field of one sample; `--out x.png` writes its image as a PNG.
+    /// Print every field of samples; `--out x.png` writes one sample's image as a PNG,
+    /// `--grid sheet.png` a contact sheet of several samples' images.
     Show {
         /// The .beton file or dataset directory.
         file: PathBuf,
-        /// The sample index.
-        index: u64,
+        /// The sample indices (`7`, `3 9 12`, or a range `0..16`).
+        #[arg(required = true, value_parser = parse_indices)]
+        indices: Vec<Vec<u64>>,
+        /// Write a contact sheet of the samples' images (each labelled with its index) here.
+        #[arg(long, value_name = "SHEET.png", conflicts_with = "out")]
+        grid: Option<PathBuf>,
         /// The version of a dataset directory (a number or a tag; default the latest).
         #[arg(long)]
         version: Option<String>,
@@ -98,6 +104,9 @@ enum Command {
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
     },
+    /// Look at the rows a query selects: a self-contained HTML page (--out) and/or a PNG contact
+    /// sheet (--png) of their images, grouped by a column (--by), with per-column summaries.
+    Gallery(gallery::GalleryArgs),
     /// Show what a query touches and reads: columns, heap columns, rows matched, pages and bytes.
     Explain {
         /// The .beton file or dataset directory.
@@ -188,14 +197,22 @@ fn main() {
             ),
         },
         Command::Verify { file, decode_images, custom } => ("verify", verify(&file, decode_images, &custom)),
-        Command::Show { file, index, version, out, field, custom } => {
-            let shown = match versions::is_dataset(&file) {
-                true => show::run_version(&file, version.as_deref(), index, field.as_deref(), out.as_deref()),
-                false => versions::file_version(&file, version.as_deref())
-                    .and_then(|()| show::run(&file, &custom, index, field.as_deref(), out.as_deref())),
-            };
-            ("show", shown)
+        Command::Show { file, indices, grid, version, out, field, custom } => {
+            let indices: Vec<u64> = indices.concat();
+            (
+                "show",
+                show::run_many(
+                    &file,
+                    version.as_deref(),
+                    &custom,
+                    &indices,
+                    field.as_deref(),
+                    out.as_deref(),
+                    grid.as_deref(),
+                ),
+            )
         }
+        Command::Gallery(args) => ("gallery", gallery::run(&args)),
         Command::Explain { file, version, sql, custom } => {
             let explained = match versions::is_dataset(&file) {
                 true => explain::run_version(&file, version.as_deref(), &sql),
@@ -231,6 +248,25 @@ fn main() {
         // `beton info FILE | head`: the reader went away; that is not the tool's failure.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         Err(e) => failed(anyhow::Error::new(e).context("writing to stdout")),
+    }
+}
+
+/// Sample indices: one (`7`) or a half-open range (`0..16`).
+fn parse_indices(text: &str) -> std::result::Result<Vec<u64>, String> {
+    let number =
+        |t: &str| t.trim().parse::<u64>().map_err(|_| format!("'{t}' is not a sample index (0, 1, ...)"));
+    match text.split_once("..") {
+        Some((a, b)) => {
+            let (a, b) = (number(a)?, number(b)?);
+            if b <= a {
+                return Err(format!("the range {text} is empty (write START..END with END > START)"));
+            }
+            if b - a > 10_000 {
+                return Err(format!("the range {text} has {} samples; at most 10000 at a time", b - a));
+            }
+            Ok((a..b).collect())
+        }
+        None => Ok(vec![number(text)?]),
     }
 }
 

@@ -11,6 +11,45 @@ use beton_storage::{Dataset, FieldType, Pixels, Value};
 /// How many payload bytes `show` prints in hex.
 const HEX_PREFIX: usize = 16;
 
+/// `beton show`: the fields of each of `indices` (under a `sample N:` line when there are
+/// several); `out` writes one sample's image, `grid` a contact sheet of all of theirs.
+pub fn run_many(
+    file: &Path,
+    version: Option<&str>,
+    custom: &[String],
+    indices: &[u64],
+    field: Option<&str>,
+    out: Option<&Path>,
+    grid: Option<&Path>,
+) -> Result<String> {
+    if out.is_some() && indices.len() > 1 {
+        bail!("--out writes one sample's image; for {} samples use --grid sheet.png", indices.len());
+    }
+    let one = |index: u64, out: Option<&Path>| match crate::versions::is_dataset(file) {
+        true => run_version(file, version, index, field, out),
+        false => {
+            crate::versions::file_version(file, version).and_then(|()| run(file, custom, index, field, out))
+        }
+    };
+    let mut text = String::new();
+    for &index in indices {
+        let shown = one(index, out)?;
+        match indices.len() {
+            1 => text.push_str(&shown),
+            _ => {
+                writeln!(text, "sample {index}:")?;
+                for line in shown.lines() {
+                    writeln!(text, "  {line}")?;
+                }
+            }
+        }
+    }
+    if let Some(grid) = grid {
+        text.push_str(&crate::gallery::grid(file, version, custom, indices, field, grid)?);
+    }
+    Ok(text)
+}
+
 /// Prints sample `index` of `file`; with `out`, writes the image field `field` (default: the
 /// first image field) there as a PNG. With `field` and no `out`, prints that field only.
 pub fn run(

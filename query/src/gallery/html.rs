@@ -176,9 +176,10 @@ fn tile(out: &mut String, t: &Tile, size: u32) {
     let broken = matches!(t.image, Some(Err(_)));
     let _ = write!(
         out,
-        "<figure class=\"tile{}\" data-index=\"{}\">",
+        "<figure class=\"tile{}\" data-index=\"{}\" style=\"width:{}px\">",
         if broken { " broken" } else { "" },
-        t.index
+        t.index,
+        size.max(64)
     );
     match &t.image {
         Some(Ok(pixels)) => match beton_storage::image::encode_jpeg(pixels, QUALITY) {

@@ -89,6 +89,11 @@ impl Selection {
         Selection { rows: (0..table.num_rows()).collect(), result: None, described: String::new() }
     }
 
+    /// These rows, in this order (repeats allowed).
+    pub fn of_rows(rows: Vec<u64>) -> Selection {
+        Selection { rows, result: None, described: String::new() }
+    }
+
     /// The rows of `set` (table rows), ascending.
     pub fn of_set(set: &IndexSet) -> Selection {
         Selection { rows: set.as_slice().to_vec(), result: None, described: String::new() }
