@@ -31,7 +31,15 @@ t_torch=$SECONDS
 echo "torch ready ($((SECONDS - t_torch)) s)"
 (cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$target_dir" \
   ../target/py-venv/bin/maturin develop --quiet)
-BETON_REQUIRE_TORCH=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
+# Debian's chromium (headless) renders a gallery page in python/tests/test_gallery.py;
+# BETON_REQUIRE_BROWSER=1 makes that test fail rather than skip without it.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "[test] installing chromium (apt-get) for the gallery's browser test" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
+fi
+BETON_REQUIRE_BROWSER=1 BETON_REQUIRE_TORCH=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
 grep -qE "^[0-9]+ passed" target/pytest-output.log && ! grep -qE "[0-9]+ (failed|error)" target/pytest-output.log
 step "python: stubs checked against the built module (mypy.stubtest), then the wheel in a fresh venv"
 (cd python && ../target/py-venv/bin/python -m mypy.stubtest beton --mypy-config-file mypy.ini)

@@ -194,6 +194,13 @@ pub(crate) fn stream_capsule(
     PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
 }
 
+impl Dataset {
+    /// This file, as the source of the index sets it makes.
+    fn source(&self) -> crate::gallery::Source {
+        crate::gallery::Source::File(Arc::clone(&self.inner))
+    }
+}
+
 #[pymethods]
 impl Dataset {
     /// Opens and validates `path` (its allocation table on first payload read). `custom` maps a foreign custom field's name to its row
@@ -281,7 +288,7 @@ impl Dataset {
     fn select(&self, py: Python<'_>, sql: String) -> PyResult<IndexSet> {
         let ds = Arc::clone(&self.inner);
         let set = py.detach(|| beton_query::select_indices(&Table::new(&ds), &sql)).map_err(from_query)?;
-        Ok(IndexSet::wrap(set))
+        Ok(IndexSet::of(set, self.source()))
     }
 
     /// The named splits, by name.
@@ -289,13 +296,13 @@ impl Dataset {
         Ok(splits::all(&self.inner)
             .map_err(from_query)?
             .into_iter()
-            .map(|(n, s)| (n, IndexSet::wrap(s)))
+            .map(|(n, s)| (n, IndexSet::of(s, self.source())))
             .collect())
     }
 
     /// Named split `name`.
     fn split(&self, name: &str) -> PyResult<IndexSet> {
-        Ok(IndexSet::wrap(splits::get(&self.inner, name).map_err(from_query)?))
+        Ok(IndexSet::of(splits::get(&self.inner, name).map_err(from_query)?, self.source()))
     }
 
     /// Adds or replaces named splits in the file, in one crash-safe update.
@@ -353,6 +360,43 @@ impl Dataset {
             ..beton_storage::WriterOptions::default()
         };
         copy_table(py, &Table::new(&ds), &schema, &path, fields, rows, classes.as_deref(), options)
+    }
+
+    /// A gallery of rows (`where`: None, SQL, an IndexSet, a query result with `index`, or row
+    /// numbers): `Dataset.gallery` wraps it.
+    #[pyo3(signature = (rows = None, by = None, n = 8, columns = None, size = 128, image = None,
+                        summaries = true, max_groups = 50, title = None, progress = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn gallery(
+        &self,
+        py: Python<'_>,
+        rows: Option<&Bound<'_, PyAny>>,
+        by: Option<String>,
+        n: usize,
+        columns: Option<Vec<String>>,
+        size: u32,
+        image: Option<String>,
+        summaries: bool,
+        max_groups: usize,
+        title: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<crate::gallery::Gallery> {
+        let source = self.source();
+        crate::gallery::build(
+            py, &source, rows, by, n, columns, size, image, summaries, max_groups, title, progress,
+        )
+    }
+
+    /// The notebook card: `facts` (name, value) above a strip of `n` thumbnails.
+    #[pyo3(signature = (facts, n = 8))]
+    fn card_html(&self, py: Python<'_>, facts: Vec<(String, String)>, n: usize) -> PyResult<String> {
+        crate::gallery::card(py, &self.source(), facts, n)
+    }
+
+    /// A query's result (an Arrow C stream) for a notebook: a table, and thumbnails when it
+    /// has an `index` column.
+    fn result_html(&self, py: Python<'_>, result: &Bound<'_, PyAny>) -> PyResult<String> {
+        crate::gallery::result_html(py, &self.source(), result)
     }
 
     fn __repr__(&self) -> String {

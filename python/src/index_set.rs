@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::errors::from_query;
+use crate::gallery::Source;
 
 /// Sorted, unique row ids: a query's answer, a named split, what a loader samples from.
 ///
@@ -31,14 +32,41 @@ use crate::errors::from_query;
 /// >>> (s | IndexSet([2])).tolist()
 /// [1, 2, 3, 5]
 #[pyclass(module = "beton._native", frozen, eq, from_py_object)]
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct IndexSet {
     pub(crate) inner: beton_query::IndexSet,
+    /// The dataset (version) whose rows these are, when it made the set: a notebook shows the
+    /// set as thumbnails of them. Not part of equality, not pickled.
+    pub(crate) source: Option<Source>,
+}
+
+impl PartialEq for IndexSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner == other.inner
+    }
 }
 
 impl IndexSet {
     pub(crate) fn wrap(inner: beton_query::IndexSet) -> Self {
-        IndexSet { inner }
+        IndexSet { inner, source: None }
+    }
+
+    /// The set of `source`'s rows `inner`.
+    pub(crate) fn of(inner: beton_query::IndexSet, source: Source) -> Self {
+        IndexSet { inner, source: Some(source) }
+    }
+
+    /// A set made from this one (and `other`): it keeps the source they share.
+    fn derived(&self, inner: beton_query::IndexSet, other: Option<&IndexSet>) -> Self {
+        let source = match other {
+            None => self.source.clone(),
+            Some(o) => match (&self.source, &o.source) {
+                (Some(a), Some(b)) if a.same(b) => Some(a.clone()),
+                (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+                _ => None,
+            },
+        };
+        IndexSet { inner, source }
     }
 }
 
@@ -47,7 +75,7 @@ impl IndexSet {
     #[new]
     #[pyo3(signature = (ids = Vec::new()), text_signature = "(ids=())")]
     fn new(ids: Vec<u64>) -> Self {
-        IndexSet { inner: ids.into_iter().collect() }
+        IndexSet::wrap(ids.into_iter().collect())
     }
 
     /// Every row id of a dataset of ``n`` rows: ``0, 1, ..., n - 1``.
@@ -67,7 +95,7 @@ impl IndexSet {
     /// [0, 1, 2, 3]
     #[staticmethod]
     fn all(n: u64) -> Self {
-        IndexSet { inner: beton_query::IndexSet::all(n) }
+        IndexSet::wrap(beton_query::IndexSet::all(n))
     }
 
     /// Reads the binary form (docs/FORMAT.md §12: gaps or a bitmap, whichever is smaller).
@@ -93,7 +121,7 @@ impl IndexSet {
     /// True
     #[staticmethod]
     fn from_bytes(data: &[u8]) -> PyResult<Self> {
-        Ok(IndexSet { inner: beton_query::IndexSet::from_bytes(data).map_err(from_query)? })
+        Ok(IndexSet::wrap(beton_query::IndexSet::from_bytes(data).map_err(from_query)?))
     }
 
     /// The binary form (docs/FORMAT.md §12), as stored in a file's named splits.
@@ -148,15 +176,15 @@ impl IndexSet {
     }
 
     fn __or__(&self, other: &IndexSet) -> IndexSet {
-        IndexSet { inner: self.inner.union(&other.inner) }
+        self.derived(self.inner.union(&other.inner), Some(other))
     }
 
     fn __and__(&self, other: &IndexSet) -> IndexSet {
-        IndexSet { inner: self.inner.intersection(&other.inner) }
+        self.derived(self.inner.intersection(&other.inner), Some(other))
     }
 
     fn __sub__(&self, other: &IndexSet) -> IndexSet {
-        IndexSet { inner: self.inner.difference(&other.inner) }
+        self.derived(self.inner.difference(&other.inner), Some(other))
     }
 
     /// The ids in either set (``a | b``).
@@ -239,7 +267,13 @@ impl IndexSet {
     /// (8, 2, 0)
     #[pyo3(signature = (fractions, seed = 0))]
     fn split(&self, fractions: Vec<f64>, seed: u64) -> PyResult<Vec<IndexSet>> {
-        Ok(self.inner.split(&fractions, seed).map_err(from_query)?.into_iter().map(IndexSet::wrap).collect())
+        Ok(self
+            .inner
+            .split(&fractions, seed)
+            .map_err(from_query)?
+            .into_iter()
+            .map(|s| self.derived(s, None))
+            .collect())
     }
 
     /// Seeded split keeping the proportions of ``keys`` (one per id, e.g. labels) in every part.
@@ -273,7 +307,7 @@ impl IndexSet {
             .stratified_split(&keys, &fractions, seed)
             .map_err(from_query)?
             .into_iter()
-            .map(IndexSet::wrap)
+            .map(|s| self.derived(s, None))
             .collect())
     }
 
@@ -300,7 +334,7 @@ impl IndexSet {
     /// 10
     #[pyo3(signature = (n, seed = 0))]
     fn sample(&self, n: usize, seed: u64) -> PyResult<IndexSet> {
-        Ok(IndexSet { inner: self.inner.sample(n, seed).map_err(from_query)? })
+        Ok(self.derived(self.inner.sample(n, seed).map_err(from_query)?, None))
     }
 
     /// The ids in a seeded random order.
@@ -334,6 +368,19 @@ impl IndexSet {
     /// True
     fn fingerprint(&self) -> u64 {
         self.inner.fingerprint()
+    }
+
+    /// The set as HTML for a notebook: how many ids and which runs, and thumbnails of its rows
+    /// (spread over it) when a dataset made it (``ds.where``, ``ds.split``). Small for any size.
+    fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
+        let html = beton_query::gallery::index_set_html(&self.inner);
+        match &self.source {
+            None => Ok(html),
+            Some(source) => {
+                let thumbnails = py.detach(|| source.set_html(&self.inner)).map_err(from_query)?;
+                Ok(format!("{html}{thumbnails}"))
+            }
+        }
     }
 
     /// `IndexSet(155 ids: [0, 1, 2, 3, 4, 5, ...], fingerprint 0x…)`: short for any size.

@@ -21,6 +21,7 @@ mod arrow_write;
 mod dataset;
 mod errors;
 mod fields;
+mod gallery;
 mod index_set;
 mod loader;
 mod ops;
@@ -33,7 +34,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
-    add_classes!(m; dataset::Dataset, version::Version, index_set::IndexSet);
+    add_classes!(m; dataset::Dataset, version::Version, index_set::IndexSet, gallery::Gallery);
     ops::register(m)?;
     fields::register(m)?;
     add_classes!(m; loader::Order, loader::Loader, loader::Epoch, loader::Batch, loader::Column);

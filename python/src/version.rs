@@ -15,6 +15,7 @@ use pyo3::types::PyDict;
 
 use crate::dataset::{sample_dict, sample_index, stream_capsule, ArrowStream};
 use crate::errors::from_query;
+use crate::gallery::Source;
 use crate::index_set::IndexSet;
 
 /// (name, type, (dtype, shape) of arrays).
@@ -220,7 +221,7 @@ impl Version {
         let opened = self.opened();
         let set =
             py.detach(|| beton_query::select_indices(&opened.view.table()?, &sql)).map_err(from_query)?;
-        Ok(IndexSet::wrap(set))
+        Ok(IndexSet::of(set, Source::Version(opened)))
     }
 
     /// The named splits (as indices of this version), by name.
@@ -232,7 +233,10 @@ impl Version {
             .manifest()
             .splits
             .keys()
-            .map(|n| Ok((n.clone(), IndexSet::wrap(table.split(n).map_err(from_query)?.as_ref().clone()))))
+            .map(|n| {
+                let set = table.split(n).map_err(from_query)?.as_ref().clone();
+                Ok((n.clone(), IndexSet::of(set, Source::Version(Arc::clone(&opened)))))
+            })
             .collect()
     }
 
@@ -240,7 +244,8 @@ impl Version {
     fn split(&self, name: &str) -> PyResult<IndexSet> {
         let opened = self.opened();
         let table = opened.view.table().map_err(from_query)?;
-        Ok(IndexSet::wrap(table.split(name).map_err(from_query)?.as_ref().clone()))
+        let set = table.split(name).map_err(from_query)?.as_ref().clone();
+        Ok(IndexSet::of(set, Source::Version(Arc::clone(&opened))))
     }
 
     /// Every committed version's log entry, oldest first.
@@ -514,6 +519,43 @@ impl Version {
             beton_storage::WriterOptions { page_size, num_threads: num_workers, ..Default::default() };
         let classes = opened.version.manifest().classes.clone();
         crate::dataset::copy_table(py, &table, &schema, &path, fields, rows, classes.as_deref(), options)
+    }
+
+    /// A gallery of rows (`where`: None, SQL, an IndexSet, a query result with `index`, or row
+    /// numbers): `Dataset.gallery` wraps it.
+    #[pyo3(signature = (rows = None, by = None, n = 8, columns = None, size = 128, image = None,
+                        summaries = true, max_groups = 50, title = None, progress = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn gallery(
+        &self,
+        py: Python<'_>,
+        rows: Option<&Bound<'_, PyAny>>,
+        by: Option<String>,
+        n: usize,
+        columns: Option<Vec<String>>,
+        size: u32,
+        image: Option<String>,
+        summaries: bool,
+        max_groups: usize,
+        title: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<crate::gallery::Gallery> {
+        let source = Source::Version(self.opened());
+        crate::gallery::build(
+            py, &source, rows, by, n, columns, size, image, summaries, max_groups, title, progress,
+        )
+    }
+
+    /// The notebook card: `facts` (name, value) above a strip of `n` thumbnails.
+    #[pyo3(signature = (facts, n = 8))]
+    fn card_html(&self, py: Python<'_>, facts: Vec<(String, String)>, n: usize) -> PyResult<String> {
+        crate::gallery::card(py, &Source::Version(self.opened()), facts, n)
+    }
+
+    /// A query's result (an Arrow C stream) for a notebook: a table, and thumbnails when it
+    /// has an `index` column.
+    fn result_html(&self, py: Python<'_>, result: &Bound<'_, PyAny>) -> PyResult<String> {
+        crate::gallery::result_html(py, &Source::Version(self.opened()), result)
     }
 
     fn __repr__(&self) -> String {

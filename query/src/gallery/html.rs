@@ -290,6 +290,131 @@ fn histogram(out: &mut String, min: f64, max: f64, bins: &[u64]) {
     );
 }
 
+/// An index set as a short HTML summary: how many ids, their range and first runs, its
+/// fingerprint; the same size for a million ids as for ten.
+pub fn index_set_html(set: &crate::IndexSet) -> String {
+    // The first RUNS_SHOWN runs of consecutive ids, and how many runs there are.
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    let mut total_runs = 0u64;
+    let mut previous: Option<u64> = None;
+    for id in set.iter() {
+        if previous.is_some_and(|p| p + 1 == id) {
+            let listed = total_runs == runs.len() as u64;
+            if let Some(last) = runs.last_mut().filter(|_| listed) {
+                last.1 = id;
+            }
+        } else {
+            total_runs += 1;
+            if runs.len() < RUNS_SHOWN {
+                runs.push((id, id));
+            }
+        }
+        previous = Some(id);
+    }
+    let shown: Vec<String> = runs
+        .iter()
+        .map(|&(a, b)| if a == b { count(a) } else { format!("{}–{}", count(a), count(b)) })
+        .collect();
+    let more = if total_runs > RUNS_SHOWN as u64 { ", …" } else { "" };
+    let range = match (set.as_slice().first(), set.as_slice().last()) {
+        (Some(a), Some(b)) => format!(
+            " from {} to {} in {} run{}",
+            count(*a),
+            count(*b),
+            count(total_runs),
+            if total_runs == 1 { "" } else { "s" }
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "<div class=\"beton-gallery beton-index-set\" data-count=\"{}\"><style>{STYLE}</style><p><b>IndexSet</b>: {} id{}{range} · fingerprint <code>{:#018x}</code></p><p class=\"meta\">[{}{more}]</p></div>",
+        set.len(),
+        count(set.len() as u64),
+        if set.len() == 1 { "" } else { "s" },
+        set.fingerprint(),
+        shown.join(", ")
+    )
+}
+
+/// Runs of consecutive ids listed by [`index_set_html`].
+const RUNS_SHOWN: usize = 12;
+
+/// A dataset's card for a notebook: its facts (`(name, value)` rows: path, rows, version,
+/// fields, splits, classes) above a strip of thumbnails.
+pub(crate) fn render_card(g: &Gallery, facts: &[(String, String)]) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<div class=\"beton-gallery beton-dataset\" data-rows=\"{}\" data-tiles=\"{}\"><style>{STYLE}\
+         .beton-gallery table.facts th{{text-align:left;padding:0 12px 0 0;vertical-align:top;color:#666;font-weight:normal}}</style>\
+         <h1>{}</h1><table class=\"facts\">",
+        g.num_rows,
+        g.num_tiles(),
+        escape(&g.title)
+    );
+    for (name, value) in facts {
+        let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", escape(name), escape(value));
+    }
+    out.push_str("</table><div class=\"grid\">");
+    for group in &g.groups {
+        for t in &group.tiles {
+            tile(&mut out, t, g.size);
+        }
+    }
+    out.push_str("</div></div>");
+    out
+}
+
+/// The first `max_rows` rows of a query's result as an HTML table (and how many more there
+/// are).
+pub fn table_html(batch: &arrow_array::RecordBatch, max_rows: usize) -> String {
+    use arrow_cast::display::{ArrayFormatter, FormatOptions};
+    let options = FormatOptions::default().with_null("null");
+    let schema = batch.schema();
+    let mut out = format!(
+        "<div class=\"beton-gallery beton-result\" data-rows=\"{}\"><style>{STYLE}\
+         .beton-gallery table.rows{{border-collapse:collapse;font-size:12px}}\
+         .beton-gallery table.rows td,.beton-gallery table.rows th{{border-bottom:1px solid #eee;padding:1px 8px;text-align:right}}</style>\
+         <p><b>QueryResult</b>: {} row{} × {} column{}</p><table class=\"rows\"><tr>",
+        batch.num_rows(),
+        count(batch.num_rows() as u64),
+        if batch.num_rows() == 1 { "" } else { "s" },
+        batch.num_columns(),
+        if batch.num_columns() == 1 { "" } else { "s" }
+    );
+    for f in schema.fields() {
+        let _ = write!(
+            out,
+            "<th>{} <small>{}</small></th>",
+            escape(f.name()),
+            escape(&f.data_type().to_string())
+        );
+    }
+    out.push_str("</tr>");
+    let formatters: Vec<Option<ArrayFormatter<'_>>> =
+        batch.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &options).ok()).collect();
+    for row in 0..batch.num_rows().min(max_rows) {
+        out.push_str("<tr>");
+        for f in &formatters {
+            let cell = f.as_ref().map_or_else(|| "?".to_string(), |f| super::cut(&f.value(row).to_string()));
+            let _ = write!(out, "<td>{}</td>", escape(&cell));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    if batch.num_rows() > max_rows {
+        let more = (batch.num_rows() - max_rows) as u64;
+        let _ = write!(
+            out,
+            "<p class=\"meta\">… {} more row{}</p>",
+            count(more),
+            if more == 1 { "" } else { "s" }
+        );
+    }
+    out.push_str("</div>");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,5 +434,17 @@ mod tests {
         assert_eq!(number(512.3333), "512.3");
         assert_eq!(count(1_234_567), "1,234,567");
         assert_eq!(count(12), "12");
+    }
+
+    #[test]
+    fn an_index_set_summary_lists_a_few_runs_at_any_size() {
+        let million = index_set_html(&crate::IndexSet::all(1_000_000));
+        assert!(million.contains("1,000,000 ids from 0 to 999,999 in 1 run"), "{million}");
+        assert!(million.len() < 4096);
+        let scattered = crate::IndexSet::from_sorted((0..100_000).map(|i| i * 3).collect()).unwrap();
+        let html = index_set_html(&scattered);
+        assert!(html.contains("in 100,000 runs") && html.contains("[0, 3, 6,") && html.contains(", …]"), "{html}");
+        let runs = crate::IndexSet::from_sorted(vec![1, 2, 3, 10, 11]).unwrap();
+        assert!(index_set_html(&runs).contains("[1–3, 10–11]"));
     }
 }

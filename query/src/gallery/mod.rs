@@ -28,6 +28,7 @@ mod key;
 mod sheet;
 mod summary;
 
+pub use html::{index_set_html, table_html};
 pub use summary::{ColumnSummary, SummaryKind};
 
 use key::Key;
@@ -79,6 +80,9 @@ pub struct Selection {
     rows: Vec<u64>,
     /// A query's result, one row per entry of `rows` (captions and grouping may come from it).
     result: Option<RecordBatch>,
+    /// The order means something (a SELECT's, rows given one by one): each group shows its
+    /// first rows; otherwise rows spread evenly over it.
+    ordered: bool,
     /// The query text, or a description of the set.
     described: String,
 }
@@ -86,17 +90,22 @@ pub struct Selection {
 impl Selection {
     /// Every row of `table`.
     pub fn all(table: &Table<'_>) -> Selection {
-        Selection { rows: (0..table.num_rows()).collect(), result: None, described: String::new() }
+        Selection {
+            rows: (0..table.num_rows()).collect(),
+            result: None,
+            ordered: false,
+            described: String::new(),
+        }
     }
 
     /// These rows, in this order (repeats allowed).
     pub fn of_rows(rows: Vec<u64>) -> Selection {
-        Selection { rows, result: None, described: String::new() }
+        Selection { rows, result: None, ordered: true, described: String::new() }
     }
 
     /// The rows of `set` (table rows), ascending.
     pub fn of_set(set: &IndexSet) -> Selection {
-        Selection { rows: set.as_slice().to_vec(), result: None, described: String::new() }
+        Selection { rows: set.as_slice().to_vec(), result: None, ordered: false, described: String::new() }
     }
 
     /// The rows `sql` selects: a bare predicate's matches, or a `SELECT`'s rows in its order
@@ -139,7 +148,12 @@ impl Selection {
         if index.null_count() > 0 {
             return Err(bad("the `index` column has nulls".into()));
         }
-        Ok(Selection { rows: index.values().to_vec(), result: Some(batch), described: String::new() })
+        Ok(Selection {
+            rows: index.values().to_vec(),
+            result: Some(batch),
+            ordered: true,
+            described: String::new(),
+        })
     }
 
     /// Names what chose the rows (shown on the page).
@@ -238,7 +252,11 @@ impl Gallery {
         let (groups, hidden) = match &options.by {
             None => {
                 let n = selection.rows.len();
-                (vec![(None, n as u64, pick(0..n, n, options.per_group))], (0, 0))
+                let shown = match selection.ordered {
+                    true => (0..n.min(options.per_group)).collect(),
+                    false => pick(0..n, n, options.per_group),
+                };
+                (vec![(None, n as u64, shown)], (0, 0))
             }
             Some(by) => columns.groups(by, options)?,
         };
@@ -300,6 +318,12 @@ impl Gallery {
     /// for a notebook cell; thumbnails are inlined as JPEG `data:` URIs.
     pub fn to_html(&self, page: bool) -> String {
         html::render(self, page)
+    }
+
+    /// A dataset's card for a notebook: `facts` (`(name, value)` rows) above this gallery's
+    /// thumbnails in one strip.
+    pub fn to_html_card(&self, facts: &[(String, String)]) -> String {
+        html::render_card(self, facts)
     }
 
     /// The gallery as a PNG contact sheet: a title line, then per group a heading and its
@@ -479,7 +503,11 @@ impl Columns<'_, '_> {
         for (p, &g) in group_of.iter().enumerate() {
             let Some((seen, k, picked)) = want.get_mut(&g) else { continue };
             let (c, n) = (counts[g], options.per_group.min(counts[g]));
-            let target = if n <= 1 { 0 } else { *k * (c - 1) / (n - 1) };
+            let target = match (self.selection.ordered, n) {
+                (true, _) => *k,
+                (false, 0 | 1) => 0,
+                (false, _) => *k * (c - 1) / (n - 1),
+            };
             if *k < n && *seen == target {
                 picked.push(p);
                 *k += 1;

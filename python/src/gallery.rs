@@ -1,0 +1,323 @@
+//! `Gallery`: a built gallery (HTML page or notebook fragment, PNG contact sheet), and what the
+//! datasets' `gallery`, `card_html` and `result_html` and the index sets' `_repr_html_` make it
+//! from. The work is in `beton_query::gallery`.
+
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use beton_query::gallery::{Gallery as RustGallery, GalleryOptions, Selection, SummaryKind};
+use beton_query::Table;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use crate::errors::from_query;
+use crate::index_set::IndexSet;
+use crate::version::Opened;
+
+/// Thumbnails a notebook shows of an index set or a query's result.
+const REPR_TILES: usize = 16;
+/// Thumbnail size in notebook reprs.
+const REPR_SIZE: u32 = 96;
+/// Rows of a query's result shown as a table.
+const REPR_ROWS: usize = 10;
+
+/// What an index set's rows are rows of: a `.beton` file or a version of a dataset directory.
+#[derive(Clone)]
+pub(crate) enum Source {
+    File(Arc<beton_storage::Dataset>),
+    Version(Arc<Opened>),
+}
+
+impl Source {
+    /// True when both are the same open dataset (version).
+    pub(crate) fn same(&self, other: &Source) -> bool {
+        match (self, other) {
+            (Source::File(a), Source::File(b)) => Arc::ptr_eq(a, b),
+            (Source::Version(a), Source::Version(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// A title: the file's or directory's name (and the version).
+    fn title(&self) -> String {
+        let name = |p: &std::path::Path| {
+            p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+        };
+        match self {
+            Source::File(ds) => name(ds.path()),
+            Source::Version(o) => format!("{} (version {})", name(o.version.dir()), o.version.version()),
+        }
+    }
+
+    /// Runs `f` on the table and class names.
+    pub(crate) fn with_table<T>(
+        &self,
+        f: impl FnOnce(&Table<'_>, Option<Vec<String>>) -> beton_query::Result<T>,
+    ) -> beton_query::Result<T> {
+        match self {
+            Source::File(ds) => f(&Table::new(ds), ds.classes()?),
+            Source::Version(o) => f(&o.view.table()?, o.version.manifest().classes.clone()),
+        }
+    }
+
+    /// Thumbnails of `set`'s rows, spread over it, as a notebook fragment.
+    pub(crate) fn set_html(&self, set: &beton_query::IndexSet) -> beton_query::Result<String> {
+        let title = format!("{} rows of {}", set.len(), self.title());
+        self.with_table(|table, classes| {
+            let options = repr_options(title, classes);
+            Ok(RustGallery::build(table, &Selection::of_set(set), &options, &|_, _| {})?.to_html(false))
+        })
+    }
+}
+
+/// Gallery options of a notebook repr: 16 small thumbnails, no summaries (instant at any size).
+fn repr_options(title: String, classes: Option<Vec<String>>) -> GalleryOptions {
+    GalleryOptions {
+        per_group: REPR_TILES,
+        size: REPR_SIZE,
+        summaries: false,
+        classes,
+        title,
+        ..GalleryOptions::default()
+    }
+}
+
+/// The rows to show, as Python gives them: `None` (all), SQL text, an `IndexSet`, a query's
+/// result (an object with `__arrow_c_stream__` and an `index` column) or row numbers in order.
+enum Rows {
+    All,
+    Sql(String),
+    Set(beton_query::IndexSet),
+    Result(RecordBatch),
+    List(Vec<u64>),
+}
+
+impl Rows {
+    fn extract(rows: Option<&Bound<'_, PyAny>>) -> PyResult<Rows> {
+        let Some(rows) = rows else { return Ok(Rows::All) };
+        if rows.is_none() {
+            return Ok(Rows::All);
+        }
+        if let Ok(sql) = rows.cast::<PyString>() {
+            return Ok(Rows::Sql(sql.extract::<String>()?));
+        }
+        if let Ok(set) = rows.extract::<PyRef<'_, IndexSet>>() {
+            return Ok(Rows::Set(set.inner.clone()));
+        }
+        if rows.hasattr("__arrow_c_stream__")? {
+            return Ok(Rows::Result(read_batch(rows)?));
+        }
+        match rows.extract::<Vec<u64>>() {
+            Ok(list) => Ok(Rows::List(list)),
+            Err(_) => Err(PyTypeError::new_err(format!(
+                "where: expected SQL (str), an IndexSet, a query result with an `index` column, or row numbers; got {}",
+                rows.get_type().name()?
+            ))),
+        }
+    }
+
+    fn selection(self, table: &Table<'_>) -> beton_query::Result<Selection> {
+        Ok(match self {
+            Rows::All => Selection::all(table),
+            Rows::Sql(sql) => Selection::of_sql(table, &sql)?,
+            Rows::Set(set) => Selection::of_set(&set),
+            Rows::Result(batch) => Selection::of_result(batch)?,
+            Rows::List(list) => Selection::of_rows(list),
+        })
+    }
+}
+
+/// Every batch of an Arrow C stream, concatenated.
+fn read_batch(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
+    let reader = crate::arrow_write::import_stream(stream)?;
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| from_query(e.into()))?;
+    arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| from_query(e.into()))
+}
+
+/// Builds a gallery of `rows` of `source` (`Dataset.gallery`, `Version.gallery`), calling
+/// `progress(done, total)` (a Python callable) as thumbnails are made; an exception it raises
+/// is raised once the gallery is built.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build(
+    py: Python<'_>,
+    source: &Source,
+    rows: Option<&Bound<'_, PyAny>>,
+    by: Option<String>,
+    n: usize,
+    columns: Option<Vec<String>>,
+    size: u32,
+    image: Option<String>,
+    summaries: bool,
+    max_groups: usize,
+    title: Option<String>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Gallery> {
+    let rows = Rows::extract(rows)?;
+    let title = title.unwrap_or_else(|| source.title());
+    let failed: Mutex<Option<PyErr>> = Mutex::new(None);
+    let report = |done: u64, total: u64| {
+        let Some(callback) = &progress else { return };
+        Python::attach(|py| {
+            if let Err(e) = callback.call1(py, (done, total)) {
+                failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+            }
+        });
+    };
+    let built = py.detach(|| {
+        source.with_table(|table, classes| {
+            let options = GalleryOptions {
+                by,
+                per_group: n,
+                columns,
+                size,
+                image,
+                summaries,
+                max_groups,
+                classes,
+                title,
+            };
+            RustGallery::build(table, &rows.selection(table)?, &options, &report)
+        })
+    });
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(Gallery { inner: built.map_err(from_query)? })
+}
+
+/// A dataset's card (`Dataset._repr_html_`): `facts` above a strip of `n` thumbnails.
+pub(crate) fn card(
+    py: Python<'_>,
+    source: &Source,
+    facts: Vec<(String, String)>,
+    n: usize,
+) -> PyResult<String> {
+    let title = source.title();
+    py.detach(|| {
+        source.with_table(|table, classes| {
+            let options = GalleryOptions { per_group: n, ..repr_options(title, classes) };
+            Ok(RustGallery::build(table, &Selection::all(table), &options, &|_, _| {})?.to_html_card(&facts))
+        })
+    })
+    .map_err(from_query)
+}
+
+/// A query's result for a notebook (`QueryResult._repr_html_`): its first rows as a table, and
+/// thumbnails of its first rows when it has an `index` column.
+pub(crate) fn result_html(py: Python<'_>, source: &Source, result: &Bound<'_, PyAny>) -> PyResult<String> {
+    let batch = read_batch(result)?;
+    let title = source.title();
+    py.detach(|| {
+        let mut html = beton_query::gallery::table_html(&batch, REPR_ROWS);
+        if batch.column_by_name("index").is_some() && batch.num_rows() > 0 {
+            let thumbnails = source.with_table(|table, classes| {
+                let selection = Selection::of_result(batch)?;
+                Ok(RustGallery::build(table, &selection, &repr_options(title, classes), &|_, _| {})?
+                    .to_html(false))
+            });
+            // A result whose `index` is not this dataset's rows still shows as a table.
+            if let Ok(thumbnails) = thumbnails {
+                html.push_str(&thumbnails);
+            }
+        }
+        Ok(html)
+    })
+}
+
+/// A gallery of a dataset's rows: ``Dataset.gallery`` wraps it (``beton.Gallery``).
+#[pyclass(module = "beton._native", frozen)]
+pub struct Gallery {
+    inner: RustGallery,
+}
+
+#[pymethods]
+impl Gallery {
+    /// The gallery as HTML: a whole self-contained page (`page`), or a fragment for a notebook.
+    #[pyo3(signature = (page = false))]
+    fn html(&self, py: Python<'_>, page: bool) -> String {
+        py.detach(|| self.inner.to_html(page))
+    }
+
+    /// The gallery as a PNG contact sheet.
+    fn png<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let png = py.detach(|| self.inner.to_png()).map_err(from_query)?;
+        Ok(PyBytes::new(py, &png))
+    }
+
+    /// The title.
+    #[getter]
+    fn title(&self) -> &str {
+        &self.inner.title
+    }
+
+    /// Rows selected.
+    #[getter]
+    fn matched(&self) -> u64 {
+        self.inner.matched
+    }
+
+    /// Rows of the dataset.
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.inner.num_rows
+    }
+
+    /// The grouping column, or None.
+    #[getter]
+    fn by(&self) -> Option<&str> {
+        self.inner.by.as_deref()
+    }
+
+    /// The image field shown, or None.
+    #[getter]
+    fn image_field(&self) -> Option<&str> {
+        self.inner.image_field.as_deref()
+    }
+
+    /// Groups not drawn, and their rows.
+    #[getter]
+    fn hidden_groups(&self) -> (u64, u64) {
+        self.inner.hidden_groups
+    }
+
+    /// The groups drawn: `(key, rows, indices shown)`.
+    fn groups(&self) -> Vec<(Option<String>, u64, Vec<u64>)> {
+        self.inner
+            .groups
+            .iter()
+            .map(|g| (g.key.clone(), g.count, g.tiles.iter().map(|t| t.index).collect()))
+            .collect()
+    }
+
+    /// The per-column summaries: dicts with `column`, `data_type`, `rows`, `nulls`, `kind`
+    /// ("counts": `top` [(value, rows)], `distinct`, `other`; "histogram": `min`, `max`, `mean`,
+    /// `bins`).
+    fn summaries<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.inner
+            .summaries
+            .iter()
+            .map(|s| {
+                let d = PyDict::new(py);
+                set_fields!(d, s; column, data_type, rows, nulls);
+                match &s.kind {
+                    SummaryKind::Counts { top, distinct, other } => {
+                        d.set_item("kind", "counts")?;
+                        d.set_item("top", top)?;
+                        d.set_item("distinct", distinct)?;
+                        d.set_item("other", other)?;
+                    }
+                    SummaryKind::Histogram { min, max, mean, bins } => {
+                        d.set_item("kind", "histogram")?;
+                        d.set_item("min", min)?;
+                        d.set_item("max", max)?;
+                        d.set_item("mean", mean)?;
+                        d.set_item("bins", bins)?;
+                    }
+                }
+                Ok(d)
+            })
+            .collect()
+    }
+}
