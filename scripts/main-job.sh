@@ -2,7 +2,8 @@
 # The main job on the bundled real data. Installs what it needs first.
 #  1. CLI: writes the bundled ImageFolder photos (examples/data/imagefolder, 155 photos in 6
 #     classes, NOTICE beside them) into a .beton file that FFCV 1.0.2 opens as is, prints
-#     `beton info`, checks it with `beton verify`, stores a stratified split in it and queries it.
+#     `beton info`, checks it with `beton verify`, stores a stratified split in it, queries it and
+#     writes a gallery of its validation split (a self-contained page and a PNG contact sheet).
 #  2. Python (examples/main_job.py): Fashion-MNIST's test split and the photos to .beton, a query
 #     picks the subset, a small model trains on it with beton's Loader: accuracy, images/s and
 #     where the time went. The model is a torch MLP (CPU): the job installs torch into
@@ -31,6 +32,9 @@ echo
 "$beton" split random "$out/imagefolder.beton" train=0.8 val=0.2 --seed 0 --stratify label
 "$beton" query "$out/imagefolder.beton" \
   "SELECT label, count(*) AS photos, avg(image.width) AS mean_width FROM samples WHERE in_split('val') GROUP BY label ORDER BY label"
+# A look at the validation split: one page to open in a browser, one contact sheet.
+"$beton" gallery "$out/imagefolder.beton" "in_split('val')" --by label --n 6 \
+  --out "$out/val-gallery.html" --png "$out/val-gallery.png"
 
 echo
 echo "== Python =="

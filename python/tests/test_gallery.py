@@ -207,3 +207,19 @@ def test_a_gallery_renders_in_a_real_browser(photos, tmp_path):
     with open(shot, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(shot) > 50_000, "a screenshot of thumbnails, not a blank page"
+
+
+def test_a_version_of_a_dataset_directory_shows_its_own_rows(photos, tmp_path):
+    ds = beton.import_file(tmp_path / "photos.dataset", photos.path)
+    ds.delete("label = 0")
+    ds.update({"label": "label + 10"}, where="label = 5")
+    g = ds.gallery(by="label", n=2)
+    counted = ds.query("SELECT label, count(*) AS n FROM samples GROUP BY label ORDER BY label").to_pydict()
+    assert [gr.rows for gr in g.groups] == counted["n"] and g.num_rows == len(ds) == 155 - 17
+    assert g.groups[-1].key.startswith("15")
+    card = valid(ds._repr_html_())
+    assert "dataset directory, version 3" in card and card.count("<img ") == 8
+    assert valid(ds.where("label = 15")._repr_html_()).count("<img ") == 15
+    # An older version still shows its own rows.
+    first = beton.open(tmp_path / "photos.dataset", version=1)
+    assert first.gallery(by="label").groups[0].key == "0 (everyday_object)"
