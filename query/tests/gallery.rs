@@ -178,6 +178,8 @@ fn bad_arguments_say_what_is_wrong() {
         .to_string()
         .contains("'label' is not an image field; the image fields are: image"));
     let zero = GalleryOptions { per_group: 0, ..GalleryOptions::default() };
+    let huge = GalleryOptions { per_group: usize::MAX, ..GalleryOptions::default() };
+    assert!(build(&table, &all, &huge).is_ok(), "no more rows than there are");
     assert!(build(&table, &all, &zero).is_err());
     let past = Selection::of_set(&beton_query::IndexSet::from_sorted(vec![2, 9]).unwrap());
     assert!(build(&table, &past, &GalleryOptions::default())
@@ -241,5 +243,13 @@ fn a_million_rows_are_summarised_but_never_shown_whole() {
     assert!(matches!(&label.kind, SummaryKind::Histogram { bins, .. } if bins.iter().sum::<u64>() == n));
     let html = g.to_html(true);
     assert!(html.len() < 2 << 20, "{} bytes", html.len());
+    let too_many = GalleryOptions {
+        by: Some("label".into()),
+        per_group: 1000,
+        max_groups: 100,
+        ..GalleryOptions::default()
+    };
+    let e = build(&table, &selection, &too_many).unwrap_err();
+    assert!(e.to_string().contains("would draw 100000 thumbnails; at most 20000"), "{e}");
     assert!(html.contains("950 more groups (950,000 rows) not drawn"));
 }

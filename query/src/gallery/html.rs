@@ -443,7 +443,10 @@ mod tests {
         assert!(million.len() < 4096);
         let scattered = crate::IndexSet::from_sorted((0..100_000).map(|i| i * 3).collect()).unwrap();
         let html = index_set_html(&scattered);
-        assert!(html.contains("in 100,000 runs") && html.contains("[0, 3, 6,") && html.contains(", …]"), "{html}");
+        assert!(
+            html.contains("in 100,000 runs") && html.contains("[0, 3, 6,") && html.contains(", …]"),
+            "{html}"
+        );
         let runs = crate::IndexSet::from_sorted(vec![1, 2, 3, 10, 11]).unwrap();
         assert!(index_set_html(&runs).contains("[1–3, 10–11]"));
     }

@@ -271,6 +271,17 @@ impl Gallery {
         }
         let shown: Vec<usize> =
             groups.iter().flat_map(|(_, _, positions)| positions.iter().copied()).collect();
+        if shown.len() > MAX_TILES {
+            return Err(invalid(
+                "rows per group",
+                format!(
+                    "{} per group over {} groups would draw {} thumbnails; at most {MAX_TILES} (lower n or max_groups)",
+                    options.per_group,
+                    groups.len(),
+                    shown.len()
+                ),
+            ));
+        }
         let total = shown.len() as u64;
         let done = std::sync::atomic::AtomicU64::new(0);
         let thumbnails: Vec<Option<std::result::Result<Pixels, String>>> = shown
@@ -526,6 +537,9 @@ impl Columns<'_, '_> {
         Ok((out, (hidden.len() as u64, hidden_rows)))
     }
 }
+
+/// Most thumbnails one gallery draws (a page of them is tens of megabytes already).
+pub const MAX_TILES: usize = 20_000;
 
 /// Longest caption text shown, in characters.
 const MAX_CAPTION: usize = 60;
