@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod progress;
 mod show_explain;
 
 fn beton(args: &[&str]) -> Output {
