@@ -24,6 +24,7 @@ mod fields;
 mod index_set;
 mod loader;
 mod ops;
+mod progress;
 mod version;
 mod writer;
 
