@@ -580,9 +580,12 @@ fn explain_counts_rows_and_reads_per_data_file() {
     assert!(e.to_string().contains("data file 1"), "{e}");
 }
 
+/// Every progress report seen: (done, total).
+type Reports = Arc<std::sync::Mutex<Vec<(u64, Option<u64>)>>>;
+
 /// Export options whose progress records every report in `seen` and cancels once `done`
 /// reaches `cancel_at`.
-fn recording(seen: &Arc<std::sync::Mutex<Vec<(u64, Option<u64>)>>>, cancel_at: u64) -> ExportOptions {
+fn recording(seen: &Reports, cancel_at: u64) -> ExportOptions {
     let seen = Arc::clone(seen);
     ExportOptions {
         num_threads: 1,
@@ -598,7 +601,7 @@ fn export_and_compact_progress_end_at_the_row_count() {
     let (tmp, _, _, v) = imported(1000, vec![1]);
     let v = v.delete(&IndexSet::from_sorted(vec![3, 4]).unwrap(), None, "").unwrap();
     for what in ["export", "compact"] {
-        let seen = Arc::default();
+        let seen = Reports::default();
         let options = recording(&seen, u64::MAX);
         let rows = match what {
             "export" => v.export(&tmp.path().join("out.beton"), None, &options).unwrap().num_samples,
@@ -618,7 +621,7 @@ fn a_cancelled_export_leaves_no_file_and_a_cancelled_compact_commits_nothing() {
     let (tmp, _, dir, v) = imported(1000, vec![1]);
     let v = v.delete(&IndexSet::from_sorted(vec![3]).unwrap(), None, "").unwrap();
     let out = tmp.path().join("out.beton");
-    let seen = Arc::default();
+    let seen = Reports::default();
     let err = v.export(&out, None, &recording(&seen, 256)).unwrap_err();
     assert!(matches!(err, Error::Storage(beton_storage::Error::Cancelled { .. })), "{err}");
     assert!(!out.exists(), "nothing at the destination");
@@ -637,7 +640,7 @@ fn concat_progress_counts_the_rows_of_every_source() {
     let (tmp, _, dir, _) = imported(300, vec![1]);
     let other = tmp.path().join("b.beton");
     write(&other, 1000, 200);
-    let seen = Arc::default();
+    let seen = Reports::default();
     let out = tmp.path().join("both");
     let v = VersionedDataset::concat(&out, &[dir, other], "", &recording(&seen, u64::MAX)).unwrap();
     assert_eq!(v.num_rows(), 500);
