@@ -429,7 +429,10 @@ fn stale_note(file: &Path) -> String {
 
 fn verify(file: &Path, decode_images: bool, custom: &[String]) -> Result<String> {
     let ds = open(file, custom)?;
-    let report = beton_storage::verify(&ds, decode_images).map_err(|e| name_file(file, e))?;
+    let bar = progress::bar(ds.num_samples(), "samples");
+    let report = beton_storage::verify_with_progress(&ds, decode_images, &|done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    let report = report.map_err(|e| name_file(file, e))?;
     let decoded =
         if decode_images { format!(", {} images decoded", report.images_decoded) } else { String::new() };
     // Every stored split decodes and names rows of the file.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use beton_query::versioned::{Manifest, VersionRef, VersionedDataset};
+use beton_query::versioned::{ExportOptions, Manifest, VersionRef, VersionedDataset};
 
 /// What to do with a dataset directory.
 #[derive(clap::Subcommand)]
@@ -268,7 +268,15 @@ pub fn run(action: &Action) -> Result<String> {
             ))
         }
         Action::Concat { dir, sources, message } => {
-            let v = VersionedDataset::concat(dir, sources, message)?;
+            // The total comes with the first report: the sources' rows, known once they are open.
+            let bar = crate::progress::bar(0, "rows");
+            let options = ExportOptions {
+                progress: Some(crate::progress::writer_callback(&bar)),
+                ..Default::default()
+            };
+            let v = VersionedDataset::concat(dir, sources, message, &options);
+            bar.finish_and_clear();
+            let v = v?;
             Ok(format!(
                 "{}: version {}, {} rows from {} sources\n",
                 dir.display(),
@@ -332,7 +340,15 @@ pub fn run(action: &Action) -> Result<String> {
         }
         Action::Diff { dir, from, to, json } => diff(dir, from.as_deref(), to.as_deref(), *json),
         Action::Compact { dir, workers, message } => {
-            let v = open(dir, VersionRef::Latest)?.compact(*workers, message)?;
+            let v = open(dir, VersionRef::Latest)?;
+            let bar = crate::progress::bar(v.num_rows(), "rows");
+            let options = ExportOptions {
+                num_threads: *workers,
+                progress: Some(crate::progress::writer_callback(&bar)),
+            };
+            let v = v.compact(&options, message);
+            bar.finish_and_clear();
+            let v = v?;
             Ok(format!(
                 "{}: version {}, {} rows in one data file\n",
                 dir.display(),
@@ -358,7 +374,14 @@ pub fn run(action: &Action) -> Result<String> {
                 Some(p) => Some(beton_query::select_indices(&v.view()?.table()?, p)?),
                 None => None,
             };
-            let report = v.export(out, rows.as_ref(), 0)?;
+            let bar = crate::progress::bar(rows.as_ref().map_or(v.num_rows(), |r| r.len() as u64), "rows");
+            let options = ExportOptions {
+                progress: Some(crate::progress::writer_callback(&bar)),
+                ..Default::default()
+            };
+            let report = v.export(out, rows.as_ref(), &options);
+            bar.finish_and_clear();
+            let report = report?;
             Ok(format!("{}: {} rows of version {}\n", out.display(), report.num_samples, v.version()))
         }
     }

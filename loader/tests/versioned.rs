@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array};
 use beton_loader::{Batch, Loader, OrderOption, Parts};
-use beton_query::versioned::{VersionRef, VersionedDataset};
+use beton_query::versioned::{ExportOptions, VersionRef, VersionedDataset};
 use beton_query::IndexSet;
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 
@@ -104,7 +104,7 @@ fn a_version_loads_as_one_table_and_as_its_compaction() {
 
     // Every order: the same batches whatever the thread count, and the same as the compacted
     // version's (one data file, same rows).
-    let compacted = v.compact(1, "").unwrap();
+    let compacted = v.compact(&ExportOptions::with_threads(1), "").unwrap();
     let quasi = OrderOption::QuasiRandom { buffer_pages: None };
     for order in [OrderOption::Sequential, OrderOption::Random, quasi] {
         let one = epoch(&v, order, 1);
@@ -203,7 +203,7 @@ fn edited_and_added_fields_of_every_type_load_as_their_compaction() {
     let v = v.add_column("thumb", &FieldType::RgbImage, &thumbs, "").unwrap();
     let meta = column(&FieldType::Json, (0..n).map(|i| SampleValue::Json(format!("[{i}]"))).collect());
     let v = v.add_column("meta", &FieldType::Json, &meta, "").unwrap();
-    let compacted = v.compact(1, "").unwrap();
+    let compacted = v.compact(&ExportOptions::with_threads(1), "").unwrap();
 
     let batches = |v: &VersionedDataset, threads: usize| -> Vec<Vec<Vec<u8>>> {
         let view = v.view().unwrap();

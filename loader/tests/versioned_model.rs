@@ -10,7 +10,7 @@ use std::path::Path;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt64Type};
 use beton_loader::{Loader, OrderOption, Parts};
-use beton_query::versioned::{VersionRef, VersionedDataset};
+use beton_query::versioned::{ExportOptions, VersionRef, VersionedDataset};
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 use proptest::prelude::*;
 
@@ -215,7 +215,7 @@ fn run(edits: &[Edit]) {
                 }
                 model.next_id += n;
             }
-            Edit::Compact => v = v.compact(1, "").unwrap(),
+            Edit::Compact => v = v.compact(&ExportOptions::with_threads(1), "").unwrap(),
             Edit::Restore(k) => {
                 let kept: Vec<u64> = history.keys().copied().collect();
                 let target = kept[k % kept.len()];

@@ -1088,7 +1088,7 @@ class Dataset:
 
     @_edit
     def append(self, source, message: str = "", image_field: str = "image", label_field: str = "label",
-               **writer_options) -> "Dataset":
+               progress: bool = True, **writer_options) -> "Dataset":
         """Adds rows, as a new version. A dataset without class names takes the appended data's.
 
         Parameters
@@ -1099,6 +1099,9 @@ class Dataset:
         {message}
         image_field, label_field : str, optional
             The fields an ImageFolder's images and labels go into.
+        progress : bool, default True
+            Show a tqdm progress bar of an ImageFolder's images as they are written, when tqdm
+            is installed (``pip install beton[progress]``); a ``.beton`` file is linked at once.
         **writer_options
             ``RGBImageField`` options for an ImageFolder's images.
 
@@ -1129,14 +1132,14 @@ class Dataset:
             with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
                 out = os.path.join(tmp, "append.beton")
                 DatasetWriter(out, {image_field: RGBImageField(**writer_options), label_field: IntField()},
-                              progress=False).from_imagefolder(source, image_field, label_field)
+                              progress=progress).from_imagefolder(source, image_field, label_field)
                 native.append_file(out, message)
         else:
             native.append_file(str(source), message)
         return self
 
     @_edit
-    def compact(self, num_workers: int = 0, message: str = "") -> "Dataset":
+    def compact(self, num_workers: int = 0, message: str = "", progress: bool = True) -> "Dataset":
         """Folds data files, deletions and column files into one new data file, as a new version.
 
         Payloads are copied byte for byte: the same rows, row ids, splits and classes.
@@ -1146,6 +1149,9 @@ class Dataset:
         num_workers : int, optional
             Threads (0: every core).
         {message}
+        progress : bool, default True
+            Show a tqdm progress bar of the rows written when tqdm is installed
+            (``pip install beton[progress]``).
 
         {returns}
 
@@ -1158,7 +1164,11 @@ class Dataset:
         >>> ds.compact().versions()[-1]["data_files"]  # doctest: +SKIP
         1
         """
-        self._editable("compact").compact(num_workers, message)
+        from beton.writer import _progress
+
+        native = self._editable("compact")
+        with _progress(len(self), progress) as report:
+            native.compact(num_workers, message, report)
         return self
 
     def cleanup(self, keep_versions: int = 1, older_than_seconds: float = 3600.0) -> Dict[str, Any]:
@@ -1189,7 +1199,7 @@ class Dataset:
         versions, files, nbytes = self._editable("cleanup").cleanup(keep_versions, older_than_seconds)
         return {"versions": versions, "files": files, "bytes": nbytes}
 
-    def export(self, path, where=None, num_workers: int = 0) -> int:
+    def export(self, path, where=None, num_workers: int = 0, progress: bool = True) -> int:
         """Writes this version's rows as one standalone ``.beton`` file that FFCV 1.0.2 loads.
 
         Values are copied as stored (images never re-encoded); named splits (restricted to the
@@ -1202,6 +1212,10 @@ class Dataset:
         where : str or IndexSet, optional
             A SQL predicate or the indices to write (default: all).
         num_workers : int, optional
+            Threads (0: every core).
+        progress : bool, default True
+            Show a tqdm progress bar of the rows written when tqdm is installed
+            (``pip install beton[progress]``).
 
         Returns
         -------
@@ -1221,7 +1235,10 @@ class Dataset:
         rows = self.where(where) if isinstance(where, str) else where
         if not isinstance(self._native, _native.Version):
             raise TypeError("export: use beton.import_file first, or copy the .beton file")
-        return self._native.export(str(path), rows, num_workers)
+        from beton.writer import _progress
+
+        with _progress(len(self) if rows is None else len(rows), progress) as report:
+            return self._native.export(str(path), rows, num_workers, report)
 
     def to_parquet(self, path, columns: Optional[List[str]] = None) -> None:
         """Writes the data table as a Parquet file.
@@ -1341,7 +1358,7 @@ def import_file(dir, file) -> Dataset:  # noqa: A002
     return Dataset._of(_native.Version.import_file(str(dir), str(file)))
 
 
-def concat(sources, out, message: str = "") -> Dataset:
+def concat(sources, out, message: str = "", progress: bool = True) -> Dataset:
     """A new dataset directory holding the rows of ``sources`` in order.
 
     Parameters
@@ -1352,6 +1369,10 @@ def concat(sources, out, message: str = "") -> Dataset:
     out : str or os.PathLike
         The new dataset directory.
     message : str, optional
+    progress : bool, default True
+        Show a tqdm progress bar of the sources' rows when tqdm is installed
+        (``pip install beton[progress]``): a dataset directory's as they are exported, a
+        ``.beton`` file's at once (it is linked).
 
     Returns
     -------
@@ -1370,4 +1391,7 @@ def concat(sources, out, message: str = "") -> Dataset:
     if not sources:
         raise ValueError("concat needs at least one source")
     paths = [str(s.path if isinstance(s, Dataset) else s) for s in sources]
-    return Dataset._of(_native.Version.concat(str(out), paths, message))
+    from beton.writer import _progress
+
+    with _progress(None, progress) as report:
+        return Dataset._of(_native.Version.concat(str(out), paths, message, report))

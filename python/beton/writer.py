@@ -21,7 +21,7 @@ _returns_report = _doc.fill({"{returns_report}": (
     "Returns\n-------\ndict\n    The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.")})
 
 
-def _progress_bar(total: int, enabled: bool):
+def _progress_bar(total: Optional[int], enabled: bool):
     """A ``tqdm.auto`` bar of ``total`` samples, or None when disabled or tqdm is not installed
     (the ``progress`` extra)."""
     if not enabled:
@@ -34,13 +34,17 @@ def _progress_bar(total: int, enabled: bool):
 
 
 @contextlib.contextmanager
-def _progress(total: int, enabled: bool):
-    """The native writer's progress callback, moving a tqdm bar (when enabled and tqdm is
-    installed) that is closed when the block ends."""
+def _progress(total: Optional[int], enabled: bool):
+    """The native progress callback ``progress(done, total)``, moving a tqdm bar (when enabled
+    and tqdm is installed) that is closed when the block ends. A ``total`` of None is learnt
+    from the first report (``beton.concat`` counts rows it has yet to open)."""
     bar = _progress_bar(total, enabled)
 
-    def progress(done, total):
+    def progress(done, total=None):
         if bar is not None:
+            if total is not None and bar.total != total:
+                bar.total = total
+                bar.refresh()
             bar.update(done - bar.n)
         return True
 

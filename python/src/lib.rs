@@ -25,6 +25,7 @@ mod gallery;
 mod index_set;
 mod loader;
 mod ops;
+mod progress;
 mod version;
 mod writer;
 

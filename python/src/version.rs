@@ -139,13 +139,25 @@ impl Version {
     }
 
     /// A new dataset `dir` of the rows of `sources` in order (`.beton` files hard-linked,
-    /// dataset directories' latest versions exported once).
+    /// dataset directories' latest versions exported once); `progress(done, total)` counts
+    /// their rows (an exception it raises stops the concat and propagates).
     #[staticmethod]
-    #[pyo3(signature = (dir, sources, message = String::new()))]
-    fn concat(py: Python<'_>, dir: PathBuf, sources: Vec<PathBuf>, message: String) -> PyResult<Self> {
-        let opened = py.detach(|| {
-            VersionedDataset::concat(&dir, &sources, &message).map_err(from_query).and_then(Opened::new)
-        })?;
+    #[pyo3(signature = (dir, sources, message = String::new(), progress = None))]
+    fn concat(
+        py: Python<'_>,
+        dir: PathBuf,
+        sources: Vec<PathBuf>,
+        message: String,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let (options, interrupted) = crate::progress::export_options(0, progress);
+        let opened = py
+            .detach(|| {
+                VersionedDataset::concat(&dir, &sources, &message, &options)
+                    .map_err(from_query)
+                    .and_then(Opened::new)
+            })
+            .map_err(|e| crate::progress::error(&interrupted, e))?;
         Ok(Version { state: RwLock::new(opened) })
     }
 
@@ -401,10 +413,19 @@ impl Version {
         self.edit(py, |v| v.restore(version))
     }
 
-    /// Folds data files, deletions and column files into one new data file.
-    #[pyo3(signature = (num_workers = 0, message = String::new()))]
-    fn compact(&self, py: Python<'_>, num_workers: usize, message: String) -> PyResult<u64> {
-        self.edit(py, |v| v.compact(num_workers, &message))
+    /// Folds data files, deletions and column files into one new data file;
+    /// `progress(done, total)` counts the rows written (an exception it raises stops the
+    /// compaction, which then commits nothing, and propagates).
+    #[pyo3(signature = (num_workers = 0, message = String::new(), progress = None))]
+    fn compact(
+        &self,
+        py: Python<'_>,
+        num_workers: usize,
+        message: String,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<u64> {
+        let (options, interrupted) = crate::progress::export_options(num_workers, progress);
+        self.edit(py, |v| v.compact(&options, &message)).map_err(|e| crate::progress::error(&interrupted, e))
     }
 
     /// Removes old versions and unreferenced files: `(versions, files, bytes)` removed.
@@ -422,19 +443,23 @@ impl Version {
         Ok((r.versions, r.files, r.bytes))
     }
 
-    /// Writes rows (all, or an IndexSet of indices) as one standalone `.beton` file FFCV loads.
-    #[pyo3(signature = (path, rows = None, num_workers = 0))]
+    /// Writes rows (all, or an IndexSet of indices) as one standalone `.beton` file FFCV loads;
+    /// `progress(done, total)` counts the rows written (an exception it raises stops the
+    /// export, which then leaves nothing at `path`, and propagates).
+    #[pyo3(signature = (path, rows = None, num_workers = 0, progress = None))]
     fn export(
         &self,
         py: Python<'_>,
         path: PathBuf,
         rows: Option<IndexSet>,
         num_workers: usize,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
         let opened = self.opened();
+        let (options, interrupted) = crate::progress::export_options(num_workers, progress);
         let report = py
-            .detach(|| opened.version.export(&path, rows.as_ref().map(|r| &r.inner), num_workers))
-            .map_err(from_query)?;
+            .detach(|| opened.version.export(&path, rows.as_ref().map(|r| &r.inner), &options))
+            .map_err(|e| crate::progress::error(&interrupted, from_query(e)))?;
         Ok(report.num_samples)
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array};
 
-use beton_query::versioned::{Operation, Touches, VersionRef, VersionedDataset};
+use beton_query::versioned::{ExportOptions, Operation, Touches, VersionRef, VersionedDataset};
 use beton_query::{Error, IndexSet};
 use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 
@@ -288,7 +288,12 @@ fn export_and_compact_copy_payloads_and_keep_row_ids_and_splits() {
 
     // Export rows 1.. of the version: labels 2,3,4,5,70 and the split's surviving rows.
     let out = tmp.path().join("export.beton");
-    v.export(&out, Some(&IndexSet::from_sorted(vec![1, 2, 3, 4, 5]).unwrap()), 2).unwrap();
+    v.export(
+        &out,
+        Some(&IndexSet::from_sorted(vec![1, 2, 3, 4, 5]).unwrap()),
+        &ExportOptions::with_threads(2),
+    )
+    .unwrap();
     let ds = Dataset::open(&out).unwrap();
     let labels: Vec<i64> =
         (0..ds.num_samples()).map(|i| ds.get_by_name(i, "label").unwrap().as_int().unwrap()).collect();
@@ -298,7 +303,7 @@ fn export_and_compact_copy_payloads_and_keep_row_ids_and_splits() {
 
     // Compact: one data file, same rows, row ids and splits.
     let before = rows(&v, "SELECT index, row_id, label FROM samples");
-    let c = v.compact(1, "fold").unwrap();
+    let c = v.compact(&ExportOptions::with_threads(1), "fold").unwrap();
     assert_eq!(c.manifest().fragments.len(), 1);
     assert!(c.manifest().fragments[0].deletions.is_none() && c.manifest().fragments[0].columns.is_empty());
     assert_eq!(rows(&c, "SELECT index, row_id, label FROM samples"), before);
@@ -483,8 +488,8 @@ fn every_field_type_is_editable_and_addable() {
         })
         .collect();
     let out = tmp.path().join("export.beton");
-    v4.export(&out, None, 2).unwrap();
-    let c = v4.compact(1, "fold").unwrap();
+    v4.export(&out, None, &ExportOptions::with_threads(2)).unwrap();
+    let c = v4.compact(&ExportOptions::with_threads(1), "fold").unwrap();
     let compacted = dir.join(&c.manifest().fragments[0].data_file);
     for path in [out, compacted] {
         let ds = Dataset::open(&path).unwrap();
@@ -521,10 +526,10 @@ fn classes_live_beside_splits_and_follow_every_version() {
     let v = VersionedDataset::import(&dir, &file).unwrap();
     assert_eq!(v.manifest().classes.as_deref(), Some(&classes[..]));
     let v = v.append_file(&file, "").unwrap().delete_where("label = 3", "").unwrap();
-    let v = v.compact(1, "").unwrap();
+    let v = v.compact(&ExportOptions::with_threads(1), "").unwrap();
     assert_eq!(v.manifest().classes.as_deref(), Some(&classes[..]));
     let out = tmp.path().join("out.beton");
-    v.export(&out, None, 1).unwrap();
+    v.export(&out, None, &ExportOptions::with_threads(1)).unwrap();
     assert_eq!(Dataset::open(&out).unwrap().classes().unwrap().as_deref(), Some(&classes[..]));
 
     // A dataset without class names takes an appended file's.
@@ -573,4 +578,74 @@ fn explain_counts_rows_and_reads_per_data_file() {
     assert_eq!(e.data_files.iter().map(|f| f.rows_matched).collect::<Vec<_>>(), [4, 4]);
     assert_eq!(e.matched.allocations, 8);
     assert!(e.to_string().contains("data file 1"), "{e}");
+}
+
+/// Every progress report seen: (done, total).
+type Reports = Arc<std::sync::Mutex<Vec<(u64, Option<u64>)>>>;
+
+/// Export options whose progress records every report in `seen` and cancels once `done`
+/// reaches `cancel_at`.
+fn recording(seen: &Reports, cancel_at: u64) -> ExportOptions {
+    let seen = Arc::clone(seen);
+    ExportOptions {
+        num_threads: 1,
+        progress: Some(Arc::new(move |p: beton_storage::Progress| {
+            seen.lock().unwrap().push((p.done, p.total));
+            p.done < cancel_at
+        })),
+    }
+}
+
+#[test]
+fn export_and_compact_progress_end_at_the_row_count() {
+    let (tmp, _, _, v) = imported(1000, vec![1]);
+    let v = v.delete(&IndexSet::from_sorted(vec![3, 4]).unwrap(), None, "").unwrap();
+    for what in ["export", "compact"] {
+        let seen = Reports::default();
+        let options = recording(&seen, u64::MAX);
+        let rows = match what {
+            "export" => v.export(&tmp.path().join("out.beton"), None, &options).unwrap().num_samples,
+            _ => v.compact(&options, "").unwrap().num_rows(),
+        };
+        assert_eq!(rows, 998);
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.len() > 1, "{what}: a report per chunk: {seen:?}");
+        assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{what}: monotone: {seen:?}");
+        assert!(seen.iter().all(|&(_, total)| total == Some(998)), "{what}: {seen:?}");
+        assert_eq!(seen.last().unwrap().0, 998, "{what}: {seen:?}");
+    }
+}
+
+#[test]
+fn a_cancelled_export_leaves_no_file_and_a_cancelled_compact_commits_nothing() {
+    let (tmp, _, dir, v) = imported(1000, vec![1]);
+    let v = v.delete(&IndexSet::from_sorted(vec![3]).unwrap(), None, "").unwrap();
+    let out = tmp.path().join("out.beton");
+    let seen = Reports::default();
+    let err = v.export(&out, None, &recording(&seen, 256)).unwrap_err();
+    assert!(matches!(err, Error::Storage(beton_storage::Error::Cancelled { .. })), "{err}");
+    assert!(!out.exists(), "nothing at the destination");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2, "no temporary file left beside it");
+
+    let data_files = || std::fs::read_dir(dir.join("data")).unwrap().count();
+    let before = data_files();
+    let err = v.compact(&recording(&seen, 256), "").unwrap_err();
+    assert!(matches!(err, Error::Storage(beton_storage::Error::Cancelled { .. })), "{err}");
+    assert_eq!(VersionedDataset::open(&dir, VersionRef::Latest).unwrap().version(), v.version());
+    assert_eq!(data_files(), before, "no data file added");
+}
+
+#[test]
+fn concat_progress_counts_the_rows_of_every_source() {
+    let (tmp, _, dir, _) = imported(300, vec![1]);
+    let other = tmp.path().join("b.beton");
+    write(&other, 1000, 200);
+    let seen = Reports::default();
+    let out = tmp.path().join("both");
+    let v = VersionedDataset::concat(&out, &[dir, other], "", &recording(&seen, u64::MAX)).unwrap();
+    assert_eq!(v.num_rows(), 500);
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "monotone: {seen:?}");
+    assert!(seen.iter().all(|&(_, total)| total == Some(500)), "{seen:?}");
+    assert!(seen.contains(&(300, Some(500))) && seen.last() == Some(&(500, Some(500))), "{seen:?}");
 }

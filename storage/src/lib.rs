@@ -39,6 +39,6 @@ pub use format::{AllocEntry, Header, Slot};
 pub use image::{Channels, EncodedImage, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
 pub use reader::{Dataset, Field, FileId, ImageRef, OpenOptions, Value, Window};
 pub use splits::{save_classes, update_splits, SplitMap, SplitRegion};
-pub use summary::{verify, Summary};
+pub use summary::{verify, verify_with_progress, Summary};
 pub use temp::{stale_temp_files, stale_temp_files_in};
 pub use writer::{FieldSpec, Progress, SampleValue, WriteReport, Writer, WriterOptions, MAX_THREADS};

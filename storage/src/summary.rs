@@ -143,13 +143,32 @@ pub struct VerifyReport {
 /// # Errors
 /// The first problem found, as [`Error::Corrupt`] naming the byte offset and sample.
 pub fn verify(ds: &Dataset, decode_images: bool) -> Result<VerifyReport> {
-    let report = verify_bytes(ds, decode_images);
+    verify_with_progress(ds, decode_images, &|_, _| {})
+}
+
+/// Samples checked between two calls of [`verify_with_progress`]'s callback: often enough for a
+/// bar to move smoothly, rarely enough to cost nothing next to the checks (a few microseconds a
+/// sample without decoding).
+const VERIFY_PROGRESS_EVERY: u64 = 256;
+
+/// [`verify`], calling `progress(done, total)` as the per-sample checks go: samples checked so
+/// far and the number of samples, first `(0, total)`, then every few hundred samples, last
+/// `(total, total)` once every sample passed (`done` never goes down).
+///
+/// # Errors
+/// As [`verify`].
+pub fn verify_with_progress(
+    ds: &Dataset,
+    decode_images: bool,
+    progress: &dyn Fn(u64, u64),
+) -> Result<VerifyReport> {
+    let report = verify_bytes(ds, decode_images, progress);
     // A read that faulted (the file shrank meanwhile) got zeros: whatever they showed is moot.
     ds.check_intact()?;
     report
 }
 
-fn verify_bytes(ds: &Dataset, decode_images: bool) -> Result<VerifyReport> {
+fn verify_bytes(ds: &Dataset, decode_images: bool, progress: &dyn Fn(u64, u64)) -> Result<VerifyReport> {
     let corrupt = |offset: u64, what: String| Error::Corrupt { path: ds.path().to_path_buf(), offset, what };
     // Opened with deferred allocation checks: this is where they run.
     ds.alloc_meta()?;
@@ -185,7 +204,12 @@ fn verify_bytes(ds: &Dataset, decode_images: bool) -> Result<VerifyReport> {
         }
     }
     let mut images_decoded = 0u64;
-    for i in 0..ds.num_samples() {
+    let num_samples = ds.num_samples();
+    progress(0, num_samples);
+    for i in 0..num_samples {
+        if i > 0 && i % VERIFY_PROGRESS_EVERY == 0 {
+            progress(i, num_samples);
+        }
         let allocs = ds.sample_allocations(i);
         if let (Some(first), Some(last)) = (allocs.first(), allocs.last()) {
             if first.ptr / page != (last.ptr + last.size.max(1) - 1) / page {
@@ -234,5 +258,8 @@ fn verify_bytes(ds: &Dataset, decode_images: bool) -> Result<VerifyReport> {
             ));
         }
     }
-    Ok(VerifyReport { samples: ds.num_samples(), allocations: n, images_decoded })
+    if num_samples > 0 {
+        progress(num_samples, num_samples);
+    }
+    Ok(VerifyReport { samples: num_samples, allocations: n, images_decoded })
 }

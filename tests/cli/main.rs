@@ -1,11 +1,13 @@
 //! The `beton` binary: info, verify and write-imagefolder on FFCV fixtures and small folders;
-//! `show` and `explain` in `show_explain.rs`.
+//! `show` and `explain` in `show_explain.rs`, `gallery` and `show --grid` in `gallery.rs`, progress
+//! bars in `progress.rs`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod gallery;
+mod progress;
 mod show_explain;
 
 fn beton(args: &[&str]) -> Output {

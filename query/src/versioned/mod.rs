@@ -53,6 +53,33 @@ pub struct CleanupReport {
     pub bytes: u64,
 }
 
+/// How [`VersionedDataset::export`], [`VersionedDataset::compact`] and
+/// [`VersionedDataset::concat`] write the rows they copy.
+#[derive(Clone, Default)]
+pub struct ExportOptions {
+    /// Writer threads; 0 uses every core. The output does not depend on it.
+    pub num_threads: usize,
+    /// Called as rows are written (`done` of `total` rows); returning `false` cancels the write,
+    /// which then fails with [`beton_storage::Error::Cancelled`] and publishes nothing.
+    pub progress: Option<beton_storage::writer::ProgressFn>,
+}
+
+impl ExportOptions {
+    /// Options writing with `num_threads` threads, without progress.
+    pub fn with_threads(num_threads: usize) -> ExportOptions {
+        ExportOptions { num_threads, progress: None }
+    }
+}
+
+impl std::fmt::Debug for ExportOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExportOptions")
+            .field("num_threads", &self.num_threads)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
 /// Which version to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VersionRef {
@@ -118,33 +145,65 @@ impl VersionedDataset {
 
     /// A new dataset directory `dir` holding the rows of `sources` in order: `.beton` files
     /// (hard-linked, never re-encoded) or dataset directories (their latest versions, exported
-    /// once into a data file of `dir`). Version 1 is the first source, each further one a new
-    /// version appending its rows (their fields must include the first's, as
+    /// once into a data file of `dir`, with `options`). Version 1 is the first source, each
+    /// further one a new version appending its rows (their fields must include the first's, as
     /// [`VersionedDataset::append_file`] says).
+    ///
+    /// `options.progress` counts the rows of all sources: an exported source's as they are
+    /// written, a linked file's at once. When it cancels, `dir` keeps the versions committed
+    /// before.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for no sources; as [`VersionedDataset::import`],
     /// [`VersionedDataset::export`] and [`VersionedDataset::append_file`].
-    pub fn concat(dir: &Path, sources: &[PathBuf], message: &str) -> Result<VersionedDataset> {
+    pub fn concat(
+        dir: &Path,
+        sources: &[PathBuf],
+        message: &str,
+        options: &ExportOptions,
+    ) -> Result<VersionedDataset> {
+        use beton_storage::Progress;
         if sources.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "concat".into(),
                 why: "no source to concatenate".into(),
             });
         }
+        // Every source's rows first, for a total the progress can count towards.
+        let mut opened = Vec::with_capacity(sources.len());
+        for source in sources {
+            opened.push(match Self::is_dataset_dir(source) {
+                true => {
+                    let v = Self::open(source, VersionRef::Latest)?;
+                    (v.num_rows(), Some(v))
+                }
+                false => (Dataset::open(source)?.num_samples(), None),
+            });
+        }
+        let total: u64 = opened.iter().map(|(n, _)| n).sum();
+        let mut done = 0u64;
         let mut result: Option<VersionedDataset> = None;
-        for (k, source) in sources.iter().enumerate() {
+        for (k, (source, (rows, version))) in sources.iter().zip(opened).enumerate() {
             // A dataset directory: its latest version as one file, in `dir`'s own _tmp/ (then
             // hard-linked into data/).
-            let exported = match Self::is_dataset_dir(source) {
-                true => {
+            let exported = match version {
+                Some(v) => {
                     let tmp = dir.join(commit::TMP_DIR);
                     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
                     let file = tmp.join(format!("concat-{k}-{}.beton", commit::unique_name()));
-                    Self::open(source, VersionRef::Latest)?.export(&file, None, 0)?;
+                    let progress = options.progress.clone().map(|outer| {
+                        let offset = done;
+                        let inner: beton_storage::writer::ProgressFn =
+                            std::sync::Arc::new(move |p: Progress| {
+                                outer(Progress { done: offset + p.done, total: Some(total) })
+                            });
+                        inner
+                    });
+                    let export = ExportOptions { num_threads: options.num_threads, progress };
+                    v.export(&file, None, &export)?;
                     Some(file)
                 }
-                false => None,
+                None => None,
             };
             let file = exported.as_deref().unwrap_or(source);
             let step = match &result {
@@ -155,6 +214,12 @@ impl VersionedDataset {
                 let _ = std::fs::remove_file(f);
             }
             result = Some(step?);
+            done += rows;
+            if let Some(progress) = &options.progress {
+                if !progress(Progress { done, total: Some(total) }) {
+                    return Err(beton_storage::Error::Cancelled { done, path: dir.to_path_buf() }.into());
+                }
+            }
         }
         Ok(result.expect("at least one source"))
     }
@@ -644,19 +709,22 @@ impl VersionedDataset {
     /// Writes the rows `rows` of this version (indices; all of them for `None`) as one standalone
     /// `.beton` file at `path` that FFCV 1.0.2 loads: the visible fields with their current
     /// values, images and other payloads copied byte for byte (never re-encoded), and the
-    /// version's named splits (restricted to the rows written). Written atomically.
+    /// version's named splits (restricted to the rows written). Written atomically, with
+    /// `options`' threads; its progress counts the rows written.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a row past the end; storage errors writing.
+    /// [`Error::InvalidArgument`] for a row past the end; storage errors writing,
+    /// [`beton_storage::Error::Cancelled`] when the progress callback cancels (nothing is left
+    /// at `path`).
     pub fn export(
         &self,
         path: &Path,
         rows: Option<&IndexSet>,
-        num_threads: usize,
+        options: &ExportOptions,
     ) -> Result<beton_storage::WriteReport> {
         let view = self.view()?;
         let table = view.table()?;
-        let report = export_table(&view, &table, path, rows, num_threads)?;
+        let report = export_table(&view, &table, path, rows, options)?;
         // Splits: table rows → positions in the file written.
         let mut splits = Vec::new();
         for name in self.manifest.splits.keys() {
@@ -681,16 +749,18 @@ impl VersionedDataset {
 
     /// Folds every data file, deletion and column file of this version into one new data file
     /// (payloads copied byte for byte), as a new version: the same rows, row ids and splits.
+    /// Written with `options`' threads; its progress counts the rows written.
     ///
     /// # Errors
-    /// As [`VersionedDataset::export`] and [`VersionedDataset::commit`].
-    pub fn compact(&self, num_threads: usize, message: &str) -> Result<VersionedDataset> {
+    /// As [`VersionedDataset::export`] (a cancelled compaction commits nothing) and
+    /// [`VersionedDataset::commit`].
+    pub fn compact(&self, options: &ExportOptions, message: &str) -> Result<VersionedDataset> {
         let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
         let (report, ids) = {
             let view = self.view()?;
             let table = view.table()?;
             std::fs::create_dir_all(self.dir.join(DATA_DIR)).map_err(|e| io(&self.dir, e))?;
-            let report = export_table(&view, &table, &self.dir.join(&rel), None, num_threads)?;
+            let report = export_table(&view, &table, &self.dir.join(&rel), None, options)?;
             (report, table.row_ids()?)
         };
         let row_ids = match (ids.first(), ids.last()) {
@@ -1209,7 +1279,7 @@ fn export_table(
     table: &crate::Table<'_>,
     path: &Path,
     rows: Option<&IndexSet>,
-    num_threads: usize,
+    options: &ExportOptions,
 ) -> Result<beton_storage::WriteReport> {
     use beton_storage::WriterOptions;
     if let Some(rows) = rows {
@@ -1217,7 +1287,12 @@ fn export_table(
     }
     let page_size =
         view.datasets().map(|d| d.page_size()).max().unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
-    let options = WriterOptions { page_size, num_threads, ..WriterOptions::default() };
+    let options = WriterOptions {
+        page_size,
+        num_threads: options.num_threads,
+        progress: options.progress.clone(),
+        ..WriterOptions::default()
+    };
     let schema = view.schema()?;
     let copy = crate::copy::Copy { fields: &schema, rows: rows.map(IndexSet::as_slice), classes: None };
     crate::copy::copy_rows(table, path, copy, options)

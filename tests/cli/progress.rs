@@ -1,0 +1,73 @@
+//! Progress bars of the long commands (`verify`, `compact`, `export`, `concat`): drawn on a
+//! terminal, never into a pipe or a log.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{beton, beton_ok, fixture, text};
+
+/// A dataset directory of the `scalars` fixture (1000 rows) with its first row deleted, beside the
+/// fixture file in `dir`: (file, dataset directory).
+fn dataset(dir: &Path) -> (PathBuf, PathBuf) {
+    let file = fixture(dir, "scalars");
+    let ds = dir.join("ds");
+    beton_ok(&["import", ds.to_str().unwrap(), file.to_str().unwrap()]);
+    beton_ok(&["delete", ds.to_str().unwrap(), "index = 0"]);
+    (file, ds)
+}
+
+#[test]
+fn long_commands_draw_no_bar_off_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (file, ds) = dataset(tmp.path());
+    let (file, ds) = (file.to_str().unwrap(), ds.to_str().unwrap());
+    let out = tmp.path().join("out.beton");
+    let both = tmp.path().join("both");
+    let commands: [&[&str]; 4] = [
+        &["verify", file],
+        &["export", ds, out.to_str().unwrap()],
+        &["concat", both.to_str().unwrap(), ds, file],
+        &["compact", ds],
+    ];
+    for args in commands {
+        let o = beton(args);
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "beton {args:?}: {stderr}");
+        assert_eq!(stderr, "", "beton {args:?} wrote to a stderr that is not a terminal");
+        assert!(!stdout.contains("/1000") && !stdout.contains('\r'), "beton {args:?}: {stdout}");
+    }
+}
+
+/// `beton args` run under a pseudo-terminal (util-linux `script`): what it drew, or `None` when
+/// there is no `script` to run.
+fn on_a_terminal(args: &[&str]) -> Option<String> {
+    let command = std::iter::once(env!("CARGO_BIN_EXE_beton"))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let o = Command::new("script").args(["-qec", &command, "/dev/null"]).output().ok()?;
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "script -c {command}: {stdout}{stderr}");
+    Some(stdout)
+}
+
+#[test]
+fn long_commands_draw_a_bar_on_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (file, ds) = dataset(tmp.path());
+    let (file, ds) = (file.to_str().unwrap(), ds.to_str().unwrap());
+    let out = tmp.path().join("out.beton");
+    let commands: [(&[&str], &str); 3] = [
+        (&["verify", file], "/1000 samples"),
+        (&["export", ds, out.to_str().unwrap()], "/999 rows"),
+        (&["compact", ds], "/999 rows"),
+    ];
+    for (args, counter) in commands {
+        let Some(drawn) = on_a_terminal(args) else {
+            eprintln!("no util-linux `script` here: the bar on a terminal is not checked");
+            return;
+        };
+        assert!(drawn.contains(counter), "beton {args:?} drew no '{counter}' bar: {drawn:?}");
+    }
+}
