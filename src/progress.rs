@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub fn bar(total: u64, unit: &str) -> ProgressBar {
     // indicatif's stderr target draws nothing when stderr is not a terminal.
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    let template = format!("{{bar:40}} {{pos}}/{{len}} {unit}  {{per_sec}}  eta {{eta}}");
+    let template = format!("{{bar:30}} {{pos}}/{{len}} {unit}  eta {{eta}}");
     bar.set_style(ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()));
     bar
 }
