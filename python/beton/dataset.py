@@ -450,8 +450,9 @@ class Dataset:
                 bars[0].update(done - bars[0].n)
 
         try:
-            native = self._native.gallery(where, by, n, columns, size, image, summaries, max_groups, title,
-                                          report if progress else None)
+            options = {"by": by, "n": n, "columns": columns, "size": size, "image": image, "summaries": summaries,
+                       "max_groups": max_groups, "title": title}
+            native = self._native.gallery(where, options, report if progress else None)
         finally:
             if bars and bars[0] is not None:
                 bars[0].close()

@@ -136,26 +136,42 @@ fn read_batch(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
     arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| from_query(e.into()))
 }
 
-/// Builds a gallery of `rows` of `source` (`Dataset.gallery`, `Version.gallery`), calling
-/// `progress(done, total)` (a Python callable) as thumbnails are made; an exception it raises
-/// is raised once the gallery is built.
-#[allow(clippy::too_many_arguments)]
+/// Gallery options from a Python dict (`by`, `n`, `columns`, `size`, `image`, `summaries`,
+/// `max_groups`, `title`; missing keys keep their defaults).
+fn options(given: Option<&Bound<'_, PyDict>>, source: &Source) -> PyResult<GalleryOptions> {
+    let mut o = GalleryOptions { title: source.title(), ..GalleryOptions::default() };
+    for (key, value) in given.into_iter().flat_map(|d| d.iter()) {
+        let key: String = key.extract()?;
+        if value.is_none() && key != "summaries" {
+            continue;
+        }
+        match key.as_str() {
+            "by" => o.by = Some(value.extract()?),
+            "n" => o.per_group = value.extract()?,
+            "columns" => o.columns = Some(value.extract()?),
+            "size" => o.size = value.extract()?,
+            "image" => o.image = Some(value.extract()?),
+            "summaries" => o.summaries = value.extract()?,
+            "max_groups" => o.max_groups = value.extract()?,
+            "title" => o.title = value.extract()?,
+            other => return Err(PyTypeError::new_err(format!("gallery: unknown option '{other}'"))),
+        }
+    }
+    Ok(o)
+}
+
+/// Builds a gallery of `rows` of `source` (`Dataset.gallery`, `Version.gallery`) with
+/// `options` (a dict, see [`options`]), calling `progress(done, total)` (a Python callable) as
+/// thumbnails are made; an exception it raises is raised once the gallery is built.
 pub(crate) fn build(
     py: Python<'_>,
     source: &Source,
     rows: Option<&Bound<'_, PyAny>>,
-    by: Option<String>,
-    n: usize,
-    columns: Option<Vec<String>>,
-    size: u32,
-    image: Option<String>,
-    summaries: bool,
-    max_groups: usize,
-    title: Option<String>,
+    options: Option<&Bound<'_, PyDict>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Gallery> {
     let rows = Rows::extract(rows)?;
-    let title = title.unwrap_or_else(|| source.title());
+    let options = self::options(options, source)?;
     let failed: Mutex<Option<PyErr>> = Mutex::new(None);
     let report = |done: u64, total: u64| {
         let Some(callback) = &progress else { return };
@@ -167,17 +183,7 @@ pub(crate) fn build(
     };
     let built = py.detach(|| {
         source.with_table(|table, classes| {
-            let options = GalleryOptions {
-                by,
-                per_group: n,
-                columns,
-                size,
-                image,
-                summaries,
-                max_groups,
-                classes,
-                title,
-            };
+            let options = GalleryOptions { classes, ..options };
             RustGallery::build(table, &rows.selection(table)?, &options, &report)
         })
     });

@@ -43,20 +43,24 @@ fn hook(progress: Option<Py<PyAny>>) -> (ProgressFn, Interrupted) {
             }
             *last = Some(now);
         }
-        Python::attach(|py| {
-            let result = py.check_signals().and_then(|()| match &progress {
-                Some(cb) => {
-                    cb.call1(py, (p.done, p.total)).map(|r| !matches!(r.extract::<bool>(py), Ok(false)))
-                }
-                None => Ok(true),
-            });
-            result.unwrap_or_else(|e| {
-                *stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                false
-            })
-        })
+        call(progress.as_ref(), &stop, p)
     });
     (hook, interrupted)
+}
+
+/// Takes the GIL and reports `p` to `progress` (if any): true to go on. Ctrl-C, an exception
+/// (kept in `stop`) or False from the callable stops the work.
+pub(crate) fn call(progress: Option<&Py<PyAny>>, stop: &Interrupted, p: Progress) -> bool {
+    Python::attach(|py| {
+        let result = py.check_signals().and_then(|()| match progress {
+            Some(cb) => cb.call1(py, (p.done, p.total)).map(|r| !matches!(r.extract::<bool>(py), Ok(false))),
+            None => Ok(true),
+        });
+        result.unwrap_or_else(|e| {
+            *stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            false
+        })
+    })
 }
 
 /// The exception that cancelled the work, if one did; `err` otherwise.

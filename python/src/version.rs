@@ -546,29 +546,18 @@ impl Version {
         crate::dataset::copy_table(py, &table, &schema, &path, fields, rows, classes.as_deref(), options)
     }
 
-    /// A gallery of rows (`where`: None, SQL, an IndexSet, a query result with `index`, or row
-    /// numbers): `Dataset.gallery` wraps it.
-    #[pyo3(signature = (rows = None, by = None, n = 8, columns = None, size = 128, image = None,
-                        summaries = true, max_groups = 50, title = None, progress = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// A gallery of rows (`rows`: None, SQL, an IndexSet, a query result with `index`, or row
+    /// numbers) with `options` (a dict: `by`, `n`, `columns`, `size`, `image`, `summaries`,
+    /// `max_groups`, `title`): `Dataset.gallery` wraps it.
+    #[pyo3(signature = (rows = None, options = None, progress = None))]
     fn gallery(
         &self,
         py: Python<'_>,
         rows: Option<&Bound<'_, PyAny>>,
-        by: Option<String>,
-        n: usize,
-        columns: Option<Vec<String>>,
-        size: u32,
-        image: Option<String>,
-        summaries: bool,
-        max_groups: usize,
-        title: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<crate::gallery::Gallery> {
-        let source = Source::Version(self.opened());
-        crate::gallery::build(
-            py, &source, rows, by, n, columns, size, image, summaries, max_groups, title, progress,
-        )
+        crate::gallery::build(py, &Source::Version(self.opened()), rows, options, progress)
     }
 
     /// The notebook card: `facts` (name, value) above a strip of `n` thumbnails.

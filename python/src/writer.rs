@@ -121,20 +121,9 @@ pub(crate) fn options(
 ) -> (WriterOptions, Interrupted) {
     let interrupted: Interrupted = Arc::default();
     let stop = Arc::clone(&interrupted);
-    let hook: beton_storage::writer::ProgressFn = Arc::new(move |p: beton_storage::Progress| {
-        Python::attach(|py| {
-            let result = py.check_signals().and_then(|()| match &progress {
-                Some(cb) => {
-                    cb.call1(py, (p.done, p.total)).map(|r| !matches!(r.extract::<bool>(py), Ok(false)))
-                }
-                None => Ok(true),
-            });
-            result.unwrap_or_else(|e| {
-                *stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                false
-            })
-        })
-    });
+    // Every chunk is reported (not throttled): the writer's chunks are its steps.
+    let hook: beton_storage::writer::ProgressFn =
+        Arc::new(move |p: beton_storage::Progress| crate::progress::call(progress.as_ref(), &stop, p));
     let options = WriterOptions {
         page_size,
         num_threads: num_workers,
