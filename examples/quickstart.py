@@ -38,6 +38,12 @@ def main(out_dir: str) -> None:
         print("(pyarrow not installed: ds.query skipped)")
     train, val = wide.split([0.8, 0.2], seed=0)
     ds.save_splits(train=train, val=val)
+    # A look at the validation split: a self-contained page (open it in a browser) and a contact
+    # sheet; in a notebook, `ds.gallery(...)` (or just `ds`, or `val`) renders in place.
+    gallery = ds.gallery(val, by="label", n=4)
+    gallery.save(os.path.join(out_dir, "val.html"))
+    gallery.save(os.path.join(out_dir, "val.png"))
+    print(gallery)
 
     mean, std = np.array([0.485, 0.456, 0.406]) * 255, np.array([0.229, 0.224, 0.225]) * 255
     loader = Loader(path, batch_size=16, order=OrderOption.QUASI_RANDOM, seed=0, num_workers=2,
