@@ -299,7 +299,7 @@ impl Gallery {
 
     /// The per-column summaries: dicts with `column`, `data_type`, `rows`, `nulls`, `kind`
     /// ("counts": `top` [(value, rows)], `distinct`, `other`; "histogram": `min`, `max`, `mean`,
-    /// `bins`).
+    /// `bins`; "unreadable": `error`).
     fn summaries<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         self.inner
             .summaries
@@ -313,6 +313,10 @@ impl Gallery {
                         d.set_item("top", top)?;
                         d.set_item("distinct", distinct)?;
                         d.set_item("other", other)?;
+                    }
+                    SummaryKind::Unreadable(why) => {
+                        d.set_item("kind", "unreadable")?;
+                        d.set_item("error", why)?;
                     }
                     SummaryKind::Histogram { min, max, mean, bins } => {
                         d.set_item("kind", "histogram")?;

@@ -253,3 +253,28 @@ fn a_million_rows_are_summarised_but_never_shown_whole() {
     assert!(e.to_string().contains("would draw 100000 thumbnails; at most 20000"), "{e}");
     assert!(html.contains("950 more groups (950,000 rows) not drawn"));
 }
+
+#[test]
+fn a_column_that_cannot_be_read_is_said_so_and_the_rest_still_shows() {
+    let (_tmp, file) = temp_file(4, None);
+    // Row 1's text becomes invalid UTF-8 (its payload found by its bytes).
+    let mut bytes = std::fs::read(&file).unwrap();
+    let needle = b"<row 1> & \"co\"";
+    let at = bytes.windows(needle.len()).position(|w| w == needle).unwrap();
+    bytes[at + 1] = 0xFF;
+    std::fs::write(&file, bytes).unwrap();
+    let ds = Dataset::open(&file).unwrap();
+    let table = Table::new(&ds);
+    let g = build(&table, &Selection::all(&table), &GalleryOptions::default()).unwrap();
+    let name = g.summaries.iter().find(|s| s.column == "name").unwrap();
+    assert!(matches!(&name.kind, SummaryKind::Unreadable(why) if why.contains("UTF-8")), "{name:?}");
+    let tiles = &g.groups[0].tiles;
+    assert!(
+        tiles[1].captions.iter().any(|(c, v)| c == "name" && v.starts_with("unreadable: ")),
+        "{:?}",
+        tiles[1]
+    );
+    assert!(matches!(tiles[1].image, Some(Ok(_))));
+    assert_eq!(tiles[0].captions[2].1, "<row 0> & \"co\"");
+    assert!(g.to_html(true).contains("cannot read: "));
+}

@@ -252,6 +252,9 @@ fn summary(out: &mut String, s: &ColumnSummary) {
             }
             out.push_str("</table></div>");
         }
+        SummaryKind::Unreadable(why) => {
+            let _ = write!(out, "</small></h3><p class=\"note\">cannot read: {}</p></div>", escape(why));
+        }
         SummaryKind::Histogram { min, max, mean, bins } => {
             let _ = write!(out, " · mean {}</small></h3>", number(*mean));
             histogram(out, *min, *max, bins);

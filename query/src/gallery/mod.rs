@@ -299,10 +299,13 @@ impl Gallery {
         for (key, count, positions) in groups {
             let mut tiles = Vec::with_capacity(positions.len());
             for p in positions {
+                // A value that cannot be read is captioned with why (the tile still shows).
                 let captions = caption_columns
                     .iter()
-                    .map(|c| Ok((c.clone(), columns.caption(c, p)?)))
-                    .collect::<Result<Vec<_>>>()?;
+                    .map(|c| {
+                        (c.clone(), columns.caption(c, p).unwrap_or_else(|e| format!("unreadable: {e}")))
+                    })
+                    .collect();
                 tiles.push(Tile { index: selection.rows[p], captions, image: thumbnails.next().flatten() });
             }
             drawn.push(Group { key, count, tiles });

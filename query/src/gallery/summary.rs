@@ -50,6 +50,8 @@ pub enum SummaryKind {
         /// Rows whose value is not in `top` (nulls excluded).
         other: u64,
     },
+    /// The column could not be read: why.
+    Unreadable(String),
     /// Equal-width bins from `min` to `max` (the last bin includes `max`).
     Histogram {
         /// Smallest value.
@@ -88,8 +90,16 @@ pub(crate) fn summarise(
         ) {
             continue;
         }
-        let values = at_rows(name)?;
-        out.push(summarise_column(name, values.as_ref(), classes)?);
+        // A column that cannot be read (text that is not UTF-8, a row that disagrees with the
+        // allocation table) is summarised as such: the rest of the page still shows.
+        let summary = at_rows(name).and_then(|values| summarise_column(name, values.as_ref(), classes));
+        out.push(summary.unwrap_or_else(|e| ColumnSummary {
+            column: name.to_string(),
+            data_type: String::new(),
+            rows: selection.rows.len() as u64,
+            nulls: 0,
+            kind: SummaryKind::Unreadable(e.to_string()),
+        }));
     }
     for (field, ty) in table.fields() {
         if !ty.is_image() {
