@@ -21,16 +21,18 @@ step "cargo test (workspace)"
 mkdir -p target
 cargo test --workspace --quiet 2>&1 | tee target/test-output.log
 step "python: build beton._native (maturin, shared target dir), then pytest"
-py=target/py-venv/bin/python
-[ -x "$py" ] || python3 -m venv target/py-venv
+# The tests' own venv, holding a debug build of the extension: target/py-venv, where the main
+# job and users run, keeps its release build (a debug build there made every figure ~7x worse).
+venv=target/test-venv
+py=$venv/bin/python
+[ -x "$py" ] || python3 -m venv "$venv"
 "$py" -m pip install --quiet --disable-pip-version-check -r python/requirements-test.txt
 # torch (CPU use; a no-op once installed): without it the DDP and ToTensor tests cannot run, and
 # BETON_REQUIRE_TORCH=1 makes them fail rather than skip (python/tests/conftest.py).
 t_torch=$SECONDS
 "$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir -r python/requirements-torch.txt
 echo "torch ready ($((SECONDS - t_torch)) s)"
-(cd python && VIRTUAL_ENV="$PWD/../target/py-venv" CARGO_TARGET_DIR="$target_dir" \
-  ../target/py-venv/bin/maturin develop --quiet)
+(cd python && VIRTUAL_ENV="$PWD/../$venv" CARGO_TARGET_DIR="$target_dir" "../$py" -m maturin develop --quiet)
 # Debian's chromium (headless) renders a gallery page in python/tests/test_gallery.py;
 # BETON_REQUIRE_BROWSER=1 makes that test fail rather than skip without it.
 if ! command -v chromium >/dev/null 2>&1; then
@@ -42,8 +44,8 @@ fi
 BETON_REQUIRE_BROWSER=1 BETON_REQUIRE_TORCH=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
 grep -qE "^[0-9]+ passed" target/pytest-output.log && ! grep -qE "[0-9]+ (failed|error)" target/pytest-output.log
 step "python: stubs checked against the built module (mypy.stubtest), then the wheel in a fresh venv"
-(cd python && ../target/py-venv/bin/python -m mypy.stubtest beton --mypy-config-file mypy.ini)
-bash scripts/wheel-check.sh
+(cd python && "../$py" -m mypy.stubtest beton --mypy-config-file mypy.ini)
+BETON_VENV="$venv" bash scripts/wheel-check.sh
 # The GPU path (feature `cuda`, docs/GPU.md) builds without CUDA (cudarc loads the driver at run
 # time). Its `gpu_*` tests need a device: without one each prints "SKIPPED: ..." and the summary
 # below counts it as skipped, not passed. The default build above stays free of cudarc. It runs
@@ -52,7 +54,7 @@ bash scripts/wheel-check.sh
 step "feature cuda: clippy, unit tests, GPU tests (skipped without a device)"
 cargo clippy -p beton-loader --all-targets --features cuda --quiet -- -D warnings
 cargo test -p beton-loader --features cuda --lib --quiet gpu:: 2>&1 | tee target/cuda-test-output.log
-nvrtc_dir=$(ls -d target/py-venv/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)
+nvrtc_dir=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)
 ld_path="${LD_LIBRARY_PATH:-}"
 if [ -n "$nvrtc_dir" ]; then ld_path="$PWD/$nvrtc_dir${ld_path:+:$ld_path}"; fi
 LD_LIBRARY_PATH="$ld_path" cargo test -p beton-loader --features cuda --test gpu -- --nocapture --test-threads=1 2>&1 | tee -a target/cuda-test-output.log

@@ -13,11 +13,13 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 profile_flag=()
 [ "${1:-}" = "--release" ] && profile_flag=(--release)
-py=target/py-venv/bin/python
+# The venv with maturin (BETON_VENV: scripts/test.sh passes its own; default the main job's).
+build_venv="${BETON_VENV:-target/py-venv}"
+py=$build_venv/bin/python
 out=target/wheels
 rm -rf "$out"
-(cd python && VIRTUAL_ENV="$repo/target/py-venv" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}" \
-  "$repo/target/py-venv/bin/maturin" build "${profile_flag[@]}" --quiet --out "$repo/$out")
+(cd python && VIRTUAL_ENV="$repo/$build_venv" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}" \
+  "$repo/$py" -m maturin build "${profile_flag[@]}" --quiet --out "$repo/$out")
 wheel=$(ls "$out"/beton-*.whl)
 echo "built $wheel"
 case "$(basename "$wheel")" in
