@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""beton's SQL layer against polars and pyarrow.compute, in one run, on the same data.
+"""beton's SQL layer against polars, DuckDB and pyarrow.compute, in one run, on the same data.
 
-1. Makes (once) a venv under target/bench-venv with polars and pyarrow from PyPI, and re-runs
+1. Makes (once) a venv under target/bench-venv with polars, duckdb and pyarrow from PyPI, and re-runs
    itself in it.
 2. Runs `cargo bench --bench query_compare -- --rows N ...`: it writes the .beton file (once),
    times beton (open-to-first-result; each query warm and cold) and exports the queried columns
@@ -12,7 +12,8 @@
    every block over 32 MiB to the kernel on free, so the default run pays page faults for every
    large result (row ids, widened columns) on every repetition.
 3. Loads that IPC file (pyarrow memory-mapped; polars from that Arrow table, outside the timing),
-   times the same three queries with polars (eager API, and its SQLContext) and pyarrow.compute,
+   times the same three queries with polars (eager API, and its SQLContext), DuckDB (SQL over the
+   Arrow table, registered without a copy; results fetched as Arrow) and pyarrow.compute,
    median of K runs, checks that the results agree with beton's, and prints a table of ratios.
 
 Usage: python3 benches/query_compare.py [--rows N] [--runs K] [--file PATH] [--threads T]
@@ -29,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / "target" / "bench-venv"
-PACKAGES = ["polars", "pyarrow"]
+PACKAGES = ["polars", "pyarrow", "duckdb"]
 
 WHERE_SQL = 'label < 500 AND score > 0.25 AND "image.width" >= 2'
 GROUP_SQL = "SELECT label, count(*) AS n FROM samples GROUP BY label"
@@ -44,7 +45,8 @@ def ensure_venv():
     if not python.exists():
         print(f"creating {VENV} with {' '.join(PACKAGES)}", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
+    # A no-op once installed; adds an engine to a venv made before it was compared.
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *PACKAGES], check=True)
     os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
 
 
@@ -57,6 +59,9 @@ def run_beton(args, tunables=None):
     if args.file:
         cmd += ["--file", args.file]
     env = dict(os.environ)
+    if args.threads:
+        # beton's parallel kernels run on rayon's pool.
+        env["RAYON_NUM_THREADS"] = str(args.threads)
     if tunables:
         env["GLIBC_TUNABLES"] = tunables
     print("$", f"GLIBC_TUNABLES={tunables}" if tunables else "", " ".join(cmd), file=sys.stderr)
@@ -82,19 +87,26 @@ def main():
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--file", help="the .beton file (default: target/bench-data/query-<rows>.beton)")
-    p.add_argument("--threads", type=int, help="threads for polars and pyarrow (default: all cores; beton uses one)")
+    p.add_argument("--threads", type=int,
+                   help="threads for polars, DuckDB, pyarrow and beton (default: all cores)")
     args = p.parse_args()
     if args.threads:
         # Read by polars when it is imported.
         os.environ["POLARS_MAX_THREADS"] = str(args.threads)
 
+    import duckdb
     import polars as pl
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if args.threads:
         pa.set_cpu_count(args.threads)
-    threads = f"polars {pl.thread_pool_size()} threads, pyarrow {pa.cpu_count()} threads, beton 1 thread"
+    duck = duckdb.connect()
+    duck.execute(f"SET threads = {args.threads or os.cpu_count()}").fetchall()
+    duck_threads = duck.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    threads = (f"polars {pl.thread_pool_size()} threads, DuckDB {duck_threads} threads, "
+               f"pyarrow {pa.cpu_count()} threads, beton {args.threads or os.cpu_count()} threads "
+               f"(its fused WHERE; GROUP BY and ORDER BY run on one)")
 
     beton = run_beton(args)
     retained = run_beton(args, RETAIN)
@@ -133,6 +145,19 @@ def main():
     def pl_sql_top():
         return ctx.execute(TOP_SQL, eager=True)
 
+    # DuckDB: SQL over the Arrow table with an index column (u32, as polars SQL's), registered
+    # outside the timing (a scan of Arrow memory, no copy into DuckDB's storage).
+    duck.register("samples", df.with_row_index("index").to_arrow())
+
+    def duck_where():
+        return duck.execute(f"SELECT index FROM samples WHERE {WHERE_SQL}").fetch_arrow_table()
+
+    def duck_group():
+        return duck.execute(GROUP_SQL).fetch_arrow_table()
+
+    def duck_top():
+        return duck.execute(TOP_SQL).fetch_arrow_table()
+
     # pyarrow.compute over the memory-mapped table.
     label, score, width = (table.column(c) for c in ("label", "score", "image.width"))
 
@@ -155,6 +180,9 @@ def main():
         ("polars-sql/where", pl_sql_where),
         ("polars-sql/group_by", pl_sql_group),
         ("polars-sql/top", pl_sql_top),
+        ("duckdb/where", duck_where),
+        ("duckdb/group_by", duck_group),
+        ("duckdb/top", duck_top),
         ("pyarrow/where", pa_where),
         ("pyarrow/group_by", pa_group),
         ("pyarrow/top", pa_top),
@@ -168,14 +196,25 @@ def main():
     assert len(results["polars/where"][2]) == n_where, ("polars where", len(results["polars/where"][2]), n_where)
     assert results["polars-sql/where"][2].height == n_where
     assert len(results["pyarrow/where"][2]) == n_where
+    assert results["duckdb/where"][2].num_rows == n_where
     first = q["where"]["result"]["first_ids"]
     assert results["polars/where"][2].head(len(first)).to_list() == first
     assert results["pyarrow/where"][2][: len(first)].to_pylist() == first
+    # DuckDB's parallel scan may return matches in any order: the same rows, sorted.
+    assert sorted(results["duckdb/where"][2]["index"].to_pylist())[: len(first)] == first
 
     g = q["group_by"]["result"]
     for name, frame_count in [
         ("polars/group_by", lambda r: (r.height, r["len"].sum(), r.filter(pl.col("label") == 7)["len"].item())),
         ("polars-sql/group_by", lambda r: (r.height, r["n"].sum(), r.filter(pl.col("label") == 7)["n"].item())),
+        (
+            "duckdb/group_by",
+            lambda r: (
+                r.num_rows,
+                pc.sum(r["n"]).as_py(),
+                r.filter(pc.equal(r["label"], 7))["n"][0].as_py(),
+            ),
+        ),
         (
             "pyarrow/group_by",
             lambda r: (
@@ -191,6 +230,7 @@ def main():
     top = q["top"]["result"]["ids"]
     assert results["polars/top"][2]["index"].to_list() == top, "polars top-100 ids"
     assert results["polars-sql/top"][2]["index"].to_list() == top, "polars SQL top-100 ids"
+    assert results["duckdb/top"][2]["index"].to_pylist() == top, "DuckDB top-100 ids"
     pa_ids, pa_scores = results["pyarrow/top"][2]
     # select_k_unstable returns the k rows unordered: order them by score as beton does.
     order = pc.sort_indices(pa_scores, sort_keys=[("", "descending")])
@@ -217,24 +257,24 @@ def main():
     print()
     header = (
         "| query | beton warm | beton warm, malloc retaining | beton cold | beton cold, retaining "
-        "| polars | polars SQL | pyarrow | beton/polars | beton/polars SQL | beton/pyarrow |"
+        "| polars | polars SQL | DuckDB | pyarrow | beton/polars | beton/polars SQL | beton/DuckDB | beton/pyarrow |"
     )
     print(header)
-    print("|---|" + "---:|" * 10)
+    print("|---|" + "---:|" * 12)
     for key, label_ in [("where", "3-predicate WHERE"), ("group_by", "GROUP BY label count"), ("top", "ORDER BY score LIMIT 100")]:
         warm, cold = q[key]["warm_ms"], q[key]["cold_ms"]
         r = retained["queries"][key]
         assert r["result"] == q[key]["result"]
-        pol, sql, pa_ = (results[f"{e}/{key}"][0] for e in ("polars", "polars-sql", "pyarrow"))
+        pol, sql, duck_, pa_ = (results[f"{e}/{key}"][0] for e in ("polars", "polars-sql", "duckdb", "pyarrow"))
         print(
             f"| {label_} | {warm:.1f} | {r['warm_ms']:.1f} | {cold:.1f} | {r['cold_ms']:.1f} "
-            f"| {pol:.1f} | {sql:.1f} | {pa_:.1f} "
-            f"| {warm / pol:.2f} | {warm / sql:.2f} | {warm / pa_:.2f} |"
+            f"| {pol:.1f} | {sql:.1f} | {duck_:.1f} | {pa_:.1f} "
+            f"| {warm / pol:.2f} | {warm / sql:.2f} | {warm / duck_:.2f} | {warm / pa_:.2f} |"
         )
     print()
     print("ratios: beton warm (malloc defaults) / the other engine; below 1 means beton is faster")
     print()
-    print("all three engines agree on every result")
+    print("all four engines agree on every result")
     print(json.dumps({"beton": beton, "beton_retaining": retained, "python": {k: {"median_ms": v[0], "min_ms": v[1]} for k, v in results.items()}}))
 
 

@@ -41,6 +41,10 @@ fn matching_rows(ctx: &Ctx, predicate: &Expr) -> Result<Vec<u32>> {
 
 /// A bit per row in scope: set where `predicate` is true (NULL counts as false).
 fn matching_mask(ctx: &Ctx, predicate: &Expr) -> Result<arrow_buffer::BooleanBuffer> {
+    // `col < 3 AND other >= 0.5 AND ...` over every row: one fused, parallel pass.
+    if let Some(mask) = super::fused::conjunction_mask(ctx, predicate) {
+        return mask;
+    }
     let v = ctx.eval(predicate)?;
     let span = pos(predicate);
     if v.array.data_type() != &DataType::Boolean && v.array.data_type() != &DataType::Null {

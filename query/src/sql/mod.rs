@@ -43,6 +43,7 @@ mod error;
 mod eval;
 mod exec;
 mod functions;
+mod fused;
 mod parse;
 mod scope;
 
