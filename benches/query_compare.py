@@ -149,14 +149,19 @@ def main():
     # outside the timing (a scan of Arrow memory, no copy into DuckDB's storage).
     duck.register("samples", df.with_row_index("index").to_arrow())
 
+    def duck_sql(sql):
+        result = duck.execute(sql)
+        # `to_arrow_table` in DuckDB 1.4+, `fetch_arrow_table` before.
+        return result.to_arrow_table() if hasattr(result, "to_arrow_table") else result.fetch_arrow_table()
+
     def duck_where():
-        return duck.execute(f"SELECT index FROM samples WHERE {WHERE_SQL}").fetch_arrow_table()
+        return duck_sql(f"SELECT index FROM samples WHERE {WHERE_SQL}")
 
     def duck_group():
-        return duck.execute(GROUP_SQL).fetch_arrow_table()
+        return duck_sql(GROUP_SQL)
 
     def duck_top():
-        return duck.execute(TOP_SQL).fetch_arrow_table()
+        return duck_sql(TOP_SQL)
 
     # pyarrow.compute over the memory-mapped table.
     label, score, width = (table.column(c) for c in ("label", "score", "image.width"))

@@ -121,6 +121,13 @@ impl IndexSet {
         Ok(Self { ids })
     }
 
+    /// Wraps ids its caller made strictly increasing (a bitmap's set bits, in order), without
+    /// the check of [`IndexSet::from_sorted`] (a pass over every id).
+    pub(crate) fn from_increasing(ids: Vec<u64>) -> Self {
+        debug_assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids must be strictly increasing");
+        Self { ids }
+    }
+
     /// Number of ids.
     pub fn len(&self) -> usize {
         self.ids.len()

@@ -576,7 +576,7 @@ fn cast(v: Val, to: &DataType, span: Span) -> Result<Val> {
 
 /// True when `values` holds a NaN or -0.0. Branch-free within blocks of 1024 so that it compiles to
 /// SIMD (a short-circuiting `any` per value does not).
-fn has_nan_or_negative_zero(values: &[f64]) -> bool {
+pub(crate) fn has_nan_or_negative_zero(values: &[f64]) -> bool {
     let negative_zero = (-0.0f64).to_bits();
     values
         .chunks(1024)

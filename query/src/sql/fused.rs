@@ -10,8 +10,6 @@
 //! (`narrow_literal`, `coerce`, `sql_float_order`, arrow's total order), which a property test
 //! checks on random columns and predicates.
 
-use std::cmp::Ordering;
-
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt16Type, UInt64Type};
 use arrow_array::{Array, ArrayRef};
@@ -21,6 +19,7 @@ use rayon::prelude::*;
 use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator};
 
 use super::ast::{column_name, negated_number};
+use super::eval::has_nan_or_negative_zero;
 use super::scope::Ctx;
 use crate::error::Result;
 
@@ -85,18 +84,6 @@ impl Cmp {
             Cmp::Gt => Cmp::Lt,
             Cmp::GtEq => Cmp::LtEq,
             same => same,
-        }
-    }
-
-    #[inline(always)]
-    fn holds(self, o: Ordering) -> bool {
-        match self {
-            Cmp::Eq => o == Ordering::Equal,
-            Cmp::NotEq => o != Ordering::Equal,
-            Cmp::Lt => o == Ordering::Less,
-            Cmp::LtEq => o != Ordering::Greater,
-            Cmp::Gt => o == Ordering::Greater,
-            Cmp::GtEq => o != Ordering::Less,
         }
     }
 }
@@ -198,7 +185,7 @@ fn leaf(array: &dyn Array, cmp: Cmp, number: Number) -> Option<Leaf<'_>> {
         }
         (DataType::Float64, n) => {
             let values = array.as_primitive::<Float64Type>().values();
-            if values.iter().any(|x| x.is_nan() || x.to_bits() == (-0.0f64).to_bits()) {
+            if has_nan_or_negative_zero(values) {
                 return None;
             }
             Leaf::Float(Values::Float(values), cmp, sql_order(as_float(n)))
@@ -231,16 +218,16 @@ fn evaluate(leaves: &[Leaf<'_>], len: usize) -> BooleanBuffer {
         let end = (start + MORSEL).min(len);
         for leaf in leaves {
             match leaf {
-                Leaf::Int(v, cmp, n) => and_into(out, &v[start..end], |x| cmp.holds(x.cmp(n))),
-                Leaf::U16(v, cmp, n) => and_into(out, &v[start..end], |x| cmp.holds(i64::from(*x).cmp(n))),
-                Leaf::U64(v, cmp, n) => and_into(out, &v[start..end], |x| cmp.holds(x.cmp(n))),
+                Leaf::Int(v, cmp, n) => and_cmp(out, &v[start..end], |x| *x, *cmp, *n),
+                Leaf::U16(v, cmp, n) => and_cmp(out, &v[start..end], |x| i64::from(*x), *cmp, *n),
+                Leaf::U64(v, cmp, n) => and_cmp(out, &v[start..end], |x| *x, *cmp, *n),
                 Leaf::Float(values, cmp, n) => {
-                    let holds = |x: f64| cmp.holds(x.total_cmp(n));
+                    let n = order_key(*n);
                     match values {
-                        Values::Float(v) => and_into(out, &v[start..end], |x| holds(*x)),
-                        Values::Int(v) => and_into(out, &v[start..end], |x| holds(*x as f64)),
-                        Values::U16(v) => and_into(out, &v[start..end], |x| holds(f64::from(*x))),
-                        Values::U64(v) => and_into(out, &v[start..end], |x| holds(*x as f64)),
+                        Values::Float(v) => and_cmp(out, &v[start..end], |x| order_key(*x), *cmp, n),
+                        Values::Int(v) => and_cmp(out, &v[start..end], |x| order_key(*x as f64), *cmp, n),
+                        Values::U16(v) => and_cmp(out, &v[start..end], |x| order_key(f64::from(*x)), *cmp, n),
+                        Values::U64(v) => and_cmp(out, &v[start..end], |x| order_key(*x as f64), *cmp, n),
                     }
                 }
             }
@@ -250,16 +237,109 @@ fn evaluate(leaves: &[Leaf<'_>], len: usize) -> BooleanBuffer {
     BooleanBuffer::new(Buffer::from_vec(words), 0, len)
 }
 
-/// `out[w] &= bits of test(values[64w..64w+64])`.
+/// An `i64` ordered as [`f64::total_cmp`] orders floats (arrow's float order): the sign bit
+/// flips the magnitude bits of negatives. Integer compares of it vectorise; `total_cmp` per
+/// value does not.
+#[inline(always)]
+fn order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+}
+
+/// `out &= key(values) OP n`, one loop per operator (each monomorphised, so it vectorises).
+#[inline(always)]
+fn and_cmp<T, K: Ord + Copy>(out: &mut [u64], values: &[T], key: impl Fn(&T) -> K + Copy, cmp: Cmp, n: K) {
+    match cmp {
+        Cmp::Eq => and_into(out, values, move |x| key(x) == n),
+        Cmp::NotEq => and_into(out, values, move |x| key(x) != n),
+        Cmp::Lt => and_into(out, values, move |x| key(x) < n),
+        Cmp::LtEq => and_into(out, values, move |x| key(x) <= n),
+        Cmp::Gt => and_into(out, values, move |x| key(x) > n),
+        Cmp::GtEq => and_into(out, values, move |x| key(x) >= n),
+    }
+}
+
+/// `out[w] &= bits of test(values[64w..64w+64])`. Whole words go through a loop of exactly 64
+/// (which the compiler turns into vector compares); the last, partial word bit by bit.
 #[inline(always)]
 fn and_into<T>(out: &mut [u64], values: &[T], test: impl Fn(&T) -> bool) {
-    for (word, block) in out.iter_mut().zip(values.chunks(64)) {
+    let blocks = values.chunks_exact(64);
+    let rest = blocks.remainder();
+    let mut words = out.iter_mut();
+    // Blocks first: zip stops on them without taking a word (the partial word's, if any).
+    for (block, word) in blocks.zip(words.by_ref()) {
+        let Ok(block) = <&[T; 64]>::try_from(block) else { continue };
         let mut bits = 0u64;
         for (k, x) in block.iter().enumerate() {
             bits |= u64::from(test(x)) << k;
         }
         *word &= bits;
     }
+    if let (Some(word), false) = (words.next(), rest.is_empty()) {
+        let mut bits = 0u64;
+        for (k, x) in rest.iter().enumerate() {
+            bits |= u64::from(test(x)) << k;
+        }
+        *word &= bits;
+    }
+}
+
+/// Words per morsel of [`set_ids`].
+const ID_MORSEL_WORDS: usize = 1024;
+
+/// The positions of the set bits of `bits`, ascending: counted per morsel of words, then each
+/// morsel's ids written into its own part of one vector, morsels on all cores (the same vector
+/// whatever the number of threads). The set bits of a WHERE's mask are most of its cost once the
+/// comparisons are fused.
+pub(crate) fn set_ids(bits: &BooleanBuffer) -> Vec<u64> {
+    if bits.offset() % 8 != 0 {
+        return bits.set_indices().map(|i| i as u64).collect();
+    }
+    let len = bits.len();
+    let bytes = &bits.inner().as_slice()[bits.offset() / 8..];
+    // Word `w` holds bits 64w..64w+64 (little-endian bytes), the bits past `len` cleared.
+    let word = |w: usize| -> u64 {
+        let start = w * 8;
+        let mut buf = [0u8; 8];
+        let end = (start + 8).min(bytes.len());
+        buf[..end - start].copy_from_slice(&bytes[start..end]);
+        let value = u64::from_le_bytes(buf);
+        let live = len - w * 64;
+        if live >= 64 {
+            value
+        } else {
+            value & ((1u64 << live) - 1)
+        }
+    };
+    let num_words = len.div_ceil(64);
+    let morsels: Vec<(usize, usize)> =
+        (0..num_words).step_by(ID_MORSEL_WORDS).map(|w| (w, (w + ID_MORSEL_WORDS).min(num_words))).collect();
+    let counts: Vec<usize> =
+        morsels.par_iter().map(|&(a, b)| (a..b).map(|w| word(w).count_ones() as usize).sum()).collect();
+    let mut ids = vec![0u64; counts.iter().sum()];
+    // Each morsel's part of `ids`, in order.
+    let mut parts = Vec::with_capacity(morsels.len());
+    let mut rest = ids.as_mut_slice();
+    for &n in &counts {
+        let (part, tail) = rest.split_at_mut(n);
+        parts.push(part);
+        rest = tail;
+    }
+    parts.into_par_iter().zip(morsels.par_iter()).for_each(|(part, &(a, b))| {
+        let mut at = 0;
+        for w in a..b {
+            let mut value = word(w);
+            let base = (w * 64) as u64;
+            while value != 0 {
+                if let Some(slot) = part.get_mut(at) {
+                    *slot = base + u64::from(value.trailing_zeros());
+                }
+                at += 1;
+                value &= value - 1;
+            }
+        }
+    });
+    ids
 }
 
 #[cfg(test)]
@@ -434,5 +514,27 @@ mod tests {
             (0..n as usize).filter(|i| (10..500).contains(&(i * 7919 % 1000))).collect();
         assert_eq!(one.set_indices().collect::<Vec<_>>(), expected);
         assert_eq!(one.len(), n as usize);
+    }
+
+    #[test]
+    fn set_ids_are_the_set_bits_at_any_offset_and_thread_count() {
+        let n = 3 * ID_MORSEL_WORDS * 64 + 77;
+        let bools: Vec<bool> = (0..n).map(|i| (i * 2654435761usize) % 7 < 3 || i == n - 1).collect();
+        let bits = BooleanBuffer::from(bools.clone());
+        let expected: Vec<u64> = (0..n).filter(|&i| bools[i]).map(|i| i as u64).collect();
+        let run = |threads: usize, b: &BooleanBuffer| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| set_ids(b))
+        };
+        assert_eq!(run(1, &bits), expected);
+        assert_eq!(run(3, &bits), expected);
+        // A slice at a byte offset and one at a bit offset; trailing bits are never counted.
+        for offset in [8, 13] {
+            let sliced = bits.slice(offset, n - offset - 5);
+            let want: Vec<u64> = (offset..n - 5).filter(|&i| bools[i]).map(|i| (i - offset) as u64).collect();
+            assert_eq!(run(2, &sliced), want, "offset {offset}");
+        }
+        assert!(set_ids(&BooleanBuffer::new_unset(100)).is_empty());
+        assert_eq!(set_ids(&BooleanBuffer::new_set(3)), vec![0, 1, 2]);
     }
 }
