@@ -4,6 +4,10 @@
 //! kernel between them), in morsels of rows spread over all cores (rayon), written in row order:
 //! the same bits whatever the number of threads.
 //!
+//! Measured against arrow's kernels on the same binary (`query/examples/where_ab.rs`, 10 M
+//! rows): 1.3-1.4x faster on 2 threads, 0.85-0.95x on one (reading the columns is the work), so
+//! the caller takes this path only with more than one thread.
+//!
 //! Anything else takes the general evaluator (`eval.rs`), and so does anything whose values
 //! could make the two disagree: a column with nulls, a float column holding NaN or -0.0, an
 //! unsigned 64-bit column against a negative number. The comparisons are the evaluator's
@@ -298,14 +302,22 @@ pub(crate) fn set_ids(bits: &BooleanBuffer) -> Vec<u64> {
     let len = bits.len();
     let bytes = &bits.inner().as_slice()[bits.offset() / 8..];
     // Word `w` holds bits 64w..64w+64 (little-endian bytes), the bits past `len` cleared.
+    let full_words = len / 64;
     let word = |w: usize| -> u64 {
         let start = w * 8;
-        let mut buf = [0u8; 8];
-        let end = (start + 8).min(bytes.len());
-        buf[..end - start].copy_from_slice(&bytes[start..end]);
-        let value = u64::from_le_bytes(buf);
-        let live = len - w * 64;
-        if live >= 64 {
+        if w < full_words {
+            if let Some(Ok(b)) = bytes.get(start..start + 8).map(<[u8; 8]>::try_from) {
+                return u64::from_le_bytes(b);
+            }
+        }
+        // The last, partial word (or a buffer that ends early): byte by byte, bits past `len`
+        // cleared.
+        let mut value = 0u64;
+        for (k, b) in bytes.iter().skip(start).take(8).enumerate() {
+            value |= u64::from(*b) << (8 * k);
+        }
+        let live = len.saturating_sub(w * 64).min(64);
+        if live == 64 {
             value
         } else {
             value & ((1u64 << live) - 1)
