@@ -150,9 +150,10 @@ def main():
     duck.register("samples", df.with_row_index("index").to_arrow())
 
     def duck_sql(sql):
-        result = duck.execute(sql)
-        # `to_arrow_table` in DuckDB 1.4+, `fetch_arrow_table` before.
-        return result.to_arrow_table() if hasattr(result, "to_arrow_table") else result.fetch_arrow_table()
+        # A relation straight to Arrow (a DB-API result would copy the rows once more);
+        # `to_arrow_table` in DuckDB 1.4+, `arrow` before.
+        result = duck.sql(sql)
+        return result.to_arrow_table() if hasattr(result, "to_arrow_table") else result.arrow()
 
     def duck_where():
         return duck_sql(f"SELECT index FROM samples WHERE {WHERE_SQL}")
