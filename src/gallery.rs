@@ -119,7 +119,7 @@ pub fn grid(
             title: title.clone(),
             ..GalleryOptions::default()
         };
-        build(table, &Selection::of_rows(rows.to_vec()).described_as(""), &options)
+        build(table, &Selection::of_rows(rows.to_vec()), &options)
     })?;
     if gallery.image_field.is_none() {
         bail!("--grid draws images, and {} has no image field", file.display());

@@ -445,7 +445,7 @@ class Dataset:
 
         def report(done, total):
             if not bars:
-                bars.append(_progress_bar(total, True))
+                bars.append(_progress_bar(total, True, unit="thumbnails"))
             if bars[0] is not None:
                 bars[0].update(done - bars[0].n)
 

@@ -21,7 +21,7 @@ _returns_report = _doc.fill({"{returns_report}": (
     "Returns\n-------\ndict\n    The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.")})
 
 
-def _progress_bar(total: Optional[int], enabled: bool):
+def _progress_bar(total: Optional[int], enabled: bool, unit: str = "samples"):
     """A ``tqdm.auto`` bar of ``total`` samples, or None when disabled or tqdm is not installed
     (the ``progress`` extra)."""
     if not enabled:
@@ -30,7 +30,7 @@ def _progress_bar(total: Optional[int], enabled: bool):
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, unit="samples")
+    return tqdm(total=total, unit=unit)
 
 
 @contextlib.contextmanager

@@ -156,15 +156,21 @@ impl Selection {
         })
     }
 
-    /// Names what chose the rows (shown on the page).
-    pub fn described_as(mut self, text: impl Into<String>) -> Selection {
-        self.described = text.into();
-        self
-    }
-
     /// The rows, in order.
     pub fn rows(&self) -> &[u64] {
         &self.rows
+    }
+
+    /// `column` (one value per table row) at the selected rows, in selection order: the column
+    /// itself when the selection is every row in order.
+    fn gather(&self, column: ArrayRef) -> Result<ArrayRef> {
+        let every_row =
+            self.rows.len() == column.len() && self.rows.iter().enumerate().all(|(i, &r)| i as u64 == r);
+        if every_row {
+            return Ok(column);
+        }
+        let rows = UInt64Array::from(self.rows.clone());
+        Ok(arrow_select::take::take(column.as_ref(), &rows, None)?)
     }
 }
 
@@ -457,14 +463,7 @@ impl Columns<'_, '_> {
         if let Some(column) = self.selection.result.as_ref().and_then(|b| b.column_by_name(name)) {
             return Ok(column.clone());
         }
-        let column = self.table.column(name)?;
-        if self.selection.rows.len() as u64 == self.table.num_rows()
-            && self.selection.rows.iter().enumerate().all(|(i, &r)| i as u64 == r)
-        {
-            return Ok(column);
-        }
-        let rows = UInt64Array::from(self.selection.rows.clone());
-        Ok(arrow_select::take::take(column.as_ref(), &rows, None)?)
+        self.selection.gather(self.table.column(name)?)
     }
 
     /// One caption: column `name` at selection position `p`, as text (a `label` with its class

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
-use arrow_array::{Array, ArrayRef, UInt64Array};
+use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 
 use super::key::{keys, Key};
@@ -75,13 +75,7 @@ pub(crate) fn summarise(
     let names: Vec<&str> =
         table.column_names().into_iter().filter(|n| !matches!(*n, "index" | "row_id")).collect();
     table.prefetch(&names);
-    let all = selection.rows.len() as u64 == table.num_rows()
-        && selection.rows.iter().enumerate().all(|(i, &r)| i as u64 == r);
-    let rows = UInt64Array::from(selection.rows.clone());
-    let at_rows = |name: &str| -> Result<ArrayRef> {
-        let column = table.column(name)?;
-        Ok(if all { column } else { arrow_select::take::take(column.as_ref(), &rows, None)? })
-    };
+    let at_rows = |name: &str| -> Result<ArrayRef> { selection.gather(table.column(name)?) };
     let mut out = Vec::new();
     for name in &names {
         if matches!(
