@@ -260,6 +260,15 @@ def main():
             + ("" if u["evicted"] else " [eviction failed: the file may have been cached]")
         )
     print(f"load IPC: pyarrow mmap {pa_load_ms:.1f} ms; polars from Arrow {pl_load_ms:.1f} ms")
+    if beton.get("columnar"):
+        made = beton.get("columnar_copy_s")
+        print(
+            f"columnar copy ({beton['columnar_copy_bytes'] / 1e6:.0f} MB) used"
+            + (f"; made in {made:.2f} s" if made is not None else "")
+            + (f" after a {beton['generate_s']:.1f} s write" if beton.get("generate_s") else "")
+        )
+    else:
+        print("columnar copy: off (BETON_COLUMNAR=off): columns gathered from the rows")
     print()
     header = (
         "| query | beton warm | beton warm, malloc retaining | beton cold | beton cold, retaining "

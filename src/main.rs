@@ -523,6 +523,8 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
     // The class names, where FFCV never reads (the split region, FORMAT.md §12).
     beton_storage::save_classes(&report.path, None, Some(&folder.classes))
         .map_err(|e| name_file(&report.path, e))?;
+    // The columnar copy of the data table, for queries (made after the last in-place write).
+    beton_query::columnar::after_write(&report.path);
     let secs = start.elapsed().as_secs_f64();
     let mut out = format!(
         "wrote {}: {} images in {} classes, {} pages, {} in {:.1} s ({:.0} images/s)\n",

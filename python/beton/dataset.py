@@ -233,6 +233,10 @@ class Explain:
         The data table's columns the query names.
     heap_columns : list of str
         Of those, the ones whose values are read from payload pages (text, for example).
+    scan : dict
+        The data-table bytes reading those columns reads: ``columnar`` (bytes of the columnar
+        copy, for the columns in ``columnar_columns``) and ``row_major`` (whole data tables
+        gathered from, where there is no copy); heap bytes of text are not counted.
     rows_matched, num_rows : int
         Rows the query matches, and rows of the dataset.
     page_size : int
@@ -266,6 +270,7 @@ class Explain:
         self.version: int = plan["version"]
         self.columns: List[str] = plan["columns"]
         self.heap_columns: List[str] = plan["heap_columns"]
+        self.scan: Dict[str, Any] = plan["scan"]
         self.rows_matched: int = plan["rows_matched"]
         self.num_rows: int = plan["num_rows"]
         self.page_size: int = plan["page_size"]

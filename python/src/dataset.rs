@@ -95,6 +95,11 @@ pub(crate) fn explain_dict<'py>(
         }
     }
     set_fields!(d, e; columns, heap_columns, rows_matched, num_rows, page_size);
+    let scan = PyDict::new(py);
+    scan.set_item("columnar", e.scan.columnar)?;
+    scan.set_item("columnar_columns", &e.scan.columnar_columns)?;
+    scan.set_item("row_major", e.scan.row_major)?;
+    d.set_item("scan", scan)?;
     d.set_item("matched", reads_dict(py, &e.matched)?)?;
     d.set_item("total", reads_dict(py, &e.total)?)?;
     let files = e
@@ -334,7 +339,12 @@ impl Dataset {
     /// Stores class names in the file (None removes them), in one crash-safe update.
     fn save_classes(&self, py: Python<'_>, classes: Option<Vec<String>>) -> PyResult<()> {
         let (path, opened) = (self.inner.path().to_path_buf(), self.inner.file_id());
-        py.detach(|| beton_storage::save_classes(&path, opened, classes.as_deref())).map_err(from_storage)
+        py.detach(|| {
+            beton_storage::save_classes(&path, opened, classes.as_deref())?;
+            beton_query::columnar::refresh(&path);
+            Ok(())
+        })
+        .map_err(from_storage)
     }
 
     /// Writes rows `rows` (all for None; any order, repeats allowed) of fields `fields` (all for

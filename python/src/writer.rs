@@ -146,6 +146,7 @@ pub(crate) fn report<'py>(
     let report = result.map_err(|e| {
         interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
     })?;
+    py.detach(|| beton_query::columnar::after_write(&report.path));
     report_dict(py, &report)
 }
 

@@ -54,5 +54,6 @@ pub fn copy_rows(
     if let Some(classes) = copy.classes {
         beton_storage::save_classes(path, None, Some(classes))?;
     }
+    crate::columnar::after_write(path);
     Ok(report)
 }

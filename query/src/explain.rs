@@ -104,6 +104,9 @@ pub struct Explain {
     pub columns: Vec<String>,
     /// Of those, the ones whose values are read from payload pages (text, for example).
     pub heap_columns: Vec<String>,
+    /// The data-table bytes reading those columns reads: columnar copies' bytes of the columns
+    /// they hold, and whole row-major data tables for the rest (heap bytes of text not counted).
+    pub scan: crate::table::ScanBytes,
     /// Rows the query matches.
     pub rows_matched: u64,
     /// Rows of the dataset.
@@ -128,11 +131,13 @@ pub fn file(ds: &Dataset, sql: &str) -> Result<Explain> {
     let table = Table::new(ds);
     let ids = crate::select_indices(&table, sql)?;
     let (columns, heap_columns) = touched(&table, sql)?;
+    let scan = table.scan_bytes(&columns.iter().map(String::as_str).collect::<Vec<_>>())?;
     Ok(Explain {
         source: Source::File(ds.path().to_path_buf()),
         sql: sql.to_string(),
         columns,
         heap_columns,
+        scan,
         rows_matched: ids.len() as u64,
         num_rows: ds.num_samples(),
         page_size: ds.page_size(),
@@ -153,6 +158,7 @@ pub fn version(v: &VersionedDataset, sql: &str) -> Result<Explain> {
     let table = view.table()?;
     let ids = crate::select_indices(&table, sql)?;
     let (columns, heap_columns) = touched(&table, sql)?;
+    let scan = table.scan_bytes(&columns.iter().map(String::as_str).collect::<Vec<_>>())?;
     // Matched rows of each data file, by position in the manifest.
     let datasets: Vec<&Dataset> = view.datasets().collect();
     let mut rows: Vec<Vec<u64>> = vec![Vec::new(); datasets.len()];
@@ -180,6 +186,7 @@ pub fn version(v: &VersionedDataset, sql: &str) -> Result<Explain> {
         sql: sql.to_string(),
         columns,
         heap_columns,
+        scan,
         rows_matched: ids.len() as u64,
         num_rows: table.num_rows(),
         page_size: datasets.iter().map(|d| d.page_size()).max().unwrap_or(0),
@@ -277,6 +284,19 @@ impl fmt::Display for Explain {
         }
         rows.push(("columns", list(&self.columns)));
         rows.push(("heap columns", list(&self.heap_columns)));
+        let s = &self.scan;
+        let mut read = Vec::new();
+        if s.columnar > 0 || !s.columnar_columns.is_empty() {
+            read.push(format!(
+                "{} from the columnar copy ({})",
+                human_bytes(s.columnar),
+                s.columnar_columns.join(", ")
+            ));
+        }
+        if s.row_major > 0 {
+            read.push(format!("{} gathered from the row-major data table", human_bytes(s.row_major)));
+        }
+        rows.push(("table bytes", if read.is_empty() { "none".into() } else { read.join(", ") }));
         rows.push(("rows matched", format!("{} of {n}{}", self.rows_matched, pct(self.rows_matched, n))));
         rows.push((
             "allocations",

@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod columnar;
 pub mod copy;
 pub mod error;
 pub mod explain;

@@ -124,6 +124,7 @@ pub fn save<'s>(
         stored.extend(encoded);
         Ok(())
     })?;
+    crate::columnar::refresh(path);
     Ok(())
 }
 
@@ -137,6 +138,7 @@ pub fn remove<'s>(
     opened: Option<FileId>,
     names: impl IntoIterator<Item = &'s str>,
 ) -> Result<()> {
+    let path = path.as_ref();
     let names: Vec<&str> = names.into_iter().collect();
     let mut missing = None;
     beton_storage::update_splits(path, opened, |stored| {
@@ -153,5 +155,6 @@ pub fn remove<'s>(
         Ok(())
     })
     .map_err(|e| missing.take().unwrap_or(Error::Storage(e)))?;
+    crate::columnar::refresh(path);
     Ok(())
 }

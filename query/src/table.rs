@@ -19,6 +19,10 @@
 //!
 //! Only Text columns read heap pages, and only when they are materialised.
 //!
+//! A data file's columnar copy ([`crate::columnar`]), when it has one, gives every column but
+//! `index` and Text ones straight from its map, with no gather; the first query of a large file
+//! without one makes it.
+//!
 //! A query names its columns up front ([`Table::prefetch`]): the fixed-width ones among them are
 //! gathered in one pass over the rows, since a pass costs about the same for one column as for
 //! several (every row's cache lines are read either way).
@@ -39,6 +43,7 @@ use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use beton_storage::field::ColumnSource as Source;
 use beton_storage::{Dataset, ImageMode, Value};
 
+use crate::columnar::ColumnarCopy;
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
 
@@ -93,6 +98,10 @@ pub struct Table<'a> {
     split_ids: Option<Arc<BTreeMap<String, IndexSet>>>,
     /// The named splits as table rows, made once per table (so one query sees one generation).
     splits: OnceLock<BTreeMap<String, Arc<IndexSet>>>,
+    /// Whether columns come from the parts' columnar copies (false: always gathered from rows).
+    use_copies: bool,
+    /// Each part's columnar copy, opened (or made) on first use.
+    copies: Vec<OnceLock<Option<Arc<ColumnarCopy>>>>,
 }
 
 impl std::fmt::Debug for Table<'_> {
@@ -148,6 +157,71 @@ impl<'a> Table<'a> {
         let columns = columns_of(ds.fields().iter().map(|f| (f.name(), f.field_type())), false);
         let part = Part { ds, rows: None, columns: BTreeMap::new(), row_ids: PartRowIds::Range(0) };
         Self::assemble(vec![part], columns, None)
+    }
+
+    /// The table of `ds` gathered from its rows only, never from a columnar copy (what makes one).
+    pub(crate) fn row_major(ds: &'a Dataset) -> Table<'a> {
+        Table { use_copies: false, ..Table::new(ds) }
+    }
+
+    /// The columns a columnar copy of a one-file table holds.
+    pub(crate) fn copy_columns(&self) -> Vec<String> {
+        let held = |c: &&Column| c.field.is_some() && crate::columnar::holds(c.source);
+        self.columns.iter().filter(held).map(|c| c.name.clone()).collect()
+    }
+
+    /// Part `k`'s columnar copy, opened or made on first use.
+    fn part_copy(&self, k: usize) -> Option<&Arc<ColumnarCopy>> {
+        if !self.use_copies {
+            return None;
+        }
+        self.copies[k].get_or_init(|| crate::columnar::for_dataset(self.parts[k].ds)).as_ref()
+    }
+
+    /// Column `c` of part `k`'s data file from its columnar copy, if that holds it.
+    fn copied(&self, k: usize, c: &Column) -> Option<ArrayRef> {
+        c.field.as_ref()?;
+        let array = self.part_copy(k)?.column(&c.name)?;
+        (*array.data_type() == c.data_type).then(|| array.clone())
+    }
+
+    /// Where the columns `names` are read from and how many bytes that reads: the columnar
+    /// copies' bytes of those columns where every part has one holding them, else each part's
+    /// whole data table (a gather reads every row); Text columns' heap bytes are not counted.
+    /// Opens (or makes) the copies.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`].
+    pub fn scan_bytes(&self, names: &[&str]) -> Result<ScanBytes> {
+        let mut scan = ScanBytes::default();
+        let mut gathers = vec![false; self.parts.len()];
+        for name in names {
+            let c = &self.columns[self.position(name)?];
+            if c.field.is_none() || c.source.reads_payloads() {
+                continue;
+            }
+            for (k, p) in self.parts.iter().enumerate() {
+                let field = c.field.as_deref().unwrap_or_default();
+                if p.columns.contains_key(field) {
+                    continue; // a column file gives it
+                }
+                match self.copied(k, c).and_then(|_| self.part_copy(k)?.column_bytes(name)) {
+                    Some(bytes) => {
+                        scan.columnar += bytes;
+                        if !scan.columnar_columns.contains(&c.name) {
+                            scan.columnar_columns.push(c.name.clone());
+                        }
+                    }
+                    None => gathers[k] = true,
+                }
+            }
+        }
+        for (k, p) in self.parts.iter().enumerate() {
+            if gathers[k] {
+                scan.row_major += p.ds.data_table().len() as u64;
+            }
+        }
+        Ok(scan)
     }
 
     /// One table over several data files, in order: `schema` names the visible fields (each
@@ -224,6 +298,7 @@ impl<'a> Table<'a> {
             columns.iter().map(|c| ArrowField::new(&c.name, c.data_type.clone(), false)).collect::<Vec<_>>(),
         ));
         Table {
+            copies: parts.iter().map(|_| OnceLock::new()).collect(),
             parts,
             starts,
             columns,
@@ -231,6 +306,7 @@ impl<'a> Table<'a> {
             cache: Mutex::new(HashMap::new()),
             split_ids,
             splits: OnceLock::new(),
+            use_copies: true,
         }
     }
 
@@ -405,8 +481,11 @@ impl<'a> Table<'a> {
         };
         // Rows read through the map of a file that shrank meanwhile are zeros, not data
         // (beton_storage's SIGBUS guard): no column made of them is used or kept.
-        for p in &self.parts {
+        for (p, copy) in self.parts.iter().zip(&self.copies) {
             p.ds.check_intact()?;
+            if let Some(Some(copy)) = copy.get() {
+                copy.check_intact()?;
+            }
         }
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).entry(pos).or_insert_with(|| array.clone());
         Ok(array)
@@ -430,7 +509,9 @@ impl<'a> Table<'a> {
                     self.columns[pos].source,
                     Source::Int | Source::Float | Source::ImageWidth | Source::ImageHeight | Source::SizeWord
                 ) && self.columns[pos].field.is_some();
-                if fusable {
+                // Columns every part's copy holds are read in place by `column`.
+                let copied = (0..self.parts.len()).all(|k| self.copied(k, &self.columns[pos]).is_some());
+                if fusable && !copied {
                     fused.push(pos);
                 }
             }
@@ -484,7 +565,9 @@ impl<'a> Table<'a> {
             Source::Int | Source::Float | Source::ImageWidth | Source::ImageHeight | Source::SizeWord
         );
         if let (true, Some(field)) = (fusable && self.parts.len() > 1, c.field.as_deref()) {
-            if self.parts.iter().all(|p| !p.columns.contains_key(field)) {
+            let from_rows =
+                |(k, p): (usize, &Part<'_>)| !p.columns.contains_key(field) && self.copied(k, c).is_none();
+            if self.parts.iter().enumerate().all(from_rows) {
                 let mut parts = Vec::with_capacity(self.parts.len());
                 for p in &self.parts {
                     let k = p.ds.field_index(field)?;
@@ -498,7 +581,12 @@ impl<'a> Table<'a> {
             }
         }
         let mut parts = Vec::with_capacity(self.parts.len());
-        for p in &self.parts {
+        for (k, p) in self.parts.iter().enumerate() {
+            // The data file's values: from its columnar copy, else gathered from its rows.
+            let base = || match self.copied(k, c) {
+                Some(array) => Ok(array),
+                None => gather(p.ds, p.ds.field_index(c.field.as_deref().unwrap_or_default())?, c.source),
+            };
             let array: ArrayRef = match c.field.as_deref() {
                 // The row id column.
                 None => match &p.row_ids {
@@ -513,20 +601,31 @@ impl<'a> Table<'a> {
                         match derived.logical_nulls() {
                             // Rows a patch leaves alone: the data file's values.
                             Some(valid) if valid.null_count() > 0 => {
-                                let base = gather(p.ds, p.ds.field_index(field)?, c.source)?;
+                                let base = base()?;
                                 let mask = BooleanArray::new(valid.into_inner(), None);
                                 arrow_select::zip::zip(&mask, &derived, &base)?
                             }
                             _ => derived,
                         }
                     }
-                    _ => gather(p.ds, p.ds.field_index(field)?, c.source)?,
+                    _ => base()?,
                 },
             };
             parts.push(select_rows(array, p.rows.as_deref())?);
         }
         concat_parts(parts)
     }
+}
+
+/// What reading some columns of a table reads ([`Table::scan_bytes`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanBytes {
+    /// Bytes of columnar copies.
+    pub columnar: u64,
+    /// The columns read from columnar copies.
+    pub columnar_columns: Vec<String>,
+    /// Bytes of row-major data tables gathered from.
+    pub row_major: u64,
 }
 
 /// The rows `rows` of `array` (all of them for `None`).

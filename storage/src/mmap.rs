@@ -90,3 +90,74 @@ impl Bytes {
         }
     }
 }
+
+/// A whole file mapped read-only under the same SIGBUS guard as a dataset's bytes: for other
+/// write-once files that readers map (the query crate's columnar copies). Reads of a file that
+/// shrank under the map give zeros and mark it; check [`MappedFile::is_damaged`] after reading.
+pub struct MappedFile {
+    bytes: Bytes,
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile").field("len", &self.as_slice().len()).finish()
+    }
+}
+
+impl MappedFile {
+    /// Maps the file at `path` (an empty file gives no bytes).
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the path.
+    pub fn open(path: &Path) -> Result<MappedFile> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        Ok(MappedFile { bytes: Bytes::map(path, &file, len)? })
+    }
+
+    /// The file's bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        self.bytes.as_slice()
+    }
+
+    /// Whether a read through the map faulted because the file shrank under it.
+    pub fn is_damaged(&self) -> bool {
+        self.bytes.is_damaged()
+    }
+
+    /// The file's bytes as an Arrow buffer that keeps the map alive: arrays decoded from it
+    /// (Arrow IPC with aligned buffers) read the file in place, with no copy.
+    pub fn into_arrow_buffer(self: std::sync::Arc<Self>) -> arrow_buffer::Buffer {
+        let bytes = self.as_slice();
+        let len = bytes.len();
+        let ptr = std::ptr::NonNull::new(bytes.as_ptr().cast_mut()).unwrap_or(std::ptr::NonNull::dangling());
+        // SAFETY: `ptr` points at `len` bytes owned by `self` (the map, or an owned empty
+        // vector), which the buffer keeps alive through the `Arc` it holds; they are never
+        // written (a read-only map of a write-once file; a file truncated by another program
+        // reads as zeros under the guard, never as freed memory). The test
+        // `arrow_buffers_outlive_the_handle` reads a buffer after its last other owner is gone.
+        unsafe { arrow_buffer::Buffer::from_custom_allocation(ptr, len, self) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrow_buffers_outlive_the_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, (0..=255u8).cycle().take(10_000).collect::<Vec<u8>>()).unwrap();
+        let buffer = std::sync::Arc::new(MappedFile::open(&path).unwrap()).into_arrow_buffer();
+        let sliced = buffer.slice_with_length(256, 300);
+        drop(buffer);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(sliced.len(), 300);
+        assert_eq!(sliced.as_slice()[..3], [0, 1, 2]);
+        assert_eq!(sliced.as_slice()[299], 43);
+        std::fs::write(&path, b"").unwrap();
+        let empty = std::sync::Arc::new(MappedFile::open(&path).unwrap()).into_arrow_buffer();
+        assert!(empty.is_empty());
+    }
+}

@@ -836,7 +836,9 @@ impl VersionedDataset {
             for entry in entries.flatten() {
                 let rel = format!("{folder}/{}", entry.file_name().to_string_lossy());
                 let path = entry.path();
-                if reachable.contains(&rel) || !old(&path) || !path.is_file() {
+                // A data file's columnar copy lives as long as the data file.
+                let copy_of = rel.strip_suffix(crate::columnar::SUFFIX).filter(|d| reachable.contains(*d));
+                if reachable.contains(&rel) || copy_of.is_some() || !old(&path) || !path.is_file() {
                     continue;
                 }
                 // A writer's temporary file is in use while it holds its lock (storage's temp.rs).

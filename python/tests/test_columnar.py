@@ -1,0 +1,85 @@
+"""The columnar copy from Python: written by ``DatasetWriter``, read in place by ``ds.table()``,
+``ds.where`` and ``ds.query``, reported by ``ds.explain``, and optional (a file without one gives
+the same answers)."""
+
+import os
+
+import numpy as np
+import pyarrow as pa
+
+import beton
+from beton import DatasetWriter
+from beton.fields import FloatField, IntField, TextField
+
+ROWS = 70_000  # above beton_query::columnar::MIN_ROWS (65,536)
+
+
+def _write(path, rows=ROWS):
+    i = np.arange(rows, dtype=np.int64)
+    table = pa.table(
+        {
+            "label": (i * 2654435761) % 97,
+            "score": i / 8.0,
+            "caption": pa.array([f"c{k % 5}" for k in range(rows)]),
+        }
+    )
+    DatasetWriter(path, {"label": IntField(), "score": FloatField(), "caption": TextField()}, progress=False).from_arrow(
+        table
+    )
+    return table
+
+
+def test_the_writer_makes_the_copy_and_queries_read_it(tmp_path):
+    path = tmp_path / "t.beton"
+    source = _write(path)
+    copy = tmp_path / "t.beton.columns.arrow"
+    assert copy.exists(), "made by the writer"
+    # It is a plain Arrow IPC file: pyarrow reads it.
+    with pa.memory_map(str(copy)) as f:
+        held = pa.ipc.open_file(f).read_all()
+    assert held.column_names == ["label", "score"]
+    assert held.schema.metadata[b"beton.columnar"] == b"1"
+
+    ds = beton.open(path)
+    t = ds.table()
+    assert t.column("label").to_pylist()[:5] == source.column("label").to_pylist()[:5]
+    assert t.column("score").equals(source.column("score"))
+    ids = ds.where("label < 10 AND score >= 100")
+    expect = [k for k, (lab, s) in enumerate(zip(source["label"].to_pylist(), source["score"].to_pylist())) if lab < 10 and s >= 100]
+    assert list(ids) == expect
+    grouped = ds.query("SELECT label, count(*) AS n FROM samples GROUP BY label ORDER BY label").table
+    assert grouped.column("n").to_pylist()[:3] == [int(((source["label"].to_numpy() == k)).sum()) for k in range(3)]
+
+    e = ds.explain("label < 10 AND caption = 'c1'")
+    assert e.scan["columnar_columns"] == ["label"]
+    assert e.scan["columnar"] == ROWS * 8 and e.scan["row_major"] == 0
+    assert "from the columnar copy (label)" in str(e)
+
+
+def test_a_file_without_its_copy_gives_the_same_answers(tmp_path):
+    path = tmp_path / "t.beton"
+    _write(path)
+    ds = beton.open(path)
+    with_copy = (list(ds.where("label BETWEEN 3 AND 9")), ds.table().column("score").to_pylist()[-3:])
+    os.remove(tmp_path / "t.beton.columns.arrow")
+    os.environ["BETON_COLUMNAR"] = "off"
+    try:
+        ds = beton.open(path)
+        assert (list(ds.where("label BETWEEN 3 AND 9")), ds.table().column("score").to_pylist()[-3:]) == with_copy
+        assert ds.explain("label = 3").scan["row_major"] > 0
+        assert not (tmp_path / "t.beton.columns.arrow").exists(), "off: none made"
+    finally:
+        del os.environ["BETON_COLUMNAR"]
+    # On: the next query makes it again.
+    assert list(beton.open(path).where("label BETWEEN 3 AND 9")) == with_copy[0]
+    assert (tmp_path / "t.beton.columns.arrow").exists()
+
+
+def test_saving_splits_keeps_the_copy_valid(tmp_path):
+    path = tmp_path / "t.beton"
+    _write(path)
+    ds = beton.open(path)
+    ds.save_splits(low=ds.where("label < 5"))
+    e = beton.open(path).explain("in_split('low') AND score > 1")
+    assert e.scan["columnar_columns"] == ["score"], e.scan
+    assert e.rows_matched == len(ds.where("label < 5 AND score > 1"))

@@ -1,0 +1,437 @@
+//! The columnar copy of a data file's table: the columns a query can read without payload pages
+//! (ints, floats, booleans, image mode, width, height and size, payload sizes, custom slots) as
+//! one Arrow IPC file beside the data file, `NAME.beton.columns.arrow`, memory-mapped and handed
+//! to [`crate::Table`] with no gather and no copy (docs/FORMAT.md §14).
+//!
+//! A `.beton` data table is row-major (FFCV's layout, which FFCV must keep reading), so a query
+//! of three columns of a 10 M-row table would otherwise read every byte of every row. The copy
+//! is a cache, never the truth:
+//! - it records what it was made from (the data file's length, device, inode, modification
+//!   time and a CRC of its header, descriptors, 64 sampled blocks of its data table and the end
+//!   of its allocation table); a copy that does not match its data file is ignored and made again;
+//! - it is made on first use for data files of at least [`MIN_ROWS`] rows (beton's writers make
+//!   it as they finish, FFCV-written files get one on their first query), written to a
+//!   temporary file and renamed into place, so a reader sees a whole copy or none;
+//! - where it cannot be written (a read-only directory) queries gather from the rows as before;
+//!   `BETON_COLUMNAR=off` turns the copies off, `BETON_COLUMNAR=always` makes them for any size.
+//!
+//! Text columns stay in the heap (their bytes are the payloads), and so does `index`, computed.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{Field as ArrowField, Schema};
+use beton_storage::field::ColumnSource;
+use beton_storage::{Dataset, FileId, MappedFile};
+
+use crate::error::{Error, Result};
+
+/// What a columnar copy's name adds to its data file's.
+pub const SUFFIX: &str = ".columns.arrow";
+/// Data files with fewer rows get no copy unless asked ([`ColumnarCopy::build`]): gathering
+/// their columns takes well under a millisecond.
+pub const MIN_ROWS: u64 = 65_536;
+/// Schema metadata key of the copy's layout version.
+const FORMAT_KEY: &str = "beton.columnar";
+/// Schema metadata key of what the copy was made from.
+const SOURCE_KEY: &str = "beton.source";
+const FORMAT_VERSION: &str = "1";
+
+/// The columnar copy of the data file at `data_file`.
+pub fn path_of(data_file: &Path) -> PathBuf {
+    let mut name = data_file.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(SUFFIX);
+    data_file.with_file_name(name)
+}
+
+/// When copies are made: `BETON_COLUMNAR` = `off` (never, and existing ones are not read),
+/// `always` (any size), else from [`MIN_ROWS`] rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Policy {
+    Off,
+    Auto,
+    Always,
+}
+
+fn policy() -> Policy {
+    match std::env::var("BETON_COLUMNAR").as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Ok("off" | "0" | "no" | "false") => Policy::Off,
+        Ok("always") => Policy::Always,
+        _ => Policy::Auto,
+    }
+}
+
+/// True for the columns a copy holds: every fixed-width one computed from row slots or the
+/// allocation table.
+pub(crate) fn holds(source: ColumnSource) -> bool {
+    !matches!(source, ColumnSource::Index | ColumnSource::Text | ColumnSource::Constant(_))
+}
+
+/// The columnar copy of `ds`, opened, or made when worth it; `None` when there is none to use
+/// (turned off, too small, a data file in memory, or one that cannot be written).
+pub fn for_dataset(ds: &Dataset) -> Option<Arc<ColumnarCopy>> {
+    let policy = policy();
+    if policy == Policy::Off || ds.file_id().is_none() {
+        return None;
+    }
+    if let Some(copy) = ColumnarCopy::open(ds) {
+        return Some(Arc::new(copy));
+    }
+    if policy == Policy::Auto && ds.num_samples() < MIN_ROWS {
+        return None;
+    }
+    ColumnarCopy::build(ds).ok().map(Arc::new)
+}
+
+/// Makes the copy of `ds` after a write, when worth it ([`MIN_ROWS`], `BETON_COLUMNAR`). A copy
+/// that cannot be written is not an error of the write: queries gather from the rows instead.
+pub fn after_write(path: &Path) {
+    if policy() == Policy::Off {
+        return;
+    }
+    if let Ok(ds) = Dataset::open(path) {
+        if policy() == Policy::Always || ds.num_samples() >= MIN_ROWS {
+            let _ = ColumnarCopy::build(&ds);
+        }
+    }
+}
+
+/// Makes the copy of the data file at `path` again after beton rewrote part of it in place
+/// (splits, class names), if it had one: the rewrite changed its modification time, which the
+/// copy's stamp holds.
+pub fn refresh(path: &Path) {
+    if policy() != Policy::Off && path_of(path).exists() {
+        if let Ok(ds) = Dataset::open(path) {
+            let _ = ColumnarCopy::build(&ds);
+        }
+    }
+}
+
+/// What a copy was made from: the data file's identity and a CRC of samples of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Stamp {
+    len: u64,
+    device: u64,
+    inode: u64,
+    mtime_ns: i128,
+    crc: u32,
+}
+
+impl Stamp {
+    /// The stamp of the file `ds` opened; `None` when its path holds another file now.
+    fn of(ds: &Dataset) -> Option<Stamp> {
+        let file = std::fs::File::open(ds.path()).ok()?;
+        if Some(FileId::of_file(ds.path(), &file).ok()?) != ds.file_id() {
+            return None;
+        }
+        let meta = file.metadata().ok()?;
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        let mtime_ns =
+            meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+        Some(Stamp { len: ds.file_len(), device, inode, mtime_ns, crc: sample_crc(ds) })
+    }
+}
+
+/// CRC-32 of the header and field descriptors, 64 blocks of 4 KiB spread over the data table
+/// (all of it when smaller), and the allocation table's last 4 KiB.
+fn sample_crc(ds: &Dataset) -> u32 {
+    const BLOCK: usize = 4096;
+    const BLOCKS: usize = 64;
+    let bytes = ds.file_bytes();
+    let (start, end) = (ds.data_table_offset() as usize, ds.data_table_end() as usize);
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(bytes.get(..start).unwrap_or_default());
+    let table = bytes.get(start..end).unwrap_or_default();
+    if table.len() <= BLOCK * BLOCKS {
+        crc.update(table);
+    } else {
+        let stride = (table.len() - BLOCK) / (BLOCKS - 1);
+        for k in 0..BLOCKS {
+            crc.update(&table[k * stride..k * stride + BLOCK]);
+        }
+    }
+    // The allocation table's end (not the split region before it, which beton rewrites in
+    // place; the modification time covers that).
+    let alloc = (ds.header().alloc_table_ptr as usize).min(bytes.len());
+    crc.update(&bytes[alloc.max(bytes.len().saturating_sub(BLOCK))..]);
+    crc.finalize()
+}
+
+/// The columnar copy of one data file, mapped: its columns read the file in place.
+#[derive(Debug)]
+pub struct ColumnarCopy {
+    path: PathBuf,
+    map: Arc<MappedFile>,
+    columns: BTreeMap<String, ArrayRef>,
+}
+
+impl ColumnarCopy {
+    /// The copy of `ds` beside it, if there is one made from this very file; `None` when
+    /// missing, made from another file or another version of it, or unreadable (it is made
+    /// again).
+    pub fn open(ds: &Dataset) -> Option<ColumnarCopy> {
+        let path = path_of(ds.path());
+        let map = Arc::new(MappedFile::open(&path).ok()?);
+        let stamp = Stamp::of(ds)?;
+        // A damaged or foreign file must not take the process down: decoding is checked, and a
+        // panic in the decoder (a bug there) counts as a copy that cannot be read.
+        let decoded = std::panic::catch_unwind(|| decode(&map, &stamp)).ok()??;
+        if map.is_damaged() || decoded.num_rows() as u64 != ds.num_samples() {
+            return None;
+        }
+        let schema = decoded.schema();
+        let names = schema.fields().iter().map(|f| f.name().clone());
+        let columns = names.zip(decoded.columns().iter().cloned()).collect();
+        Some(ColumnarCopy { path, map, columns })
+    }
+
+    /// Makes the copy of `ds` from its rows (replacing any copy there) and opens it.
+    ///
+    /// # Errors
+    /// I/O errors writing it (naming the path), storage errors reading the rows.
+    pub fn build(ds: &Dataset) -> Result<ColumnarCopy> {
+        let path = path_of(ds.path());
+        let io = |e: std::io::Error| crate::versioned::commit::io(&path, e);
+        let stamp = Stamp::of(ds).ok_or_else(|| Error::InvalidArgument {
+            what: format!("columnar copy of {}", ds.path().display()),
+            why: "the data file is not the one open any more".into(),
+        })?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // The temporary file first: a directory that cannot take it fails before any gather.
+        // Its name has the writers' form, so a copy killed half-way is cleaned up like theirs.
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .map_err(io)?;
+        temp.as_file().lock().map_err(io)?;
+        let table = crate::Table::row_major(ds);
+        let names: Vec<String> = table.copy_columns();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        table.prefetch(&refs);
+        let mut fields = Vec::with_capacity(names.len());
+        let mut arrays = Vec::with_capacity(names.len());
+        for name in &names {
+            // A column that cannot be read (a corrupt image mode) is left to the row gather,
+            // which reports it where a query needs it.
+            if let Ok(array) = table.column(name) {
+                fields.push(ArrowField::new(name, array.data_type().clone(), false));
+                arrays.push(array);
+            }
+        }
+        let metadata = [
+            (FORMAT_KEY.to_string(), FORMAT_VERSION.to_string()),
+            (SOURCE_KEY.to_string(), serde_json::to_string(&stamp).unwrap_or_default()),
+        ];
+        let schema = Arc::new(
+            Schema::new(fields)
+                .with_metadata(metadata.into_iter().collect::<std::collections::HashMap<_, _>>()),
+        );
+        let batch = RecordBatch::try_new_with_options(
+            schema.clone(),
+            arrays,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize)),
+        )?;
+        {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, temp.as_file());
+            let mut w = arrow_ipc::writer::FileWriter::try_new(&mut out, &schema)?;
+            w.write(&batch)?;
+            w.finish()?;
+            drop(w);
+            out.flush().map_err(io)?;
+        }
+        drop(batch);
+        // Durable before it is visible: a copy torn by a crash would be read as data.
+        temp.as_file().sync_all().map_err(io)?;
+        temp.persist(&path).map_err(|e| io(e.error))?;
+        ColumnarCopy::open(ds).ok_or_else(|| Error::InvalidArgument {
+            what: format!("columnar copy {}", path.display()),
+            why: "the data file changed while its copy was made".into(),
+        })
+    }
+
+    /// The copy's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Column `name`, if the copy holds it.
+    pub fn column(&self, name: &str) -> Option<&ArrayRef> {
+        self.columns.get(name)
+    }
+
+    /// The bytes of column `name` in the copy (what reading it reads), if the copy holds it.
+    pub fn column_bytes(&self, name: &str) -> Option<u64> {
+        self.columns.get(name).map(|a| a.to_data().buffers().iter().map(|b| b.len() as u64).sum())
+    }
+
+    /// Checks that every read of the copy's map read the file (see [`MappedFile::is_damaged`]).
+    ///
+    /// # Errors
+    /// [`beton_storage::Error::FileChanged`] naming the copy.
+    pub fn check_intact(&self) -> Result<()> {
+        if self.map.is_damaged() {
+            return Err(Error::Storage(beton_storage::Error::FileChanged { path: self.path.clone() }));
+        }
+        Ok(())
+    }
+}
+
+/// The one record batch of the copy in `map`, if it is one made from the file of `stamp`, with
+/// its arrays reading the map in place (aligned buffers are required, so nothing is copied).
+fn decode(map: &Arc<MappedFile>, stamp: &Stamp) -> Option<RecordBatch> {
+    use arrow_ipc::reader::{read_footer_length, FileDecoder};
+    let buffer = map.clone().into_arrow_buffer();
+    let len = buffer.len();
+    let trailer: [u8; 10] = buffer.as_slice().get(len.checked_sub(10)?..)?.try_into().ok()?;
+    let footer_len = read_footer_length(trailer).ok()?;
+    let footer_bytes = buffer.as_slice().get((len - 10).checked_sub(footer_len)?..len - 10)?;
+    let footer = arrow_ipc::root_as_footer(footer_bytes).ok()?;
+    let schema = arrow_ipc::convert::try_fb_to_schema(footer.schema()?).ok()?;
+    let meta = schema.metadata();
+    if meta.get(FORMAT_KEY).map(String::as_str) != Some(FORMAT_VERSION) {
+        return None;
+    }
+    let made_from: Stamp = serde_json::from_str(meta.get(SOURCE_KEY)?).ok()?;
+    if made_from != *stamp {
+        return None;
+    }
+    let batches = footer.recordBatches()?;
+    if batches.len() != 1 || footer.dictionaries().is_some_and(|d| !d.is_empty()) {
+        return None;
+    }
+    let block = batches.get(0);
+    let start = usize::try_from(block.offset()).ok()?;
+    let block_len = usize::try_from(block.bodyLength())
+        .ok()?
+        .checked_add(usize::try_from(block.metaDataLength()).ok()?)?;
+    if start.checked_add(block_len)? > len {
+        return None;
+    }
+    let data = buffer.slice_with_length(start, block_len);
+    let decoder = FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
+    decoder.read_record_batch(block, &data).ok()?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Float64Array, Int64Array};
+    use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+
+    fn write(path: &Path, n: u64, offset: i64) -> Dataset {
+        let fields = vec![
+            FieldSpec::new("label", FieldType::Int),
+            FieldSpec::new("score", FieldType::Float),
+            FieldSpec::new("caption", FieldType::Text),
+        ];
+        Writer::new(path, fields, WriterOptions::default())
+            .unwrap()
+            .write_indexed(n, |i| {
+                Ok(vec![
+                    SampleValue::Int(i as i64 % 7 + offset),
+                    SampleValue::Float(i as f64 / 4.0),
+                    SampleValue::Text(format!("t{i}")),
+                ])
+            })
+            .unwrap();
+        Dataset::open(path).unwrap()
+    }
+
+    #[test]
+    fn a_copy_gives_the_gathered_columns_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = write(&dir.path().join("a.beton"), 1000, 0);
+        assert!(ColumnarCopy::open(&ds).is_none(), "none yet");
+        let copy = ColumnarCopy::build(&ds).unwrap();
+        assert_eq!(copy.path(), dir.path().join("a.beton.columns.arrow"));
+        let gathered = crate::Table::row_major(&ds);
+        for name in ["label", "score"] {
+            assert_eq!(
+                copy.column(name).unwrap().as_ref(),
+                gathered.column(name).unwrap().as_ref(),
+                "{name}"
+            );
+        }
+        assert!(copy.column("caption").is_none() && copy.column("index").is_none());
+        assert_eq!(copy.column_bytes("label"), Some(8000));
+        // The arrays read the map: their values lie inside it.
+        let label = copy.column("label").unwrap().as_any().downcast_ref::<Int64Array>().unwrap();
+        let at = label.values().as_ptr() as usize;
+        let map = copy.map.as_slice().as_ptr() as usize;
+        assert!(at >= map && at < map + copy.map.as_slice().len(), "zero-copy");
+        let reopened = ColumnarCopy::open(&ds).unwrap();
+        let score = reopened.column("score").unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
+        assert_eq!(score.value(10), 2.5);
+        reopened.check_intact().unwrap();
+    }
+
+    #[test]
+    fn a_copy_of_another_file_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.beton");
+        let ds = write(&path, 500, 0);
+        ColumnarCopy::build(&ds).unwrap();
+        drop(ds);
+        // Rewritten with other labels, same length and header: the copy must not be read.
+        let ds = write(&path, 500, 100);
+        assert!(ColumnarCopy::open(&ds).is_none());
+        let t = crate::Table::new(&ds);
+        let label = t.column("label").unwrap();
+        assert_eq!(label.as_any().downcast_ref::<Int64Array>().unwrap().value(0), 100);
+    }
+
+    #[test]
+    fn a_damaged_copy_is_ignored_and_never_crashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = write(&dir.path().join("a.beton"), 300, 0);
+        let copy = ColumnarCopy::build(&ds).unwrap();
+        let path = copy.path().to_path_buf();
+        drop(copy);
+        let good = std::fs::read(&path).unwrap();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..300 {
+            let mut bytes = good.clone();
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            match round % 3 {
+                0 => bytes.truncate(rng as usize % bytes.len()),
+                _ => {
+                    for k in 0..(1 + round % 8) {
+                        let at = (rng as usize).wrapping_mul(k + 1) % bytes.len();
+                        bytes[at] ^= (rng >> 8) as u8 | 1;
+                    }
+                }
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            if let Some(copy) = ColumnarCopy::open(&ds) {
+                // Flips in the values themselves cannot be told from values; anything in the
+                // layout is refused.
+                assert_eq!(copy.column("label").unwrap().len(), 300);
+            }
+        }
+        std::fs::write(&path, b"not arrow").unwrap();
+        assert!(ColumnarCopy::open(&ds).is_none());
+        assert!(ColumnarCopy::build(&ds).is_ok(), "made again over it");
+    }
+
+    #[test]
+    fn path_of_adds_the_suffix() {
+        assert_eq!(path_of(Path::new("/d/x.beton")), Path::new("/d/x.beton.columns.arrow"));
+        assert_eq!(path_of(Path::new("x.beton")), Path::new("x.beton.columns.arrow"));
+    }
+}

@@ -1,0 +1,164 @@
+//! Columnar copies (`beton_query::columnar`) as queries meet them: made on the first query of a
+//! large file, read in place afterwards with the same answers as the row gather, made again when
+//! the data file changes, kept by a dataset directory's cleanup, and reported by `explain`.
+
+use std::path::Path;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type, UInt16Type};
+use beton_query::columnar::{self, ColumnarCopy};
+use beton_query::versioned::VersionedDataset;
+use beton_query::{explain, select_indices, Table};
+use beton_storage::{
+    Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,
+    WriterOptions,
+};
+
+const ROWS: u64 = columnar::MIN_ROWS + 4_464; // 70,000
+
+fn label_of(i: u64, salt: i64) -> i64 {
+    (i.wrapping_mul(2_654_435_761) % 97) as i64 + salt
+}
+
+fn write(path: &Path, rows: u64, salt: i64) {
+    let raw = ImageOptions::with_mode(WriteMode::Raw);
+    let fields = vec![
+        FieldSpec::new("label", FieldType::Int),
+        FieldSpec::new("score", FieldType::Float),
+        FieldSpec::rgb_image("image", raw),
+        FieldSpec::new("caption", FieldType::Text),
+    ];
+    Writer::new(path, fields, WriterOptions::default())
+        .unwrap()
+        .write_indexed(rows, |i| {
+            let w = 1 + (i % 3) as u32;
+            Ok(vec![
+                SampleValue::Int(label_of(i, salt)),
+                SampleValue::Float(i as f64 / 8.0),
+                SampleValue::Image(ImageSource::Pixels(Pixels {
+                    width: w,
+                    height: 1,
+                    channels: 3,
+                    data: vec![1; 3 * w as usize],
+                })),
+                SampleValue::Text(format!("c{}", i % 5)),
+            ])
+        })
+        .unwrap();
+}
+
+fn expected_ids(rows: u64, salt: i64) -> Vec<u64> {
+    (0..rows).filter(|&i| label_of(i, salt) < 10 + salt && (1 + i % 3) >= 2).collect()
+}
+
+const SQL: &str = "label < 10 AND image.width >= 2";
+
+#[test]
+fn the_first_query_of_a_large_file_makes_its_copy_and_later_ones_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.beton");
+    write(&path, ROWS, 0);
+    let copy_path = columnar::path_of(&path);
+    assert!(!copy_path.exists(), "the storage writer alone makes none");
+    let ds = Dataset::open(&path).unwrap();
+    let ids = select_indices(&Table::new(&ds), SQL).unwrap();
+    assert_eq!(ids.as_slice(), expected_ids(ROWS, 0));
+    assert!(copy_path.exists(), "made by the first query");
+
+    // Later queries read it: explain says so, with only its columns' bytes.
+    let e = explain::file(&ds, SQL).unwrap();
+    assert_eq!(e.scan.columnar_columns, ["label", "image.width"]);
+    assert_eq!(e.scan.columnar, ROWS * 8 + ROWS * 2);
+    assert_eq!(e.scan.row_major, 0);
+    assert!(e.to_string().contains("from the columnar copy (label, image.width)"), "{e}");
+    let t = Table::new(&ds);
+    let score = t.column("score").unwrap();
+    assert_eq!(score.as_primitive::<Float64Type>().value(800), 100.0);
+    let width = t.column("image.width").unwrap();
+    assert_eq!(width.as_primitive::<UInt16Type>().value(4), 2);
+    // Text still comes from the heap.
+    assert_eq!(t.column("caption").unwrap().as_string::<i32>().value(7), "c2");
+    assert_eq!(ids, select_indices(&t, SQL).unwrap());
+
+    // The file rewritten (other labels): the copy is not used, and is made again.
+    drop(t);
+    drop(ds);
+    write(&path, ROWS, 5);
+    let ds = Dataset::open(&path).unwrap();
+    assert!(ColumnarCopy::open(&ds).is_none(), "stale");
+    let ids = select_indices(&Table::new(&ds), "label < 15 AND image.width >= 2").unwrap();
+    assert_eq!(ids.as_slice(), expected_ids(ROWS, 5));
+    assert!(ColumnarCopy::open(&ds).is_some(), "made again");
+}
+
+#[test]
+fn small_files_gather_and_explain_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small.beton");
+    write(&path, 1000, 0);
+    let ds = Dataset::open(&path).unwrap();
+    let e = explain::file(&ds, SQL).unwrap();
+    assert!(!columnar::path_of(&path).exists(), "under MIN_ROWS: no copy");
+    assert_eq!((e.scan.columnar, e.scan.row_major), (0, ds.data_table().len() as u64));
+    assert!(e.to_string().contains("gathered from the row-major data table"), "{e}");
+    // Asked for, a small file gets one too, and gives the same answer.
+    ColumnarCopy::build(&ds).unwrap();
+    let ids = select_indices(&Table::new(&ds), SQL).unwrap();
+    assert_eq!(ids.as_slice(), expected_ids(1000, 0));
+    assert!(explain::file(&ds, SQL).unwrap().scan.columnar > 0);
+}
+
+#[test]
+fn a_read_only_directory_leaves_queries_gathering() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("ro");
+    std::fs::create_dir(&sub).unwrap();
+    let path = sub.join("big.beton");
+    write(&path, ROWS, 0);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let ds = Dataset::open(&path).unwrap();
+    let ids = select_indices(&Table::new(&ds), SQL);
+    std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(ids.unwrap().as_slice(), expected_ids(ROWS, 0));
+    // (As root the directory stays writable and a copy is made; either way the answer holds.)
+    let leftovers: Vec<_> = std::fs::read_dir(&sub)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn versions_read_copies_through_deletions_and_column_files_and_cleanup_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.beton");
+    write(&file, ROWS, 0);
+    let root = dir.path().join("ds");
+    let v1 = VersionedDataset::import(&root, &file).unwrap();
+    let v2 = v1.delete_where("index % 10 = 0", "drop a tenth").unwrap();
+    let v3 = v2.update(Some("index < 100"), &[("label".into(), "label + 1000".into())], "bump").unwrap();
+    let view = v3.view().unwrap();
+    let table = view.table().unwrap();
+    let labels = table.column("label").unwrap();
+    let labels = labels.as_primitive::<Int64Type>();
+    // Row k of version 3 is data-file row (k / 9) * 10 + k % 9 + 1.
+    let file_row = |k: u64| (k / 9) * 10 + k % 9 + 1;
+    assert_eq!(labels.len() as u64, ROWS - ROWS / 10);
+    for k in [0u64, 5, 89, 90, 1_000, 62_999] {
+        let bump = if k < 100 { 1000 } else { 0 };
+        assert_eq!(labels.value(k as usize), label_of(file_row(k), 0) + bump, "row {k}");
+    }
+    let data_file = view.datasets().next().unwrap().path().to_path_buf();
+    let copy = columnar::path_of(&data_file);
+    assert!(copy.exists(), "the version's first query made the data file's copy");
+    let scan = table.scan_bytes(&["label", "score"]).unwrap();
+    assert_eq!(scan.columnar_columns, ["score"], "label comes from the column file");
+    drop(table);
+    drop(view);
+    v3.cleanup(1, std::time::Duration::ZERO).unwrap();
+    assert!(copy.exists(), "kept with its data file");
+    let n = v3.view().unwrap().table().unwrap().num_rows();
+    assert_eq!(n, ROWS - ROWS / 10);
+}
