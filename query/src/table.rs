@@ -182,7 +182,7 @@ impl<'a> Table<'a> {
     fn copied(&self, k: usize, c: &Column) -> Option<ArrayRef> {
         c.field.as_ref()?;
         let array = self.part_copy(k)?.column(&c.name)?;
-        (*array.data_type() == c.data_type).then(|| array.clone())
+        (*array.data_type() == c.data_type).then_some(array)
     }
 
     /// Where the columns `names` are read from and how many bytes that reads: the columnar
