@@ -186,16 +186,31 @@ struct Batch {
 }
 
 impl Batch {
-    /// The columns `projection` of the batch (none: just its row count).
+    /// The columns `projection` of the batch (none: just its row count), with aligned buffers
+    /// only (nothing copied).
     fn decode(&self, projection: Vec<usize>) -> Option<RecordBatch> {
         let decoder = arrow_ipc::reader::FileDecoder::new(self.schema.clone(), self.version)
             .with_require_alignment(true)
             .with_projection(projection);
+        Self::run(decoder, &self.block, &self.data)
+    }
+
+    /// Every column of the batch; buffers that are not aligned are copied.
+    fn decode_all(&self) -> Option<RecordBatch> {
+        let decoder = arrow_ipc::reader::FileDecoder::new(self.schema.clone(), self.version);
+        Self::run(decoder, &self.block, &self.data)
+    }
+
+    fn run(
+        decoder: arrow_ipc::reader::FileDecoder,
+        block: &arrow_ipc::Block,
+        data: &arrow_buffer::Buffer,
+    ) -> Option<RecordBatch> {
         // A damaged or foreign file must not take the process down: decoding checks what it
         // reads, and a panic in the decoder (a bug there) counts as a copy that cannot be read.
         // Unwind-safe in effect: the decoder is dropped with the panic, and the block and
         // buffer it reads are immutable.
-        let read = std::panic::AssertUnwindSafe(|| decoder.read_record_batch(&self.block, &self.data));
+        let read = std::panic::AssertUnwindSafe(|| decoder.read_record_batch(block, data));
         std::panic::catch_unwind(read).ok()?.ok().flatten()
     }
 }
@@ -313,6 +328,65 @@ impl ColumnarCopy {
         }
         Ok(())
     }
+}
+
+/// Every record batch of the Arrow IPC file at `path`, mapped: arrays read the file in place
+/// (buffers that are not aligned are copied). For dataset directories' column files, which are
+/// written once and never changed, like data files.
+///
+/// # Errors
+/// A message naming what is wrong: not an Arrow IPC file, or a batch that does not decode.
+pub(crate) fn read_ipc_mapped(path: &Path) -> std::result::Result<(Arc<Schema>, Vec<RecordBatch>), String> {
+    use arrow_ipc::reader::read_footer_length;
+    let map = Arc::new(MappedFile::open(path).map_err(|e| e.to_string())?);
+    let buffer = map.clone().into_arrow_buffer();
+    let len = buffer.len();
+    let not_ipc = || "not an Arrow IPC file".to_string();
+    let trailer: [u8; 10] = buffer
+        .as_slice()
+        .get(len.checked_sub(10).ok_or_else(not_ipc)?..)
+        .ok_or_else(not_ipc)?
+        .try_into()
+        .map_err(|_| not_ipc())?;
+    let footer_len = read_footer_length(trailer).map_err(|e| format!("not an Arrow IPC file: {e}"))?;
+    let footer_bytes = (len - 10)
+        .checked_sub(footer_len)
+        .and_then(|s| buffer.as_slice().get(s..len - 10))
+        .ok_or_else(not_ipc)?;
+    let footer =
+        arrow_ipc::root_as_footer(footer_bytes).map_err(|e| format!("not an Arrow IPC file: {e}"))?;
+    let schema = footer.schema().ok_or_else(not_ipc)?;
+    let schema = Arc::new(arrow_ipc::convert::try_fb_to_schema(schema).map_err(|e| e.to_string())?);
+    if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
+        return Err("dictionary-encoded columns are not supported".into());
+    }
+    let mut batches = Vec::new();
+    for block in footer.recordBatches().into_iter().flatten() {
+        let start = usize::try_from(block.offset()).ok();
+        let block_len = usize::try_from(block.bodyLength())
+            .ok()
+            .zip(usize::try_from(block.metaDataLength()).ok())
+            .and_then(|(b, m)| b.checked_add(m));
+        let (start, block_len) = start
+            .zip(block_len)
+            .filter(|(s, l)| s.checked_add(*l).is_some_and(|end| end <= len))
+            .ok_or_else(|| {
+                format!("a record batch at byte {} runs past the end of the file", block.offset())
+            })?;
+        let batch = Batch {
+            schema: schema.clone(),
+            version: footer.version(),
+            block: *block,
+            data: buffer.slice_with_length(start, block_len),
+        };
+        let decoded =
+            batch.decode_all().ok_or_else(|| format!("the record batch at byte {start} does not decode"))?;
+        batches.push(decoded);
+    }
+    if map.is_damaged() {
+        return Err("the file shrank while it was read".into());
+    }
+    Ok((schema, batches))
 }
 
 /// The one record batch of the copy in `map`, if it is one made from the file of `stamp`; its

@@ -162,3 +162,35 @@ fn versions_read_copies_through_deletions_and_column_files_and_cleanup_keeps_the
     let n = v3.view().unwrap().table().unwrap().num_rows();
     assert_eq!(n, ROWS - ROWS / 10);
 }
+
+#[test]
+fn damaged_column_files_are_errors_that_name_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("small.beton");
+    write(&file, 500, 0);
+    let root = dir.path().join("ds");
+    let v = VersionedDataset::import(&root, &file).unwrap();
+    let v = v.update(Some("index < 50"), &[("label".into(), "label + 1".into())], "bump").unwrap();
+    let column_file = std::fs::read_dir(root.join("columns")).unwrap().next().unwrap().unwrap().path();
+    let good = std::fs::read(&column_file).unwrap();
+    let reopen = || {
+        let at = beton_query::versioned::VersionRef::Number(v.version());
+        let v = VersionedDataset::open(&root, at)?;
+        let view = v.view()?;
+        view.table().map(|t| t.num_rows())
+    };
+    reopen().unwrap();
+    for junk in [b"junk".to_vec(), good[..good.len() / 2].to_vec(), Vec::new()] {
+        std::fs::write(&column_file, &junk).unwrap();
+        let err = reopen().unwrap_err().to_string();
+        assert!(err.contains("column file") && err.contains("Arrow IPC"), "{err}");
+    }
+    // Bytes flipped anywhere: an error or a table, never a crash.
+    for k in 0..200 {
+        let mut bytes = good.clone();
+        let at = (k * 7919) % bytes.len();
+        bytes[at] ^= 0x5a;
+        std::fs::write(&column_file, &bytes).unwrap();
+        let _ = reopen();
+    }
+}

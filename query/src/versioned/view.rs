@@ -249,15 +249,17 @@ pub(crate) fn write_column_file(dir: &Path, columns: Vec<(String, ArrayRef)>) ->
     Ok(ColumnFile { file: rel, fields })
 }
 
-/// Reads a column file: its columns by name.
+/// Reads a column file, mapped (its arrays read the file in place): its columns by name.
 fn read_column_file(dir: &Path, file: &ColumnFile) -> Result<Vec<(String, ArrayRef)>> {
     let path = dir.join(&file.file);
-    let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+    if let Err(e) = std::fs::metadata(&path) {
+        return Err(io(&path, e));
+    }
     let bad = |why: String| Error::InvalidArgument { what: format!("column file {}", path.display()), why };
-    let reader = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
-        .map_err(|e| bad(format!("not an Arrow IPC file: {e}")))?;
-    let schema = reader.schema();
-    let batches = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))?;
-    let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+    let (schema, batches) = crate::columnar::read_ipc_mapped(&path).map_err(bad)?;
+    let batch = match batches.len() {
+        1 => batches.into_iter().next().expect("one batch"),
+        _ => arrow_select::concat::concat_batches(&schema, &batches)?,
+    };
     Ok(schema.fields().iter().map(|f| f.name().clone()).zip(batch.columns().iter().cloned()).collect())
 }
