@@ -7,7 +7,7 @@
 //! of three columns of a 10 M-row table would otherwise read every byte of every row. The copy
 //! is a cache, never the truth:
 //! - it records what it was made from (the data file's length, device, inode, modification
-//!   time and a CRC of its header, descriptors, 64 sampled blocks of its data table and the end
+//!   time and a CRC of its header, descriptors, 16 sampled blocks of its data table and the end
 //!   of its allocation table); a copy that does not match its data file is ignored and made again;
 //! - it is made on first use for data files of at least [`MIN_ROWS`] rows (beton's writers make
 //!   it as they finish, FFCV-written files get one on their first query), written to a
@@ -141,11 +141,11 @@ impl Stamp {
     }
 }
 
-/// CRC-32 of the header and field descriptors, 64 blocks of 4 KiB spread over the data table
+/// CRC-32 of the header and field descriptors, 16 blocks of 4 KiB spread over the data table
 /// (all of it when smaller), and the allocation table's last 4 KiB.
 fn sample_crc(ds: &Dataset) -> u32 {
     const BLOCK: usize = 4096;
-    const BLOCKS: usize = 64;
+    const BLOCKS: usize = 16;
     let bytes = ds.file_bytes();
     let (start, end) = (ds.data_table_offset() as usize, ds.data_table_end() as usize);
     let mut crc = crc32fast::Hasher::new();
@@ -261,10 +261,15 @@ impl ColumnarCopy {
         table.prefetch(&refs);
         let mut fields = Vec::with_capacity(names.len());
         let mut arrays = Vec::with_capacity(names.len());
-        for name in &names {
+        // The columns the fused pass did not give (image modes and sizes), in parallel.
+        let gathered: Vec<Result<ArrayRef>> = {
+            use rayon::prelude::*;
+            names.par_iter().map(|name| table.column(name)).collect()
+        };
+        for (name, array) in names.iter().zip(gathered) {
             // A column that cannot be read (a corrupt image mode) is left to the row gather,
             // which reports it where a query needs it.
-            if let Ok(array) = table.column(name) {
+            if let Ok(array) = array {
                 fields.push(ArrowField::new(name, array.data_type().clone(), false));
                 arrays.push(array);
             }
@@ -310,7 +315,18 @@ impl ColumnarCopy {
     pub fn column(&self, name: &str) -> Option<ArrayRef> {
         let k = self.batch.schema.index_of(name).ok()?;
         let mut decoded = self.decoded.lock().unwrap_or_else(|p| p.into_inner());
-        decoded.entry(k).or_insert_with(|| self.batch.decode(vec![k]).map(|b| b.column(0).clone())).clone()
+        decoded
+            .entry(k)
+            .or_insert_with(|| {
+                let array = self.batch.decode(vec![k])?.column(0).clone();
+                // Read from disk ahead of the scan that follows (a no-op when cached).
+                let data = array.to_data();
+                for buffer in data.buffers().iter().chain(data.nulls().map(|n| n.buffer())) {
+                    self.map.will_need(buffer.as_slice());
+                }
+                Some(array)
+            })
+            .clone()
     }
 
     /// The bytes of column `name` in the copy (what reading it reads), if the copy holds it.
