@@ -1,12 +1,14 @@
 """beton's SQL from Python, where the users are, against DuckDB and polars SQL on the same rows.
 
-    python benches/query_python.py [--rows 1000000] [--runs 5]      # needs duckdb and polars
+    python benches/query_python.py [--rows 1000000] [--runs 5] [--threads N]   # needs duckdb and polars
 
 Writes (once per run, in a temporary folder) a table of four number columns with
 `DatasetWriter.from_arrow`, then times, warm, median of RUNS: `ds.where(...)` and `ds.query(...)`
 against DuckDB and polars SQL over `ds.table()` (each engine's own SQL on the same Arrow data,
-results materialised as Arrow), all cores for every engine, and `ds.table()` itself. Interleaved:
-each round runs every engine once. Use a release build of beton (`maturin build --release`).
+results materialised as Arrow), all cores for every engine (or `--threads N` for each), and
+`ds.table()` itself. Interleaved: each round runs every engine once. Then the write itself, with
+and without the columnar copy the writer makes (`BETON_COLUMNAR=off`), interleaved: the copy's
+share of the write time. Use a release build of beton (`maturin build --release`).
 """
 
 import argparse
@@ -32,7 +34,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--threads", type=int, default=0, help="threads for every engine (0: all cores)")
+    p.add_argument("--write-rounds", type=int, default=5)
     a = p.parse_args()
+    if a.threads:
+        # Before the engines start their pools.
+        os.environ["RAYON_NUM_THREADS"] = os.environ["POLARS_MAX_THREADS"] = str(a.threads)
     import duckdb
     import polars as pl
 
@@ -53,6 +60,8 @@ def main():
         indexed = pl.from_arrow(table)  # with beton's `index` column
         ctx = pl.SQLContext(samples=indexed)
         duck = duckdb.connect()
+        if a.threads:
+            duck.execute(f"SET threads TO {a.threads}")
         duck.register("samples", indexed.to_arrow())
 
         def duck_sql(sql):
@@ -90,11 +99,36 @@ def main():
                     t = time.perf_counter()
                     fn()
                     times[(c, name)].append((time.perf_counter() - t) * 1e3)
+        copy = os.path.exists(path + ".columns.arrow") and os.environ.get("BETON_COLUMNAR") != "off"
         print(f"{n:,} rows; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-              f"median of {a.runs} interleaved runs, ms; duckdb {duckdb.__version__}, polars {pl.__version__}")
+              f"{a.threads or 'all'} threads; median (min-max) of {a.runs} interleaved runs, ms; "
+              f"duckdb {duckdb.__version__}, polars {pl.__version__}; columnar copy {'used' if copy else 'off'}")
         for c, fns in cases.items():
-            cells = ", ".join(f"{name} {statistics.median(times[(c, name)]):.1f}" for name, _ in fns)
+            cells = ", ".join(
+                f"{name} {statistics.median(times[(c, name)]):.1f} ({min(times[(c, name)]):.1f}-{max(times[(c, name)]):.1f})"
+                for name, _ in fns
+            )
             print(f"  {c}: {cells}")
+
+        # The write, with and without the columnar copy, interleaved.
+        fields = {"label": IntField(), "score": FloatField(), "size": IntField(), "weight": FloatField()}
+        writes = {"with the copy": [], "BETON_COLUMNAR=off": []}
+        for r in range(a.write_rounds):
+            for name in writes:
+                out = os.path.join(tmp, f"w{r}-{len(writes[name])}.beton")
+                if name != "with the copy":
+                    os.environ["BETON_COLUMNAR"] = "off"
+                t = time.perf_counter()
+                DatasetWriter(out, fields, progress=False).from_arrow(data)
+                writes[name].append(time.perf_counter() - t)
+                os.environ.pop("BETON_COLUMNAR", None)
+                for f in (out, out + ".columns.arrow"):
+                    if os.path.exists(f):
+                        os.remove(f)
+        on, off = (statistics.median(writes[k]) for k in writes)
+        ratios = [x / y for x, y in zip(*writes.values())]
+        print(f"  from_arrow write: {on * 1e3:.1f} ms with the copy, {off * 1e3:.1f} ms without "
+              f"= {on / off:.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}x)")
 
 
 if __name__ == "__main__":
