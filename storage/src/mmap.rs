@@ -127,8 +127,9 @@ impl MappedFile {
 
     /// Asks the kernel to read the bytes at `range` (of the map's bytes, any subslice) ahead, in
     /// large requests, before they are touched: a column about to be scanned is read from disk
-    /// at the disk's bandwidth instead of one fault-around block at a time. Advice only: errors
-    /// are ignored, and a range outside the map is left alone.
+    /// at the disk's bandwidth instead of one fault-around block at a time, and its pages mapped
+    /// in one call. Advice only: errors (a file that shrank: no SIGBUS here, an error) are
+    /// ignored, and a range outside the map is left alone.
     pub fn will_need(&self, range: &[u8]) {
         #[cfg(unix)]
         if let Bytes::Mapped(Mapped { map, .. }) = &self.bytes {
@@ -136,6 +137,10 @@ impl MappedFile {
             let start = range.as_ptr() as usize;
             if start >= base && start + range.len() <= base + map.len() && !range.is_empty() {
                 let _ = map.advise_range(memmap2::Advice::WillNeed, start - base, range.len());
+                // And map its pages now, in one call, instead of one fault per 64 KiB as the
+                // scan touches them (Linux 5.14+; elsewhere the scan faults as before).
+                #[cfg(target_os = "linux")]
+                let _ = map.advise_range(memmap2::Advice::PopulateRead, start - base, range.len());
             }
         }
         #[cfg(not(unix))]
