@@ -322,7 +322,9 @@ impl ColumnarCopy {
                 // Read from disk ahead of the scan that follows (a no-op when cached).
                 let data = array.to_data();
                 for buffer in data.buffers().iter().chain(data.nulls().map(|n| n.buffer())) {
-                    self.map.will_need(buffer.as_slice());
+                    if !self.map.will_need(buffer.as_slice()) {
+                        return None; // the copy shrank under its map: the row gather gives it
+                    }
                 }
                 Some(array)
             })

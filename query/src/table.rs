@@ -481,14 +481,25 @@ impl<'a> Table<'a> {
         };
         // Rows read through the map of a file that shrank meanwhile are zeros, not data
         // (beton_storage's SIGBUS guard): no column made of them is used or kept.
+        self.check_intact()?;
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).entry(pos).or_insert_with(|| array.clone());
+        Ok(array)
+    }
+
+    /// Checks that every read of the table's data files and columnar copies so far read their
+    /// bytes (see [`Dataset::check_intact`]): a file truncated by another program while mapped
+    /// reads as zeros, which must not be taken for data.
+    ///
+    /// # Errors
+    /// `FileChanged` from storage, naming the file.
+    pub fn check_intact(&self) -> Result<()> {
         for (p, copy) in self.parts.iter().zip(&self.copies) {
             p.ds.check_intact()?;
             if let Some(Some(copy)) = copy.get() {
                 copy.check_intact()?;
             }
         }
-        self.cache.lock().unwrap_or_else(|p| p.into_inner()).entry(pos).or_insert_with(|| array.clone());
-        Ok(array)
+        Ok(())
     }
 
     /// Materialises the named columns that are not cached yet, the fixed-width ones computed from

@@ -194,3 +194,26 @@ fn damaged_column_files_are_errors_that_name_them() {
         let _ = reopen();
     }
 }
+
+#[test]
+fn a_copy_truncated_under_its_map_is_an_error_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.beton");
+    write(&path, ROWS, 0);
+    let ds = Dataset::open(&path).unwrap();
+    ColumnarCopy::build(&ds).unwrap();
+    let t = Table::new(&ds);
+    t.column("label").unwrap(); // the copy is open and mapped
+                                // Another program truncates the copy in place (beton never does).
+    std::fs::OpenOptions::new().write(true).open(columnar::path_of(&path)).unwrap().set_len(4096).unwrap();
+    // A column not read yet: its pages cannot be mapped, so it comes from the rows, right.
+    let score = t.column("score").unwrap();
+    assert_eq!(score.as_primitive::<Float64Type>().value(9), 9.0 / 8.0);
+    // One read before: the query reads zeros where the file was, and says so instead of
+    // answering.
+    let err = select_indices(&t, SQL).unwrap_err().to_string();
+    assert!(err.contains("columns.arrow"), "{err}");
+    // A new table ignores the damaged copy and makes a new one.
+    let ids = select_indices(&Table::new(&ds), SQL).unwrap();
+    assert_eq!(ids.as_slice(), expected_ids(ROWS, 0));
+}

@@ -130,7 +130,10 @@ impl MappedFile {
     /// at the disk's bandwidth instead of one fault-around block at a time, and its pages mapped
     /// in one call. Advice only: errors (a file that shrank: no SIGBUS here, an error) are
     /// ignored, and a range outside the map is left alone.
-    pub fn will_need(&self, range: &[u8]) {
+    ///
+    /// Returns false when the range is known not to be readable: mapping its pages failed (the
+    /// file shrank under the map). Reading it would read zeros; the caller reads elsewhere.
+    pub fn will_need(&self, range: &[u8]) -> bool {
         #[cfg(unix)]
         if let Bytes::Mapped(Mapped { map, .. }) = &self.bytes {
             let base = map.as_ptr() as usize;
@@ -140,11 +143,16 @@ impl MappedFile {
                 // And map its pages now, in one call, instead of one fault per 64 KiB as the
                 // scan touches them (Linux 5.14+; elsewhere the scan faults as before).
                 #[cfg(target_os = "linux")]
-                let _ = map.advise_range(memmap2::Advice::PopulateRead, start - base, range.len());
+                if let Err(e) = map.advise_range(memmap2::Advice::PopulateRead, start - base, range.len()) {
+                    // EINVAL: a kernel without the advice. Anything else (EFAULT past the end
+                    // of the file, EIO): the range cannot be read.
+                    return e.raw_os_error() == Some(libc::EINVAL);
+                }
             }
         }
         #[cfg(not(unix))]
         let _ = range;
+        true
     }
 
     /// The file's bytes as an Arrow buffer that keeps the map alive: arrays decoded from it

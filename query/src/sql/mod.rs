@@ -67,10 +67,14 @@ use crate::table::Table;
 /// uses unsupported syntax (`GROUP BY` and aggregates included); storage errors from
 /// materialising columns.
 pub fn select_indices(table: &Table, predicate_or_query: &str) -> Result<IndexSet> {
-    run(predicate_or_query, |parsed| match parsed {
+    let ids = run(predicate_or_query, |parsed| match parsed {
         parse::Parsed::Predicate(expr) => exec::filter_ids(table, expr),
         parse::Parsed::Select(select) => exec::select_ids(table, select),
-    })
+    })?;
+    // The columns were read by the query, after they were handed out: zeros read from a file
+    // that shrank meanwhile are an error, not an answer.
+    table.check_intact()?;
+    Ok(ids)
 }
 
 /// Runs `SELECT … FROM samples …` over `table`. A bare predicate is `SELECT * FROM samples WHERE`
@@ -81,10 +85,12 @@ pub fn select_indices(table: &Table, predicate_or_query: &str) -> Result<IndexSe
 /// # Errors
 /// As [`select_indices`].
 pub fn query(table: &Table, sql: &str) -> Result<RecordBatch> {
-    run(sql, |parsed| match parsed {
+    let batch = run(sql, |parsed| match parsed {
         parse::Parsed::Predicate(e) => exec::filter_rows(table, e),
         parse::Parsed::Select(select) => exec::run(table, select),
-    })
+    })?;
+    table.check_intact()?;
+    Ok(batch)
 }
 
 /// What a query selects, for showing its rows: a bare predicate gives the matching rows in
