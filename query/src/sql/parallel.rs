@@ -38,8 +38,8 @@ const MORSEL: usize = 64 * 1024;
 /// accumulators then cost at most 1/16 of its rows.
 pub(crate) const MAX_PARTIAL_GROUPS: usize = MORSEL / 16;
 
-/// At most this `k` takes the per-morsel heaps of [`smallest`] (each morsel keeps `k` rows of its
-/// 64 K, and the merge sorts `k` per morsel).
+/// At most this `k` takes the per-chunk heaps of [`smallest`] (each chunk keeps `k` of at least a
+/// morsel's rows, and the merge sorts `k` per chunk).
 const MAX_PARALLEL_K: usize = MORSEL / 8;
 
 /// The morsels of `n` rows, in order.
@@ -79,8 +79,8 @@ impl Groups {
 
     /// Groups of one integer key without nulls whose values span at most `max(2^16, n)` integers,
     /// numbered in order of first appearance (as the hashing path numbers them); `None` when it
-    /// does not apply. Keys spanning at most one morsel's worth of integers are grouped in
-    /// parallel morsels, wider ones in one pass.
+    /// does not apply. Morsels whose values span less than a morsel's worth of integers are
+    /// counted in parallel, others in the merge (one thread).
     pub(crate) fn dense(key: &ArrayRef) -> Option<Groups> {
         if !key.data_type().is_integer() || key.null_count() > 0 || key.is_empty() {
             return None;
@@ -92,42 +92,46 @@ impl Groups {
             return None;
         }
         let values = values.values().clone();
-        let n = values.len();
-        // Both bounds in one pass (arrow's min and max kernels are two slower passes here).
-        let (min, max) = morsels(n)
-            .map(|r| values[r].iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v))))
-            .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+        // One read of each morsel from memory: its bounds, then (from cache) its distinct values
+        // counted in a table indexed from its own minimum, when they span less than a morsel's
+        // worth of integers (a per-thread table, cleared through the morsel's list of values).
+        let parts: Vec<Part> = morsels(values.len())
+            .map_init(
+                || vec![0u32; MORSEL],
+                |counts, r| {
+                    let v = &values[r.clone()];
+                    let (lo, hi) = v.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                    let narrow = i128::from(hi) - i128::from(lo) < MORSEL as i128;
+                    let seen = narrow.then(|| first_appearances(v, lo, counts, r.start));
+                    Part { rows: r, lo, hi, seen }
+                },
+            )
+            .collect();
+        let min = parts.iter().map(|p| p.lo).min()?;
+        let max = parts.iter().map(|p| p.hi).max()?;
         let range = (i128::from(max) - i128::from(min) + 1) as u128;
-        if range > (1u128 << 16).max(n as u128) {
+        if range > (1u128 << 16).max(values.len() as u128) {
             return None;
         }
         let range = range as usize;
-        let parts: Vec<Vec<Seen>> = if range <= MORSEL {
-            // A table of `range` counts per thread (map_init: per rayon job), cleared after
-            // each morsel through its list of values.
-            morsels(n)
-                .map_init(
-                    || vec![0u32; range],
-                    |counts, r| {
-                        let start = r.start;
-                        first_appearances(&values[r], min, counts, start)
-                    },
-                )
-                .collect()
-        } else {
-            vec![first_appearances(&values, min, &mut vec![0u32; range], 0)]
-        };
-        // The morsels' values in morsel order: groups numbered by first appearance.
+        // The morsels' values in morsel order: groups numbered by first appearance. A morsel of
+        // wide-spread values is counted here, against a table of the whole key's range.
         let mut slot = vec![u32::MAX; range];
-        let (mut first, mut counts) = (Vec::new(), Vec::new());
-        for seen in parts.iter().flatten() {
-            let s = &mut slot[seen.offset];
-            if *s == u32::MAX {
-                *s = first.len() as u32;
-                first.push(seen.first);
-                counts.push(0);
+        let (mut first, mut counts, mut wide) = (Vec::new(), Vec::new(), None);
+        for Part { rows: r, seen, .. } in parts {
+            let seen = seen.unwrap_or_else(|| {
+                let table = wide.get_or_insert_with(|| vec![0u32; range]);
+                first_appearances(&values[r.clone()], min, table, r.start)
+            });
+            for seen in seen {
+                let s = &mut slot[seen.value.wrapping_sub(min) as u64 as usize];
+                if *s == u32::MAX {
+                    *s = first.len() as u32;
+                    first.push(seen.first);
+                    counts.push(0);
+                }
+                counts[*s as usize] += i64::from(seen.count);
             }
-            counts[*s as usize] += i64::from(seen.count);
         }
         Some(Groups { first, ids: Ids::Dense { values, min, slot }, counts: Some(counts) })
     }
@@ -224,42 +228,52 @@ impl Groups {
     }
 }
 
-/// A distinct key value of a morsel: its offset from the key's minimum, its first row, its rows.
+/// A morsel of a dense key: its rows, its bounds, its distinct values when counted in parallel.
+struct Part {
+    rows: Range<usize>,
+    lo: i64,
+    hi: i64,
+    seen: Option<Vec<Seen>>,
+}
+
+/// A distinct key value of a morsel, its first row and its number of rows.
 struct Seen {
-    offset: usize,
+    value: i64,
     first: u32,
     count: u32,
 }
 
 /// The distinct values of `values` in order of first appearance, rows counted in `counts` (indexed
-/// by `value - min`, all zero on entry and on return); `base` is the row of `values[0]`.
+/// by `value - min`, long enough for every value, all zero on entry and on return); `base` is the
+/// row of `values[0]`.
 fn first_appearances(values: &[i64], min: i64, counts: &mut [u32], base: usize) -> Vec<Seen> {
     let mut seen = Vec::new();
     for (i, &v) in values.iter().enumerate() {
-        let offset = v.wrapping_sub(min) as u64 as usize;
-        let c = &mut counts[offset];
+        let c = &mut counts[v.wrapping_sub(min) as u64 as usize];
         if *c == 0 {
-            seen.push(Seen { offset, first: (base + i) as u32, count: 0 });
+            seen.push(Seen { value: v, first: (base + i) as u32, count: 0 });
         }
         *c += 1;
     }
     for s in &mut seen {
-        s.count = std::mem::take(&mut counts[s.offset]);
+        s.count = std::mem::take(&mut counts[s.value.wrapping_sub(min) as u64 as usize]);
     }
     seen
 }
 
 /// The rows of the `k` smallest keys, smallest first, ties in row order (the `k` smallest
-/// `(key, row)` pairs): per morsel in parallel, then the `k` smallest of the morsels' `k`; one
-/// pass with a heap on one thread, for a large `k` or for one morsel of rows. The same rows either
-/// way.
+/// `(key, row)` pairs): per chunk of rows in parallel, then the `k` smallest of the chunks' `k`;
+/// one pass with a heap on one thread, for a large `k` or for few rows. The same rows either way,
+/// whatever the chunks, so these are a few per thread rather than morsels (each chunk's heap
+/// refills, about `k ln(chunk / k)` replacements).
 pub(crate) fn smallest<T: Sync>(values: &[T], key: impl Fn(&T) -> u64 + Sync, k: usize) -> Vec<u32> {
-    let pairs = if rayon::current_num_threads() > 1 && values.len() > MORSEL && k <= MAX_PARALLEL_K {
-        let mut pairs: Vec<(u64, u32)> = morsels(values.len())
-            .flat_map_iter(|r| {
-                let start = r.start;
-                heap_of_smallest(values[r].iter().map(&key), start, k).into_vec()
-            })
+    let threads = rayon::current_num_threads();
+    let chunk = values.len().div_ceil(4 * threads).max(MORSEL);
+    let pairs = if threads > 1 && values.len() > chunk && k <= MAX_PARALLEL_K {
+        let mut pairs: Vec<(u64, u32)> = values
+            .par_chunks(chunk)
+            .enumerate()
+            .flat_map_iter(|(c, v)| heap_of_smallest(v.iter().map(&key), c * chunk, k).into_vec())
             .collect();
         // Pairs are distinct (one per row): any sort gives one order.
         pairs.sort_unstable();
