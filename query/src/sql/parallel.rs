@@ -17,7 +17,11 @@
 //!   smallest of those are the `k` smallest overall: exactly the one-pass heap's rows, ties in row
 //!   order.
 //!
-//! Measured with `query/examples/group_ab.rs` (10 M rows, 2 cores): see that example.
+//! Measured against the commit before (`query/examples/group_ab.rs`, 10 M rows, 1000 labels, the
+//! 2-core VM shared with builds, load about 5; medians of 6 interleaved processes of 7 rounds):
+//! `GROUP BY label` with `count(*)` 70 -> 22 ms (CPU 48 -> 15 ms), with `avg(score)` too 113 -> 64
+//! ms (CPU 76 -> 41 ms), on one thread as on two: the work saved is the 40 MB group vector and a
+//! second read of the key. What two threads gain could not be told apart from the load there.
 
 use std::borrow::Cow;
 use std::collections::BinaryHeap;
