@@ -3,11 +3,12 @@
 //!
 //! Two shortcuts keep the common metadata queries near the cost of one pass over their columns
 //! (benches/query_compare.rs): a GROUP BY on one integer key with a small range of values looks
-//! groups up in a table instead of hashing encoded rows ([`dense_group_ids`]), and an ORDER BY of
+//! groups up in a table instead of hashing encoded rows ([`Groups::dense`]), and an ORDER BY of
 //! one numeric key with a small LIMIT keeps the best rows in a heap instead of sorting every row
 //! ([`top_k`]). Both give the general path's result: the same groups, numbered in order of first
 //! appearance; the same order of values, with ties in row order (an order the general sort, which
-//! is unstable, may also give).
+//! is unstable, may also give). Both, and the counts and sums per group, run in parallel morsels
+//! with the same result at any number of threads (`parallel.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use sqlparser::tokenizer::Span;
 use super::ast::{column_name, expr_text, pos, select_item_start};
 use super::error::{at, sql_error};
 use super::eval::{canonical_floats, function_args, sql_float_order, sql_type_name, AGGREGATES};
+use super::parallel::{smallest, Groups};
 use super::parse::{unsupported, OrderKey, SelectPlan};
 use super::scope::{Ctx, Val};
 use crate::error::Result;
@@ -247,7 +249,8 @@ fn sort_indices(keys: &[SortColumn], limit: Option<usize>) -> Result<UInt32Array
 }
 
 /// Positions of the `k` first values of `values` in ascending (or descending) order, ties in
-/// position order: one pass with a heap of `k` entries. `None` for types it does not handle.
+/// position order: a heap of `k` entries per morsel of rows ([`smallest`]). `None` for types it
+/// does not handle.
 ///
 /// Values are compared through a u64 key whose unsigned order is the order Arrow's sort uses:
 /// IEEE totalOrder for floats (so -0.0 before 0.0 and NaN after every number, as `sort_to_indices`
@@ -256,36 +259,22 @@ fn top_k(values: &dyn Array, k: usize, descending: bool) -> Option<Vec<u32>> {
     use arrow_array::types::{UInt16Type, UInt64Type};
     const SIGN: u64 = 1 << 63;
     let flip = if descending { u64::MAX } else { 0 };
-    fn pick(keys: impl Iterator<Item = u64>, k: usize) -> Vec<u32> {
-        let mut heap: std::collections::BinaryHeap<(u64, u32)> =
-            std::collections::BinaryHeap::with_capacity(k + 1);
-        for (i, key) in keys.enumerate() {
-            if heap.len() < k {
-                heap.push((key, i as u32));
-            } else if let Some(mut top) = heap.peek_mut() {
-                // A later row never displaces an equal key: ties stay in row order.
-                if key < top.0 {
-                    *top = (key, i as u32);
-                }
-            }
-        }
-        heap.into_sorted_vec().into_iter().map(|(_, i)| i).collect()
-    }
     Some(match values.data_type() {
-        DataType::Float64 => pick(
-            values.as_primitive::<Float64Type>().values().iter().map(|x| {
+        DataType::Float64 => smallest(
+            values.as_primitive::<Float64Type>().values(),
+            |x| {
                 let bits = x.to_bits();
                 let key = if bits & SIGN != 0 { !bits } else { bits | SIGN };
                 key ^ flip
-            }),
+            },
             k,
         ),
         DataType::Int64 => {
-            pick(values.as_primitive::<Int64Type>().values().iter().map(|&x| (x as u64 ^ SIGN) ^ flip), k)
+            smallest(values.as_primitive::<Int64Type>().values(), |&x| (x as u64 ^ SIGN) ^ flip, k)
         }
-        DataType::UInt64 => pick(values.as_primitive::<UInt64Type>().values().iter().map(|&x| x ^ flip), k),
+        DataType::UInt64 => smallest(values.as_primitive::<UInt64Type>().values(), |&x| x ^ flip, k),
         DataType::UInt16 => {
-            pick(values.as_primitive::<UInt16Type>().values().iter().map(|&x| u64::from(x) ^ flip), k)
+            smallest(values.as_primitive::<UInt16Type>().values(), |&x| u64::from(x) ^ flip, k)
         }
         _ => return None,
     })
@@ -462,16 +451,16 @@ fn collect_aggregates<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     }
 }
 
-/// Group ids of the rows in scope, and the first row of each group.
-fn group_ids(ctx: &Ctx, keys: &[ArrayRef]) -> Result<(Vec<u32>, Vec<u32>)> {
+/// The groups of the rows in scope: [`Groups::dense`] for one small-range integer key, encoded
+/// rows in a hash map otherwise.
+fn group_ids(ctx: &Ctx, keys: &[ArrayRef]) -> Result<Groups> {
     let n = ctx.num_rows();
     if keys.is_empty() {
-        // One group, even over no rows: `SELECT count(*) … WHERE false` is one row of 0.
-        return Ok((vec![0; n], vec![0]));
+        return Ok(Groups::one(n));
     }
     if let [key] = keys {
-        if let Some(ids) = dense_group_ids(key) {
-            return Ok(ids);
+        if let Some(groups) = Groups::dense(key) {
+            return Ok(groups);
         }
     }
     // -0.0 and 0.0, and NaNs, are one group each (the row format keeps their bits apart).
@@ -488,50 +477,17 @@ fn group_ids(ctx: &Ctx, keys: &[ArrayRef]) -> Result<(Vec<u32>, Vec<u32>)> {
         }
         group.push(g);
     }
-    Ok((group, first))
-}
-
-/// [`group_ids`] for one integer key without nulls whose values span at most `max(2^16, n)`
-/// integers: each value's group is found in a table indexed by `value - min`. Groups are numbered
-/// in order of first appearance, as the hashing path numbers them. `None` when it does not apply.
-fn dense_group_ids(key: &ArrayRef) -> Option<(Vec<u32>, Vec<u32>)> {
-    if !key.data_type().is_integer() || key.null_count() > 0 || key.is_empty() {
-        return None;
-    }
-    // Exact for every integer type but u64 values past i64::MAX, which become NULL (then: None).
-    let values = arrow_cast::cast(key.as_ref(), &DataType::Int64).ok()?;
-    let values = values.as_primitive::<Int64Type>();
-    if values.null_count() > 0 {
-        return None;
-    }
-    // One pass for both bounds (arrow's min and max kernels are two slower passes here).
-    let (min, max) = values.values().iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    let range = (i128::from(max) - i128::from(min) + 1) as u128;
-    if range > (1u128 << 16).max(values.len() as u128) {
-        return None;
-    }
-    let mut slot = vec![u32::MAX; range as usize];
-    let (mut group, mut first) = (Vec::with_capacity(values.len()), Vec::new());
-    for (i, &v) in values.values().iter().enumerate() {
-        // In range by construction: min <= v <= max.
-        let s = &mut slot[v.wrapping_sub(min) as u64 as usize];
-        if *s == u32::MAX {
-            *s = first.len() as u32;
-            first.push(i as u32);
-        }
-        group.push(*s);
-    }
-    Some((group, first))
+    Ok(Groups::listed(group, first))
 }
 
 /// Groups the rows in scope: a context of one row per group in which the group keys and every
 /// aggregate of the select list, HAVING and ORDER BY are columns; HAVING is applied.
 fn group<'t, 'a>(ctx: &Ctx<'t, 'a>, plan: &SelectPlan) -> Result<Ctx<'t, 'a>> {
     let keys = plan.group_by.iter().map(|g| ctx.broadcast(ctx.eval(g)?)).collect::<Result<Vec<_>>>()?;
-    let (group, first) = group_ids(ctx, &keys)?;
-    let num_groups = first.len();
+    let groups = group_ids(ctx, &keys)?;
+    let num_groups = groups.num_groups();
     let mut values = HashMap::new();
-    let first = UInt32Array::from(first);
+    let first = UInt32Array::from(groups.first().to_vec());
     for (g, key) in plan.group_by.iter().zip(&keys) {
         let at_first = if num_groups == 0 { key.slice(0, 0) } else { take(key.as_ref(), &first, None)? };
         values.insert(expr_text(g), at_first);
@@ -557,7 +513,7 @@ fn group<'t, 'a>(ctx: &Ctx<'t, 'a>, plan: &SelectPlan) -> Result<Ctx<'t, 'a>> {
         let text = expr_text(call);
         if let std::collections::hash_map::Entry::Vacant(slot) = values.entry(text) {
             let name = f.name.to_string().to_ascii_lowercase();
-            slot.insert(aggregate(ctx, &name, f, &group, num_groups, pos(call))?);
+            slot.insert(aggregate(ctx, &name, f, &groups, pos(call))?);
         }
     }
     let grouped = Ctx::groups(ctx.table(), num_groups, values);
@@ -579,13 +535,14 @@ fn group<'t, 'a>(ctx: &Ctx<'t, 'a>, plan: &SelectPlan) -> Result<Ctx<'t, 'a>> {
     Ok(Ctx::groups(ctx.table(), keep.len(), values))
 }
 
-/// One aggregate per group.
+/// One aggregate per group. Counts and sums in parallel morsels ([`Groups::per_group`]): integer
+/// sums in `i128`, so a sum is an error only when its total does not fit BIGINT, whatever the order
+/// of the rows; float sums added per morsel, then the morsels' sums in morsel order.
 fn aggregate(
     ctx: &Ctx,
     name: &str,
     f: &sqlparser::ast::Function,
-    group: &[u32],
-    num_groups: usize,
+    groups: &Groups,
     span: Span,
 ) -> Result<ArrayRef> {
     let star = matches!(&f.args, sqlparser::ast::FunctionArguments::List(l)
@@ -594,11 +551,7 @@ fn aggregate(
         if name != "count" {
             return Err(sql_error(format!("{name}(*) is not allowed; only count(*)"), span));
         }
-        let mut counts = vec![0i64; num_groups];
-        for &g in group {
-            counts[g as usize] += 1;
-        }
-        return Ok(Arc::new(Int64Array::from(counts)));
+        return Ok(Arc::new(Int64Array::from(groups.counts())));
     }
     let args = function_args(f, span)?;
     let [arg] = args.as_slice() else {
@@ -609,28 +562,35 @@ fn aggregate(
     }
     let values = ctx.broadcast(ctx.eval(arg)?)?;
     let t = values.data_type().clone();
-    let valid = |i: usize| values.is_valid(i);
     match name {
-        "count" => {
-            let mut counts = vec![0i64; num_groups];
-            for (i, &g) in group.iter().enumerate() {
-                counts[g as usize] += i64::from(valid(i));
-            }
-            Ok(Arc::new(Int64Array::from(counts)))
-        }
+        "count" => Ok(Arc::new(Int64Array::from(match values.nulls() {
+            None => groups.counts(),
+            Some(nulls) => groups.per_group(0i64, |c, i| *c += i64::from(nulls.is_valid(i)), |c, d| *c += d),
+        }))),
         "sum" if t.is_integer() => {
             let v = arrow_cast::cast(values.as_ref(), &DataType::Int64)?;
             let v = v.as_primitive::<Int64Type>();
-            let mut sums: Vec<Option<i64>> = vec![None; num_groups];
-            for (i, &g) in group.iter().enumerate() {
-                if v.is_valid(i) {
-                    let s = sums[g as usize].unwrap_or(0);
-                    sums[g as usize] = Some(
-                        s.checked_add(v.value(i)).ok_or_else(|| sql_error("sum overflows BIGINT", span))?,
-                    );
-                }
-            }
-            Ok(Arc::new(Int64Array::from(sums)))
+            let (nulls, x) = (v.nulls(), v.values());
+            // (sum, any value): exact in i128 for up to 2^64 rows.
+            let sums = groups.per_group(
+                (0i128, false),
+                |(s, any), i| {
+                    if nulls.is_none_or(|n| n.is_valid(i)) {
+                        *s += i128::from(x[i]);
+                        *any = true;
+                    }
+                },
+                |(s, any), (t, more)| {
+                    *s += t;
+                    *any |= more;
+                },
+            );
+            let sums = sums
+                .into_iter()
+                .map(|(s, any)| any.then(|| i64::try_from(s)).transpose())
+                .collect::<Result<Int64Array, _>>()
+                .map_err(|_| sql_error("sum overflows BIGINT", span))?;
+            Ok(Arc::new(sums))
         }
         "sum" | "avg" => {
             if !(t.is_integer() || t.is_floating() || t == DataType::Null) {
@@ -638,17 +598,23 @@ fn aggregate(
             }
             let v = arrow_cast::cast(values.as_ref(), &DataType::Float64)?;
             let v = v.as_primitive::<Float64Type>();
-            let (mut sums, mut counts) = (vec![0f64; num_groups], vec![0u64; num_groups]);
-            for (i, &g) in group.iter().enumerate() {
-                if v.is_valid(i) {
-                    sums[g as usize] += v.value(i);
-                    counts[g as usize] += 1;
-                }
-            }
+            let (nulls, x) = (v.nulls(), v.values());
+            let sums = groups.per_group(
+                (0f64, 0u64),
+                |(s, c), i| {
+                    if nulls.is_none_or(|n| n.is_valid(i)) {
+                        *s += x[i];
+                        *c += 1;
+                    }
+                },
+                |(s, c), (t, d)| {
+                    *s += t;
+                    *c += d;
+                },
+            );
             let out: Float64Array = sums
                 .iter()
-                .zip(&counts)
-                .map(|(&s, &c)| (c > 0).then(|| if name == "avg" { s / c as f64 } else { s }))
+                .map(|&(s, c)| (c > 0).then(|| if name == "avg" { s / c as f64 } else { s }))
                 .collect();
             Ok(Arc::new(out))
         }
@@ -659,7 +625,8 @@ fn aggregate(
             let options = SortOptions { descending: name == "max", nulls_first: false };
             let order =
                 sort_to_indices(values.as_ref(), Some(options), None).map_err(|e| at(span)(e.into()))?;
-            let mut pick: Vec<Option<u32>> = vec![None; num_groups];
+            let group = groups.ids();
+            let mut pick: Vec<Option<u32>> = vec![None; groups.num_groups()];
             for &i in order.values() {
                 let g = group[i as usize] as usize;
                 if pick[g].is_none() {
@@ -742,6 +709,11 @@ mod tests {
         let all = sort_indices(&[key(false)], None).unwrap();
         let sorted: Vec<i64> = all.values().iter().map(|&i| (i64::from(i) * 37) % 11).collect();
         assert!(sorted.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    /// [`Groups::dense`]'s ids and first rows.
+    fn dense_group_ids(key: &ArrayRef) -> Option<(Vec<u32>, Vec<u32>)> {
+        Groups::dense(key).map(|g| (g.ids().into_owned(), g.first().to_vec()))
     }
 
     /// Group ids numbered in order of first appearance, by brute force.

@@ -25,7 +25,8 @@
 //! `ILIKE` take `%` and `_` as wildcards and `\` as escape character unless `ESCAPE 'c'` names another one.
 //! Arithmetic on BIGINT that overflows (`9223372036854775807 + 1`, `-(-9223372036854775807 - 1)`,
 //! `abs(-9223372036854775808)`, `(-9223372036854775807 - 1) / -1`) is an error, never a wrapped
-//! value; `-9223372036854775808` itself is a BIGINT literal.
+//! value; `-9223372036854775808` itself is a BIGINT literal. `sum` of integers is an error only when
+//! its total does not fit BIGINT (whatever the order of the rows on the way).
 //!
 //! Limits: expressions nest at most [`MAX_NESTING`] levels deep, where each open parenthesis or
 //! bracket, each open `CASE` and each operator in a run of prefix operators (`NOT NOT x`, `- -x`)
@@ -44,6 +45,7 @@ mod eval;
 mod exec;
 mod functions;
 mod fused;
+mod parallel;
 mod parse;
 mod scope;
 
