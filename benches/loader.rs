@@ -12,7 +12,8 @@
 //! reads whole and the samples it falls back to reading one by one (`direct`) when no page can be
 //! evicted. Those counts depend on the order (the seed and epoch) and, with the default settings,
 //! on thread timing (which pages the workers still hold, how far the consumer is), so it reports
-//! them over 16 seeds × 2 epochs: in lockstep (1 worker, 1 batch ahead: the prefetcher runs with
+//! them over 16 seeds, the first epoch of a fresh loader and its second (which starts with the
+//! first's last pages resident): in lockstep (1 worker, 1 batch ahead: the prefetcher runs with
 //! the consumer exactly at its batch, so the counts are a function of seed and epoch, checked by
 //! running one twice) and with the settings of the loader figures (2 workers, 3 batches ahead).
 //!
@@ -126,10 +127,14 @@ fn epoch_stats(loader: &mut Loader) -> EpochStats {
 fn process_cache() {
     const SEEDS: u64 = 16;
     const EPOCHS: usize = 2;
-    let ds = Arc::new(Dataset::open(file(65536, 4 << 10)).unwrap());
+    let (n, size) = (65536u64, 4usize << 10);
+    let ds = Arc::new(Dataset::open(file(n, size)).unwrap());
     println!(
-        "process cache bounded to 8 of {} pages (65,536 × 4 KiB, batch {BATCH}), per epoch over {SEEDS} seeds × {EPOCHS} epochs: mean (min-max)",
-        ds.num_pages()
+        "process cache bounded to 8 of {} pages of {} MiB ({n} × {} KiB payloads, batch {BATCH}); per epoch, \
+         over {SEEDS} seeds: mean (min-max)",
+        ds.num_pages(),
+        ds.page_size() >> 20,
+        size >> 10
     );
     let build = |order: OrderOption, seed: u64, threads: usize, ahead: usize| {
         Loader::builder(Arc::clone(&ds))
@@ -147,34 +152,41 @@ fn process_cache() {
         let mean = xs.iter().sum::<u64>() as f64 / xs.len() as f64;
         format!("{mean:.1} ({}-{})", xs.iter().min().unwrap(), xs.iter().max().unwrap())
     };
+    let file_bytes = (n as usize * size) as f64;
     for (name, order) in [
         ("QUASI_RANDOM (buffer 4 pages)", OrderOption::QuasiRandom { buffer_pages: Some(4) }),
         ("RANDOM", OrderOption::Random),
     ] {
-        for (setting, threads, ahead) in [("lockstep, 1 worker, 1 ahead", 1, 1), ("2 workers, 3 ahead", 2, 3)]
+        for (setting, threads, ahead) in [("lockstep: 1 worker, 1 ahead", 1, 1), ("2 workers, 3 ahead", 2, 3)]
         {
-            let (mut pages, mut direct) = (Vec::new(), Vec::new());
+            // [epoch] -> one EpochStats per seed.
+            let mut stats: Vec<Vec<EpochStats>> = vec![Vec::new(); EPOCHS];
             for seed in 0..SEEDS {
                 let mut l = build(order, seed, threads, ahead);
-                for _ in 0..EPOCHS {
-                    let s = epoch_stats(&mut l);
-                    pages.push(s.pages_read);
-                    direct.push(s.direct_reads);
+                for per_epoch in &mut stats {
+                    per_epoch.push(epoch_stats(&mut l));
                 }
             }
-            let check = if threads == 1 {
+            if threads == 1 {
                 // Lockstep is deterministic: seed 0's first epoch again gives the same counts.
                 let s = epoch_stats(&mut build(order, 0, threads, ahead));
-                assert_eq!((s.pages_read, s.direct_reads), (pages[0], direct[0]), "lockstep counts moved");
-                "; seed 0 rerun: same counts"
-            } else {
-                ""
-            };
-            println!(
-                "  {name:<30} {setting:<28} pages read {:>18}, direct sample reads {:>24}{check}",
-                summary(&pages),
-                summary(&direct)
-            );
+                let first = &stats[0][0];
+                assert_eq!((s.pages_read, s.direct_reads), (first.pages_read, first.direct_reads));
+            }
+            for (e, per_seed) in stats.iter().enumerate() {
+                let pages: Vec<u64> = per_seed.iter().map(|s| s.pages_read).collect();
+                let direct: Vec<u64> = per_seed.iter().map(|s| s.direct_reads).collect();
+                let bytes =
+                    per_seed.iter().map(|s| s.page_bytes_read as f64).sum::<f64>() / per_seed.len() as f64;
+                println!(
+                    "  {name:<30} {setting:<27} epoch {e}: pages read {:>18} ({:>5.2}x the file's bytes), \
+                     single-sample reads {:>24}{}",
+                    summary(&pages),
+                    bytes / file_bytes,
+                    summary(&direct),
+                    if threads == 1 && e == 0 { "; seed 0 rerun: same counts" } else { "" }
+                );
+            }
         }
     }
 }
