@@ -170,6 +170,11 @@ def main():
         ratios = [p / x for p, x in zip(rates[ref], rs)]
         print(f"  {k:45s} {statistics.median(rs):9.0f} ({min(rs):5.0f}-{max(rs):5.0f})   "
               f"{statistics.median(ratios):5.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
+    ffcv, same = "FFCV 1.0.2 Loader, FFCV's file", "beton, Python Loader, FFCV's file"
+    if ffcv in rates:
+        ratios = [b / f for b, f in zip(rates[same], rates[ffcv])]
+        print(f"  on the same file (FFCV's): beton's Python Loader / FFCV's Loader "
+              f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
 
 
 if __name__ == "__main__":
