@@ -1,8 +1,10 @@
-"""Usage: PY benches/ffcv_writer.py [--reps R] [IMAGEFOLDER ...]   (default: examples/data/imagefolder)
+"""Usage: PY benches/ffcv_writer.py [--rounds R] [--min-seconds S] [--beton-bin PATH] [IMAGEFOLDER ...]
+(default folder: examples/data/imagefolder)
 
 PY is the python of the venv holding the real FFCV 1.0.2 (/root/.cache/beton-ffcv-venv/bin/python,
-or `PY=$(bash tests/ffcv/ffcv-env.sh | tail -n1)`). Run from anywhere after
-`cargo build --release --bin beton`.
+or `PY=$(bash tests/ffcv/ffcv-env.sh | tail -n1)`). Build the CLI first: `cargo build --release
+--bin beton`; the binary is taken from --beton-bin, else $CARGO_TARGET_DIR/release/beton, else
+target/release/beton.
 
 beton's writer vs FFCV 1.0.2's DatasetWriter, side by side in one run. For each ImageFolder, each
 setting (jpg q90 max_resolution 256; raw max_resolution 256) and 1 and 2 workers, writes every
@@ -12,30 +14,40 @@ image of the folder (torchvision's ImageFolder rules: JPEG and PNG) as fields im
   .from_indexed_dataset(ds)`, where ds[i] is `(PIL.Image.open(path).convert('RGB'), label)`, as an
   FFCV user writes it; FFCV's time therefore includes PIL's decode. FFCV always re-encodes
   (cv2.imencode) in jpg mode.
-- beton: `target/release/beton write-imagefolder DIR OUT --mode M --max-resolution 256
-  --quality 90 --workers N`, timed end to end as a process (scan, decode, resize, encode, write,
-  fsync, rename). In jpg mode also with `--no-passthrough` (re-encode every JPEG, as FFCV does;
-  by default beton stores a source JPEG that needs no downscale as is).
+- beton: `beton write-imagefolder DIR OUT --mode M --max-resolution 256 --quality 90 --workers N`,
+  timed end to end as a process (scan, decode, resize, encode, write, fsync, rename), with the
+  defaults (a restart marker every MCU, source JPEGs that need no downscale stored as they are).
+  In jpg mode also with `--no-passthrough` (re-encode every JPEG, as FFCV does) and with
+  `--restart-interval 0` (no restart markers: FFCV's layout, and beton's writer before
+  2026-11-23).
 
-Runs are interleaved (FFCV, beton, beton --no-passthrough, FFCV, ...) after one untimed warm-up
-of each, R times (default 3); the best time of each is kept. Prints images/s and the ratio
-beton / FFCV. Output files go to a temporary folder under target/ (same disk as the sources).
+How it is measured, for a shared machine: rounds, each running every writer once in turn (the
+order reversed every other round, so a drift in the machine's load falls on both sides); round 0
+is a warm-up (page cache, imports, numba) and is discarded. A writer whose warm-up took less than
+--min-seconds (default 1) repeats its write in every later round until that much work is done
+(the 155 bundled photos take beton well under 0.1 s, where process start-up and fsync would
+otherwise be the measurement). Each round gives one ratio per beton variant, FFCV's time over
+beton's; the table shows the median of those per-round ratios with their min-max, and the median
+images/s. Output files go to a temporary folder under target/ (same disk as the sources).
 """
-import importlib.metadata
+import argparse
+import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import PIL
 from PIL import Image
 from ffcv.fields import IntField, RGBImageField
 from ffcv.writer import DatasetWriter
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
-BETON = REPO / "target" / "release" / "beton"
 # torchvision's IMG_EXTENSIONS restricted to what both writers decode here.
 EXTENSIONS = (".jpg", ".jpeg", ".png")
 
@@ -76,60 +88,75 @@ def ffcv_write(samples, out, mode, workers):
             sys.stderr = err
 
 
-def beton_write(root, out, mode, workers, passthrough=True):
-    cmd = [str(BETON), "write-imagefolder", str(root), str(out), "--mode", mode, "--max-resolution", "256",
-           "--quality", "90", "--workers", str(workers)]
-    if not passthrough:
-        cmd.append("--no-passthrough")
+def beton_write(beton, root, out, mode, workers, extra=()):
+    cmd = [str(beton), "write-imagefolder", str(root), str(out), "--mode", mode, "--max-resolution", "256",
+           "--quality", "90", "--workers", str(workers), *extra]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def timed(fn):
+def timed(fn, k=1):
+    """Seconds per call of `fn`, over `k` calls in a row."""
     t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+    for _ in range(k):
+        fn()
+    return (time.perf_counter() - t) / k
+
+
+def spread(xs):
+    """`median× (min-max)` of ratios."""
+    return f"{statistics.median(xs):.2f}x ({min(xs):.2f}-{max(xs):.2f})"
 
 
 def main():
-    args = sys.argv[1:]
-    reps = 3
-    if args[:1] == ["--reps"]:
-        reps, args = int(args[1]), args[2:]
-    if any(a.startswith("-") for a in args):
-        sys.exit(__doc__.splitlines()[0])
-    roots = args or [str(REPO / "examples" / "data" / "imagefolder")]
-    if not BETON.exists():
-        sys.exit(f"build beton first: cargo build --release --bin beton ({BETON} missing)")
-    print(f"# {os.cpu_count()} cores; FFCV {importlib.metadata.version('ffcv')}, Pillow {PIL.__version__}; "
-          f"best of {reps} interleaved runs after one warm-up; images/s end to end")
-    print(f"{'folder':<16} {'images':>6} {'setting':<15} {'workers':>7} {'FFCV img/s':>10} "
-          f"{'beton img/s':>11} {'beton/FFCV':>10} {'beton no-pass':>13} {'no-pass/FFCV':>12}")
+    ap = argparse.ArgumentParser(usage=__doc__.splitlines()[0].removeprefix("Usage: "))
+    ap.add_argument("folders", nargs="*")
+    ap.add_argument("--rounds", type=int, default=7, help="timed rounds after the warm-up round")
+    ap.add_argument("--min-seconds", type=float, default=1.0, help="work per measurement (repeats short writes)")
+    ap.add_argument("--beton-bin")
+    a = ap.parse_args()
+    roots = a.folders or [str(REPO / "examples" / "data" / "imagefolder")]
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    beton = Path(a.beton_bin) if a.beton_bin else target / "release" / "beton"
+    if not beton.exists():
+        sys.exit(f"build beton first: cargo build --release --bin beton ({beton} missing)")
+    print(machine("ffcv", "pillow", "opencv-python", "numpy"))
+    print(f"# beton CLI: {beton}; {a.rounds} interleaved rounds after a warm-up round, each write repeated "
+          f"to >= {a.min_seconds:g} s; ratio = FFCV's time / beton's, median of per-round ratios (min-max); "
+          f"images/s median")
+    variants = {"beton": (), "no-pass": ("--no-passthrough",), "ri0": ("--restart-interval", "0")}
+    cols = "  ".join(f"{v + ' img/s':>13} {v + ' / FFCV':>22}" for v in variants)
+    print(f"{'folder':<16} {'images':>6} {'setting':<15} {'workers':>7} {'FFCV img/s':>10}  {cols}")
+    (REPO / "target").mkdir(exist_ok=True)
     for root in roots:
         samples = image_folder(root)
         n = len(samples)
-        (REPO / "target").mkdir(exist_ok=True)
         with tempfile.TemporaryDirectory(dir=REPO / "target", prefix="ffcv-bench-") as tmp:
             for mode, setting in [("jpg", "jpg q90 max256"), ("raw", "raw max256")]:
                 for workers in (1, 2):
-                    runs = {
-                        "ffcv": lambda: ffcv_write(samples, Path(tmp) / "ffcv.beton", mode, workers),
-                        "beton": lambda: beton_write(root, Path(tmp) / "beton.beton", mode, workers),
-                    }
-                    if mode == "jpg":
-                        runs["nopass"] = lambda: beton_write(root, Path(tmp) / "nopass.beton", mode, workers,
-                                                             passthrough=False)
-                    for fn in runs.values():  # warm-up: page cache, imports, numba
-                        fn()
-                    best = {k: float("inf") for k in runs}
-                    for _ in range(reps):
-                        for k, fn in runs.items():
-                            best[k] = min(best[k], timed(fn))
-                    rate = {k: n / t for k, t in best.items()}
-                    nopass = (f"{rate['nopass']:>13.0f} {rate['nopass'] / rate['ffcv']:>11.2f}x"
-                              if "nopass" in rate else f"{'-':>13} {'-':>12}")
-                    print(f"{Path(root).name[:16]:<16} {n:>6} {setting:<15} {workers:>7} "
-                          f"{rate['ffcv']:>10.0f} {rate['beton']:>11.0f} "
-                          f"{rate['beton'] / rate['ffcv']:>9.2f}x {nopass}", flush=True)
+                    runs = {"ffcv": lambda: ffcv_write(samples, Path(tmp) / "ffcv.beton", mode, workers)}
+                    for v, extra in variants.items():
+                        if mode == "jpg" or not extra:
+                            runs[v] = (lambda extra=extra, v=v:
+                                       beton_write(beton, root, Path(tmp) / f"{v}.beton", mode, workers, extra))
+                    # Warm-up round (discarded), which also sets each writer's repeat count.
+                    reps = {k: max(1, math.ceil(a.min_seconds / timed(fn))) for k, fn in runs.items()}
+                    times = {k: [] for k in runs}
+                    for r in range(a.rounds):
+                        order = list(runs) if r % 2 == 0 else list(runs)[::-1]
+                        for k in order:
+                            times[k].append(timed(runs[k], reps[k]))
+                    rates = {k: [n / t for t in ts] for k, ts in times.items()}
+                    line = (f"{Path(root).name[:16]:<16} {n:>6} {setting:<15} {workers:>7} "
+                            f"{statistics.median(rates['ffcv']):>10.0f}")
+                    for v in variants:
+                        if v in times:
+                            ratios = [f / b for f, b in zip(times["ffcv"], times[v])]
+                            line += (f"  {statistics.median(rates[v]):>13.0f} "
+                                     f"{spread(ratios):>22}")
+                        else:
+                            line += f"  {'-':>13} {'-':>22}"
+                    print(line + "  [writes per measurement: " + ", ".join(f"{k} {r}" for k, r in reps.items())
+                          + "]", flush=True)
 
 
 if __name__ == "__main__":

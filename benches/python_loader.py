@@ -1,31 +1,42 @@
-"""The Python loader against the Rust loader and against torch's DataLoader + torchvision, on the
-same JPEGs, in one run.
+"""The Python loader against the Rust loader, FFCV 1.0.2's own Loader and torch's DataLoader +
+torchvision, on the same JPEGs, in one run.
 
-- beton (Rust): ``beton bench FILE --images rrc:SIZE --threads W --batch-size B`` (the native
-  pipeline alone: random resized crop + flip + normalize to f16).
+- beton (Rust): ``beton bench FILE --images rrc:SIZE --threads W --batch-size B --order random
+  --epochs 2`` (the native pipeline alone: random resized crop + flip + normalize to f16), a fresh
+  process each round; its second epoch counts (the first is that process's warm-up).
 - beton (Python): ``beton.loader.Loader`` with the same pipeline, iterated from Python, each
-  batch touched (``images.sum()`` of one pixel per image) so nothing is skipped.
-- torch: ``torch.utils.data.DataLoader(torchvision.datasets.ImageFolder(DIR, transform))`` with
-  ``RandomResizedCrop(SIZE)``, ``RandomHorizontalFlip()``, ``ToTensor()``, ``Normalize``, W
-  workers, batch B, on the original files (beton's file stores the same JPEGs, passed through).
-
+  batch touched (``images[:, 0, 0, 0].sum()``) so nothing is skipped.
 - FFCV 1.0.2 (when ``ffcv`` imports, i.e. run with FFCV's venv from ``tests/ffcv/ffcv-env.sh``
   with beton's wheel installed in it): FFCV's ``Loader`` with its RandomResizedCrop + flip +
   ``NormalizeImage`` (f16, on the CPU: FFCV's jitted table lookup, channels-last output) on a
   file FFCV's own ``DatasetWriter`` wrote from DIR, and beton's Python ``Loader`` on that same
-  file.
+  file (no restart markers: beton's packed-RGB path).
+- torch: ``torch.utils.data.DataLoader(torchvision.datasets.ImageFolder(DIR, transform))`` with
+  ``RandomResizedCrop(SIZE)``, ``RandomHorizontalFlip()``, ``ToTensor()``, ``Normalize``, W
+  workers (persistent), batch B, on the original files (beton's file stores the same JPEGs,
+  passed through).
+
+How it is measured, for a shared machine: rounds, each running one whole epoch of every loader
+in turn (the order reversed every other round); round 0 is a warm-up (numba compilation, worker
+start-up, page cache) and is discarded. Each round gives each loader's images/s and the ratio
+"beton Python / that loader"; the table shows the median images/s with its min-max over rounds,
+and the median of the per-round ratios with their min-max. Use enough images that an epoch takes
+seconds (10,000: ``benches/bench-corpus.sh DIR 10000 10 0``; FFCV's epochs of 1,000 images dip at
+random). The .beton files written from DIR are kept (--out) and reused by later runs.
 
 Needs beton installed and, for the torch row, torch + torchvision (skipped without them).
 Usage: ``python benches/python_loader.py DIR [--size 160] [--workers 2] [--batch-size 256]
-[--epochs 3]`` with DIR an ImageFolder, e.g. ``benches/bench-corpus.sh DIR 1000 5 0``.
+[--rounds 5] [--beton-bin PATH]`` with DIR an ImageFolder.
 """
 
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -36,39 +47,43 @@ from beton.loader import Loader, OrderOption
 from beton.transforms import NormalizeImage, RandomHorizontalFlip
 from beton.writer import DatasetWriter
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
 MEAN = np.array([0.485, 0.456, 0.406]) * 255
 STD = np.array([0.229, 0.224, 0.225]) * 255
 
 
-def timed_epochs(make_iter, epochs):
-    """Images/s of each epoch after the first (warm-up)."""
-    rates = []
-    for e in range(epochs):
+def epoch_rate(loader):
+    """A function running one epoch of `loader` and returning its images/s, reading one value of
+    each image batch (so the batch is really there)."""
+    def run():
         t0, n = time.perf_counter(), 0
-        for images, _labels in make_iter():
-            n += len(images)
-        if e > 0:
-            rates.append(n / (time.perf_counter() - t0))
-    return float(np.median(rates)), rates
-
-
-def touched(loader):
-    """An epoch of `loader` as `timed_epochs` takes it, reading one value of each image batch (so
-    the batch is really there)."""
-    def epoch():
-        for images, labels in loader:
+        for images, _labels in loader:
             images[:, 0, 0, 0].sum()
-            yield images, labels
-    return epoch
+            n += len(images)
+        return n / (time.perf_counter() - t0)
+    return run
 
 
-def beton_rate(path, a):
+def beton_loader(path, a):
     """beton's Python Loader on `path`: RRC + flip + NormalizeImage (f16), RANDOM order."""
     pipeline = [RandomResizedCropRGBImageDecoder((a.size, a.size)), RandomHorizontalFlip(),
                 NormalizeImage(MEAN, STD, np.float16)]
-    loader = Loader(path, batch_size=a.batch_size, num_workers=a.workers, order=OrderOption.RANDOM,
-                    pipelines={"image": pipeline})
-    return timed_epochs(touched(loader), a.epochs)
+    return Loader(path, batch_size=a.batch_size, num_workers=a.workers, order=OrderOption.RANDOM,
+                  pipelines={"image": pipeline})
+
+
+def rust_rate(path, a):
+    """The Rust loader alone (`beton bench`) as a function returning its second epoch's images/s."""
+    cmd = [a.beton_bin, "bench", path, "--images", f"rrc:{a.size}", "--threads", str(a.workers),
+           "--batch-size", str(a.batch_size), "--epochs", "2", "--order", "random"]
+
+    def run():
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        return [float(m.group(1)) for m in re.finditer(r"^\s+\d+\s+[\d.]+\s+(\d+)", out, re.M)][-1]
+    return run
 
 
 def ffcv_rows(a):
@@ -93,8 +108,8 @@ def ffcv_rows(a):
     pipeline = [FRRC((a.size, a.size)), FFlip(), FNormalize(MEAN, STD, np.float16), ToTensor(), ToTorchImage()]
     loader = FLoader(path, batch_size=a.batch_size, num_workers=a.workers, order=FOrder.RANDOM,
                      pipelines={"image": pipeline, "label": [IntDecoder(), ToTensor()]})
-    return [("FFCV 1.0.2 Loader, FFCV's file", *timed_epochs(touched(loader), a.epochs)),
-            ("beton, Python Loader, FFCV's file", *beton_rate(path, a))]
+    return {"FFCV 1.0.2 Loader, FFCV's file": epoch_rate(loader),
+            "beton, Python Loader, FFCV's file": epoch_rate(beton_loader(path, a))}
 
 
 def main():
@@ -103,31 +118,26 @@ def main():
     ap.add_argument("--size", type=int, default=160)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--epochs", type=int, default=4)
-    ap.add_argument("--beton-bin", default="target/release/beton")
-    ap.add_argument("--out", default="target/python-loader-bench.beton")
+    ap.add_argument("--rounds", type=int, default=5, help="timed rounds after the warm-up round")
+    ap.add_argument("--beton-bin", default=str(Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+                                               / "release" / "beton"))
+    ap.add_argument("--out", default=str(REPO / "target" / "python-loader-bench.beton"))
     a = ap.parse_args()
+    print(machine("ffcv", "torch", "torchvision", "numpy", "numba"), flush=True)
 
     if not os.path.exists(a.out):
         DatasetWriter(a.out, {"image": RGBImageField(write_mode="jpg"), "label": IntField()},
                       progress=False).from_imagefolder(a.dir)
     n = len(beton.open(a.out))
-    rows = []
-
-    out = subprocess.run([a.beton_bin, "bench", a.out, "--images", f"rrc:{a.size}", "--threads", str(a.workers),
-                          "--batch-size", str(a.batch_size), "--epochs", str(a.epochs), "--order", "random"],
-                         capture_output=True, text=True, check=True).stdout
-    rust = [float(m.group(1)) for m in re.finditer(r"^\s+\d+\s+[\d.]+\s+(\d+)", out, re.M)][1:]
-    rows.append(("beton, Rust (beton bench)", float(np.median(rust)), rust))
-
-    rows.append(("beton, Python Loader", *beton_rate(a.out, a)))
+    ref = "beton, Python Loader"
+    runs = {"beton, Rust (beton bench)": rust_rate(a.out, a), ref: epoch_rate(beton_loader(a.out, a))}
 
     try:
         import ffcv  # noqa: F401  (FFCV's own venv: tests/ffcv/ffcv-env.sh, beton's wheel installed in it)
     except ImportError as e:
         print(f"(FFCV rows skipped: {e})")
     else:
-        rows.extend(ffcv_rows(a))
+        runs.update(ffcv_rows(a))
 
     try:
         import torch
@@ -139,15 +149,32 @@ def main():
         ds = torchvision.datasets.ImageFolder(a.dir, transform=tf)
         dl = torch.utils.data.DataLoader(ds, batch_size=a.batch_size, shuffle=True, num_workers=a.workers,
                                          drop_last=True, persistent_workers=True)
-        rows.append((f"torch DataLoader + torchvision {torchvision.__version__}", *timed_epochs(lambda: dl, a.epochs)))
+        runs[f"torch DataLoader + torchvision {torchvision.__version__}"] = epoch_rate(dl)
     except ImportError as e:
         print(f"(torch row skipped: {e})")
 
+    rates = {k: [] for k in runs}
+    for r in range(a.rounds + 1):
+        order = list(runs) if r % 2 == 0 else list(runs)[::-1]
+        got = {k: runs[k]() for k in order}
+        print(f"# round {r}{' (warm-up, discarded)' if r == 0 else ''}: "
+              + ", ".join(f"{k} {v:.0f}" for k, v in got.items()), flush=True)
+        if r > 0:
+            for k, v in got.items():
+                rates[k].append(v)
+
     print(f"\n{n} images from {a.dir}, RRC {a.size} + flip + normalize, {a.workers} workers, batch {a.batch_size}, "
-          f"median of epochs 2..{a.epochs} (images/s)")
-    base = rows[0][1]
-    for name, rate, all_rates in rows:
-        print(f"  {name:45s} {rate:9.0f}   {rate / base:5.2f}x the Rust bench   {[round(r) for r in all_rates]}")
+          f"RANDOM; {a.rounds} interleaved rounds of one epoch each after a warm-up round")
+    print(f"  {'loader':45s} {'images/s: median (min-max)':>28}   {ref} / it: median of rounds (min-max)")
+    for k, rs in rates.items():
+        ratios = [p / x for p, x in zip(rates[ref], rs)]
+        print(f"  {k:45s} {statistics.median(rs):9.0f} ({min(rs):5.0f}-{max(rs):5.0f})   "
+              f"{statistics.median(ratios):5.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
+    ffcv, same = "FFCV 1.0.2 Loader, FFCV's file", "beton, Python Loader, FFCV's file"
+    if ffcv in rates:
+        ratios = [b / f for b, f in zip(rates[same], rates[ffcv])]
+        print(f"  on the same file (FFCV's): beton's Python Loader / FFCV's Loader "
+              f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
 
 
 if __name__ == "__main__":
