@@ -55,20 +55,14 @@ pub fn print_machine() {
     );
 }
 
-/// The current time as `YYYY-MM-DD HH:MM UTC` (the civil-from-days algorithm of
-/// <http://howardhinnant.github.io/date_algorithms.html>; no date crate for one line).
+/// The current time as `YYYY-MM-DD HH:MM UTC`, from `date` (the CLI's manifest times have the
+/// date algorithm; a bench does not link the CLI), or "time unknown".
 fn utc_now() -> String {
-    let secs =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+    std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map_or_else(|| "time unknown".to_string(), |s| s.trim().to_string())
 }
