@@ -220,10 +220,14 @@ impl ColumnarCopy {
     /// missing, made from another file or another version of it, or unreadable (it is made
     /// again).
     pub fn open(ds: &Dataset) -> Option<ColumnarCopy> {
+        ColumnarCopy::open_stamped(ds, &Stamp::of(ds)?)
+    }
+
+    /// [`ColumnarCopy::open`] against the stamp of `ds` already taken.
+    fn open_stamped(ds: &Dataset, stamp: &Stamp) -> Option<ColumnarCopy> {
         let path = path_of(ds.path());
         let map = Arc::new(MappedFile::open(&path).ok()?);
-        let stamp = Stamp::of(ds)?;
-        let batch = locate(&map, &stamp)?;
+        let batch = locate(&map, stamp)?;
         let rows = batch.decode(Vec::new())?.num_rows();
         if map.is_damaged() || rows as u64 != ds.num_samples() {
             return None;
@@ -299,9 +303,9 @@ impl ColumnarCopy {
         // Durable before it is visible: a copy torn by a crash would be read as data.
         temp.as_file().sync_all().map_err(io)?;
         temp.persist(&path).map_err(|e| io(e.error))?;
-        ColumnarCopy::open(ds).ok_or_else(|| Error::InvalidArgument {
+        ColumnarCopy::open_stamped(ds, &stamp).ok_or_else(|| Error::InvalidArgument {
             what: format!("columnar copy {}", path.display()),
-            why: "the data file changed while its copy was made".into(),
+            why: "the copy just written does not read back".into(),
         })
     }
 
@@ -355,25 +359,52 @@ impl ColumnarCopy {
 /// # Errors
 /// A message naming what is wrong: not an Arrow IPC file, or a batch that does not decode.
 pub(crate) fn read_ipc_mapped(path: &Path) -> std::result::Result<(Arc<Schema>, Vec<RecordBatch>), String> {
-    use arrow_ipc::reader::read_footer_length;
     let map = Arc::new(MappedFile::open(path).map_err(|e| e.to_string())?);
+    let (schema, batches) = ipc_batches(&map)?;
+    let decoded = batches
+        .iter()
+        .map(|b| {
+            b.decode_all()
+                .ok_or_else(|| format!("the record batch at byte {} does not decode", b.block.offset()))
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if map.is_damaged() {
+        return Err("the file shrank while it was read".into());
+    }
+    Ok((schema, decoded))
+}
+
+/// The one record batch of the copy in `map`, if it is one made from the file of `stamp`; its
+/// arrays will read the map in place (aligned buffers are required, so nothing is copied).
+fn locate(map: &Arc<MappedFile>, stamp: &Stamp) -> Option<Batch> {
+    let (schema, batches) = ipc_batches(map).ok()?;
+    let meta = schema.metadata();
+    if meta.get(FORMAT_KEY).map(String::as_str) != Some(FORMAT_VERSION) {
+        return None;
+    }
+    let made_from: Stamp = serde_json::from_str(meta.get(SOURCE_KEY)?).ok()?;
+    let [batch] = <[Batch; 1]>::try_from(batches).ok()?;
+    (made_from == *stamp).then_some(batch)
+}
+
+/// The schema and record batches (not decoded yet) of the Arrow IPC file in `map`, each batch's
+/// bytes checked to lie inside the file; files with dictionaries are refused.
+fn ipc_batches(map: &Arc<MappedFile>) -> std::result::Result<(Arc<Schema>, Vec<Batch>), String> {
     let buffer = map.clone().into_arrow_buffer();
     let len = buffer.len();
-    let not_ipc = || "not an Arrow IPC file".to_string();
-    let trailer: [u8; 10] = buffer
-        .as_slice()
-        .get(len.checked_sub(10).ok_or_else(not_ipc)?..)
-        .ok_or_else(not_ipc)?
-        .try_into()
-        .map_err(|_| not_ipc())?;
-    let footer_len = read_footer_length(trailer).map_err(|e| format!("not an Arrow IPC file: {e}"))?;
+    let not_ipc = |why: String| format!("not an Arrow IPC file: {why}");
+    let trailer: [u8; 10] = len
+        .checked_sub(10)
+        .and_then(|start| buffer.as_slice().get(start..))
+        .and_then(|t| t.try_into().ok())
+        .ok_or_else(|| not_ipc(format!("{len} bytes, too short")))?;
+    let footer_len = arrow_ipc::reader::read_footer_length(trailer).map_err(|e| not_ipc(e.to_string()))?;
     let footer_bytes = (len - 10)
         .checked_sub(footer_len)
-        .and_then(|s| buffer.as_slice().get(s..len - 10))
-        .ok_or_else(not_ipc)?;
-    let footer =
-        arrow_ipc::root_as_footer(footer_bytes).map_err(|e| format!("not an Arrow IPC file: {e}"))?;
-    let schema = footer.schema().ok_or_else(not_ipc)?;
+        .and_then(|start| buffer.as_slice().get(start..len - 10))
+        .ok_or_else(|| not_ipc(format!("a footer of {footer_len} bytes in a file of {len}")))?;
+    let footer = arrow_ipc::root_as_footer(footer_bytes).map_err(|e| not_ipc(e.to_string()))?;
+    let schema = footer.schema().ok_or_else(|| not_ipc("no schema".into()))?;
     let schema = Arc::new(arrow_ipc::convert::try_fb_to_schema(schema).map_err(|e| e.to_string())?);
     if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
         return Err("dictionary-encoded columns are not supported".into());
@@ -391,54 +422,14 @@ pub(crate) fn read_ipc_mapped(path: &Path) -> std::result::Result<(Arc<Schema>, 
             .ok_or_else(|| {
                 format!("a record batch at byte {} runs past the end of the file", block.offset())
             })?;
-        let batch = Batch {
+        batches.push(Batch {
             schema: schema.clone(),
             version: footer.version(),
             block: *block,
             data: buffer.slice_with_length(start, block_len),
-        };
-        let decoded =
-            batch.decode_all().ok_or_else(|| format!("the record batch at byte {start} does not decode"))?;
-        batches.push(decoded);
-    }
-    if map.is_damaged() {
-        return Err("the file shrank while it was read".into());
+        });
     }
     Ok((schema, batches))
-}
-
-/// The one record batch of the copy in `map`, if it is one made from the file of `stamp`; its
-/// arrays will read the map in place (aligned buffers are required, so nothing is copied).
-fn locate(map: &Arc<MappedFile>, stamp: &Stamp) -> Option<Batch> {
-    use arrow_ipc::reader::read_footer_length;
-    let buffer = map.clone().into_arrow_buffer();
-    let len = buffer.len();
-    let trailer: [u8; 10] = buffer.as_slice().get(len.checked_sub(10)?..)?.try_into().ok()?;
-    let footer_len = read_footer_length(trailer).ok()?;
-    let footer_bytes = buffer.as_slice().get((len - 10).checked_sub(footer_len)?..len - 10)?;
-    let footer = arrow_ipc::root_as_footer(footer_bytes).ok()?;
-    let schema = arrow_ipc::convert::try_fb_to_schema(footer.schema()?).ok()?;
-    let meta = schema.metadata();
-    if meta.get(FORMAT_KEY).map(String::as_str) != Some(FORMAT_VERSION) {
-        return None;
-    }
-    let made_from: Stamp = serde_json::from_str(meta.get(SOURCE_KEY)?).ok()?;
-    if made_from != *stamp {
-        return None;
-    }
-    let batches = footer.recordBatches()?;
-    if batches.len() != 1 || footer.dictionaries().is_some_and(|d| !d.is_empty()) {
-        return None;
-    }
-    let block = *batches.get(0);
-    let start = usize::try_from(block.offset()).ok()?;
-    let meta_len = usize::try_from(block.metaDataLength()).ok()?;
-    let block_len = usize::try_from(block.bodyLength()).ok()?.checked_add(meta_len)?;
-    if start.checked_add(block_len)? > len {
-        return None;
-    }
-    let data = buffer.slice_with_length(start, block_len);
-    Some(Batch { schema: Arc::new(schema), version: footer.version(), block, data })
 }
 
 #[cfg(test)]
