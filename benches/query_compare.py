@@ -106,7 +106,7 @@ def main():
     duck_threads = duck.execute("SELECT current_setting('threads')").fetchall()[0][0]
     threads = (f"polars {pl.thread_pool_size()} threads, DuckDB {duck_threads} threads, "
                f"pyarrow {pa.cpu_count()} threads, beton {args.threads or os.cpu_count()} threads "
-               f"(its fused WHERE; GROUP BY and ORDER BY run on one)")
+               f"(fused WHERE, parallel GROUP BY and ORDER BY)")
 
     beton = run_beton(args)
     retained = run_beton(args, RETAIN)

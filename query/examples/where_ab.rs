@@ -2,6 +2,8 @@
 //! `+500` (a form the fused path leaves to the general evaluator, at no cost of its own),
 //! through the general evaluator; interleaved rounds, columns materialised first. `cargo run --release -p beton-query --example where_ab -- FILE [ROUNDS] [SQL]`
 //! (FILE: `target/bench-data/query-10m.beton`, made by `benches/query_compare.py`).
+//! `BETON_SIMD=off` runs the fused loops compiled for the baseline instruction set;
+//! `RAYON_NUM_THREADS=1` on one thread.
 
 use std::time::Instant;
 

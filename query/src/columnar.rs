@@ -77,13 +77,93 @@ pub fn for_dataset(ds: &Dataset) -> Option<Arc<ColumnarCopy>> {
     if policy == Policy::Off || ds.file_id().is_none() {
         return None;
     }
-    if let Some(copy) = ColumnarCopy::open(ds) {
-        return Some(Arc::new(copy));
+    let stamp = Stamp::of(ds)?;
+    if let Some(copy) = recent::find(ds.path(), &stamp) {
+        return Some(copy);
     }
-    if policy == Policy::Auto && ds.num_samples() < MIN_ROWS {
-        return None;
+    // What the path held before it was mapped: a copy replaced in between is then seen as
+    // changed on the next query, never the other way round.
+    let before = recent::identity(&path_of(ds.path()));
+    let (copy, identity) = match ColumnarCopy::open_stamped(ds, &stamp) {
+        Some(copy) => (copy, before),
+        None if policy == Policy::Auto && ds.num_samples() < MIN_ROWS => return None,
+        // Made from this data file: a copy renamed over it meanwhile holds the same columns.
+        None => (ColumnarCopy::build(ds).ok()?, recent::identity(&path_of(ds.path()))),
+    };
+    let copy = Arc::new(copy);
+    if let Some(identity) = identity {
+        recent::keep(&copy, stamp, identity);
     }
-    ColumnarCopy::build(ds).ok().map(Arc::new)
+    Some(copy)
+}
+
+/// Copies opened recently, kept mapped for the next query of the same file. A query's table
+/// opens its data file's copy; mapping it again for every query (and populating its pages, and
+/// unmapping them after, with the TLB shootdowns that costs) took longer than the WHERE itself
+/// on a 1 M-row table from Python. An entry is used only while the data file's stamp is the one
+/// the copy was opened against and the copy's path still holds the file mapped (same device,
+/// inode, length and modification time); anything else opens it again.
+mod recent {
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+
+    use super::{path_of, ColumnarCopy, Stamp};
+
+    /// Copies kept (the least recently used goes first). Each keeps a map of its file: a
+    /// deleted copy's disk space is freed when it leaves.
+    pub(super) const KEPT: usize = 8;
+
+    struct Entry {
+        stamp: Stamp,
+        identity: Identity,
+        copy: Arc<ColumnarCopy>,
+    }
+
+    /// What the copy's path holds: device, inode, length, modification time.
+    pub(super) type Identity = (u64, u64, u64, i128);
+
+    static KEEP: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+    /// The identity of the file at `path`, if there is one.
+    pub(super) fn identity(path: &Path) -> Option<Identity> {
+        let meta = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as i128;
+        Some((device, inode, meta.len(), mtime))
+    }
+
+    /// The kept copy of the data file at `data_file` with stamp `stamp`, if it is still the
+    /// file at the copy's path; entries for that path that are not are dropped.
+    pub(super) fn find(data_file: &Path, stamp: &Stamp) -> Option<Arc<ColumnarCopy>> {
+        let path = path_of(data_file);
+        let mut kept = KEEP.lock().unwrap_or_else(|p| p.into_inner());
+        if !kept.iter().any(|e| e.copy.path() == path) {
+            return None;
+        }
+        let now = identity(&path);
+        kept.retain(|e| e.copy.path() != path || (Some(e.identity) == now && !e.copy.map.is_damaged()));
+        let at = kept.iter().position(|e| e.copy.path() == path && e.stamp == *stamp)?;
+        let entry = kept.remove(at);
+        let copy = Arc::clone(&entry.copy);
+        kept.push(entry);
+        Some(copy)
+    }
+
+    /// Keeps `copy`, opened against the data file's `stamp` from the file `identity`.
+    pub(super) fn keep(copy: &Arc<ColumnarCopy>, stamp: Stamp, identity: Identity) {
+        let mut kept = KEEP.lock().unwrap_or_else(|p| p.into_inner());
+        kept.retain(|e| e.copy.path() != copy.path());
+        if kept.len() >= KEPT {
+            kept.remove(0);
+        }
+        kept.push(Entry { stamp, identity, copy: Arc::clone(copy) });
+    }
 }
 
 /// Makes the copy of `ds` after a write, when worth it ([`MIN_ROWS`], `BETON_COLUMNAR`). A copy
@@ -537,6 +617,43 @@ mod tests {
         std::fs::write(&path, b"not arrow").unwrap();
         assert!(ColumnarCopy::open(&ds).is_none());
         assert!(ColumnarCopy::build(&ds).is_ok(), "made again over it");
+    }
+
+    #[test]
+    fn queries_of_one_file_share_its_mapped_copy_while_both_are_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.beton");
+        let ds = write(&path, 1000, 0);
+        let made = ColumnarCopy::build(&ds).unwrap();
+        let first = for_dataset(&ds).unwrap();
+        let again = for_dataset(&ds).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "kept mapped");
+        // The copy made again (renamed over the old one): the new file is opened.
+        drop(made);
+        ColumnarCopy::build(&ds).unwrap();
+        let rebuilt = for_dataset(&ds).unwrap();
+        assert!(!Arc::ptr_eq(&first, &rebuilt));
+        assert!(Arc::ptr_eq(&rebuilt, &for_dataset(&ds).unwrap()));
+        // The copy deleted: none kept for it (1,000 rows: none made either).
+        std::fs::remove_file(path_of(&path)).unwrap();
+        assert!(for_dataset(&ds).is_none());
+        // The data file rewritten: its new copy, with its new values.
+        ColumnarCopy::build(&ds).unwrap();
+        let old = for_dataset(&ds).unwrap();
+        drop(ds);
+        let ds = write(&path, 1000, 100);
+        ColumnarCopy::build(&ds).unwrap();
+        let new = for_dataset(&ds).unwrap();
+        assert!(!Arc::ptr_eq(&old, &new));
+        let label = new.column("label").unwrap();
+        assert_eq!(label.as_any().downcast_ref::<Int64Array>().unwrap().value(0), 100);
+        // Bounded: copies of other files push the oldest out.
+        for k in 0..recent::KEPT {
+            let ds = write(&dir.path().join(format!("o{k}.beton")), 10, 0);
+            ColumnarCopy::build(&ds).unwrap();
+            for_dataset(&ds).unwrap();
+        }
+        assert!(!Arc::ptr_eq(&new, &for_dataset(&ds).unwrap()), "pushed out, opened again");
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub use error::{Error, Result};
 pub use field::{ArraySpec, CustomField, DType, FieldKind, FieldType};
 pub use format::{AllocEntry, Header, Slot};
 pub use image::{Channels, EncodedImage, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
-pub use mmap::MappedFile;
+pub use mmap::{advise_huge_pages, MappedFile};
 pub use reader::{Dataset, Field, FileId, ImageRef, OpenOptions, Value, Window};
 pub use splits::{save_classes, update_splits, SplitMap, SplitRegion};
 pub use summary::{verify, verify_with_progress, Summary};

@@ -170,9 +170,47 @@ impl MappedFile {
     }
 }
 
+/// Asks the kernel to back the whole 2 MiB pages inside `buf` with transparent huge pages when
+/// they are first touched. For large buffers about to be written once, such as a query's result
+/// vector's spare capacity (`Vec::spare_capacity_mut`): each 4 KiB page of fresh memory otherwise costs a page fault (on the VM the queries
+/// were measured on, writing 22 MB of fresh row ids took 3 ms in 4 KiB pages, 1 ms in huge
+/// ones). Advice only (Linux's `MADV_HUGEPAGE`; ignored where transparent huge pages are off,
+/// and elsewhere): it never changes what the buffer holds.
+pub fn advise_huge_pages<T>(buf: &mut [T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE_PAGE: usize = 2 << 20;
+        let start = buf.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(buf);
+        let (first, last) = (start.next_multiple_of(HUGE_PAGE), end / HUGE_PAGE * HUGE_PAGE);
+        if last > first {
+            // SAFETY: [first, last) is page-aligned and lies inside `buf`, memory this call
+            // borrows mutably (so no one else reads it meanwhile); MADV_HUGEPAGE changes how
+            // its pages are backed, never their contents (test `huge_page_advice_keeps_contents`).
+            let _ = unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_page_advice_keeps_contents() {
+        // Values written before the advice (several huge pages and partial ones), and after it
+        // into the spare room it was given for.
+        let mut v: Vec<u64> = Vec::with_capacity(4_000_000);
+        v.extend(0..3_000_000);
+        advise_huge_pages(&mut v[..]);
+        advise_huge_pages(v.spare_capacity_mut());
+        v.extend(3_000_000..4_000_000);
+        assert!(v.iter().enumerate().all(|(i, x)| *x == i as u64));
+        advise_huge_pages::<u8>(&mut []);
+        advise_huge_pages(&mut [1u8]);
+    }
 
     #[test]
     fn arrow_buffers_outlive_the_handle() {

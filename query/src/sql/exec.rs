@@ -44,9 +44,10 @@ fn matching_rows(ctx: &Ctx, predicate: &Expr) -> Result<Vec<u32>> {
 /// A bit per row in scope: set where `predicate` is true (NULL counts as false).
 fn matching_mask(ctx: &Ctx, predicate: &Expr) -> Result<arrow_buffer::BooleanBuffer> {
     // `col < 3 AND other >= 0.5 AND ...` over every row: one fused pass in parallel morsels.
-    // On one thread arrow's comparison kernels are as fast or faster (the work is reading the
-    // columns), so the fused pass is for several (both give the same rows).
-    if rayon::current_num_threads() > 1 {
+    // Compiled for the baseline x86-64 (no vector compares of 64-bit integers) and run on one
+    // thread it is slower than arrow's kernels (`query/examples/where_ab.rs`: 0.8x), which then
+    // take it (both give the same rows).
+    if rayon::current_num_threads() > 1 || super::fused::Isa::detected().vectorised() {
         if let Some(mask) = super::fused::conjunction_mask(ctx, predicate) {
             return mask;
         }
