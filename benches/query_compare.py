@@ -256,6 +256,7 @@ def main():
         u = b["uncached"]
         print(
             f"  the same with the file dropped from the page cache first: {u['open_to_first_result_ms']:.1f} ms "
+            f"(median of 3, {u['open_to_first_result_range_ms'][0]:.0f}-{u['open_to_first_result_range_ms'][1]:.0f}) "
             f"(open {u['open_ms']:.1f} + first WHERE {u['first_query_ms']:.1f})"
             + ("" if u["evicted"] else " [eviction failed: the file may have been cached]")
         )

@@ -279,8 +279,19 @@ fn main() {
 
     // (a) Open to first result: first with the file dropped from the page cache (as after a
     // reboot: every page read from disk), then with the file cached; both in a fresh map.
-    let evicted = evict(&args.file) && (!columnar || evict(&copy_path));
-    let cold_disk = open_to_first_result(&args.file);
+    // Three rounds from disk (this VM's disk is noisy): the median, and the range. Each in a
+    // fresh map: the copies a process keeps mapped between queries are forgotten first.
+    let mut evicted = true;
+    let mut cold_rounds = Vec::new();
+    for _ in 0..3 {
+        beton_query::columnar::forget_open_copies();
+        evicted &= evict(&args.file) && (!columnar || evict(&copy_path));
+        cold_rounds.push(open_to_first_result(&args.file));
+    }
+    cold_rounds.sort_by(|a, b| a.3.total_cmp(&b.3));
+    let cold_range = (cold_rounds[0].3, cold_rounds[2].3);
+    let cold_disk = cold_rounds.swap_remove(1);
+    beton_query::columnar::forget_open_copies();
     let (open_ms, table_ms, first_query_ms, open_to_first_ms, first) = open_to_first_result(&args.file);
     assert_eq!(cold_disk.4, first);
     let ds = Dataset::open(&args.file).expect("open");
@@ -290,6 +301,7 @@ fn main() {
     for name in ["label", "score", "image.width", "image.height", "index", "caption"] {
         let times: Vec<f64> = (0..args.runs.min(3))
             .map(|_| {
+                beton_query::columnar::forget_open_copies();
                 let table = Table::new(&ds);
                 let t = Instant::now();
                 table.column(name).expect("column");
@@ -299,7 +311,8 @@ fn main() {
         materialise.insert(name.to_string(), json!(median(times)));
     }
 
-    // (b) Each query warm (columns cached) and cold (fresh table each run).
+    // (b) Each query warm (columns cached) and cold (fresh table each run, in a fresh map of
+    // the copy: as the first query of a process).
     let mut queries = serde_json::Map::new();
     let warm_table = Table::new(&ds);
     for (which, sql) in [("where", WHERE), ("group_by", GROUP_BY), ("top", TOP)] {
@@ -318,6 +331,7 @@ fn main() {
             .collect();
         let cold: Vec<f64> = (0..args.runs)
             .map(|_| {
+                beton_query::columnar::forget_open_copies();
                 let table = Table::new(&ds);
                 let t = Instant::now();
                 run_query(&table, which);
@@ -363,6 +377,7 @@ fn main() {
             "open_ms": cold_disk.0,
             "first_query_ms": cold_disk.2,
             "open_to_first_result_ms": cold_disk.3,
+            "open_to_first_result_range_ms": [cold_range.0, cold_range.1],
         },
         "materialise_ms": materialise,
         "queries": queries,

@@ -97,6 +97,13 @@ pub fn for_dataset(ds: &Dataset) -> Option<Arc<ColumnarCopy>> {
     Some(copy)
 }
 
+/// Unmaps the copies kept for the next query ([`for_dataset`] keeps the last few opened): for
+/// measurements of a first query, and for a process that wants their maps gone now (a copy
+/// deleted while kept holds its disk space until it leaves). Tables in use keep theirs.
+pub fn forget_open_copies() {
+    recent::forget();
+}
+
 /// Copies opened recently, kept mapped for the next query of the same file. A query's table
 /// opens its data file's copy; mapping it again for every query (and populating its pages, and
 /// unmapping them after, with the TLB shootdowns that costs) took longer than the WHERE itself
@@ -153,6 +160,11 @@ mod recent {
         let copy = Arc::clone(&entry.copy);
         kept.push(entry);
         Some(copy)
+    }
+
+    /// Drops every kept copy.
+    pub(super) fn forget() {
+        KEEP.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// Keeps `copy`, opened against the data file's `stamp` from the file `identity`.
@@ -653,7 +665,10 @@ mod tests {
             ColumnarCopy::build(&ds).unwrap();
             for_dataset(&ds).unwrap();
         }
-        assert!(!Arc::ptr_eq(&new, &for_dataset(&ds).unwrap()), "pushed out, opened again");
+        let reopened = for_dataset(&ds).unwrap();
+        assert!(!Arc::ptr_eq(&new, &reopened), "pushed out, opened again");
+        forget_open_copies();
+        assert!(!Arc::ptr_eq(&reopened, &for_dataset(&ds).unwrap()), "forgotten, opened again");
     }
 
     #[test]
