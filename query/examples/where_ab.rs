@@ -16,7 +16,12 @@ fn main() {
     let table = beton_query::Table::new(&ds);
     let sql = args.next().unwrap_or_else(|| "label < 500 AND score > 0.25 AND \"image.width\" >= 2".into());
     // The numbers written `+N`: the general evaluator's way.
-    let general = sql.replace("< ", "< +").replace("> ", "> +").replace(">= ", ">= +").replace("<= ", "<= +");
+    let general = sql
+        .replace("< ", "< +")
+        .replace("> ", "> +")
+        .replace(">= ", ">= +")
+        .replace("<= ", "<= +")
+        .replace("BETWEEN ", "BETWEEN +");
     let general = general.as_str();
     let sql = sql.as_str();
     let n = beton_query::select_indices(&table, sql).expect("query").len();

@@ -1,5 +1,6 @@
 //! The commonest WHERE, fused: a conjunction of comparisons of a numeric column with a number
-//! (`label < 500 AND score > 0.25 AND "image.width" >= 2`) over every row of the table,
+//! (`label < 500 AND score > 0.25 AND "image.width" >= 2`, `score BETWEEN 0.2 AND 0.8`) over
+//! every row of the table,
 //! evaluated in one pass into the selection bitmap (no boolean column per comparison, no AND
 //! kernel between them), in morsels of rows spread over all cores (rayon), written in row order:
 //! the same bits whatever the number of threads. The set bits then become row ids, morsels in
@@ -137,8 +138,8 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
     Some(Ok(evaluate_with(isa, &leaves, ctx.num_rows())))
 }
 
-/// Appends the comparisons of an AND-tree of `column OP number` to `out`; false for any other
-/// form.
+/// Appends the comparisons of an AND-tree of `column OP number` and `column BETWEEN number AND
+/// number` to `out`; false for any other form.
 fn comparisons_of(e: &Expr, out: &mut Vec<(String, Cmp, Number)>) -> bool {
     // An AND chain leans left (`a AND b AND c` is `(a AND b) AND c`): walked in a loop.
     let mut e = e;
@@ -150,6 +151,17 @@ fn comparisons_of(e: &Expr, out: &mut Vec<(String, Cmp, Number)>) -> bool {
                     return false;
                 }
                 e = left;
+            }
+            // `c BETWEEN low AND high` is `c >= low AND c <= high` (as the evaluator takes it).
+            Expr::Between { expr, negated: false, low, high } => {
+                let (Some(c), Some(low), Some(high)) =
+                    (column_name(unnested(expr)), number(unnested(low)), number(unnested(high)))
+                else {
+                    return false;
+                };
+                out.push((c.clone(), Cmp::GtEq, low));
+                out.push((c, Cmp::LtEq, high));
+                return true;
             }
             Expr::BinaryOp { left, op, right } => {
                 let Some(cmp) = Cmp::of(op) else { return false };
@@ -643,9 +655,13 @@ mod tests {
         let ds = Dataset::open(file(tmp.path(), false)).unwrap();
         let table = Table::new(&ds);
         let ctx = Ctx::all(&table);
-        for sql in
-            ["a < 1", "a < 1 AND (f >= 0.5 AND 2 <= b)", "-1 < a", "\"image.width\" > 2 AND index <> 4"]
-        {
+        for sql in [
+            "a < 1",
+            "a < 1 AND (f >= 0.5 AND 2 <= b)",
+            "-1 < a",
+            "\"image.width\" > 2 AND index <> 4",
+            "f BETWEEN 0.1 AND 3 AND a < 2",
+        ] {
             assert!(conjunction_mask(&ctx, &predicate(sql)).is_some(), "{sql}");
         }
         for sql in [
@@ -657,6 +673,8 @@ mod tests {
             "b > -1",
             "nope < 1",
             "a < 'x'",
+            "a NOT BETWEEN 1 AND 2",
+            "a BETWEEN b AND 2",
         ] {
             assert!(conjunction_mask(&ctx, &predicate(sql)).is_none(), "{sql}");
         }
@@ -690,7 +708,8 @@ mod tests {
     /// Random conjunctions: the fused rows (with the loops compiled for `isa`) are the general
     /// evaluator's.
     fn same_rows_as_the_evaluator(ctx: &Ctx, isa: Isa) {
-        let leaf = (0..COLUMNS.len(), 0..OPS.len(), 0..NUMBERS.len(), any::<bool>());
+        // An operator past OPS: `column BETWEEN number AND number`.
+        let leaf = (0..COLUMNS.len(), 0..OPS.len() + 1, 0..NUMBERS.len(), any::<bool>());
         let config = ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() };
         let taken = std::sync::atomic::AtomicUsize::new(0);
         proptest!(config, |(leaves in proptest::collection::vec(leaf, 1..4))| {
@@ -698,6 +717,10 @@ mod tests {
                 .iter()
                 .map(|&(c, o, n, flip)| {
                     let column = format!("\"{}\"", COLUMNS[c]);
+                    if o == OPS.len() {
+                        let high = NUMBERS[(n * 7 + usize::from(flip) * 5) % NUMBERS.len()];
+                        return format!("{column} BETWEEN {} AND {high}", NUMBERS[n]);
+                    }
                     if flip { format!("{} {} {column}", NUMBERS[n], OPS[o]) } else { format!("{column} {} {}", OPS[o], NUMBERS[n]) }
                 })
                 .collect();
