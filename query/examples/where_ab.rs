@@ -21,7 +21,8 @@ fn main() {
         .replace("> ", "> +")
         .replace(">= ", ">= +")
         .replace("<= ", "<= +")
-        .replace("BETWEEN ", "BETWEEN +");
+        .replace("BETWEEN ", "BETWEEN +")
+        .replace("IN (", "IN (+");
     let general = general.as_str();
     let sql = sql.as_str();
     let n = beton_query::select_indices(&table, sql).expect("query").len();

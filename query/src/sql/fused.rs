@@ -1,6 +1,6 @@
 //! The commonest WHERE, fused: a conjunction of comparisons of a numeric column with a number
-//! (`label < 500 AND score > 0.25 AND "image.width" >= 2`, `score BETWEEN 0.2 AND 0.8`) over
-//! every row of the table,
+//! (`label < 500 AND score > 0.25 AND "image.width" >= 2`, `score BETWEEN 0.2 AND 0.8`,
+//! `label IN (3, 5, 8)`) over every row of the table,
 //! evaluated in one pass into the selection bitmap (no boolean column per comparison, no AND
 //! kernel between them), in morsels of rows spread over all cores (rayon), written in row order:
 //! the same bits whatever the number of threads. The set bits then become row ids, morsels in
@@ -53,8 +53,24 @@ enum Leaf<'a> {
     U16(&'a [u16], Cmp, i64),
     U64(&'a [u64], Cmp, u64),
     /// Compared as `f64` in SQL order: the column's values are `as f64` of its integers or its
-    /// floats (checked free of NaN and -0.0), the number is normalised.
+    /// floats (NaN made one NaN, -0.0 made 0.0, in the loop), the number is normalised.
     Float(Values<'a>, Cmp, f64),
+    /// `column IN (integers)`: equal to one of them.
+    InInt(&'a [i64], Vec<i64>),
+    InU16(&'a [u16], Vec<i64>),
+    /// The list without the integers no `u64` equals (negative ones).
+    InU64(&'a [u64], Vec<u64>),
+}
+
+/// Lists longer than this are left to the evaluator's hash set (the loop compares each row with
+/// every item).
+const MAX_IN_LIST: usize = 16;
+
+/// One condition on a column, as written.
+#[derive(Debug, Clone)]
+enum Condition {
+    Cmp(Cmp, Number),
+    In(Vec<i64>),
 }
 
 /// The values of a column compared as floats.
@@ -126,21 +142,21 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
         return None;
     }
     // The columns first (materialised, cached), then the leaves borrowing them.
-    let mut columns: Vec<(ArrayRef, Cmp, Number)> = Vec::with_capacity(comparisons.len());
-    for (name, cmp, number) in comparisons {
+    let mut columns: Vec<(ArrayRef, Condition)> = Vec::with_capacity(comparisons.len());
+    for (name, condition) in comparisons {
         let array = ctx.table().column(&ctx.resolve(&name)).ok()?;
         if array.null_count() > 0 || array.len() != ctx.num_rows() {
             return None;
         }
-        columns.push((array, cmp, number));
+        columns.push((array, condition));
     }
-    let leaves = columns.iter().map(|(a, cmp, n)| leaf(a.as_ref(), *cmp, *n)).collect::<Option<Vec<_>>>()?;
+    let leaves = columns.iter().map(|(a, c)| leaf(a.as_ref(), c)).collect::<Option<Vec<_>>>()?;
     Some(Ok(evaluate_with(isa, &leaves, ctx.num_rows())))
 }
 
-/// Appends the comparisons of an AND-tree of `column OP number` and `column BETWEEN number AND
-/// number` to `out`; false for any other form.
-fn comparisons_of(e: &Expr, out: &mut Vec<(String, Cmp, Number)>) -> bool {
+/// Appends the conditions of an AND-tree of `column OP number`, `column BETWEEN number AND
+/// number` and `column IN (integers)` to `out`; false for any other form.
+fn comparisons_of(e: &Expr, out: &mut Vec<(String, Condition)>) -> bool {
     // An AND chain leans left (`a AND b AND c` is `(a AND b) AND c`): walked in a loop.
     let mut e = e;
     loop {
@@ -159,16 +175,26 @@ fn comparisons_of(e: &Expr, out: &mut Vec<(String, Cmp, Number)>) -> bool {
                 else {
                     return false;
                 };
-                out.push((c.clone(), Cmp::GtEq, low));
-                out.push((c, Cmp::LtEq, high));
+                out.push((c.clone(), Condition::Cmp(Cmp::GtEq, low)));
+                out.push((c, Condition::Cmp(Cmp::LtEq, high)));
+                return true;
+            }
+            Expr::InList { expr, list, negated: false } if (1..=MAX_IN_LIST).contains(&list.len()) => {
+                let Some(c) = column_name(unnested(expr)) else { return false };
+                let mut ints = Vec::with_capacity(list.len());
+                for item in list {
+                    let Some(Number::Int(i)) = number(unnested(item)) else { return false };
+                    ints.push(i);
+                }
+                out.push((c, Condition::In(ints)));
                 return true;
             }
             Expr::BinaryOp { left, op, right } => {
                 let Some(cmp) = Cmp::of(op) else { return false };
                 let found = match (column_name(unnested(left)), number(unnested(right))) {
-                    (Some(c), Some(n)) => Some((c, cmp, n)),
+                    (Some(c), Some(n)) => Some((c, Condition::Cmp(cmp, n))),
                     _ => match (number(unnested(left)), column_name(unnested(right))) {
-                        (Some(n), Some(c)) => Some((c, cmp.flipped(), n)),
+                        (Some(n), Some(c)) => Some((c, Condition::Cmp(cmp.flipped(), n))),
                         _ => None,
                     },
                 };
@@ -202,7 +228,23 @@ fn number(e: &Expr) -> Option<Number> {
 
 /// The comparison of `array` with `number`, as the evaluator makes it; `None` where values
 /// could make the two disagree.
-fn leaf(array: &dyn Array, cmp: Cmp, number: Number) -> Option<Leaf<'_>> {
+fn leaf<'a>(array: &'a dyn Array, condition: &Condition) -> Option<Leaf<'a>> {
+    let (cmp, number) = match condition {
+        Condition::Cmp(cmp, number) => (*cmp, *number),
+        // in_set: integer items of an integer column are a set of i128s, so the mathematical
+        // equality.
+        Condition::In(list) => {
+            return Some(match array.data_type() {
+                DataType::Int64 => Leaf::InInt(array.as_primitive::<Int64Type>().values(), list.clone()),
+                DataType::UInt16 => Leaf::InU16(array.as_primitive::<UInt16Type>().values(), list.clone()),
+                DataType::UInt64 => Leaf::InU64(
+                    array.as_primitive::<UInt64Type>().values(),
+                    list.iter().filter_map(|i| u64::try_from(*i).ok()).collect(),
+                ),
+                _ => return None,
+            })
+        }
+    };
     Some(match (array.data_type(), number) {
         (DataType::Int64, Number::Int(n)) => Leaf::Int(array.as_primitive::<Int64Type>().values(), cmp, n),
         // narrow_literal casts the number to u16 when it fits, else coerce widens both to i64:
@@ -348,8 +390,40 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
                     Values::U64(v) => and_cmp(out, &v[start..end], |x| order_key(*x as f64), *cmp, n),
                 }
             }
+            Leaf::InInt(v, list) => and_in(out, &v[start..end], |x| *x, list),
+            Leaf::InU16(v, list) => and_in(out, &v[start..end], |x| i64::from(*x), list),
+            Leaf::InU64(v, list) => and_in(out, &v[start..end], |x| *x, list),
         }
     }
+}
+
+/// `out &= key(values) IN list`: per word of 64 rows, one vectorised compare per item, ORed.
+#[inline(always)]
+fn and_in<T, K: PartialEq + Copy>(out: &mut [u64], values: &[T], key: impl Fn(&T) -> K + Copy, list: &[K]) {
+    for (block, word) in values.chunks(64).zip(out.iter_mut()) {
+        let mut any = 0u64;
+        for &item in list {
+            any |= bits_of(block, move |x| key(x) == item);
+        }
+        *word &= any;
+    }
+}
+
+/// The bits of `test` over a block of up to 64 values (a whole one as a loop of exactly 64,
+/// which the compiler turns into vector compares).
+#[inline(always)]
+fn bits_of<T>(block: &[T], test: impl Fn(&T) -> bool) -> u64 {
+    let mut bits = 0u64;
+    if let Ok(block) = <&[T; 64]>::try_from(block) {
+        for (k, x) in block.iter().enumerate() {
+            bits |= u64::from(test(x)) << k;
+        }
+    } else {
+        for (k, x) in block.iter().enumerate() {
+            bits |= u64::from(test(x)) << k;
+        }
+    }
+    bits
 }
 
 /// An `i64` ordered as [`f64::total_cmp`] orders floats (arrow's float order): the sign bit
@@ -661,6 +735,7 @@ mod tests {
             "-1 < a",
             "\"image.width\" > 2 AND index <> 4",
             "f BETWEEN 0.1 AND 3 AND a < 2",
+            "a IN (1, 2, -3) AND \"image.width\" IN (2, 70000) AND b IN (-1, 3)",
         ] {
             assert!(conjunction_mask(&ctx, &predicate(sql)).is_some(), "{sql}");
         }
@@ -669,7 +744,11 @@ mod tests {
             "a < b",
             "a + 1 < 2",
             "a < 1 AND TRUE",
-            "a IN (1, 2)",
+            "a IN (1, 2.5)",
+            "a NOT IN (1, 2)",
+            "f IN (1, 2)",
+            "a IN (1, NULL)",
+            "a IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)",
             "b > -1",
             "nope < 1",
             "a < 'x'",
@@ -708,8 +787,8 @@ mod tests {
     /// Random conjunctions: the fused rows (with the loops compiled for `isa`) are the general
     /// evaluator's.
     fn same_rows_as_the_evaluator(ctx: &Ctx, isa: Isa) {
-        // An operator past OPS: `column BETWEEN number AND number`.
-        let leaf = (0..COLUMNS.len(), 0..OPS.len() + 1, 0..NUMBERS.len(), any::<bool>());
+        // Operators past OPS: `column BETWEEN number AND number`, `column IN (numbers)`.
+        let leaf = (0..COLUMNS.len(), 0..OPS.len() + 2, 0..NUMBERS.len(), any::<bool>());
         let config = ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() };
         let taken = std::sync::atomic::AtomicUsize::new(0);
         proptest!(config, |(leaves in proptest::collection::vec(leaf, 1..4))| {
@@ -720,6 +799,16 @@ mod tests {
                     if o == OPS.len() {
                         let high = NUMBERS[(n * 7 + usize::from(flip) * 5) % NUMBERS.len()];
                         return format!("{column} BETWEEN {} AND {high}", NUMBERS[n]);
+                    }
+                    if o == OPS.len() + 1 {
+                        // Integer items (taken: some out of the column's range), or one float
+                        // among them (left to the evaluator).
+                        let items: Vec<&str> = [n, n * 3 + 1, n * 5 + 2, n * 11 + usize::from(flip)]
+                            .iter()
+                            .map(|k| NUMBERS[k % NUMBERS.len()])
+                            .filter(|x| flip || !x.contains(['.', 'e']))
+                            .collect();
+                        return format!("{column} IN ({})", if items.is_empty() { "0".into() } else { items.join(", ") });
                     }
                     if flip { format!("{} {} {column}", NUMBERS[n], OPS[o]) } else { format!("{column} {} {}", OPS[o], NUMBERS[n]) }
                 })
