@@ -1,6 +1,6 @@
 //! The commonest WHERE, fused: a conjunction of comparisons of a numeric column with a number
 //! (`label < 500 AND score > 0.25 AND "image.width" >= 2`, `score BETWEEN 0.2 AND 0.8`,
-//! `label IN (3, 5, 8)`) over every row of the table,
+//! `label IN (3, 5, 8)`, `label IN (` a hundred classes `)`) over every row of the table,
 //! evaluated in one pass into the selection bitmap (no boolean column per comparison, no AND
 //! kernel between them), in morsels of rows spread over all cores (rayon), written in row order:
 //! the same bits whatever the number of threads. The set bits then become row ids, morsels in
@@ -60,11 +60,64 @@ enum Leaf<'a> {
     InU16(&'a [u16], Vec<i64>),
     /// The list without the integers no `u64` equals (negative ones).
     InU64(&'a [u64], Vec<u64>),
+    /// A longer list of integers whose range is small: a bit per value from the smallest.
+    InBits(IntValues<'a>, Bits),
 }
 
-/// Lists longer than this are left to the evaluator's hash set (the loop compares each row with
-/// every item).
+/// The values of an integer column, compared as `i128`s.
+enum IntValues<'a> {
+    Int(&'a [i64]),
+    U16(&'a [u16]),
+    U64(&'a [u64]),
+}
+
+/// A set of integers as a bitmap over `[base, base + 64 * words.len())`.
+struct Bits {
+    base: i128,
+    words: Vec<u64>,
+}
+
+impl Bits {
+    /// The set of `items`, if their range is at most [`MAX_IN_RANGE`].
+    fn of(items: &[i64]) -> Option<Bits> {
+        let (min, max) = (*items.iter().min()?, *items.iter().max()?);
+        let span = usize::try_from(i128::from(max) - i128::from(min)).ok()?.checked_add(1)?;
+        if span > MAX_IN_RANGE {
+            return None;
+        }
+        let mut words = vec![0u64; span.div_ceil(64)];
+        for &i in items {
+            let at = (i128::from(i) - i128::from(min)) as usize;
+            words[at / 64] |= 1 << (at % 64);
+        }
+        Some(Bits { base: i128::from(min), words })
+    }
+
+    #[inline(always)]
+    fn contains(&self, x: i128) -> bool {
+        let at = x.wrapping_sub(self.base);
+        (0..(self.words.len() as i128) * 64).contains(&at)
+            && self.words.get((at / 64) as usize).is_some_and(|w| w >> (at % 64) & 1 == 1)
+    }
+
+    /// [`Bits::contains`] for an `i64`, in 64-bit arithmetic: past the comparison `x >= base`,
+    /// `x - base` fits a `u64`.
+    #[inline(always)]
+    fn contains_i64(&self, x: i64) -> bool {
+        let base = self.base as i64; // the smallest item, an i64
+        x >= base && {
+            let at = x.wrapping_sub(base) as u64;
+            self.words.get((at / 64) as usize).is_some_and(|w| w >> (at % 64) & 1 == 1)
+        }
+    }
+}
+
+/// Lists up to this long compare each row with every item (vectorised); longer ones look rows
+/// up in a bitmap ([`Bits`]).
 const MAX_IN_LIST: usize = 16;
+/// The widest range of a longer list's items the bitmap covers (2 MiB of bits); wider ones are
+/// left to the evaluator's hash set.
+const MAX_IN_RANGE: usize = 1 << 24;
 
 /// One condition on a column, as written.
 #[derive(Debug, Clone)]
@@ -179,7 +232,7 @@ fn comparisons_of(e: &Expr, out: &mut Vec<(String, Condition)>) -> bool {
                 out.push((c, Condition::Cmp(Cmp::LtEq, high)));
                 return true;
             }
-            Expr::InList { expr, list, negated: false } if (1..=MAX_IN_LIST).contains(&list.len()) => {
+            Expr::InList { expr, list, negated: false } if !list.is_empty() => {
                 let Some(c) = column_name(unnested(expr)) else { return false };
                 let mut ints = Vec::with_capacity(list.len());
                 for item in list {
@@ -233,6 +286,15 @@ fn leaf<'a>(array: &'a dyn Array, condition: &Condition) -> Option<Leaf<'a>> {
         Condition::Cmp(cmp, number) => (*cmp, *number),
         // in_set: integer items of an integer column are a set of i128s, so the mathematical
         // equality.
+        Condition::In(list) if list.len() > MAX_IN_LIST => {
+            let values = match array.data_type() {
+                DataType::Int64 => IntValues::Int(array.as_primitive::<Int64Type>().values()),
+                DataType::UInt16 => IntValues::U16(array.as_primitive::<UInt16Type>().values()),
+                DataType::UInt64 => IntValues::U64(array.as_primitive::<UInt64Type>().values()),
+                _ => return None,
+            };
+            return Some(Leaf::InBits(values, Bits::of(list)?));
+        }
         Condition::In(list) => {
             return Some(match array.data_type() {
                 DataType::Int64 => Leaf::InInt(array.as_primitive::<Int64Type>().values(), list.clone()),
@@ -393,6 +455,11 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
             Leaf::InInt(v, list) => and_in(out, &v[start..end], |x| *x, list),
             Leaf::InU16(v, list) => and_in(out, &v[start..end], |x| i64::from(*x), list),
             Leaf::InU64(v, list) => and_in(out, &v[start..end], |x| *x, list),
+            Leaf::InBits(values, bits) => match values {
+                IntValues::Int(v) => and_into(out, &v[start..end], |x| bits.contains_i64(*x)),
+                IntValues::U16(v) => and_into(out, &v[start..end], |x| bits.contains_i64(i64::from(*x))),
+                IntValues::U64(v) => and_into(out, &v[start..end], |x| bits.contains(i128::from(*x))),
+            },
         }
     }
 }
@@ -748,7 +815,7 @@ mod tests {
             "a NOT IN (1, 2)",
             "f IN (1, 2)",
             "a IN (1, NULL)",
-            "a IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)",
+            "a IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 9223372036854775807)",
             "b > -1",
             "nope < 1",
             "a < 'x'",
@@ -823,6 +890,43 @@ mod tests {
         });
         // Most cases take the fused path (the others: a u64 column against a negative number).
         assert!(taken.into_inner() > 256, "the fused path was hardly taken");
+    }
+
+    #[test]
+    fn long_in_lists_give_the_evaluators_rows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ds = Dataset::open(file(tmp.path(), false)).unwrap();
+        let table = Table::new(&ds);
+        let ctx = Ctx::all(&table);
+        // Columns: a (i64 from INTS), b (u64 sizes 0..6), image.width (u16 1..5), index (u64).
+        let lists: [&[i64]; 4] = [
+            &[-3, -1, 0, 1, 2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53],
+            &[-9_000_000, 4, 1, 2, 3, 250, 251, 252, 299, 4, 4, 4, 4, 4, 4, 4, 4, 1000],
+            &[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160, 170, 180],
+            // Too wide for a bitmap: the evaluator's hash set.
+            &[i64::MIN, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, i64::MAX],
+        ];
+        // Near the ends of i64: the bitmap's offsets must not overflow.
+        let high: Vec<i64> = (0..20).map(|k| i64::MAX - k).collect();
+        let low: Vec<i64> = (0..20).map(|k| i64::MIN + k).collect();
+        let lists: Vec<&[i64]> = lists.iter().copied().chain([high.as_slice(), low.as_slice()]).collect();
+        for (k, list) in lists.iter().enumerate() {
+            let items: Vec<String> = list.iter().map(i64::to_string).collect();
+            for column in COLUMNS.iter().filter(|c| **c != "f") {
+                let sql = format!("\"{column}\" IN ({}) AND \"image.width\" >= 1", items.join(", "));
+                let e = predicate(&sql);
+                for isa in Isa::available() {
+                    match conjunction_mask_with(isa, &ctx, &e) {
+                        Some(fused) => {
+                            assert!(k != 3, "{sql}: a range this wide takes the evaluator");
+                            let fused: Vec<usize> = fused.unwrap().set_indices().collect();
+                            assert_eq!(Ok(fused), general(&ctx, &e), "{sql} ({isa:?})");
+                        }
+                        None => assert_eq!(k, 3, "{sql}: not fused"),
+                    }
+                }
+            }
+        }
     }
 
     #[test]
