@@ -133,16 +133,7 @@ mod recent {
 
     /// The identity of the file at `path`, if there is one.
     pub(super) fn identity(path: &Path) -> Option<Identity> {
-        let meta = std::fs::metadata(path).ok()?;
-        #[cfg(unix)]
-        let (device, inode) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        #[cfg(not(unix))]
-        let (device, inode) = (0, 0);
-        let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as i128;
-        Some((device, inode, meta.len(), mtime))
+        super::identity_of(&std::fs::metadata(path).ok()?)
     }
 
     /// The kept copy of the data file at `data_file` with stamp `stamp`, if it is still the
@@ -219,18 +210,23 @@ impl Stamp {
         if Some(FileId::of_file(ds.path(), &file).ok()?) != ds.file_id() {
             return None;
         }
-        let meta = file.metadata().ok()?;
-        #[cfg(unix)]
-        let (device, inode) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        #[cfg(not(unix))]
-        let (device, inode) = (0, 0);
-        let mtime_ns =
-            meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+        let (device, inode, _, mtime_ns) = identity_of(&file.metadata().ok()?)?;
         Some(Stamp { len: ds.file_len(), device, inode, mtime_ns, crc: sample_crc(ds) })
     }
+}
+
+/// A file's device, inode, length and modification time (ns since the epoch; 0 before it).
+fn identity_of(meta: &std::fs::Metadata) -> Option<(u64, u64, u64, i128)> {
+    #[cfg(unix)]
+    let (device, inode) = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    };
+    #[cfg(not(unix))]
+    let (device, inode) = (0, 0);
+    let mtime =
+        meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+    Some((device, inode, meta.len(), mtime))
 }
 
 /// CRC-32 of the header and field descriptors, 16 blocks of 4 KiB spread over the data table

@@ -64,7 +64,7 @@ enum Leaf<'a> {
     InBits(IntValues<'a>, Bits),
 }
 
-/// The values of an integer column, compared as `i128`s.
+/// The values of an integer column, compared as mathematical integers.
 enum IntValues<'a> {
     Int(&'a [i64]),
     U16(&'a [u16]),
@@ -73,7 +73,7 @@ enum IntValues<'a> {
 
 /// A set of integers as a bitmap over `[base, base + 64 * words.len())`.
 struct Bits {
-    base: i128,
+    base: i64,
     words: Vec<u64>,
 }
 
@@ -90,23 +90,15 @@ impl Bits {
             let at = (i128::from(i) - i128::from(min)) as usize;
             words[at / 64] |= 1 << (at % 64);
         }
-        Some(Bits { base: i128::from(min), words })
+        Some(Bits { base: min, words })
     }
 
-    #[inline(always)]
-    fn contains(&self, x: i128) -> bool {
-        let at = x.wrapping_sub(self.base);
-        (0..(self.words.len() as i128) * 64).contains(&at)
-            && self.words.get((at / 64) as usize).is_some_and(|w| w >> (at % 64) & 1 == 1)
-    }
-
-    /// [`Bits::contains`] for an `i64`, in 64-bit arithmetic: past the comparison `x >= base`,
+    /// Whether `x` is in the set, in 64-bit arithmetic: past the comparison `x >= base`,
     /// `x - base` fits a `u64`.
     #[inline(always)]
-    fn contains_i64(&self, x: i64) -> bool {
-        let base = self.base as i64; // the smallest item, an i64
-        x >= base && {
-            let at = x.wrapping_sub(base) as u64;
+    fn contains(&self, x: i64) -> bool {
+        x >= self.base && {
+            let at = x.wrapping_sub(self.base) as u64;
             self.words.get((at / 64) as usize).is_some_and(|w| w >> (at % 64) & 1 == 1)
         }
     }
@@ -456,9 +448,12 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
             Leaf::InU16(v, list) => and_in(out, &v[start..end], |x| i64::from(*x), list),
             Leaf::InU64(v, list) => and_in(out, &v[start..end], |x| *x, list),
             Leaf::InBits(values, bits) => match values {
-                IntValues::Int(v) => and_into(out, &v[start..end], |x| bits.contains_i64(*x)),
-                IntValues::U16(v) => and_into(out, &v[start..end], |x| bits.contains_i64(i64::from(*x))),
-                IntValues::U64(v) => and_into(out, &v[start..end], |x| bits.contains(i128::from(*x))),
+                IntValues::Int(v) => and_into(out, &v[start..end], |x| bits.contains(*x)),
+                IntValues::U16(v) => and_into(out, &v[start..end], |x| bits.contains(i64::from(*x))),
+                // The items are i64s: a value past i64::MAX is none of them.
+                IntValues::U64(v) => {
+                    and_into(out, &v[start..end], |x| i64::try_from(*x).is_ok_and(|x| bits.contains(x)))
+                }
             },
         }
     }
@@ -518,25 +513,9 @@ fn and_cmp<T, K: Ord + Copy>(out: &mut [u64], values: &[T], key: impl Fn(&T) -> 
 /// `out[w] &= bits of test(values[64w..64w+64])`. Whole words go through a loop of exactly 64
 /// (which the compiler turns into vector compares); the last, partial word bit by bit.
 #[inline(always)]
-fn and_into<T>(out: &mut [u64], values: &[T], test: impl Fn(&T) -> bool) {
-    let blocks = values.chunks_exact(64);
-    let rest = blocks.remainder();
-    let mut words = out.iter_mut();
-    // Blocks first: zip stops on them without taking a word (the partial word's, if any).
-    for (block, word) in blocks.zip(words.by_ref()) {
-        let Ok(block) = <&[T; 64]>::try_from(block) else { continue };
-        let mut bits = 0u64;
-        for (k, x) in block.iter().enumerate() {
-            bits |= u64::from(test(x)) << k;
-        }
-        *word &= bits;
-    }
-    if let (Some(word), false) = (words.next(), rest.is_empty()) {
-        let mut bits = 0u64;
-        for (k, x) in rest.iter().enumerate() {
-            bits |= u64::from(test(x)) << k;
-        }
-        *word &= bits;
+fn and_into<T>(out: &mut [u64], values: &[T], test: impl Fn(&T) -> bool + Copy) {
+    for (block, word) in values.chunks(64).zip(out.iter_mut()) {
+        *word &= bits_of(block, test);
     }
 }
 
