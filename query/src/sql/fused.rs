@@ -8,8 +8,8 @@
 //!
 //! The loops are compiled for AVX-512 and AVX2 besides the baseline, and the CPU picks once
 //! ([`Isa`]). Measured against arrow's kernels on the same binary (`query/examples/where_ab.rs`,
-//! 10 M rows, a 2-core AVX-512 VM): 2.4-2.6x faster on one thread (11.8 ms: the three columns,
-//! 180 MB, are read at about the speed of a plain sum over them), 3.1-3.3x on two; compiled
+//! 10 M rows, a 2-core AVX-512 VM): 2.4-2.6x faster on one thread (9.0-11.8 ms: the three columns,
+//! 180 MB, are read at about the speed of a plain sum over them), 3.0-3.3x on two; compiled
 //! for the baseline only, 0.8x on one thread and 1.4x on two, so on a CPU without AVX2 one
 //! thread takes arrow's kernels.
 //!
