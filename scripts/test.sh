@@ -11,7 +11,7 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # One target dir for the workspace, the Python extension and the fuzz target (CARGO_TARGET_DIR
 # when set, so a checkout can share another's build cache).
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
-step() { echo; echo "== $* =="; }
+step() { echo; echo "== $* == ($((SECONDS - t0)) s so far)"; }
 t0=$SECONDS
 step "cargo fmt --check"
 cargo fmt --all --check
@@ -41,7 +41,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
 fi
-BETON_REQUIRE_BROWSER=1 BETON_REQUIRE_TORCH=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
+BETON_REQUIRE_BROWSER=1 BETON_REQUIRE_TORCH=1 BETON_REQUIRE_MOTO=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
 grep -qE "^[0-9]+ passed" target/pytest-output.log && ! grep -qE "[0-9]+ (failed|error)" target/pytest-output.log
 step "python: stubs checked against the built module (mypy.stubtest), then the wheel in a fresh venv"
 (cd python && "../$py" -m mypy.stubtest beton --mypy-config-file mypy.ini)
@@ -52,12 +52,14 @@ BETON_VENV="$venv" bash scripts/wheel-check.sh
 # after the Python step because torch's wheel brings NVRTC (nvidia-cuda-nvrtc-cu12): with it on
 # the library path the kernel is compiled to PTX and checked, with no GPU.
 step "feature cuda: clippy, unit tests, GPU tests (skipped without a device)"
-cargo clippy -p beton-loader --all-targets --features cuda --quiet -- -D warnings
-cargo test -p beton-loader --features cuda --lib --quiet gpu:: 2>&1 | tee target/cuda-test-output.log
+# (With storage's `remote` feature as the workspace build has it: its artifacts are reused.)
+cuda_features="cuda,beton-storage/remote"
+cargo clippy -p beton-loader --all-targets --features "$cuda_features" --quiet -- -D warnings
+cargo test -p beton-loader --features "$cuda_features" --lib --quiet gpu:: 2>&1 | tee target/cuda-test-output.log
 nvrtc_dir=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)
 ld_path="${LD_LIBRARY_PATH:-}"
 if [ -n "$nvrtc_dir" ]; then ld_path="$PWD/$nvrtc_dir${ld_path:+:$ld_path}"; fi
-LD_LIBRARY_PATH="$ld_path" cargo test -p beton-loader --features cuda --test gpu -- --nocapture --test-threads=1 2>&1 | tee -a target/cuda-test-output.log
+LD_LIBRARY_PATH="$ld_path" cargo test -p beton-loader --features "$cuda_features" --test gpu -- --nocapture --test-threads=1 2>&1 | tee -a target/cuda-test-output.log
 grep -q "^test result: ok" target/cuda-test-output.log && ! grep -qE "^test result: FAILED" target/cuda-test-output.log
 echo "GPU tests skipped (no CUDA device or NVRTC): $(grep -oE 'SKIPPED: (gpu|nvrtc)_' target/cuda-test-output.log | wc -l)"
 # The targets are one-line wrappers of beton_loader::fuzz (compiled and run by the workspace's

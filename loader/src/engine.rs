@@ -357,13 +357,16 @@ impl LoaderBuilder {
             Some(rows) => PageMap::from_pages(rows.iter().map(|&r| pages.page(r).unwrap_or(0)).collect()),
             None => pages,
         });
-        let cache = if self.os_cache {
+        let datasets: Vec<&Dataset> = match &self.parts {
+            Some(parts) => parts.parts().iter().map(|p| p.ds.as_ref()).collect(),
+            None => vec![self.ds.as_ref()],
+        };
+        // A remote dataset's replica is already a cache on local disk (read through its map):
+        // its batches are fetched ahead in the epoch's order instead (`remote_prefetch_loop`).
+        let remote = datasets.iter().any(|d| d.is_remote());
+        let cache = if self.os_cache || remote {
             None
         } else {
-            let datasets: Vec<&Dataset> = match &self.parts {
-                Some(parts) => parts.parts().iter().map(|p| p.ds.as_ref()).collect(),
-                None => vec![self.ds.as_ref()],
-            };
             let pages: u64 = datasets.iter().map(|d| d.num_pages()).sum();
             let bound =
                 self.cache_pages.unwrap_or(2 * self.settings.batch_size + 16).min(pages.max(1) as usize);
@@ -567,7 +570,12 @@ impl Loader {
             };
             Schedule::new(page_of, plan.batches())
         });
+        let remote = match &self.parts {
+            Some(parts) => parts.parts().iter().any(|p| p.ds.is_remote()),
+            None => self.ds.is_remote(),
+        };
         let shared = Arc::new(Shared {
+            remote,
             ds: Arc::clone(&self.ds),
             parts: self.parts.clone(),
             plan,
@@ -613,6 +621,10 @@ impl Loader {
         if shared.cache.is_some() {
             let s = Arc::clone(&shared);
             out.threads.push(spawn("beton-prefetch".into(), Box::new(move || s.prefetch_loop()))?);
+        } else if shared.remote {
+            let s = Arc::clone(&shared);
+            out.threads
+                .push(spawn("beton-remote-prefetch".into(), Box::new(move || s.remote_prefetch_loop()))?);
         }
         for k in 0..workers {
             let s = Arc::clone(&shared);
@@ -708,6 +720,8 @@ struct Gate {
 }
 
 struct Shared {
+    /// Whether a dataset read is on remote storage: batches fetch their payloads first.
+    remote: bool,
     ds: Arc<Dataset>,
     parts: Option<Arc<Parts>>,
     plan: EpochPlan,
@@ -769,6 +783,46 @@ impl Shared {
             drop(gate);
             self.changed.notify_all();
         }
+    }
+
+    /// Over remote storage: fetches the payloads of coming batches in the epoch's order, up to
+    /// `batches_ahead` batches past the ones workers may build, so that workers find them
+    /// present (each batch's ranges in concurrent, coalesced requests). Stops at the first
+    /// error: the worker that builds that batch fetches it again and reports it.
+    fn remote_prefetch_loop(&self) {
+        let start = self.lock().consumed;
+        for b in start..self.plan.num_batches() {
+            if !self.wait_for(|g| b < g.consumed + 2 * self.ahead) {
+                return;
+            }
+            if self.fetch_batch(b).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Makes the payloads of batch `b` present in the replicas of the remote datasets it reads,
+    /// and keeps them while the leases live (nothing for local files).
+    fn fetch_batch(&self, b: usize) -> Result<Vec<beton_storage::Lease>> {
+        if !self.remote {
+            return Ok(Vec::new());
+        }
+        let ids = self.plan.batch(b);
+        let mut leases = Vec::new();
+        match &self.parts {
+            None => leases.extend(self.ds.fetch_samples(ids.iter().copied())?),
+            Some(parts) => {
+                let mut rows: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+                for &index in ids {
+                    let (part, row) = parts.locate(index);
+                    rows.entry(part).or_default().push(row);
+                }
+                for (part, rows) in rows {
+                    leases.extend(parts.parts()[part].ds.fetch_samples(rows)?);
+                }
+            }
+        }
+        Ok(leases)
     }
 
     fn worker_loop(&self) {
@@ -849,6 +903,8 @@ impl Shared {
         current: &Cell<Option<(u64, usize)>>,
     ) -> Result<()> {
         let ids = self.plan.batch(b);
+        // Remote payloads: present, and kept until the batch is built.
+        let _leases = self.fetch_batch(b)?;
         slot.indices.clear();
         slot.indices.extend_from_slice(ids);
         let mut columns = slot.columns_mut();

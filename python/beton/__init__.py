@@ -8,12 +8,13 @@ directory (``beton.import_file``) is versioned and editable: ``update``, ``delet
 ``append``, ``restore``, ``compact``, ``export``, ``diff``.
 """
 
-from beton._native import (BetonError, BetonIOError, ConflictError, CorruptFileError, GpuError, IndexSet,
-                           InvalidArgumentError, MissingFileError, NotFoundError, QueryError, SampleError, __version__)
+from beton._native import (AccessDeniedError, BetonError, BetonIOError, ConflictError, CorruptFileError, GpuError,
+                           IndexSet, InvalidArgumentError, MissingFileError, NotFoundError, QueryError, SampleError,
+                           __version__)
 from beton.dataset import Dataset, concat, import_file, open
 from beton.loader import Loader
 from beton.writer import DatasetWriter
 
 __all__ = ["Loader", "DatasetWriter", "open", "import_file", "concat", "Dataset", "IndexSet", "BetonError", "CorruptFileError", "QueryError", "SampleError",
-           "InvalidArgumentError", "NotFoundError", "BetonIOError", "MissingFileError", "ConflictError", "GpuError",
+           "InvalidArgumentError", "NotFoundError", "BetonIOError", "MissingFileError", "AccessDeniedError", "ConflictError", "GpuError",
            "__version__"]

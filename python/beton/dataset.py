@@ -249,6 +249,11 @@ class Explain:
         ``total``); empty for a ``.beton`` file.
     ids : IndexSet
         The matched rows.
+    remote : dict or None
+        For a file on object storage: ``{"requests", "bytes"}`` fetched so far by this handle,
+        and ``{"requests_needed", "bytes_needed"}`` that reading the matched rows' payloads
+        would fetch now (blocks already in the local cache cost none); ``None`` for a local
+        file.
 
     Examples
     --------
@@ -278,6 +283,7 @@ class Explain:
         self.total: Dict[str, int] = plan["total"]
         self.data_files: List[Dict[str, Any]] = plan["data_files"]
         self.ids: IndexSet = plan["ids"]
+        self.remote: Optional[Dict[str, int]] = plan.get("remote")
 
     def __str__(self) -> str:
         return self._text

@@ -85,6 +85,10 @@ pub(crate) fn explain_dict<'py>(
     d.set_item("text", e.to_string())?;
     d.set_item("sql", &e.sql)?;
     match &e.source {
+        beton_query::explain::Source::File(p) if e.remote.is_some() => {
+            d.set_item("path", p.to_string_lossy())?;
+            d.set_item("version", 1)?;
+        }
         beton_query::explain::Source::File(p) => {
             d.set_item("path", p)?;
             d.set_item("version", 1)?;
@@ -114,6 +118,14 @@ pub(crate) fn explain_dict<'py>(
         })
         .collect::<PyResult<Vec<_>>>()?;
     d.set_item("data_files", files)?;
+    match &e.remote {
+        Some(r) => {
+            let rd = PyDict::new(py);
+            set_fields!(rd, r; requests, bytes, requests_needed, bytes_needed);
+            d.set_item("remote", rd)?;
+        }
+        None => d.set_item("remote", py.None())?,
+    }
     d.set_item("ids", IndexSet::wrap(e.ids))?;
     Ok(d)
 }
@@ -231,9 +243,13 @@ impl Dataset {
         self.inner.num_samples() as usize
     }
 
+    /// The file's path (`pathlib.Path`), or its URL (`str`) for a remote dataset.
     #[getter]
-    fn path(&self) -> std::path::PathBuf {
-        self.inner.path().to_path_buf()
+    fn path<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.is_remote() {
+            return Ok(pyo3::types::PyString::new(py, &self.inner.path().to_string_lossy()).into_any());
+        }
+        Ok(self.inner.path().into_pyobject(py)?.into_any())
     }
 
     #[getter]

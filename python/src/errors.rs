@@ -9,7 +9,8 @@
 //! | `InvalidArgumentError` | `ValueError` | a bad argument or saved state |
 //! | `NotFoundError` | `KeyError` | no such field, column or split |
 //! | `BetonIOError` | `OSError` | reading or writing a file; a file changed under its handle |
-//! | `MissingFileError` | `FileNotFoundError` | a file that does not exist (ENOENT) |
+//! | `MissingFileError` | `FileNotFoundError` | a file that does not exist (ENOENT), an object at a URL that does not (404) |
+//! | `AccessDeniedError` | `PermissionError` | remote storage refused the credentials (401/403) |
 //! | `ConflictError` | `RuntimeError` | a concurrent commit changed what an edit read |
 //! | `GpuError` | `RuntimeError` | the CUDA path |
 //!
@@ -18,7 +19,7 @@
 //! it does not apply. The message is the Rust error's, which names the same things.
 
 use pyo3::exceptions::{
-    PyException, PyFileNotFoundError, PyKeyError, PyOSError, PyRuntimeError, PyValueError,
+    PyException, PyFileNotFoundError, PyKeyError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -74,6 +75,12 @@ subclass!(
     "A file or dataset directory that does not exist (a BetonIOError and a FileNotFoundError)."
 );
 subclass!(
+    AccessDeniedError,
+    BetonIOError::type_object,
+    PyPermissionError,
+    "Remote storage refused access: missing or wrong credentials (a BetonIOError and a PermissionError)."
+);
+subclass!(
     ConflictError,
     PyRuntimeError,
     "Another writer committed a version that changed what this edit read; nothing was committed."
@@ -120,6 +127,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NotFoundError", NotFoundError::type_object(py)?)?;
     m.add("BetonIOError", BetonIOError::type_object(py)?)?;
     m.add("MissingFileError", MissingFileError::type_object(py)?)?;
+    m.add("AccessDeniedError", AccessDeniedError::type_object(py)?)?;
     m.add("ConflictError", ConflictError::type_object(py)?)?;
     m.add("GpuError", GpuError::type_object(py)?)
 }
@@ -135,6 +143,7 @@ fn raise(kind: Kind, message: String, at: Where) -> PyErr {
                 Kind::Argument => InvalidArgumentError::type_object(py)?,
                 Kind::NotFound => NotFoundError::type_object(py)?,
                 Kind::Io if at.errno == Some(2) => MissingFileError::type_object(py)?,
+                Kind::Io if at.errno == Some(13) => AccessDeniedError::type_object(py)?,
                 Kind::Io => BetonIOError::type_object(py)?,
                 Kind::Conflict => ConflictError::type_object(py)?,
                 Kind::Gpu => GpuError::type_object(py)?,
@@ -209,6 +218,22 @@ fn storage_kind(e: &beton_storage::Error) -> (Kind, Where) {
             Kind::Sample
         }
         E::Image(_) => Kind::Sample,
+        // Remote errors name the URL as their path; a missing object reads as ENOENT, refused
+        // access as EACCES (FileNotFoundError, PermissionError).
+        E::RemoteNotFound { url } => {
+            at.path = Some(url.clone());
+            at.errno = Some(2);
+            Kind::Io
+        }
+        E::RemoteDenied { url, .. } => {
+            at.path = Some(url.clone());
+            at.errno = Some(13);
+            Kind::Io
+        }
+        E::Remote { url, .. } => {
+            at.path = Some(url.clone());
+            Kind::Io
+        }
         E::Cancelled { path: p, .. } => {
             at.path = path(p);
             Kind::Argument

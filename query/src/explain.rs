@@ -121,6 +121,23 @@ pub struct Explain {
     pub data_files: Vec<DataFileReads>,
     /// The matched rows.
     pub ids: crate::IndexSet,
+    /// For a file on remote storage: what was fetched so far and what the matched rows'
+    /// payloads still need.
+    pub remote: Option<RemoteReads>,
+}
+
+/// Range requests and bytes of a dataset on remote storage (see `beton_storage::remote`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoteReads {
+    /// Requests made so far by this handle (opening included).
+    pub requests: u64,
+    /// Bytes they fetched.
+    pub bytes: u64,
+    /// Requests reading the matched rows' payloads would make now (blocks already present
+    /// cost none).
+    pub requests_needed: u64,
+    /// Bytes they would fetch.
+    pub bytes_needed: u64,
 }
 
 /// Explains `sql` (a bare predicate or a `SELECT`) on the data table of `ds`, the file at `path`.
@@ -144,6 +161,14 @@ pub fn file(ds: &Dataset, sql: &str) -> Result<Explain> {
         matched: Reads::rows(ds, ids.iter()),
         total: Reads::all(ds),
         data_files: Vec::new(),
+        remote: ds.remote_stats().zip(ds.remote_plan(ids.iter())).map(
+            |(s, (requests_needed, bytes_needed))| RemoteReads {
+                requests: s.requests,
+                bytes: s.bytes,
+                requests_needed,
+                bytes_needed,
+            },
+        ),
         ids,
     })
 }
@@ -194,6 +219,7 @@ pub fn version(v: &VersionedDataset, sql: &str) -> Result<Explain> {
         total,
         data_files,
         ids,
+        remote: None,
     })
 }
 
@@ -323,6 +349,18 @@ impl fmt::Display for Explain {
                 human_bytes(t.bytes)
             ),
         ));
+        if let Some(r) = &self.remote {
+            rows.push((
+                "remote",
+                format!(
+                    "{} requests, {} fetched so far; the matched rows need {} more requests, {}",
+                    r.requests,
+                    human_bytes(r.bytes),
+                    r.requests_needed,
+                    human_bytes(r.bytes_needed)
+                ),
+            ));
+        }
         let width = rows.iter().map(|(k, _)| k.len() + 1).max().unwrap_or(0);
         for (key, value) in rows {
             writeln!(f, "{:<width$} {value}", format!("{key}:"))?;

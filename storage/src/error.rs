@@ -177,6 +177,34 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// An object on remote storage does not exist (HTTP 404, or no such file for `file://`).
+    #[error("{url}: not found (no object at this URL)")]
+    RemoteNotFound {
+        /// The URL opened.
+        url: String,
+    },
+
+    /// Remote storage refused access (HTTP 401/403): credentials missing, wrong or without the
+    /// right to read (or write) this object.
+    #[error("{url}: access denied: {what}")]
+    RemoteDenied {
+        /// The URL.
+        url: String,
+        /// What the server said.
+        what: String,
+    },
+
+    /// Reading an object on remote storage failed after every retry (timeouts, 5xx, connection
+    /// resets), or the object changed since it was opened (its ETag differs): names the URL
+    /// and the byte range that could not be read.
+    #[error("{url}: {what}")]
+    Remote {
+        /// The URL.
+        url: String,
+        /// What failed, with the byte range and the last error.
+        what: String,
+    },
+
     /// The write was cancelled (a progress callback asked to stop).
     #[error("write cancelled after {done} samples; nothing was written to {path}")]
     Cancelled {

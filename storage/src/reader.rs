@@ -21,12 +21,14 @@ use crate::format::{self, AllocEntry, FieldDesc, Header, RowLayout, Slot};
 use crate::format::{ALLOC_ENTRY_SIZE, ARGS_SIZE, FIELD_DESC_SIZE, HEADER_SIZE, VERSION};
 use crate::image::{self, Channels, ImageMode, Pixels};
 use crate::mmap::Bytes;
+use crate::remote;
 
 /// Options for opening a file.
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     custom_layouts: HashMap<String, Slot>,
     defer_allocation_checks: bool,
+    remote: Option<remote::RemoteOptions>,
 }
 
 impl OpenOptions {
@@ -53,12 +55,22 @@ impl OpenOptions {
         self
     }
 
-    /// Opens and validates `path`.
+    /// How a URL is read (cache directory and bound, requests in flight, retries) instead of
+    /// [`remote::RemoteOptions::from_env`].
+    pub fn remote_options(mut self, options: remote::RemoteOptions) -> Self {
+        self.remote = Some(options);
+        self
+    }
+
+    /// Opens and validates `path`: a local file, or a URL ([`OpenOptions::open_url`]).
     ///
     /// # Errors
     /// I/O errors, and every way the file breaks the format (see [`Dataset::open`]).
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Dataset> {
         let path = path.as_ref();
+        if remote::is_url(path) {
+            return self.open_url(&path.to_string_lossy());
+        }
         let io = |e| Error::io(path, e);
         let file = File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
@@ -72,6 +84,41 @@ impl OpenOptions {
         let mut ds = Dataset::validate(path.to_path_buf(), bytes, self)?;
         ds.id = Some(FileId::of(&meta, ds.header.to_bytes()));
         ds.file = Some(file);
+        Ok(ds)
+    }
+
+    /// Opens the `.beton` object at `url` (`s3://`, `gs://`, `az://`, `http(s)://`, `file://`)
+    /// through a local replica (see [`crate::remote`]): fetches its header, descriptors,
+    /// allocation table and data table with range requests, then validates it as
+    /// [`OpenOptions::open`] does. Payloads are fetched when read. Errors name the URL.
+    ///
+    /// # Errors
+    /// [`Error::RemoteNotFound`], [`Error::RemoteDenied`], [`Error::Remote`] (after retries),
+    /// and every error of [`OpenOptions::open`].
+    pub fn open_url(&self, url: &str) -> Result<Dataset> {
+        let options = match &self.remote {
+            Some(o) => o.clone(),
+            None => remote::RemoteOptions::from_env()?,
+        };
+        let (source, info) = remote::open_source(url, &options)?;
+        let replica = remote::Replica::create(source, info, options)?;
+        let len = replica.len();
+        let (file, local) = replica.file();
+        let file = file.try_clone().map_err(|e| Error::io(local, e))?;
+        // The first 64 KiB (the header, and the descriptors: it holds 60), then the rest of the
+        // descriptors and the allocation table at the end, then the data table. The spare
+        // pages after it (named splits) are fetched when read.
+        let mut leases = vec![replica.ensure(std::slice::from_ref(&(0..64 << 10)))?];
+        let mut buf = [0u8; HEADER_SIZE];
+        if let Some(h) = read_exact_at(&file, &mut buf, 0).ok().and_then(|()| Header::parse(&buf)) {
+            let descriptors = format::data_table_start(h.num_fields);
+            leases.push(replica.ensure(&[0..descriptors, h.alloc_table_ptr..len])?);
+        }
+        let bytes = Bytes::map(local, &file, len)?;
+        let mut ds = Dataset::validate(PathBuf::from(url), bytes, self)?;
+        leases.push(replica.ensure(&[0..ds.table_end, ds.header.alloc_table_ptr..len])?);
+        ds.file = Some(file);
+        ds.remote = Some(RemoteParts { replica, recent: remote::RecentLeases::default(), _metadata: leases });
         Ok(ds)
     }
 
@@ -334,6 +381,16 @@ pub struct Dataset {
     /// The allocation table's entries, checked once (on open, or on first use when deferred).
     alloc_check: OnceLock<std::result::Result<AllocMeta, (u64, String)>>,
     index: OnceLock<AllocIndex>,
+    /// For a dataset on remote storage: its replica, whose payload blocks are fetched on read.
+    remote: Option<RemoteParts>,
+}
+
+/// What a remote dataset holds besides its map: the replica, the leases of its last payload
+/// reads, and its metadata's blocks, pinned while it is open.
+struct RemoteParts {
+    replica: std::sync::Arc<remote::Replica>,
+    recent: remote::RecentLeases,
+    _metadata: Vec<remote::Lease>,
 }
 
 /// What checking the allocation table finds out.
@@ -500,6 +557,7 @@ impl Dataset {
             num_allocations,
             alloc_check: OnceLock::new(),
             index: OnceLock::new(),
+            remote: None,
         })
         .and_then(|ds| {
             if !options.defer_allocation_checks {
@@ -604,6 +662,7 @@ impl Dataset {
             what: format!("{len} bytes from here run past the end of the file ({} bytes)", self.file_len()),
         };
         let end = offset.checked_add(len).filter(|&e| e <= self.file_len()).ok_or_else(past_end)?;
+        let _lease = self.fetch_ranges(std::slice::from_ref(&(offset..end)))?;
         match &self.file {
             #[cfg(unix)]
             Some(file) => {
@@ -701,6 +760,53 @@ impl Dataset {
     /// The whole file's bytes (pages are `page_size` slices from [`Dataset::data_start`]).
     pub fn file_bytes(&self) -> &[u8] {
         self.bytes.as_slice()
+    }
+
+    /// Whether the dataset was opened from remote storage ([`OpenOptions::open_url`]).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// Range requests and bytes fetched so far for a remote dataset (`None` for a local file).
+    pub fn remote_stats(&self) -> Option<remote::RemoteStats> {
+        self.remote.as_ref().map(|r| r.replica.stats())
+    }
+
+    /// Makes byte ranges of a remote dataset's file present in its replica (see
+    /// [`crate::remote`]), in as few concurrent range requests as their blocks allow, and keeps
+    /// them until the lease drops: reads of [`Dataset::file_bytes`] inside these ranges then
+    /// see the file's bytes. `None` for a local file, whose bytes are always there.
+    ///
+    /// # Errors
+    /// The remote errors ([`Error::Remote`], ...), naming the URL.
+    pub fn fetch_ranges(&self, ranges: &[std::ops::Range<u64>]) -> Result<Option<remote::Lease>> {
+        match &self.remote {
+            Some(r) => r.replica.ensure(ranges).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// For a remote dataset, what reading the payloads of `samples` would fetch now:
+    /// `(range requests, bytes)` for the blocks not yet present (`None` for a local file).
+    pub fn remote_plan(&self, samples: impl IntoIterator<Item = u64>) -> Option<(u64, u64)> {
+        let r = self.remote.as_ref()?;
+        let ranges: Vec<_> =
+            samples.into_iter().filter_map(|i| self.sample_span(i)).map(|(a, b)| a..b).collect();
+        Some(r.replica.plan(&ranges))
+    }
+
+    /// [`Dataset::fetch_ranges`] for the payloads of `samples` (their [`Dataset::sample_span`]s):
+    /// what a loader asks for before it decodes a batch.
+    ///
+    /// # Errors
+    /// As [`Dataset::fetch_ranges`].
+    pub fn fetch_samples(&self, samples: impl IntoIterator<Item = u64>) -> Result<Option<remote::Lease>> {
+        if self.remote.is_none() {
+            return Ok(None);
+        }
+        let ranges: Vec<_> =
+            samples.into_iter().filter_map(|i| self.sample_span(i)).map(|(a, b)| a..b).collect();
+        self.fetch_ranges(&ranges)
     }
 
     /// Number of allocation-table entries.
@@ -819,6 +925,13 @@ impl Dataset {
                 size.map(|s| format!(" with the row's size {s}")).unwrap_or_default()
             ),
         })?;
+        // A remote dataset's map reads zeros where blocks were never fetched: fetch them first,
+        // and keep them while the value is used.
+        if let Some(r) = &self.remote {
+            if window.offset == 0 && std::ptr::eq(window.bytes, self.bytes.as_slice()) {
+                r.recent.keep(r.replica.ensure(std::slice::from_ref(&(ptr..ptr.saturating_add(size))))?);
+            }
+        }
         // Validated on open: every allocation lies inside the file; a window may not hold it.
         ptr.checked_sub(window.offset)
             .and_then(|start| window.bytes.get(start as usize..(start + size) as usize))
@@ -888,4 +1001,18 @@ impl Dataset {
 /// Number of elements of a variable-length array value of element type `dtype`.
 pub fn array_len(dtype: &DType, data: &[u8]) -> usize {
     data.len() / dtype.itemsize()
+}
+
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek};
+        let mut f = file;
+        f.seek(std::io::SeekFrom::Start(offset))?;
+        f.read_exact(buf)
+    }
 }

@@ -1,0 +1,281 @@
+"""Datasets on object storage: a real S3-compatible server (moto, on 127.0.0.1, started and
+stopped here) and a fault-injecting proxy in front of it (latency, 5xx, connection resets).
+
+moto[server] is installed by scripts/test.sh; BETON_REQUIRE_MOTO=1 (set there) makes these tests
+fail rather than skip where it is missing."""
+
+import http.client
+import http.server
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import beton
+from beton.loader import Loader, OrderOption
+
+if os.environ.get("BETON_REQUIRE_MOTO") != "1":
+    pytest.importorskip("moto.server")
+    pytest.importorskip("boto3")
+import boto3  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Moto:
+    """A moto S3 server in its own process on a loopback port."""
+
+    def __init__(self, extra_env=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = dict(os.environ, **(extra_env or {}))
+        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("moto server exited at start")
+                time.sleep(0.1)
+        raise RuntimeError("moto server did not start in 30 s")
+
+    def client(self, key="testing"):
+        return boto3.client("s3", endpoint_url=self.url, region_name="us-east-1",
+                            aws_access_key_id=key, aws_secret_access_key="testing")
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def moto():
+    server = Moto()
+    server.client().create_bucket(Bucket="data")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3env(monkeypatch, tmp_path):
+    """Credentials and a fresh cache for the code under test; returns a function pointing it at
+    an endpoint."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("BETON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BETON_REMOTE_RETRY_SECONDS", "3")
+    monkeypatch.setenv("BETON_REMOTE_TIMEOUT_SECONDS", "5")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.aws of the machine's
+
+    def point(endpoint):
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    return point
+
+
+@pytest.fixture(scope="module")
+def jpegs(tmp_path_factory):
+    """300 JPEG photos-like images (gradients and noise, 64-160 px) with labels, on 2 MiB pages."""
+    from beton.fields import IntField, RGBImageField
+    from beton.writer import DatasetWriter
+
+    class Images:
+        def __len__(self):
+            return 300
+
+        def __getitem__(self, i):
+            rng = np.random.default_rng(i)
+            h, w = 64 + i % 97, 64 + (i * 7) % 97
+            img = (np.linspace(0, 255, w)[None, :, None] * rng.random((h, 1, 3)) + rng.integers(0, 40, (h, w, 3)))
+            return i % 10, np.clip(img, 0, 255).astype(np.uint8)
+
+    path = tmp_path_factory.mktemp("remote") / "jpegs.beton"
+    DatasetWriter(path, {"label": IntField(), "image": RGBImageField(write_mode="jpg")}, num_workers=2,
+                  progress=False, page_size=2 << 20).from_indexed_dataset(Images())
+    return path
+
+
+def upload(server, path, key):
+    server.client().upload_file(str(path), "data", key)
+    return f"s3://data/{key}"
+
+
+def rrc(**kw):
+    """Loader arguments: RRC-64 images (random crops: the same only with the same seed and order)."""
+    from beton.fields.decoders import RandomResizedCropRGBImageDecoder
+
+    return dict(kw, pipelines={"image": [RandomResizedCropRGBImageDecoder((64, 64))]})
+
+
+def batches(loader):
+    return [tuple(np.asarray(x).copy() for x in b) for b in loader]
+
+
+def test_open_query_samples_and_explain(moto, s3env, small):
+    s3env(moto.url)
+    url = upload(moto, small, "small.beton")
+    local, remote = beton.open(small), beton.open(url)
+    assert len(remote) == 600 and str(remote.path) == url
+    assert remote.table().equals(local.table())
+    assert remote.where("label % 7 = 3 AND score > 10").tolist() == local.where("label % 7 = 3 AND score > 10").tolist()
+    q = "SELECT label % 3 AS k, count(*) AS n, avg(score) AS s FROM samples WHERE label < 100 GROUP BY label % 3 ORDER BY k"
+    assert remote.query(q).table.equals(local.query(q).table)
+    for i in (0, 1, 299, 599, -1):
+        a, b = remote[i], local[i]
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(np.asarray(a[k]), np.asarray(b[k]))
+    plan = remote.explain("label < 10")
+    assert plan.remote["requests"] > 0 and "remote:" in str(plan), str(plan)
+    assert local.explain("label < 10").remote is None
+
+
+def test_every_order_gives_the_batches_of_the_local_file(moto, s3env, jpegs):
+    s3env(moto.url)
+    url = upload(moto, jpegs, "jpegs.beton")
+    plan = beton.open(url).explain("label < 5")
+    assert plan.remote["requests_needed"] > 0 and 0 < plan.remote["bytes_needed"] <= plan.total["bytes"] + (1 << 20)
+    for order in (OrderOption.SEQUENTIAL, OrderOption.RANDOM, OrderOption.QUASI_RANDOM):
+        for os_cache in (True, False):
+            kw = rrc(batch_size=16, order=order, seed=7, num_workers=2, os_cache=os_cache, drop_last=False)
+            want, got = batches(Loader(jpegs, **kw)), batches(Loader(url, **kw))
+            assert len(got) == len(want) == 19
+            for a, b in zip(got, want):
+                for x, y in zip(a, b):
+                    np.testing.assert_array_equal(x, y)
+
+
+def test_missing_objects_and_refused_access_name_the_url(moto, s3env, tmp_path, small):
+    s3env(moto.url)
+    with pytest.raises(FileNotFoundError, match="s3://data/absent.beton"):
+        beton.open("s3://data/absent.beton")
+    with pytest.raises(FileNotFoundError, match="s3://nobucket/x.beton"):
+        beton.open("s3://nobucket/x.beton")
+    # A server that checks credentials: an unknown key is refused (403).
+    strict = Moto({"INITIAL_NO_AUTH_ACTION_COUNT": "0"})
+    try:
+        s3env(strict.url)
+        with pytest.raises(PermissionError, match=r"s3://data/small.beton: access denied"):
+            beton.open("s3://data/small.beton")
+    finally:
+        strict.stop()
+
+
+def test_a_server_killed_mid_epoch_is_an_error_naming_the_url(s3env, jpegs, monkeypatch):
+    server = Moto()
+    server.client().create_bucket(Bucket="data")
+    s3env(server.url)
+    monkeypatch.setenv("BETON_REMOTE_RETRY_SECONDS", "1")
+    url = upload(server, jpegs, "jpegs.beton")
+    loader = Loader(url, **rrc(batch_size=4, order=OrderOption.RANDOM, seed=1, num_workers=2))
+    it = iter(loader)
+    next(it)
+    server.stop()
+    started = time.time()
+    with pytest.raises(OSError, match="s3://data/jpegs.beton"):
+        for _ in it:
+            pass
+    assert time.time() - started < 60
+
+
+class FaultProxy:
+    """An HTTP proxy on loopback in front of `upstream`: adds `latency` to every request, answers
+    a fraction `errors` of them with 503 and resets a fraction `resets` of connections."""
+
+    def __init__(self, upstream, latency=0.02, errors=0.01, resets=0.005, seed=0, forced=None):
+        host, port = upstream.rsplit("//", 1)[1].split(":")
+        rng = random.Random(seed)
+        lock = threading.Lock()
+        self.counts = {"requests": 0, "errors": 0, "resets": 0}
+        counts = self.counts
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                time.sleep(latency)
+                with lock:
+                    counts["requests"] += 1
+                    roll = rng.random()
+                    # Faults at fixed requests too, so that a short epoch meets each kind.
+                    roll = {"reset": 0.0, "error": resets}.get((forced or {}).get(counts["requests"]), roll)
+                if roll < resets:
+                    with lock:
+                        counts["resets"] += 1
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if roll < resets + errors:
+                    with lock:
+                        counts["errors"] += 1
+                    msg = b"<Error><Code>SlowDown</Code></Error>"
+                    self.send_response(503)
+                    self.send_header("Content-Length", str(len(msg)))
+                    self.end_headers()
+                    self.wfile.write(msg)
+                    return
+                conn = http.client.HTTPConnection(host, int(port), timeout=30)
+                conn.request(self.command, self.path, body=body or None, headers=dict(self.headers))
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    # HEAD keeps the object's length; a body gets its own.
+                    if k.lower() not in ("transfer-encoding", "connection") and (
+                            k.lower() != "content-length" or self.command == "HEAD"):
+                        self.send_header(k, v)
+                if self.command != "HEAD":
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_epoch_through_latency_5xx_and_resets_gives_the_local_batches(moto, s3env, jpegs, monkeypatch):
+    url = upload(moto, jpegs, "faulty.beton")
+    proxy = FaultProxy(moto.url, latency=0.02, errors=0.01, resets=0.005,
+                       forced={3: "error", 5: "reset", 6: "error", 9: "reset"})
+    monkeypatch.setenv("BETON_REMOTE_RETRY_SECONDS", "30")
+    # Small requests, so that the epoch makes many (and meets faults).
+    monkeypatch.setenv("BETON_REMOTE_REQUEST_BYTES", "256K")
+    try:
+        s3env(proxy.url)
+        kw = rrc(batch_size=16, order=OrderOption.QUASI_RANDOM, seed=3, num_workers=2, drop_last=False)
+        want, got = batches(Loader(jpegs, **kw)), batches(Loader(url, **kw))
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)
+        assert proxy.counts["errors"] >= 2 and proxy.counts["resets"] >= 2, proxy.counts
+    finally:
+        proxy.stop()

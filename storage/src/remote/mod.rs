@@ -1,0 +1,742 @@
+//! Datasets on object storage: a sparse local replica, filled on demand.
+//!
+//! `Dataset::open("s3://bucket/ds.beton")` (also `gs://`, `az://`, `http(s)://`, `file://`)
+//! does not download the file. It makes a *replica*: a sparse file of the object's length in
+//! the cache directory (`BETON_CACHE_DIR`, default `~/.cache/beton`), cut into blocks of
+//! [`BLOCK_SIZE`] bytes, each missing, being fetched, or present. Opening fetches the header,
+//! the descriptors, the data table and the allocation table with range requests and keeps them
+//! (SQL over the table needs nothing else); a payload's blocks are fetched when it is first
+//! read. The replica is then memory-mapped like a local file, so everything above storage
+//! reads `&[u8]` as before; what changes is that a read of payload bytes first asks for their
+//! blocks ([`Replica::ensure`]).
+//!
+//! - **Coalescing.** Missing blocks next to each other become one range request (up to
+//!   [`RemoteOptions::request_bytes`]); one call's requests run concurrently, at most
+//!   [`RemoteOptions::in_flight`] at a time. A block another thread is fetching is waited
+//!   for, never fetched twice.
+//! - **Leases.** Present blocks a reader uses are pinned by a [`Lease`] while it reads; only
+//!   unpinned blocks are evicted. The loader holds one per batch; `Dataset::get` keeps the
+//!   leases of a handle's last [`RECENT_LEASES`] payload reads, so a borrowed value stays valid
+//!   while it is used.
+//! - **A bounded cache.** The bytes present in all replicas of the process stay under
+//!   [`RemoteOptions::cache_bytes`] (`BETON_CACHE_SIZE`): fetching past it first evicts the
+//!   least recently used unpinned blocks, whose disk space is given back with
+//!   `fallocate(PUNCH_HOLE)`. An epoch whose working set is larger than the cache re-fetches;
+//!   it never fails for room. Pinned blocks may take the cache past its bound until released.
+//! - **Reuse.** A replica is named by its URL and the object's version (ETag, length), locked
+//!   while open (a second process gets a private one), and leaves a list of its present blocks
+//!   when closed, written after the data is synced: the next open of the same object fetches
+//!   only what is still missing. A crash leaves no list, so nothing unsynced is trusted.
+//! - **Consistency.** Every range request is conditional on the ETag seen at open: an object
+//!   replaced under an open dataset is an error naming its URL, never a mix of two files.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+#[cfg(feature = "remote")]
+mod store;
+
+/// Bytes per block: the unit of presence, pinning and eviction (requests span many).
+pub const BLOCK_SIZE: u64 = 256 << 10;
+
+/// Payload reads whose blocks a [`crate::Dataset`] handle keeps pinned for the values it lent.
+pub const RECENT_LEASES: usize = 64;
+
+/// Whether `path` names an object on remote storage (`scheme://…`, scheme letters only) rather
+/// than a local path.
+pub fn is_url(path: &Path) -> bool {
+    path.to_str().and_then(|s| s.split_once("://")).is_some_and(|(scheme, _)| {
+        scheme.len() >= 2 && scheme.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    })
+}
+
+/// How remote datasets are read: from the environment, with these defaults.
+#[derive(Debug, Clone)]
+pub struct RemoteOptions {
+    /// Where replicas live (`BETON_CACHE_DIR`; default `$XDG_CACHE_HOME/beton`, or
+    /// `~/.cache/beton`).
+    pub cache_dir: PathBuf,
+    /// The bound on bytes present in this process's replicas (`BETON_CACHE_SIZE`, bytes or with
+    /// a K/M/G/T suffix; default 10 GiB).
+    pub cache_bytes: u64,
+    /// Range requests one read may have in flight at once (`BETON_REMOTE_IN_FLIGHT`, default 16).
+    pub in_flight: usize,
+    /// Largest range request (`BETON_REMOTE_REQUEST_BYTES`, default 8 MiB).
+    pub request_bytes: u64,
+    /// How long one request may keep being retried (5xx, timeouts, resets) before the read
+    /// fails (`BETON_REMOTE_RETRY_SECONDS`, default 60).
+    pub retry_for: Duration,
+    /// Timeout of one request (`BETON_REMOTE_TIMEOUT_SECONDS`, default 30).
+    pub request_timeout: Duration,
+}
+
+impl RemoteOptions {
+    /// The options the environment sets.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming a variable that does not parse.
+    pub fn from_env() -> Result<RemoteOptions> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let bad = |name: &str, v: &str, want: &str| Error::InvalidArgument {
+            what: name.to_string(),
+            why: format!("{v:?} is not {want}"),
+        };
+        let cache_dir = match var("BETON_CACHE_DIR") {
+            Some(d) => PathBuf::from(d),
+            None => match (var("XDG_CACHE_HOME"), var("HOME")) {
+                (Some(x), _) => PathBuf::from(x).join("beton"),
+                (None, Some(h)) => PathBuf::from(h).join(".cache").join("beton"),
+                (None, None) => std::env::temp_dir().join("beton-cache"),
+            },
+        };
+        let cache_bytes = match var("BETON_CACHE_SIZE") {
+            Some(v) => {
+                parse_size(&v).ok_or_else(|| bad("BETON_CACHE_SIZE", &v, "a size such as 500M or 20G"))?
+            }
+            None => 10 << 30,
+        };
+        let number = |name: &str, default: u64| -> Result<u64> {
+            match var(name) {
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| bad(name, &v, "a positive integer")),
+                None => Ok(default),
+            }
+        };
+        Ok(RemoteOptions {
+            cache_dir,
+            cache_bytes,
+            in_flight: number("BETON_REMOTE_IN_FLIGHT", 16)?.min(1024) as usize,
+            request_bytes: match var("BETON_REMOTE_REQUEST_BYTES") {
+                Some(v) => parse_size(&v)
+                    .filter(|&n| n >= BLOCK_SIZE)
+                    .ok_or_else(|| bad("BETON_REMOTE_REQUEST_BYTES", &v, "a size of at least 256K"))?,
+                None => 8 << 20,
+            },
+            retry_for: Duration::from_secs(number("BETON_REMOTE_RETRY_SECONDS", 60)?),
+            request_timeout: Duration::from_secs(number("BETON_REMOTE_TIMEOUT_SECONDS", 30)?),
+        })
+    }
+}
+
+/// `123`, `500K`, `20M`, `1.5G`, `2T` (powers of 1024; an optional trailing `B`/`iB`).
+fn parse_size(v: &str) -> Option<u64> {
+    let v = v.trim().trim_end_matches(['B', 'b']).trim_end_matches('i');
+    let (num, scale) = match v.chars().last()?.to_ascii_uppercase() {
+        'K' => (&v[..v.len() - 1], 1u64 << 10),
+        'M' => (&v[..v.len() - 1], 1 << 20),
+        'G' => (&v[..v.len() - 1], 1 << 30),
+        'T' => (&v[..v.len() - 1], 1 << 40),
+        _ => (v, 1),
+    };
+    let n: f64 = num.trim().parse().ok()?;
+    (n.is_finite() && n >= 0.0 && n * (scale as f64) < 1.8e19).then_some((n * scale as f64) as u64)
+}
+
+/// What a remote object is: its length and a version string (ETag, else last-modified).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectInfo {
+    pub(crate) len: u64,
+    pub(crate) version: String,
+}
+
+/// Where a replica's bytes come from: range reads of one object.
+pub(crate) trait Source: Send + Sync {
+    /// The URL, for errors and names.
+    fn url(&self) -> &str;
+    /// Bytes `ranges` of the object (each within its length), in order; run concurrently, at
+    /// most `in_flight` at a time, each retried on transient failures.
+    fn fetch(&self, ranges: &[Range<u64>], in_flight: usize) -> Result<Vec<Vec<u8>>>;
+}
+
+/// Requests and bytes a replica fetched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoteStats {
+    /// Range requests that returned data.
+    pub requests: u64,
+    /// Bytes they returned.
+    pub bytes: u64,
+    /// Blocks evicted from this replica to keep the cache under its bound.
+    pub evicted_blocks: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Status {
+    Missing,
+    Fetching,
+    Present,
+}
+
+struct Blocks {
+    status: Vec<Status>,
+    pins: Vec<u32>,
+    /// When each block was last used (a process-wide tick), for eviction.
+    used: Vec<u64>,
+}
+
+/// A sparse local copy of one remote object; see the [module docs](self).
+pub(crate) struct Replica {
+    source: Box<dyn Source>,
+    len: u64,
+    /// The replica file (read and written; locked while this handle lives).
+    file: File,
+    path: PathBuf,
+    /// Whether this replica is this process's own (another process held the shared one):
+    /// deleted on drop instead of kept.
+    private: bool,
+    version: String,
+    options: RemoteOptions,
+    blocks: Mutex<Blocks>,
+    ready: Condvar,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    evicted: AtomicU64,
+}
+
+static TICK: AtomicU64 = AtomicU64::new(1);
+
+impl Replica {
+    /// Opens (or reuses) the replica of `source`'s object, described by `info`, in
+    /// `options.cache_dir`.
+    pub(crate) fn create(
+        source: Box<dyn Source>,
+        info: ObjectInfo,
+        options: RemoteOptions,
+    ) -> Result<Arc<Replica>> {
+        let dir = &options.cache_dir;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let name = replica_name(source.url(), &info);
+        let mut private = false;
+        let (file, path) = {
+            let shared = dir.join(&name);
+            let file = open_rw(&shared)?;
+            match file.try_lock() {
+                Ok(()) => (file, shared),
+                Err(_) => {
+                    // Another process holds it: a private replica of our own, removed on drop.
+                    private = true;
+                    let own = dir.join(format!("{name}.{}", std::process::id()));
+                    let file = open_rw(&own)?;
+                    let _ = file.try_lock();
+                    (file, own)
+                }
+            }
+        };
+        let n = info.len.div_ceil(BLOCK_SIZE) as usize;
+        let mut status = vec![Status::Missing; n];
+        let sidecar = sidecar_path(&path);
+        let current_len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+        if !private && current_len == info.len {
+            // What the last handle left: present blocks, written after the data was synced.
+            // Removed now, so a crash before this handle's own list leaves none.
+            if let Some(present) = read_sidecar(&sidecar, &info) {
+                for (k, s) in status.iter_mut().enumerate() {
+                    if present.get(k / 8).is_some_and(|b| b & (1 << (k % 8)) != 0) {
+                        *s = Status::Present;
+                    }
+                }
+            }
+        }
+        let _ = std::fs::remove_file(&sidecar);
+        if current_len != info.len {
+            file.set_len(0).and_then(|()| file.set_len(info.len)).map_err(|e| Error::io(&path, e))?;
+        }
+        let present = status.iter().filter(|s| **s == Status::Present).count() as u64;
+        let replica = Arc::new(Replica {
+            source,
+            len: info.len,
+            file,
+            path,
+            private,
+            version: info.version,
+            options,
+            blocks: Mutex::new(Blocks { status, pins: vec![0; n], used: vec![0; n] }),
+            ready: Condvar::new(),
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
+        });
+        budget::register(&replica, present * BLOCK_SIZE);
+        Ok(replica)
+    }
+
+    pub(crate) fn url(&self) -> &str {
+        self.source.url()
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The replica file (for `pread`) and its path.
+    pub(crate) fn file(&self) -> (&File, &Path) {
+        (&self.file, &self.path)
+    }
+
+    pub(crate) fn stats(&self) -> RemoteStats {
+        RemoteStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            evicted_blocks: self.evicted.load(Ordering::Relaxed),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Blocks> {
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn block_bytes(&self, k: usize) -> u64 {
+        let start = k as u64 * BLOCK_SIZE;
+        (start + BLOCK_SIZE).min(self.len) - start
+    }
+
+    /// Makes bytes `ranges` of the object present in the replica and pins their blocks until
+    /// the returned lease drops. Ranges past the object's end are clipped.
+    ///
+    /// # Errors
+    /// [`Error::Remote`]/[`Error::RemoteDenied`]/[`Error::RemoteNotFound`] naming the URL when a
+    /// request fails after its retries; [`Error::Io`] writing the replica.
+    pub(crate) fn ensure(self: &Arc<Self>, ranges: &[Range<u64>]) -> Result<Lease> {
+        let mut wanted: Vec<usize> = Vec::new();
+        for r in ranges {
+            let (start, end) = (r.start.min(self.len), r.end.min(self.len));
+            if start < end {
+                wanted.extend((start / BLOCK_SIZE) as usize..=((end - 1) / BLOCK_SIZE) as usize);
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        let lease = Lease { replica: Arc::clone(self), blocks: Vec::new() };
+        self.acquire(wanted, lease)
+    }
+
+    fn acquire(self: &Arc<Self>, mut wanted: Vec<usize>, mut lease: Lease) -> Result<Lease> {
+        let tick = TICK.fetch_add(1, Ordering::Relaxed);
+        loop {
+            let mut mine = Vec::new();
+            let mut waiting = Vec::new();
+            {
+                let mut b = self.lock();
+                for &k in &wanted {
+                    match b.status[k] {
+                        Status::Present => {
+                            b.pins[k] += 1;
+                            b.used[k] = tick;
+                            lease.blocks.push(k);
+                        }
+                        Status::Missing => {
+                            b.status[k] = Status::Fetching;
+                            mine.push(k);
+                        }
+                        Status::Fetching => waiting.push(k),
+                    }
+                }
+            }
+            if !mine.is_empty() {
+                let fetched = self.fetch_blocks(&mine);
+                let mut b = self.lock();
+                let ok = fetched.is_ok();
+                for &k in &mine {
+                    if ok {
+                        b.status[k] = Status::Present;
+                        b.pins[k] += 1;
+                        b.used[k] = tick;
+                        lease.blocks.push(k);
+                    } else {
+                        b.status[k] = Status::Missing;
+                    }
+                }
+                drop(b);
+                self.ready.notify_all();
+                fetched?;
+            }
+            if waiting.is_empty() {
+                return Ok(lease);
+            }
+            // Blocks another thread is fetching: wait until they are present (or its fetch
+            // failed: they are missing again, and the next round fetches them here).
+            let mut b = self.lock();
+            while waiting.iter().any(|&k| b.status[k] == Status::Fetching) {
+                b = self
+                    .ready
+                    .wait_timeout(b, Duration::from_millis(200))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            drop(b);
+            wanted = waiting;
+        }
+    }
+
+    /// Fetches `blocks` (claimed by this thread, ascending) and writes them into the replica.
+    fn fetch_blocks(&self, blocks: &[usize]) -> Result<()> {
+        let bytes: u64 = blocks.iter().map(|&k| self.block_bytes(k)).sum();
+        budget::reserve(self, bytes);
+        let result = self.fetch_and_write(blocks);
+        if result.is_err() {
+            budget::release(bytes);
+        }
+        result
+    }
+
+    fn fetch_and_write(&self, blocks: &[usize]) -> Result<()> {
+        // Runs of consecutive blocks, each cut at the largest request.
+        let per_request = (self.options.request_bytes / BLOCK_SIZE).max(1) as usize;
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        let mut run_start = 0;
+        for i in 1..=blocks.len() {
+            if i == blocks.len() || blocks[i] != blocks[i - 1] + 1 || i - run_start == per_request {
+                let (a, z) = (blocks[run_start], blocks[i - 1]);
+                ranges.push(a as u64 * BLOCK_SIZE..((z as u64 + 1) * BLOCK_SIZE).min(self.len));
+                run_start = i;
+            }
+        }
+        let parts = self.source.fetch(&ranges, self.options.in_flight)?;
+        for (range, data) in ranges.iter().zip(&parts) {
+            if data.len() as u64 != range.end - range.start {
+                return Err(Error::Remote {
+                    url: self.url().to_string(),
+                    what: format!(
+                        "bytes {}..{}: the server sent {} bytes instead of {} (the object is shorter than when it was opened?)",
+                        range.start,
+                        range.end,
+                        data.len(),
+                        range.end - range.start
+                    ),
+                });
+            }
+            write_all_at(&self.file, data, range.start).map_err(|e| Error::io(&self.path, e))?;
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// What reading `ranges` would fetch now: `(requests, bytes)` of its missing blocks,
+    /// coalesced as [`Replica::ensure`] would.
+    pub(crate) fn plan(&self, ranges: &[Range<u64>]) -> (u64, u64) {
+        let mut wanted: Vec<usize> = Vec::new();
+        for r in ranges {
+            let (start, end) = (r.start.min(self.len), r.end.min(self.len));
+            if start < end {
+                wanted.extend((start / BLOCK_SIZE) as usize..=((end - 1) / BLOCK_SIZE) as usize);
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        let b = self.lock();
+        wanted.retain(|&k| b.status[k] != Status::Present);
+        drop(b);
+        let per_request = (self.options.request_bytes / BLOCK_SIZE).max(1) as usize;
+        let (mut requests, mut run) = (0u64, 0usize);
+        for i in 0..wanted.len() {
+            if i == 0 || wanted[i] != wanted[i - 1] + 1 || run == per_request {
+                requests += 1;
+                run = 0;
+            }
+            run += 1;
+        }
+        (requests, wanted.iter().map(|&k| self.block_bytes(k)).sum())
+    }
+
+    /// Evicts unpinned present blocks used before `before` (oldest first) until `bytes` are
+    /// freed; returns the bytes freed. Called by the budget, which holds its own lock.
+    fn evict_older(&self, candidates: &[(u64, usize)], bytes: u64) -> u64 {
+        let mut b = self.lock();
+        let mut freed = 0;
+        for &(tick, k) in candidates {
+            if freed >= bytes {
+                break;
+            }
+            // Still as seen (not used or pinned since the budget looked).
+            if b.status[k] == Status::Present && b.pins[k] == 0 && b.used[k] == tick {
+                b.status[k] = Status::Missing;
+                let start = k as u64 * BLOCK_SIZE;
+                punch_hole(&self.file, start, self.block_bytes(k));
+                freed += self.block_bytes(k);
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        freed
+    }
+
+    /// Unpinned present blocks as `(last use, block)`.
+    fn evictable(&self) -> Vec<(u64, usize)> {
+        let b = self.lock();
+        (0..b.status.len())
+            .filter(|&k| b.status[k] == Status::Present && b.pins[k] == 0)
+            .map(|k| (b.used[k], k))
+            .collect()
+    }
+
+    fn present_bytes(&self) -> u64 {
+        let b = self.lock();
+        (0..b.status.len()).filter(|&k| b.status[k] == Status::Present).map(|k| self.block_bytes(k)).sum()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let present = self.present_bytes();
+        budget::release(present);
+        if self.private {
+            let _ = std::fs::remove_file(&self.path);
+            return;
+        }
+        // The list of present blocks, only after their bytes are on disk.
+        if self.file.sync_data().is_ok() {
+            let b = self.lock();
+            let mut bits = vec![0u8; b.status.len().div_ceil(8)];
+            for (k, s) in b.status.iter().enumerate() {
+                if *s == Status::Present {
+                    bits[k / 8] |= 1 << (k % 8);
+                }
+            }
+            drop(b);
+            write_sidecar(&sidecar_path(&self.path), self.len, &self.version, &bits);
+        }
+    }
+}
+
+/// Blocks of a replica pinned while their bytes are read; see the [module docs](self).
+pub struct Lease {
+    replica: Arc<Replica>,
+    blocks: Vec<usize>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("url", &self.replica.url()).field("blocks", &self.blocks.len()).finish()
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.blocks.is_empty() {
+            return;
+        }
+        let mut b = self.replica.lock();
+        for &k in &self.blocks {
+            b.pins[k] = b.pins[k].saturating_sub(1);
+        }
+    }
+}
+
+/// The last leases of a handle's payload reads (see [`RECENT_LEASES`]).
+#[derive(Default)]
+pub(crate) struct RecentLeases(Mutex<VecDeque<Lease>>);
+
+impl RecentLeases {
+    pub(crate) fn keep(&self, lease: Lease) {
+        let mut q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if q.len() == RECENT_LEASES {
+            q.pop_front();
+        }
+        q.push_back(lease);
+    }
+}
+
+/// The process-wide bound on present bytes, over every live replica.
+mod budget {
+    use super::*;
+
+    struct State {
+        used: u64,
+        replicas: Vec<Weak<Replica>>,
+    }
+
+    static STATE: Mutex<State> = Mutex::new(State { used: 0, replicas: Vec::new() });
+
+    fn lock() -> MutexGuard<'static, State> {
+        STATE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn register(replica: &Arc<Replica>, present: u64) {
+        let mut s = lock();
+        s.replicas.retain(|r| r.strong_count() > 0);
+        s.replicas.push(Arc::downgrade(replica));
+        s.used += present;
+    }
+
+    pub(super) fn release(bytes: u64) {
+        let mut s = lock();
+        s.used = s.used.saturating_sub(bytes);
+    }
+
+    /// Takes `bytes` from the budget, first evicting the least recently used unpinned blocks
+    /// of every replica when they would not fit (down to 90 % of the bound, so that eviction
+    /// runs once per many fetches). Pinned blocks are never evicted: when they alone fill the
+    /// bound, the cache goes past it until they are released.
+    pub(super) fn reserve(asking: &Replica, bytes: u64) {
+        let mut s = lock();
+        let limit = asking.options.cache_bytes;
+        // Dropped after the lock (below): the last reference to a replica may be one of these,
+        // and its drop takes the lock.
+        let mut live: Vec<Arc<Replica>> = Vec::new();
+        if s.used + bytes > limit {
+            let target = (limit - limit / 10).saturating_sub(bytes);
+            live = s.replicas.iter().filter_map(Weak::upgrade).collect();
+            let mut all: Vec<(u64, usize, usize)> = Vec::new();
+            for (r, replica) in live.iter().enumerate() {
+                all.extend(replica.evictable().into_iter().map(|(tick, k)| (tick, r, k)));
+            }
+            all.sort_unstable();
+            let mut need = s.used.saturating_sub(target);
+            let mut by_replica: Vec<Vec<(u64, usize)>> = vec![Vec::new(); live.len()];
+            let mut planned = 0;
+            for &(tick, r, k) in &all {
+                if planned >= need {
+                    break;
+                }
+                by_replica[r].push((tick, k));
+                planned += live[r].block_bytes(k);
+            }
+            for (replica, candidates) in live.iter().zip(&by_replica) {
+                if need == 0 {
+                    break;
+                }
+                if !candidates.is_empty() {
+                    let freed = replica.evict_older(candidates, need);
+                    s.used = s.used.saturating_sub(freed);
+                    need = need.saturating_sub(freed);
+                }
+            }
+        }
+        s.used += bytes;
+        drop(s);
+        drop(live);
+    }
+}
+
+/// `<hash of the URL>-<hash of the version>-<file name>`: one replica per object version.
+fn replica_name(url: &str, info: &ObjectInfo) -> String {
+    let base: String = url
+        .rsplit('/')
+        .next()
+        .unwrap_or("object")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' { c } else { '_' })
+        .take(80)
+        .collect();
+    let version = format!("{}:{}", info.len, info.version);
+    format!("{:08x}-{:08x}-{base}", crc32fast::hash(url.as_bytes()), crc32fast::hash(version.as_bytes()))
+}
+
+fn sidecar_path(replica: &Path) -> PathBuf {
+    let mut name = replica.as_os_str().to_owned();
+    name.push(".blocks");
+    PathBuf::from(name)
+}
+
+const SIDECAR_MAGIC: &[u8; 8] = b"BTNBLK01";
+
+fn write_sidecar(path: &Path, len: u64, version: &str, bits: &[u8]) {
+    let mut out = Vec::with_capacity(32 + version.len() + bits.len());
+    out.extend_from_slice(SIDECAR_MAGIC);
+    out.extend_from_slice(&BLOCK_SIZE.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&(version.len() as u64).to_le_bytes());
+    out.extend_from_slice(version.as_bytes());
+    out.extend_from_slice(bits);
+    out.extend_from_slice(&crc32fast::hash(&out).to_le_bytes());
+    let tmp = path.with_extension("blocks.tmp");
+    if std::fs::write(&tmp, &out).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+/// The present-block bits of a sidecar that matches `info` (and this block size), checked.
+fn read_sidecar(path: &Path, info: &ObjectInfo) -> Option<Vec<u8>> {
+    let data = std::fs::read(path).ok()?;
+    let (body, crc) = data.split_at_checked(data.len().checked_sub(4)?)?;
+    if crc32fast::hash(body).to_le_bytes() != crc[..] || !body.starts_with(SIDECAR_MAGIC) {
+        return None;
+    }
+    let word = |at: usize| body.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    let (block, len, vlen) = (word(8)?, word(16)?, word(24)? as usize);
+    let version = body.get(32..32usize.checked_add(vlen)?)?;
+    let bits = &body[32 + vlen..];
+    let n = info.len.div_ceil(BLOCK_SIZE) as usize;
+    (block == BLOCK_SIZE
+        && len == info.len
+        && version == info.version.as_bytes()
+        && bits.len() == n.div_ceil(8))
+    .then(|| bits.to_vec())
+}
+
+fn open_rw(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| Error::io(path, e))
+}
+
+fn write_all_at(file: &File, data: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, data, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Seek, Write};
+        let mut f = file;
+        f.seek(std::io::SeekFrom::Start(offset))?;
+        f.write_all(data)
+    }
+}
+
+/// Gives back the disk space of `len` bytes from `offset` (they read as zeros after). Best
+/// effort: where the file system cannot punch holes the bytes stay on disk, marked missing.
+fn punch_hole(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fallocate on a file descriptor this process owns (the replica, open for
+        // writing); it reads no memory. Punching keeps the size (KEEP_SIZE), so the map over
+        // the replica never faults; the evicted block is marked missing under the replica's
+        // lock before this call and is never pinned (test `evicted_blocks_are_fetched_again`).
+        let _ = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+}
+
+/// Opens the object at `url` for reading: its length and version, and the [`Source`] to read
+/// it. Without the `remote` feature, an error that says so.
+pub(crate) fn open_source(url: &str, options: &RemoteOptions) -> Result<(Box<dyn Source>, ObjectInfo)> {
+    #[cfg(feature = "remote")]
+    {
+        store::open(url, options)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = options;
+        Err(Error::Remote {
+            url: url.to_string(),
+            what: "this build of beton cannot read remote storage (built without the `remote` feature of beton-storage)".into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
