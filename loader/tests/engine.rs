@@ -532,3 +532,41 @@ fn fifty_epochs_keep_memory_flat() {
         assert!(rss[49] <= rss[4] + 4 * 1024, "os_cache {os_cache}: RSS {} -> {} KiB", rss[4], rss[49]);
     }
 }
+
+/// The file read through a `file://` URL (a replica in a small cache, so that an epoch evicts
+/// and re-fetches): every order gives the batches of the local file, values checked, and a
+/// dataset on remote storage is read-only.
+#[test]
+fn remote_files_give_the_local_batches_under_a_small_cache() {
+    let (dir, ds) = temp_dataset();
+    let url = format!("file://{}", ds.path().display());
+    let options = beton_storage::RemoteOptions {
+        cache_dir: dir.path().join("cache"),
+        // 2 MiB for 6 MB of payloads: RANDOM evicts and fetches again.
+        cache_bytes: 2 << 20,
+        ..beton_storage::RemoteOptions::from_env().unwrap()
+    };
+    let remote = Arc::new(beton_storage::OpenOptions::new().remote_options(options).open(&url).unwrap());
+    assert!(remote.is_remote());
+    for order in orders() {
+        for os_cache in [true, false] {
+            let build = |ds: &Arc<Dataset>| {
+                Loader::builder(Arc::clone(ds))
+                    .batch_size(16)
+                    .order(order)
+                    .seed(4)
+                    .threads(2)
+                    .os_cache(os_cache)
+                    .drop_last(false)
+                    .build()
+                    .unwrap()
+            };
+            let (mut local, mut far) = (build(&ds), build(&remote));
+            assert!(run(&mut far) == run(&mut local), "{order:?}, os_cache {os_cache}");
+        }
+    }
+    let stats = remote.remote_stats().unwrap();
+    assert!(stats.evicted_blocks > 0, "{stats:?}");
+    let e = beton_storage::save_classes(&url, None, Some(&["a".to_string()])).unwrap_err().to_string();
+    assert!(e.starts_with(&url) && e.contains("reads only"), "{e}");
+}

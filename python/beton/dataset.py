@@ -313,7 +313,8 @@ class Dataset:
     Raises
     ------
     OSError
-        For a path that cannot be read.
+        For a path that cannot be read; for a URL, ``MissingFileError`` (404),
+        ``AccessDeniedError`` (403, no credentials) or ``BetonIOError`` naming it.
     beton.CorruptFileError
         For a file whose bytes break the format (the message names the offset).
     ValueError
@@ -1307,7 +1308,9 @@ def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Datas
     Parameters
     ----------
     path : str or os.PathLike
-        A ``.beton`` file (FFCV's or beton's) or a dataset directory.
+        A ``.beton`` file (FFCV's or beton's) or a dataset directory; or the URL of a ``.beton``
+        file on object storage: ``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``
+        (payloads fetched when read, into a bounded local cache: docs/REMOTE.md).
     custom : dict, optional
         ``{field: (size, align)}``: the row layout of a foreign custom (type 255) field.
     version : int or str, optional
@@ -1320,7 +1323,8 @@ def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Datas
     Raises
     ------
     OSError
-        For a path that cannot be read.
+        For a path that cannot be read; for a URL, ``MissingFileError`` (404),
+        ``AccessDeniedError`` (403, no credentials) or ``BetonIOError`` naming it.
     beton.CorruptFileError
         For a file that breaks the format (the message names the byte offset).
     ValueError

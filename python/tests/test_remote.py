@@ -4,14 +4,7 @@ stopped here) and a fault-injecting proxy in front of it (latency, 5xx, connecti
 moto[server] is installed by scripts/test.sh; BETON_REQUIRE_MOTO=1 (set there) makes these tests
 fail rather than skip where it is missing."""
 
-import http.client
-import http.server
 import os
-import random
-import socket
-import subprocess
-import sys
-import threading
 import time
 
 import numpy as np
@@ -23,42 +16,7 @@ from beton.loader import Loader, OrderOption
 if os.environ.get("BETON_REQUIRE_MOTO") != "1":
     pytest.importorskip("moto.server")
     pytest.importorskip("boto3")
-import boto3  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Moto:
-    """A moto S3 server in its own process on a loopback port."""
-
-    def __init__(self, extra_env=None):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = dict(os.environ, **(extra_env or {}))
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError("moto server exited at start")
-                time.sleep(0.1)
-        raise RuntimeError("moto server did not start in 30 s")
-
-    def client(self, key="testing"):
-        return boto3.client("s3", endpoint_url=self.url, region_name="us-east-1",
-                            aws_access_key_id=key, aws_secret_access_key="testing")
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
+from s3_local import FaultProxy, Moto  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +102,22 @@ def test_open_query_samples_and_explain(moto, s3env, small):
     assert local.explain("label < 10").remote is None
 
 
+def test_named_splits_are_read_and_not_written_remotely(moto, s3env, small, tmp_path):
+    import shutil
+
+    s3env(moto.url)
+    path = tmp_path / "with-splits.beton"
+    shutil.copy(small, path)
+    local = beton.open(path)
+    local.save_splits(val=local.where("label % 5 = 0"), train=local.where("label % 5 != 0"))
+    url = upload(moto, path, "with-splits.beton")
+    remote = beton.open(url)
+    assert {k: v.tolist() for k, v in remote.splits().items()} == {k: v.tolist() for k, v in local.splits().items()}
+    assert remote.where("in_split('val') AND label < 50").tolist() == list(range(0, 50, 5))
+    with pytest.raises(OSError, match="reads only"):
+        remote.save_splits(test=remote.where("label < 3"))
+
+
 def test_every_order_gives_the_batches_of_the_local_file(moto, s3env, jpegs):
     s3env(moto.url)
     url = upload(moto, jpegs, "jpegs.beton")
@@ -190,75 +164,6 @@ def test_a_server_killed_mid_epoch_is_an_error_naming_the_url(s3env, jpegs, monk
         for _ in it:
             pass
     assert time.time() - started < 60
-
-
-class FaultProxy:
-    """An HTTP proxy on loopback in front of `upstream`: adds `latency` to every request, answers
-    a fraction `errors` of them with 503 and resets a fraction `resets` of connections."""
-
-    def __init__(self, upstream, latency=0.02, errors=0.01, resets=0.005, seed=0, forced=None):
-        host, port = upstream.rsplit("//", 1)[1].split(":")
-        rng = random.Random(seed)
-        lock = threading.Lock()
-        self.counts = {"requests": 0, "errors": 0, "resets": 0}
-        counts = self.counts
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def forward(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                time.sleep(latency)
-                with lock:
-                    counts["requests"] += 1
-                    roll = rng.random()
-                    # Faults at fixed requests too, so that a short epoch meets each kind.
-                    roll = {"reset": 0.0, "error": resets}.get((forced or {}).get(counts["requests"]), roll)
-                if roll < resets:
-                    with lock:
-                        counts["resets"] += 1
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                if roll < resets + errors:
-                    with lock:
-                        counts["errors"] += 1
-                    msg = b"<Error><Code>SlowDown</Code></Error>"
-                    self.send_response(503)
-                    self.send_header("Content-Length", str(len(msg)))
-                    self.end_headers()
-                    self.wfile.write(msg)
-                    return
-                conn = http.client.HTTPConnection(host, int(port), timeout=30)
-                conn.request(self.command, self.path, body=body or None, headers=dict(self.headers))
-                resp = conn.getresponse()
-                data = resp.read()
-                self.send_response(resp.status)
-                for k, v in resp.getheaders():
-                    # HEAD keeps the object's length; a body gets its own.
-                    if k.lower() not in ("transfer-encoding", "connection") and (
-                            k.lower() != "content-length" or self.command == "HEAD"):
-                        self.send_header(k, v)
-                if self.command != "HEAD":
-                    self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-                conn.close()
-
-            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_an_epoch_through_latency_5xx_and_resets_gives_the_local_batches(moto, s3env, jpegs, monkeypatch):

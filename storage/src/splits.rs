@@ -302,6 +302,14 @@ pub fn update_splits(
     edit: impl FnOnce(&mut SplitMap) -> Result<()>,
 ) -> Result<SplitMap> {
     let path = path.as_ref();
+    if crate::remote::is_url(path) {
+        return Err(Error::Remote {
+            url: path.to_string_lossy().into_owned(),
+            what: "named splits and class names cannot be saved into a file on remote storage, which beton \
+                   reads only; save them into a local copy, or keep an IndexSet"
+                .into(),
+        });
+    }
     let io = |e| Error::io(path, e);
     let file = OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
     file.lock().map_err(io)?;

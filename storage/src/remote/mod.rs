@@ -205,20 +205,44 @@ pub(crate) struct Replica {
 
 static TICK: AtomicU64 = AtomicU64::new(1);
 
+/// The replicas this process has open, by path, so that handles of one object share one.
+#[allow(clippy::type_complexity)]
+static OPEN: Mutex<Vec<(PathBuf, Weak<Replica>)>> = Mutex::new(Vec::new());
+
 impl Replica {
     /// Opens (or reuses) the replica of `source`'s object, described by `info`, in
     /// `options.cache_dir`.
+    ///
+    /// Handles of the same object version in one process share one replica (its blocks, its
+    /// requests); another process gets a private one while this one holds it.
     pub(crate) fn create(
         source: Box<dyn Source>,
         info: ObjectInfo,
         options: RemoteOptions,
     ) -> Result<Arc<Replica>> {
+        let name = replica_name(source.url(), &info);
+        let key = options.cache_dir.join(&name);
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        open.retain(|(_, r)| r.strong_count() > 0);
+        if let Some(live) = open.iter().find(|(k, _)| *k == key).and_then(|(_, r)| r.upgrade()) {
+            return Ok(live);
+        }
+        let replica = Self::create_file(source, info, options, &name)?;
+        open.push((key, Arc::downgrade(&replica)));
+        Ok(replica)
+    }
+
+    fn create_file(
+        source: Box<dyn Source>,
+        info: ObjectInfo,
+        options: RemoteOptions,
+        name: &str,
+    ) -> Result<Arc<Replica>> {
         let dir = &options.cache_dir;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let name = replica_name(source.url(), &info);
         let mut private = false;
         let (file, path) = {
-            let shared = dir.join(&name);
+            let shared = dir.join(name);
             let file = open_rw(&shared)?;
             match file.try_lock() {
                 Ok(()) => (file, shared),

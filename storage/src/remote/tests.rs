@@ -184,13 +184,21 @@ fn a_closed_replica_is_reused_and_a_locked_one_is_not_shared() {
     let first = make("v1");
     drop(first.ensure(&[0..3 * BLOCK_SIZE]).unwrap());
     let shared_path = first.path.clone();
-    // A second handle while the first is open: a private replica, removed when dropped.
+    // A second handle in this process while the first is open: the same replica.
     let second = make("v1");
-    assert!(second.private && second.path != shared_path);
-    let private_path = second.path.clone();
+    assert!(Arc::ptr_eq(&first, &second));
     drop(second);
-    assert!(!private_path.exists());
     drop(first);
+    // Another process holding it (here: its lock taken through another open file): a private
+    // replica, removed when dropped.
+    let other_process = std::fs::File::open(&shared_path).unwrap();
+    other_process.try_lock().unwrap();
+    let private = make("v1");
+    assert!(private.private && private.path != shared_path);
+    let private_path = private.path.clone();
+    drop(private);
+    assert!(!private_path.exists());
+    drop(other_process);
     let n = counter.load(Ordering::Relaxed);
     let again = make("v1");
     drop(again.ensure(&[0..3 * BLOCK_SIZE]).unwrap());

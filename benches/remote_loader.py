@@ -1,0 +1,145 @@
+"""The loader over object storage against the same epoch from local disk (issue 24).
+
+An ImageFolder is written to a .beton (kept under --out), uploaded to a local S3-compatible
+server (moto, on 127.0.0.1) and read back through an HTTP proxy that adds --latency seconds to
+every request (python/tests/s3_local.py: the one the tests use, with its faults off). Each round
+runs one RANDOM epoch of the Python ``Loader`` (RandomResizedCrop --size + flip + NormalizeImage
+to f16, --workers threads) from the local file (in the page cache), then one from the URL with
+an empty cache directory (every byte fetched during the epoch), in alternating order. Round 0 is
+a warm-up and is discarded. Reported: images/s of each (median, min-max), the median of the
+per-round ratios remote/local, and the bytes fetched against the bytes the epoch needs (every
+sample's payload span plus the file's metadata: header, descriptors, data table, allocation
+table).
+
+Usage: ``python benches/remote_loader.py DIR [--size 160] [--workers 2] [--batch-size 256]
+[--rounds 4] [--latency 0.02] [--out target/bench-data]`` (DIR: ``benches/bench-corpus.sh DIR
+3000 10 0``). Needs beton installed, and moto[server] + boto3 (``pip install 'moto[server]'``).
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import beton
+from beton.fields import IntField, RGBImageField
+from beton.fields.decoders import RandomResizedCropRGBImageDecoder
+from beton.loader import Loader, OrderOption
+from beton.transforms import NormalizeImage, RandomHorizontalFlip
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO / "python" / "tests"))
+from machine import machine  # noqa: E402
+from s3_local import FaultProxy, Moto  # noqa: E402
+
+MEAN = np.array([0.485, 0.456, 0.406]) * 255
+STD = np.array([0.229, 0.224, 0.225]) * 255
+
+
+def loader(path, a):
+    pipeline = [RandomResizedCropRGBImageDecoder((a.size, a.size)), RandomHorizontalFlip(),
+                NormalizeImage(MEAN, STD, np.float16)]
+    return Loader(path, batch_size=a.batch_size, num_workers=a.workers, order=OrderOption.RANDOM, seed=1,
+                  pipelines={"image": pipeline})
+
+
+def epoch(path, a):
+    """One epoch: (images/s, the loader's dataset)."""
+    ld = loader(path, a)
+    t0, n = time.perf_counter(), 0
+    for images, _labels in ld:
+        images[:, 0, 0, 0].sum()
+        n += len(images)
+    return n / (time.perf_counter() - t0), ld.dataset
+
+
+def needed_bytes(path):
+    """Bytes an epoch of every sample needs: payload spans plus the metadata."""
+    ds = beton.open(path)
+    plan = ds.explain("true")
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        header = np.frombuffer(f.read(24), dtype=[("version", "<u2"), ("num_fields", "<u2"), ("page_size", "<u4"),
+                                                  ("num_samples", "<u8"), ("alloc_table_ptr", "<u8")])[0]
+    table_end = plan.scan["row_major"] + 24 + 1088 * int(header["num_fields"])
+    return plan.total["bytes"] + table_end + (size - int(header["alloc_table_ptr"]))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("dir")
+    p.add_argument("--size", type=int, default=160)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--latency", type=float, default=0.02)
+    p.add_argument("--out", default=str(REPO / "target" / "bench-data"))
+    a = p.parse_args()
+    print(machine())
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"remote-{Path(a.dir).name}.beton"
+    if not path.exists():
+        beton.DatasetWriter(path, {"image": RGBImageField(write_mode="jpg", max_resolution=256), "label": IntField()},
+                            num_workers=a.workers).from_imagefolder(a.dir)
+    size = os.path.getsize(path)
+    n = len(beton.open(path))
+    print(f"{path}: {n} images, {size / 1e6:.1f} MB; RRC-{a.size}, {a.workers} threads, batch {a.batch_size}, "
+          f"RANDOM; {a.latency * 1000:.0f} ms added to every request")
+
+    server = Moto()
+    client = server.client()
+    client.create_bucket(Bucket="bench")
+    client.upload_file(str(path), "bench", path.name)
+    proxy = FaultProxy(server.url, latency=a.latency, errors=0.0, resets=0.0)
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_REGION="us-east-1",
+                      AWS_ENDPOINT_URL=proxy.url)
+    url = f"s3://bench/{path.name}"
+    need = needed_bytes(path)
+    rows = {"local": [], "remote": [], "ratio": [], "fetched": [], "requests": []}
+    try:
+        for r in range(a.rounds + 1):
+            cache = tempfile.mkdtemp(prefix="beton-bench-cache-")
+            os.environ["BETON_CACHE_DIR"] = cache
+            order = ["local", "remote"] if r % 2 == 0 else ["remote", "local"]
+            got = {}
+            for which in order:
+                got[which] = epoch(str(path) if which == "local" else url, a)
+            stats = got["remote"][1].explain("false").remote
+            shutil.rmtree(cache, ignore_errors=True)
+            line = (f"round {r}{' (warm-up)' if r == 0 else ''}: local {got['local'][0]:.0f} img/s, "
+                    f"remote {got['remote'][0]:.0f} img/s ({got['remote'][0] / got['local'][0]:.2f}x), "
+                    f"{stats['requests']} requests, {stats['bytes'] / 1e6:.1f} MB fetched "
+                    f"({stats['bytes'] / need:.3f}x needed)")
+            print(line, flush=True)
+            if r > 0:
+                rows["local"].append(got["local"][0])
+                rows["remote"].append(got["remote"][0])
+                rows["ratio"].append(got["remote"][0] / got["local"][0])
+                rows["fetched"].append(stats["bytes"] / need)
+                rows["requests"].append(stats["requests"])
+    finally:
+        proxy.stop()
+        server.stop()
+
+    def span(v, f="{:.0f}"):
+        return f"{f.format(statistics.median(v))} ({f.format(min(v))}-{f.format(max(v))})"
+    print()
+    print("| | images/s, median (min-max) |")
+    print("|---|---|")
+    print(f"| local file (page cache) | {span(rows['local'])} |")
+    print(f"| s3:// through loopback moto + {a.latency * 1000:.0f} ms/request, cold cache | {span(rows['remote'])} |")
+    print(f"\nremote / local: {span(rows['ratio'], '{:.2f}')}x; bytes fetched / needed: "
+          f"{span(rows['fetched'], '{:.3f}')}x ({need / 1e6:.1f} MB needed); requests per epoch: "
+          f"{span(rows['requests'])}")
+
+
+if __name__ == "__main__":
+    main()
