@@ -3,16 +3,17 @@
 An ImageFolder is written to a .beton (kept under --out), uploaded to a local S3-compatible
 server (moto, on 127.0.0.1) and read back through an HTTP proxy that adds --latency seconds to
 every request (python/tests/s3_local.py: the one the tests use, with its faults off). Each round
-runs one RANDOM epoch of the Python ``Loader`` (RandomResizedCrop --size + flip + NormalizeImage
+runs one epoch (--order random or quasi-random) of the Python ``Loader`` (RandomResizedCrop --size + flip + NormalizeImage
 to f16, --workers threads) from the local file (in the page cache), then one from the URL with
 an empty cache directory (every byte fetched during the epoch), in alternating order. Round 0 is
 a warm-up and is discarded. Reported: images/s of each (median, min-max), the median of the
-per-round ratios remote/local, and the bytes fetched against the bytes the epoch needs (every
+per-round ratios remote/local, the bytes fetched against the bytes the epoch needs (every
 sample's payload span plus the file's metadata: header, descriptors, data table, allocation
-table).
+table), and the bound the server path sets: the whole object read with plain boto3 range GETs
+(8 MiB, 16 at once) through the same proxy, MB/s, against the epoch's payload MB/s.
 
 Usage: ``python benches/remote_loader.py DIR [--size 160] [--workers 2] [--batch-size 256]
-[--rounds 4] [--latency 0.02] [--out target/bench-data]`` (DIR: ``benches/bench-corpus.sh DIR
+[--rounds 4] [--latency 0.02] [--order random|quasi-random] [--out target/bench-data]`` (DIR: ``benches/bench-corpus.sh DIR
 3000 10 0``). Needs beton installed, and moto[server] + boto3 (``pip install 'moto[server]'``).
 """
 
@@ -46,7 +47,8 @@ STD = np.array([0.229, 0.224, 0.225]) * 255
 def loader(path, a):
     pipeline = [RandomResizedCropRGBImageDecoder((a.size, a.size)), RandomHorizontalFlip(),
                 NormalizeImage(MEAN, STD, np.float16)]
-    return Loader(path, batch_size=a.batch_size, num_workers=a.workers, order=OrderOption.RANDOM, seed=1,
+    order = {"random": OrderOption.RANDOM, "quasi-random": OrderOption.QUASI_RANDOM}[a.order]
+    return Loader(path, batch_size=a.batch_size, num_workers=a.workers, order=order, seed=1,
                   pipelines={"image": pipeline})
 
 
@@ -58,6 +60,22 @@ def epoch(path, a):
         images[:, 0, 0, 0].sum()
         n += len(images)
     return n / (time.perf_counter() - t0), ld.dataset
+
+
+def plain_get_rate(endpoint, key, size, request=8 << 20, in_flight=16):
+    """MB/s of the whole object read with boto3 range GETs of `request` bytes, `in_flight` at a
+    time, through `endpoint`: what this server path gives at best (the bandwidth bound)."""
+    import concurrent.futures as cf
+
+    import boto3
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                          aws_secret_access_key="testing")
+    ranges = [(a, min(a + request, size) - 1) for a in range(0, size, request)]
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(in_flight) as ex:
+        got = sum(ex.map(lambda r: len(client.get_object(Bucket="bench", Key=key, Range=f"bytes={r[0]}-{r[1]}")
+                                       ["Body"].read()), ranges))
+    return got / 1e6 / (time.perf_counter() - t0)
 
 
 def needed_bytes(path):
@@ -80,6 +98,7 @@ def main():
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--latency", type=float, default=0.02)
+    p.add_argument("--order", choices=["random", "quasi-random"], default="random")
     p.add_argument("--out", default=str(REPO / "target" / "bench-data"))
     a = p.parse_args()
     print(machine())
@@ -92,7 +111,7 @@ def main():
     size = os.path.getsize(path)
     n = len(beton.open(path))
     print(f"{path}: {n} images, {size / 1e6:.1f} MB; RRC-{a.size}, {a.workers} threads, batch {a.batch_size}, "
-          f"RANDOM; {a.latency * 1000:.0f} ms added to every request")
+          f"{a.order}; {a.latency * 1000:.0f} ms added to every request")
 
     server = Moto()
     client = server.client()
@@ -103,7 +122,7 @@ def main():
                       AWS_ENDPOINT_URL=proxy.url)
     url = f"s3://bench/{path.name}"
     need = needed_bytes(path)
-    rows = {"local": [], "remote": [], "ratio": [], "fetched": [], "requests": []}
+    rows = {"local": [], "remote": [], "ratio": [], "fetched": [], "requests": [], "plain": [], "remote_mbs": []}
     try:
         for r in range(a.rounds + 1):
             cache = tempfile.mkdtemp(prefix="beton-bench-cache-")
@@ -114,10 +133,13 @@ def main():
                 got[which] = epoch(str(path) if which == "local" else url, a)
             stats = got["remote"][1].explain("false").remote
             shutil.rmtree(cache, ignore_errors=True)
+            plain = plain_get_rate(proxy.url, path.name, size)
+            remote_mbs = got["remote"][0] * need / n / 1e6
             line = (f"round {r}{' (warm-up)' if r == 0 else ''}: local {got['local'][0]:.0f} img/s, "
                     f"remote {got['remote'][0]:.0f} img/s ({got['remote'][0] / got['local'][0]:.2f}x), "
                     f"{stats['requests']} requests, {stats['bytes'] / 1e6:.1f} MB fetched "
-                    f"({stats['bytes'] / need:.3f}x needed)")
+                    f"({stats['bytes'] / need:.3f}x needed); epoch reads {remote_mbs:.0f} MB/s, plain range GETs "
+                    f"{plain:.0f} MB/s")
             print(line, flush=True)
             if r > 0:
                 rows["local"].append(got["local"][0])
@@ -125,6 +147,8 @@ def main():
                 rows["ratio"].append(got["remote"][0] / got["local"][0])
                 rows["fetched"].append(stats["bytes"] / need)
                 rows["requests"].append(stats["requests"])
+                rows["plain"].append(plain)
+                rows["remote_mbs"].append(remote_mbs)
     finally:
         proxy.stop()
         server.stop()
@@ -139,6 +163,8 @@ def main():
     print(f"\nremote / local: {span(rows['ratio'], '{:.2f}')}x; bytes fetched / needed: "
           f"{span(rows['fetched'], '{:.3f}')}x ({need / 1e6:.1f} MB needed); requests per epoch: "
           f"{span(rows['requests'])}")
+    print(f"the remote epoch's payload MB/s: {span(rows['remote_mbs'])}; the same server path read with plain "
+          f"boto3 range GETs (8 MiB, 16 at once, no decoding): {span(rows['plain'])} MB/s")
 
 
 if __name__ == "__main__":

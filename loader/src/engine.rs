@@ -785,35 +785,67 @@ impl Shared {
         }
     }
 
-    /// Over remote storage: fetches the payloads of coming batches in the epoch's order, up to
-    /// `batches_ahead` batches past the ones workers may build, so that workers find them
-    /// present (each batch's ranges in concurrent, coalesced requests). Stops at the first
+    /// Over remote storage: fetches the payloads of coming batches in the epoch's order, ahead
+    /// of the workers (which fetch what is still missing themselves). Each call takes as many
+    /// batches as fit a window of four of the largest requests (32 MiB by default; at most a
+    /// quarter of the cache bound, so that they stay cached until used): their blocks arrive in
+    /// few large, concurrent requests, and the batches needed first are not held up behind a
+    /// large window sharing the bandwidth.
+    /// It starts while the consumer is within `2 × batches_ahead` batches. Stops at the first
     /// error: the worker that builds that batch fetches it again and reports it.
     fn remote_prefetch_loop(&self) {
-        let start = self.lock().consumed;
-        for b in start..self.plan.num_batches() {
+        let window = self.remote_window();
+        let n = self.plan.num_batches();
+        let mut b = self.lock().consumed;
+        while b < n {
             if !self.wait_for(|g| b < g.consumed + 2 * self.ahead) {
                 return;
             }
-            if self.fetch_batch(b).is_err() {
+            let (mut end, mut bytes) = (b, 0);
+            while end < n && (end == b || bytes < window) {
+                bytes += self.plan.batch(end).iter().map(|&i| self.span_bytes(i)).sum::<u64>();
+                end += 1;
+            }
+            if self.fetch_batches(b..end).is_err() {
                 return;
             }
+            b = end;
         }
     }
 
-    /// Makes the payloads of batch `b` present in the replicas of the remote datasets it reads,
-    /// and keeps them while the leases live (nothing for local files).
-    fn fetch_batch(&self, b: usize) -> Result<Vec<beton_storage::Lease>> {
+    /// The payload bytes one prefetch call may ask for.
+    fn remote_window(&self) -> u64 {
+        let datasets: Vec<&Dataset> = match &self.parts {
+            Some(parts) => parts.parts().iter().map(|p| p.ds.as_ref()).collect(),
+            None => vec![self.ds.as_ref()],
+        };
+        let options = datasets.iter().filter_map(|d| d.remote_options());
+        let (cache, request) =
+            options.fold((u64::MAX, 0), |(c, r), o| (c.min(o.cache_bytes), r.max(o.request_bytes)));
+        (cache / 4).min(4 * request)
+    }
+
+    /// The bytes of sample `index`'s payloads.
+    fn span_bytes(&self, index: u64) -> u64 {
+        let (part, row) = self.parts.as_ref().map_or((0, index), |p| p.locate(index));
+        let ds = self.parts.as_ref().map_or(&self.ds, |p| &p.parts()[part].ds);
+        ds.sample_span(row).map_or(0, |(a, z)| z - a)
+    }
+
+    /// Makes the payloads of `batches` present in the replicas of the remote datasets they read
+    /// (one call per data file: its requests coalesced and concurrent), and keeps them while
+    /// the leases live. Nothing for local files.
+    fn fetch_batches(&self, batches: std::ops::Range<usize>) -> Result<Vec<beton_storage::Lease>> {
         if !self.remote {
             return Ok(Vec::new());
         }
-        let ids = self.plan.batch(b);
+        let ids = batches.flat_map(|b| self.plan.batch(b).iter().copied());
         let mut leases = Vec::new();
         match &self.parts {
-            None => leases.extend(self.ds.fetch_samples(ids.iter().copied())?),
+            None => leases.extend(self.ds.fetch_samples(ids)?),
             Some(parts) => {
                 let mut rows: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
-                for &index in ids {
+                for index in ids {
                     let (part, row) = parts.locate(index);
                     rows.entry(part).or_default().push(row);
                 }
@@ -904,7 +936,7 @@ impl Shared {
     ) -> Result<()> {
         let ids = self.plan.batch(b);
         // Remote payloads: present, and kept until the batch is built.
-        let _leases = self.fetch_batch(b)?;
+        let _leases = self.fetch_batches(b..b + 1)?;
         slot.indices.clear();
         slot.indices.extend_from_slice(ids);
         let mut columns = slot.columns_mut();

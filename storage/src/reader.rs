@@ -767,6 +767,12 @@ impl Dataset {
         self.remote.is_some()
     }
 
+    /// How a remote dataset is read (its cache bound, requests in flight, ...); `None` for a
+    /// local file.
+    pub fn remote_options(&self) -> Option<&remote::RemoteOptions> {
+        self.remote.as_ref().map(|r| r.replica.options())
+    }
+
     /// Range requests and bytes fetched so far for a remote dataset (`None` for a local file).
     pub fn remote_stats(&self) -> Option<remote::RemoteStats> {
         self.remote.as_ref().map(|r| r.replica.stats())

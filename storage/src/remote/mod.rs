@@ -154,9 +154,16 @@ pub(crate) struct ObjectInfo {
 pub(crate) trait Source: Send + Sync {
     /// The URL, for errors and names.
     fn url(&self) -> &str;
-    /// Bytes `ranges` of the object (each within its length), in order; run concurrently, at
-    /// most `in_flight` at a time, each retried on transient failures.
-    fn fetch(&self, ranges: &[Range<u64>], in_flight: usize) -> Result<Vec<Vec<u8>>>;
+    /// Reads bytes `ranges` of the object (each within its length), concurrently, at most
+    /// `in_flight` at a time, each retried on transient failures; hands each range's bytes to
+    /// `done` (with its position in `ranges`) as soon as it arrives, in any order. Stops at the
+    /// first error, its own or `done`'s.
+    fn fetch(
+        &self,
+        ranges: &[Range<u64>],
+        in_flight: usize,
+        done: &mut dyn FnMut(usize, Vec<u8>) -> Result<()>,
+    ) -> Result<()>;
 }
 
 /// Requests and bytes a replica fetched.
@@ -307,6 +314,10 @@ impl Replica {
         (&self.file, &self.path)
     }
 
+    pub(crate) fn options(&self) -> &RemoteOptions {
+        &self.options
+    }
+
     pub(crate) fn stats(&self) -> RemoteStats {
         RemoteStats {
             requests: self.requests.load(Ordering::Relaxed),
@@ -331,17 +342,38 @@ impl Replica {
     /// [`Error::Remote`]/[`Error::RemoteDenied`]/[`Error::RemoteNotFound`] naming the URL when a
     /// request fails after its retries; [`Error::Io`] writing the replica.
     pub(crate) fn ensure(self: &Arc<Self>, ranges: &[Range<u64>]) -> Result<Lease> {
-        let mut wanted: Vec<usize> = Vec::new();
+        let lease = Lease { replica: Arc::clone(self), blocks: Vec::new() };
+        self.acquire(self.blocks_of(ranges), lease)
+    }
+
+    /// The blocks holding `ranges` (clipped to the object), ascending, each once.
+    fn blocks_of(&self, ranges: &[Range<u64>]) -> Vec<usize> {
+        let mut blocks: Vec<usize> = Vec::new();
         for r in ranges {
             let (start, end) = (r.start.min(self.len), r.end.min(self.len));
             if start < end {
-                wanted.extend((start / BLOCK_SIZE) as usize..=((end - 1) / BLOCK_SIZE) as usize);
+                blocks.extend((start / BLOCK_SIZE) as usize..=((end - 1) / BLOCK_SIZE) as usize);
             }
         }
-        wanted.sort_unstable();
-        wanted.dedup();
-        let lease = Lease { replica: Arc::clone(self), blocks: Vec::new() };
-        self.acquire(wanted, lease)
+        blocks.sort_unstable();
+        blocks.dedup();
+        blocks
+    }
+
+    /// The range requests that fetch `blocks` (ascending): runs of consecutive blocks, each cut
+    /// at the largest request.
+    fn requests(&self, blocks: &[usize]) -> Vec<Range<u64>> {
+        let per_request = (self.options.request_bytes / BLOCK_SIZE).max(1) as usize;
+        let mut requests = Vec::new();
+        let mut run_start = 0;
+        for i in 1..=blocks.len() {
+            if i == blocks.len() || blocks[i] != blocks[i - 1] + 1 || i - run_start == per_request {
+                let (a, z) = (blocks[run_start], blocks[i - 1]);
+                requests.push(a as u64 * BLOCK_SIZE..((z as u64 + 1) * BLOCK_SIZE).min(self.len));
+                run_start = i;
+            }
+        }
+        requests
     }
 
     fn acquire(self: &Arc<Self>, mut wanted: Vec<usize>, mut lease: Lease) -> Result<Lease> {
@@ -367,22 +399,7 @@ impl Replica {
                 }
             }
             if !mine.is_empty() {
-                let fetched = self.fetch_blocks(&mine);
-                let mut b = self.lock();
-                let ok = fetched.is_ok();
-                for &k in &mine {
-                    if ok {
-                        b.status[k] = Status::Present;
-                        b.pins[k] += 1;
-                        b.used[k] = tick;
-                        lease.blocks.push(k);
-                    } else {
-                        b.status[k] = Status::Missing;
-                    }
-                }
-                drop(b);
-                self.ready.notify_all();
-                fetched?;
+                self.fetch_blocks(&mine, tick, &mut lease)?;
             }
             if waiting.is_empty() {
                 return Ok(lease);
@@ -402,31 +419,17 @@ impl Replica {
         }
     }
 
-    /// Fetches `blocks` (claimed by this thread, ascending) and writes them into the replica.
-    fn fetch_blocks(&self, blocks: &[usize]) -> Result<()> {
+    /// Fetches `blocks` (claimed by this thread, ascending), writes them into the replica and
+    /// pins them into `lease`. Each request's blocks become present as soon as it completes, so
+    /// a reader waiting for one of them does not wait for the whole call. On error the blocks
+    /// not fetched are missing again (and their room in the budget given back).
+    fn fetch_blocks(&self, blocks: &[usize], tick: u64, lease: &mut Lease) -> Result<()> {
         let bytes: u64 = blocks.iter().map(|&k| self.block_bytes(k)).sum();
         budget::reserve(self, bytes);
-        let result = self.fetch_and_write(blocks);
-        if result.is_err() {
-            budget::release(bytes);
-        }
-        result
-    }
-
-    fn fetch_and_write(&self, blocks: &[usize]) -> Result<()> {
-        // Runs of consecutive blocks, each cut at the largest request.
-        let per_request = (self.options.request_bytes / BLOCK_SIZE).max(1) as usize;
-        let mut ranges: Vec<Range<u64>> = Vec::new();
-        let mut run_start = 0;
-        for i in 1..=blocks.len() {
-            if i == blocks.len() || blocks[i] != blocks[i - 1] + 1 || i - run_start == per_request {
-                let (a, z) = (blocks[run_start], blocks[i - 1]);
-                ranges.push(a as u64 * BLOCK_SIZE..((z as u64 + 1) * BLOCK_SIZE).min(self.len));
-                run_start = i;
-            }
-        }
-        let parts = self.source.fetch(&ranges, self.options.in_flight)?;
-        for (range, data) in ranges.iter().zip(&parts) {
+        let ranges = self.requests(blocks);
+        let mut written = 0;
+        let result = self.source.fetch(&ranges, self.options.in_flight, &mut |i, data| {
+            let range = &ranges[i];
             if data.len() as u64 != range.end - range.start {
                 return Err(Error::Remote {
                     url: self.url().to_string(),
@@ -439,38 +442,44 @@ impl Replica {
                     ),
                 });
             }
-            write_all_at(&self.file, data, range.start).map_err(|e| Error::io(&self.path, e))?;
+            write_all_at(&self.file, &data, range.start).map_err(|e| Error::io(&self.path, e))?;
             self.requests.fetch_add(1, Ordering::Relaxed);
             self.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+            written += data.len() as u64;
+            let mut b = self.lock();
+            for k in (range.start / BLOCK_SIZE) as usize..range.end.div_ceil(BLOCK_SIZE) as usize {
+                b.status[k] = Status::Present;
+                b.pins[k] += 1;
+                b.used[k] = tick;
+                lease.blocks.push(k);
+            }
+            drop(b);
+            self.ready.notify_all();
+            Ok(())
+        });
+        if result.is_err() {
+            let mut b = self.lock();
+            for &k in blocks {
+                if b.status[k] == Status::Fetching {
+                    b.status[k] = Status::Missing;
+                }
+            }
+            drop(b);
+            self.ready.notify_all();
+            budget::release(bytes - written);
         }
-        Ok(())
+        result
     }
 
     /// What reading `ranges` would fetch now: `(requests, bytes)` of its missing blocks,
     /// coalesced as [`Replica::ensure`] would.
     pub(crate) fn plan(&self, ranges: &[Range<u64>]) -> (u64, u64) {
-        let mut wanted: Vec<usize> = Vec::new();
-        for r in ranges {
-            let (start, end) = (r.start.min(self.len), r.end.min(self.len));
-            if start < end {
-                wanted.extend((start / BLOCK_SIZE) as usize..=((end - 1) / BLOCK_SIZE) as usize);
-            }
-        }
-        wanted.sort_unstable();
-        wanted.dedup();
+        let mut missing = self.blocks_of(ranges);
         let b = self.lock();
-        wanted.retain(|&k| b.status[k] != Status::Present);
+        missing.retain(|&k| b.status[k] != Status::Present);
         drop(b);
-        let per_request = (self.options.request_bytes / BLOCK_SIZE).max(1) as usize;
-        let (mut requests, mut run) = (0u64, 0usize);
-        for i in 0..wanted.len() {
-            if i == 0 || wanted[i] != wanted[i - 1] + 1 || run == per_request {
-                requests += 1;
-                run = 0;
-            }
-            run += 1;
-        }
-        (requests, wanted.iter().map(|&k| self.block_bytes(k)).sum())
+        let requests = self.requests(&missing);
+        (requests.len() as u64, requests.iter().map(|r| r.end - r.start).sum())
     }
 
     /// Evicts unpinned present blocks used before `before` (oldest first) until `bytes` are

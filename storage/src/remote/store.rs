@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore};
 
@@ -64,7 +64,12 @@ impl Source for ObjectSource {
         &self.url
     }
 
-    fn fetch(&self, ranges: &[Range<u64>], in_flight: usize) -> Result<Vec<Vec<u8>>> {
+    fn fetch(
+        &self,
+        ranges: &[Range<u64>],
+        in_flight: usize,
+        done: &mut dyn FnMut(usize, Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
         let rt = runtime()?;
         let one = |range: Range<u64>| async move {
             let what = format!("reading bytes {}..{}", range.start, range.end);
@@ -90,9 +95,15 @@ impl Source for ObjectSource {
                 }
             }
         };
-        rt.block_on(
-            futures::stream::iter(ranges.iter().cloned()).map(one).buffered(in_flight.max(1)).try_collect(),
-        )
+        rt.block_on(async {
+            let mut arrivals = futures::stream::iter(ranges.iter().cloned().enumerate())
+                .map(|(i, range)| async move { (i, one(range).await) })
+                .buffer_unordered(in_flight.max(1));
+            while let Some((i, bytes)) = arrivals.next().await {
+                done(i, bytes?)?;
+            }
+            Ok(())
+        })
     }
 }
 

@@ -16,6 +16,8 @@ struct Fake {
     requests: Arc<AtomicUsize>,
     bytes: Arc<AtomicU64>,
     fail: Arc<std::sync::atomic::AtomicBool>,
+    /// Fail every request from the request with this number on (1 = the first).
+    fail_at: Arc<AtomicUsize>,
     delay: Duration,
 }
 
@@ -23,19 +25,25 @@ impl Source for Fake {
     fn url(&self) -> &str {
         &self.url
     }
-    fn fetch(&self, ranges: &[Range<u64>], _in_flight: usize) -> Result<Vec<Vec<u8>>> {
-        std::thread::sleep(self.delay);
-        if self.fail.load(Ordering::Relaxed) {
-            return Err(Error::Remote { url: self.url.clone(), what: "injected failure".into() });
+    fn fetch(
+        &self,
+        ranges: &[Range<u64>],
+        _in_flight: usize,
+        done: &mut dyn FnMut(usize, Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        // Last range first: arrivals come in any order.
+        for (i, r) in ranges.iter().enumerate().rev() {
+            std::thread::sleep(self.delay);
+            if self.fail.load(Ordering::Relaxed) {
+                return Err(Error::Remote { url: self.url.clone(), what: "injected failure".into() });
+            }
+            if self.requests.fetch_add(1, Ordering::Relaxed) + 1 == self.fail_at.load(Ordering::Relaxed) {
+                self.fail.store(true, Ordering::Relaxed);
+            }
+            self.bytes.fetch_add(r.end - r.start, Ordering::Relaxed);
+            done(i, self.data[r.start as usize..r.end as usize].to_vec())?;
         }
-        self.requests.fetch_add(ranges.len(), Ordering::Relaxed);
-        Ok(ranges
-            .iter()
-            .map(|r| {
-                self.bytes.fetch_add(r.end - r.start, Ordering::Relaxed);
-                self.data[r.start as usize..r.end as usize].to_vec()
-            })
-            .collect())
+        Ok(())
     }
 }
 
@@ -45,6 +53,7 @@ struct Setup {
     requests: Arc<AtomicUsize>,
     bytes: Arc<AtomicU64>,
     fail: Arc<std::sync::atomic::AtomicBool>,
+    fail_at: Arc<AtomicUsize>,
     _dir: tempfile::TempDir,
 }
 
@@ -65,17 +74,19 @@ fn setup(len: usize, cache_bytes: u64, delay: Duration) -> Setup {
     let requests = Arc::new(AtomicUsize::new(0));
     let bytes = Arc::new(AtomicU64::new(0));
     let fail = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fail_at = Arc::new(AtomicUsize::new(usize::MAX));
     let fake = Fake {
         url: format!("mem://test/{len}-{}", dir.path().display()),
         data: Arc::clone(&data),
         requests: Arc::clone(&requests),
         bytes: Arc::clone(&bytes),
         fail: Arc::clone(&fail),
+        fail_at: Arc::clone(&fail_at),
         delay,
     };
     let info = ObjectInfo { len: len as u64, version: "v1".into() };
     let replica = Replica::create(Box::new(fake), info, options(dir.path(), cache_bytes)).unwrap();
-    Setup { replica, data, requests, bytes, fail, _dir: dir }
+    Setup { replica, data, requests, bytes, fail, fail_at, _dir: dir }
 }
 
 fn read(replica: &Replica, range: Range<u64>) -> Vec<u8> {
@@ -131,6 +142,18 @@ fn a_failed_fetch_is_an_error_naming_the_url_and_can_be_retried() {
     s.fail.store(false, Ordering::Relaxed);
     let _lease = s.replica.ensure(&[0..100]).unwrap();
     assert_eq!(read(&s.replica, 0..100), s.data[..100]);
+
+    // A call of 3 requests (4 + 4 + 1 blocks, the last arriving first) whose third fails: the
+    // blocks of the two that arrived stay, the other 4 are fetched by the next call.
+    let t = setup(9 * BLOCK_SIZE as usize, 1 << 30, Duration::ZERO);
+    t.fail_at.store(2, Ordering::Relaxed);
+    assert!(t.replica.ensure(&[0..9 * BLOCK_SIZE]).is_err());
+    assert_eq!(t.requests.load(Ordering::Relaxed), 2);
+    t.fail.store(false, Ordering::Relaxed);
+    t.fail_at.store(usize::MAX, Ordering::Relaxed);
+    let _all = t.replica.ensure(&[0..9 * BLOCK_SIZE]).unwrap();
+    assert_eq!(t.bytes.load(Ordering::Relaxed), 9 * BLOCK_SIZE, "blocks that arrived were fetched again");
+    assert_eq!(read(&t.replica, 0..9 * BLOCK_SIZE), t.data[..]);
 }
 
 #[test]
@@ -176,6 +199,7 @@ fn a_closed_replica_is_reused_and_a_locked_one_is_not_shared() {
             requests: Arc::clone(&counter),
             bytes: Arc::new(AtomicU64::new(0)),
             fail: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            fail_at: Arc::new(AtomicUsize::new(usize::MAX)),
             delay: Duration::ZERO,
         };
         let info = ObjectInfo { len: data.len() as u64, version: version.into() };
