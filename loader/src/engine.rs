@@ -786,15 +786,21 @@ impl Shared {
     }
 
     /// Over remote storage: fetches the payloads of coming batches in the epoch's order, ahead
-    /// of the workers (which fetch what is still missing themselves). Each call takes as many
-    /// batches as fit a window of four of the largest requests (32 MiB by default; at most a
-    /// quarter of the cache bound, so that they stay cached until used): their blocks arrive in
-    /// few large, concurrent requests, and the batches needed first are not held up behind a
-    /// large window sharing the bandwidth.
-    /// It starts while the consumer is within `2 × batches_ahead` batches. Stops at the first
-    /// error: the worker that builds that batch fetches it again and reports it.
+    /// of the workers, which wait for it as they do for the process cache's prefetcher (so that
+    /// they never fetch fragments of what it is about to fetch whole; they only re-fetch blocks
+    /// evicted since, under a small cache). Each call takes the
+    /// batches that fit a window of payload bytes, fetched in coalesced, concurrent requests.
+    /// The window starts at one request, so the first batches arrive without sharing the
+    /// bandwidth with later ones, and doubles with each call up to half of what the requests in
+    /// flight can carry (`in_flight × request_bytes / 2`: 64 MiB by default), never past a
+    /// quarter of the cache bound, so that what is fetched ahead stays cached until used. A call
+    /// starts while the consumer is within `2 × batches_ahead` batches. The first error is
+    /// filed as the error of the first batch of its call, and ends the thread.
     fn remote_prefetch_loop(&self) {
-        let window = self.remote_window();
+        // As in `prefetch_loop`: whatever ends this thread early, the batch not yet fetched
+        // gets an error instead of workers waiting for it forever.
+        let _guard = PrefetchGuard(self);
+        let (mut window, largest) = self.remote_windows();
         let n = self.plan.num_batches();
         let mut b = self.lock().consumed;
         while b < n {
@@ -806,23 +812,39 @@ impl Shared {
                 bytes += self.plan.batch(end).iter().map(|&i| self.span_bytes(i)).sum::<u64>();
                 end += 1;
             }
-            if self.fetch_batches(b..end).is_err() {
+            let result = self.fetch_batches(b..end);
+            let mut gate = self.lock();
+            match result {
+                Ok(_) => gate.prefetched = end,
+                Err(e) => {
+                    gate.ready.insert(b, Err(e));
+                    gate.prefetched = usize::MAX;
+                }
+            }
+            drop(gate);
+            self.changed.notify_all();
+            if self.lock().prefetched == usize::MAX {
                 return;
             }
             b = end;
+            window = (window * 2).min(largest);
         }
     }
 
-    /// The payload bytes one prefetch call may ask for.
-    fn remote_window(&self) -> u64 {
+    /// The first and the largest window of the prefetcher, in payload bytes.
+    fn remote_windows(&self) -> (u64, u64) {
         let datasets: Vec<&Dataset> = match &self.parts {
             Some(parts) => parts.parts().iter().map(|p| p.ds.as_ref()).collect(),
             None => vec![self.ds.as_ref()],
         };
-        let options = datasets.iter().filter_map(|d| d.remote_options());
-        let (cache, request) =
-            options.fold((u64::MAX, 0), |(c, r), o| (c.min(o.cache_bytes), r.max(o.request_bytes)));
-        (cache / 4).min(4 * request)
+        let (mut cache, mut request, mut carried) = (u64::MAX, 0, u64::MAX);
+        for o in datasets.iter().filter_map(|d| d.remote_options()) {
+            cache = cache.min(o.cache_bytes);
+            request = request.max(o.request_bytes);
+            carried = carried.min(o.request_bytes.saturating_mul(o.in_flight as u64));
+        }
+        let largest = (cache / 4).min(carried / 2).max(1);
+        (request.clamp(1, largest), largest)
     }
 
     /// The bytes of sample `index`'s payloads.
@@ -867,7 +889,7 @@ impl Shared {
             if b >= self.plan.num_batches() {
                 return;
             }
-            let prefetching = self.cache.is_some();
+            let prefetching = self.cache.is_some() || self.remote;
             if !self.wait_for(|g| b < g.consumed + self.ahead && (!prefetching || g.prefetched > b)) {
                 return;
             }

@@ -149,18 +149,26 @@ def test_missing_objects_and_refused_access_name_the_url(moto, s3env, tmp_path, 
         strict.stop()
 
 
-def test_a_server_killed_mid_epoch_is_an_error_naming_the_url(s3env, jpegs, monkeypatch):
+def test_a_server_killed_mid_epoch_is_an_error_naming_the_url(s3env, tmp_path, monkeypatch):
+    from beton.fields import BytesField, IntField
+    from beton.writer import DatasetWriter
+
+    # 200 samples of 100 KB: 20 MB, far more than the prefetcher fetches before the kill.
+    path = tmp_path / "blobs.beton"
+    DatasetWriter(path, {"label": IntField(), "blob": BytesField()}, num_workers=2, progress=False).from_indexed_dataset(
+        [(i, np.random.default_rng(i).integers(0, 255, 100_000, np.uint8)) for i in range(200)])
     server = Moto()
     server.client().create_bucket(Bucket="data")
     s3env(server.url)
     monkeypatch.setenv("BETON_REMOTE_RETRY_SECONDS", "1")
-    url = upload(server, jpegs, "jpegs.beton")
-    loader = Loader(url, **rrc(batch_size=4, order=OrderOption.RANDOM, seed=1, num_workers=2))
+    monkeypatch.setenv("BETON_REMOTE_REQUEST_BYTES", "256K")
+    url = upload(server, path, "blobs.beton")
+    loader = Loader(url, batch_size=4, order=OrderOption.RANDOM, seed=1, num_workers=2)
     it = iter(loader)
     next(it)
     server.stop()
     started = time.time()
-    with pytest.raises(OSError, match="s3://data/jpegs.beton"):
+    with pytest.raises(OSError, match="s3://data/blobs.beton"):
         for _ in it:
             pass
     assert time.time() - started < 60
