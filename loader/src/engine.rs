@@ -803,16 +803,31 @@ impl Shared {
         let (mut window, largest) = self.remote_windows();
         let n = self.plan.num_batches();
         let mut b = self.lock().consumed;
+        let pages = self.epoch_pages(b);
+        let mut fetched: std::collections::HashSet<(usize, u64)> = std::collections::HashSet::new();
         while b < n {
             if !self.wait_for(|g| b < g.consumed + 2 * self.ahead) {
                 return;
             }
+            // The pages these batches touch first, each with every range the rest of the
+            // epoch reads on it: a page is fetched whole (in one request where its samples are
+            // adjacent) when first needed, not cut into the pieces each window reads of it.
             let (mut end, mut bytes) = (b, 0);
+            let mut ranges: BTreeMap<usize, Vec<std::ops::Range<u64>>> = BTreeMap::new();
             while end < n && (end == b || bytes < window) {
-                bytes += self.plan.batch(end).iter().map(|&i| self.span_bytes(i)).sum::<u64>();
+                for &index in self.plan.batch(end) {
+                    let Some(key) = self.page_key(index) else { continue };
+                    if let (true, Some(on_page)) = (fetched.insert(key), pages.get(&key)) {
+                        bytes += on_page.iter().map(|r| r.end - r.start).sum::<u64>();
+                        ranges.entry(key.0).or_default().extend(on_page.iter().cloned());
+                    }
+                }
                 end += 1;
             }
-            let result = self.fetch_batches(b..end);
+            let result = ranges
+                .iter()
+                .try_for_each(|(&part, ranges)| self.dataset(part).fetch_ranges(ranges).map(drop))
+                .map_err(Error::from);
             let mut gate = self.lock();
             match result {
                 Ok(_) => gate.prefetched = end,
@@ -847,11 +862,36 @@ impl Shared {
         (request.clamp(1, largest), largest)
     }
 
-    /// The bytes of sample `index`'s payloads.
-    fn span_bytes(&self, index: u64) -> u64 {
+    /// Data file `part` (the dataset itself outside a version).
+    fn dataset(&self, part: usize) -> &Dataset {
+        self.parts.as_ref().map_or(&self.ds, |p| &p.parts()[part].ds)
+    }
+
+    /// Sample `index`'s data file, and its payload span there.
+    fn span(&self, index: u64) -> Option<(usize, std::ops::Range<u64>)> {
         let (part, row) = self.parts.as_ref().map_or((0, index), |p| p.locate(index));
-        let ds = self.parts.as_ref().map_or(&self.ds, |p| &p.parts()[part].ds);
-        ds.sample_span(row).map_or(0, |(a, z)| z - a)
+        self.dataset(part).sample_span(row).map(|(a, z)| (part, a..z))
+    }
+
+    /// The (data file, page) holding sample `index`'s payloads.
+    fn page_key(&self, index: u64) -> Option<(usize, u64)> {
+        let (part, span) = self.span(index)?;
+        Some((part, span.start / self.dataset(part).page_size().max(1)))
+    }
+
+    /// The payload spans of the samples of batches `from..` of this epoch, by (data file, page).
+    fn epoch_pages(&self, from: usize) -> std::collections::HashMap<(usize, u64), Vec<std::ops::Range<u64>>> {
+        let mut pages: std::collections::HashMap<(usize, u64), Vec<std::ops::Range<u64>>> =
+            Default::default();
+        for b in from..self.plan.num_batches() {
+            for &index in self.plan.batch(b) {
+                if let Some((part, span)) = self.span(index) {
+                    let page = span.start / self.dataset(part).page_size().max(1);
+                    pages.entry((part, page)).or_default().push(span);
+                }
+            }
+        }
+        pages
     }
 
     /// Makes the payloads of `batches` present in the replicas of the remote datasets they read
