@@ -788,14 +788,17 @@ impl Shared {
     /// Over remote storage: fetches the payloads of coming batches in the epoch's order, ahead
     /// of the workers, which wait for it as they do for the process cache's prefetcher (so that
     /// they never fetch fragments of what it is about to fetch whole; they only re-fetch blocks
-    /// evicted since, under a small cache). Each call takes the
-    /// batches that fit a window of payload bytes, fetched in coalesced, concurrent requests.
-    /// The window starts at one request, so the first batches arrive without sharing the
-    /// bandwidth with later ones, and doubles with each call up to half of what the requests in
-    /// flight can carry (`in_flight × request_bytes / 2`: 64 MiB by default), never past a
-    /// quarter of the cache bound, so that what is fetched ahead stays cached until used. A call
-    /// starts while the consumer is within `2 × batches_ahead` batches. The first error is
-    /// filed as the error of the first batch of its call, and ends the thread.
+    /// evicted since, under a small cache).
+    ///
+    /// Each call takes the batches that fit a window of payload bytes and fetches, for each
+    /// page they touch first, every range the rest of the epoch reads on it, in coalesced,
+    /// concurrent requests. The window starts at one request, so the first batches arrive
+    /// without sharing the bandwidth with later ones, and doubles with each call up to half of
+    /// what the requests in flight can carry (`in_flight × request_bytes / 2`: 64 MiB by
+    /// default), never past a quarter of the cache bound, so that what is fetched ahead stays
+    /// cached until used. A call starts while the consumer is within `2 × batches_ahead`
+    /// batches. The first error is filed as the error of the first batch of its call, and ends
+    /// the thread.
     fn remote_prefetch_loop(&self) {
         // As in `prefetch_loop`: whatever ends this thread early, the batch not yet fetched
         // gets an error instead of workers waiting for it forever.
