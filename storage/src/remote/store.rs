@@ -223,11 +223,11 @@ fn make_store(url: &str, options: &RemoteOptions) -> Result<(Arc<dyn ObjectStore
         .with_connect_timeout(Duration::from_secs(10).min(options.request_timeout));
     // Retries are this module's own (they cover reading the body too).
     let retry = object_store::RetryConfig { max_retries: 0, ..Default::default() };
-    // The object's key as object_store reads this URL (for az://, without the container).
-    let key = || match object_store::ObjectStoreScheme::parse(&parsed) {
-        Ok((_, path)) => Ok(path),
-        Err(e) => Err(bad(format!("not a valid object URL: {e}"))),
-    };
+    // The object's key: the URL's path. The host is the bucket or container (az://container/key,
+    // as object_store's Azure builder reads it; its `ObjectStoreScheme::parse` would drop the
+    // path's first segment for az://) or, for http(s), the server.
+    let key =
+        || ObjectPath::from_url_path(parsed.path()).map_err(|e| bad(format!("not a valid object path: {e}")));
     let store: Arc<dyn ObjectStore> = match parsed.scheme() {
         "s3" | "s3a" => {
             use object_store::aws::AmazonS3Builder;
