@@ -831,9 +831,10 @@ impl Shared {
                 .iter()
                 .try_for_each(|(&part, ranges)| self.dataset(part).fetch_ranges(ranges).map(drop))
                 .map_err(Error::from);
+            let failed = result.is_err();
             let mut gate = self.lock();
             match result {
-                Ok(_) => gate.prefetched = end,
+                Ok(()) => gate.prefetched = end,
                 Err(e) => {
                     gate.ready.insert(b, Err(e));
                     gate.prefetched = usize::MAX;
@@ -841,7 +842,7 @@ impl Shared {
             }
             drop(gate);
             self.changed.notify_all();
-            if self.lock().prefetched == usize::MAX {
+            if failed {
                 return;
             }
             b = end;
@@ -851,12 +852,9 @@ impl Shared {
 
     /// The first and the largest window of the prefetcher, in payload bytes.
     fn remote_windows(&self) -> (u64, u64) {
-        let datasets: Vec<&Dataset> = match &self.parts {
-            Some(parts) => parts.parts().iter().map(|p| p.ds.as_ref()).collect(),
-            None => vec![self.ds.as_ref()],
-        };
+        let parts = self.parts.as_ref().map_or(1, |p| p.parts().len());
         let (mut cache, mut request, mut carried) = (u64::MAX, 0, u64::MAX);
-        for o in datasets.iter().filter_map(|d| d.remote_options()) {
+        for o in (0..parts).filter_map(|k| self.dataset(k).remote_options()) {
             cache = cache.min(o.cache_bytes);
             request = request.max(o.request_bytes);
             carried = carried.min(o.request_bytes.saturating_mul(o.in_flight as u64));

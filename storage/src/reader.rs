@@ -348,15 +348,7 @@ impl FileId {
         let io = |e| Error::io(path, e);
         let meta = file.metadata().map_err(io)?;
         let mut header = [0u8; HEADER_SIZE];
-        #[cfg(unix)]
-        std::os::unix::fs::FileExt::read_exact_at(file, &mut header, 0).map_err(io)?;
-        #[cfg(not(unix))]
-        {
-            use std::io::{Read, Seek};
-            let mut f = file;
-            f.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
-            f.read_exact(&mut header).map_err(io)?;
-        }
+        read_exact_at(file, &mut header, 0).map_err(io)?;
         Ok(FileId::of(&meta, header))
     }
 }
