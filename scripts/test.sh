@@ -15,6 +15,8 @@ step() { echo; echo "== $* == ($((SECONDS - t0)) s so far)"; }
 t0=$SECONDS
 step "cargo fmt --check"
 cargo fmt --all --check
+step "feature sets: the Python and CUDA builds reuse the workspace's artifacts"
+python3 scripts/check-feature-sets.py
 step "cargo clippy (all targets, -D warnings)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "cargo test (workspace)"
@@ -52,7 +54,8 @@ BETON_VENV="$venv" bash scripts/wheel-check.sh
 # after the Python step because torch's wheel brings NVRTC (nvidia-cuda-nvrtc-cu12): with it on
 # the library path the kernel is compiled to PTX and checked, with no GPU.
 step "feature cuda: clippy, unit tests, GPU tests (skipped without a device)"
-# (With storage's `remote` feature as the workspace build has it: its artifacts are reused.)
+# (With storage's `remote` feature as the workspace build has it, and every other feature set
+# equal to it (scripts/check-feature-sets.py): only beton-loader itself is compiled again.)
 cuda_features="cuda,beton-storage/remote"
 cargo clippy -p beton-loader --all-targets --features "$cuda_features" --quiet -- -D warnings
 cargo test -p beton-loader --features "$cuda_features" --lib --quiet gpu:: 2>&1 | tee target/cuda-test-output.log
