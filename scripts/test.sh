@@ -43,7 +43,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
 fi
-BETON_REQUIRE_BROWSER=1 BETON_REQUIRE_TORCH=1 BETON_REQUIRE_MOTO=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
+BETON_REQUIRE_BROWSER=1 BETON_REQUIRE_TORCH=1 BETON_REQUIRE_MOTO=1 BETON_REQUIRE_RAY=1 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee target/pytest-output.log
 grep -qE "^[0-9]+ passed" target/pytest-output.log && ! grep -qE "[0-9]+ (failed|error)" target/pytest-output.log
 step "python: stubs checked against the built module (mypy.stubtest), then the wheel in a fresh venv"
 (cd python && "../$py" -m mypy.stubtest beton --mypy-config-file mypy.ini)

@@ -104,6 +104,25 @@ def _field_of(kind: str, details):
     return classes[kind]()
 
 
+def _field_metadata(kind: str, details) -> Dict[bytes, bytes]:
+    """The Arrow field metadata ``take`` gives a column of a field of ``kind``."""
+    return {b"beton.kind": kind.encode(), b"beton.details": json.dumps(details).encode()}
+
+
+def field_of_arrow(field) -> Optional[Any]:
+    """The beton Field a ``pyarrow.Field`` from ``take`` was read from (its metadata), or None."""
+    from beton import fields as F
+
+    meta = field.metadata or {}
+    if b"beton.kind" not in meta:
+        return None
+    kind = meta[b"beton.kind"].decode()
+    plain = {"int": F.IntField, "float": F.FloatField, "bool": F.BoolField, "text": F.TextField}
+    if kind in plain:
+        return plain[kind]()
+    return _field_of(kind, json.loads(meta.get(b"beton.details", b"null")))
+
+
 def _encode_all(field, name: str, values) -> list:
     """``values`` as ``field`` encodes them for the writer; a bad one is named by position."""
     out = []
@@ -602,6 +621,60 @@ class Dataset:
         import pyarrow as pa
 
         return pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream(columns))).read_all()
+
+    def take(self, indices, columns: Optional[List[str]] = None):
+        """The field values of some rows as a ``pyarrow.Table``, in the order given.
+
+        Unlike ``table()`` (the data table: sizes, labels, ...), this reads the payloads:
+        bytes, text, JSON, arrays as their bytes, and images as structs ``{mode, width, height,
+        data}`` holding the stored bytes (JPEG as written, or raw pixels), never decoded.
+        ``DatasetWriter.from_arrow`` takes such a table back byte for byte. A remote dataset
+        fetches the rows' payloads in one batch of range requests.
+
+        Parameters
+        ----------
+        indices : sequence of int, numpy array or IndexSet
+            Rows (0 to ``len(ds) - 1``; repeats allowed).
+        columns : list of str, optional
+            Fields to read (default: all, in schema order).
+
+        Returns
+        -------
+        pyarrow.Table
+            One column per field, named after it.
+
+        Raises
+        ------
+        IndexError
+            For a row past the end.
+        KeyError
+            For a field the dataset does not have.
+
+        Examples
+        --------
+        >>> t = beton.open("photos.beton").take([0, 5], ["image", "label"])  # doctest: +SKIP
+        >>> t.column("image")[0]["data"].as_py()[:2]  # doctest: +SKIP
+        b'\\xff\\xd8'
+        """
+        import pyarrow as pa
+
+        rows = indices.tolist() if hasattr(indices, "tolist") else [int(i) for i in indices]
+        n = len(self)
+        bad = next((i for i in rows if not 0 <= i < n), None)
+        if bad is not None:
+            raise IndexError(f"take: row {bad} is out of range for a dataset of {n} rows")
+        if columns is not None:
+            known = list(self._kinds)
+            missing = [c for c in columns if c not in self._kinds]
+            if missing:
+                raise KeyError(f"take: no field {missing[0]!r}; the fields are {known}")
+        table = pa.RecordBatchReader.from_stream(_Stream(self._native.take_stream(rows, columns))).read_all()
+        # Each column says its field type, so that a writer (DatasetWriter.from_arrow through
+        # beton.ray.write_beton) gives it back the same field: JSON and text, or an ndarray's
+        # shape, are not told apart by Arrow types alone.
+        kinds = {name: (kind, details) for name, kind, details in self._native.fields()}
+        schema = pa.schema([f.with_metadata(_field_metadata(*kinds[f.name])) for f in table.schema])
+        return pa.Table.from_arrays(table.columns, schema=schema)
 
     def __arrow_c_stream__(self, requested_schema=None):
         return self._native.table_stream(None)

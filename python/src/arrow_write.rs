@@ -23,7 +23,7 @@ use arrow_array::{
 use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_schema::DataType;
 use beton_storage::field::Input;
-use beton_storage::{DType, FieldType, ImageSource, SampleValue, Writer};
+use beton_storage::{DType, EncodedImage, FieldType, ImageMode, ImageSource, SampleValue, Writer};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -130,6 +130,17 @@ enum Column {
     Bool(Vec<bool>),
     /// One [`Var`] per record batch.
     Var(Kind, Vec<Var>),
+    /// Images as `Dataset.take` gives them (`{mode, width, height, data}` structs of stored
+    /// bytes), one per record batch: stored again byte for byte, never decoded.
+    Stored(Vec<StoredImages>),
+}
+
+/// One record batch's column of stored images, checked on import.
+struct StoredImages {
+    modes: Vec<ImageMode>,
+    widths: Vec<u16>,
+    heights: Vec<u16>,
+    data: Var,
 }
 
 impl Column {
@@ -147,6 +158,15 @@ impl Column {
                     Kind::ImageFile => SampleValue::Image(ImageSource::File(PathBuf::from(var.text(j)))),
                     Kind::ImageEncoded => SampleValue::Image(ImageSource::Encoded(var.bytes(j).to_vec())),
                 }
+            }
+            Column::Stored(batches) => {
+                let images = &batches[b];
+                SampleValue::Image(ImageSource::Stored(EncodedImage {
+                    mode: images.modes[j],
+                    width: images.widths[j],
+                    height: images.heights[j],
+                    data: images.data.bytes(j).to_vec(),
+                }))
             }
         }
     }
@@ -210,6 +230,13 @@ impl Column {
                     vars(arrays, |a, _| binaries(a).ok_or_else(|| expected(&field, BINARIES, a)))?,
                 ),
             },
+            Input::Image if matches!(arrays.first().map(|a| a.data_type()), Some(DataType::Struct(_))) => {
+                let mut batches = Vec::with_capacity(arrays.len());
+                for (a, &start) in arrays.iter().zip(starts) {
+                    batches.push(stored_images(a, start, &field)?);
+                }
+                Column::Stored(batches)
+            }
             Input::Image => {
                 let kind = match arrays.first() {
                     Some(a) if binaries(a).is_some() => Kind::ImageEncoded,
@@ -227,6 +254,57 @@ impl Column {
             }
         })
     }
+}
+
+/// A `{mode, width, height, data}` struct column (`Dataset.take`'s images): its modes checked
+/// (0 JPEG, 1 raw), naming the row; the writer checks a raw image's size against its field.
+fn stored_images(a: &ArrayRef, start: usize, field: &str) -> Result<StoredImages, Bad> {
+    let wrong = || {
+        Bad::Type(format!(
+            "{field} take a struct column only as Dataset.take gives images: {{mode: uint8, width: \
+             uint16, height: uint16, data: binary}}, not {}",
+            a.data_type()
+        ))
+    };
+    let s = a.as_struct_opt().ok_or_else(wrong)?;
+    let child = |name: &str| s.column_by_name(name).ok_or_else(wrong);
+    let (mode, width, height) = (child("mode")?, child("width")?, child("height")?);
+    let (Some(mode), Some(width), Some(height)) = (
+        mode.as_primitive_opt::<UInt8Type>(),
+        width.as_primitive_opt::<UInt16Type>(),
+        height.as_primitive_opt::<UInt16Type>(),
+    ) else {
+        return Err(wrong());
+    };
+    let data = binaries(child("data")?).ok_or_else(wrong)?;
+    for c in [
+        s.column_by_name("mode"),
+        s.column_by_name("width"),
+        s.column_by_name("height"),
+        s.column_by_name("data"),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if let Some(k) = c.logical_nulls().and_then(|n| (0..c.len()).find(|&k| n.is_null(k))) {
+            return Err(Bad::Value(format!(
+                "row {} has a null image part; a beton field has no nulls",
+                start + k
+            )));
+        }
+    }
+    let mut modes = Vec::with_capacity(s.len());
+    for j in 0..s.len() {
+        let m = ImageMode::from_byte(mode.value(j)).ok_or_else(|| {
+            Bad::Value(format!(
+                "row {}: image mode {} is neither 0 (JPEG) nor 1 (raw)",
+                start + j,
+                mode.value(j)
+            ))
+        })?;
+        modes.push(m);
+    }
+    Ok(StoredImages { modes, widths: width.values().to_vec(), heights: height.values().to_vec(), data })
 }
 
 const STRINGS: &str = "string (utf8, large_utf8, utf8_view)";

@@ -294,6 +294,19 @@ impl Dataset {
         stream_capsule(py, || columns_batch(&Table::new(&ds), columns))
     }
 
+    /// The values of `fields` (all when `None`) in `rows`, as an Arrow C stream capsule
+    /// (`beton_query::take`).
+    #[pyo3(signature = (rows, fields = None))]
+    fn take_stream<'py>(
+        &self,
+        py: Python<'py>,
+        rows: Vec<u64>,
+        fields: Option<Vec<String>>,
+    ) -> ArrowStream<'py> {
+        let ds = Arc::clone(&self.inner);
+        stream_capsule(py, || beton_query::take(&Table::new(&ds), &rows, fields.as_deref()))
+    }
+
     /// The column names of the data table.
     fn column_names(&self) -> Vec<String> {
         Table::new(&self.inner).column_names().into_iter().map(String::from).collect()

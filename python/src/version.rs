@@ -162,6 +162,17 @@ impl Version {
     }
 
     /// True when `path` is a dataset directory.
+    /// `files` (`.beton` files written apart) as one new version of the dataset `dir`: its
+    /// version 1 when new, else appended (`VersionedDataset::commit_files`).
+    #[staticmethod]
+    #[pyo3(signature = (dir, files, message = String::new()))]
+    fn commit_files(py: Python<'_>, dir: PathBuf, files: Vec<PathBuf>, message: String) -> PyResult<Self> {
+        let opened = py.detach(|| {
+            VersionedDataset::commit_files(&dir, &files, &message).map_err(from_query).and_then(Opened::new)
+        })?;
+        Ok(Version { state: RwLock::new(opened) })
+    }
+
     #[staticmethod]
     fn is_dataset_dir(path: PathBuf) -> bool {
         VersionedDataset::is_dataset_dir(&path)
@@ -213,6 +224,24 @@ impl Version {
     fn table_stream<'py>(&self, py: Python<'py>, columns: Option<Vec<String>>) -> ArrowStream<'py> {
         let opened = self.opened();
         stream_capsule(py, || crate::dataset::columns_batch(&opened.view.table()?, columns))
+    }
+
+    /// The values of `fields` (all when `None`) in `rows`, as an Arrow C stream capsule
+    /// (`beton_query::take`).
+    #[pyo3(signature = (rows, fields = None))]
+    fn take_stream<'py>(
+        &self,
+        py: Python<'py>,
+        rows: Vec<u64>,
+        fields: Option<Vec<String>>,
+    ) -> ArrowStream<'py> {
+        let opened = self.opened();
+        stream_capsule(py, || beton_query::take(&opened.view.table()?, &rows, fields.as_deref()))
+    }
+
+    /// The rows each data file gives this version, in index order.
+    fn data_file_rows(&self) -> Vec<u64> {
+        self.opened().view.data_file_rows()
     }
 
     /// The column names of the table.

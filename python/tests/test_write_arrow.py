@@ -429,3 +429,52 @@ def test_from_arrow_shows_a_tqdm_bar(tmp_path, capsys):
     pytest.importorskip("tqdm")
     DatasetWriter(tmp_path / "a.beton", {"x": IntField()}, progress=True).from_arrow(pa.table({"x": [1, 2, 3]}))
     assert "3/3" in capsys.readouterr().err
+
+
+def test_take_gives_every_field_and_from_arrow_stores_it_back(tmp_path):
+    """Dataset.take reads payloads (images as stored-bytes structs, not decoded), and a writer
+    given take's table stores every value byte for byte, JPEG and raw images alike."""
+    src = tmp_path / "src.beton"
+    fields = {"jpg": RGBImageField(write_mode="jpg", max_resolution=48), "raw": RGBImageField(max_resolution=24),
+              "grey": GreyImageField(max_resolution=16), "label": IntField(), "meta": JSONField(),
+              "blob": BytesField(), "arr": NDArrayField(np.dtype("float32"), (2, 3))}
+    rows = [{"jpg": p, "raw": p, "grey": p, "label": i, "meta": {"i": i}, "blob": bytes([i]) * i,
+             "arr": np.full((2, 3), i, dtype=np.float32)} for i, p in enumerate(IMAGES[:6])]
+    write_rows(src, fields, rows)
+    ds = beton.open(src)
+    table = ds.take([5, 1, 1])
+    assert table.column_names == list(fields) and table.num_rows == 3
+    assert ds.take(beton.IndexSet([5, 1]), ["label"]).column("label").to_pylist() == [1, 5]
+    jpg = table.column("jpg")[0].as_py()
+    assert jpg["mode"] == 0 and jpg["data"][:2] == b"\xff\xd8" and max(jpg["width"], jpg["height"]) == 48
+    raw = table.column("raw")[0].as_py()
+    assert raw["mode"] == 1 and len(raw["data"]) == raw["width"] * raw["height"] * 3
+    assert np.array_equal(np.frombuffer(raw["data"], np.uint8).reshape(raw["height"], raw["width"], 3),
+                          ds[5]["raw"])
+    assert table.column("meta").to_pylist() == ['{"i": 5}', '{"i": 1}', '{"i": 1}']  # the JSON text stored
+    # Each column says its field type (what beton.ray.write_beton reads back).
+    assert table.schema.field("meta").metadata[b"beton.kind"] == b"json"
+    assert table.schema.field("arr").metadata[b"beton.details"] == b'["<f4", [2, 3]]'
+
+    copy = tmp_path / "copy.beton"
+    DatasetWriter(copy, fields, progress=False).from_arrow(ds.take(range(len(ds))))
+    back = beton.open(copy)
+    assert back.take(range(6)).equals(ds.take(range(6)))
+    assert back.table().equals(ds.table())
+
+    with pytest.raises(IndexError, match="row 6"):
+        ds.take([0, 6])
+    with pytest.raises(KeyError, match="nope"):
+        ds.take([0], ["nope"])
+    # A struct that is not an image as take gives it, or a mode that is neither JPEG nor raw.
+    bad = ds.take([0], ["jpg"])
+    mode7 = pa.StructArray.from_arrays([pa.array([7], pa.uint8()), bad.column("jpg").combine_chunks().field("width"),
+                                        bad.column("jpg").combine_chunks().field("height"),
+                                        bad.column("jpg").combine_chunks().field("data")],
+                                       names=["mode", "width", "height", "data"])
+    with pytest.raises(ValueError, match="row 0: image mode 7"):
+        write_arrow(tmp_path / "bad.beton", {"jpg": RGBImageField()}, pa.table({"jpg": mode7}))
+    with pytest.raises(TypeError, match="struct column only as Dataset.take gives images"):
+        write_arrow(tmp_path / "bad.beton", {"jpg": RGBImageField()},
+                    pa.table({"jpg": pa.array([{"a": 1}])}))
+    assert not (tmp_path / "bad.beton").exists()

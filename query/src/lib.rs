@@ -20,9 +20,11 @@ pub mod random;
 pub mod splits;
 pub mod sql;
 pub mod table;
+pub mod take;
 pub mod versioned;
 
 pub use error::{Error, Result};
 pub use index_set::IndexSet;
 pub use sql::{query, select_indices};
 pub use table::Table;
+pub use take::take;

@@ -649,3 +649,73 @@ fn concat_progress_counts_the_rows_of_every_source() {
     assert!(seen.iter().all(|&(_, total)| total == Some(500)), "{seen:?}");
     assert!(seen.contains(&(300, Some(500))) && seen.last() == Some(&(500, Some(500))), "{seen:?}");
 }
+
+#[test]
+fn commit_files_makes_one_version_of_files_written_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = (0..3)
+        .map(|k| {
+            let f = tmp.path().join(format!("part{k}.beton"));
+            write(&f, 100 * k as i64, 4 + k);
+            f
+        })
+        .collect();
+    let dir = tmp.path().join("ds");
+    // A new dataset: version 1 holds every file, row ids one range after another.
+    let v1 = VersionedDataset::commit_files(&dir, &files[..2], "two parts").unwrap();
+    assert_eq!((v1.version(), v1.num_rows(), v1.manifest().fragments.len()), (1, 9, 2));
+    assert_eq!(v1.manifest().operation, Operation::Create);
+    assert_eq!(labels(&v1), vec![0, 1, 2, 3, 100, 101, 102, 103, 104]);
+    assert_eq!(v1.fragment_row_ids(&v1.manifest().fragments[1]).unwrap(), (4..9).collect::<Vec<_>>());
+    // An existing one: one more version appending them all.
+    let v2 = VersionedDataset::commit_files(&dir, &files[1..], "more").unwrap();
+    assert_eq!((v2.version(), v2.num_rows(), v2.manifest().fragments.len()), (2, 20, 4));
+    assert_eq!(v2.manifest().operation, Operation::Append { rows: 11 });
+    assert_eq!(labels(&v2)[9..], [100, 101, 102, 103, 104, 200, 201, 202, 203, 204, 205]);
+    assert_eq!(v2.manifest().next_row_id, 20);
+
+    // A file that does not fit the schema: nothing is committed, and the error names it.
+    let other = tmp.path().join("other.beton");
+    Writer::new(&other, vec![FieldSpec::new("label", FieldType::Float)], WriterOptions::default())
+        .unwrap()
+        .write_indexed(2, |i| Ok(vec![SampleValue::Float(i as f64)]))
+        .unwrap();
+    let err = VersionedDataset::commit_files(&dir, &[files[0].clone(), other.clone()], "").unwrap_err();
+    assert!(err.to_string().contains("other.beton"), "{err}");
+    assert_eq!(VersionedDataset::open(&dir, VersionRef::Latest).unwrap().version(), 2);
+    // Checked before anything is linked: data/ holds the four committed files only.
+    assert_eq!(std::fs::read_dir(dir.join("data")).unwrap().count(), 4);
+    assert!(VersionedDataset::commit_files(&dir, &[], "").unwrap_err().to_string().contains("no data files"));
+}
+
+#[test]
+fn take_reads_field_values_of_rows_in_any_order() {
+    let (_tmp, _file, _dir, v1) = imported(10, vec![]);
+    // A version whose label 3 comes from a column file, and whose row 0 is deleted.
+    let v2 = v1
+        .update_rows(
+            &IndexSet::from_sorted(vec![3]).unwrap(),
+            vec![("label".to_string(), Arc::new(arrow_array::Int64Array::from(vec![-3])) as ArrayRef)],
+            "",
+        )
+        .unwrap();
+    let v3 = v2.delete(&IndexSet::from_sorted(vec![0]).unwrap(), None, "").unwrap();
+    let view = v3.view().unwrap();
+    let table = view.table().unwrap();
+    let batch = beton_query::take(&table, &[2, 2, 0, 8], None).unwrap();
+    assert_eq!(
+        batch.schema().fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(),
+        ["label", "blob"]
+    );
+    let label = batch.column(0).as_any().downcast_ref::<arrow_array::Int64Array>().unwrap();
+    // Index 2 is row 3 (row 0 deleted): its label from the column file.
+    assert_eq!(label.values().to_vec(), vec![-3, -3, 1, 9]);
+    let blob = batch.column(1).as_any().downcast_ref::<arrow_array::LargeBinaryArray>().unwrap();
+    assert_eq!(blob.value(3), vec![9u8; 1 + 9 % 7].as_slice());
+    let only = beton_query::take(&table, &[], Some(&["blob".to_string()])).unwrap();
+    assert_eq!((only.num_rows(), only.num_columns()), (0, 1));
+    let err = beton_query::take(&table, &[9], None).unwrap_err().to_string();
+    assert!(err.contains("9 is past the end") && err.contains("9 rows"), "{err}");
+    let err = beton_query::take(&table, &[0], Some(&["nope".to_string()])).unwrap_err().to_string();
+    assert!(err.contains("'nope'") && err.contains("label"), "{err}");
+}

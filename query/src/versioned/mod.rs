@@ -233,16 +233,7 @@ impl VersionedDataset {
     /// (their layout is not stored) or a `dir` that is a dataset already.
     pub fn import(dir: &Path, file: &Path) -> Result<VersionedDataset> {
         let ds = Dataset::open(file)?;
-        let mut schema = Vec::new();
-        for f in ds.fields() {
-            if matches!(f.field_type(), FieldType::Custom(_)) {
-                return Err(Error::InvalidArgument {
-                    what: format!("field '{}' of {}", f.name(), file.display()),
-                    why: "is a custom field, whose layout a dataset directory cannot describe".into(),
-                });
-            }
-            schema.push(SchemaField::new(f.name(), f.field_type()));
-        }
+        let schema = schema_of(&ds, file)?;
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         // A `_versions` folder with no manifest is an import that was killed: start again.
         if Self::is_dataset_dir(dir) && !list_versions(dir)?.is_empty() {
@@ -959,69 +950,63 @@ impl VersionedDataset {
     /// [`Error::InvalidArgument`] naming a missing or mistyped field; as
     /// [`VersionedDataset::commit`].
     pub fn append_file(&self, file: &Path, message: &str) -> Result<VersionedDataset> {
-        let ds = Dataset::open(file)?;
-        let mut missing = Vec::new();
-        for field in &self.manifest.schema {
-            let ty = field.field_type()?;
-            match ds.fields().iter().find(|f| f.name() == field.name) {
-                Some(f) if *f.field_type() == ty => {}
-                // A column added to the dataset: the new rows get its missing value, where its
-                // type has one.
-                None if missing_value(&ty).is_some() => missing.push((field.name.clone(), ty)),
-                Some(f) => {
-                    return Err(Error::InvalidArgument {
-                        what: format!("field '{}' of {}", field.name, file.display()),
-                        why: format!("is a {}, the dataset's is a {}", f.field_type().name(), ty.name()),
-                    })
-                }
-                None => {
-                    return Err(Error::InvalidArgument {
-                        what: format!("file {}", file.display()),
-                        why: format!(
-                            "has no field '{}' of the dataset's schema (a {}, which has no missing \
-                             value to fill in)",
-                            field.name,
-                            ty.name()
-                        ),
-                    })
-                }
-            }
-        }
-        let data_file = link_data_file(&self.dir, file)?;
-        let n = ds.num_samples();
-        // A dataset without class names takes the file's; one with them keeps its own (its
-        // labels already mean them).
-        let classes = ds.classes()?;
-        let columns = match missing.is_empty() {
-            true => Vec::new(),
-            false => {
-                let filled = missing
-                    .iter()
-                    .map(|(name, ty)| {
-                        let picks = vec![(0usize, 0usize); n as usize];
-                        let missing = missing_value(ty).expect("checked above");
-                        Ok((name.clone(), arrow_select::interleave::interleave(&[missing.as_ref()], &picks)?))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                vec![view::write_column_file(&self.dir, filled)?]
-            }
-        };
-        self.commit(Operation::Append { rows: n }, message, &Touches::default(), |base, new| {
-            new.fragments.push(Fragment {
-                id: base.next_fragment_id,
-                data_file: data_file.clone(),
-                num_rows: n,
-                row_ids: RowIds::Range { start: base.next_row_id },
-                deletions: None,
-                columns: columns.clone(),
-            });
-            new.next_row_id = base.next_row_id + n;
-            new.next_fragment_id = base.next_fragment_id + 1;
-            if new.classes.is_none() {
-                new.classes = classes.clone();
+        self.append_files(&[file.to_path_buf()], message)
+    }
+
+    /// [`VersionedDataset::append_file`] for several files at once, in order, as one version:
+    /// what parallel writers (Ray Data's write tasks) commit when they are all done.
+    ///
+    /// # Errors
+    /// As [`VersionedDataset::append_file`], naming the file; nothing is committed unless every
+    /// file can be.
+    pub fn append_files(&self, files: &[PathBuf], message: &str) -> Result<VersionedDataset> {
+        let added = NewDataFile::link_all(&self.dir, &self.manifest.schema, files)?;
+        let rows = added.iter().map(|f| f.num_rows).sum();
+        // `new` starts as the base's child: its next row and fragment ids are the base's.
+        self.commit(Operation::Append { rows }, message, &Touches::default(), |_, new| {
+            for file in &added {
+                file.push_onto(new);
             }
             Ok(())
         })
+    }
+
+    /// Makes the `.beton` files `files` (written apart, as by parallel workers) one new version
+    /// of the dataset at `dir`, in one commit: version 1 of a new dataset whose schema is the
+    /// first file's, or a version of an existing one appending their rows
+    /// ([`VersionedDataset::append_files`]). Each file is hard-linked into `data/`, never
+    /// re-encoded; the caller removes its own copies.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no files, a custom field, or a file whose fields differ
+    /// from the schema (naming it); as [`VersionedDataset::commit`].
+    pub fn commit_files(dir: &Path, files: &[PathBuf], message: &str) -> Result<VersionedDataset> {
+        let Some(first) = files.first() else {
+            return Err(Error::InvalidArgument {
+                what: format!("commit to {}", dir.display()),
+                why: "no data files to commit".into(),
+            });
+        };
+        if Self::is_dataset_dir(dir) && !list_versions(dir)?.is_empty() {
+            return Self::open(dir, VersionRef::Latest)?.append_files(files, message);
+        }
+        let schema = schema_of(&Dataset::open(first)?, first)?;
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let added = NewDataFile::link_all(dir, &schema, files)?;
+        let mut m = Manifest::first(schema, Operation::Create);
+        m.message = message.to_string();
+        for file in &added {
+            file.push_onto(&mut m);
+        }
+        match Self::create_with(dir, m) {
+            Ok(v) => Ok(v),
+            // Another writer made the dataset meanwhile: append to it instead (the links made
+            // here are left to `cleanup`).
+            Err(_) if !list_versions(dir)?.is_empty() => {
+                Self::open(dir, VersionRef::Latest)?.append_files(files, message)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The row ids of a fragment's data-file rows, in file order.
@@ -1147,6 +1132,120 @@ fn read_tags(dir: &Path) -> Result<BTreeMap<String, u64>> {
 
 /// Puts `file` into `dir/data/` under a new name: a hard link, or a copy when linking fails
 /// (another file system). Returns its path relative to `dir`.
+/// A `.beton` file checked against a schema and linked into a dataset's `data/`, to become a
+/// fragment of the next version.
+struct NewDataFile {
+    data_file: String,
+    num_rows: u64,
+    /// Values for the schema's fields the file lacks (each type's missing value).
+    columns: Vec<ColumnFile>,
+    classes: Option<Vec<String>>,
+}
+
+impl NewDataFile {
+    /// Checks every file of `files` against `schema` (every schema field with the same type, or
+    /// missing with a missing value to fill in), then links each into `dir`'s `data/`: a file
+    /// that does not fit leaves nothing behind.
+    fn link_all(dir: &Path, schema: &[SchemaField], files: &[PathBuf]) -> Result<Vec<NewDataFile>> {
+        let checked = files.iter().map(|file| Self::check(schema, file)).collect::<Result<Vec<_>>>()?;
+        checked
+            .into_iter()
+            .zip(files)
+            .map(|((num_rows, missing, classes), file)| {
+                let columns = match missing.is_empty() {
+                    true => Vec::new(),
+                    false => {
+                        let filled = missing
+                            .iter()
+                            .map(|(name, ty)| {
+                                let picks = vec![(0usize, 0usize); num_rows as usize];
+                                let missing = missing_value(ty).expect("checked");
+                                Ok((
+                                    name.clone(),
+                                    arrow_select::interleave::interleave(&[missing.as_ref()], &picks)?,
+                                ))
+                            })
+                            .collect::<Result<Vec<_>>>()?;
+                        vec![view::write_column_file(dir, filled)?]
+                    }
+                };
+                Ok(NewDataFile { data_file: link_data_file(dir, file)?, num_rows, columns, classes })
+            })
+            .collect()
+    }
+
+    /// `file`'s rows, the schema fields it lacks (each with a missing value), and its classes.
+    #[allow(clippy::type_complexity)]
+    fn check(
+        schema: &[SchemaField],
+        file: &Path,
+    ) -> Result<(u64, Vec<(String, FieldType)>, Option<Vec<String>>)> {
+        let ds = Dataset::open(file)?;
+        let mut missing = Vec::new();
+        for field in schema {
+            let ty = field.field_type()?;
+            match ds.fields().iter().find(|f| f.name() == field.name) {
+                Some(f) if *f.field_type() == ty => {}
+                // A column added to the dataset: the new rows get its missing value, where its
+                // type has one.
+                None if missing_value(&ty).is_some() => missing.push((field.name.clone(), ty)),
+                Some(f) => {
+                    return Err(Error::InvalidArgument {
+                        what: format!("field '{}' of {}", field.name, file.display()),
+                        why: format!("is a {}, the dataset's is a {}", f.field_type().name(), ty.name()),
+                    })
+                }
+                None => {
+                    return Err(Error::InvalidArgument {
+                        what: format!("file {}", file.display()),
+                        why: format!(
+                            "has no field '{}' of the dataset's schema (a {}, which has no missing \
+                             value to fill in)",
+                            field.name,
+                            ty.name()
+                        ),
+                    })
+                }
+            }
+        }
+        Ok((ds.num_samples(), missing, ds.classes()?))
+    }
+
+    /// Adds the file to `m` as its next fragment, with the next row ids. A dataset without class
+    /// names takes the file's; one with them keeps its own (its labels already mean them).
+    fn push_onto(&self, m: &mut Manifest) {
+        m.fragments.push(Fragment {
+            id: m.next_fragment_id,
+            data_file: self.data_file.clone(),
+            num_rows: self.num_rows,
+            row_ids: RowIds::Range { start: m.next_row_id },
+            deletions: None,
+            columns: self.columns.clone(),
+        });
+        m.next_row_id += self.num_rows;
+        m.next_fragment_id += 1;
+        if m.classes.is_none() {
+            m.classes = self.classes.clone();
+        }
+    }
+}
+
+/// The schema a dataset made from `ds` has: its fields (no custom fields, whose layout a
+/// manifest cannot describe).
+fn schema_of(ds: &Dataset, file: &Path) -> Result<Vec<SchemaField>> {
+    let mut schema = Vec::new();
+    for f in ds.fields() {
+        if matches!(f.field_type(), FieldType::Custom(_)) {
+            return Err(Error::InvalidArgument {
+                what: format!("field '{}' of {}", f.name(), file.display()),
+                why: "is a custom field, whose layout a dataset directory cannot describe".into(),
+            });
+        }
+        schema.push(SchemaField::new(f.name(), f.field_type()));
+    }
+    Ok(schema)
+}
+
 fn link_data_file(dir: &Path, file: &Path) -> Result<String> {
     let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
     let target = dir.join(&rel);

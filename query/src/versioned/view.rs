@@ -137,6 +137,15 @@ impl VersionView {
         self.fragments.iter().map(|f| f.ds.as_ref())
     }
 
+    /// The rows each data file gives the version (its rows less its deletions), in order: the
+    /// version's row indices run through the data files in turn.
+    pub fn data_file_rows(&self) -> Vec<u64> {
+        self.fragments
+            .iter()
+            .map(|f| f.rows.as_ref().map_or(f.ds.num_samples(), |r| r.len() as u64))
+            .collect()
+    }
+
     /// Each data file with its kept rows (`None`: all) and the values column files give it.
     ///
     /// # Errors

@@ -1,0 +1,163 @@
+"""Ray Data (beton.ray) in local mode, ray.init(num_cpus=2): reads with a predicate and columns,
+writes then reads back, exact row counts, an ImageFolder written through Ray by 2 workers equal to
+DatasetWriter.from_imagefolder's (what `beton write-imagefolder` writes), and failed writes that
+commit nothing.
+
+ray[data] is installed by scripts/test.sh; BETON_REQUIRE_RAY=1 (set there) makes these tests fail
+rather than skip where it is missing."""
+
+import os
+
+import numpy as np
+import pytest
+
+import beton
+from beton.fields import IntField, RGBImageField, TextField
+from beton.writer import DatasetWriter
+
+if os.environ.get("BETON_REQUIRE_RAY") != "1":
+    pytest.importorskip("ray.data")
+import ray  # noqa: E402
+
+import beton.ray as bray  # noqa: E402
+
+IMAGEFOLDER = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data", "imagefolder")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_local():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """The ImageFolder as from_imagefolder writes it (JPEG, at most 64 px, with paths)."""
+    out = tmp_path_factory.mktemp("ray") / "folder.beton"
+    DatasetWriter(out, {"image": RGBImageField(write_mode="jpg", max_resolution=64), "label": IntField()},
+                  progress=False).from_imagefolder(IMAGEFOLDER, with_path=True)
+    return out
+
+
+def rows_by_path(table):
+    """A take() table's rows as {path: row}, images as (mode, width, height, bytes)."""
+    out = {}
+    for row in table.to_pylist():
+        img = row.get("image")
+        if img is not None:
+            row["image"] = (img["mode"], img["width"], img["height"], img["data"])
+        out[row["path"]] = row
+    return out
+
+
+def test_read_with_a_predicate_and_columns(folder):
+    ds = beton.open(folder)
+    rows = ds.where("label < 3 AND image.width > 40")
+    assert 0 < len(rows) < len(ds)
+    read = bray.read_beton(folder, where="label < 3 AND image.width > 40", columns=["label", "path"])
+    # Counted from the plan (exact, nothing read), then the rows themselves.
+    assert read.count() == len(rows)
+    got = read.to_arrow_refs()
+    table = __import__("pyarrow").concat_tables(ray.get(got))
+    assert table.column_names == ["label", "path"]
+    want = ds.take(rows, ["label", "path"])
+    assert sorted(table.to_pylist(), key=lambda r: r["path"]) == sorted(want.to_pylist(), key=lambda r: r["path"])
+    # Every field by default; Ray's own select_columns is pushed down to the read.
+    assert bray.read_beton(folder).columns() == ["image", "label", "path"]
+    assert bray.read_beton(folder).select_columns(["path"]).take(1)[0].keys() == {"path"}
+    with pytest.raises(KeyError, match="no field 'nope'"):
+        bray.read_beton(folder, columns=["nope"])
+    with pytest.raises(ValueError):
+        bray.read_beton(folder, where="label <")
+
+
+def test_read_a_version_of_a_dataset_directory(folder, tmp_path):
+    """Read tasks follow data files and deletions, and a read is pinned to one version."""
+    d = beton.concat([folder, folder], tmp_path / "two")
+    d.delete(where="label = 0")
+    n2, v = len(d), d.version
+    assert d.versions()[-1]["data_files"] == 2
+    read = bray.read_beton(tmp_path / "two", override_num_blocks=5)
+    assert read.count() == n2
+    # Five read tasks of exact sizes, none across the two data files (155 rows each, less deletions).
+    tasks = bray.BetonDatasource(tmp_path / "two").get_read_tasks(5)
+    assert len(tasks) == 5 and sum(t.metadata.num_rows for t in tasks) == n2
+    # The two data files keep the same rows: the boundary between them ends a task.
+    assert n2 % 2 == 0 and n2 // 2 in np.cumsum([t.metadata.num_rows for t in tasks]).tolist()
+    assert all(t.metadata.size_bytes > 0 for t in tasks)
+    labels = sorted(r["label"] for r in read.select_columns(["label"]).take_all())
+    assert labels == sorted(d.table(["label"]).column("label").to_pylist())
+    d.delete(where="label = 1")
+    assert bray.read_beton(tmp_path / "two", version=v).count() == n2
+    assert bray.read_beton(tmp_path / "two").count() == len(d) < n2
+
+
+def test_write_then_read_back(tmp_path):
+    items = [{"x": i, "y": i / 4, "ok": i % 2 == 0, "name": f"n{i}", "v": np.arange(3, dtype=np.float32) + i}
+             for i in range(1000)]
+    src = ray.data.from_items(items, override_num_blocks=4)
+    out = src.write_beton(tmp_path / "w")
+    assert out.version == 1 and len(out) == 1000
+    assert out.versions()[-1]["data_files"] == 4
+    assert out.schema["x"] == "int" and out.schema["name"] == "text"
+    back = sorted(bray.read_beton(tmp_path / "w").take_all(), key=lambda r: r["x"])
+    assert [r["x"] for r in back] == list(range(1000))
+    assert back[7]["name"] == "n7" and back[7]["ok"] is False and back[8]["y"] == 2.0
+    assert np.frombuffer(back[5]["v"], dtype=np.float32).tolist() == [5.0, 6.0, 7.0]
+    # Into an existing dataset: one more version appending the rows, row ids going on.
+    again = bray.write_beton(src, tmp_path / "w", message="more")
+    assert again.version == 2 and len(again) == 2000
+    assert again.versions()[-1]["message"] == "more"
+    assert bray.read_beton(tmp_path / "w").count() == 2000
+    # Nothing left behind in _tmp/.
+    assert os.listdir(tmp_path / "w" / "_tmp") == []
+
+
+def test_imagefolder_through_ray_equals_from_imagefolder(folder, tmp_path):
+    """The ImageFolder read as files by Ray, labelled by folder, written by 2 write tasks: the
+    same table and the same stored images as from_imagefolder's file."""
+    root = os.path.abspath(IMAGEFOLDER)
+    classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
+
+    def label(batch):
+        rel = [os.path.relpath(p, root) for p in batch["path"]]
+        return {"image": list(batch["bytes"]), "label": [classes.index(r.split(os.sep)[0]) for r in rel],
+                "path": rel}
+
+    files = ray.data.read_binary_files(root, include_paths=True).map_batches(label).repartition(2)
+    fields = {"image": RGBImageField(write_mode="jpg", max_resolution=64), "label": IntField(), "path": TextField()}
+    out = bray.write_beton(files, tmp_path / "through_ray", fields=fields)
+    assert out.versions()[-1]["data_files"] == 2
+    ref = beton.open(folder)
+    assert len(out) == len(ref) == 155
+    assert rows_by_path(out.take(range(len(out)))) == rows_by_path(ref.take(range(len(ref))))
+    cols = ["image.mode", "image.width", "image.height", "image.nbytes", "label", "path"]
+    assert out.table(cols).sort_by("path").equals(ref.table(cols).sort_by("path"))
+
+
+def test_take_round_trips_through_write_beton(folder, tmp_path):
+    """read_beton then write_beton: the same fields (take's columns say theirs) and bytes."""
+    out = bray.read_beton(folder, override_num_blocks=3).write_beton(tmp_path / "copy")
+    ref = beton.open(folder)
+    assert out.schema == ref.schema
+    assert rows_by_path(out.take(range(len(out)))) == rows_by_path(ref.take(range(len(ref))))
+
+
+def test_a_failed_write_commits_nothing(tmp_path):
+    def boom(batch):
+        if 500 in batch["x"]:
+            raise RuntimeError("boom at 500")
+        return batch
+
+    bad = ray.data.from_items([{"x": i} for i in range(1000)], override_num_blocks=4).map_batches(boom)
+    with pytest.raises(Exception, match="boom at 500"):
+        bray.write_beton(bad, tmp_path / "failed")
+    assert not beton._native.Version.is_dataset_dir(str(tmp_path / "failed"))
+    assert [f for f in os.listdir(tmp_path / "failed" / "_tmp")] == []
+    # A column no field takes: refused on the driver, naming it.
+    with pytest.raises(TypeError, match="column 'm'"):
+        bray.write_beton(ray.data.from_items([{"m": {"a": 1}}]), tmp_path / "dicts")
+    with pytest.raises(ValueError, match="object storage"):
+        bray.write_beton(ray.data.from_items([{"x": 1}]), "s3://bucket/ds")
