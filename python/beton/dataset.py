@@ -104,6 +104,13 @@ def _field_of(kind: str, details):
     return classes[kind]()
 
 
+def _is_dataset_url(path) -> bool:
+    """A URL that may be a dataset directory: not one ending in ``.beton`` (a file; asking the
+    store for its ``_versions/`` would cost every open a listing)."""
+    text = str(path)
+    return "://" in text and not text.rstrip("/").endswith(".beton")
+
+
 def _field_metadata(kind: str, details) -> Dict[bytes, bytes]:
     """The Arrow field metadata ``take`` gives a column of a field of ``kind``."""
     return {b"beton.kind": kind.encode(), b"beton.details": json.dumps(details).encode()}
@@ -355,7 +362,8 @@ class Dataset:
     def __init__(self, path, custom: Optional[Dict[str, tuple]] = None, version=None):
         import os
 
-        if os.path.isdir(path):
+        where = os.fspath(path)
+        if os.path.isdir(where) or (_is_dataset_url(where) and _native.Version.is_dataset_dir(where)):
             if custom:
                 raise NotImplementedError(f"{path} is a dataset directory: custom (FFCV type-255) field layouts "
                                           "apply to a .beton file only")

@@ -26,8 +26,11 @@ commits nothing and removes its files. Fields come from the table's types (``tak
 carry their exact field types), or from ``fields=``: encoded JPEG/PNG bytes are just bytes
 until a field says they are an image (``{"image": RGBImageField()}``).
 
-The dataset directory must be a path every Ray worker sees (one machine, or a shared file
-system). Writing to object storage is not supported yet.
+The destination is a dataset directory every Ray worker sees (one machine, or a shared file
+system), or a URL (``s3://bucket/ds/``, ...): there each task uploads its data file into the
+dataset's ``data/`` itself and the driver commits them with one conditional put
+(docs/REMOTE.md), so a cluster needs no shared disk. A failed write to object storage leaves
+its uploaded files in the store, referenced by no version.
 """
 
 from __future__ import annotations
@@ -308,7 +311,7 @@ class BetonDatasink(Datasink):
     Parameters
     ----------
     path : str or os.PathLike
-        The dataset directory: made when missing (version 1), appended to otherwise.
+        The dataset directory or URL: made when missing (version 1), appended to otherwise.
     fields : dict of str to Field, optional
         Fields for some or all columns (the rest by type, ``fields_of_schema``).
     message : str, optional
@@ -322,12 +325,11 @@ class BetonDatasink(Datasink):
     def __init__(self, path, fields: Optional[Dict[str, Field]] = None, message: str = "",
                  page_size: int = 8 << 20, num_workers: int = 1):
         path = os.fspath(path)
-        if _is_url(path):
-            raise ValueError(f"write_beton: {path} is a URL; writing to object storage is not supported yet "
-                             f"(write to a local or shared file system path)")
-        if os.path.isfile(path):
+        if not _is_url(path) and os.path.isfile(path):
             raise ValueError(f"write_beton: {path} is a file; write_beton writes a dataset directory")
-        self.path = os.path.abspath(path)
+        if _is_url(path) and path.rstrip("/").endswith(".beton"):
+            raise ValueError(f"write_beton: {path} names a .beton file; write_beton writes a dataset directory")
+        self.path = path.rstrip("/") if _is_url(path) else os.path.abspath(path)
         self.fields = dict(fields) if fields else None
         self.message = message or "ray write_beton"
         self.page_size = int(page_size)
@@ -342,12 +344,13 @@ class BetonDatasink(Datasink):
         return os.path.join(self.path, "_tmp")
 
     def on_write_start(self, schema=None) -> None:
-        os.makedirs(self._tmp(), exist_ok=True)
+        if not _is_url(self.path):
+            os.makedirs(self._tmp(), exist_ok=True)
         if schema is not None:
             # Checked once on the driver, so that a column no field takes fails before any task.
             self.fields = fields_of_schema(schema, self.fields)
 
-    def write(self, blocks: Iterable[Any], ctx) -> Optional[str]:
+    def write(self, blocks: Iterable[Any], ctx) -> Optional[tuple]:
         import pyarrow as pa
 
         from beton.writer import DatasetWriter
@@ -357,15 +360,27 @@ class BetonDatasink(Datasink):
             return None
         table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
         fields = fields_of_schema(table.schema, self.fields)
-        out = os.path.join(self._tmp(), f"ray-{self._write_id}-{ctx.task_idx:06d}.beton")
-        DatasetWriter(out, fields, page_size=self.page_size, num_workers=self.num_workers,
-                      progress=False).from_arrow(table)
-        return out
+        writer = lambda out: DatasetWriter(out, fields, page_size=self.page_size,  # noqa: E731
+                                           num_workers=self.num_workers, progress=False).from_arrow(table)
+        if not _is_url(self.path):
+            out = os.path.join(self._tmp(), f"ray-{self._write_id}-{ctx.task_idx:06d}.beton")
+            writer(out)
+            return (ctx.task_idx, out)
+        # Object storage: written locally, then uploaded straight into the dataset's data/ by
+        # this task (under a new name, referenced by nothing until the driver commits it).
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="beton-ray-") as tmp:
+            out = os.path.join(tmp, "part.beton")
+            writer(out)
+            url = f"{self.path}/data/{uuid.uuid4().hex}.beton"
+            _native.upload_file(out, url)
+        return (ctx.task_idx, url)
 
     def on_write_complete(self, write_result) -> None:
         returns = getattr(write_result, "write_returns", write_result)
         # In task order, so that the version's rows are in the Ray dataset's block order.
-        files = sorted(f for f in returns if f)
+        files = [f for _, f in sorted(r for r in returns if r)]
         try:
             if not files:
                 raise ValueError(f"write_beton: the Ray dataset has no rows; nothing was written to {self.path}")
@@ -377,6 +392,9 @@ class BetonDatasink(Datasink):
         self._remove_files()
 
     def _remove_files(self) -> None:
+        # (Uploaded files of a failed write stay in the store, referenced by no version.)
+        if _is_url(self.path):
+            return
         for f in glob.glob(os.path.join(self._tmp(), f"ray-{self._write_id}-*")):
             try:
                 os.remove(f)
@@ -397,7 +415,7 @@ def write_beton(ds, path, fields: Optional[Dict[str, Field]] = None, message: st
     ----------
     ds : ray.data.Dataset
     path : str or os.PathLike
-        A dataset directory every worker can reach.
+        A dataset directory every worker can reach, or a URL (``s3://bucket/ds``).
     fields : dict of str to Field, optional
         Fields for some or all columns; the rest by Arrow type (``fields_of_schema``). Encoded
         images are binary columns: name them (``{"image": RGBImageField()}``).
@@ -416,7 +434,7 @@ def write_beton(ds, path, fields: Optional[Dict[str, Field]] = None, message: st
     Raises
     ------
     ValueError
-        For a URL or a file as ``path``, an empty dataset, or rows a field cannot take.
+        For a file as ``path``, an empty dataset, or rows a field cannot take.
     TypeError
         For a column no field takes (pass ``fields=``).
 

@@ -178,9 +178,14 @@ impl Version {
         VersionedDataset::is_dataset_dir(&path)
     }
 
+    /// The directory, or the URL of a dataset on object storage (its local mirror is hidden).
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.opened().version.dir().to_path_buf()
+    fn path<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let opened = self.opened();
+        match beton_query::versioned::remote::url_of(opened.version.dir()) {
+            Some(url) => Ok(pyo3::types::PyString::new(py, &url).into_any()),
+            None => Ok(opened.version.dir().into_pyobject(py)?.into_any()),
+        }
     }
 
     /// This version's number.

@@ -170,3 +170,10 @@ pub(crate) fn scan_imagefolder(py: Python<'_>, root: PathBuf) -> PyResult<Scanne
     let folder = py.detach(|| beton_storage::imagefolder::scan(&root)).map_err(from_storage)?;
     Ok((folder.classes, folder.samples))
 }
+
+/// Uploads the local file `path` as the object `url` (multipart above 16 MiB): how a Ray write
+/// task puts its data file into a dataset on object storage before the driver commits it.
+#[pyfunction]
+pub(crate) fn upload_file(py: Python<'_>, path: PathBuf, url: String) -> PyResult<()> {
+    py.detach(|| beton_storage::remote::objects::upload(&url, &path)).map_err(from_storage)
+}

@@ -47,7 +47,18 @@ pub fn take(table: &Table<'_>, rows: &[u64], fields: Option<&[String]>) -> Resul
     }
     let _leases = fetch_remote_payloads(table, rows, &chosen)?;
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(chosen.len());
+    let indices = std::cell::OnceCell::new();
     for (name, ty) in &chosen {
+        // Ints, floats and bools are the table's own columns (column files applied): a gather,
+        // no value at a time.
+        if matches!(ty, FieldType::Int | FieldType::Float | FieldType::Bool) {
+            let column = table.column(name)?;
+            if *column.data_type() == column_file_type(ty) {
+                let indices = indices.get_or_init(|| arrow_array::UInt64Array::from(rows.to_vec()));
+                columns.push(arrow_select::take::take(column.as_ref(), indices, None)?);
+                continue;
+            }
+        }
         let mut builder = ValuesBuilder::new(ty);
         for &row in rows {
             let value = table.value(row, name, ty).map_err(|e| at_row(e, row, name))?;

@@ -114,6 +114,9 @@ pub enum Published {
 /// # Errors
 /// I/O errors naming the path; [`Error::InvalidArgument`] on a file system without hard links.
 pub fn publish(dir: &Path, manifest: &Manifest) -> Result<Published> {
+    if let Some(remote) = super::remote::publish(dir, manifest) {
+        return remote;
+    }
     let versions = dir.join(VERSIONS_DIR);
     std::fs::create_dir_all(&versions).map_err(|e| io(&versions, e))?;
     let tmp = temp_file(dir)?;
@@ -144,12 +147,21 @@ pub fn publish(dir: &Path, manifest: &Manifest) -> Result<Published> {
 /// # Errors
 /// I/O errors reading `_versions/`.
 pub fn list_versions(dir: &Path) -> Result<Vec<u64>> {
-    let versions = dir.join(VERSIONS_DIR);
+    let names = match super::remote::list(dir, VERSIONS_DIR) {
+        Some(names) => names?,
+        None => {
+            let versions = dir.join(VERSIONS_DIR);
+            let mut names = Vec::new();
+            for entry in std::fs::read_dir(&versions).map_err(|e| io(&versions, e))? {
+                let entry = entry.map_err(|e| io(&versions, e))?;
+                names.extend(entry.file_name().to_str().map(str::to_string));
+            }
+            names
+        }
+    };
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(&versions).map_err(|e| io(&versions, e))? {
-        let entry = entry.map_err(|e| io(&versions, e))?;
-        let name = entry.file_name();
-        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
+    for name in names {
+        let Some(stem) = name.strip_suffix(".json") else { continue };
         if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
             if let Ok(v) = stem.parse() {
                 out.push(v);
@@ -166,6 +178,7 @@ pub fn list_versions(dir: &Path) -> Result<Vec<u64>> {
 /// [`Error::InvalidArgument`] when there is no such version (listing the ones there are) or its
 /// manifest is not valid.
 pub fn read_manifest(dir: &Path, version: u64) -> Result<Manifest> {
+    super::remote::fetch(dir, &manifest_name(version))?;
     let path: PathBuf = dir.join(manifest_name(version));
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,

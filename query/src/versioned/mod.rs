@@ -11,6 +11,7 @@
 pub mod commit;
 pub mod diff;
 pub mod manifest;
+pub mod remote;
 pub mod values;
 pub mod view;
 
@@ -113,7 +114,20 @@ pub struct VersionedDataset {
 impl VersionedDataset {
     /// True when `path` is a dataset directory (it has a `_versions` folder).
     pub fn is_dataset_dir(path: &Path) -> bool {
+        if remote::is_url(path) {
+            return remote::mirror(path).is_ok_and(|mirror| Self::is_dataset_dir(&mirror));
+        }
+        // A mirror of a URL: a dataset when the store has a version.
+        if remote::url_of(path).is_some() {
+            return list_versions(path).is_ok_and(|v| !v.is_empty());
+        }
         path.join(commit::VERSIONS_DIR).is_dir()
+    }
+
+    /// Where the dataset is: its URL (ending in `/`) for one on object storage, else its
+    /// directory.
+    pub fn location(&self) -> String {
+        remote::url_of(&self.dir).unwrap_or_else(|| self.dir.display().to_string())
     }
 
     /// Creates an empty dataset with `schema` at `dir` (made if missing; it must not already be
@@ -127,6 +141,7 @@ impl VersionedDataset {
     }
 
     fn create_with(dir: &Path, manifest: Manifest) -> Result<VersionedDataset> {
+        let dir = &local_dir(dir)?;
         if dir.is_file() {
             return Err(Error::InvalidArgument {
                 what: format!("dataset directory {}", dir.display()),
@@ -163,6 +178,7 @@ impl VersionedDataset {
         options: &ExportOptions,
     ) -> Result<VersionedDataset> {
         use beton_storage::Progress;
+        let dir = &local_dir(dir)?;
         if sources.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "concat".into(),
@@ -232,6 +248,7 @@ impl VersionedDataset {
     /// Storage errors opening `file`; [`Error::InvalidArgument`] for a file with custom fields
     /// (their layout is not stored) or a `dir` that is a dataset already.
     pub fn import(dir: &Path, file: &Path) -> Result<VersionedDataset> {
+        let dir = &local_dir(dir)?;
         let ds = Dataset::open(file)?;
         let schema = schema_of(&ds, file)?;
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
@@ -269,6 +286,7 @@ impl VersionedDataset {
     /// [`Error::InvalidArgument`] for a directory that is not a dataset, a version or tag it does
     /// not have, or a manifest that is not valid.
     pub fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
+        let dir = &local_dir(dir)?;
         if !Self::is_dataset_dir(dir) {
             return Err(Error::InvalidArgument {
                 what: format!("dataset {}", dir.display()),
@@ -338,10 +356,25 @@ impl VersionedDataset {
                 why: "must be 1 to 64 ASCII letters, digits, '_', '-' or '.', not starting with '.'".into(),
             });
         }
+        let json = format!("{{\"version\": {}}}\n", self.version());
+        let taken = || -> Result<Error> {
+            Ok(Error::InvalidArgument {
+                what: format!("tag '{name}'"),
+                why: format!(
+                    "already names version {}",
+                    read_tags(&self.dir)?.get(name).copied().unwrap_or(0)
+                ),
+            })
+        };
+        match remote::put_new(&self.dir, &format!("{TAGS_DIR}/{name}.json"), json.clone().into_bytes()) {
+            Some(Ok(true)) => return Ok(()),
+            Some(Ok(false)) => return Err(taken()?),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
         let tmp = commit::temp_file(&self.dir)?;
         // Durable before it is linked: a crash never leaves a tag naming nothing.
-        commit::write_all_synced(tmp.as_file(), format!("{{\"version\": {}}}\n", self.version()).as_bytes())
-            .map_err(|e| io(tmp.path(), e))?;
+        commit::write_all_synced(tmp.as_file(), json.as_bytes()).map_err(|e| io(tmp.path(), e))?;
         let tags = self.dir.join(TAGS_DIR);
         std::fs::create_dir_all(&tags).map_err(|e| io(&tags, e))?;
         let target = tags.join(format!("{name}.json"));
@@ -352,13 +385,7 @@ impl VersionedDataset {
                 commit::sync_dir(&tags);
                 Ok(())
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::InvalidArgument {
-                what: format!("tag '{name}'"),
-                why: format!(
-                    "already names version {}",
-                    read_tags(&self.dir)?.get(name).copied().unwrap_or(0)
-                ),
-            }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(taken()?),
             Err(e) => Err(io(&target, e)),
         }
     }
@@ -793,6 +820,15 @@ impl VersionedDataset {
                 why: "must be at least 1".into(),
             });
         }
+        if let Some(url) = remote::url_of(&self.dir) {
+            return Err(Error::InvalidArgument {
+                what: format!("cleanup of {url}"),
+                why:
+                    "datasets on object storage are not cleaned up yet (use the store's own lifecycle rules \
+                      on files no manifest references)"
+                        .into(),
+            });
+        }
         let all = list_versions(&self.dir)?;
         let tagged: std::collections::BTreeSet<u64> = read_tags(&self.dir)?.into_values().collect();
         let keep: Vec<u64> = all
@@ -981,6 +1017,7 @@ impl VersionedDataset {
     /// [`Error::InvalidArgument`] for no files, a custom field, or a file whose fields differ
     /// from the schema (naming it); as [`VersionedDataset::commit`].
     pub fn commit_files(dir: &Path, files: &[PathBuf], message: &str) -> Result<VersionedDataset> {
+        let dir = &local_dir(dir)?;
         let Some(first) = files.first() else {
             return Err(Error::InvalidArgument {
                 what: format!("commit to {}", dir.display()),
@@ -1103,31 +1140,55 @@ fn latest(dir: &Path) -> Result<u64> {
 
 fn read_tags(dir: &Path) -> Result<BTreeMap<String, u64>> {
     let tags = dir.join(TAGS_DIR);
+    // (tag name, its file's bytes): from the store for a mirrored dataset (tags are the one
+    // mutable thing there), else from the folder.
+    let mut files = Vec::new();
+    match remote::list(dir, TAGS_DIR) {
+        Some(names) => {
+            for file in names? {
+                let rel = format!("{TAGS_DIR}/{file}");
+                // A tag removed between the listing and the read is no tag.
+                if let Some(Some(bytes)) = remote::read_fresh(dir, &rel).transpose()? {
+                    files.push((file, bytes, rel));
+                }
+            }
+        }
+        None => {
+            let entries = match std::fs::read_dir(&tags) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+                Err(e) => return Err(io(&tags, e)),
+            };
+            for entry in entries {
+                let path = entry.map_err(|e| io(&tags, e))?.path();
+                let Some(file) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+                    continue;
+                };
+                let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+                files.push((file, bytes, path.display().to_string()));
+            }
+        }
+    }
     let mut out = BTreeMap::new();
-    let entries = match std::fs::read_dir(&tags) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(io(&tags, e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| io(&tags, e))?;
-        let path = entry.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".json"))
-        else {
-            continue;
-        };
+    for (file, bytes, shown) in files {
+        let Some(name) = file.strip_suffix(".json") else { continue };
         #[derive(serde::Deserialize)]
         struct Tag {
             version: u64,
         }
-        let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
-        let tag: Tag = serde_json::from_slice(&bytes).map_err(|e| Error::InvalidArgument {
-            what: format!("tag file {}", path.display()),
-            why: e.to_string(),
-        })?;
+        let tag: Tag = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::InvalidArgument { what: format!("tag file {shown}"), why: e.to_string() })?;
         out.insert(name.to_string(), tag.version);
     }
     Ok(out)
+}
+
+/// The local directory for `dir`: itself, or the mirror of a dataset URL ([`remote::mirror`]).
+fn local_dir(dir: &Path) -> Result<PathBuf> {
+    match remote::is_url(dir) {
+        true => remote::mirror(dir),
+        false => Ok(dir.to_path_buf()),
+    }
 }
 
 /// Puts `file` into `dir/data/` under a new name: a hard link, or a copy when linking fails
@@ -1169,7 +1230,11 @@ impl NewDataFile {
                         vec![view::write_column_file(dir, filled)?]
                     }
                 };
-                Ok(NewDataFile { data_file: link_data_file(dir, file)?, num_rows, columns, classes })
+                let data_file = match remote::data_file_in_store(dir, file) {
+                    Some(rel) => rel,
+                    None => link_data_file(dir, file)?,
+                };
+                Ok(NewDataFile { data_file, num_rows, columns, classes })
             })
             .collect()
     }
@@ -1273,6 +1338,7 @@ pub(crate) fn write_index_file(dir: &Path, folder: &str, set: &IndexSet) -> Resu
 
 /// Reads an index-set file of the dataset.
 pub(crate) fn read_index_file(dir: &Path, rel: &str) -> Result<IndexSet> {
+    remote::fetch(dir, rel)?;
     let path = dir.join(rel);
     let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
     IndexSet::from_bytes(&bytes).map_err(|e| Error::InvalidArgument {

@@ -52,7 +52,11 @@ impl VersionView {
         let dir = version.dir();
         let mut fragments = Vec::with_capacity(version.manifest().fragments.len());
         for f in &version.manifest().fragments {
-            let ds = Arc::new(OpenOptions::new().defer_allocation_checks(true).open(dir.join(&f.data_file))?);
+            let ds = Arc::new(
+                OpenOptions::new()
+                    .defer_allocation_checks(true)
+                    .open(super::remote::data_file(dir, &f.data_file))?,
+            );
             if ds.num_samples() != f.num_rows {
                 return Err(Error::InvalidArgument {
                     what: format!("data file {}", f.data_file),
@@ -260,6 +264,7 @@ pub(crate) fn write_column_file(dir: &Path, columns: Vec<(String, ArrayRef)>) ->
 
 /// Reads a column file, mapped (its arrays read the file in place): its columns by name.
 fn read_column_file(dir: &Path, file: &ColumnFile) -> Result<Vec<(String, ArrayRef)>> {
+    super::remote::fetch(dir, &file.file)?;
     let path = dir.join(&file.file);
     if let Err(e) = std::fs::metadata(&path) {
         return Err(io(&path, e));

@@ -771,5 +771,81 @@ pub(crate) fn open_source(url: &str, options: &RemoteOptions) -> Result<(Box<dyn
     }
 }
 
+/// Whole objects, for what lives beside data files in a dataset directory on object storage
+/// (manifests, deletions, column files, tags): read and written whole, listed, and the
+/// no-overwrite put that commits a version. Without the `remote` feature each fails, saying so.
+pub mod objects {
+    use std::path::Path;
+
+    #[cfg(feature = "remote")]
+    use super::RemoteOptions;
+    use crate::error::Result;
+
+    /// The whole object at `url`; `None` when there is none.
+    ///
+    /// # Errors
+    /// The remote errors, naming the URL.
+    pub fn get(url: &str) -> Result<Option<Vec<u8>>> {
+        #[cfg(feature = "remote")]
+        return super::store::get_object(url, &RemoteOptions::from_env()?);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = url;
+            Err(unsupported(url))
+        }
+    }
+
+    /// The names of the objects under the folder `url` (ending in `/`), relative to it, sorted.
+    ///
+    /// # Errors
+    /// The remote errors, naming the URL.
+    pub fn list(url: &str) -> Result<Vec<String>> {
+        #[cfg(feature = "remote")]
+        return super::store::list_objects(url, &RemoteOptions::from_env()?);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = url;
+            Err(unsupported(url))
+        }
+    }
+
+    /// Writes `bytes` as the object `url`; with `if_absent` only when there is none (S3's
+    /// `If-None-Match: *`), returning `false` when there is one.
+    ///
+    /// # Errors
+    /// The remote errors, naming the URL.
+    pub fn put(url: &str, bytes: Vec<u8>, if_absent: bool) -> Result<bool> {
+        #[cfg(feature = "remote")]
+        return super::store::put_object(url, bytes, if_absent, &RemoteOptions::from_env()?);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = (url, bytes, if_absent);
+            Err(unsupported(url))
+        }
+    }
+
+    /// Uploads the local file `file` as the object `url` (multipart above 16 MiB).
+    ///
+    /// # Errors
+    /// I/O errors reading it; the remote errors, naming the URL.
+    pub fn upload(url: &str, file: &Path) -> Result<()> {
+        #[cfg(feature = "remote")]
+        return super::store::upload_file(url, file, &RemoteOptions::from_env()?);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = (url, file);
+            Err(unsupported(url))
+        }
+    }
+
+    #[cfg(not(feature = "remote"))]
+    fn unsupported(url: &str) -> crate::error::Error {
+        crate::error::Error::Remote {
+            url: url.to_string(),
+            what: "this build of beton cannot use remote storage (built without the `remote` feature of beton-storage)".into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -107,6 +107,114 @@ impl Source for ObjectSource {
     }
 }
 
+/// The whole object at `url`; `None` when there is none.
+pub(super) fn get_object(url: &str, options: &RemoteOptions) -> Result<Option<Vec<u8>>> {
+    let (store, path) = make_store(url, options)?;
+    let rt = runtime()?;
+    let got = with_retries(url, options.retry_for, "reading it", || {
+        rt.block_on(async { store.get(&path).await?.bytes().await })
+    });
+    match got {
+        Ok(b) => Ok(Some(b.to_vec())),
+        Err(Error::RemoteNotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The names of the objects under the folder `url` (a prefix ending at a `/`), relative to
+/// it, sorted.
+pub(super) fn list_objects(url: &str, options: &RemoteOptions) -> Result<Vec<String>> {
+    let (store, prefix) = make_store(url, options)?;
+    let rt = runtime()?;
+    let metas = with_retries(url, options.retry_for, "listing it", || {
+        rt.block_on(async {
+            let mut out = Vec::new();
+            let mut listing = store.list(Some(&prefix));
+            while let Some(meta) = listing.next().await {
+                out.push(meta?.location);
+            }
+            Ok(out)
+        })
+    })?;
+    let mut names: Vec<String> = metas
+        .iter()
+        .filter_map(|location| {
+            location.prefix_match(&prefix).map(|parts| parts.map(|p| p.as_ref().to_string()))
+        })
+        .map(|parts| parts.collect::<Vec<_>>().join("/"))
+        .filter(|name| !name.is_empty())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Writes `bytes` as the object `url`. With `if_absent`, only when no object has that name
+/// (`If-None-Match: *` on S3): `Ok(false)` when one does. A retried conditional put that finds
+/// the object holding these very bytes counts as done (its first try landed).
+pub(super) fn put_object(
+    url: &str,
+    bytes: Vec<u8>,
+    if_absent: bool,
+    options: &RemoteOptions,
+) -> Result<bool> {
+    use object_store::{PutMode, PutOptions, PutPayload};
+    let (store, path) = make_store(url, options)?;
+    let rt = runtime()?;
+    let mode = if if_absent { PutMode::Create } else { PutMode::Overwrite };
+    let payload = PutPayload::from(bytes.clone());
+    let started = Instant::now();
+    let mut attempt = 0u32;
+    loop {
+        let opts = PutOptions { mode: mode.clone(), ..PutOptions::default() };
+        match rt.block_on(store.put_opts(&path, payload.clone(), opts)) {
+            Ok(_) => return Ok(true),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })
+                if if_absent =>
+            {
+                // Ours, from an earlier try whose answer was lost?
+                return Ok(attempt > 0 && get_object(url, options)?.as_deref() == Some(bytes.as_slice()));
+            }
+            Err(e) if transient(&e) && started.elapsed() < options.retry_for => {
+                attempt += 1;
+                std::thread::sleep(backoff(attempt));
+            }
+            Err(e) => return Err(remote_error(url, "writing it", e, attempt)),
+        }
+    }
+}
+
+/// Uploads the file `file` as the object `url`: one request up to 16 MiB, a multipart upload
+/// of 16 MiB parts (four in flight) above.
+pub(super) fn upload_file(url: &str, file: &std::path::Path, options: &RemoteOptions) -> Result<()> {
+    use std::io::Read;
+    const PART: usize = 16 << 20;
+    let len = std::fs::metadata(file).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?.len();
+    if len <= PART as u64 {
+        let bytes = std::fs::read(file).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
+        put_object(url, bytes, false, options)?;
+        return Ok(());
+    }
+    let (store, path) = make_store(url, options)?;
+    let rt = runtime()?;
+    let mut f = std::fs::File::open(file).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
+    rt.block_on(async {
+        let upload =
+            store.put_multipart(&path).await.map_err(|e| remote_error(url, "starting an upload", e, 0))?;
+        let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, PART);
+        let mut buf = vec![0u8; PART];
+        loop {
+            let n = f.read(&mut buf).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
+            if n == 0 {
+                break;
+            }
+            writer.wait_for_capacity(4).await.map_err(|e| remote_error(url, "uploading a part", e, 0))?;
+            writer.write(&buf[..n]);
+        }
+        writer.finish().await.map_err(|e| remote_error(url, "completing the upload", e, 0))?;
+        Ok(())
+    })
+}
+
 /// 50 ms, doubling, at most 2 s, with jitter from the clock.
 fn backoff(attempt: u32) -> Duration {
     let base = 50u64 << attempt.min(6);

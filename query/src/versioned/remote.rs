@@ -1,0 +1,208 @@
+//! Dataset directories on object storage (`s3://bucket/ds/`, `gs://`, `az://`, `file://`): the
+//! same layout (docs/FORMAT.md §13) as objects, worked on through a local **mirror** directory.
+//!
+//! Every file of a dataset directory but its tags is immutable once written, so the mirror
+//! caches them safely: a manifest, deletion, row-id, split or column file is fetched whole the
+//! first time it is read; data files are not fetched but opened by URL (range requests into the
+//! replica cache, `beton_storage::remote`), or from the mirror when this process wrote them.
+//! Edits run against the mirror as against a local directory, writing new files there; a commit
+//! then uploads each file the new manifest references that the store does not have yet
+//! (multipart for large ones) and publishes the manifest with a conditional put
+//! (`If-None-Match: *`) of `_versions/N.json`: the store refuses it when another writer made
+//! version N first, which is the local `link(2)`'s no-overwrite guarantee, so concurrent writers
+//! rebase or conflict exactly as on a local disk. Listings of versions and tags always ask the
+//! store. `cleanup` is local only.
+//!
+//! A mirror is registered per process by its path, so that the module's functions, which take
+//! a dataset directory, know when it stands for a URL.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use beton_storage::remote::objects;
+
+use super::commit::{self, Published};
+use super::manifest::Manifest;
+use crate::error::{Error, Result};
+
+/// What a mirror stands for.
+struct Remote {
+    /// The dataset's URL, ending in `/`.
+    base: String,
+    /// Files (relative paths) known to be in the store: fetched, uploaded or listed there.
+    known: HashSet<String>,
+}
+
+fn registry() -> &'static Mutex<HashMap<PathBuf, Remote>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<PathBuf, Remote>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn lock() -> std::sync::MutexGuard<'static, HashMap<PathBuf, Remote>> {
+    registry().lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `path` is a URL (`scheme://...`) rather than a local path.
+pub fn is_url(path: &Path) -> bool {
+    beton_storage::remote::is_url(path)
+}
+
+/// The local mirror of the dataset directory at `url` (made when missing, under
+/// `BETON_CACHE_DIR/datasets/`), registered for this process.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a URL that is not UTF-8; I/O errors making the folder.
+pub fn mirror(url: &Path) -> Result<PathBuf> {
+    let url = url.to_str().ok_or_else(|| Error::InvalidArgument {
+        what: format!("dataset URL {}", url.display()),
+        why: "is not UTF-8".into(),
+    })?;
+    let base = if url.ends_with('/') { url.to_string() } else { format!("{url}/") };
+    let cache = beton_storage::RemoteOptions::from_env()?.cache_dir;
+    // A readable tail of the URL and a hash of all of it.
+    let hash =
+        base.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let tail: String = base
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .take(48)
+        .collect();
+    let dir = cache.join("datasets").join(format!("{tail}-{hash:016x}"));
+    std::fs::create_dir_all(&dir).map_err(|e| commit::io(&dir, e))?;
+    lock().entry(dir.clone()).or_insert_with(|| Remote { base, known: HashSet::new() });
+    Ok(dir)
+}
+
+/// The URL `dir` mirrors, when it is a mirror.
+pub fn url_of(dir: &Path) -> Option<String> {
+    lock().get(dir).map(|r| r.base.clone())
+}
+
+/// The URL of file `rel` of the dataset `dir` mirrors.
+fn file_url(dir: &Path, rel: &str) -> Option<String> {
+    url_of(dir).map(|base| format!("{base}{rel}"))
+}
+
+/// `file`'s path in the dataset `dir` mirrors when it is the URL of a data file already in the
+/// store's `data/` (uploaded there by a worker, as Ray's write tasks do): committing it then
+/// copies nothing.
+pub fn data_file_in_store(dir: &Path, file: &Path) -> Option<String> {
+    let base = url_of(dir)?;
+    let rel = file.to_str()?.strip_prefix(&base)?;
+    let name = rel.strip_prefix("data/")?;
+    let plain = !name.is_empty() && !name.contains('/') && name.ends_with(".beton") && !name.starts_with('.');
+    if !plain {
+        return None;
+    }
+    if let Some(r) = lock().get_mut(dir) {
+        r.known.insert(rel.to_string());
+    }
+    Some(rel.to_string())
+}
+
+/// Makes the immutable file `rel` of a mirrored dataset present in the mirror (fetched whole
+/// when missing). `Ok(false)` when the store has no such file; `Ok(true)` for local datasets.
+///
+/// # Errors
+/// The remote errors, naming the URL; I/O errors writing the mirror.
+pub fn fetch(dir: &Path, rel: &str) -> Result<bool> {
+    let Some(url) = file_url(dir, rel) else { return Ok(true) };
+    let path = dir.join(rel);
+    if path.exists() {
+        return Ok(true);
+    }
+    let Some(bytes) = objects::get(&url)? else { return Ok(false) };
+    // Written aside and renamed: a concurrent fetch of the same file writes the same bytes.
+    let parent = path.parent().unwrap_or(dir).to_path_buf();
+    std::fs::create_dir_all(&parent).map_err(|e| commit::io(&parent, e))?;
+    let tmp = commit::temp_file(dir)?;
+    std::io::Write::write_all(&mut tmp.as_file(), &bytes).map_err(|e| commit::io(tmp.path(), e))?;
+    tmp.persist(&path).map_err(|e| commit::io(&path, e.error))?;
+    if let Some(r) = lock().get_mut(dir) {
+        r.known.insert(rel.to_string());
+    }
+    Ok(true)
+}
+
+/// Where to open data file `rel`: the mirror's copy when this process has one, else its URL.
+pub fn data_file(dir: &Path, rel: &str) -> PathBuf {
+    let local = dir.join(rel);
+    match file_url(dir, rel) {
+        Some(url) if !local.exists() => PathBuf::from(url),
+        _ => local,
+    }
+}
+
+/// The names in folder `folder` (`_versions`, `_tags`) of a mirrored dataset, from the store;
+/// `None` for a local dataset.
+///
+/// # Errors
+/// The remote errors, naming the URL.
+pub fn list(dir: &Path, folder: &str) -> Option<Result<Vec<String>>> {
+    let url = file_url(dir, &format!("{folder}/"))?;
+    Some(objects::list(&url).map_err(Error::from))
+}
+
+/// The bytes of the mutable file `rel` (a tag) of a mirrored dataset, from the store.
+pub fn read_fresh(dir: &Path, rel: &str) -> Option<Result<Option<Vec<u8>>>> {
+    let url = file_url(dir, rel)?;
+    Some(objects::get(&url).map_err(Error::from))
+}
+
+/// Writes `bytes` as file `rel` of a mirrored dataset unless the store has it already
+/// (`Ok(false)`); `None` for a local dataset.
+pub fn put_new(dir: &Path, rel: &str, bytes: Vec<u8>) -> Option<Result<bool>> {
+    let url = file_url(dir, rel)?;
+    Some(objects::put(&url, bytes, true).map_err(Error::from))
+}
+
+/// Publishes `manifest` for a mirrored dataset: uploads every file it references that the
+/// store lacks, then puts `_versions/N.json` only if absent. `None` for a local dataset.
+pub fn publish(dir: &Path, manifest: &Manifest) -> Option<Result<Published>> {
+    let base = url_of(dir)?;
+    Some(publish_to(dir, &base, manifest))
+}
+
+fn publish_to(dir: &Path, base: &str, manifest: &Manifest) -> Result<Published> {
+    // Files this process wrote into the mirror and has not uploaded. One listing per folder
+    // tells which the store has (a file fetched or written by an earlier process).
+    let local: Vec<&str> = manifest
+        .files()
+        .filter(|rel| dir.join(rel).exists())
+        .filter(|rel| lock().get(dir).is_some_and(|r| !r.known.contains(*rel)))
+        .collect();
+    let mut listed: HashMap<&str, HashSet<String>> = HashMap::new();
+    for rel in local {
+        let folder = rel.split('/').next().unwrap_or("");
+        if !listed.contains_key(folder) {
+            let names = objects::list(&format!("{base}{folder}/"))?;
+            listed.insert(folder, names.into_iter().map(|n| format!("{folder}/{n}")).collect());
+        }
+        if !listed[folder].contains(rel) {
+            objects::upload(&format!("{base}{rel}"), &dir.join(rel))?;
+        }
+        if let Some(r) = lock().get_mut(dir) {
+            r.known.insert(rel.to_string());
+        }
+    }
+    commit::crash_point();
+    let name = commit::manifest_name(manifest.version);
+    if !objects::put(&format!("{base}{name}"), manifest.to_json(), true)? {
+        return Ok(Published::Taken);
+    }
+    // The mirror's copy of what the store now holds (never modified: a plain write).
+    let path = dir.join(&name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| commit::io(parent, e))?;
+    }
+    std::fs::write(&path, manifest.to_json()).map_err(|e| commit::io(&path, e))?;
+    if let Some(r) = lock().get_mut(dir) {
+        r.known.insert(name);
+    }
+    Ok(Published::Done)
+}

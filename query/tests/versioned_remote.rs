@@ -1,0 +1,119 @@
+//! A dataset directory on object storage, behind `file://` URLs (object_store's local store,
+//! with the same conditional puts as S3): import, edits and tags uploaded, a cold mirror that
+//! sees them all from the store, a data file committed in place, and writers racing.
+
+use std::path::{Path, PathBuf};
+
+use beton_query::versioned::{VersionRef, VersionedDataset};
+use beton_query::IndexSet;
+use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+
+fn write(path: &Path, first: i64, n: u64) {
+    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
+    Writer::new(path, fields, WriterOptions::default())
+        .unwrap()
+        .write_indexed(n, |i| {
+            Ok(vec![
+                SampleValue::Int(first + i as i64),
+                SampleValue::Bytes(vec![i as u8; 1 + i as usize % 7]),
+            ])
+        })
+        .unwrap();
+}
+
+fn labels(v: &VersionedDataset) -> Vec<i64> {
+    let view = v.view().unwrap();
+    let table = view.table().unwrap();
+    let rows: Vec<u64> = (0..v.num_rows()).collect();
+    let batch = beton_query::take(&table, &rows, Some(&["label".to_string()])).unwrap();
+    batch.column(0).as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().values().to_vec()
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+// One test: the cache folder comes from the environment, set once for this binary.
+#[test]
+fn a_dataset_directory_behind_a_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Edition 2021: set_var is safe; no other thread of this binary runs yet.
+    std::env::set_var("BETON_CACHE_DIR", tmp.path().join("cache"));
+    let store = tmp.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let url = format!("file://{}/ds", store.display());
+    let file = tmp.path().join("a.beton");
+    write(&file, 0, 10);
+
+    assert!(!VersionedDataset::is_dataset_dir(Path::new(&url)));
+    let v1 = VersionedDataset::import(Path::new(&url), &file).unwrap();
+    assert_eq!(v1.location(), format!("{url}/"));
+    // In the store: the manifest and the data file.
+    assert_eq!(listing(&store.join("ds/_versions")), ["00000000000000000001.json"]);
+    assert_eq!(listing(&store.join("ds/data")).len(), 1);
+    assert!(VersionedDataset::is_dataset_dir(Path::new(&url)));
+
+    let v2 = v1.delete(&IndexSet::from_sorted(vec![0, 5]).unwrap(), None, "drop two").unwrap();
+    v2.tag("clean").unwrap();
+    assert!(v2.tag("clean").unwrap_err().to_string().contains("already names version 2"));
+    assert_eq!(listing(&store.join("ds/deletions")).len(), 1);
+    assert_eq!(listing(&store.join("ds/_tags")), ["clean.json"]);
+
+    // A cold mirror: everything from the store (the data file by range requests).
+    std::fs::remove_dir_all(v2.dir()).unwrap();
+    let again = VersionedDataset::open(Path::new(&url), VersionRef::Tag("clean".into())).unwrap();
+    assert_eq!(again.version(), 2);
+    assert_eq!(labels(&again), vec![1, 2, 3, 4, 6, 7, 8, 9]);
+    assert_eq!(again.tags().unwrap().get("clean"), Some(&2));
+    assert!(VersionedDataset::open(Path::new(&url), VersionRef::Number(9))
+        .unwrap_err()
+        .to_string()
+        .contains("has no version 9; it has versions 1 to 2"));
+
+    // A data file a worker put into the store's data/ itself: committed where it is.
+    let in_store = store.join("ds/data/worker-part.beton");
+    write(&in_store, 100, 3);
+    let v3 = VersionedDataset::commit_files(
+        Path::new(&url),
+        &[PathBuf::from(format!("{url}/data/worker-part.beton"))],
+        "from a worker",
+    )
+    .unwrap();
+    assert_eq!(v3.manifest().fragments.last().unwrap().data_file, "data/worker-part.beton");
+    assert_eq!(labels(&v3)[8..], [100, 101, 102]);
+    assert_eq!(listing(&store.join("ds/data")).len(), 2);
+
+    // Two writers racing from the same version: each append lands, once.
+    let parts: Vec<PathBuf> = (0..2)
+        .map(|k| {
+            let f = tmp.path().join(format!("p{k}.beton"));
+            write(&f, 1000 * (k + 1), 2);
+            f
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for part in &parts {
+            let base = v3.clone();
+            s.spawn(move || {
+                for _ in 0..4 {
+                    base.append_file(part, "racing").unwrap();
+                }
+            });
+        }
+    });
+    let last = VersionedDataset::open(Path::new(&url), VersionRef::Latest).unwrap();
+    assert_eq!(last.version(), 3 + 8);
+    let got = labels(&last);
+    assert_eq!(got.len(), 11 + 16);
+    assert_eq!(got.iter().filter(|&&l| l == 1000).count(), 4);
+    assert_eq!(got.iter().filter(|&&l| l == 2001).count(), 4);
+    assert_eq!(listing(&store.join("ds/_versions")).len(), 11);
+    // Cleanup is refused there, naming the URL.
+    let err = last.cleanup(1, std::time::Duration::ZERO).unwrap_err().to_string();
+    assert!(err.contains(&url) && err.contains("not cleaned up"), "{err}");
+}
