@@ -62,6 +62,7 @@ __all__ = [
     "write",
     "write_arrow",
     "scan_imagefolder",
+    "upload_file",
     "__version__",
 ]
 
