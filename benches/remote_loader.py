@@ -12,9 +12,15 @@ sample's payload span plus the file's metadata: header, descriptors, data table,
 table), and the bound the server path sets: the whole object read with plain boto3 range GETs
 (8 MiB, 16 at once) through the same proxy, MB/s, against the epoch's payload MB/s.
 
+With ``--streaming`` each round also runs one epoch of MosaicML Streaming (``mosaicml-streaming``)
+over the same JPEG bytes written as MDS shards, uploaded to the same server and read through the
+same proxy into a cold local cache, in a torch DataLoader with the same number of workers (PIL
+decode, torchvision RandomResizedCrop + flip, the same normalisation to f16 per batch).
+
 Usage: ``python benches/remote_loader.py DIR [--size 160] [--workers 2] [--batch-size 256]
-[--rounds 4] [--latency 0.02] [--order random|quasi-random] [--out target/bench-data]`` (DIR: ``benches/bench-corpus.sh DIR
-3000 10 0``). Needs beton installed, and moto[server] + boto3 (``pip install 'moto[server]'``).
+[--rounds 4] [--latency 0.02] [--order random|quasi-random] [--streaming] [--out target/bench-data]``
+(DIR: ``benches/bench-corpus.sh DIR 3000 10 0``). Needs beton installed, and moto[server] + boto3
+(``pip install 'moto[server]'``); ``--streaming`` needs mosaicml-streaming, torch and torchvision.
 """
 
 import argparse
@@ -62,6 +68,51 @@ def epoch(path, a):
     return n / (time.perf_counter() - t0), ld.dataset
 
 
+def write_mds(path, out_dir):
+    """The images and labels of the .beton file `path` (the stored JPEG bytes, as they are) as
+    MosaicML Streaming MDS shards (no compression, 64 MB shards) in `out_dir`."""
+    from streaming import MDSWriter
+
+    ds = beton.open(path)
+    with MDSWriter(out=str(out_dir), columns={"image": "bytes", "label": "int"}, compression=None,
+                   size_limit="64mb", progress_bar=False) as w:
+        for start in range(0, len(ds), 1000):
+            t = ds.take(range(start, min(start + 1000, len(ds))), ["image", "label"])
+            for img, label in zip(t.column("image").to_pylist(), t.column("label").to_pylist()):
+                w.write({"image": img["data"], "label": label})
+
+
+def streaming_epoch(remote, cache, a):
+    """One epoch of MosaicML Streaming's StreamingDataset from `remote` (shuffled, cold `cache`),
+    in a torch DataLoader of `a.workers` processes: PIL decode, torchvision RandomResizedCrop
+    + flip, then per batch the same normalisation to f16. Returns (images/s, bytes downloaded)."""
+    import io
+
+    import torch
+    import torchvision.transforms as T
+    from PIL import Image
+    from streaming import StreamingDataset
+
+    tf = T.Compose([T.RandomResizedCrop(a.size, antialias=True), T.RandomHorizontalFlip(), T.PILToTensor()])
+
+    class Images(StreamingDataset):
+        def __getitem__(self, i):
+            s = super().__getitem__(i)
+            return tf(Image.open(io.BytesIO(s["image"])).convert("RGB")), s["label"]
+
+    ds = Images(remote=remote, local=cache, shuffle=True, shuffle_seed=1, batch_size=a.batch_size)
+    dl = torch.utils.data.DataLoader(ds, batch_size=a.batch_size, num_workers=a.workers)
+    mean = torch.tensor(MEAN, dtype=torch.float32).view(1, 3, 1, 1)
+    std = torch.tensor(STD, dtype=torch.float32).view(1, 3, 1, 1)
+    t0, n = time.perf_counter(), 0
+    for images, _labels in dl:
+        images = ((images.float() - mean) / std).half()
+        n += len(images)
+    rate = n / (time.perf_counter() - t0)
+    downloaded = sum(f.stat().st_size for f in Path(cache).rglob("*.mds"))
+    return rate, downloaded
+
+
 def plain_get_rate(endpoint, key, size, request=8 << 20, in_flight=16):
     """MB/s of the whole object read with boto3 range GETs of `request` bytes, `in_flight` at a
     time, through `endpoint`: what this server path gives at best (the bandwidth bound)."""
@@ -100,6 +151,8 @@ def main():
     p.add_argument("--latency", type=float, default=0.02)
     p.add_argument("--order", choices=["random", "quasi-random"], default="random")
     p.add_argument("--out", default=str(REPO / "target" / "bench-data"))
+    p.add_argument("--streaming", action="store_true",
+                   help="also an epoch of MosaicML Streaming (MDS shards of the same JPEG bytes) each round")
     a = p.parse_args()
     print(machine())
     out = Path(a.out)
@@ -122,7 +175,17 @@ def main():
                       AWS_ENDPOINT_URL=proxy.url)
     url = f"s3://bench/{path.name}"
     need = needed_bytes(path)
-    rows = {"local": [], "remote": [], "ratio": [], "fetched": [], "requests": [], "plain": [], "remote_mbs": []}
+    rows = {"local": [], "remote": [], "ratio": [], "fetched": [], "requests": [], "plain": [], "remote_mbs": [],
+            "streaming": [], "streaming_bytes": []}
+    if a.streaming:
+        mds = out / f"mds-{Path(a.dir).name}"
+        if not (mds / "index.json").exists():
+            write_mds(path, mds)
+        for f in sorted(mds.iterdir()):
+            client.upload_file(str(f), "bench", f"mds/{f.name}")
+        os.environ["S3_ENDPOINT_URL"] = proxy.url
+        mds_bytes = sum(f.stat().st_size for f in mds.glob("*.mds"))
+        print(f"MDS: {len(list(mds.glob('*.mds')))} shards, {mds_bytes / 1e6:.1f} MB")
     try:
         for r in range(a.rounds + 1):
             cache = tempfile.mkdtemp(prefix="beton-bench-cache-")
@@ -133,13 +196,26 @@ def main():
                 got[which] = epoch(str(path) if which == "local" else url, a)
             stats = got["remote"][1].explain("false").remote
             shutil.rmtree(cache, ignore_errors=True)
+            streaming = ""
+            if a.streaming:
+                from streaming.base.util import clean_stale_shared_memory
+
+                clean_stale_shared_memory()
+                local = tempfile.mkdtemp(prefix="streaming-cache-")
+                s_rate, s_bytes = streaming_epoch("s3://bench/mds", local, a)
+                shutil.rmtree(local, ignore_errors=True)
+                streaming = (f"; Streaming {s_rate:.0f} img/s (beton remote {got['remote'][0] / s_rate:.2f}x), "
+                             f"{s_bytes / 1e6:.1f} MB downloaded")
+                if r > 0:
+                    rows["streaming"].append(s_rate)
+                    rows["streaming_bytes"].append(s_bytes / need)
             plain = plain_get_rate(proxy.url, path.name, size)
             remote_mbs = got["remote"][0] * need / n / 1e6
             line = (f"round {r}{' (warm-up)' if r == 0 else ''}: local {got['local'][0]:.0f} img/s, "
                     f"remote {got['remote'][0]:.0f} img/s ({got['remote'][0] / got['local'][0]:.2f}x), "
                     f"{stats['requests']} requests, {stats['bytes'] / 1e6:.1f} MB fetched "
                     f"({stats['bytes'] / need:.3f}x needed); epoch reads {remote_mbs:.0f} MB/s, plain range GETs "
-                    f"{plain:.0f} MB/s")
+                    f"{plain:.0f} MB/s{streaming}")
             print(line, flush=True)
             if r > 0:
                 rows["local"].append(got["local"][0])
@@ -165,6 +241,12 @@ def main():
           f"{span(rows['requests'])}")
     print(f"the remote epoch's payload MB/s: {span(rows['remote_mbs'])}; the same server path read with plain "
           f"boto3 range GETs (8 MiB, 16 at once, no decoding): {span(rows['plain'])} MB/s")
+    if rows["streaming"]:
+        ratios = [b / s for b, s in zip(rows["remote"], rows["streaming"])]
+        print(f"MosaicML Streaming, same JPEG bytes in MDS shards through the same server and proxy, cold cache, "
+              f"{a.workers} DataLoader workers (PIL decode, torchvision RRC-{a.size} + flip, same normalisation): "
+              f"{span(rows['streaming'])} img/s; beton remote / Streaming {span(ratios, '{:.2f}')}x; Streaming "
+              f"downloaded {span(rows['streaming_bytes'], '{:.3f}')}x the bytes beton's epoch needs")
 
 
 if __name__ == "__main__":

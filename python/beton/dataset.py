@@ -1221,8 +1221,11 @@ class Dataset:
             from beton.fields import IntField, RGBImageField
             from beton.writer import DatasetWriter
 
-            tmp_dir = os.path.join(str(self.path), "_tmp")
-            os.makedirs(tmp_dir, exist_ok=True)
+            # Beside the dataset (so the file is hard-linked in), or anywhere for one on object
+            # storage (it is uploaded).
+            tmp_dir = None if "://" in str(self.path) else os.path.join(str(self.path), "_tmp")
+            if tmp_dir is not None:
+                os.makedirs(tmp_dir, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
                 out = os.path.join(tmp, "append.beton")
                 DatasetWriter(out, {image_field: RGBImageField(**writer_options), label_field: IntField()},

@@ -140,7 +140,8 @@ class DatasetWriter:
         The file to write (it appears atomically when complete). An existing directory, or a
         path ending in ``/``, writes a dataset directory: its version 1 when new
         (``beton.import_file``), else a new version appending the rows (``Dataset.append``);
-        the report then has ``version``.
+        the report then has ``version``. A URL (``s3://bucket/f.beton``; ``s3://bucket/ds/``
+        for a dataset directory) is written locally, then uploaded (docs/REMOTE.md).
     fields : dict of str to Field
         ``{name: field}`` in file order: ``RGBImageField()``, ``IntField()``, ``FloatField()``,
         ``NDArrayField(dtype, shape)``, ``JSONField()``, ``BytesField()``, ``TextField()``, ...
@@ -209,15 +210,31 @@ class DatasetWriter:
     @contextlib.contextmanager
     def _destination(self):
         """Where the native writer writes, and what publishes its report: the file itself, or,
-        for a dataset directory, a temporary file in it that becomes a version."""
-        if not (os.path.isdir(self.fname) or self.fname.endswith(os.sep)):
+        for a dataset directory, a temporary file in it that becomes a version. A URL is written
+        locally first: a ``.beton`` file is then uploaded, a dataset directory (a URL ending in
+        ``/``, or one that is a dataset already) gets a version through the store."""
+        is_url = "://" in self.fname
+        is_dir = (self.fname.endswith("/") or _native.Version.is_dataset_dir(self.fname)) if is_url else (
+            os.path.isdir(self.fname) or self.fname.endswith(os.sep))
+        if is_url and not is_dir:
+            with tempfile.TemporaryDirectory(prefix="beton-upload-") as tmp:
+                path = os.path.join(tmp, "write.beton")
+
+                def upload(report):
+                    _native.upload_file(path, self.fname)
+                    return dict(report, path=self.fname)
+
+                yield path, upload
+            return
+        if not is_dir:
             yield self.fname, lambda report: report
             return
         from beton.dataset import Dataset, import_file
 
-        directory = self.fname.rstrip(os.sep) or os.sep
-        tmp_dir = os.path.join(directory, "_tmp")
-        os.makedirs(tmp_dir, exist_ok=True)
+        directory = self.fname.rstrip("/" if is_url else os.sep) or os.sep
+        tmp_dir = None if is_url else os.path.join(directory, "_tmp")
+        if tmp_dir is not None:
+            os.makedirs(tmp_dir, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
             path = os.path.join(tmp, "write.beton")
 

@@ -258,3 +258,21 @@ def test_two_writers_racing_on_s3_both_land(moto, s3env, small, tmp_path):
     assert [v["operation"] for v in ds.versions()].count("append") == 10
     versions = [o["Key"] for o in moto.client().list_objects_v2(Bucket="data", Prefix="dirs/race/_versions/")["Contents"]]
     assert len(versions) == 11
+
+
+def test_the_writer_writes_files_and_dataset_directories_to_s3(moto, s3env, tmp_path):
+    from beton.fields import IntField
+    from beton.writer import DatasetWriter
+
+    s3env(moto.url)
+    rows = [{"x": i} for i in range(50)]
+    report = DatasetWriter("s3://data/w/one.beton", {"x": IntField()}, progress=False).from_indexed_dataset(rows)
+    assert report["path"] == "s3://data/w/one.beton"
+    assert beton.open("s3://data/w/one.beton").table(["x"]).column("x").to_pylist() == list(range(50))
+    # A URL ending in / is a dataset directory: version 1, then an append.
+    for expected in (1, 2):
+        report = DatasetWriter("s3://data/w/dir/", {"x": IntField()}, progress=False).from_indexed_dataset(rows)
+        assert report["version"] == expected
+    assert len(beton.open("s3://data/w/dir")) == 100
+    assert beton.open("s3://data/w/dir/").path == "s3://data/w/dir/"
+    assert not os.path.exists("s3:")  # nothing written to a local path named after the URL
