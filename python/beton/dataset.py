@@ -116,7 +116,7 @@ def _field_metadata(kind: str, details) -> Dict[bytes, bytes]:
     return {b"beton.kind": kind.encode(), b"beton.details": json.dumps(details).encode()}
 
 
-def field_of_arrow(field) -> Optional[Any]:
+def _field_of_arrow(field) -> Optional[Any]:
     """The beton Field a ``pyarrow.Field`` from ``take`` was read from (its metadata), or None."""
     from beton import fields as F
 

@@ -51,7 +51,7 @@ except ImportError:  # pragma: no cover - the message is the point
 
 import beton
 from beton import _native
-from beton.dataset import field_of_arrow
+from beton.dataset import _field_of_arrow
 from beton.fields import (ArrayField, BoolField, BytesField, Field, FloatField, IntField, NDArrayField, RGBImageField,
                           TextField)
 
@@ -244,12 +244,31 @@ def fields_of_schema(schema, fields: Optional[Dict[str, Field]] = None) -> Dict[
     ``BytesField``, ``take``'s image structs ``RGBImageField``, fixed-size lists and Ray tensors
     ``NDArrayField``, lists ``ArrayField``).
 
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        The table's schema.
+    fields : dict of str to Field, optional
+        Fields for some columns, which win over the inferred ones.
+
+    Returns
+    -------
+    dict of str to Field
+        One field per column, in the schema's order.
+
     Raises
     ------
     TypeError
         For a column of a type no field takes, naming it.
     KeyError
         For a ``fields`` name the schema lacks.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> fields_of_schema(pa.schema([("label", pa.int32()), ("jpeg", pa.binary())]),
+    ...                  {"jpeg": RGBImageField()})  # doctest: +SKIP
+    {'label': IntField(), 'jpeg': RGBImageField()}
     """
     import pyarrow as pa
 
@@ -264,7 +283,7 @@ def fields_of_schema(schema, fields: Optional[Dict[str, Field]] = None) -> Dict[
         if f.name in fields:
             out[f.name] = fields[f.name]
             continue
-        known = field_of_arrow(f)
+        known = _field_of_arrow(f)
         if known is not None:
             out[f.name] = known
             continue
