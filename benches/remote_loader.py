@@ -12,6 +12,10 @@ sample's payload span plus the file's metadata: header, descriptors, data table,
 table), and the bound the server path sets: the whole object read with plain boto3 range GETs
 (8 MiB, 16 at once) through the same proxy, MB/s, against the epoch's payload MB/s.
 
+``--server static`` serves the folder holding the file with ``s3_local.StaticS3`` instead (HEAD
+and ranged GET by ``os.sendfile``, the latency slept by the server): moto's own per-request cost,
+which grows with the object's size, then stops being the bound.
+
 With ``--streaming`` each round also runs one epoch of MosaicML Streaming (``mosaicml-streaming``)
 over the same JPEG bytes written as MDS shards, uploaded to the same server and read through the
 same proxy into a cold local cache, in a torch DataLoader with the same number of workers (PIL
@@ -44,7 +48,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO / "python" / "tests"))
 from machine import machine  # noqa: E402
-from s3_local import FaultProxy, Moto  # noqa: E402
+from s3_local import FaultProxy, Moto, StaticS3  # noqa: E402
 
 MEAN = np.array([0.485, 0.456, 0.406]) * 255
 STD = np.array([0.229, 0.224, 0.225]) * 255
@@ -151,6 +155,8 @@ def main():
     p.add_argument("--latency", type=float, default=0.02)
     p.add_argument("--order", choices=["random", "quasi-random"], default="random")
     p.add_argument("--out", default=str(REPO / "target" / "bench-data"))
+    p.add_argument("--server", choices=["moto", "static"], default="moto",
+                   help="moto behind the latency proxy, or s3_local.StaticS3 (sendfile, the latency built in)")
     p.add_argument("--streaming", action="store_true",
                    help="also an epoch of MosaicML Streaming (MDS shards of the same JPEG bytes) each round")
     a = p.parse_args()
@@ -166,13 +172,19 @@ def main():
     print(f"{path}: {n} images, {size / 1e6:.1f} MB; RRC-{a.size}, {a.workers} threads, batch {a.batch_size}, "
           f"{a.order}; {a.latency * 1000:.0f} ms added to every request")
 
-    server = Moto()
-    client = server.client()
-    client.create_bucket(Bucket="bench")
-    client.upload_file(str(path), "bench", path.name)
-    proxy = FaultProxy(server.url, latency=a.latency, errors=0.0, resets=0.0)
+    if a.server == "moto":
+        server = Moto()
+        client = server.client()
+        client.create_bucket(Bucket="bench")
+        client.upload_file(str(path), "bench", path.name)
+        proxy = FaultProxy(server.url, latency=a.latency, errors=0.0, resets=0.0)
+        endpoint = proxy.url
+    else:
+        # The folder itself is the bucket; the server sleeps the latency itself.
+        server, client, proxy = StaticS3(out, bucket="bench", latency=a.latency), None, None
+        endpoint = server.url
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_REGION="us-east-1",
-                      AWS_ENDPOINT_URL=proxy.url)
+                      AWS_ENDPOINT_URL=endpoint)
     url = f"s3://bench/{path.name}"
     need = needed_bytes(path)
     rows = {"local": [], "remote": [], "ratio": [], "fetched": [], "requests": [], "plain": [], "remote_mbs": [],
@@ -181,9 +193,11 @@ def main():
         mds = out / f"mds-{Path(a.dir).name}"
         if not (mds / "index.json").exists():
             write_mds(path, mds)
-        for f in sorted(mds.iterdir()):
-            client.upload_file(str(f), "bench", f"mds/{f.name}")
-        os.environ["S3_ENDPOINT_URL"] = proxy.url
+        mds_key = "mds" if client is not None else mds.name
+        if client is not None:
+            for f in sorted(mds.iterdir()):
+                client.upload_file(str(f), "bench", f"mds/{f.name}")
+        os.environ["S3_ENDPOINT_URL"] = endpoint
         mds_bytes = sum(f.stat().st_size for f in mds.glob("*.mds"))
         print(f"MDS: {len(list(mds.glob('*.mds')))} shards, {mds_bytes / 1e6:.1f} MB")
     try:
@@ -202,14 +216,14 @@ def main():
 
                 clean_stale_shared_memory()
                 local = tempfile.mkdtemp(prefix="streaming-cache-")
-                s_rate, s_bytes = streaming_epoch("s3://bench/mds", local, a)
+                s_rate, s_bytes = streaming_epoch(f"s3://bench/{mds_key}", local, a)
                 shutil.rmtree(local, ignore_errors=True)
                 streaming = (f"; Streaming {s_rate:.0f} img/s (beton remote {got['remote'][0] / s_rate:.2f}x), "
                              f"{s_bytes / 1e6:.1f} MB downloaded")
                 if r > 0:
                     rows["streaming"].append(s_rate)
                     rows["streaming_bytes"].append(s_bytes / need)
-            plain = plain_get_rate(proxy.url, path.name, size)
+            plain = plain_get_rate(endpoint, path.name, size)
             remote_mbs = got["remote"][0] * need / n / 1e6
             line = (f"round {r}{' (warm-up)' if r == 0 else ''}: local {got['local'][0]:.0f} img/s, "
                     f"remote {got['remote'][0]:.0f} img/s ({got['remote'][0] / got['local'][0]:.2f}x), "
@@ -226,7 +240,8 @@ def main():
                 rows["plain"].append(plain)
                 rows["remote_mbs"].append(remote_mbs)
     finally:
-        proxy.stop()
+        if proxy is not None:
+            proxy.stop()
         server.stop()
 
     def span(v, f="{:.0f}"):
@@ -235,7 +250,7 @@ def main():
     print("| | images/s, median (min-max) |")
     print("|---|---|")
     print(f"| local file (page cache) | {span(rows['local'])} |")
-    print(f"| s3:// through loopback moto + {a.latency * 1000:.0f} ms/request, cold cache | {span(rows['remote'])} |")
+    print(f"| s3:// through loopback {a.server} + {a.latency * 1000:.0f} ms/request, cold cache | {span(rows['remote'])} |")
     print(f"\nremote / local: {span(rows['ratio'], '{:.2f}')}x; bytes fetched / needed: "
           f"{span(rows['fetched'], '{:.3f}')}x ({need / 1e6:.1f} MB needed); requests per epoch: "
           f"{span(rows['requests'])}")

@@ -84,3 +84,39 @@ fn every_read_command_takes_a_version() {
     let (success, _, err) = beton(&["show", d, "9999"]);
     assert!(!success && err.contains("out of range"), "{err}");
 }
+
+/// The same commands on a dataset directory behind a URL (`file://`: object_store's local store,
+/// with the conditional puts S3 has), and on a `.beton` file behind one.
+#[test]
+fn dataset_directories_and_files_at_urls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
+    let file = tmp.path().join("a.beton");
+    let f = file.to_str().unwrap();
+    let at = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_beton"))
+            .args(args)
+            .env("BETON_CACHE_DIR", tmp.path().join("cache"))
+            .output()
+            .expect("run beton");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "beton {args:?}: {err}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    at(&["write-imagefolder", folder.to_str().unwrap(), f, "--max-resolution", "32"]);
+    let store = tmp.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let url = format!("file://{}/ds", store.display());
+    assert!(at(&["import", &url, f]).contains("version 1 imported"));
+    assert!(at(&["delete", &url, "index = 10"]).contains("1 rows deleted, 154 left"));
+    at(&["tag", &url, "edited"]);
+    assert!(store.join("ds/_versions/00000000000000000002.json").is_file());
+    assert!(store.join("ds/_tags/edited.json").is_file());
+    let log = at(&["log", &url]);
+    assert!(log.contains("delete") && log.contains("[edited]"), "{log}");
+    assert!(at(&["info", &url]).contains("version 2 of 2"));
+    assert_eq!(at(&["query", &url, "SELECT count(*) FROM samples", "--json"]).trim(), "{\"count(*)\":154}");
+    // A .beton file at a URL.
+    let file_url = format!("file://{f}");
+    assert_eq!(at(&["query", &file_url, "SELECT count(*) FROM samples", "--json"]).trim(), "{\"count(*)\":155}");
+}

@@ -60,6 +60,10 @@ __all__ = ["read_beton", "write_beton", "BetonDatasource", "BetonDatasink", "fie
 # Rows of one block a read task yields are capped to about this many bytes (Ray's default
 # target block size), so a task over a large slice streams several blocks.
 _BLOCK_BYTES = 128 << 20
+# A read task reads at least about this much (when there is that much): Ray's default
+# parallelism (200) over a table of 2 M small rows made 10,000-row tasks whose scheduling cost
+# more than their reads (0.46 M rows/s against 2.3 M with 4 tasks).
+_TASK_BYTES = 32 << 20
 
 
 def _is_url(uri: str) -> bool:
@@ -149,12 +153,13 @@ class BetonDatasource(Datasource):
         slices = [(int(a), int(b)) for a, b in zip(np.concatenate([[0], cuts[:-1]]), cuts) if b > a]
         tasks = []
         uri, version, custom = self._uri, self._version, self._custom
-        pieces = _shares([end - start for start, end in slices], parallelism)
+        tasks_by_size = -(-int(row_bytes.sum()) // _TASK_BYTES)
+        pieces = _shares([end - start for start, end in slices], min(parallelism, max(len(slices), tasks_by_size)))
         for (start, end), k in zip(slices, pieces):
             for piece in np.array_split(np.arange(start, end), k):
                 if len(piece) == 0:
                     continue
-                rows = self._rows[piece[0]:piece[-1] + 1]
+                rows = _compact(self._rows[piece[0]:piece[-1] + 1])
                 size = int(row_bytes[piece[0]:piece[-1] + 1].sum())
                 per_block = max(1, int(len(rows) * _BLOCK_BYTES // max(1, size)))
                 metadata = BlockMetadata(num_rows=len(rows), size_bytes=size, input_files=None, exec_stats=None)
@@ -181,13 +186,22 @@ def _shares(sizes: List[int], parallelism: int) -> List[int]:
     return counts
 
 
-def _reader(uri: str, version, custom, rows: np.ndarray, columns: List[str], per_block: int):
+def _compact(rows: np.ndarray):
+    """A task's rows as small as they pickle: a ``range`` when consecutive, else 32-bit when
+    they fit (the rows travel with every read task)."""
+    if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+        return range(int(rows[0]), int(rows[-1]) + 1)
+    return rows.astype(np.uint32) if len(rows) and int(rows[-1]) < 2**32 else rows
+
+
+def _reader(uri: str, version, custom, rows, columns: List[str], per_block: int):
     """A read task's function: ``take`` of ``rows``, ``per_block`` rows a block."""
 
     def read() -> Iterator[Any]:
         ds = beton.open(uri, custom=custom, version=version)
         for start in range(0, len(rows), per_block):
-            yield ds.take(rows[start:start + per_block], columns)
+            chunk = rows[start:start + per_block]
+            yield ds.take(np.arange(chunk.start, chunk.stop) if isinstance(chunk, range) else chunk, columns)
 
     return read
 

@@ -117,3 +117,90 @@ class FaultProxy:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class StaticS3:
+    """A read-only S3-compatible server of a local folder, for benchmarks: bucket ``NAME`` is the
+    folder, each file an object. It answers HEAD and GET (whole, or one ``Range``) with the
+    file's bytes sent by ``os.sendfile`` from a thread per connection, after sleeping ``latency``
+    seconds: the 20 ms of a remote store without moto's per-request cost (moto keeps objects in
+    Python and slows down with their size), so a benchmark measures the client. No listing,
+    writes or signature checks."""
+
+    def __init__(self, root, bucket="bench", latency=0.02):
+        import email.utils
+        import hashlib
+
+        root = os.path.abspath(root)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        counts = self.counts = {"requests": 0, "bytes": 0}
+        lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _object(self):
+                path = self.path.split("?", 1)[0]
+                prefix = f"/{bucket}/"
+                if not path.startswith(prefix):
+                    return None
+                file = os.path.normpath(os.path.join(root, path[len(prefix):]))
+                return file if file.startswith(root + os.sep) and os.path.isfile(file) else None
+
+            def _head(self, file, send_body):
+                time.sleep(latency)
+                st = os.stat(file)
+                start, end = 0, st.st_size - 1
+                rng = self.headers.get("Range")
+                status = 200
+                if rng and rng.startswith("bytes="):
+                    a, _, b = rng[6:].partition("-")
+                    start, end = int(a), min(int(b) if b else st.st_size - 1, st.st_size - 1)
+                    status = 206
+                etag = '"' + hashlib.md5(f"{file}{st.st_mtime_ns}{st.st_size}".encode()).hexdigest() + '"'
+                self.send_response(status)
+                self.send_header("Content-Length", str(end - start + 1))
+                self.send_header("ETag", etag)
+                self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
+                self.send_header("Accept-Ranges", "bytes")
+                if status == 206:
+                    self.send_header("Content-Range", f"bytes {start}-{end}/{st.st_size}")
+                self.end_headers()
+                with lock:
+                    counts["requests"] += 1
+                    counts["bytes"] += (end - start + 1) if send_body else 0
+                if send_body:
+                    self.wfile.flush()
+                    with open(file, "rb") as f:
+                        offset, left = start, end - start + 1
+                        while left > 0:
+                            sent = os.sendfile(self.connection.fileno(), f.fileno(), offset, left)
+                            if sent == 0:
+                                break
+                            offset, left = offset + sent, left - sent
+
+            def do_HEAD(self):
+                file = self._object()
+                if file is None:
+                    self.send_error(404)
+                    return
+                self._head(file, send_body=False)
+
+            def do_GET(self):
+                file = self._object()
+                if file is None:
+                    self.send_error(404)
+                    return
+                self._head(file, send_body=True)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()

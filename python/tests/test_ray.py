@@ -73,7 +73,7 @@ def test_read_with_a_predicate_and_columns(folder):
         bray.read_beton(folder, where="label <")
 
 
-def test_read_a_version_of_a_dataset_directory(folder, tmp_path):
+def test_read_a_version_of_a_dataset_directory(folder, tmp_path, monkeypatch):
     """Read tasks follow data files and deletions, and a read is pinned to one version."""
     d = beton.concat([folder, folder], tmp_path / "two")
     d.delete(where="label = 0")
@@ -81,7 +81,11 @@ def test_read_a_version_of_a_dataset_directory(folder, tmp_path):
     assert d.versions()[-1]["data_files"] == 2
     read = bray.read_beton(tmp_path / "two", override_num_blocks=5)
     assert read.count() == n2
+    # A small dataset: one task per data file, whatever the parallelism (a task reads at least
+    # _TASK_BYTES where there is that much).
+    assert len(bray.BetonDatasource(tmp_path / "two").get_read_tasks(200)) == 2
     # Five read tasks of exact sizes, none across the two data files (155 rows each, less deletions).
+    monkeypatch.setattr(bray, "_TASK_BYTES", 1)
     tasks = bray.BetonDatasource(tmp_path / "two").get_read_tasks(5)
     assert len(tasks) == 5 and sum(t.metadata.num_rows for t in tasks) == n2
     # The two data files keep the same rows: the boundary between them ends a task.

@@ -112,10 +112,13 @@ pub struct VersionedDataset {
 }
 
 impl VersionedDataset {
-    /// True when `path` is a dataset directory (it has a `_versions` folder).
+    /// True when `path` is a dataset directory (it has a `_versions` folder; at a URL that does
+    /// not end in `.beton`, the store has a version).
     pub fn is_dataset_dir(path: &Path) -> bool {
         if remote::is_url(path) {
-            return remote::mirror(path).is_ok_and(|mirror| Self::is_dataset_dir(&mirror));
+            // A `.beton` URL is a file: no listing of its `_versions/` for every open.
+            let file = path.to_str().is_some_and(|p| p.trim_end_matches('/').ends_with(".beton"));
+            return !file && remote::mirror(path).is_ok_and(|mirror| Self::is_dataset_dir(&mirror));
         }
         // A mirror of a URL: a dataset when the store has a version.
         if remote::url_of(path).is_some() {
