@@ -118,5 +118,8 @@ fn dataset_directories_and_files_at_urls() {
     assert_eq!(at(&["query", &url, "SELECT count(*) FROM samples", "--json"]).trim(), "{\"count(*)\":154}");
     // A .beton file at a URL.
     let file_url = format!("file://{f}");
-    assert_eq!(at(&["query", &file_url, "SELECT count(*) FROM samples", "--json"]).trim(), "{\"count(*)\":155}");
+    assert_eq!(
+        at(&["query", &file_url, "SELECT count(*) FROM samples", "--json"]).trim(),
+        "{\"count(*)\":155}"
+    );
 }
