@@ -118,7 +118,7 @@ impl VersionedDataset {
         if remote::is_url(path) {
             // A `.beton` URL is a file: no listing of its `_versions/` for every open.
             let file = path.to_str().is_some_and(|p| p.trim_end_matches('/').ends_with(".beton"));
-            return !file && remote::mirror(path).is_ok_and(|mirror| Self::is_dataset_dir(&mirror));
+            return !file && remote::has_versions(path);
         }
         // A mirror of a URL: a dataset when the store has a version.
         if remote::url_of(path).is_some() {

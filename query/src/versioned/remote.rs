@@ -83,6 +83,14 @@ pub fn url_of(dir: &Path) -> Option<String> {
     lock().get(dir).map(|r| r.base.clone())
 }
 
+/// Whether the store has a version of the dataset at `url` (one listing; no mirror is made).
+pub fn has_versions(url: &Path) -> bool {
+    let Some(url) = url.to_str() else { return false };
+    let base = if url.ends_with('/') { url.to_string() } else { format!("{url}/") };
+    objects::list(&format!("{base}{}/", commit::VERSIONS_DIR))
+        .is_ok_and(|names| names.iter().any(|n| n.ends_with(".json")))
+}
+
 /// The URL of file `rel` of the dataset `dir` mirrors.
 fn file_url(dir: &Path, rel: &str) -> Option<String> {
     url_of(dir).map(|base| format!("{base}{rel}"))
