@@ -666,11 +666,12 @@ class Dataset:
         """
         import pyarrow as pa
 
-        rows = indices.tolist() if hasattr(indices, "tolist") else [int(i) for i in indices]
+        rows = np.asarray(indices.tolist() if hasattr(indices, "tolist") else list(indices), dtype=np.int64)
         n = len(self)
-        bad = next((i for i in rows if not 0 <= i < n), None)
-        if bad is not None:
-            raise IndexError(f"take: row {bad} is out of range for a dataset of {n} rows")
+        out = (rows < 0) | (rows >= n)
+        if out.any():
+            raise IndexError(f"take: row {int(rows[out.argmax()])} is out of range for a dataset of {n} rows")
+        rows = rows.tolist()
         if columns is not None:
             known = list(self._kinds)
             missing = [c for c in columns if c not in self._kinds]

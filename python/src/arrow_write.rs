@@ -276,16 +276,9 @@ fn stored_images(a: &ArrayRef, start: usize, field: &str) -> Result<StoredImages
     ) else {
         return Err(wrong());
     };
-    let data = binaries(child("data")?).ok_or_else(wrong)?;
-    for c in [
-        s.column_by_name("mode"),
-        s.column_by_name("width"),
-        s.column_by_name("height"),
-        s.column_by_name("data"),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    let data_array = child("data")?;
+    let data = binaries(data_array).ok_or_else(wrong)?;
+    for c in [mode as &dyn Array, width, height, data_array.as_ref()] {
         if let Some(k) = c.logical_nulls().and_then(|n| (0..c.len()).find(|&k| n.is_null(k))) {
             return Err(Bad::Value(format!(
                 "row {} has a null image part; a beton field has no nulls",

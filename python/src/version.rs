@@ -161,7 +161,6 @@ impl Version {
         Ok(Version { state: RwLock::new(opened) })
     }
 
-    /// True when `path` is a dataset directory.
     /// `files` (`.beton` files written apart) as one new version of the dataset `dir`: its
     /// version 1 when new, else appended (`VersionedDataset::commit_files`).
     #[staticmethod]
@@ -173,6 +172,7 @@ impl Version {
         Ok(Version { state: RwLock::new(opened) })
     }
 
+    /// True when `path` is a dataset directory.
     #[staticmethod]
     fn is_dataset_dir(path: PathBuf) -> bool {
         VersionedDataset::is_dataset_dir(&path)

@@ -424,6 +424,11 @@ impl<'a> Table<'a> {
         Ok(p.ds.get(file_row, p.ds.field_index(field)?)?)
     }
 
+    /// Whether any of the table's data files is read from remote storage.
+    pub fn is_remote(&self) -> bool {
+        self.parts.iter().any(|p| p.ds.is_remote())
+    }
+
     /// Number of rows.
     pub fn num_rows(&self) -> u64 {
         self.starts.last().copied().unwrap_or(0)

@@ -50,8 +50,10 @@ pub fn take(table: &Table<'_>, rows: &[u64], fields: Option<&[String]>) -> Resul
     let indices = std::cell::OnceCell::new();
     for (name, ty) in &chosen {
         // Ints, floats and bools are the table's own columns (column files applied): a gather,
-        // no value at a time.
-        if matches!(ty, FieldType::Int | FieldType::Float | FieldType::Bool) {
+        // no value at a time, when the rows are a fair share of the table (the column is made
+        // for every row once; a take of a few rows reads just those).
+        let share = rows.len() as u64 * 16 >= num_rows;
+        if share && matches!(ty, FieldType::Int | FieldType::Float | FieldType::Bool) {
             let column = table.column(name)?;
             if *column.data_type() == column_file_type(ty) {
                 let indices = indices.get_or_init(|| arrow_array::UInt64Array::from(rows.to_vec()));
@@ -81,6 +83,9 @@ fn fetch_remote_payloads(
     fields: &[(String, FieldType)],
 ) -> Result<Vec<beton_storage::Lease>> {
     let Some((first, _)) = fields.first() else { return Ok(Vec::new()) };
+    if !table.is_remote() {
+        return Ok(Vec::new());
+    }
     // (data file, its rows), in the order the files are first met.
     let mut by_file: Vec<(&beton_storage::Dataset, Vec<u64>)> = Vec::new();
     for &row in rows {

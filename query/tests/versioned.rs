@@ -714,6 +714,24 @@ fn take_reads_field_values_of_rows_in_any_order() {
     assert_eq!(blob.value(3), vec![9u8; 1 + 9 % 7].as_slice());
     let only = beton_query::take(&table, &[], Some(&["blob".to_string()])).unwrap();
     assert_eq!((only.num_rows(), only.num_columns()), (0, 1));
+    // A take of a few rows reads each value; of a fair share, gathers the column: both see the
+    // column file's value.
+    let (_t, _f, _d, big) = imported(100, vec![]);
+    let big = big
+        .update_rows(
+            &IndexSet::from_sorted(vec![3]).unwrap(),
+            vec![("label".to_string(), Arc::new(arrow_array::Int64Array::from(vec![-3])) as ArrayRef)],
+            "",
+        )
+        .unwrap();
+    let big_view = big.view().unwrap();
+    let big_table = big_view.table().unwrap();
+    let label_of = |rows: &[u64]| {
+        let b = beton_query::take(&big_table, rows, Some(&["label".to_string()])).unwrap();
+        b.column(0).as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().values().to_vec()
+    };
+    assert_eq!(label_of(&[3, 4]), vec![-3, 4]);
+    assert_eq!(label_of(&(0..100).collect::<Vec<_>>())[2..5], [2, -3, 4]);
     let err = beton_query::take(&table, &[9], None).unwrap_err().to_string();
     assert!(err.contains("9 is past the end") && err.contains("9 rows"), "{err}");
     let err = beton_query::take(&table, &[0], Some(&["nope".to_string()])).unwrap_err().to_string();

@@ -73,7 +73,7 @@ fn a_dataset_directory_behind_a_url() {
     assert!(VersionedDataset::open(Path::new(&url), VersionRef::Number(9))
         .unwrap_err()
         .to_string()
-        .contains("has no version 9; it has versions 1 to 2"));
+        .contains(&format!("{url}/ has no version 9; it has versions 1 to 2")));
 
     // A data file a worker put into the store's data/ itself: committed where it is.
     let in_store = store.join("ds/data/worker-part.beton");

@@ -135,7 +135,7 @@ pub fn publish(dir: &Path, manifest: &Manifest) -> Result<Published> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Published::Taken),
         Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Err(Error::InvalidArgument {
-            what: format!("dataset directory {}", dir.display()),
+            what: format!("dataset directory {}", super::remote::shown(dir)),
             why: "its file system has no hard links, which commits need (no-overwrite publication)".into(),
         }),
         Err(e) => Err(io(&target, e)),
@@ -188,7 +188,7 @@ pub fn read_manifest(dir: &Path, version: u64) -> Result<Manifest> {
                 what: "version".into(),
                 why: format!(
                     "{} has no version {version}; it has {}",
-                    dir.display(),
+                    super::remote::shown(dir),
                     describe_versions(&there)
                 ),
             });

@@ -130,7 +130,7 @@ impl VersionedDataset {
     /// Where the dataset is: its URL (ending in `/`) for one on object storage, else its
     /// directory.
     pub fn location(&self) -> String {
-        remote::url_of(&self.dir).unwrap_or_else(|| self.dir.display().to_string())
+        remote::shown(&self.dir)
     }
 
     /// Creates an empty dataset with `schema` at `dir` (made if missing; it must not already be
@@ -147,7 +147,7 @@ impl VersionedDataset {
         let dir = &local_dir(dir)?;
         if dir.is_file() {
             return Err(Error::InvalidArgument {
-                what: format!("dataset directory {}", dir.display()),
+                what: format!("dataset directory {}", remote::shown(dir)),
                 why: "is a file".into(),
             });
         }
@@ -155,7 +155,7 @@ impl VersionedDataset {
         match publish(dir, &manifest)? {
             Published::Done => Ok(VersionedDataset { dir: dir.to_path_buf(), manifest }),
             Published::Taken => Err(Error::InvalidArgument {
-                what: format!("dataset directory {}", dir.display()),
+                what: format!("dataset directory {}", remote::shown(dir)),
                 why: "is a dataset already".into(),
             }),
         }
@@ -256,9 +256,9 @@ impl VersionedDataset {
         let schema = schema_of(&ds, file)?;
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         // A `_versions` folder with no manifest is an import that was killed: start again.
-        if Self::is_dataset_dir(dir) && !list_versions(dir)?.is_empty() {
+        if committed(dir)? {
             return Err(Error::InvalidArgument {
-                what: format!("dataset directory {}", dir.display()),
+                what: format!("dataset directory {}", remote::shown(dir)),
                 why: "is a dataset already; use append to add a file to it".into(),
             });
         }
@@ -290,9 +290,10 @@ impl VersionedDataset {
     /// not have, or a manifest that is not valid.
     pub fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
         let dir = &local_dir(dir)?;
-        if !Self::is_dataset_dir(dir) {
+        // (A mirror's versions are listed once, below: reading the latest or the manifest.)
+        if remote::url_of(dir).is_none() && !Self::is_dataset_dir(dir) {
             return Err(Error::InvalidArgument {
-                what: format!("dataset {}", dir.display()),
+                what: format!("dataset {}", remote::shown(dir)),
                 why: "is not a dataset directory (it has no _versions folder)".into(),
             });
         }
@@ -301,7 +302,7 @@ impl VersionedDataset {
             VersionRef::Number(n) => n,
             VersionRef::Tag(name) => *read_tags(dir)?.get(&name).ok_or_else(|| Error::InvalidArgument {
                 what: "tag".into(),
-                why: format!("{} has no tag '{name}'", dir.display()),
+                why: format!("{} has no tag '{name}'", remote::shown(dir)),
             })?,
         };
         Ok(VersionedDataset { dir: dir.to_path_buf(), manifest: read_manifest(dir, version)? })
@@ -1023,11 +1024,11 @@ impl VersionedDataset {
         let dir = &local_dir(dir)?;
         let Some(first) = files.first() else {
             return Err(Error::InvalidArgument {
-                what: format!("commit to {}", dir.display()),
+                what: format!("commit to {}", remote::shown(dir)),
                 why: "no data files to commit".into(),
             });
         };
-        if Self::is_dataset_dir(dir) && !list_versions(dir)?.is_empty() {
+        if committed(dir)? {
             return Self::open(dir, VersionRef::Latest)?.append_files(files, message);
         }
         let schema = schema_of(&Dataset::open(first)?, first)?;
@@ -1136,7 +1137,7 @@ fn check_compatible(read: &Manifest, latest: &Manifest, touches: &Touches) -> Re
 /// The newest committed version of `dir`.
 fn latest(dir: &Path) -> Result<u64> {
     list_versions(dir)?.last().copied().ok_or_else(|| Error::InvalidArgument {
-        what: format!("dataset {}", dir.display()),
+        what: format!("dataset {}", remote::shown(dir)),
         why: "has no committed version".into(),
     })
 }
@@ -1184,6 +1185,15 @@ fn read_tags(dir: &Path) -> Result<BTreeMap<String, u64>> {
         out.insert(name.to_string(), tag.version);
     }
     Ok(out)
+}
+
+/// Whether `dir` has a committed version (a `_versions` folder without one is an import that
+/// was killed); one listing, of the store for a mirror.
+fn committed(dir: &Path) -> Result<bool> {
+    if remote::url_of(dir).is_none() && !dir.join(commit::VERSIONS_DIR).is_dir() {
+        return Ok(false);
+    }
+    Ok(!list_versions(dir)?.is_empty())
 }
 
 /// The local directory for `dir`: itself, or the mirror of a dataset URL ([`remote::mirror`]).

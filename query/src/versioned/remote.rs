@@ -91,6 +91,11 @@ pub fn has_versions(url: &Path) -> bool {
         .is_ok_and(|names| names.iter().any(|n| n.ends_with(".json")))
 }
 
+/// How errors name the dataset at `dir`: its URL for a mirror, else the directory.
+pub fn shown(dir: &Path) -> String {
+    url_of(dir).unwrap_or_else(|| dir.display().to_string())
+}
+
 /// The URL of file `rel` of the dataset `dir` mirrors.
 fn file_url(dir: &Path, rel: &str) -> Option<String> {
     url_of(dir).map(|base| format!("{base}{rel}"))
