@@ -146,8 +146,17 @@ pub(crate) fn report<'py>(
     let report = result.map_err(|e| {
         interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
     })?;
-    py.detach(|| beton_query::columnar::after_write(&report.path));
+    // The columnar copy is made by a background worker: the write returns once its data file
+    // is durable (`wait_for_columnar_copies`, and the interpreter's exit, wait for it).
+    beton_query::columnar::after_write_in_background(&report.path);
     report_dict(py, &report)
+}
+
+/// Waits until the columnar copies of the files written so far are made: registered to run
+/// when the interpreter exits, and for a query that must read the copy right after a write.
+#[pyfunction]
+pub(crate) fn wait_for_columnar_copies(py: Python<'_>) {
+    py.detach(beton_query::columnar::wait_for_copies);
 }
 
 /// A write's report as the dict Python gets: `path`, `num_samples`, `num_pages`, `file_len`,

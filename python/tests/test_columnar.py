@@ -1,8 +1,10 @@
-"""The columnar copy from Python: written by ``DatasetWriter``, read in place by ``ds.table()``,
-``ds.where`` and ``ds.query``, reported by ``ds.explain``, and optional (a file without one gives
-the same answers)."""
+"""The columnar copy from Python: made after ``DatasetWriter``'s writes by a background worker
+(waited for at exit), read in place by ``ds.table()``, ``ds.where`` and ``ds.query``, reported by
+``ds.explain``, and optional (a file without one gives the same answers)."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +16,7 @@ from beton.fields import FloatField, IntField, TextField
 ROWS = 70_000  # above beton_query::columnar::MIN_ROWS (65,536)
 
 
-def _write(path, rows=ROWS):
+def _write(path, rows=ROWS, wait=True):
     i = np.arange(rows, dtype=np.int64)
     table = pa.table(
         {
@@ -26,6 +28,8 @@ def _write(path, rows=ROWS):
     DatasetWriter(path, {"label": IntField(), "score": FloatField(), "caption": TextField()}, progress=False).from_arrow(
         table
     )
+    if wait:
+        beton._native.wait_for_columnar_copies()
     return table
 
 
@@ -83,3 +87,56 @@ def test_saving_splits_keeps_the_copy_valid(tmp_path):
     e = beton.open(path).explain("in_split('low') AND score > 1")
     assert e.scan["columnar_columns"] == ["score"], e.scan
     assert e.rows_matched == len(ds.where("label < 5 AND score > 1"))
+
+
+def test_the_copy_is_made_after_the_write_returns_and_queries_meanwhile_agree(tmp_path):
+    path = tmp_path / "t.beton"
+    source = _write(path, wait=False)
+    # Whether or not the worker is done: the same rows (from the data table until it is).
+    expect = [k for k, lab in enumerate(source["label"].to_pylist()) if lab < 3]
+    assert list(beton.open(path).where("label < 3")) == expect
+    beton._native.wait_for_columnar_copies()
+    assert (tmp_path / "t.beton.columns.arrow").exists()
+    assert beton.open(path).explain("label < 3").scan["row_major"] == 0
+    assert list(beton.open(path).where("label < 3")) == expect
+
+
+def test_a_script_that_ends_right_after_its_write_leaves_the_copy(tmp_path):
+    path = tmp_path / "t.beton"
+    script = (
+        "import sys, numpy as np, pyarrow as pa; from beton import DatasetWriter; from beton.fields import IntField; "
+        f"DatasetWriter(sys.argv[1], {{'label': IntField()}}, progress=False).from_arrow("
+        f"pa.table({{'label': np.arange({ROWS})}}))"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True, timeout=120)
+    assert (tmp_path / "t.beton.columns.arrow").exists(), "the interpreter waited for the worker"
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")], "no half-made copy left"
+
+
+def test_a_forked_child_does_not_wait_for_its_parents_worker(tmp_path):
+    if not hasattr(os, "fork"):
+        return
+    _write(tmp_path / "a.beton", wait=False)
+    pid = os.fork()
+    if pid == 0:  # the child: its exit handlers run (os._exit would skip them)
+        code = 0
+        try:
+            beton._native.wait_for_columnar_copies()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    deadline = 30
+    import time
+
+    start = time.monotonic()
+    while time.monotonic() - start < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        raise AssertionError("the child waited for a worker it does not have")
+    beton._native.wait_for_columnar_copies()
+    assert (tmp_path / "a.beton.columns.arrow").exists()

@@ -12,6 +12,9 @@
 //! - it is made on first use for data files of at least [`MIN_ROWS`] rows (beton's writers make
 //!   it as they finish, FFCV-written files get one on their first query), written to a
 //!   temporary file and renamed into place, so a reader sees a whole copy or none;
+//! - Python's writers hand it to a background worker ([`after_write_in_background`]): the write
+//!   returns once its data file is durable, and a query that comes before the copy gathers from
+//!   the rows (same values); the interpreter waits for the worker when it exits;
 //! - where it cannot be written (a read-only directory) queries gather from the rows as before;
 //!   `BETON_COLUMNAR=off` turns the copies off, `BETON_COLUMNAR=always` makes them for any size.
 //!
@@ -81,12 +84,14 @@ pub fn for_dataset(ds: &Dataset) -> Option<Arc<ColumnarCopy>> {
     if let Some(copy) = recent::find(ds.path(), &stamp) {
         return Some(copy);
     }
+    // Being made in the background: the rows give this query's columns, a later query the copy.
+    let building = background::is_pending(ds.path());
     // What the path held before it was mapped: a copy replaced in between is then seen as
     // changed on the next query, never the other way round.
     let before = recent::identity(&path_of(ds.path()));
     let (copy, identity) = match ColumnarCopy::open_stamped(ds, &stamp) {
         Some(copy) => (copy, before),
-        None if policy == Policy::Auto && ds.num_samples() < MIN_ROWS => return None,
+        None if building || (policy == Policy::Auto && ds.num_samples() < MIN_ROWS) => return None,
         // Made from this data file: a copy renamed over it meanwhile holds the same columns.
         None => (ColumnarCopy::build(ds).ok()?, recent::identity(&path_of(ds.path()))),
     };
@@ -176,8 +181,129 @@ pub fn after_write(path: &Path) {
         return;
     }
     if let Ok(ds) = Dataset::open(path) {
-        if policy() == Policy::Always || ds.num_samples() >= MIN_ROWS {
+        let wanted = policy() == Policy::Always || ds.num_samples() >= MIN_ROWS;
+        // A write handed over twice, or a query that made it first: nothing to do.
+        if wanted && ColumnarCopy::open(&ds).is_none() {
             let _ = ColumnarCopy::build(&ds);
+        }
+    }
+}
+
+/// [`after_write`] on a background worker, for writers whose caller goes on working (Python's):
+/// the copy costs the write nothing it waits for. One worker makes the copies handed to it in
+/// turn (a path handed over again before its turn is made once, from the file there then);
+/// until a copy is made, queries of its file gather from the rows. [`wait_for_copies`] waits
+/// for the worker to finish.
+pub fn after_write_in_background(path: &Path) {
+    if policy() != Policy::Off {
+        background::submit(path);
+    }
+}
+
+/// Waits until the copies handed to [`after_write_in_background`] are made (or have failed):
+/// before a process ends, or to measure a query of the copy right after a write.
+pub fn wait_for_copies() {
+    background::wait();
+}
+
+/// The worker that makes columnar copies after writes, one at a time, in the order asked.
+///
+/// A forked child inherits the queue but not the thread: the state records the process that
+/// owns it, and a child starts from an empty one (so it never waits for a worker it lacks).
+mod background {
+    use std::collections::VecDeque;
+    use std::path::{Path, PathBuf};
+    use std::sync::{Condvar, Mutex, MutexGuard};
+
+    #[derive(Default)]
+    struct State {
+        /// The process this state belongs to (0: none yet).
+        pid: u32,
+        /// Paths waiting for the worker, and the one it is making (`busy`).
+        queue: VecDeque<PathBuf>,
+        busy: Option<PathBuf>,
+        /// Whether a worker thread is running.
+        running: bool,
+    }
+
+    static STATE: Mutex<State> =
+        Mutex::new(State { pid: 0, queue: VecDeque::new(), busy: None, running: false });
+    /// Signalled whenever the worker finishes a copy or stops.
+    static DONE: Condvar = Condvar::new();
+
+    /// The state, reset when it was inherited from another process.
+    fn state() -> MutexGuard<'static, State> {
+        let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+        let pid = std::process::id();
+        if state.pid != pid {
+            *state = State { pid, ..State::default() };
+        }
+        state
+    }
+
+    /// Queues `path` (once: a path already waiting keeps its place) and starts the worker if
+    /// none runs. Where no thread can be started, the copy is made now.
+    pub(super) fn submit(path: &Path) {
+        let path = key(path);
+        let mut state = state();
+        if !state.queue.contains(&path) {
+            state.queue.push_back(path);
+        }
+        if state.running {
+            return;
+        }
+        let spawned = std::thread::Builder::new().name("beton-columnar".into()).spawn(work);
+        if spawned.is_ok() {
+            state.running = true;
+        } else {
+            let queued: Vec<PathBuf> = state.queue.drain(..).collect();
+            drop(state);
+            queued.iter().for_each(|p| super::after_write(p));
+        }
+    }
+
+    /// The worker: makes each queued copy, stops when the queue is empty.
+    fn work() {
+        loop {
+            let next = {
+                let mut state = state();
+                state.busy = state.queue.pop_front();
+                if state.busy.is_none() {
+                    state.running = false;
+                    DONE.notify_all();
+                    return;
+                }
+                state.busy.clone()
+            };
+            if let Some(path) = next {
+                // A panic (a bug) must not leave waiters waiting: it ends this copy only.
+                let _ = std::panic::catch_unwind(|| super::after_write(&path));
+            }
+            state().busy = None;
+            DONE.notify_all();
+        }
+    }
+
+    /// Whether a copy of the data file at `path` is waiting or being made.
+    pub(super) fn is_pending(path: &Path) -> bool {
+        let state = state();
+        if state.busy.is_none() && state.queue.is_empty() {
+            return false;
+        }
+        let path = key(path);
+        state.busy.as_ref() == Some(&path) || state.queue.contains(&path)
+    }
+
+    /// `path` as the queue holds it: canonical, so that two spellings of one file match.
+    fn key(path: &Path) -> PathBuf {
+        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    }
+
+    /// Blocks until the queue is empty and the worker idle.
+    pub(super) fn wait() {
+        let mut state = state();
+        while state.running || !state.queue.is_empty() {
+            state = DONE.wait(state).unwrap_or_else(|p| p.into_inner());
         }
     }
 }
@@ -339,6 +465,10 @@ impl ColumnarCopy {
             _ => PathBuf::from("."),
         };
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // Copies whose maker was killed half-way (their lock is gone): nobody else removes them.
+        for stale in beton_storage::stale_temp_files(&path) {
+            let _ = std::fs::remove_file(stale);
+        }
         // The temporary file first: a directory that cannot take it fails before any gather.
         // Its name has the writers' form, so a copy killed half-way is cleaned up like theirs.
         let temp = tempfile::Builder::new()
@@ -665,6 +795,46 @@ mod tests {
         assert!(!Arc::ptr_eq(&new, &reopened), "pushed out, opened again");
         forget_open_copies();
         assert!(!Arc::ptr_eq(&reopened, &for_dataset(&ds).unwrap()), "forgotten, opened again");
+    }
+
+    #[test]
+    fn a_copy_made_in_the_background_is_there_after_the_wait_and_queries_meanwhile_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.beton");
+        let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("score", FieldType::Float)];
+        let write = |offset: i64| {
+            Writer::new(&path, fields.clone(), WriterOptions::default())
+                .unwrap()
+                .write_fixed(MIN_ROWS, |k, i| match k {
+                    0 => SampleValue::Int(i as i64 % 1000 + offset),
+                    _ => SampleValue::Float(i as f64 / 8.0),
+                })
+                .unwrap();
+        };
+        write(0);
+        // Handed over twice (the second time under another spelling of the path): made once,
+        // by the worker (nothing else here makes copies).
+        after_write_in_background(&path);
+        after_write_in_background(&dir.path().join(".").join("big.beton"));
+        wait_for_copies();
+        assert!(!background::is_pending(&path));
+        let ds = Dataset::open(&path).unwrap();
+        assert!(ColumnarCopy::open(&ds).is_some(), "made by the worker");
+        drop(ds);
+        forget_open_copies();
+        // The file rewritten and handed over again; a query meanwhile (from the rows, or the
+        // copy if the worker was first) gives the new file's values.
+        write(5000);
+        after_write_in_background(&path);
+        let ds = Dataset::open(&path).unwrap();
+        let expected = (0..MIN_ROWS).filter(|i| i % 1000 < 10).count();
+        let query = || crate::select_indices(&crate::Table::new(&ds), "label < 5010").unwrap().len();
+        assert_eq!(query(), expected);
+        wait_for_copies();
+        let label = ColumnarCopy::open(&ds).expect("made again").column("label").unwrap();
+        assert_eq!(label.as_any().downcast_ref::<Int64Array>().unwrap().value(0), 5000);
+        assert_eq!(query(), expected);
+        wait_for_copies(); // nothing queued: returns at once
     }
 
     #[test]
