@@ -116,6 +116,12 @@ fn dataset_directories_and_files_at_urls() {
     assert!(log.contains("delete") && log.contains("[edited]"), "{log}");
     assert!(at(&["info", &url]).contains("version 2 of 2"));
     assert_eq!(at(&["query", &url, "SELECT count(*) FROM samples", "--json"]).trim(), "{\"count(*)\":154}");
+    // Cleanup there: a second deletion, then only the tagged and the newest version are kept.
+    at(&["delete", &url, "index = 0"]);
+    let cleaned = at(&["cleanup", &url, "--grace-seconds", "0"]);
+    assert!(cleaned.contains("removed 1 version"), "{cleaned}");
+    assert!(!store.join("ds/_versions/00000000000000000001.json").exists());
+    assert!(at(&["info", &url]).contains("version 3 of 3"));
     // A .beton file at a URL.
     let file_url = format!("file://{f}");
     assert_eq!(

@@ -1277,7 +1277,9 @@ class Dataset:
         keep_versions : int, optional
             The newest versions to keep (tagged ones are always kept).
         older_than_seconds : float, optional
-            Only files older than this are removed (a writer may still be committing).
+            Only files older than this are removed (a writer may still be committing). On
+            object storage, ages come from the store's last-modified times, and files a failed
+            writer uploaded but never committed are removed too.
 
         Returns
         -------

@@ -30,7 +30,8 @@ The destination is a dataset directory every Ray worker sees (one machine, or a 
 system), or a URL (``s3://bucket/ds/``, ...): there each task uploads its data file into the
 dataset's ``data/`` itself and the driver commits them with one conditional put
 (docs/REMOTE.md), so a cluster needs no shared disk. A failed write to object storage leaves
-its uploaded files in the store, referenced by no version.
+its uploaded files in the store, referenced by no version, until ``Dataset.cleanup`` removes
+them (once older than its grace period).
 """
 
 from __future__ import annotations
@@ -425,7 +426,8 @@ class BetonDatasink(Datasink):
         self._remove_files()
 
     def _remove_files(self) -> None:
-        # (Uploaded files of a failed write stay in the store, referenced by no version.)
+        # (Uploaded files of a failed write stay in the store, referenced by no version, until
+        # `cleanup` past its grace period.)
         if _is_url(self.path):
             return
         for f in glob.glob(os.path.join(self._tmp(), f"ray-{self._write_id}-*")):

@@ -231,6 +231,19 @@ def test_a_dataset_directory_on_s3_edited_tagged_and_reopened_cold(moto, s3env, 
     assert cold.take([0, 5], ["image"]).equals(ds.take([0, 5], ["image"]))
     assert len(beton.open(url, version=1)) == 300
     assert [v["operation"] for v in cold.versions()] == ["import", "delete", "update"]
+    # Cleanup in the store: old versions first, then (past the grace period) a data file a failed
+    # writer uploaded and never committed; what is kept still reads, from another cold cache.
+    moto.client().put_object(Bucket="data", Key="dirs/photos/data/orphan.beton", Body=b"x" * 1000)
+    assert cold.cleanup(keep_versions=1) == {"versions": [1, 2], "files": [], "bytes": 0}
+    assert cold.cleanup(keep_versions=1, older_than_seconds=0) == {
+        "versions": [], "files": ["data/orphan.beton"], "bytes": 1000}
+    keys = {o["Key"] for o in moto.client().list_objects_v2(Bucket="data", Prefix="dirs/photos/")["Contents"]}
+    assert "dirs/photos/data/orphan.beton" not in keys
+    assert sorted(k for k in keys if "_versions/" in k) == ["dirs/photos/_versions/00000000000000000003.json"]
+    monkeypatch.setenv("BETON_CACHE_DIR", str(tmp_path / "colder"))
+    assert beton.open(url).table(["label"]).column("label").to_pylist() == labels
+    with pytest.raises(beton.InvalidArgumentError, match="has no version 1; it has version 3"):
+        beton.open(url, version=1)
 
 
 def test_two_writers_racing_on_s3_both_land(moto, s3env, small, tmp_path):

@@ -1,6 +1,7 @@
 //! A dataset directory on object storage, behind `file://` URLs (object_store's local store,
 //! with the same conditional puts as S3): import, edits and tags uploaded, a cold mirror that
-//! sees them all from the store, a data file committed in place, and writers racing.
+//! sees them all from the store, a data file committed in place, writers racing, and cleanup
+//! deleting what no kept version lists from the store.
 
 use std::path::{Path, PathBuf};
 
@@ -113,7 +114,45 @@ fn a_dataset_directory_behind_a_url() {
     assert_eq!(got.iter().filter(|&&l| l == 1000).count(), 4);
     assert_eq!(got.iter().filter(|&&l| l == 2001).count(), 4);
     assert_eq!(listing(&store.join("ds/_versions")).len(), 11);
-    // Cleanup is refused there, naming the URL.
-    let err = last.cleanup(1, std::time::Duration::ZERO).unwrap_err().to_string();
-    assert!(err.contains(&url) && err.contains("not cleaned up"), "{err}");
+
+    // Cleanup in the store: two more deletions (the first one's file only version 12 lists),
+    // and a data file a failed writer uploaded but never committed.
+    let v12 = last.delete(&IndexSet::from_sorted(vec![0]).unwrap(), None, "one").unwrap();
+    let v13 = v12.delete(&IndexSet::from_sorted(vec![0]).unwrap(), None, "another").unwrap();
+    let only_12: Vec<String> = v12
+        .manifest()
+        .files()
+        .filter(|f| !v13.manifest().files().any(|g| g == *f))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(only_12.len(), 1, "a deletion file: {only_12:?}");
+    write(&store.join("ds/data/orphan.beton"), 7, 2);
+    // Within the grace period: old manifests go, files stay (an uncommitted upload is young).
+    let report = v13.cleanup(1, std::time::Duration::from_secs(3600)).unwrap();
+    let dropped: Vec<u64> = (1..=12).filter(|&v| v != 2).collect();
+    assert_eq!(report.versions, dropped, "all but the tagged and the newest");
+    assert!(report.files.is_empty(), "{:?}", report.files);
+    assert_eq!(
+        listing(&store.join("ds/_versions")),
+        ["00000000000000000002.json", "00000000000000000013.json"]
+    );
+    // Past it: what no kept version lists, in the store and the mirror.
+    let report = v13.cleanup(1, std::time::Duration::ZERO).unwrap();
+    let mut expected = vec!["data/orphan.beton".to_string(), only_12[0].clone()];
+    expected.sort();
+    let mut removed = report.files.clone();
+    removed.sort();
+    assert_eq!(removed, expected);
+    assert!(report.bytes > 0);
+    assert!(!store.join("ds").join(&only_12[0]).exists() && !v13.dir().join(&only_12[0]).exists());
+    assert!(!listing(&store.join("ds/data")).contains(&"orphan.beton".to_string()));
+    // What is left reads, from a cold mirror too.
+    std::fs::remove_dir_all(v13.dir()).unwrap();
+    let latest = VersionedDataset::open(Path::new(&url), VersionRef::Latest).unwrap();
+    assert_eq!(latest.version(), 13);
+    assert_eq!(labels(&latest), got[2..]);
+    let tagged = VersionedDataset::open(Path::new(&url), VersionRef::Tag("clean".into())).unwrap();
+    assert_eq!(labels(&tagged), vec![1, 2, 3, 4, 6, 7, 8, 9]);
+    let err = VersionedDataset::open(Path::new(&url), VersionRef::Number(5)).unwrap_err().to_string();
+    assert!(err.contains("has no version 5"), "{err}");
 }

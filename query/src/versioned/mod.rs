@@ -813,24 +813,16 @@ impl VersionedDataset {
     /// Removes the versions older than the newest `keep_versions` (tagged versions are kept)
     /// and every file of the directory that no kept version references, as well as writers'
     /// temporary files, when older than `grace` (a writer still running may be about to commit
-    /// the files it wrote). Returns what was removed.
+    /// the files it wrote). Returns what was removed. On object storage the store's files are
+    /// listed, aged by their last-modified times, and deleted from the store and the mirror.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `keep_versions` 0; I/O errors.
+    /// [`Error::InvalidArgument`] for `keep_versions` 0; I/O errors; the remote errors.
     pub fn cleanup(&self, keep_versions: usize, grace: std::time::Duration) -> Result<CleanupReport> {
         if keep_versions == 0 {
             return Err(Error::InvalidArgument {
                 what: "keep_versions".into(),
                 why: "must be at least 1".into(),
-            });
-        }
-        if let Some(url) = remote::url_of(&self.dir) {
-            return Err(Error::InvalidArgument {
-                what: format!("cleanup of {url}"),
-                why:
-                    "datasets on object storage are not cleaned up yet (use the store's own lifecycle rules \
-                      on files no manifest references)"
-                        .into(),
             });
         }
         let all = list_versions(&self.dir)?;
@@ -850,18 +842,25 @@ impl VersionedDataset {
         }
         let mut report = CleanupReport::default();
         for &v in all.iter().filter(|v| !keep.contains(v)) {
-            let path = self.dir.join(commit::manifest_name(v));
+            let name = commit::manifest_name(v);
             commit::crash_point();
-            std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+            match remote::remove(&self.dir, &name) {
+                Some(removed) => removed?,
+                None => {
+                    let path = self.dir.join(&name);
+                    std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+                }
+            }
             report.versions.push(v);
         }
         let now = std::time::SystemTime::now();
-        let old = |path: &Path| {
-            std::fs::metadata(path)
-                .and_then(|m| m.modified())
-                .map(|t| now.duration_since(t).unwrap_or_default() >= grace)
-                .unwrap_or(false)
-        };
+        // A clock behind the file's (another machine's, the store's) makes it young: kept.
+        let aged = |t: std::time::SystemTime| now.duration_since(t).unwrap_or_default() >= grace;
+        if remote::url_of(&self.dir).is_some() {
+            self.cleanup_store(&reachable, aged, &mut report)?;
+            return Ok(report);
+        }
+        let old = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).is_ok_and(aged);
         for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR, commit::TMP_DIR] {
             let Ok(entries) = std::fs::read_dir(self.dir.join(folder)) else { continue };
             for entry in entries.flatten() {
@@ -886,6 +885,31 @@ impl VersionedDataset {
             }
         }
         Ok(report)
+    }
+
+    /// [`VersionedDataset::cleanup`]'s files for a dataset on object storage: the store's listing
+    /// of each folder, files no kept version references and old enough by their last-modified
+    /// time (uploads of a writer that has not committed yet are young) deleted from the store
+    /// and the mirror.
+    fn cleanup_store(
+        &self,
+        reachable: &std::collections::HashSet<String>,
+        aged: impl Fn(std::time::SystemTime) -> bool,
+        report: &mut CleanupReport,
+    ) -> Result<()> {
+        for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR] {
+            let entries = remote::list_entries(&self.dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
+            for entry in entries {
+                if reachable.contains(&entry.name) || !aged(entry.modified) {
+                    continue;
+                }
+                commit::crash_point();
+                remote::remove(&self.dir, &entry.name).unwrap_or(Ok(()))?;
+                report.bytes += entry.size;
+                report.files.push(entry.name);
+            }
+        }
+        Ok(())
     }
 
     /// Saves named splits `save` (sets of this version's indices; replacing splits of the same

@@ -11,7 +11,9 @@
 //! (`If-None-Match: *`) of `_versions/N.json`: the store refuses it when another writer made
 //! version N first, which is the local `link(2)`'s no-overwrite guarantee, so concurrent writers
 //! rebase or conflict exactly as on a local disk. Listings of versions and tags always ask the
-//! store. `cleanup` is local only.
+//! store. `cleanup` lists the store's folders and deletes what no kept version references and
+//! is older than its grace period (by the store's last-modified times), in the store and the
+//! mirror.
 //!
 //! A mirror is registered per process by its path, so that the module's functions, which take
 //! a dataset directory, know when it stands for a URL.
@@ -159,6 +161,39 @@ pub fn data_file(dir: &Path, rel: &str) -> PathBuf {
 pub fn list(dir: &Path, folder: &str) -> Option<Result<Vec<String>>> {
     let url = file_url(dir, &format!("{folder}/"))?;
     Some(objects::list(&url).map_err(Error::from))
+}
+
+/// The files in folder `folder` of a mirrored dataset, from the store: names relative to the
+/// dataset (`data/x.beton`), sizes and last-modified times. `None` for a local dataset.
+///
+/// # Errors
+/// The remote errors, naming the URL.
+pub fn list_entries(dir: &Path, folder: &str) -> Option<Result<Vec<objects::Entry>>> {
+    let url = file_url(dir, &format!("{folder}/"))?;
+    let listed = objects::list_entries(&url).map_err(Error::from);
+    Some(listed.map(|entries| {
+        entries.into_iter().map(|e| objects::Entry { name: format!("{folder}/{}", e.name), ..e }).collect()
+    }))
+}
+
+/// Deletes file `rel` of a mirrored dataset from the store, then the mirror's copy. `None` for
+/// a local dataset.
+///
+/// # Errors
+/// The remote errors, naming the URL; I/O errors removing the mirror's copy.
+pub fn remove(dir: &Path, rel: &str) -> Option<Result<()>> {
+    let url = file_url(dir, rel)?;
+    Some((|| {
+        objects::delete(&url)?;
+        if let Some(r) = lock().get_mut(dir) {
+            r.known.remove(rel);
+        }
+        let local = dir.join(rel);
+        match std::fs::remove_file(&local) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(commit::io(&local, e)),
+            _ => Ok(()),
+        }
+    })())
 }
 
 /// The bytes of the mutable file `rel` (a tag) of a mirrored dataset, from the store.

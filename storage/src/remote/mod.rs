@@ -809,6 +809,46 @@ pub mod objects {
         }
     }
 
+    /// An object of a listing ([`list_entries`]).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Entry {
+        /// Its name, relative to the folder listed.
+        pub name: String,
+        /// Its size in bytes.
+        pub size: u64,
+        /// When it was last written.
+        pub modified: std::time::SystemTime,
+    }
+
+    /// The objects under the folder `url` (ending in `/`) with their sizes and last-modified
+    /// times, sorted by name.
+    ///
+    /// # Errors
+    /// The remote errors, naming the URL.
+    pub fn list_entries(url: &str) -> Result<Vec<Entry>> {
+        #[cfg(feature = "remote")]
+        return super::store::list_entries(url, &RemoteOptions::from_env()?);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = url;
+            Err(unsupported(url))
+        }
+    }
+
+    /// Deletes the object `url` (one that is not there counts as deleted).
+    ///
+    /// # Errors
+    /// The remote errors, naming the URL.
+    pub fn delete(url: &str) -> Result<()> {
+        #[cfg(feature = "remote")]
+        return super::store::delete_object(url, &RemoteOptions::from_env()?);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = url;
+            Err(unsupported(url))
+        }
+    }
+
     /// Writes `bytes` as the object `url`; with `if_absent` only when there is none (S3's
     /// `If-None-Match: *`), returning `false` when there is one.
     ///

@@ -148,6 +148,47 @@ pub(super) fn list_objects(url: &str, options: &RemoteOptions) -> Result<Vec<Str
     Ok(names)
 }
 
+/// The objects under the folder `url` with their sizes and last-modified times, names relative
+/// to it, sorted.
+pub(super) fn list_entries(url: &str, options: &RemoteOptions) -> Result<Vec<super::objects::Entry>> {
+    let (store, prefix) = make_store(url, options)?;
+    let rt = runtime()?;
+    let metas = with_retries(url, options.retry_for, "listing it", || {
+        rt.block_on(async {
+            let mut out = Vec::new();
+            let mut listing = store.list(Some(&prefix));
+            while let Some(meta) = listing.next().await {
+                out.push(meta?);
+            }
+            Ok(out)
+        })
+    })?;
+    let mut entries: Vec<super::objects::Entry> = metas
+        .into_iter()
+        .filter_map(|meta| {
+            let parts = meta.location.prefix_match(&prefix)?;
+            let name = parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/");
+            (!name.is_empty()).then(|| super::objects::Entry {
+                name,
+                size: meta.size,
+                modified: std::time::SystemTime::from(meta.last_modified),
+            })
+        })
+        .collect();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(entries)
+}
+
+/// Deletes the object `url`; one that is not there counts as deleted.
+pub(super) fn delete_object(url: &str, options: &RemoteOptions) -> Result<()> {
+    let (store, path) = make_store(url, options)?;
+    let rt = runtime()?;
+    match with_retries(url, options.retry_for, "deleting it", || rt.block_on(store.delete(&path))) {
+        Ok(()) | Err(Error::RemoteNotFound { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Writes `bytes` as the object `url`. With `if_absent`, only when no object has that name
 /// (`If-None-Match: *` on S3): `Ok(false)` when one does. A retried conditional put that finds
 /// the object holding these very bytes counts as done (its first try landed).
