@@ -154,9 +154,14 @@ pub(crate) fn report<'py>(
 
 /// Waits until the columnar copies of the files written so far are made: registered to run
 /// when the interpreter exits, and for a query that must read the copy right after a write.
+/// Ctrl-C stops the wait (the copy is then made on the file's first query instead).
 #[pyfunction]
-pub(crate) fn wait_for_columnar_copies(py: Python<'_>) {
-    py.detach(beton_query::columnar::wait_for_copies);
+pub(crate) fn wait_for_columnar_copies(py: Python<'_>) -> PyResult<()> {
+    let slice = std::time::Duration::from_millis(100);
+    while !py.detach(|| beton_query::columnar::wait_for_copies_at_most(slice)) {
+        py.check_signals()?;
+    }
+    Ok(())
 }
 
 /// A write's report as the dict Python gets: `path`, `num_samples`, `num_pages`, `file_len`,

@@ -203,7 +203,13 @@ pub fn after_write_in_background(path: &Path) {
 /// Waits until the copies handed to [`after_write_in_background`] are made (or have failed):
 /// before a process ends, or to measure a query of the copy right after a write.
 pub fn wait_for_copies() {
-    background::wait();
+    while !background::wait(std::time::Duration::from_secs(3600)) {}
+}
+
+/// [`wait_for_copies`] for at most `timeout`: whether the worker is done (a caller that must
+/// stay responsive, such as an interpreter watching for Ctrl-C, waits in slices).
+pub fn wait_for_copies_at_most(timeout: std::time::Duration) -> bool {
+    background::wait(timeout)
 }
 
 /// The worker that makes columnar copies after writes, one at a time, in the order asked.
@@ -299,12 +305,19 @@ mod background {
         std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
     }
 
-    /// Blocks until the queue is empty and the worker idle.
-    pub(super) fn wait() {
+    /// Blocks until the queue is empty and the worker idle, or `timeout` has passed: whether
+    /// it is.
+    pub(super) fn wait(timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
         let mut state = state();
         while state.running || !state.queue.is_empty() {
-            state = DONE.wait(state).unwrap_or_else(|p| p.into_inner());
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = DONE.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
         }
+        true
     }
 }
 
@@ -835,6 +848,7 @@ mod tests {
         assert_eq!(label.as_any().downcast_ref::<Int64Array>().unwrap().value(0), 5000);
         assert_eq!(query(), expected);
         wait_for_copies(); // nothing queued: returns at once
+        assert!(wait_for_copies_at_most(std::time::Duration::ZERO));
     }
 
     #[test]
