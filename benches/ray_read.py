@@ -6,7 +6,9 @@ and once as Parquet (pyarrow defaults, one file, row groups of 128 Ki rows), the
 Data in local mode (``ray.init(num_cpus=--cpus)``), each read consuming every block
 (``iter_batches(batch_size=None)``, rows counted). Two reads each: every row and column, and
 ``label < 100`` with only ``label, score`` (beton: ``where=`` and ``columns=``; Parquet:
-``columns=`` and ``.filter(expr=col("label") < 100)``, which Ray pushes down into the Parquet read). Rounds alternate the order; round 0 is a
+``columns=`` and ``.filter(expr=col("label") < 100)``, which Ray pushes down into the Parquet read),
+and the same with one Ray expression for both (``select_columns`` then ``filter(expr=...)``,
+which beton takes as SQL). Rounds alternate the order; round 0 is a
 warm-up and is discarded. Reported: rows/s of each (median, min-max) and the median per-round
 ratio beton/parquet; beton's ``count()`` (exact from the plan) against Parquet's.
 
@@ -81,6 +83,10 @@ def main():
         "label < 100, 2 columns": (
             lambda: bray.read_beton(bt, where="label < 100", columns=["label", "score"]),
             lambda: ray.data.read_parquet(str(pqf), columns=["label", "score"]).filter(expr=col("label") < 100)),
+        # The same Ray code for both: beton takes the filter as SQL (predicate pushdown).
+        "select_columns + filter(expr=)": (
+            lambda: bray.read_beton(bt).select_columns(["label", "score"]).filter(expr=col("label") < 100),
+            lambda: ray.data.read_parquet(str(pqf)).select_columns(["label", "score"]).filter(expr=col("label") < 100)),
     }
     n_where = len(beton.open(bt).where("label < 100"))
     assert bray.read_beton(bt).count() == ray.data.read_parquet(str(pqf)).count() == a.rows

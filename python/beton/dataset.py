@@ -683,6 +683,8 @@ class Dataset:
         # shape, are not told apart by Arrow types alone.
         kinds = {name: (kind, details) for name, kind, details in self._native.fields()}
         schema = pa.schema([f.with_metadata(_field_metadata(*kinds[f.name])) for f in table.schema])
+        if not len(schema):  # no columns, still a row per index (what Ray's count() reads)
+            return pa.table({"_": pa.nulls(len(rows))}).select([])
         return pa.Table.from_arrays(table.columns, schema=schema)
 
     def __arrow_c_stream__(self, requested_schema=None):

@@ -15,7 +15,11 @@ Each task's row count is exact and its size comes from the data table (``IMAGE.n
 before anything is read. A task opens the same version and returns ``Dataset.take`` tables:
 one column per field, images as ``{mode, width, height, data}`` structs of their stored bytes
 (decode them in ``map_batches``, e.g. with PIL or ``simplejpeg``). Column selection is pushed
-down (``ds.select_columns([...])`` reads only those fields).
+down (``ds.select_columns([...])`` reads only those fields), and so are filters beton's SQL
+evaluates exactly as Ray would (``ds.filter(expr=col("label") < 3)``: comparisons of number,
+bool and text fields with literals, ``is_in``, ``&``, ``|``, ``~``; with Ray 2.60+): they run
+once on the driver, like ``where``, and only the matching rows are read. Other filters stay
+Ray's.
 
 **Writing** (``write_beton``, ``Dataset.write_beton``, or ``BetonDatasink``): each write task
 writes its blocks as one ``.beton`` data file (``DatasetWriter.from_arrow``, in the dataset's
@@ -67,6 +71,12 @@ _BLOCK_BYTES = 128 << 20
 _TASK_BYTES = 32 << 20
 
 
+try:  # the column Ray's readers add to blocks of no columns, and hides
+    from ray.data._internal.arrow_block import _BATCH_SIZE_PRESERVING_STUB_COL_NAME as _STUB
+except ImportError:  # pragma: no cover - older Ray
+    _STUB = "__bsp_stub"
+
+
 def _is_url(uri: str) -> bool:
     return "://" in uri
 
@@ -107,14 +117,25 @@ class BetonDatasource(Datasource):
             unknown = [c for c in columns if c not in ds._kinds]
             if unknown:
                 raise KeyError(f"read_beton: no field {unknown[0]!r} in {self._uri}; the fields are {self._fields}")
+        self._kinds = dict(ds._kinds)
         self._projection_map = None if columns is None else {c: c for c in columns}
+        # The SQL of Ray filters pushed into the read (``filter(expr=...)``), for explain/tests.
+        self.pushed_where: List[str] = []
         n = len(ds)
         rows = np.asarray(ds.where(where).tolist(), dtype=np.int64) if where else np.arange(n, dtype=np.int64)
         self._rows = rows
         # Data-file boundaries in index space: a read task never spans two data files.
         per_file = ds._native.data_file_rows() if self._version is not None else [n]
         self._file_ends = np.cumsum(np.asarray(per_file, dtype=np.int64))
-        self._row_bytes = self._row_sizes(ds, rows)
+        # Each field's bytes in each chosen row: on first use (a filter pushed down first
+        # narrows the rows they are needed for).
+        self._row_bytes: Optional[Dict[str, np.ndarray]] = None
+
+    def _sizes(self) -> Dict[str, np.ndarray]:
+        if self._row_bytes is None:
+            ds = beton.open(self._uri, custom=self._custom, version=self._version)
+            self._row_bytes = self._row_sizes(ds, self._rows)
+        return self._row_bytes
 
     def _row_sizes(self, ds, rows: np.ndarray) -> Dict[str, np.ndarray]:
         """Each field's in-memory bytes in each chosen row, from the data table (payload sizes
@@ -135,6 +156,32 @@ class BetonDatasource(Datasource):
     def supports_projection_pushdown(self) -> bool:
         return True
 
+    def supports_predicate_pushdown(self) -> bool:
+        return True
+
+    def apply_predicate(self, predicate_expr) -> "BetonDatasource":
+        """Ray's predicate pushdown (``ds.filter(expr=...)`` right after the read): a predicate
+        beton's SQL evaluates exactly as Ray would (see ``_predicate_sql``) narrows the rows read,
+        run once on the driver; any other is left to Ray's ``Filter`` (returning ``self``)."""
+        import copy
+
+        sql = _predicate_sql(predicate_expr, self._kinds)
+        if sql is None:
+            return self
+        ds = beton.open(self._uri, custom=self._custom, version=self._version)
+        chosen = np.asarray(ds.where(sql).tolist(), dtype=np.int64)
+        if len(self._rows) != len(ds):
+            # Both ascending: the rows chosen by both.
+            at = np.searchsorted(self._rows, chosen)
+            chosen = chosen[(at < len(self._rows)) & (self._rows[np.minimum(at, len(self._rows) - 1)] == chosen)]
+        clone = copy.copy(self)
+        previous = getattr(self, "_predicate_expr", None)
+        clone._predicate_expr = predicate_expr if previous is None else previous & predicate_expr
+        clone._rows = chosen
+        clone._row_bytes = None
+        clone.pushed_where = [*self.pushed_where, sql]
+        return clone
+
     def _columns(self) -> List[str]:
         chosen = self._projection_map  # set by Ray's apply_projection (select_columns)
         return self._fields if chosen is None else [c for c in self._fields if c in chosen]
@@ -143,12 +190,13 @@ class BetonDatasource(Datasource):
         return "Beton"
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
-        return int(sum(self._row_bytes[c].sum() for c in self._columns()))
+        return int(sum(self._sizes()[c].sum() for c in self._columns()))
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
                        data_context=None) -> List[ReadTask]:
         columns = self._columns()
-        row_bytes = sum((self._row_bytes[c] for c in columns), np.zeros(len(self._rows), dtype=np.int64))
+        sizes = self._sizes()
+        row_bytes = sum((sizes[c] for c in columns), np.zeros(len(self._rows), dtype=np.int64))
         # The chosen rows of each data file (rows are ascending).
         cuts = np.searchsorted(self._rows, self._file_ends)
         slices = [(int(a), int(b)) for a, b in zip(np.concatenate([[0], cuts[:-1]]), cuts) if b > a]
@@ -167,6 +215,92 @@ class BetonDatasource(Datasource):
                 limit = {} if per_task_row_limit is None else {"per_task_row_limit": per_task_row_limit}
                 tasks.append(ReadTask(_reader(uri, version, custom, rows, columns, per_block), metadata, **limit))
         return tasks
+
+
+# Ray's comparisons as SQL, and each with its sides swapped.
+_COMPARISONS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "=", "ne": "<>"}
+_SWAPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "=", "<>": "<>"}
+# Integers a float compares with exactly (beyond, an int64 column's values and the literal would
+# be compared as doubles by one engine and not the other).
+_EXACT = 2**53
+
+
+def _predicate_sql(expr, kinds: Dict[str, str]) -> Optional[str]:
+    """A Ray Data expression as a beton SQL predicate that selects exactly the rows Ray's own
+    ``Filter`` (PyArrow) keeps, or ``None`` where that is not certain: comparisons of an int,
+    float, bool or text field with a literal, ``is_in``/``not_in`` of int or text literals, and
+    ``&``, ``|``, ``~`` of those. Columns are never null. Floats differ in one way: beton orders
+    NaN above every number (as PostgreSQL), where PyArrow's ``>`` and ``>=`` are false for NaN,
+    so those two get ``AND x <= 1e309`` (NaN is above infinity); ``=``, ``<>``, ``<`` and ``<=``
+    already agree, and -0.0 equals 0.0 in both."""
+    import numbers
+
+    try:
+        from ray.data.expressions import BinaryExpr, ColumnExpr, LiteralExpr, Operation, UnaryExpr
+    except ImportError:  # a Ray without expressions pushes nothing down
+        return None
+
+    def ident(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def literal(value, kind: str) -> Optional[str]:
+        if isinstance(value, (bool, np.bool_)):
+            return ("TRUE" if value else "FALSE") if kind == "bool" else None
+        if kind == "text":
+            return "'" + value.replace("'", "''") + "'" if isinstance(value, str) else None
+        if kind not in ("int", "float"):
+            return None
+        if isinstance(value, numbers.Integral):
+            value = int(value)
+            return str(value) if -2**63 <= value < 2**63 and (kind == "int" or abs(value) <= _EXACT) else None
+        if isinstance(value, numbers.Real):
+            value = float(value)
+            return repr(value) if np.isfinite(value) and (kind == "float" or abs(value) < _EXACT) else None
+        return None
+
+    def comparison(op: str, column: str, value) -> Optional[str]:
+        kind = kinds.get(column)
+        text = literal(value, kind)
+        if text is None or (kind == "bool" and op not in ("=", "<>")):
+            return None
+        sql = f"{ident(column)} {op} {text}"
+        return f"({sql} AND {ident(column)} <= 1e309)" if kind == "float" and op in (">", ">=") else sql
+
+    def visit(e) -> Optional[str]:
+        if isinstance(e, ColumnExpr):
+            return ident(e.name) if kinds.get(e.name) == "bool" else None
+        if isinstance(e, UnaryExpr):
+            inner = visit(e.operand) if e.op == Operation.NOT else None
+            return None if inner is None else f"NOT ({inner})"
+        if not isinstance(e, BinaryExpr):
+            return None
+        if e.op in (Operation.AND, Operation.OR):
+            left, right = visit(e.left), visit(e.right)
+            if left is None or right is None:
+                return None
+            return f"({left}) {'AND' if e.op == Operation.AND else 'OR'} ({right})"
+        if e.op in (Operation.IN, Operation.NOT_IN):
+            if not (isinstance(e.left, ColumnExpr) and isinstance(e.right, LiteralExpr)):
+                return None
+            kind = kinds.get(e.left.name)
+            items = e.right.value if isinstance(e.right.value, (list, tuple)) else [e.right.value]
+            plain = all(isinstance(v, str) if kind == "text" else
+                        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items)
+            texts = [literal(v, kind) for v in items] if kind in ("int", "text") and plain else [None]
+            if not items or any(t is None for t in texts):
+                return None
+            sql = f"{ident(e.left.name)} IN ({', '.join(texts)})"
+            return sql if e.op == Operation.IN else f"NOT ({sql})"
+        op = _COMPARISONS.get(getattr(e.op, "value", None))
+        if op is None:
+            return None
+        if isinstance(e.left, ColumnExpr) and isinstance(e.right, LiteralExpr):
+            return comparison(op, e.left.name, e.right.value)
+        if isinstance(e.left, LiteralExpr) and isinstance(e.right, ColumnExpr):
+            return comparison(_SWAPPED[op], e.right.name, e.left.value)
+        return None
+
+    return visit(expr)
 
 
 def _shares(sizes: List[int], parallelism: int) -> List[int]:
@@ -199,6 +333,14 @@ def _reader(uri: str, version, custom, rows, columns: List[str], per_block: int)
     """A read task's function: ``take`` of ``rows``, ``per_block`` rows a block."""
 
     def read() -> Iterator[Any]:
+        if not columns:
+            # No field wanted (``count()`` projects to none): rows without reading any. A table
+            # of no columns loses its row count when pickled, so it carries Ray's stub column.
+            import pyarrow as pa
+
+            for start in range(0, len(rows), per_block):
+                yield pa.table({_STUB: pa.nulls(len(rows[start:start + per_block]))})
+            return
         ds = beton.open(uri, custom=custom, version=version)
         for start in range(0, len(rows), per_block):
             chunk = rows[start:start + per_block]
