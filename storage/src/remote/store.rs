@@ -124,28 +124,7 @@ pub(super) fn get_object(url: &str, options: &RemoteOptions) -> Result<Option<Ve
 /// The names of the objects under the folder `url` (a prefix ending at a `/`), relative to
 /// it, sorted.
 pub(super) fn list_objects(url: &str, options: &RemoteOptions) -> Result<Vec<String>> {
-    let (store, prefix) = make_store(url, options)?;
-    let rt = runtime()?;
-    let metas = with_retries(url, options.retry_for, "listing it", || {
-        rt.block_on(async {
-            let mut out = Vec::new();
-            let mut listing = store.list(Some(&prefix));
-            while let Some(meta) = listing.next().await {
-                out.push(meta?.location);
-            }
-            Ok(out)
-        })
-    })?;
-    let mut names: Vec<String> = metas
-        .iter()
-        .filter_map(|location| {
-            location.prefix_match(&prefix).map(|parts| parts.map(|p| p.as_ref().to_string()))
-        })
-        .map(|parts| parts.collect::<Vec<_>>().join("/"))
-        .filter(|name| !name.is_empty())
-        .collect();
-    names.sort();
-    Ok(names)
+    Ok(list_entries(url, options)?.into_iter().map(|e| e.name).collect())
 }
 
 /// The objects under the folder `url` with their sizes and last-modified times, names relative
