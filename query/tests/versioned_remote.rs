@@ -155,4 +155,21 @@ fn a_dataset_directory_behind_a_url() {
     assert_eq!(labels(&tagged), vec![1, 2, 3, 4, 6, 7, 8, 9]);
     let err = VersionedDataset::open(Path::new(&url), VersionRef::Number(5)).unwrap_err().to_string();
     assert!(err.contains("has no version 5"), "{err}");
+
+    // Data files this process writes stay in the mirror up to BETON_CACHE_SIZE, then go (they
+    // are in the store): here a bound below one file's size keeps none.
+    let part = tmp.path().join("big.beton");
+    write(&part, 500, 300);
+    let size = std::fs::metadata(&part).unwrap().len();
+    std::env::set_var("BETON_CACHE_SIZE", (size - 1).to_string());
+    let v14 = latest.append_file(&part, "past the bound").unwrap();
+    std::env::remove_var("BETON_CACHE_SIZE");
+    let written = &v14.manifest().fragments.last().unwrap().data_file;
+    assert!(!v14.dir().join(written).exists(), "{written} left the mirror");
+    assert!(store.join("ds").join(written).is_file());
+    assert_eq!(labels(&v14)[got.len() - 2..], (500..800).collect::<Vec<i64>>()[..]);
+    // Under the bound it stays.
+    let v15 = v14.append_file(&part, "under the bound").unwrap();
+    let kept = &v15.manifest().fragments.last().unwrap().data_file;
+    assert!(v15.dir().join(kept).is_file());
 }

@@ -4,7 +4,8 @@
 //! Every file of a dataset directory but its tags is immutable once written, so the mirror
 //! caches them safely: a manifest, deletion, row-id, split or column file is fetched whole the
 //! first time it is read; data files are not fetched but opened by URL (range requests into the
-//! replica cache, `beton_storage::remote`), or from the mirror when this process wrote them.
+//! replica cache, `beton_storage::remote`), or from the mirror when a process wrote them there
+//! (kept up to `BETON_CACHE_SIZE`, the oldest removed after each commit past it).
 //! Edits run against the mirror as against a local directory, writing new files there; a commit
 //! then uploads each file the new manifest references that the store does not have yet
 //! (multipart for large ones) and publishes the manifest with a conditional put
@@ -252,5 +253,36 @@ fn publish_to(dir: &Path, base: &str, manifest: &Manifest) -> Result<Published> 
     if let Some(r) = lock().get_mut(dir) {
         r.known.insert(name);
     }
+    let budget = beton_storage::RemoteOptions::from_env().map_or(u64::MAX, |o| o.cache_bytes);
+    trim_written(dir, manifest, budget);
     Ok(Published::Done)
+}
+
+/// Keeps the data files the mirror holds because its processes wrote them (each in the store
+/// now: `manifest` lists it) within `budget` bytes (`BETON_CACHE_SIZE`): past it the oldest go,
+/// with their columnar copies, and reads of them go by URL through the replica cache, as for
+/// any data file. Without this, writing a dataset to object storage would leave all of it in
+/// the cache folder. A process reading one of them keeps its open map.
+fn trim_written(dir: &Path, manifest: &Manifest, budget: u64) {
+    let mut held: Vec<(std::time::SystemTime, u64, PathBuf)> = manifest
+        .files()
+        .filter(|rel| rel.starts_with("data/"))
+        .filter_map(|rel| {
+            let path = dir.join(rel);
+            let meta = std::fs::metadata(&path).ok()?;
+            Some((meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len(), path))
+        })
+        .collect();
+    held.sort();
+    let mut total: u64 = held.iter().map(|(_, len, _)| len).sum();
+    for (_, len, path) in held {
+        if total <= budget {
+            break;
+        }
+        // Best effort: a file that cannot be removed stays, and is read from the mirror.
+        if std::fs::remove_file(&path).is_ok() {
+            let _ = std::fs::remove_file(crate::columnar::path_of(&path));
+            total -= len;
+        }
+    }
 }
