@@ -666,7 +666,10 @@ class Dataset:
         """
         import pyarrow as pa
 
-        rows = np.asarray(indices.tolist() if hasattr(indices, "tolist") else list(indices), dtype=np.int64)
+        if isinstance(indices, IndexSet):
+            rows = np.asarray(indices).astype(np.int64)  # a view of the ids, then one copy
+        else:
+            rows = np.asarray(indices.tolist() if hasattr(indices, "tolist") else list(indices), dtype=np.int64)
         n = len(self)
         out = (rows < 0) | (rows >= n)
         if out.any():

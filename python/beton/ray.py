@@ -122,7 +122,7 @@ class BetonDatasource(Datasource):
         # The SQL of Ray filters pushed into the read (``filter(expr=...)``), for explain/tests.
         self.pushed_where: List[str] = []
         n = len(ds)
-        rows = np.asarray(ds.where(where).tolist(), dtype=np.int64) if where else np.arange(n, dtype=np.int64)
+        rows = np.asarray(ds.where(where)).astype(np.int64) if where else np.arange(n, dtype=np.int64)
         self._rows = rows
         # Data-file boundaries in index space: a read task never spans two data files.
         per_file = ds._native.data_file_rows() if self._version is not None else [n]
@@ -169,7 +169,7 @@ class BetonDatasource(Datasource):
         if sql is None:
             return self
         ds = beton.open(self._uri, custom=self._custom, version=self._version)
-        chosen = np.asarray(ds.where(sql).tolist(), dtype=np.int64)
+        chosen = np.asarray(ds.where(sql)).astype(np.int64)
         if len(self._rows) != len(ds):
             # Both ascending: the rows chosen by both.
             at = np.searchsorted(self._rows, chosen)
@@ -243,7 +243,7 @@ def _predicate_sql(expr, kinds: Dict[str, str]) -> Optional[str]:
     def ident(name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
 
-    def literal(value, kind: str) -> Optional[str]:
+    def literal(value, kind: Optional[str]) -> Optional[str]:
         if isinstance(value, (bool, np.bool_)):
             return ("TRUE" if value else "FALSE") if kind == "bool" else None
         if kind == "text":
@@ -287,11 +287,12 @@ def _predicate_sql(expr, kinds: Dict[str, str]) -> Optional[str]:
             plain = all(isinstance(v, str) if kind == "text" else
                         isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items)
             texts = [literal(v, kind) for v in items] if kind in ("int", "text") and plain else [None]
-            if not items or any(t is None for t in texts):
+            known = [t for t in texts if t is not None]
+            if not items or len(known) != len(texts):
                 return None
-            sql = f"{ident(e.left.name)} IN ({', '.join(texts)})"
+            sql = f"{ident(e.left.name)} IN ({', '.join(known)})"
             return sql if e.op == Operation.IN else f"NOT ({sql})"
-        op = _COMPARISONS.get(getattr(e.op, "value", None))
+        op = _COMPARISONS.get(str(getattr(e.op, "value", "")))
         if op is None:
             return None
         if isinstance(e.left, ColumnExpr) and isinstance(e.right, LiteralExpr):

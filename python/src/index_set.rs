@@ -3,7 +3,7 @@
 //! docstrings (numpydoc), so they speak Python.
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors::from_query;
 use crate::gallery::Source;
@@ -142,6 +142,20 @@ impl IndexSet {
     fn _ids_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         let bytes: Vec<u8> = self.inner.iter().flat_map(u64::to_le_bytes).collect();
         PyBytes::new(py, &bytes)
+    }
+
+    /// numpy's array interface (version 3): the ids as a read-only ``uint64`` array with no copy
+    /// (``numpy.asarray(ids)``). The set is immutable, so its memory stays as it is for as long
+    /// as the view (which holds the set) lives.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let ids = self.inner.as_slice();
+        let d = PyDict::new(py);
+        d.set_item("shape", (ids.len(),))?;
+        d.set_item("typestr", "<u8")?;
+        d.set_item("data", (ids.as_ptr() as usize, true))?;
+        d.set_item("version", 3)?;
+        Ok(d)
     }
 
     /// The ids, ascending, as a list.

@@ -67,6 +67,15 @@ def test_query_where_and_index_sets(small):
     tr, va = beton.IndexSet.all(600).split([0.9, 0.1], seed=4)
     assert len(tr) == 540 and len(va) == 60 and not (tr & va)
     assert beton.IndexSet.from_bytes(tr.to_bytes()) == tr
+    # numpy views the ids in place, read-only, and the view keeps the set alive.
+    view = np.asarray(ds.where("label < 10 OR name LIKE 't59%'"))
+    import gc
+
+    gc.collect()
+    assert view.dtype == np.uint64 and view.tolist() == sel.tolist() and not view.flags.writeable
+    with pytest.raises(ValueError):
+        view[0] = 1
+    assert np.asarray(beton.IndexSet([])).shape == (0,)
     with pytest.raises(ValueError, match="no column named 'nope'"):
         ds.where("nope < 3")
     with pytest.raises(ValueError, match="line 1, column"):
