@@ -129,29 +129,48 @@ class BetonDatasource(Datasource):
         self._file_ends = np.cumsum(np.asarray(per_file, dtype=np.int64))
         # Each field's bytes in each chosen row: on first use (a filter pushed down first
         # narrows the rows they are needed for).
-        self._row_bytes: Optional[Dict[str, np.ndarray]] = None
+        self._row_bytes: Optional[Dict[str, Any]] = None
+        # Per tuple of columns: (bytes every row has, prefix sums of the bytes that vary).
+        self._prefix: Dict[tuple, Any] = {}
 
-    def _sizes(self) -> Dict[str, np.ndarray]:
+    def _sizes(self) -> Dict[str, Any]:
         if self._row_bytes is None:
             ds = beton.open(self._uri, custom=self._custom, version=self._version)
             self._row_bytes = self._row_sizes(ds, self._rows)
         return self._row_bytes
 
-    def _row_sizes(self, ds, rows: np.ndarray) -> Dict[str, np.ndarray]:
-        """Each field's in-memory bytes in each chosen row, from the data table (payload sizes
-        where it has them, the Arrow width otherwise)."""
+    def _row_sizes(self, ds, rows: np.ndarray) -> Dict[str, Any]:
+        """Each field's in-memory bytes in each chosen row, from the data table: an array for
+        fields with payload sizes, a number for the others (their Arrow width, the same in every
+        row; no array of millions of equal values)."""
         columns = set(ds.columns())
         sized = [f"{name}.nbytes" for name in self._fields if f"{name}.nbytes" in columns]
         table = ds.table(sized) if sized else None
-        sizes = {}
+        sizes: Dict[str, Any] = {}
         for name, kind in ds._kinds.items():
             if table is not None and f"{name}.nbytes" in columns:
                 col = table.column(f"{name}.nbytes").to_numpy()
                 # A payload's bytes plus its offset (and an image's mode, width and height).
                 sizes[name] = col[rows].astype(np.int64) + (13 if kind.endswith("image") else 8)
             else:
-                sizes[name] = np.full(len(rows), 32 if kind == "text" else 8, dtype=np.int64)
+                sizes[name] = 32 if kind == "text" else 8
         return sizes
+
+    def _bytes(self, columns: List[str], start: int, end: int) -> int:
+        """The bytes of ``columns`` in chosen rows ``start..end`` (positions in the chosen rows):
+        prefix sums made once per set of columns (Ray plans more than once)."""
+        key = tuple(columns)
+        if key not in self._prefix:
+            sizes = self._sizes()
+            fixed = sum(sizes[c] for c in columns if isinstance(sizes[c], int))
+            varying = [sizes[c] for c in columns if not isinstance(sizes[c], int)]
+            sums = None
+            if varying:
+                sums = np.zeros(len(self._rows) + 1, dtype=np.int64)
+                np.cumsum(sum(varying[1:], varying[0]), out=sums[1:])
+            self._prefix[key] = (fixed, sums)
+        fixed, sums = self._prefix[key]
+        return int(fixed * (end - start) + (0 if sums is None else sums[end] - sums[start]))
 
     def supports_projection_pushdown(self) -> bool:
         return True
@@ -178,7 +197,7 @@ class BetonDatasource(Datasource):
         previous = getattr(self, "_predicate_expr", None)
         clone._predicate_expr = predicate_expr if previous is None else previous & predicate_expr
         clone._rows = chosen
-        clone._row_bytes = None
+        clone._row_bytes, clone._prefix = None, {}
         clone.pushed_where = [*self.pushed_where, sql]
         return clone
 
@@ -190,26 +209,27 @@ class BetonDatasource(Datasource):
         return "Beton"
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
-        return int(sum(self._sizes()[c].sum() for c in self._columns()))
+        return self._bytes(self._columns(), 0, len(self._rows))
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
                        data_context=None) -> List[ReadTask]:
         columns = self._columns()
-        sizes = self._sizes()
-        row_bytes = sum((sizes[c] for c in columns), np.zeros(len(self._rows), dtype=np.int64))
         # The chosen rows of each data file (rows are ascending).
         cuts = np.searchsorted(self._rows, self._file_ends)
         slices = [(int(a), int(b)) for a, b in zip(np.concatenate([[0], cuts[:-1]]), cuts) if b > a]
         tasks = []
         uri, version, custom = self._uri, self._version, self._custom
-        tasks_by_size = -(-int(row_bytes.sum()) // _TASK_BYTES)
+        tasks_by_size = -(-self._bytes(columns, 0, len(self._rows)) // _TASK_BYTES)
         pieces = _shares([end - start for start, end in slices], min(parallelism, max(len(slices), tasks_by_size)))
         for (start, end), k in zip(slices, pieces):
-            for piece in np.array_split(np.arange(start, end), k):
-                if len(piece) == 0:
+            # k pieces as numpy.array_split cuts them: the first (n % k) one row longer.
+            q, r = divmod(end - start, k)
+            bounds = [start + j * q + min(j, r) for j in range(k + 1)]
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                if b <= a:
                     continue
-                rows = _compact(self._rows[piece[0]:piece[-1] + 1])
-                size = int(row_bytes[piece[0]:piece[-1] + 1].sum())
+                rows = _compact(self._rows[a:b])
+                size = self._bytes(columns, a, b)
                 per_block = max(1, int(len(rows) * _BLOCK_BYTES // max(1, size)))
                 metadata = BlockMetadata(num_rows=len(rows), size_bytes=size, input_files=None, exec_stats=None)
                 limit = {} if per_task_row_limit is None else {"per_task_row_limit": per_task_row_limit}
