@@ -557,8 +557,10 @@ class BetonDatasink(Datasink):
             return None
         table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
         fields = fields_of_schema(table.schema, self.fields)
-        writer = lambda out: DatasetWriter(out, fields, page_size=self.page_size,  # noqa: E731
-                                           num_workers=self.num_workers, progress=False).from_arrow(table)
+        def writer(out: str) -> None:
+            w = DatasetWriter(out, fields, page_size=self.page_size, num_workers=self.num_workers, progress=False)
+            w._columnar_copy = False  # the file moves into the dataset (or the store) right after
+            w.from_arrow(table)
         if not _is_url(self.path):
             out = os.path.join(self._tmp(), f"ray-{self._write_id}-{ctx.task_idx:06d}.beton")
             writer(out)

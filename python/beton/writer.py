@@ -175,6 +175,9 @@ class DatasetWriter:
         self.num_workers = 0 if num_workers is None or num_workers < 0 else int(num_workers)
         self.seed = int(seed)
         self.progress = progress
+        # Whether a file written where it stays gets its columnar copy (beton.ray's write tasks,
+        # whose files move into a dataset directory, say no).
+        self._columnar_copy = True
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}: {type(f).__name__}" for k, f in self.fields.items())
@@ -198,13 +201,15 @@ class DatasetWriter:
                     raise type(e)(f"field {name!r}: {e}") from None
             return encoded
 
-        with _progress(n, self.progress) as progress, self._destination() as (path, publish):
+        with _progress(n, self.progress) as progress, self._destination() as (path, publish, stays):
             report = _native.write(path, native_fields(self.fields), n, sample,
                                    page_size=self.page_size, num_workers=self.num_workers,
                                    seed=self.seed, chunk_size=chunk_size, progress=progress,
-                                   skip_bad=self.skip_bad)
+                                   skip_bad=self.skip_bad, columnar_copy=stays and finish is None)
             if finish is not None:
-                finish(path)
+                finish(path)  # rewrites part of the file: its copy is made after
+                if stays:
+                    _native.make_columnar_copy(path)
             return publish(report)
 
     @contextlib.contextmanager
@@ -224,10 +229,11 @@ class DatasetWriter:
                     _native.upload_file(path, self.fname)
                     return dict(report, path=self.fname)
 
-                yield path, upload
+                yield path, upload, False
             return
         if not is_dir:
-            yield self.fname, lambda report: report
+            # The file stays: it gets its columnar copy (unless the caller moves it on).
+            yield self.fname, lambda report: report, self._columnar_copy
             return
         from beton.dataset import Dataset, import_file
 
@@ -247,7 +253,7 @@ class DatasetWriter:
                 report["path"], report["version"] = directory, ds.version
                 return report
 
-            yield path, publish
+            yield path, publish, False
 
     @_returns_report
     def from_indexed_dataset(self, dataset, indices: Optional[Sequence[int]] = None, chunksize: int = 100,
@@ -348,7 +354,7 @@ class DatasetWriter:
 
     def _copy(self, native, rows) -> Dict[str, Any]:
         """Copies rows ``rows`` of a native dataset (values as stored) to the destination."""
-        with _progress(len(rows), self.progress) as progress, self._destination() as (path, publish):
+        with _progress(len(rows), self.progress) as progress, self._destination() as (path, publish, _):
             report = native.copy_to(path, fields=list(self.fields), rows=rows, page_size=self.page_size,
                                     num_workers=self.num_workers)
             progress(len(rows), len(rows))  # the native copy reports no steps: the bar ends full
@@ -536,11 +542,11 @@ class DatasetWriter:
             names.append(col)
         # Column k feeds field k (a column may feed several fields).
         data = pa.Table.from_arrays(arrays, names=names)
-        with _progress(data.num_rows, self.progress) as progress, self._destination() as (path, publish):
+        with _progress(data.num_rows, self.progress) as progress, self._destination() as (path, publish, stays):
             return publish(_native.write_arrow(
                 path, native_fields(self.fields), data, page_size=self.page_size,
                 num_workers=self.num_workers, seed=self.seed, chunk_size=_arrow_chunk_size(self.fields, data),
-                progress=progress, skip_bad=self.skip_bad))
+                progress=progress, skip_bad=self.skip_bad, columnar_copy=stays))
 
 
 def _save_classes(path: str, classes) -> None:

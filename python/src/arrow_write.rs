@@ -510,7 +510,7 @@ pub(crate) fn import_stream(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatchSt
 /// as `write`'s.
 #[pyfunction]
 #[pyo3(signature = (path, fields, stream, page_size = 8 << 20, num_workers = 0, seed = 0,
-                    chunk_size = 256, progress = None, skip_bad = false))]
+                    chunk_size = 256, progress = None, skip_bad = false, columnar_copy = true))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_arrow<'py>(
     py: Python<'py>,
@@ -523,6 +523,7 @@ pub(crate) fn write_arrow<'py>(
     chunk_size: usize,
     progress: Option<Py<PyAny>>,
     skip_bad: bool,
+    columnar_copy: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let specs = crate::writer::field_specs(&fields)?;
     let reader = import_stream(&stream)?;
@@ -592,5 +593,5 @@ pub(crate) fn write_arrow<'py>(
     // into Python).
     drop(columns);
     drop(batches);
-    crate::writer::report(py, result, &interrupted)
+    crate::writer::report(py, result, &interrupted, columnar_copy)
 }

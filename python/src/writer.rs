@@ -63,7 +63,7 @@ pub(crate) fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValu
 /// Writes `num_samples` samples, `get(i)` giving sample i's values in field order.
 #[pyfunction]
 #[pyo3(signature = (path, fields, num_samples, get, page_size = 8 << 20, num_workers = 0, seed = 0,
-                    chunk_size = 256, progress = None, skip_bad = false))]
+                    chunk_size = 256, progress = None, skip_bad = false, columnar_copy = true))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write<'py>(
     py: Python<'py>,
@@ -77,6 +77,7 @@ pub(crate) fn write<'py>(
     chunk_size: usize,
     progress: Option<Py<PyAny>>,
     skip_bad: bool,
+    columnar_copy: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let specs = field_specs(&fields)?;
     let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
@@ -102,7 +103,7 @@ pub(crate) fn write<'py>(
         .map_err(|e: PyErr| SourceError::from(e.to_string()))
     };
     let result = py.detach(|| writer.write_indexed(num_samples, fetch));
-    report(py, result, &interrupted)
+    report(py, result, &interrupted, columnar_copy)
 }
 
 /// An exception raised by a write's progress callable, kept to re-raise when the write stops.
@@ -138,18 +139,30 @@ pub(crate) fn options(
 
 /// A finished write as the dict Python gets (`path`, `num_samples`, `num_pages`, `file_len`,
 /// `skipped`), or its error: the progress callable's exception when it stopped the write.
+/// `columnar_copy`: whether the file gets its columnar copy (not a temporary file that is
+/// uploaded or moved into a dataset directory right after).
 pub(crate) fn report<'py>(
     py: Python<'py>,
     result: beton_storage::Result<beton_storage::WriteReport>,
     interrupted: &Interrupted,
+    columnar_copy: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let report = result.map_err(|e| {
         interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
     })?;
     // The columnar copy is made by a background worker: the write returns once its data file
     // is durable (`wait_for_columnar_copies`, and the interpreter's exit, wait for it).
-    beton_query::columnar::after_write_in_background(&report.path);
+    if columnar_copy {
+        beton_query::columnar::after_write_in_background(&report.path);
+    }
     report_dict(py, &report)
+}
+
+/// Hands the file at `path` to the worker that makes columnar copies (after a write whose last
+/// step rewrote part of the file, such as ImageFolder's class names).
+#[pyfunction]
+pub(crate) fn make_columnar_copy(path: PathBuf) {
+    beton_query::columnar::after_write_in_background(&path);
 }
 
 /// Waits until the columnar copies of the files written so far are made: registered to run

@@ -140,3 +140,31 @@ def test_a_forked_child_does_not_wait_for_its_parents_worker(tmp_path):
         raise AssertionError("the child waited for a worker it does not have")
     beton._native.wait_for_columnar_copies()
     assert (tmp_path / "a.beton.columns.arrow").exists()
+
+
+def test_files_that_move_on_get_no_copy_and_leave_nothing_behind(tmp_path):
+    # A dataset directory's write goes through a temporary file in _tmp/ that becomes a version:
+    # it gets no copy of its own (the worker would race the folder's removal).
+    directory = str(tmp_path / "dir") + os.sep
+    _write(directory, wait=True)
+    leftovers = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "dir" / "_tmp") for f in fs]
+    assert leftovers == []
+    assert len(beton.open(directory).where("label < 3")) == sum(1 for k in range(ROWS) if (k * 2654435761) % 97 < 3)
+
+
+def test_an_imagefolder_copy_is_made_after_its_class_names(tmp_path, monkeypatch):
+    import json
+
+    folder = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data", "imagefolder")
+    from beton.fields import RGBImageField
+
+    monkeypatch.setenv("BETON_COLUMNAR", "always")
+    path = tmp_path / "f.beton"
+    DatasetWriter(path, {"image": RGBImageField(max_resolution=32), "label": IntField()},
+                  progress=False).from_imagefolder(folder)
+    beton._native.wait_for_columnar_copies()
+    with pa.memory_map(str(tmp_path / "f.beton.columns.arrow")) as f:
+        stamp = json.loads(pa.ipc.open_file(f).schema.metadata[b"beton.source"])
+    # Stamped with the file as it is after the class names were stored: valid, not rebuilt.
+    assert stamp["mtime_ns"] == os.stat(path).st_mtime_ns and stamp["len"] == os.path.getsize(path)
+    assert beton.open(path).classes[:2] == sorted(os.listdir(folder))[:2]
