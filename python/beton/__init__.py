@@ -8,19 +8,12 @@ directory (``beton.import_file``) is versioned and editable: ``update``, ``delet
 ``append``, ``restore``, ``compact``, ``export``, ``diff``.
 """
 
-import atexit as _atexit
-
 from beton._native import (AccessDeniedError, BetonError, BetonIOError, ConflictError, CorruptFileError, GpuError,
                            IndexSet, InvalidArgumentError, MissingFileError, NotFoundError, QueryError, SampleError,
                            __version__)
-from beton._native import wait_for_columnar_copies as _wait_for_columnar_copies
 from beton.dataset import Dataset, concat, import_file, open
 from beton.loader import Loader
 from beton.writer import DatasetWriter
-
-# The writers hand each file's columnar copy to a background worker; a script that ends right
-# after a write still leaves the copy behind for its next run's queries.
-_atexit.register(_wait_for_columnar_copies)
 
 __all__ = ["Loader", "DatasetWriter", "open", "import_file", "concat", "Dataset", "IndexSet", "BetonError", "CorruptFileError", "QueryError", "SampleError",
            "InvalidArgumentError", "NotFoundError", "BetonIOError", "MissingFileError", "AccessDeniedError", "ConflictError", "GpuError",

@@ -43,7 +43,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow_write::write_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(writer::scan_imagefolder, m)?)?;
     m.add_function(wrap_pyfunction!(writer::upload_file, m)?)?;
-    m.add_function(wrap_pyfunction!(writer::wait_for_columnar_copies, m)?)?;
     m.add_function(wrap_pyfunction!(writer::make_columnar_copy, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

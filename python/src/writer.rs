@@ -150,31 +150,17 @@ pub(crate) fn report<'py>(
     let report = result.map_err(|e| {
         interrupted.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| from_storage(e))
     })?;
-    // The columnar copy is made by a background worker: the write returns once its data file
-    // is durable (`wait_for_columnar_copies`, and the interpreter's exit, wait for it).
     if columnar_copy {
-        beton_query::columnar::after_write_in_background(&report.path);
+        py.detach(|| beton_query::columnar::after_write(&report.path));
     }
     report_dict(py, &report)
 }
 
-/// Hands the file at `path` to the worker that makes columnar copies (after a write whose last
-/// step rewrote part of the file, such as ImageFolder's class names).
+/// Makes the columnar copy of the file at `path` where a writer would (`columnar::after_write`):
+/// after a write whose last step rewrote part of the file, such as ImageFolder's class names.
 #[pyfunction]
-pub(crate) fn make_columnar_copy(path: PathBuf) {
-    beton_query::columnar::after_write_in_background(&path);
-}
-
-/// Waits until the columnar copies of the files written so far are made: registered to run
-/// when the interpreter exits, and for a query that must read the copy right after a write.
-/// Ctrl-C stops the wait (the copy is then made on the file's first query instead).
-#[pyfunction]
-pub(crate) fn wait_for_columnar_copies(py: Python<'_>) -> PyResult<()> {
-    let slice = std::time::Duration::from_millis(100);
-    while !py.detach(|| beton_query::columnar::wait_for_copies_at_most(slice)) {
-        py.check_signals()?;
-    }
-    Ok(())
+pub(crate) fn make_columnar_copy(py: Python<'_>, path: PathBuf) {
+    py.detach(|| beton_query::columnar::after_write(&path));
 }
 
 /// A write's report as the dict Python gets: `path`, `num_samples`, `num_pages`, `file_len`,

@@ -1,10 +1,9 @@
-"""The columnar copy from Python: made after ``DatasetWriter``'s writes by a background worker
-(waited for at exit), read in place by ``ds.table()``, ``ds.where`` and ``ds.query``, reported by
-``ds.explain``, and optional (a file without one gives the same answers)."""
+"""The columnar copy from Python: made by ``DatasetWriter`` where it is cheap beside the write
+(payloads dominate the file) and by the first query otherwise (table-only files), read in place
+by ``ds.table()``, ``ds.where`` and ``ds.query``, reported by ``ds.explain``, and optional (a file
+without one gives the same answers)."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +15,7 @@ from beton.fields import FloatField, IntField, TextField
 ROWS = 70_000  # above beton_query::columnar::MIN_ROWS (65,536)
 
 
-def _write(path, rows=ROWS, wait=True):
+def _write(path, rows=ROWS):
     i = np.arange(rows, dtype=np.int64)
     table = pa.table(
         {
@@ -28,16 +27,17 @@ def _write(path, rows=ROWS, wait=True):
     DatasetWriter(path, {"label": IntField(), "score": FloatField(), "caption": TextField()}, progress=False).from_arrow(
         table
     )
-    if wait:
-        beton._native.wait_for_columnar_copies()
     return table
 
 
-def test_the_writer_makes_the_copy_and_queries_read_it(tmp_path):
+def test_the_first_query_makes_a_table_only_files_copy_and_queries_read_it(tmp_path):
     path = tmp_path / "t.beton"
     source = _write(path)
     copy = tmp_path / "t.beton.columns.arrow"
-    assert copy.exists(), "made by the writer"
+    # Table-only: the copy would double the write, so the write makes none; the first query does.
+    assert not copy.exists()
+    assert len(beton.open(path).where("label < 10")) == sum(1 for k in range(ROWS) if (k * 2654435761) % 97 < 10)
+    assert copy.exists(), "made by the first query"
     # It is a plain Arrow IPC file: pyarrow reads it.
     with pa.memory_map(str(copy)) as f:
         held = pa.ipc.open_file(f).read_all()
@@ -64,6 +64,7 @@ def test_a_file_without_its_copy_gives_the_same_answers(tmp_path):
     path = tmp_path / "t.beton"
     _write(path)
     ds = beton.open(path)
+    ds.where("label = 0")  # makes the copy
     with_copy = (list(ds.where("label BETWEEN 3 AND 9")), ds.table().column("score").to_pylist()[-3:])
     os.remove(tmp_path / "t.beton.columns.arrow")
     os.environ["BETON_COLUMNAR"] = "off"
@@ -89,64 +90,21 @@ def test_saving_splits_keeps_the_copy_valid(tmp_path):
     assert e.rows_matched == len(ds.where("label < 5 AND score > 1"))
 
 
-def test_the_copy_is_made_after_the_write_returns_and_queries_meanwhile_agree(tmp_path):
-    path = tmp_path / "t.beton"
-    source = _write(path, wait=False)
-    # Whether or not the worker is done: the same rows (from the data table until it is).
-    expect = [k for k, lab in enumerate(source["label"].to_pylist()) if lab < 3]
-    assert list(beton.open(path).where("label < 3")) == expect
-    beton._native.wait_for_columnar_copies()
-    assert (tmp_path / "t.beton.columns.arrow").exists()
+def test_the_writer_makes_the_copy_where_payloads_dominate_the_file(tmp_path):
+    from beton.fields import BytesField
+
+    path = tmp_path / "b.beton"
+    DatasetWriter(path, {"label": IntField(), "blob": BytesField()}, progress=False).from_arrow(
+        pa.table({"label": np.arange(ROWS), "blob": pa.array([b"x" * 300] * ROWS, pa.binary())}))
+    assert (tmp_path / "b.beton.columns.arrow").exists(), "made by the writer"
     assert beton.open(path).explain("label < 3").scan["row_major"] == 0
-    assert list(beton.open(path).where("label < 3")) == expect
-
-
-def test_a_script_that_ends_right_after_its_write_leaves_the_copy(tmp_path):
-    path = tmp_path / "t.beton"
-    script = (
-        "import sys, numpy as np, pyarrow as pa; from beton import DatasetWriter; from beton.fields import IntField; "
-        f"DatasetWriter(sys.argv[1], {{'label': IntField()}}, progress=False).from_arrow("
-        f"pa.table({{'label': np.arange({ROWS})}}))"
-    )
-    subprocess.run([sys.executable, "-c", script, str(path)], check=True, timeout=120)
-    assert (tmp_path / "t.beton.columns.arrow").exists(), "the interpreter waited for the worker"
-    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")], "no half-made copy left"
-
-
-def test_a_forked_child_does_not_wait_for_its_parents_worker(tmp_path):
-    if not hasattr(os, "fork"):
-        return
-    _write(tmp_path / "a.beton", wait=False)
-    pid = os.fork()
-    if pid == 0:  # the child: its exit handlers run (os._exit would skip them)
-        code = 0
-        try:
-            beton._native.wait_for_columnar_copies()
-        except BaseException:
-            code = 1
-        os._exit(code)
-    deadline = 30
-    import time
-
-    start = time.monotonic()
-    while time.monotonic() - start < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            assert os.waitstatus_to_exitcode(status) == 0
-            break
-        time.sleep(0.01)
-    else:
-        os.kill(pid, 9)
-        raise AssertionError("the child waited for a worker it does not have")
-    beton._native.wait_for_columnar_copies()
-    assert (tmp_path / "a.beton.columns.arrow").exists()
 
 
 def test_files_that_move_on_get_no_copy_and_leave_nothing_behind(tmp_path):
     # A dataset directory's write goes through a temporary file in _tmp/ that becomes a version:
     # it gets no copy of its own (the worker would race the folder's removal).
     directory = str(tmp_path / "dir") + os.sep
-    _write(directory, wait=True)
+    _write(directory)
     leftovers = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "dir" / "_tmp") for f in fs]
     assert leftovers == []
     assert len(beton.open(directory).where("label < 3")) == sum(1 for k in range(ROWS) if (k * 2654435761) % 97 < 3)
@@ -162,7 +120,6 @@ def test_an_imagefolder_copy_is_made_after_its_class_names(tmp_path, monkeypatch
     path = tmp_path / "f.beton"
     DatasetWriter(path, {"image": RGBImageField(max_resolution=32), "label": IntField()},
                   progress=False).from_imagefolder(folder)
-    beton._native.wait_for_columnar_copies()
     with pa.memory_map(str(tmp_path / "f.beton.columns.arrow")) as f:
         stamp = json.loads(pa.ipc.open_file(f).schema.metadata[b"beton.source"])
     # Stamped with the file as it is after the class names were stored: valid, not rebuilt.

@@ -12,9 +12,10 @@
 //! - it is made on first use for data files of at least [`MIN_ROWS`] rows (beton's writers make
 //!   it as they finish, FFCV-written files get one on their first query), written to a
 //!   temporary file and renamed into place, so a reader sees a whole copy or none;
-//! - Python's writers hand it to a background worker ([`after_write_in_background`]): the write
-//!   returns once its data file is durable, and a query that comes before the copy gathers from
-//!   the rows (same values); the interpreter waits for the worker when it exits;
+//! - a writer makes it as it finishes only where it is cheap beside the write (a data table of
+//!   at most a tenth of the file: payloads such as images dominate); for a table-only file the
+//!   copy is as many bytes as the data file, so the first query makes it instead, and the write
+//!   costs nothing more ([`after_write`]);
 //! - where it cannot be written (a read-only directory) queries gather from the rows as before;
 //!   `BETON_COLUMNAR=off` turns the copies off, `BETON_COLUMNAR=always` makes them for any size.
 //!
@@ -84,14 +85,12 @@ pub fn for_dataset(ds: &Dataset) -> Option<Arc<ColumnarCopy>> {
     if let Some(copy) = recent::find(ds.path(), &stamp) {
         return Some(copy);
     }
-    // Being made in the background: the rows give this query's columns, a later query the copy.
-    let building = background::is_pending(ds.path());
     // What the path held before it was mapped: a copy replaced in between is then seen as
     // changed on the next query, never the other way round.
     let before = recent::identity(&path_of(ds.path()));
     let (copy, identity) = match ColumnarCopy::open_stamped(ds, &stamp) {
         Some(copy) => (copy, before),
-        None if building || (policy == Policy::Auto && ds.num_samples() < MIN_ROWS) => return None,
+        None if policy == Policy::Auto && ds.num_samples() < MIN_ROWS => return None,
         // Made from this data file: a copy renamed over it meanwhile holds the same columns.
         None => (ColumnarCopy::build(ds).ok()?, recent::identity(&path_of(ds.path()))),
     };
@@ -174,151 +173,33 @@ mod recent {
     }
 }
 
-/// Makes the copy of `ds` after a write, when worth it ([`MIN_ROWS`], `BETON_COLUMNAR`). A copy
-/// that cannot be written is not an error of the write: queries gather from the rows instead.
+/// Makes the copy of `ds` after a write when worth it and cheap beside the write: from
+/// [`MIN_ROWS`] rows, and when the data table is at most a tenth of the file
+/// ([`cheap_beside_the_write`]); `BETON_COLUMNAR=always` makes it for any file. Otherwise the
+/// first query of the file makes it. A copy that cannot be written is not an error of the
+/// write: queries gather from the rows instead.
 pub fn after_write(path: &Path) {
-    if policy() == Policy::Off {
+    let policy = policy();
+    if policy == Policy::Off {
         return;
     }
     if let Ok(ds) = Dataset::open(path) {
-        let wanted = policy() == Policy::Always || ds.num_samples() >= MIN_ROWS;
-        // A write handed over twice, or a query that made it first: nothing to do.
+        let wanted =
+            policy == Policy::Always || (ds.num_samples() >= MIN_ROWS && cheap_beside_the_write(&ds));
         if wanted && ColumnarCopy::open(&ds).is_none() {
             let _ = ColumnarCopy::build(&ds);
         }
     }
 }
 
-/// [`after_write`] on a background worker, for writers whose caller goes on working (Python's):
-/// the copy costs the write nothing it waits for. One worker makes the copies handed to it in
-/// turn (a path handed over again before its turn is made once, from the file there then);
-/// until a copy is made, queries of its file gather from the rows. [`wait_for_copies`] waits
-/// for the worker to finish.
-pub fn after_write_in_background(path: &Path) {
-    if policy() != Policy::Off {
-        background::submit(path);
-    }
-}
-
-/// Waits until the copies handed to [`after_write_in_background`] are made (or have failed):
-/// before a process ends, or to measure a query of the copy right after a write.
-pub fn wait_for_copies() {
-    while !background::wait(std::time::Duration::from_secs(3600)) {}
-}
-
-/// [`wait_for_copies`] for at most `timeout`: whether the worker is done (a caller that must
-/// stay responsive, such as an interpreter watching for Ctrl-C, waits in slices).
-pub fn wait_for_copies_at_most(timeout: std::time::Duration) -> bool {
-    background::wait(timeout)
-}
-
-/// The worker that makes columnar copies after writes, one at a time, in the order asked.
-///
-/// A forked child inherits the queue but not the thread: the state records the process that
-/// owns it, and a child starts from an empty one (so it never waits for a worker it lacks).
-mod background {
-    use std::collections::VecDeque;
-    use std::path::{Path, PathBuf};
-    use std::sync::{Condvar, Mutex, MutexGuard};
-
-    #[derive(Default)]
-    struct State {
-        /// The process this state belongs to (0: none yet).
-        pid: u32,
-        /// Paths waiting for the worker, and the one it is making (`busy`).
-        queue: VecDeque<PathBuf>,
-        busy: Option<PathBuf>,
-        /// Whether a worker thread is running.
-        running: bool,
-    }
-
-    static STATE: Mutex<State> =
-        Mutex::new(State { pid: 0, queue: VecDeque::new(), busy: None, running: false });
-    /// Signalled whenever the worker finishes a copy or stops.
-    static DONE: Condvar = Condvar::new();
-
-    /// The state, reset when it was inherited from another process.
-    fn state() -> MutexGuard<'static, State> {
-        let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
-        let pid = std::process::id();
-        if state.pid != pid {
-            *state = State { pid, ..State::default() };
-        }
-        state
-    }
-
-    /// Queues `path` (once: a path already waiting keeps its place) and starts the worker if
-    /// none runs. Where no thread can be started, the copy is made now.
-    pub(super) fn submit(path: &Path) {
-        let path = key(path);
-        let mut state = state();
-        if !state.queue.contains(&path) {
-            state.queue.push_back(path);
-        }
-        if state.running {
-            return;
-        }
-        let spawned = std::thread::Builder::new().name("beton-columnar".into()).spawn(work);
-        if spawned.is_ok() {
-            state.running = true;
-        } else {
-            let queued: Vec<PathBuf> = state.queue.drain(..).collect();
-            drop(state);
-            queued.iter().for_each(|p| super::after_write(p));
-        }
-    }
-
-    /// The worker: makes each queued copy, stops when the queue is empty.
-    fn work() {
-        loop {
-            let next = {
-                let mut state = state();
-                state.busy = state.queue.pop_front();
-                if state.busy.is_none() {
-                    state.running = false;
-                    DONE.notify_all();
-                    return;
-                }
-                state.busy.clone()
-            };
-            if let Some(path) = next {
-                // A panic (a bug) must not leave waiters waiting: it ends this copy only.
-                let _ = std::panic::catch_unwind(|| super::after_write(&path));
-            }
-            state().busy = None;
-            DONE.notify_all();
-        }
-    }
-
-    /// Whether a copy of the data file at `path` is waiting or being made.
-    pub(super) fn is_pending(path: &Path) -> bool {
-        let state = state();
-        if state.busy.is_none() && state.queue.is_empty() {
-            return false;
-        }
-        let path = key(path);
-        state.busy.as_ref() == Some(&path) || state.queue.contains(&path)
-    }
-
-    /// `path` as the queue holds it: canonical, so that two spellings of one file match.
-    fn key(path: &Path) -> PathBuf {
-        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-    }
-
-    /// Blocks until the queue is empty and the worker idle, or `timeout` has passed: whether
-    /// it is.
-    pub(super) fn wait(timeout: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        let mut state = state();
-        while state.running || !state.queue.is_empty() {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            state = DONE.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
-        }
-        true
-    }
+/// Whether a copy of `ds` costs little beside writing it: its data table (which bounds the
+/// copy's bytes, give or take a column's offsets) is at most a tenth of the file. Files of
+/// images or other payloads qualify; for a table-only file the copy would double the bytes
+/// written and synced (measured 1.3-2.5x the write of 1 M rows of numbers), so it waits for
+/// the first query.
+pub fn cheap_beside_the_write(ds: &Dataset) -> bool {
+    let table = ds.data_table_end().saturating_sub(ds.data_table_offset());
+    table.saturating_mul(10) <= ds.file_len()
 }
 
 /// Makes the copy of the data file at `path` again after beton rewrote part of it in place
@@ -811,44 +692,37 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_made_in_the_background_is_there_after_the_wait_and_queries_meanwhile_agree() {
+    fn writers_make_the_copy_only_where_it_is_cheap_beside_the_write() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("big.beton");
+        // Table-only: the copy would be as large as the file; the first query makes it.
+        let numbers = dir.path().join("numbers.beton");
         let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("score", FieldType::Float)];
-        let write = |offset: i64| {
-            Writer::new(&path, fields.clone(), WriterOptions::default())
-                .unwrap()
-                .write_fixed(MIN_ROWS, |k, i| match k {
-                    0 => SampleValue::Int(i as i64 % 1000 + offset),
-                    _ => SampleValue::Float(i as f64 / 8.0),
-                })
-                .unwrap();
-        };
-        write(0);
-        // Handed over twice (the second time under another spelling of the path): made once,
-        // by the worker (nothing else here makes copies).
-        after_write_in_background(&path);
-        after_write_in_background(&dir.path().join(".").join("big.beton"));
-        wait_for_copies();
-        assert!(!background::is_pending(&path));
-        let ds = Dataset::open(&path).unwrap();
-        assert!(ColumnarCopy::open(&ds).is_some(), "made by the worker");
-        drop(ds);
-        forget_open_copies();
-        // The file rewritten and handed over again; a query meanwhile (from the rows, or the
-        // copy if the worker was first) gives the new file's values.
-        write(5000);
-        after_write_in_background(&path);
-        let ds = Dataset::open(&path).unwrap();
-        let expected = (0..MIN_ROWS).filter(|i| i % 1000 < 10).count();
-        let query = || crate::select_indices(&crate::Table::new(&ds), "label < 5010").unwrap().len();
-        assert_eq!(query(), expected);
-        wait_for_copies();
-        let label = ColumnarCopy::open(&ds).expect("made again").column("label").unwrap();
-        assert_eq!(label.as_any().downcast_ref::<Int64Array>().unwrap().value(0), 5000);
-        assert_eq!(query(), expected);
-        wait_for_copies(); // nothing queued: returns at once
-        assert!(wait_for_copies_at_most(std::time::Duration::ZERO));
+        Writer::new(&numbers, fields, WriterOptions::default())
+            .unwrap()
+            .write_fixed(MIN_ROWS, |k, i| match k {
+                0 => SampleValue::Int(i as i64 % 1000),
+                _ => SampleValue::Float(i as f64 / 8.0),
+            })
+            .unwrap();
+        after_write(&numbers);
+        let ds = Dataset::open(&numbers).unwrap();
+        assert!(!cheap_beside_the_write(&ds) && !path_of(&numbers).exists(), "none at write");
+        let n = crate::select_indices(&crate::Table::new(&ds), "label < 10").unwrap().len();
+        assert_eq!(n, (0..MIN_ROWS).filter(|i| i % 1000 < 10).count());
+        assert!(ColumnarCopy::open(&ds).is_some(), "made by the first query");
+        // Payloads dominate (the data table is a small part of the file): made at write.
+        let blobs = dir.path().join("blobs.beton");
+        let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
+        Writer::new(&blobs, fields, WriterOptions::default())
+            .unwrap()
+            .write_indexed(MIN_ROWS, |i| {
+                Ok(vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![7; 300])])
+            })
+            .unwrap();
+        after_write(&blobs);
+        let ds = Dataset::open(&blobs).unwrap();
+        assert!(cheap_beside_the_write(&ds));
+        assert!(ColumnarCopy::open(&ds).is_some(), "made by the writer");
     }
 
     #[test]
