@@ -9,13 +9,11 @@
 //! - it records what it was made from (the data file's length, device, inode, modification
 //!   time and a CRC of its header, descriptors, 16 sampled blocks of its data table and the end
 //!   of its allocation table); a copy that does not match its data file is ignored and made again;
-//! - it is made on first use for data files of at least [`MIN_ROWS`] rows (beton's writers make
-//!   it as they finish, FFCV-written files get one on their first query), written to a
-//!   temporary file and renamed into place, so a reader sees a whole copy or none;
-//! - a writer makes it as it finishes only where it is cheap beside the write (a data table of
-//!   at most a tenth of the file: payloads such as images dominate); for a table-only file the
-//!   copy is as many bytes as the data file, so the first query makes it instead, and the write
-//!   costs nothing more ([`after_write`]);
+//! - it is made for data files of at least [`MIN_ROWS`] rows, written to a temporary file and
+//!   renamed into place, so a reader sees a whole copy or none: by beton's writers as they
+//!   finish where it is cheap beside the write (a data table of at most a tenth of the file:
+//!   payloads such as images dominate; [`after_write`]), else on the file's first query (a
+//!   table-only file, whose copy would double the bytes written; a file FFCV wrote);
 //! - where it cannot be written (a read-only directory) queries gather from the rows as before;
 //!   `BETON_COLUMNAR=off` turns the copies off, `BETON_COLUMNAR=always` makes them for any size.
 //!
@@ -197,7 +195,7 @@ pub fn after_write(path: &Path) {
 /// images or other payloads qualify; for a table-only file the copy would double the bytes
 /// written and synced (measured 1.3-2.5x the write of 1 M rows of numbers), so it waits for
 /// the first query.
-pub fn cheap_beside_the_write(ds: &Dataset) -> bool {
+fn cheap_beside_the_write(ds: &Dataset) -> bool {
     let table = ds.data_table_end().saturating_sub(ds.data_table_offset());
     table.saturating_mul(10) <= ds.file_len()
 }
