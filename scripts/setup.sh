@@ -5,11 +5,12 @@
 # Idempotent and quiet when everything is there.
 set -euo pipefail
 need=()
-for tool in cmake nasm cc pkg-config; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
+# `script` (util-linux, Debian's bsdutils) runs the CLI on a pseudo-terminal in tests/cli/progress.rs.
+for tool in cmake nasm cc pkg-config script; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
 if [ ${#need[@]} -gt 0 ]; then
   pkgs=()
   for tool in "${need[@]}"; do
-    case "$tool" in cc) pkgs+=(build-essential) ;; *) pkgs+=("$tool") ;; esac
+    case "$tool" in cc) pkgs+=(build-essential) ;; script) pkgs+=(bsdutils) ;; *) pkgs+=("$tool") ;; esac
   done
   echo "[setup] installing ${pkgs[*]} (apt-get)" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

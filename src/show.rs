@@ -131,7 +131,10 @@ pub fn run_version(
             continue;
         }
         // Its column file's value where one holds it (any field type), else its data file's.
-        let shown = describe(ty, &table.value(index, name, ty)?);
+        let shown = match table.value(index, name, ty)? {
+            Some(value) => describe(ty, &value),
+            None => "NULL".to_string(),
+        };
         writeln!(text, "{name}: {shown}")?;
     }
     if let Some(out) = out {
@@ -147,7 +150,9 @@ pub fn run_version(
             .find(|(n, _)| *n == name)
             .map(|(_, t)| t)
             .with_context(|| format!("no field '{name}'"))?;
-        let image = table.value(index, &name, ty)?;
+        let image = table
+            .value(index, &name, ty)?
+            .with_context(|| format!("field '{name}' of sample {index} is NULL"))?;
         let image = image.as_image().with_context(|| format!("field '{name}' is not an image field"))?;
         let pixels = image.decode().with_context(|| format!("decoding sample {index}, field '{name}'"))?;
         write_png(out, &pixels)?;

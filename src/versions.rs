@@ -50,15 +50,19 @@ pub enum Action {
         #[arg(long)]
         json: bool,
     },
-    /// Name a version (the latest by default); tagged versions are kept by cleanup.
+    /// Name a version (the latest by default); tagged versions are kept by cleanup. `-d`
+    /// deletes the tag instead (the version it named can then be cleaned up).
     Tag {
         /// The dataset directory.
         dir: PathBuf,
         /// The tag.
         name: String,
         /// The version to tag.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "delete")]
         version: Option<u64>,
+        /// Delete the tag.
+        #[arg(short, long)]
+        delete: bool,
     },
     /// Make an older version the latest again, as a new version.
     Restore {
@@ -290,7 +294,11 @@ pub fn run(action: &Action) -> Result<String> {
             Ok(format!("{}: version {}, {} rows\n", dir.display(), v.version(), v.num_rows()))
         }
         Action::Log { dir, json } => log(dir, *json),
-        Action::Tag { dir, name, version } => {
+        Action::Tag { dir, name, delete: true, .. } => {
+            let was = open(dir, VersionRef::Latest)?.delete_tag(name)?;
+            Ok(format!("{}: tag '{name}' deleted (it named version {was})\n", dir.display()))
+        }
+        Action::Tag { dir, name, version, .. } => {
             let v = open(dir, version.map_or(VersionRef::Latest, VersionRef::Number))?;
             v.tag(name)?;
             Ok(format!("{}: tag '{name}' names version {}\n", dir.display(), v.version()))
@@ -379,12 +387,31 @@ pub fn run(action: &Action) -> Result<String> {
                 progress: Some(crate::progress::writer_callback(&bar)),
                 ..Default::default()
             };
-            let report = v.export(out, rows.as_ref(), &options);
+            let copied = v.export(out, rows.as_ref(), &options);
             bar.finish_and_clear();
-            let report = report?;
-            Ok(format!("{}: {} rows of version {}\n", out.display(), report.num_samples, v.version()))
+            let copied = copied?;
+            let mut text =
+                format!("{}: {} rows of version {}\n", out.display(), copied.report.num_samples, v.version());
+            for f in &copied.filled {
+                let _ = writeln!(text, "  {}", filled_line(f));
+            }
+            Ok(text)
         }
     }
+}
+
+/// A field's NULLs an export wrote as a filler, as a line: the field, how many, the first rows.
+fn filled_line(f: &beton_query::copy::Filled) -> String {
+    let shown: Vec<String> = f.rows.iter().take(8).map(u64::to_string).collect();
+    let more = if f.rows.len() > 8 { ", ..." } else { "" };
+    format!(
+        "field '{}' is NULL in {} row{} (a .beton file holds a value in every row): written as {} in rows {}{more}",
+        f.field,
+        f.rows.len(),
+        if f.rows.len() == 1 { "" } else { "s" },
+        f.with,
+        shown.join(", ")
+    )
 }
 
 fn diff(dir: &Path, from: Option<&str>, to: Option<&str>, json: bool) -> Result<String> {

@@ -57,7 +57,7 @@ fn every_read_command_takes_a_version() {
     let png = tmp.path().join("x.png");
     assert!(ok(&["show", d, "0", "--out", png.to_str().unwrap()]).contains("PNG") && png.is_file());
     // concat: the edited dataset (its latest version exported) then a .beton file (hard-linked;
-    // its rows get the missing value of the dataset's `wide`, false).
+    // its rows are NULL in the dataset's `wide`, which they lack).
     let both = tmp.path().join("both");
     let b = both.to_str().unwrap();
     assert!(ok(&["concat", b, d, f, "-m", "joined"]).contains("version 2, 309 rows from 2 sources"));

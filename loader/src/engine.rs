@@ -94,6 +94,9 @@ struct Pipeline {
     /// For an extra view of a field: the name its columns take instead of the field's.
     view: Option<String>,
     decoder: Arc<dyn FieldDecoder>,
+    /// What a NULL of the field is decoded as ([`LoaderBuilder::fill_null`]); a NULL without
+    /// one is an error at build.
+    fill: Option<beton_storage::Value<'static>>,
     first_column: usize,
     num_columns: usize,
 }
@@ -140,6 +143,7 @@ pub struct LoaderBuilder {
     fields: Option<Vec<String>>,
     decoders: Vec<(String, Arc<dyn FieldDecoder>)>,
     views: Vec<(String, String, Arc<dyn FieldDecoder>)>,
+    fills: Vec<(String, beton_storage::Value<'static>)>,
     epochs: Option<u64>,
 }
 
@@ -204,6 +208,14 @@ impl LoaderBuilder {
     /// a decoder).
     pub fn fields(mut self, names: &[&str]) -> Self {
         self.fields = Some(names.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    /// Decode a NULL of field `name` (over a version: a row appended without the field) as
+    /// `value`, an int, float or bool of the field's type. Without it, a NULL in a field the
+    /// loader decodes is an error at build, naming the field and the samples.
+    pub fn fill_null(mut self, name: &str, value: beton_storage::Value<'static>) -> Self {
+        self.fills.push((name.to_string(), value));
         self
     }
 
@@ -325,6 +337,7 @@ impl LoaderBuilder {
                 sources,
                 view: None,
                 decoder,
+                fill: None,
                 first_column: 0,
                 num_columns: 0,
             });
@@ -341,9 +354,58 @@ impl LoaderBuilder {
                 sources,
                 view: Some(name.clone()),
                 decoder,
+                fill: None,
                 first_column: 0,
                 num_columns: 0,
             });
+        }
+        // NULLs (rows appended without a field): a value to decode them as, or an error now
+        // rather than at some batch of some epoch.
+        for (name, value) in &self.fills {
+            let Some((_, ty)) = schema.iter().find(|(n, _)| n == name) else {
+                return Err(invalid("fill_null", format!("no field '{name}'")));
+            };
+            let fits = matches!(
+                (ty, value),
+                (beton_storage::FieldType::Int, beton_storage::Value::Int(_))
+                    | (beton_storage::FieldType::Float, beton_storage::Value::Float(_))
+                    | (beton_storage::FieldType::Bool, beton_storage::Value::Bool(_))
+            );
+            if !fits {
+                return Err(invalid(
+                    "fill_null",
+                    format!("field '{name}' is a {}: a NULL of it is filled with one of its values ({value:?} is not; ints, floats and bools can be filled)", ty.name()),
+                ));
+            }
+        }
+        if let Some(parts) = &self.parts {
+            let selected: Option<&[u64]> = match &repeated {
+                Some(rows) => Some(rows),
+                None if indices.len() as u64 == n => None,
+                None => Some(indices.as_slice()),
+            };
+            for p in &mut pipelines {
+                p.fill = self.fills.iter().rev().find(|(n, _)| *n == p.name).map(|(_, v)| *v);
+                if p.fill.is_some() {
+                    continue;
+                }
+                let (first, count) = parts.null_samples(&p.name, selected, 8);
+                if count > 0 {
+                    let shown: Vec<String> = first.iter().map(u64::to_string).collect();
+                    return Err(invalid(
+                        &format!("field '{}'", p.name),
+                        format!(
+                            "is NULL in {count} of the samples to load (sample {}{}): the loader decodes \
+                             a value for every sample. Set the values (update), leave the field out of \
+                             the loader, or give the value a NULL is decoded as (fill_null; Python: \
+                             Loader(fill_nulls={{'{}': ...}}))",
+                            shown.join(", "),
+                            if count > first.len() as u64 { ", ..." } else { "" },
+                            p.name
+                        ),
+                    ));
+                }
+            }
         }
         let threads = match self.settings.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -436,6 +498,7 @@ impl Loader {
             fields: None,
             decoders: Vec::new(),
             views: Vec::new(),
+            fills: Vec::new(),
             epochs: None,
         }
     }
@@ -1053,7 +1116,19 @@ impl Shared {
                 let value = match p.sources.as_deref().map(|s| &s[part]) {
                     None => ds.get_in(row, p.field, window)?,
                     Some(FieldSource::Field(field)) => ds.get_in(row, *field, window)?,
-                    Some(FieldSource::Column { values, ty, field }) => {
+                    Some(FieldSource::Column { nulls: Some(nulls), .. }) if nulls.is_null(row as usize) => {
+                        match &p.fill {
+                            Some(v) => *v,
+                            None => {
+                                return Err(Error::InvalidArgument {
+                                    what: format!("field '{}' of sample {index}", p.name),
+                                    why: "is NULL, and the loader has no value to decode it as (fill_null)"
+                                        .into(),
+                                })
+                            }
+                        }
+                    }
+                    Some(FieldSource::Column { values, ty, field, .. }) => {
                         match beton_query::versioned::values::cell(values, ty, row as usize)? {
                             Some(v) => v,
                             // A row the patch leaves alone: the data file's value.

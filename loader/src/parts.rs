@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
+use arrow_buffer::NullBuffer;
 use beton_storage::Dataset;
 
 use crate::error::{Error, Result};
@@ -21,6 +22,9 @@ pub struct Part {
     pub rows: Option<Arc<Vec<u64>>>,
     /// Values of fields that column files replace or add, one per data-file row, by name.
     pub columns: BTreeMap<String, ArrayRef>,
+    /// The fields with NULLs (a row appended without the field) and their validity over the
+    /// data-file rows (`false`: NULL).
+    pub nulls: BTreeMap<String, NullBuffer>,
 }
 
 /// A version's data files, in order: the loader's samples are their kept rows, concatenated.
@@ -47,6 +51,8 @@ pub(crate) enum FieldSource {
         ty: beton_storage::FieldType,
         /// The field in the data file, if it has it.
         field: Option<usize>,
+        /// The rows where the field is NULL (`false`), if any.
+        nulls: Option<NullBuffer>,
     },
 }
 
@@ -83,7 +89,11 @@ impl Parts {
     /// # Errors
     /// As [`Parts::new`]; a schema type this beton does not know.
     pub fn of_version(view: &beton_query::versioned::VersionView) -> Result<Parts> {
-        let parts = view.parts()?.into_iter().map(|(ds, rows, columns)| Part { ds, rows, columns }).collect();
+        let parts = view
+            .parts()?
+            .into_iter()
+            .map(|(ds, rows, columns, nulls)| Part { ds, rows, columns, nulls })
+            .collect();
         Parts::new(parts, view.schema()?)
     }
 
@@ -125,6 +135,7 @@ impl Parts {
                     values: a.clone(),
                     ty: ty.clone(),
                     field: p.ds.field_index(name).ok().filter(|&f| p.ds.fields()[f].field_type() == ty),
+                    nulls: p.nulls.get(name).cloned(),
                 }),
                 _ => p.ds.field_index(name).map(FieldSource::Field).map_err(|_| Error::InvalidArgument {
                     what: format!("field '{name}'"),
@@ -135,6 +146,50 @@ impl Parts {
                 }),
             })
             .collect()
+    }
+
+    /// The samples (version indices, ascending) where field `name` is NULL, among `indices`
+    /// (all samples for `None`), at most `limit` of them, and how many there are in all.
+    pub fn null_samples(&self, name: &str, indices: Option<&[u64]>, limit: usize) -> (Vec<u64>, u64) {
+        let mut first = Vec::new();
+        let mut count = 0u64;
+        let mut note = |index: u64| {
+            count += 1;
+            if first.len() < limit {
+                first.push(index);
+            }
+        };
+        match indices {
+            None => {
+                for (k, p) in self.parts.iter().enumerate() {
+                    let Some(nulls) = p.nulls.get(name) else { continue };
+                    let rows: Box<dyn Iterator<Item = u64>> = match &p.rows {
+                        Some(rows) => Box::new(rows.iter().copied()),
+                        None => Box::new(0..p.ds.num_samples()),
+                    };
+                    for (j, row) in rows.enumerate() {
+                        if nulls.is_null(row as usize) {
+                            note(self.starts[k] + j as u64);
+                        }
+                    }
+                }
+            }
+            Some(indices) => {
+                if self.parts.iter().all(|p| !p.nulls.contains_key(name)) {
+                    return (first, 0);
+                }
+                for &index in indices {
+                    if index >= self.num_rows() {
+                        continue;
+                    }
+                    let (k, row) = self.locate(index);
+                    if self.parts[k].nulls.get(name).is_some_and(|n| n.is_null(row as usize)) {
+                        note(index);
+                    }
+                }
+            }
+        }
+        (first, count)
     }
 
     /// The page map of the version: each sample on its data file's page, pages of different

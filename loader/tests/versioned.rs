@@ -243,3 +243,46 @@ fn edited_and_added_fields_of_every_type_load_as_their_compaction() {
     let first = loader.next_epoch().unwrap().next().unwrap().unwrap();
     assert_eq!(first.specs()[0].shape, vec![9]);
 }
+
+/// A NULL in a field the loader decodes (rows appended without a column added since) is an
+/// error at build naming the field and the samples, unless the loader is given a value to decode
+/// it as; a loader that leaves the field out, or reads only rows with values, loads.
+#[test]
+fn nulls_are_refused_at_build_or_filled_as_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
+    write(&a, 0, 6);
+    write(&b, 100, 3);
+    let v = VersionedDataset::import(&tmp.path().join("ds"), &a).unwrap();
+    let scores: ArrayRef = Arc::new(Float64Array::from((0..6).map(|i| i as f64).collect::<Vec<_>>()));
+    let v = v.add_column("score", &FieldType::Float, &scores, "").unwrap();
+    let v = v.append_file(&b, "").unwrap();
+    let view = v.view().unwrap();
+    let builder = || Loader::builder_parts(Parts::of_version(&view).unwrap()).batch_size(9).drop_last(false);
+
+    let err = builder().build().err().expect("a NULL the loader would decode is refused").to_string();
+    assert!(
+        err.contains("field 'score'") && err.contains("NULL in 3") && err.contains("sample 6, 7, 8"),
+        "{err}"
+    );
+    assert!(err.contains("fill_null"), "{err}");
+
+    // Filled: the rows' values, then the fill value.
+    let mut loader = builder().fill_null("score", beton_storage::Value::Float(-1.0)).build().unwrap();
+    let batch = loader.next_epoch().unwrap().next().unwrap().unwrap();
+    assert_eq!(f64s(&batch, "score"), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, -1.0, -1.0, -1.0]);
+    // A fill of the wrong type is refused, naming the field.
+    let err = builder().fill_null("score", beton_storage::Value::Int(0)).build().err().unwrap().to_string();
+    assert!(err.contains("field 'score' is a FloatField"), "{err}");
+    // Without the field, or over rows that have it: no NULL to decode.
+    let mut loader = builder().fields(&["label"]).build().unwrap();
+    let batch = loader.next_epoch().unwrap().next().unwrap().unwrap();
+    assert_eq!(i64s(&batch, "label"), [0, 1, 2, 3, 4, 5, 100, 101, 102]);
+    let with_values = IndexSet::from_sorted(vec![1, 5]).unwrap();
+    let mut loader = builder().indices(with_values).build().unwrap();
+    let batch = loader.next_epoch().unwrap().next().unwrap().unwrap();
+    assert_eq!(f64s(&batch, "score"), [1.0, 5.0]);
+    // Repeated indices naming a NULL row are checked too.
+    let err = builder().index_list(vec![7, 1, 7]).build().err().unwrap().to_string();
+    assert!(err.contains("NULL in 2 of the samples"), "{err}");
+}

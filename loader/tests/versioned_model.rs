@@ -90,7 +90,12 @@ fn agree(v: &VersionedDataset, model: &Model) {
     }
     for (i, row) in model.rows.iter().enumerate() {
         let blob = table.value(i as u64, "blob", &FieldType::Bytes).unwrap();
-        assert_eq!(blob, beton_storage::Value::Bytes(&row.3), "blob of row {i}, version {}", v.version());
+        assert_eq!(
+            blob,
+            Some(beton_storage::Value::Bytes(&row.3)),
+            "blob of row {i}, version {}",
+            v.version()
+        );
     }
     let odd = beton_query::select_indices(&table, "label % 2 = 1").unwrap();
     let expected: Vec<u64> =

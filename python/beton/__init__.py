@@ -11,10 +11,10 @@ directory (``beton.import_file``) is versioned and editable: ``update``, ``delet
 from beton._native import (AccessDeniedError, BetonError, BetonIOError, ConflictError, CorruptFileError, GpuError,
                            IndexSet, InvalidArgumentError, MissingFileError, NotFoundError, QueryError, SampleError,
                            __version__)
-from beton.dataset import Dataset, concat, import_file, open
+from beton.dataset import Dataset, FFCVCompatibilityWarning, NullsFilledWarning, concat, import_file, open
 from beton.loader import Loader
 from beton.writer import DatasetWriter
 
 __all__ = ["Loader", "DatasetWriter", "open", "import_file", "concat", "Dataset", "IndexSet", "BetonError", "CorruptFileError", "QueryError", "SampleError",
            "InvalidArgumentError", "NotFoundError", "BetonIOError", "MissingFileError", "AccessDeniedError", "ConflictError", "GpuError",
-           "__version__"]
+           "FFCVCompatibilityWarning", "NullsFilledWarning", "__version__"]

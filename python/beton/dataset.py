@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import html
 import json
+import os
+import warnings
 from typing import Any, Callable, Dict, List, Optional, TypeVar, cast
 
 import numpy as np
@@ -23,6 +25,22 @@ _EDIT_DOC = {
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+
+# beton's field types that FFCV 1.0.2 has no class for (it reads them only through a stub).
+_NOT_FFCV = ("text", "bool", "array", "grey_image")
+
+
+from beton._warnings import FFCVCompatibilityWarning, NullsFilledWarning  # noqa: E402 (re-exported)
+
+
+def _warn_filled(path, filled, stacklevel: int = 3) -> None:
+    """Warns (``NullsFilledWarning``) of the NULLs a copy into ``path`` wrote as fillers:
+    ``[(field, filler, rows)]``."""
+    for field, filler, rows in filled:
+        shown = ", ".join(str(r) for r in rows[:8]) + (", ..." if len(rows) > 8 else "")
+        warnings.warn(f"{os.fspath(path)}: field {field!r} is NULL in {len(rows)} row(s), written as {filler} "
+                      f"(a .beton file holds a value in every row): rows {shown}",
+                      NullsFilledWarning, stacklevel=stacklevel)
 
 
 def _edit(method: _Method) -> _Method:
@@ -50,6 +68,8 @@ class _Stream:
 
 
 def _value(kind: str, raw: Any) -> Any:
+    if raw is None:  # NULL: the row has no value for the field
+        return None
     if kind in ("ndarray", "torch_tensor", "array"):
         data, typestr, shape = raw
         return np.frombuffer(data, dtype=np.dtype(typestr)).reshape(shape)
@@ -965,6 +985,32 @@ class Dataset:
         """
         self._editable("tag").tag(name)
 
+    def delete_tag(self, name: str) -> int:
+        """Deletes a tag, so that ``cleanup`` may remove the version it kept.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        int
+            The version the tag named.
+
+        Raises
+        ------
+        ValueError
+            For a tag that does not exist (the message lists the tags).
+        TypeError
+            For a ``.beton`` file.
+
+        Examples
+        --------
+        >>> ds.delete_tag("clean")  # doctest: +SKIP
+        3
+        """
+        return self._editable("delete_tag").delete_tag(name)
+
     def checkout(self, version) -> "Dataset":
         """Another version of this dataset, read-only history.
 
@@ -1304,11 +1350,17 @@ class Dataset:
         versions, files, nbytes = self._editable("cleanup").cleanup(keep_versions, older_than_seconds)
         return {"versions": versions, "files": files, "bytes": nbytes}
 
-    def export(self, path, where=None, num_workers: int = 0, progress: bool = True) -> int:
+    def export(self, path, where=None, num_workers: int = 0, progress: bool = True,
+               columns: Optional[List[str]] = None) -> int:
         """Writes this version's rows as one standalone ``.beton`` file that FFCV 1.0.2 loads.
 
         Values are copied as stored (images never re-encoded); named splits (restricted to the
-        rows written) and classes go with them.
+        rows written) and classes go with them. A NULL is written as its type's filler (a
+        ``.beton`` file holds a value in every row), with a ``NullsFilledWarning`` naming the
+        rows. FFCV has no text, bool or variable-length array
+        field type (beton's ``TextField``, ``BoolField``, ``ArrayField``): FFCV reads a file with
+        one only when given a stub for it (``custom_handlers``), so exporting one warns
+        (``FFCVCompatibilityWarning``); ``columns=`` leaves such fields out.
 
         Parameters
         ----------
@@ -1321,6 +1373,8 @@ class Dataset:
         progress : bool, default True
             Show a tqdm progress bar of the rows written when tqdm is installed
             (``pip install beton[progress]``).
+        columns : list of str, optional
+            The fields to write, in this order (default: every field).
 
         Returns
         -------
@@ -1331,19 +1385,34 @@ class Dataset:
         ------
         TypeError
             For a ``.beton`` file (copy it, or ``DatasetWriter.from_indexed_dataset``).
+        KeyError
+            For a name in ``columns`` that is not a field (the message lists the fields).
 
         Examples
         --------
         >>> ds.export("clean.beton", where="quality > 0.5")  # doctest: +SKIP
         140
+        >>> ds.export("for_ffcv.beton", columns=["image", "label"])  # doctest: +SKIP
+        155
         """
         rows = self.where(where) if isinstance(where, str) else where
         if not isinstance(self._native, _native.Version):
             raise TypeError("export: use beton.import_file first, or copy the .beton file")
         from beton.writer import _progress
 
+        kinds = {name: kind for name, kind, _ in self._native.fields()}
+        chosen = list(kinds) if columns is None else [str(c) for c in columns]
+        foreign = [f"{n} ({kinds[n]})" for n in chosen if kinds.get(n) in _NOT_FFCV]
+        if foreign:
+            warnings.warn(f"export to {os.fspath(path)}: FFCV 1.0.2 has no field type for {', '.join(foreign)}; "
+                          "it reads the file only with a stub Field for each (custom_handlers). "
+                          "Leave them out with columns=[...] for a file FFCV reads as it is",
+                          FFCVCompatibilityWarning, stacklevel=2)
         with _progress(len(self) if rows is None else len(rows), progress) as report:
-            return self._native.export(str(path), rows, num_workers, report)
+            n, filled = self._native.export(str(path), rows, num_workers, report,
+                                            None if columns is None else chosen)
+        _warn_filled(path, filled)
+        return n
 
     def to_parquet(self, path, columns: Optional[List[str]] = None) -> None:
         """Writes the data table as a Parquet file.

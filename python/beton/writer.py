@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 from typing import Any, Dict, Iterable, Optional, Sequence
 
@@ -21,10 +22,32 @@ _returns_report = _doc.fill({"{returns_report}": (
     "Returns\n-------\ndict\n    The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.")})
 
 
+def _interactive() -> bool:
+    """Whether a progress bar has someone to show it to: stderr is a terminal, or this is a
+    notebook's kernel (tqdm.auto draws a widget there). A script whose stderr goes to a log
+    file or a pipe (a batch job, CI) gets no bar: tqdm would write a line per refresh into it.
+    ``BETON_PROGRESS=1`` forces bars on, ``0`` off, as the CLI's bars (indicatif) do for a
+    terminal."""
+    forced = os.environ.get("BETON_PROGRESS")
+    if forced in ("0", "1"):
+        return forced == "1"
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError):  # a replaced or closed stderr
+        pass
+    shell = sys.modules.get("IPython")
+    try:
+        ip = shell.get_ipython() if shell is not None else None  # type: ignore[attr-defined]
+    except Exception:
+        ip = None
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
 def _progress_bar(total: Optional[int], enabled: bool, unit: str = "samples"):
-    """A ``tqdm.auto`` bar of ``total`` samples, or None when disabled or tqdm is not installed
-    (the ``progress`` extra)."""
-    if not enabled:
+    """A ``tqdm.auto`` bar of ``total`` samples, or None when disabled, when nobody would see it
+    (``_interactive``), or when tqdm is not installed (the ``progress`` extra)."""
+    if not enabled or not _interactive():
         return None
     try:
         from tqdm.auto import tqdm
@@ -148,11 +171,18 @@ class DatasetWriter:
     page_size : int, default 8 MiB
         A power of two in [2 MiB, 4 GiB).
     num_workers : int, default -1
-        Encoding threads (-1 or 0: every core). The output does not depend on it.
+        Encoding threads (-1 or 0: every core). The output does not depend on it. Samples are
+        fetched from Python (``dataset[i]``, an iterable's items, a field's ``encode``) on the
+        thread that called the writer, one at a time and in write order, never concurrently,
+        whatever ``num_workers``: a dataset may keep global state (``np.random.seed(i)`` then
+        ``np.random.randn(...)``, FFCV's idiom) or use a reader that is not thread-safe. The
+        threads encode (JPEG, resizing, copying) the samples already fetched meanwhile.
     seed : int, default 0
         Seeds per-sample random choices (``write_mode='proportion'``) and ``shuffle_indices``.
     progress : bool, default True
-        Show a tqdm progress bar when tqdm is installed (``pip install beton[progress]``).
+        Show a tqdm progress bar when tqdm is installed (``pip install beton[progress]``) and
+        stderr is a terminal or a notebook shows it (never into a log file; ``BETON_PROGRESS=1``
+        forces it on, ``0`` off).
     skip_bad : bool, default False
         Leave out samples whose images cannot be read or decoded instead of failing the
         write; the report's ``skipped`` lists ``(index, why)`` (``why`` names the file).
@@ -358,6 +388,9 @@ class DatasetWriter:
             report = native.copy_to(path, fields=list(self.fields), rows=rows, page_size=self.page_size,
                                     num_workers=self.num_workers)
             progress(len(rows), len(rows))  # the native copy reports no steps: the bar ends full
+            from beton.dataset import _warn_filled
+
+            _warn_filled(self.fname, report.get("filled", []), stacklevel=4)
             return publish(report)
 
     @_returns_report

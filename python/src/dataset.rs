@@ -157,9 +157,11 @@ pub(crate) fn copy_table<'py>(
             .collect::<PyResult<_>>()?,
     };
     let copy = beton_query::copy::Copy { fields: &fields, rows: rows.as_deref(), classes };
-    let report =
+    let copied =
         py.detach(|| beton_query::copy::copy_rows(table, path, copy, options)).map_err(from_query)?;
-    crate::writer::report_dict(py, &report)
+    let report = crate::writer::report_dict(py, &copied.report)?;
+    report.set_item("filled", crate::writer::filled(&copied.filled))?;
+    Ok(report)
 }
 
 /// An open, validated `.beton` file.
@@ -189,11 +191,14 @@ pub(crate) fn sample_dict<'py, 'f, 'v>(
     py: Python<'py>,
     decode_images: bool,
     fields: impl Iterator<Item = (&'f str, &'f beton_storage::FieldType)>,
-    mut value: impl FnMut(usize, &str, &beton_storage::FieldType) -> PyResult<Value<'v>>,
+    mut value: impl FnMut(usize, &str, &beton_storage::FieldType) -> PyResult<Option<Value<'v>>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     for (k, (name, ty)) in fields.enumerate() {
-        out.set_item(name, value_object(py, value(k, name, ty)?, ty, decode_images)?)?;
+        match value(k, name, ty)? {
+            Some(v) => out.set_item(name, value_object(py, v, ty, decode_images)?)?,
+            None => out.set_item(name, py.None())?, // NULL
+        }
     }
     Ok(out)
 }
@@ -284,7 +289,7 @@ impl Dataset {
     fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
         let i = sample_index(index, self.inner.num_samples())?;
         let fields = self.inner.fields().iter().map(|f| (f.name(), f.field_type()));
-        sample_dict(py, decode_images, fields, |k, _, _| self.inner.get(i, k).map_err(from_storage))
+        sample_dict(py, decode_images, fields, |k, _, _| self.inner.get(i, k).map(Some).map_err(from_storage))
     }
 
     /// The data table's columns (all, or `columns`) as an Arrow C stream capsule.

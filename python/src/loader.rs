@@ -133,7 +133,8 @@ impl Loader {
     #[new]
     #[pyo3(signature = (dataset, batch_size, num_workers = 0, order = None, seed = 0, drop_last = true,
                         batches_ahead = 3, os_cache = true, indices = None, rank = 0, world_size = 1,
-                        fields = None, cache_pages = None, pipelines = None, index_list = None))]
+                        fields = None, cache_pages = None, pipelines = None, index_list = None,
+                        fill_nulls = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dataset: &Bound<'_, PyAny>,
@@ -151,6 +152,7 @@ impl Loader {
         cache_pages: Option<i128>,
         pipelines: Option<&Bound<'_, PyDict>>,
         index_list: Option<Vec<i128>>,
+        fill_nulls: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let batch_size = count("batch_size", batch_size, 1)?;
         let num_workers = count("num_workers", num_workers, 0)?;
@@ -244,6 +246,24 @@ impl Loader {
                     spec.repr()?
                 )));
             }
+        }
+        // What a NULL of a field decodes as: an int, float or bool (checked against the field
+        // by the builder).
+        for (name, value) in fill_nulls.iter().flat_map(|d| d.iter()) {
+            let name: String = name.extract()?;
+            let value = if value.is_instance_of::<pyo3::types::PyBool>() {
+                beton_storage::Value::Bool(value.extract()?)
+            } else if value.is_instance_of::<pyo3::types::PyInt>() {
+                beton_storage::Value::Int(value.extract()?)
+            } else if let Ok(v) = value.extract::<f64>() {
+                beton_storage::Value::Float(v)
+            } else {
+                return Err(PyTypeError::new_err(format!(
+                    "fill_nulls['{name}']: {} is not an int, float or bool",
+                    value.repr()?
+                )));
+            };
+            b = b.fill_null(&name, value);
         }
         let names: Vec<&str>;
         if let Some(f) = &fields {

@@ -310,6 +310,12 @@ impl Version {
         self.opened().version.tag(name).map_err(from_query)
     }
 
+    /// Deletes a tag; returns the version it named.
+    fn delete_tag(&self, py: Python<'_>, name: &str) -> PyResult<u64> {
+        let opened = self.opened();
+        py.detach(|| opened.version.delete_tag(name)).map_err(from_query)
+    }
+
     /// Deletes rows (a SQL predicate or an IndexSet of indices); returns the new version.
     #[pyo3(signature = (sql = None, rows = None, message = String::new()))]
     fn delete(
@@ -480,7 +486,9 @@ impl Version {
     /// Writes rows (all, or an IndexSet of indices) as one standalone `.beton` file FFCV loads;
     /// `progress(done, total)` counts the rows written (an exception it raises stops the
     /// export, which then leaves nothing at `path`, and propagates).
-    #[pyo3(signature = (path, rows = None, num_workers = 0, progress = None))]
+    /// `fields`: the fields written, in that order (all for `None`). Returns the rows written and
+    /// the NULLs written as fillers: `[(field, filler, rows)]`.
+    #[pyo3(signature = (path, rows = None, num_workers = 0, progress = None, fields = None))]
     fn export(
         &self,
         py: Python<'_>,
@@ -488,13 +496,21 @@ impl Version {
         rows: Option<IndexSet>,
         num_workers: usize,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<u64> {
+        fields: Option<Vec<String>>,
+    ) -> PyResult<(u64, crate::writer::FilledRows)> {
         let opened = self.opened();
         let (options, interrupted) = crate::progress::export_options(num_workers, progress);
-        let report = py
-            .detach(|| opened.version.export(&path, rows.as_ref().map(|r| &r.inner), &options))
+        let copied = py
+            .detach(|| {
+                opened.version.export_fields(
+                    &path,
+                    rows.as_ref().map(|r| &r.inner),
+                    fields.as_deref(),
+                    &options,
+                )
+            })
             .map_err(|e| crate::progress::error(&interrupted, from_query(e)))?;
-        Ok(report.num_samples)
+        Ok((copied.report.num_samples, crate::writer::filled(&copied.filled)))
     }
 
     /// Saves named splits (IndexSets of this version's indices) as a new version.

@@ -85,6 +85,10 @@ pub(crate) fn write<'py>(
     let (options, interrupted) = options(page_size, num_workers, seed, chunk_size, progress, skip_bad);
     let writer = Writer::new(&path, specs, options).map_err(from_storage)?;
     type SourceError = Box<dyn std::error::Error + Send + Sync>;
+    // User code (`get`: a dataset's `__getitem__`, a field's `encode`) runs on this thread
+    // alone, one sample at a time and in order, as with one worker: a dataset with global state
+    // (`np.random.seed(i)` then `np.random.randn`) or a reader that is not thread-safe writes
+    // what it gives one sample at a time. The writer encodes a chunk on its threads meanwhile.
     let fetch = |i: u64| -> Result<Vec<SampleValue>, SourceError> {
         Python::attach(|py| {
             let sample = get.call1(py, (i,))?;
@@ -102,8 +106,38 @@ pub(crate) fn write<'py>(
         })
         .map_err(|e: PyErr| SourceError::from(e.to_string()))
     };
-    let result = py.detach(|| writer.write_indexed(num_samples, fetch));
+    let samples = InOrder { next: 0, end: num_samples, failed: false, fetch };
+    let result = py.detach(|| writer.write_iter(samples));
     report(py, result, &interrupted, columnar_copy)
+}
+
+/// Samples `0..end` fetched in order on the thread that iterates (the writer's calling thread),
+/// with an exact length (the writer then places pages straight into the file); no sample is
+/// fetched after one that failed.
+struct InOrder<F> {
+    next: u64,
+    end: u64,
+    failed: bool,
+    fetch: F,
+}
+
+impl<T, E, F: FnMut(u64) -> Result<T, E>> Iterator for InOrder<F> {
+    type Item = Result<T, E>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.end || self.failed {
+            return None;
+        }
+        let item = (self.fetch)(self.next);
+        self.next += 1;
+        self.failed = item.is_err();
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = if self.failed { 0 } else { usize::try_from(self.end - self.next).unwrap_or(usize::MAX) };
+        (left, Some(left))
+    }
 }
 
 /// An exception raised by a write's progress callable, kept to re-raise when the write stops.
@@ -172,6 +206,14 @@ pub(crate) fn report_dict<'py>(
     let d = PyDict::new(py);
     set_fields!(d, report; path, num_samples, num_pages, file_len, skipped);
     Ok(d)
+}
+
+/// A copy's NULLs written as fillers, by field: `[(field, filler, rows)]`.
+pub(crate) type FilledRows = Vec<(String, String, Vec<u64>)>;
+
+/// A copy's NULLs written as fillers, as Python gets them ([`FilledRows`]).
+pub(crate) fn filled(filled: &[beton_query::copy::Filled]) -> FilledRows {
+    filled.iter().map(|f| (f.field.clone(), f.with.to_string(), f.rows.clone())).collect()
 }
 
 /// Class names, and every image with its label.

@@ -62,9 +62,17 @@ def labels(rec, **kw):
     return [[np.array(x) for x in b] for b in Loader(rec["data"], **base)]
 
 
+def pairs(*sequences):
+    """``zip`` of sequences that must be equally long and not empty (a plain ``zip`` stops at
+    the shorter one: a loader that yields no batch, or fewer, would pass)."""
+    sequences = [list(s) for s in sequences]
+    lengths = [len(s) for s in sequences]
+    assert len(set(lengths)) == 1 and lengths[0] > 0, f"lengths {lengths}"
+    return zip(*sequences)
+
+
 def compare(got, want):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
+    for g, w in pairs(got, want):
         assert len(g) == len(w)
         for x, y in zip(g, w):
             same(x, y)
@@ -153,7 +161,7 @@ def test_mixup_equals_ffcv(rec):
     from beton.transforms import ImageMixup, LabelMixup
 
     im, lm = BatchStage(ImageMixup(0.5, False)), BatchStage(LabelMixup(0.5, False))
-    for (img, label, _, ids), want in zip(image_batches(rec), ffcv(rec, "mixup")):
+    for (img, label, _, ids), want in pairs(image_batches(rec), ffcv(rec, "mixup")):
         same(im(img.copy(), ids), want[0], atol=1)
         same(lm(label, ids), want[1])
 
@@ -162,7 +170,7 @@ def test_mixup_same_lambda_to_one_hot(rec):
     from beton.transforms import ImageMixup, LabelMixup, MixupToOneHot
 
     im, lm, oh = BatchStage(ImageMixup(0.4, True)), LabelMixup(0.4, True), MixupToOneHot(10)
-    for (img, _, cls, ids), want in zip(image_batches(rec), ffcv(rec, "mixup_same")):
+    for (img, _, cls, ids), want in pairs(image_batches(rec), ffcv(rec, "mixup_same")):
         same(im(img.copy(), ids), want[0], atol=1)
         np.testing.assert_allclose(oh._batch(lm._batch(cls, ids)), want[1], atol=1e-6)
 
@@ -175,7 +183,7 @@ def test_mixup_through_loader(rec):
     loader = Loader(rec["data"], batch_size=8, num_workers=1, drop_last=False, pipelines={
         "image": [SimpleRGBImageDecoder(), ImageMixup(0.5, False)], "label": [IntDecoder(), LabelMixup(0.5, False)],
         "cls": None, "value": None})
-    for got, want in zip(loader, ffcv(rec, "mixup")):
+    for got, want in pairs(loader, ffcv(rec, "mixup")):
         same(got[0], want[0], atol=1)
         same(got[1], want[1])
 
@@ -186,16 +194,15 @@ def test_poison_and_replace_label(rec):
     e = rec["e"]
     poison = BatchStage(Poison(e["poison/mask"], e["poison/alpha"], [0, 5, 9, 33], clamp=(10, 240)))
     relabel = BatchStage(ReplaceLabel([1, 5, 40], 99))
-    for (img, label, _, ids), want in zip(image_batches(rec), ffcv(rec, "poison")):
+    for (img, label, _, ids), want in pairs(image_batches(rec), ffcv(rec, "poison")):
         same(poison(img, ids), want[0], atol=1)
         same(relabel(label, ids), want[1])
 
 
-def test_tensor_ops(rec):
-    torch = pytest.importorskip("torch")
+def test_tensor_ops(rec, torch):
     from beton.transforms import Convert, ModuleWrapper, Squeeze, ToTensor, ToTorchImage, View
 
-    for (img, label, cls, ids), want in zip(image_batches(rec), ffcv(rec, "tensor_ops")):
+    for (img, label, cls, ids), want in pairs(image_batches(rec), ffcv(rec, "tensor_ops")):
         x = img
         for op in [ToTensor(), ToTorchImage(channels_last=False), Convert(torch.float32),
                    ModuleWrapper(torch.nn.AvgPool2d(2))]:
@@ -215,7 +222,7 @@ def test_random_resized_crop(rec):
     e = rec["e"]
     ident = BatchStage(RandomResizedCrop((1.0, 1.0), (4 / 3, 4 / 3), 12))
     rrc = BatchStage(RandomResizedCrop((0.08, 1.0), (0.75, 4 / 3), 10))
-    for (img, _, _, ids), want, want_rrc in zip(image_batches(rec), ffcv(rec, "rrc_identity"), ffcv(rec, "rrc")):
+    for (img, _, _, ids), want, want_rrc in pairs(image_batches(rec), ffcv(rec, "rrc_identity"), ffcv(rec, "rrc")):
         same(ident(img, ids), want[0], atol=1)
         got = rrc(img, ids)
         assert got.shape == want_rrc[0].shape and got.dtype == want_rrc[0].dtype

@@ -110,7 +110,8 @@ def test_gallery_mistakes_are_named(photos):
         photos.gallery(3.5)
 
 
-def test_progress_draws_a_bar_only_when_asked(photos, capfd):
+def test_progress_draws_a_bar_only_when_asked(photos, capfd, monkeypatch):
+    monkeypatch.setenv("BETON_PROGRESS", "1")  # pytest's stderr is no terminal: force the bar on
     photos.gallery(by="label", n=2, progress=True)
     err = capfd.readouterr().err
     assert "12/12" in err and "thumbnails" in err

@@ -240,18 +240,38 @@ def test_an_exception_in_the_progress_callback_is_raised(tmp_path):
 
 
 def test_100_epochs_with_early_breaks_keep_memory_flat(small):
-    def rss_kib():
-        with open("/proc/self/status") as f:
-            return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+    """In a child process of its own (the shared test process's RSS moves with every other
+    test): RSS after 100 epochs, each broken off early, against RSS after the first 10, relative
+    to what one epoch's batches hold. A leak of the epoch's slots (~a batch each) would grow it
+    by ~90 epochs' worth."""
+    import subprocess
+    import sys
 
-    loader = Loader(small, batch_size=16, num_workers=2, order=OrderOption.RANDOM, pipelines={"meta": None})
-    rss = []
-    for epoch in range(100):
-        for k, batch in enumerate(loader):
-            if k == epoch % 5:
-                break
-        rss.append(rss_kib())
-    assert rss[-1] - rss[9] < 8 * 1024, f"RSS grew {rss[9]} -> {rss[-1]} KiB"
+    script = f"""
+import json
+from beton.loader import Loader, OrderOption
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+
+loader = Loader({str(small)!r}, batch_size=16, num_workers=2, order=OrderOption.RANDOM, pipelines={{"meta": None}})
+rss, batch_kib = [], 0
+for epoch in range(100):
+    for k, batch in enumerate(loader):
+        batch_kib = max(batch_kib, sum(getattr(x, "nbytes", 0) for x in batch) // 1024)
+        if k == epoch % 5:
+            break
+    rss.append(rss_kib())
+print(json.dumps({{"rss": rss, "batch_kib": batch_kib}}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=600)
+    got = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    rss, batch_kib = got["rss"], max(1, got["batch_kib"])
+    grew = rss[-1] - rss[9]
+    # 90 leaked epochs would hold >= 90 batches (plus their slots); allow 16 batches and 4 MiB of
+    # allocator noise.
+    assert grew < 16 * batch_kib + 4 * 1024, f"RSS grew {rss[9]} -> {rss[-1]} KiB (a batch is {batch_kib} KiB)"
 
 
 def _gpu_pipeline(device):

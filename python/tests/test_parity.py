@@ -291,8 +291,10 @@ def test_help_of_open_is_useful():
 
 
 # 7. tqdm
-def test_tqdm_is_an_optional_extra_and_the_writers_use_it():
+def test_tqdm_is_an_optional_extra_and_the_writers_use_it(monkeypatch):
     import tomllib
+
+    monkeypatch.setenv("BETON_PROGRESS", "1")  # pytest's stderr is no terminal
 
     with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml"), "rb") as f:
         extras = tomllib.load(f)["project"]["optional-dependencies"]

@@ -35,8 +35,12 @@ def files_under(path):
     return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
 
 
-def test_long_calls_draw_a_tqdm_bar(edited, folder, small, tmp_path, capsys):
-    pytest.importorskip("tqdm")
+def test_long_calls_draw_a_tqdm_bar(edited, folder, small, tmp_path, capsys, monkeypatch):
+    """Where someone sees it (a terminal, a notebook; forced here with BETON_PROGRESS=1, as
+    pytest's captured stderr is no terminal)."""
+    import tqdm  # noqa: F401 (python/requirements-test.txt: the bar is drawn, not skipped)
+
+    monkeypatch.setenv("BETON_PROGRESS", "1")
     capsys.readouterr()
     assert edited.export(tmp_path / "out.beton") == 590
     assert "590/590" in capsys.readouterr().err
@@ -46,6 +50,23 @@ def test_long_calls_draw_a_tqdm_bar(edited, folder, small, tmp_path, capsys):
     assert len(both) == 1190 and "1190/1190" in capsys.readouterr().err
     folder.append(IMAGEFOLDER, max_resolution=32)
     assert len(folder) == 310 and "155/155" in capsys.readouterr().err
+
+
+def test_no_bar_goes_into_a_log(edited, tmp_path):
+    """A script whose stderr is a file (a batch job's log) gets no bar by default: tqdm would
+    write a line per refresh into the log."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "job.log"
+    script = ("import beton, sys; ds = beton.open(sys.argv[1]); "
+              "print(ds.export(sys.argv[2], columns=['label', 'score']))")
+    env = {k: v for k, v in os.environ.items() if k != "BETON_PROGRESS"}
+    with open(log, "w") as err:
+        out = subprocess.run([sys.executable, "-c", script, str(edited.path), str(tmp_path / "o.beton")],
+                             stdout=subprocess.PIPE, stderr=err, text=True, env=env, check=True).stdout
+    assert out.strip() == "590"
+    assert log.read_text() == ""
 
 
 def test_progress_false_draws_nothing(edited, folder, small, tmp_path, capfd):

@@ -21,7 +21,7 @@ def labels(ds):
 
 def loaded_labels(ds, **kw):
     loader = Loader(ds, batch_size=7, order=OrderOption.SEQUENTIAL, drop_last=False,
-                    pipelines={"image": None}, **kw)
+                    pipelines={"image": None}, fields=["label"], **kw)
     return [int(x) for batch in loader for x in np.asarray(batch[0]).reshape(-1)]
 
 
@@ -54,11 +54,13 @@ def test_curation_session(folder_ds, tmp_path):
     assert ds[0]["score"] == 5.0 and ds[1]["score"] == 6.0
     ds.tag("curated")
 
-    # Append an ImageFolder: the added column gets NaN in the new rows.
+    # Append an ImageFolder: the added columns are NULL in the new rows (they have no value).
     before = len(ds)
     ds.append(IMAGEFOLDER, max_resolution=64)
     assert len(ds) == before + 155
-    assert np.isnan(ds[len(ds) - 1]["score"])
+    assert ds[len(ds) - 1]["score"] is None and ds[len(ds) - 1]["wide"] is None
+    assert ds.where("score IS NULL").tolist() == list(range(before, before + 155))
+    assert ds.table(["score"]).column("score").null_count == 155
 
     # The Loader trains on the version: its rows, in index order, edited labels included.
     assert loaded_labels(ds) == labels(ds)

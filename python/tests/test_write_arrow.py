@@ -425,8 +425,9 @@ def test_an_exception_in_progress_is_reraised(tmp_path):
     assert not (tmp_path / "a.beton").exists()
 
 
-def test_from_arrow_shows_a_tqdm_bar(tmp_path, capsys):
+def test_from_arrow_shows_a_tqdm_bar(tmp_path, capsys, monkeypatch):
     pytest.importorskip("tqdm")
+    monkeypatch.setenv("BETON_PROGRESS", "1")  # pytest's stderr is no terminal
     DatasetWriter(tmp_path / "a.beton", {"x": IntField()}, progress=True).from_arrow(pa.table({"x": [1, 2, 3]}))
     assert "3/3" in capsys.readouterr().err
 

@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use beton_storage::{FieldSpec, FieldType, WriteReport, Writer, WriterOptions};
+use beton_storage::{
+    FieldSpec, FieldType, ImageSource, Pixels, SampleValue, WriteReport, Writer, WriterOptions,
+};
 
 use crate::error::{Error, Result};
 use crate::Table;
@@ -22,18 +24,57 @@ pub struct Copy<'a> {
     pub classes: Option<&'a [String]>,
 }
 
+/// A field's NULLs that a copy had to fill: a `.beton` file holds a value in every row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filled {
+    /// The field.
+    pub field: String,
+    /// What the NULLs were written as (`0`, `NaN`, `''`, ...).
+    pub with: &'static str,
+    /// The rows of the file written that hold the filler, ascending.
+    pub rows: Vec<u64>,
+}
+
+/// What [`copy_rows`] wrote.
+#[derive(Debug, Clone)]
+pub struct Copied {
+    /// The write's report.
+    pub report: WriteReport,
+    /// The NULLs written as a filler value, by field (none when the rows had no NULL).
+    pub filled: Vec<Filled>,
+}
+
+/// The value a NULL of a field of type `ty` is written as in a `.beton` file, and its name:
+/// the type's zero (NaN for floats, JSON `null`, an empty payload, a 1x1 black image).
+pub fn null_filler(ty: &FieldType) -> (SampleValue, &'static str) {
+    match ty {
+        FieldType::Int => (SampleValue::Int(0), "0"),
+        FieldType::Float => (SampleValue::Float(f64::NAN), "NaN"),
+        FieldType::Bool => (SampleValue::Bool(false), "false"),
+        FieldType::Text => (SampleValue::Text(String::new()), "''"),
+        FieldType::Json => (SampleValue::Json("null".into()), "JSON null"),
+        FieldType::Bytes => (SampleValue::Bytes(Vec::new()), "empty bytes"),
+        FieldType::Array(_) => (SampleValue::Array(Vec::new()), "an empty array"),
+        FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
+            (SampleValue::NDArray(vec![0; spec.nbytes() as usize]), "zeros")
+        }
+        FieldType::RgbImage | FieldType::GreyImage => {
+            let channels = if *ty == FieldType::GreyImage { 1 } else { 3 };
+            let pixels = Pixels { width: 1, height: 1, channels, data: vec![0; usize::from(channels)] };
+            (SampleValue::Image(ImageSource::Pixels(pixels)), "a 1x1 black image")
+        }
+        FieldType::Custom(_) => (SampleValue::Custom(vec![0; ty.slot().size]), "zero bytes"),
+    }
+}
+
 /// Writes rows of `table` as a new `.beton` file at `path` (atomically), the values of `copy`'s
-/// fields as `table` stores them (column-file values of a version included).
+/// fields as `table` stores them (column-file values of a version included). A NULL (a `.beton`
+/// file has none) is written as [`null_filler`]'s value and listed in [`Copied::filled`].
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a row past the end of the table; storage errors for a field a
 /// data file lacks, and writing.
-pub fn copy_rows(
-    table: &Table<'_>,
-    path: &Path,
-    copy: Copy<'_>,
-    options: WriterOptions,
-) -> Result<WriteReport> {
+pub fn copy_rows(table: &Table<'_>, path: &Path, copy: Copy<'_>, options: WriterOptions) -> Result<Copied> {
     let num_rows = table.num_rows();
     if let Some(&bad) = copy.rows.and_then(|r| r.iter().find(|&&r| r >= num_rows)) {
         return Err(Error::InvalidArgument {
@@ -43,11 +84,19 @@ pub fn copy_rows(
     }
     let specs = copy.fields.iter().map(|(n, t)| FieldSpec::new(n.clone(), t.clone())).collect();
     let n = copy.rows.map_or(num_rows, |r| r.len() as u64);
+    // (field position, file row) of each NULL written as a filler.
+    let nulls = std::sync::Mutex::new(Vec::<(usize, u64)>::new());
     let report = Writer::new(path, specs, options)?.write_indexed(n, |i| {
         let row = copy.rows.map_or(i, |r| r[i as usize]);
         let mut sample = Vec::with_capacity(copy.fields.len());
-        for (name, ty) in copy.fields {
-            sample.push(table.value(row, name, ty)?.to_sample_value());
+        for (k, (name, ty)) in copy.fields.iter().enumerate() {
+            sample.push(match table.value(row, name, ty)? {
+                Some(value) => value.to_sample_value(),
+                None => {
+                    nulls.lock().unwrap_or_else(|e| e.into_inner()).push((k, i));
+                    null_filler(ty).0
+                }
+            });
         }
         Ok::<_, beton_storage::writer::SourceError>(sample)
     })?;
@@ -55,5 +104,15 @@ pub fn copy_rows(
         beton_storage::save_classes(path, None, Some(classes))?;
     }
     crate::columnar::after_write(path);
-    Ok(report)
+    let mut nulls = nulls.into_inner().unwrap_or_else(|e| e.into_inner());
+    nulls.sort_unstable();
+    let mut filled: Vec<Filled> = Vec::new();
+    for (k, row) in nulls {
+        let (name, ty) = &copy.fields[k];
+        match filled.last_mut() {
+            Some(f) if f.field == *name => f.rows.push(row),
+            _ => filled.push(Filled { field: name.clone(), with: null_filler(ty).1, rows: vec![row] }),
+        }
+    }
+    Ok(Copied { report, filled })
 }

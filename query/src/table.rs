@@ -76,6 +76,8 @@ pub struct Part<'a> {
     pub rows: Option<Arc<Vec<u64>>>,
     /// Values of fields that column files replace or add, by field name: one per data-file row.
     pub columns: BTreeMap<String, ArrayRef>,
+    /// The fields with NULLs, and their validity over the data-file rows (`false`: NULL).
+    pub nulls: BTreeMap<String, arrow_buffer::NullBuffer>,
     /// The row ids of its data-file rows.
     pub row_ids: PartRowIds,
 }
@@ -155,7 +157,13 @@ impl<'a> Table<'a> {
     /// The table of `ds`: its columns are known at once, none is materialised yet.
     pub fn new(ds: &'a Dataset) -> Table<'a> {
         let columns = columns_of(ds.fields().iter().map(|f| (f.name(), f.field_type())), false);
-        let part = Part { ds, rows: None, columns: BTreeMap::new(), row_ids: PartRowIds::Range(0) };
+        let part = Part {
+            ds,
+            rows: None,
+            columns: BTreeMap::new(),
+            nulls: BTreeMap::new(),
+            row_ids: PartRowIds::Range(0),
+        };
         Self::assemble(vec![part], columns, None)
     }
 
@@ -242,7 +250,7 @@ impl<'a> Table<'a> {
                     // Null cells stand for the data file's values (versioned::values).
                     let fallback = p.ds.field_index(name).is_ok_and(|f| p.ds.fields()[f].field_type() == ty);
                     let fits = *array.data_type() == crate::versioned::values::column_file_type(ty)
-                        && (array.null_count() == 0 || fallback);
+                        && (array.null_count() == 0 || fallback || p.nulls.contains_key(name));
                     if !fits || array.len() as u64 != p.ds.num_samples() {
                         return Err(Error::InvalidArgument {
                             what: what(),
@@ -294,8 +302,14 @@ impl<'a> Table<'a> {
         for p in &parts {
             starts.push(starts.last().copied().unwrap_or(0) + p.num_rows());
         }
+        // A field's columns are nullable where some part has NULLs in it.
+        let nullable =
+            |c: &Column| c.field.as_deref().is_some_and(|f| parts.iter().any(|p| p.nulls.contains_key(f)));
         let schema = Arc::new(Schema::new(
-            columns.iter().map(|c| ArrowField::new(&c.name, c.data_type.clone(), false)).collect::<Vec<_>>(),
+            columns
+                .iter()
+                .map(|c| ArrowField::new(&c.name, c.data_type.clone(), nullable(c)))
+                .collect::<Vec<_>>(),
         ));
         Table {
             copies: parts.iter().map(|_| OnceLock::new()).collect(),
@@ -404,24 +418,50 @@ impl<'a> Table<'a> {
     pub fn value_source(&self, row: u64, field: &str) -> Result<(&'a Dataset, u64, bool)> {
         let (k, file_row) = self.locate_part(row)?;
         let p = &self.parts[k];
-        let from_column = p.columns.get(field).is_some_and(|a| a.is_valid(file_row as usize));
+        let from_column = p.columns.get(field).is_some_and(|a| a.is_valid(file_row as usize))
+            || p.nulls.get(field).is_some_and(|n| n.is_null(file_row as usize));
         Ok((p.ds, file_row, from_column))
     }
 
     /// The value of field `field` (of type `ty`) in row `row`: its column file's cell where one
-    /// holds it ([`crate::versioned::values::cell`]), else its data file's.
+    /// holds it ([`crate::versioned::values::cell`]), else its data file's; `None` for a NULL
+    /// (a row appended without the field, say).
     ///
     /// # Errors
     /// A row past the end, a field the row's data file lacks, storage errors reading it.
-    pub fn value(&self, row: u64, field: &str, ty: &beton_storage::FieldType) -> Result<Value<'_>> {
+    pub fn value(&self, row: u64, field: &str, ty: &beton_storage::FieldType) -> Result<Option<Value<'_>>> {
         let (k, file_row) = self.locate_part(row)?;
         let p = &self.parts[k];
+        if p.nulls.get(field).is_some_and(|n| n.is_null(file_row as usize)) {
+            return Ok(None);
+        }
         if let Some(array) = p.columns.get(field) {
             if let Some(v) = crate::versioned::values::cell(array, ty, file_row as usize)? {
-                return Ok(v);
+                return Ok(Some(v));
             }
         }
-        Ok(p.ds.get(file_row, p.ds.field_index(field)?)?)
+        Ok(Some(p.ds.get(file_row, p.ds.field_index(field)?)?))
+    }
+
+    /// The rows (table rows, ascending) where field `field` is NULL; empty for a field without
+    /// NULLs or a column that is not a field.
+    pub fn null_rows(&self, field: &str) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (p, &start) in self.parts.iter().zip(&self.starts) {
+            let Some(nulls) = p.nulls.get(field) else { continue };
+            match &p.rows {
+                None => {
+                    out.extend(nulls.iter().enumerate().filter(|(_, ok)| !ok).map(|(r, _)| start + r as u64))
+                }
+                Some(rows) => out.extend(
+                    rows.iter()
+                        .enumerate()
+                        .filter(|(_, &r)| nulls.is_null(r as usize))
+                        .map(|(j, _)| start + j as u64),
+                ),
+            }
+        }
+        out
     }
 
     /// Whether any of the table's data files is read from remote storage.
@@ -603,6 +643,7 @@ impl<'a> Table<'a> {
                 Some(array) => Ok(array),
                 None => gather(p.ds, p.ds.field_index(c.field.as_deref().unwrap_or_default())?, c.source),
             };
+            let nulls = c.field.as_deref().and_then(|f| p.nulls.get(f));
             let array: ArrayRef = match c.field.as_deref() {
                 // The row id column.
                 None => match &p.row_ids {
@@ -614,9 +655,10 @@ impl<'a> Table<'a> {
                 Some(field) => match (p.columns.get(field), &c.ty) {
                     (Some(a), Some(ty)) => {
                         let derived = crate::versioned::values::table_column(a, ty, c.source)?;
+                        let in_file = p.ds.field_index(field).is_ok();
                         match derived.logical_nulls() {
                             // Rows a patch leaves alone: the data file's values.
-                            Some(valid) if valid.null_count() > 0 => {
+                            Some(valid) if valid.null_count() > 0 && in_file => {
                                 let base = base()?;
                                 let mask = BooleanArray::new(valid.into_inner(), None);
                                 arrow_select::zip::zip(&mask, &derived, &base)?
@@ -626,6 +668,10 @@ impl<'a> Table<'a> {
                     }
                     _ => base()?,
                 },
+            };
+            let array = match nulls {
+                Some(nulls) => with_nulls(array, nulls)?,
+                None => array,
             };
             parts.push(select_rows(array, p.rows.as_deref())?);
         }
@@ -642,6 +688,13 @@ pub struct ScanBytes {
     pub columnar_columns: Vec<String>,
     /// Bytes of row-major data tables gathered from.
     pub row_major: u64,
+}
+
+/// `array` with NULLs where `nulls` has them (as well as its own).
+fn with_nulls(array: ArrayRef, nulls: &arrow_buffer::NullBuffer) -> Result<ArrayRef> {
+    let data = array.to_data();
+    let merged = arrow_buffer::NullBuffer::union(data.nulls(), Some(nulls));
+    Ok(arrow_array::make_array(data.into_builder().nulls(merged).build()?))
 }
 
 /// The rows `rows` of `array` (all of them for `None`).

@@ -63,13 +63,19 @@ pub fn take(table: &Table<'_>, rows: &[u64], fields: Option<&[String]>) -> Resul
         }
         let mut builder = ValuesBuilder::new(ty);
         for &row in rows {
-            let value = table.value(row, name, ty).map_err(|e| at_row(e, row, name))?;
-            builder.push(&value)?;
+            match table.value(row, name, ty).map_err(|e| at_row(e, row, name))? {
+                Some(value) => builder.push(&value)?,
+                None => builder.push_null(),
+            }
         }
         columns.push(builder.finish());
     }
     let schema = Schema::new(
-        chosen.iter().map(|(name, ty)| Field::new(name, column_file_type(ty), false)).collect::<Vec<_>>(),
+        chosen
+            .iter()
+            .zip(&columns)
+            .map(|((name, ty), c)| Field::new(name, column_file_type(ty), c.null_count() > 0))
+            .collect::<Vec<_>>(),
     );
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len()));
     Ok(RecordBatch::try_new_with_options(Arc::new(schema), columns, &options)?)

@@ -378,8 +378,13 @@ impl Writer {
         let mut allocs: Vec<AllocEntry> = Vec::new();
         let mut done = 0u64;
         let mut skipped = Vec::new();
-        for (first, items) in chunks {
-            let encoded: Vec<Result<Encoded>> = self.pool.install(|| {
+        // Chunk k is encoded on the pool while the calling thread pulls chunk k + 1: the items
+        // are pulled in order, one at a time, on one thread (a source that runs user code, such
+        // as a Python dataset's `__getitem__`, never runs concurrently with itself), and
+        // encoding stays parallel.
+        let mut chunks = chunks.fuse();
+        let encode_chunk = |first: u64, items: Vec<T>| -> Vec<Result<Encoded>> {
+            self.pool.install(|| {
                 items
                     .into_par_iter()
                     .enumerate()
@@ -389,28 +394,41 @@ impl Writer {
                         self.encode(index, sample)
                     })
                     .collect()
-            });
-            for (k, e) in encoded.into_iter().enumerate() {
-                let index = first + k as u64;
-                let mut e = match e {
-                    Ok(e) => e,
-                    Err(e @ (Error::InvalidSample { .. } | Error::Io { .. })) if self.options.skip_bad => {
-                        skipped.push((index, e.to_string()));
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                // Samples after a skipped one move up: the file's sample ids have no gaps.
-                pages.place(done, &mut e, &mut allocs)?;
-                rows.extend_from_slice(&e.row);
-                done += 1;
-            }
-            if let Some(progress) = &self.options.progress {
-                if !progress(Progress { done: done + skipped.len() as u64, total }) {
-                    return Err(Error::Cancelled { done, path: self.path.clone() });
+            })
+        };
+        std::thread::scope(|scope| -> Result<()> {
+            let mut encoding =
+                chunks.next().map(|(first, items)| (first, scope.spawn(move || encode_chunk(first, items))));
+            while let Some((first, handle)) = encoding.take() {
+                let next = chunks.next();
+                let encoded = handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                for (k, e) in encoded.into_iter().enumerate() {
+                    let index = first + k as u64;
+                    let mut e = match e {
+                        Ok(e) => e,
+                        Err(e @ (Error::InvalidSample { .. } | Error::Io { .. }))
+                            if self.options.skip_bad =>
+                        {
+                            skipped.push((index, e.to_string()));
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    // Samples after a skipped one move up: the file's sample ids have no gaps.
+                    pages.place(done, &mut e, &mut allocs)?;
+                    rows.extend_from_slice(&e.row);
+                    done += 1;
                 }
+                if let Some(progress) = &self.options.progress {
+                    if !progress(Progress { done: done + skipped.len() as u64, total }) {
+                        return Err(Error::Cancelled { done, path: self.path.clone() });
+                    }
+                }
+                encoding =
+                    next.map(|(first, items)| (first, scope.spawn(move || encode_chunk(first, items))));
             }
-        }
+            Ok(())
+        })?;
         let num_samples = done;
         if let Some(n) = total {
             let given = num_samples + skipped.len() as u64;

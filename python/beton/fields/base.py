@@ -41,6 +41,46 @@ class Field:
         return value
 
 
+def exact_array(value: Any, dtype: np.dtype) -> np.ndarray:
+    """``value`` as a C-contiguous little-endian array of ``dtype``, refusing a conversion that
+    changes values: an integer out of the dtype's range (300 into uint8 would wrap to 44), a
+    float with a fraction or NaN into integers, a bool from anything but bools. Floats into a
+    narrower float round as floats do (an inf that was finite is refused).
+
+    Raises
+    ------
+    ValueError
+        Naming the first value that does not fit, its position and the dtype.
+    """
+    dtype = np.dtype(dtype)
+    target = dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype
+    src = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if src.dtype == target or src.dtype == dtype:
+        return np.ascontiguousarray(src, dtype=target)
+    if src.dtype.kind not in "biuf":
+        if src.dtype == object and src.size:
+            src = np.asarray(src.tolist())  # a list of Python numbers
+        if src.dtype.kind not in "biuf":
+            raise ValueError(f"values of dtype {src.dtype} do not convert to {dtype} without loss")
+    with np.errstate(all="ignore"):
+        out = np.ascontiguousarray(src, dtype=target)
+        if target.kind == "b":
+            bad = ~((src == 0) | (src == 1)) if src.dtype.kind != "b" else np.zeros(src.shape, bool)
+        elif target.kind in "iu":
+            back = out.astype(src.dtype) if src.dtype.kind != "b" else out.astype(bool)
+            bad = back != src
+            if src.dtype.kind == "f":
+                bad |= ~np.isfinite(src)
+        else:  # float target: a finite value stays finite (1e300 into float32 would be inf)
+            bad = np.isfinite(src) & ~np.isfinite(out)
+    if np.any(bad):
+        pos = tuple(int(k) for k in np.argwhere(bad)[0])
+        where = f" at {pos}" if pos else ""
+        raise ValueError(f"value {src[pos]!r}{where} does not fit {dtype} "
+                         f"(it would be stored as {out[pos]!r}); convert it explicitly first")
+    return out
+
+
 # FFCV's type of a field descriptor's 1024-byte argument blob.
 ARG_TYPE = np.dtype([("", "<u1", 1024)])
 

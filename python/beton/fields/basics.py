@@ -1,6 +1,14 @@
-"""FFCV's IntField and FloatField, and beton's BoolField."""
+"""FFCV's IntField and FloatField, and beton's BoolField. Each stores what it is given or
+refuses it: no value is changed on the way in (``int(1.5)`` would store 1, ``bool("False")``
+True)."""
+
+import numbers
 
 from beton.fields.base import Field
+
+
+def _type_name(value) -> str:
+    return type(value).__name__
 
 
 class IntField(Field):
@@ -9,7 +17,18 @@ class IntField(Field):
     type_name = "int"
 
     def encode(self, value):
-        return int(value)
+        if isinstance(value, numbers.Integral):  # int, bool, numpy integers
+            return int(value)
+        if hasattr(value, "__index__"):  # 0-d integer tensors and arrays
+            return value.__index__()
+        if isinstance(value, numbers.Real) or hasattr(value, "item"):
+            v = value.item() if hasattr(value, "item") else value
+            if isinstance(v, numbers.Integral):
+                return int(v)
+            if isinstance(v, float) and v.is_integer():
+                return int(v)  # 2.0: the same number
+            raise ValueError(f"{v!r} is not an integer (IntField stores int64; round or convert it first)")
+        raise TypeError(f"an IntField takes an integer, not {_type_name(value)} {value!r:.60}")
 
 
 class FloatField(Field):
@@ -18,6 +37,8 @@ class FloatField(Field):
     type_name = "float"
 
     def encode(self, value):
+        if isinstance(value, (str, bytes)) or value is None:
+            raise TypeError(f"a FloatField takes a number, not {_type_name(value)} {value!r:.60}")
         return float(value)
 
 
@@ -27,7 +48,16 @@ class BoolField(Field):
     type_name = "bool"
 
     def encode(self, value):
-        return bool(value)
+        if isinstance(value, bool) or type(value).__name__ == "bool_":
+            return bool(value)
+        if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+            v = value.item()
+            if isinstance(v, bool):
+                return v
+            value = v
+        if isinstance(value, numbers.Integral) and int(value) in (0, 1):
+            return bool(value)
+        raise TypeError(f"a BoolField takes True, False, 0 or 1, not {_type_name(value)} {value!r:.60}")
 
 
 from beton.fields.decoders import BasicDecoder, FloatDecoder, IntDecoder  # noqa: E402,F401 (FFCV's path)

@@ -12,7 +12,11 @@ class BytesField(Field):
 
     def encode(self, value):
         if isinstance(value, np.ndarray):
-            return value.astype(np.uint8, copy=False).tobytes()
+            if value.dtype != np.uint8:  # astype would wrap or truncate other values
+                raise TypeError(f"a BytesField takes bytes or a uint8 array, not an array of {value.dtype}")
+            return value.tobytes()
+        if isinstance(value, (str, int)) or value is None:  # bytes(3) is three zero bytes
+            raise TypeError(f"a BytesField takes bytes or a uint8 array, not {type(value).__name__} {value!r:.60}")
         return bytes(value)
 
 
@@ -22,7 +26,9 @@ class TextField(Field):
     type_name = "text"
 
     def encode(self, value):
-        return str(value)
+        if not isinstance(value, str):  # str(None) is 'None', str(b"x") is "b'x'"
+            raise TypeError(f"a TextField takes str, not {type(value).__name__} {value!r:.60}")
+        return value
 
 
 from beton.fields.decoders import BytesDecoder  # noqa: E402,F401 (FFCV's path)

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from beton.fields.base import Field
+from beton.fields.base import Field, exact_array
 
 
 class NDArrayField(Field):
@@ -18,7 +18,7 @@ class NDArrayField(Field):
                 "shape": list(self.shape)}
 
     def encode(self, value):
-        a = np.ascontiguousarray(value, dtype=self.dtype.newbyteorder("<"))
+        a = exact_array(value, self.dtype)
         if a.shape != self.shape:
             raise ValueError(f"array of shape {a.shape}, the field's is {self.shape}")
         return a.tobytes()
@@ -51,7 +51,7 @@ class ArrayField(Field):
         return {"dtype": self.dtype.newbyteorder("<").str if self.dtype.itemsize > 1 else self.dtype.str}
 
     def encode(self, value):
-        return np.ascontiguousarray(value, dtype=self.dtype.newbyteorder("<")).ravel().tobytes()
+        return exact_array(value, self.dtype).ravel().tobytes()
 
 
 from beton.fields.decoders import NDArrayDecoder  # noqa: E402,F401 (FFCV's path)

@@ -42,7 +42,10 @@ class RGBImageField(Field):
             return str(value)
         if not isinstance(value, np.ndarray):  # PIL.Image and friends
             value = np.asarray(value.convert("RGB") if hasattr(value, "convert") else value)
-        a = np.ascontiguousarray(value, dtype=np.uint8)
+        if value.dtype != np.uint8:  # as FFCV: a float image in [0, 1] would become black
+            raise TypeError(f"an image array is uint8 (as FFCV's RGBImageField), not {value.dtype}: "
+                            "scale and convert it first, e.g. (x * 255).round().astype(np.uint8)")
+        a = np.ascontiguousarray(value)
         if a.ndim == 2:
             a = a[:, :, None]
         if a.ndim != 3 or a.shape[2] not in (1, 3, 4):

@@ -223,6 +223,17 @@ class Loader:
         (e.g. a decoder's ``output_size``) take effect at the next epoch.
     version : int or str, optional
         The version of a dataset directory (beton's).
+    fields : list of str or "pipelines", optional
+        The fields each batch holds, in this order (beton's): a script keeps working when a
+        curator adds a column to the dataset (``for images, labels in loader`` would otherwise
+        get one more value per batch). ``"pipelines"`` reads the fields ``pipelines`` names
+        (not ``None``), in its order. Default: FFCV's rule, every field of the file (in file
+        order) except those whose pipeline is ``None``.
+    fill_nulls : dict, optional
+        Field name to the value its NULLs are decoded as (an int, float or bool of the field's
+        type; beton's). A dataset directory's rows appended without a field added later hold
+        NULL in it: without a value here, a field the loader decodes that has NULLs among the
+        samples to load is an error at creation, naming the field and the samples.
 
     Examples
     --------
@@ -233,13 +244,18 @@ class Loader:
     ...                 pipelines={"image": [RandomResizedCropRGBImageDecoder((160, 160))]})
     >>> for images, labels in loader:  # doctest: +SKIP
     ...     pass
+
+    A dataset directory whose columns may grow, read by name:
+
+    >>> loader = Loader("photos/", batch_size=64, fields=["image", "label"])  # doctest: +SKIP
     """
 
     def __init__(self, fname, batch_size: int, num_workers: int = -1, os_cache: bool = True,
                  order=OrderOption.SEQUENTIAL, distributed: bool = False, seed: Optional[int] = None,
                  indices: Optional[Sequence[int]] = None, pipelines: Dict[str, Any] = {},  # noqa: B006 (FFCV's)
                  custom_fields: Dict[str, Any] = {}, drop_last: bool = True,  # noqa: B006
-                 batches_ahead: int = 3, recompile: bool = False, version=None):
+                 batches_ahead: int = 3, recompile: bool = False, version=None,
+                 fields: Optional[Any] = None, fill_nulls: Optional[Dict[str, Any]] = None):
         from beton.dataset import Dataset
 
         custom_fields = dict(custom_fields or {})
@@ -264,10 +280,13 @@ class Loader:
         self.recompile = recompile
         self.custom_fields = custom_fields
         self._pipelines = dict(pipelines or {})
+        self._selected = self._select_fields(fields)
+        self.fill_nulls = dict(fill_nulls or {})
         self._args = dict(fname=fname, batch_size=batch_size, num_workers=num_workers, os_cache=os_cache,
                           order=order, distributed=distributed, seed=seed, indices=indices,
                           pipelines=pipelines, custom_fields=custom_fields, drop_last=drop_last,
-                          batches_ahead=batches_ahead, recompile=recompile, version=version)
+                          batches_ahead=batches_ahead, recompile=recompile, version=version, fields=fields,
+                          fill_nulls=fill_nulls)
         self._rank_world = _distributed_rank_world(distributed)
         # A sequence of row ids keeps its order and repeats (FFCV's indices); an IndexSet is a set.
         self._index_set, self._index_list = None, None
@@ -300,6 +319,29 @@ class Loader:
             self._indices = self._native.index_rows()
         return self._indices
 
+    def _select_fields(self, fields) -> Optional[List[str]]:
+        """The file's fields each batch holds, in order, from the ``fields`` argument (None:
+        FFCV's rule, applied in ``_build``)."""
+        from beton.pipeline import PipelineSpec
+
+        if fields is None:
+            return None
+        kinds = [name for name, _, _ in self.dataset._native.fields()]
+        if isinstance(fields, str):
+            if fields != "pipelines":
+                raise ValueError(f"fields={fields!r}: give a list of field names or 'pipelines'")
+            return [name for name, spec in self._pipelines.items()
+                    if spec is not None and not isinstance(spec, PipelineSpec) and name in kinds]
+        selected = [str(f) for f in fields]
+        for name in selected:
+            if name not in kinds:
+                raise KeyError(f"fields: no field {name!r}; the fields are {kinds}")
+            if name in self._pipelines and self._pipelines[name] is None:
+                raise ValueError(f"fields names {name!r}, whose pipeline is None (skipped)")
+        if len(set(selected)) != len(selected):
+            raise ValueError(f"fields: {selected} names a field twice")
+        return selected
+
     def _build(self, next_epoch: int) -> None:
         """Makes the native loader from the pipelines as they are now (again at every epoch
         with ``recompile``)."""
@@ -330,7 +372,9 @@ class Loader:
             elif spec is not None and not isinstance(spec, (list, tuple)):
                 raise ValueError(f"the pipeline for {name!r} has to be either a PipelineSpec or a sequence "
                                  f"of operations, not {type(spec).__name__}")
-        for name, kind in kinds.items():
+        order = kinds if self._selected is None else self._selected
+        for name in order:
+            kind = kinds[name]
             if name in pipelines and pipelines[name] is None:
                 continue
             if name in self.custom_fields:
@@ -382,7 +426,7 @@ class Loader:
             drop_last=self.drop_last, batches_ahead=self.batches_ahead, os_cache=self.os_cache,
             indices=None if custom else self._index_set, index_list=None if custom else self._index_list,
             rank=rank, world_size=world, fields=[f for f in self.fields if f not in self._python_decoders],
-            pipelines=native)
+            pipelines=native, fill_nulls=self.fill_nulls or None)
         if next_epoch:
             self._native.set_epoch(next_epoch)
         for name, rest in view_stages:

@@ -325,6 +325,7 @@ impl Ctx<'_, '_> {
             "abs" => {
                 let v = widen(self.eval(one()?)?, span)?;
                 let out: ArrayRef = match v.data_type() {
+                    DataType::Null => return Ok(v), // abs(NULL) is NULL
                     DataType::Int64 => Arc::new(
                         v.array
                             .as_primitive::<arrow_array::types::Int64Type>()

@@ -137,6 +137,7 @@ pub fn diff(a: &VersionedDataset, b: &VersionedDataset) -> Result<Diff> {
             let (da, fa, ca) = ta.value_source(ra, &name)?;
             let (db, fb, cb) = tb.value_source(rb, &name)?;
             let same_place = !ca && !cb && fa == fb && da.path() == db.path();
+            // A NULL and a value differ; two NULLs do not.
             if !same_place && ta.value(ra, &name, &ty)? != tb.value(rb, &name, &ty)? {
                 rows.push(id);
             }

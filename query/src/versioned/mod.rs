@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use beton_storage::{Dataset, FieldType};
 
+use crate::copy::{Copied, Filled};
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
 use commit::{io, list_versions, publish, read_manifest, write_new_file, Published, TAGS_DIR};
@@ -219,17 +220,21 @@ impl VersionedDataset {
                         inner
                     });
                     let export = ExportOptions { num_threads: options.num_threads, progress };
-                    v.export(&file, None, &export)?;
-                    Some(file)
+                    let copied = v.export(&file, None, &export)?;
+                    // Its NULLs stay NULLs in the concatenation.
+                    Some((file, null_patches(dir, &v.view()?.schema()?, &copied.filled)?))
                 }
                 None => None,
             };
-            let file = exported.as_deref().unwrap_or(source);
-            let step = match &result {
-                None => Self::import(dir, file),
-                Some(v) => v.append_file(file, message),
+            let (file, nulls) = match &exported {
+                Some((file, nulls)) => (file.as_path(), nulls.clone()),
+                None => (source.as_path(), Vec::new()),
             };
-            if let Some(f) = &exported {
+            let step = match &result {
+                None => Self::import_with(dir, file, nulls),
+                Some(v) => v.append_files_with(&[file.to_path_buf()], vec![nulls], message),
+            };
+            if let Some((f, _)) = &exported {
                 let _ = std::fs::remove_file(f);
             }
             result = Some(step?);
@@ -251,6 +256,12 @@ impl VersionedDataset {
     /// Storage errors opening `file`; [`Error::InvalidArgument`] for a file with custom fields
     /// (their layout is not stored) or a `dir` that is a dataset already.
     pub fn import(dir: &Path, file: &Path) -> Result<VersionedDataset> {
+        Self::import_with(dir, file, Vec::new())
+    }
+
+    /// [`VersionedDataset::import`] with column files `columns` (written in `dir` already) on
+    /// the file's fragment: the NULLs of a dataset exported to `file` ([`null_patches`]).
+    fn import_with(dir: &Path, file: &Path, columns: Vec<ColumnFile>) -> Result<VersionedDataset> {
         let dir = &local_dir(dir)?;
         let ds = Dataset::open(file)?;
         let schema = schema_of(&ds, file)?;
@@ -273,7 +284,7 @@ impl VersionedDataset {
             num_rows: n,
             row_ids: RowIds::Range { start: 0 },
             deletions: None,
-            columns: Vec::new(),
+            columns,
         });
         // Row k of the only data file has id k: the file's splits are row-id sets as they are.
         for (name, set) in crate::splits::all(&ds)? {
@@ -392,6 +403,36 @@ impl VersionedDataset {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(taken()?),
             Err(e) => Err(io(&target, e)),
         }
+    }
+
+    /// Deletes the tag `name`; returns the version it named. The version stays until a
+    /// `cleanup` finds it among the old ones.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a tag that does not exist (naming the tags there are);
+    /// I/O and remote errors.
+    pub fn delete_tag(&self, name: &str) -> Result<u64> {
+        let tags = read_tags(&self.dir)?;
+        let Some(&version) = tags.get(name) else {
+            let there: Vec<&str> = tags.keys().map(String::as_str).collect();
+            return Err(Error::InvalidArgument {
+                what: format!("tag '{name}'"),
+                why: format!(
+                    "no such tag; the tags are: {}",
+                    if there.is_empty() { "(none)".to_string() } else { there.join(", ") }
+                ),
+            });
+        };
+        let rel = format!("{TAGS_DIR}/{name}.json");
+        match remote::remove(&self.dir, &rel) {
+            Some(removed) => removed?,
+            None => {
+                let path = self.dir.join(&rel);
+                std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+                commit::sync_dir(&self.dir.join(TAGS_DIR));
+            }
+        }
+        Ok(version)
     }
 
     /// Commits a new version made by `edit` from the latest one, retrying on a newer latest
@@ -732,21 +773,39 @@ impl VersionedDataset {
     /// `.beton` file at `path` that FFCV 1.0.2 loads: the visible fields with their current
     /// values, images and other payloads copied byte for byte (never re-encoded), and the
     /// version's named splits (restricted to the rows written). Written atomically, with
-    /// `options`' threads; its progress counts the rows written.
+    /// `options`' threads; its progress counts the rows written. A NULL (a `.beton` file holds
+    /// a value in every row) is written as [`crate::copy::null_filler`]'s value: the result's
+    /// `filled` lists which rows of which field, and with what.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a row past the end; storage errors writing,
     /// [`beton_storage::Error::Cancelled`] when the progress callback cancels (nothing is left
     /// at `path`).
-    pub fn export(
+    pub fn export(&self, path: &Path, rows: Option<&IndexSet>, options: &ExportOptions) -> Result<Copied> {
+        self.export_fields(path, rows, None, options)
+    }
+
+    /// [`VersionedDataset::export`] of the fields `fields` only, in that order (every field for
+    /// `None`): a field FFCV cannot read (text, bool, array) can be left out of a file meant for
+    /// FFCV.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`] for a name that is not a field, [`Error::InvalidArgument`] for
+    /// a field named twice or none; as [`VersionedDataset::export`].
+    pub fn export_fields(
         &self,
         path: &Path,
         rows: Option<&IndexSet>,
+        fields: Option<&[String]>,
         options: &ExportOptions,
-    ) -> Result<beton_storage::WriteReport> {
+    ) -> Result<Copied> {
         let view = self.view()?;
         let table = view.table()?;
-        let report = export_table(&view, &table, path, rows, options)?;
+        let mut schema = view.schema()?;
+        if let Some(names) = fields {
+            schema = choose_fields(&schema, names)?;
+        }
+        let copied = export_table(&view, &table, &schema, path, rows, options)?;
         // Splits: table rows → positions in the file written.
         let mut splits = Vec::new();
         for name in self.manifest.splits.keys() {
@@ -766,7 +825,7 @@ impl VersionedDataset {
         if let Some(classes) = &self.manifest.classes {
             beton_storage::save_classes(path, None, Some(classes))?;
         }
-        Ok(report)
+        Ok(copied)
     }
 
     /// Folds every data file, deletion and column file of this version into one new data file
@@ -778,12 +837,15 @@ impl VersionedDataset {
     /// [`VersionedDataset::commit`].
     pub fn compact(&self, options: &ExportOptions, message: &str) -> Result<VersionedDataset> {
         let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
-        let (report, ids) = {
+        let (report, ids, nulls) = {
             let view = self.view()?;
             let table = view.table()?;
             std::fs::create_dir_all(self.dir.join(DATA_DIR)).map_err(|e| io(&self.dir, e))?;
-            let report = export_table(&view, &table, &self.dir.join(&rel), None, options)?;
-            (report, table.row_ids()?)
+            let schema = view.schema()?;
+            let copied = export_table(&view, &table, &schema, &self.dir.join(&rel), None, options)?;
+            // The NULLs the data file holds fillers for stay NULLs: a patch marks them.
+            let nulls = null_patches(&self.dir, &schema, &copied.filled)?;
+            (copied.report, table.row_ids()?, nulls)
         };
         let row_ids = match (ids.first(), ids.last()) {
             (Some(&a), Some(&b)) if b.checked_sub(a) == Some(ids.len() as u64 - 1) => {
@@ -803,7 +865,7 @@ impl VersionedDataset {
                 num_rows: report.num_samples,
                 row_ids: row_ids.clone(),
                 deletions: None,
-                columns: Vec::new(),
+                columns: nulls.clone(),
             }];
             new.next_fragment_id = base.next_fragment_id + 1;
             Ok(())
@@ -1024,7 +1086,21 @@ impl VersionedDataset {
     /// As [`VersionedDataset::append_file`], naming the file; nothing is committed unless every
     /// file can be.
     pub fn append_files(&self, files: &[PathBuf], message: &str) -> Result<VersionedDataset> {
-        let added = NewDataFile::link_all(&self.dir, &self.manifest.schema, files)?;
+        self.append_files_with(files, vec![Vec::new(); files.len()], message)
+    }
+
+    /// [`VersionedDataset::append_files`] with column files `columns[k]` (written already) on
+    /// file k's fragment: the NULLs of a dataset exported to it ([`null_patches`]).
+    fn append_files_with(
+        &self,
+        files: &[PathBuf],
+        columns: Vec<Vec<ColumnFile>>,
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        let mut added = NewDataFile::link_all(&self.dir, &self.manifest.schema, files)?;
+        for (file, columns) in added.iter_mut().zip(columns) {
+            file.columns.extend(columns);
+        }
         let rows = added.iter().map(|f| f.num_rows).sum();
         // `new` starts as the base's child: its next row and fragment ids are the base's.
         self.commit(Operation::Append { rows }, message, &Touches::default(), |_, new| {
@@ -1253,18 +1329,15 @@ impl NewDataFile {
                 let columns = match missing.is_empty() {
                     true => Vec::new(),
                     false => {
-                        let filled = missing
+                        // NULL in every row: the file has no value for them, and none is made up.
+                        let nulls = missing
                             .iter()
                             .map(|(name, ty)| {
-                                let picks = vec![(0usize, 0usize); num_rows as usize];
-                                let missing = missing_value(ty).expect("checked");
-                                Ok((
-                                    name.clone(),
-                                    arrow_select::interleave::interleave(&[missing.as_ref()], &picks)?,
-                                ))
+                                let ty = values::column_file_type(ty);
+                                (name.clone(), arrow_array::new_null_array(&ty, num_rows as usize))
                             })
-                            .collect::<Result<Vec<_>>>()?;
-                        vec![view::write_column_file(dir, filled)?]
+                            .collect();
+                        vec![view::write_column_file(dir, nulls)?]
                     }
                 };
                 let data_file = match remote::data_file_in_store(dir, file) {
@@ -1288,24 +1361,13 @@ impl NewDataFile {
             let ty = field.field_type()?;
             match ds.fields().iter().find(|f| f.name() == field.name) {
                 Some(f) if *f.field_type() == ty => {}
-                // A column added to the dataset: the new rows get its missing value, where its
-                // type has one.
-                None if missing_value(&ty).is_some() => missing.push((field.name.clone(), ty)),
+                // A field the file lacks (a column added to the dataset since): NULL in the
+                // file's rows.
+                None => missing.push((field.name.clone(), ty)),
                 Some(f) => {
                     return Err(Error::InvalidArgument {
                         what: format!("field '{}' of {}", field.name, file.display()),
                         why: format!("is a {}, the dataset's is a {}", f.field_type().name(), ty.name()),
-                    })
-                }
-                None => {
-                    return Err(Error::InvalidArgument {
-                        what: format!("file {}", file.display()),
-                        why: format!(
-                            "has no field '{}' of the dataset's schema (a {}, which has no missing \
-                             value to fill in)",
-                            field.name,
-                            ty.name()
-                        ),
                     })
                 }
             }
@@ -1427,22 +1489,6 @@ fn cast_values(name: &str, ty: &FieldType, values: &ArrayRef, count: usize) -> R
     Ok(cast)
 }
 
-/// The value appended rows get in a column added to the dataset that their file lacks: NaN for
-/// floats, 0, false, '', empty bytes and arrays, JSON `null`; `None` for types with no natural
-/// missing value (fixed-shape arrays, images, custom fields).
-fn missing_value(ty: &FieldType) -> Option<ArrayRef> {
-    use std::sync::Arc;
-    Some(match ty {
-        FieldType::Float => Arc::new(arrow_array::Float64Array::from(vec![f64::NAN])),
-        FieldType::Json => Arc::new(arrow_array::LargeStringArray::from(vec!["null"])),
-        FieldType::Bytes | FieldType::Array(_) => {
-            Arc::new(arrow_array::LargeBinaryArray::from(vec![&[][..]]))
-        }
-        FieldType::Int | FieldType::Bool | FieldType::Text => default_value(ty),
-        _ => return None,
-    })
-}
-
 /// The value deleted rows get in an added column (never visible): zeros of the right size, an
 /// empty raw image.
 fn default_value(ty: &FieldType) -> ArrayRef {
@@ -1478,13 +1524,60 @@ fn default_value(ty: &FieldType) -> ArrayRef {
 }
 
 /// Writes the table rows `rows` (all for `None`) of a version's table to `path`.
+/// Patch column files marking as NULL the rows of a data file that hold a NULL's filler
+/// ([`crate::copy::copy_rows`]'s `filled`): one file per field, its `_row` the rows and its
+/// values nulls (docs/FORMAT.md §13).
+fn null_patches(dir: &Path, schema: &[(String, FieldType)], filled: &[Filled]) -> Result<Vec<ColumnFile>> {
+    let mut files = Vec::with_capacity(filled.len());
+    for f in filled {
+        let ty = schema.iter().find(|(n, _)| *n == f.field).map(|(_, t)| t).ok_or_else(|| {
+            Error::InvalidArgument {
+                what: format!("field '{}'", f.field),
+                why: "is not in the schema".into(),
+            }
+        })?;
+        let rows: ArrayRef = std::sync::Arc::new(arrow_array::UInt64Array::from(f.rows.clone()));
+        let values = arrow_array::new_null_array(&values::column_file_type(ty), f.rows.len());
+        let mut file = view::write_column_file(
+            dir,
+            vec![(view::PATCH_ROWS.to_string(), rows), (f.field.clone(), values)],
+        )?;
+        file.fields.retain(|n| n != view::PATCH_ROWS);
+        files.push(file);
+    }
+    Ok(files)
+}
+
+/// The fields of `schema` named by `names`, in that order.
+fn choose_fields(schema: &[(String, FieldType)], names: &[String]) -> Result<Vec<(String, FieldType)>> {
+    if names.is_empty() {
+        return Err(Error::InvalidArgument { what: "fields".into(), why: "names no field".into() });
+    }
+    let mut chosen: Vec<(String, FieldType)> = Vec::with_capacity(names.len());
+    for name in names {
+        if chosen.iter().any(|(n, _)| n == name) {
+            return Err(Error::InvalidArgument {
+                what: "fields".into(),
+                why: format!("names '{name}' twice"),
+            });
+        }
+        let field = schema.iter().find(|(n, _)| n == name).ok_or_else(|| Error::NoSuchColumn {
+            name: name.clone(),
+            available: schema.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "),
+        })?;
+        chosen.push(field.clone());
+    }
+    Ok(chosen)
+}
+
 fn export_table(
     view: &VersionView,
     table: &crate::Table<'_>,
+    schema: &[(String, FieldType)],
     path: &Path,
     rows: Option<&IndexSet>,
     options: &ExportOptions,
-) -> Result<beton_storage::WriteReport> {
+) -> Result<Copied> {
     use beton_storage::WriterOptions;
     if let Some(rows) = rows {
         view.version().check_indices(rows, "rows to export")?;
@@ -1497,7 +1590,6 @@ fn export_table(
         progress: options.progress.clone(),
         ..WriterOptions::default()
     };
-    let schema = view.schema()?;
-    let copy = crate::copy::Copy { fields: &schema, rows: rows.map(IndexSet::as_slice), classes: None };
+    let copy = crate::copy::Copy { fields: schema, rows: rows.map(IndexSet::as_slice), classes: None };
     crate::copy::copy_rows(table, path, copy, options)
 }

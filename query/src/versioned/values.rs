@@ -156,6 +156,8 @@ struct ImageBuilders {
     width: UInt16Builder,
     height: UInt16Builder,
     data: LargeBinaryBuilder,
+    /// Validity of each image (false: NULL); empty while every image is valid.
+    valid: Vec<bool>,
 }
 
 impl ValuesBuilder {
@@ -172,6 +174,7 @@ impl ValuesBuilder {
                 width: UInt16Builder::new(),
                 height: UInt16Builder::new(),
                 data: LargeBinaryBuilder::new(),
+                valid: Vec::new(),
             })),
             _ => Builder::Binary(LargeBinaryBuilder::new()),
         };
@@ -198,6 +201,9 @@ impl ValuesBuilder {
                 b.width.append_value(img.width);
                 b.height.append_value(img.height);
                 b.data.append_value(img.data);
+                if !b.valid.is_empty() {
+                    b.valid.push(true);
+                }
             }
             (_, v) => {
                 return Err(Error::InvalidArgument {
@@ -207,6 +213,29 @@ impl ValuesBuilder {
             }
         }
         Ok(())
+    }
+
+    /// Appends a NULL (a row with no value: SQL's NULL).
+    pub fn push_null(&mut self) {
+        match &mut self.inner {
+            Builder::Int(b) => b.append_null(),
+            Builder::Float(b) => b.append_null(),
+            Builder::Bool(b) => b.append_null(),
+            Builder::Text(b) => b.append_null(),
+            Builder::Json(b) => b.append_null(),
+            Builder::Binary(b) => b.append_null(),
+            Builder::Image(b) => {
+                if b.valid.is_empty() {
+                    b.valid = vec![true; arrow_array::builder::ArrayBuilder::len(&b.mode)];
+                }
+                b.valid.push(false);
+                // The children hold an empty image under the struct's null.
+                b.mode.append_value(ImageMode::Raw as u8);
+                b.width.append_value(0);
+                b.height.append_value(0);
+                b.data.append_value([]);
+            }
+        }
     }
 
     /// Encodes `value` as a data file would store it (images per `image`) and appends it.
@@ -234,7 +263,9 @@ impl ValuesBuilder {
                     Arc::new(b.height.finish()),
                     Arc::new(b.data.finish()),
                 ];
-                Arc::new(StructArray::new(image_fields(), columns, None))
+                let nulls = (!b.valid.is_empty())
+                    .then(|| arrow_buffer::NullBuffer::from(std::mem::take(&mut b.valid)));
+                Arc::new(StructArray::new(image_fields(), columns, nulls))
             }
         }
     }

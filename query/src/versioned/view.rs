@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::NullBuffer;
 use beton_storage::{Dataset, FieldType, OpenOptions};
 
 use super::commit::io;
@@ -14,8 +15,24 @@ use super::{read_index_file, VersionedDataset};
 use crate::error::{Error, Result};
 use crate::table::{Part, PartRowIds, Table};
 
-/// A data file of a version, its kept rows (`None`: all) and the values column files give it.
-pub type DataPart = (Arc<Dataset>, Option<Arc<Vec<u64>>>, BTreeMap<String, ArrayRef>);
+/// A data file of a version, its kept rows (`None`: all), the values column files give it, and
+/// the rows where a field is NULL ([`FragmentValues::nulls`]).
+pub type DataPart =
+    (Arc<Dataset>, Option<Arc<Vec<u64>>>, BTreeMap<String, ArrayRef>, BTreeMap<String, NullBuffer>);
+
+/// What a fragment's column files give it, read and patched once.
+#[derive(Debug, Clone, Default)]
+pub struct FragmentValues {
+    /// Values of fields that column files replace or add, by name: one per data-file row. A
+    /// null cell is a row a patch leaves alone (the data file's value stands), or a NULL.
+    pub columns: BTreeMap<String, ArrayRef>,
+    /// The fields that are NULL in some rows (SQL's NULL: no value), with their validity over
+    /// the data file's rows (`false`: NULL). A field absent here has a value in every row.
+    /// NULLs come from column files: a null in a full column file, or in a patch's values, is
+    /// a NULL (docs/FORMAT.md §13); a field neither the data file nor a column file holds is
+    /// NULL in every row.
+    pub nulls: BTreeMap<String, NullBuffer>,
+}
 
 /// One fragment, opened.
 #[derive(Debug)]
@@ -33,8 +50,8 @@ struct Opened {
 pub struct VersionView {
     version: VersionedDataset,
     fragments: Vec<Opened>,
-    /// Each fragment's column-file values, by field: read and patched once.
-    columns: std::sync::OnceLock<Vec<BTreeMap<String, ArrayRef>>>,
+    /// Each fragment's column-file values and NULLs, by field: read and patched once.
+    columns: std::sync::OnceLock<Vec<FragmentValues>>,
     /// The named splits (row ids), read once.
     splits: std::sync::OnceLock<Arc<BTreeMap<String, crate::IndexSet>>>,
 }
@@ -90,15 +107,19 @@ impl VersionView {
     }
 
     /// Every fragment's column-file values: full column files replace a field's values, patch
-    /// files (with a `_row` column) replace those of the rows they list, in manifest order.
-    fn columns(&self) -> Result<&[BTreeMap<String, ArrayRef>]> {
+    /// files (with a `_row` column) replace those of the rows they list, in manifest order; and
+    /// the NULLs they leave (a null in a full column file or in a patch's values).
+    fn columns(&self) -> Result<&[FragmentValues]> {
         if let Some(c) = self.columns.get() {
             return Ok(c);
         }
         let schema: BTreeMap<String, FieldType> = self.schema()?.into_iter().collect();
         let mut all = Vec::with_capacity(self.fragments.len());
         for f in &self.fragments {
+            let num_rows = f.ds.num_samples() as usize;
             let mut columns: BTreeMap<String, ArrayRef> = BTreeMap::new();
+            // Validity by field (false: NULL), for fields with a NULL so far.
+            let mut valid: BTreeMap<String, Vec<bool>> = BTreeMap::new();
             for file in &f.column_files {
                 let read = read_column_file(self.version.dir(), file)?;
                 let patch_rows = read.iter().find(|(n, _)| n == PATCH_ROWS).map(|(_, a)| a.clone());
@@ -107,25 +128,62 @@ impl VersionView {
                         continue;
                     }
                     let array = match &patch_rows {
-                        None => array,
+                        None => {
+                            if array.len() != num_rows {
+                                return Err(Error::InvalidArgument {
+                                    what: format!("column file {}", file.file),
+                                    why: format!(
+                                        "has {} values of '{name}' for {num_rows} rows",
+                                        array.len()
+                                    ),
+                                });
+                            }
+                            match array.nulls().filter(|n| n.null_count() > 0) {
+                                Some(n) => valid.insert(name.clone(), n.iter().collect()),
+                                None => valid.remove(&name),
+                            };
+                            array
+                        }
                         Some(rows) => {
                             // Over the data file's values: nulls where the patch leaves a row alone
                             // (values::cell), so a patch of 5 images holds 5 images in memory.
                             let base = match columns.remove(&name) {
                                 Some(b) => b,
-                                None if schema.contains_key(&name) => arrow_array::new_null_array(
-                                    array.data_type(),
-                                    f.ds.num_samples() as usize,
-                                ),
+                                None if schema.contains_key(&name) => {
+                                    arrow_array::new_null_array(array.data_type(), num_rows)
+                                }
                                 None => continue,
                             };
-                            apply_patch(&base, rows, &array, &file.file)?
+                            let patched = apply_patch(&base, rows, &array, &file.file)?;
+                            if array.null_count() > 0 || valid.contains_key(&name) {
+                                let mask = valid.entry(name.clone()).or_insert_with(|| vec![true; num_rows]);
+                                let rows = rows.as_any().downcast_ref::<arrow_array::UInt64Array>();
+                                for (j, &r) in
+                                    rows.map(|r| r.values().as_ref()).unwrap_or_default().iter().enumerate()
+                                {
+                                    mask[r as usize] = array.is_valid(j);
+                                }
+                            }
+                            patched
                         }
                     };
                     columns.insert(name, array);
                 }
             }
-            all.push(columns);
+            // A field neither the data file nor a column file holds: NULL in every row.
+            for (name, ty) in &schema {
+                if !columns.contains_key(name) && f.ds.field_index(name).is_err() {
+                    let column_type = super::values::column_file_type(ty);
+                    columns.insert(name.clone(), arrow_array::new_null_array(&column_type, num_rows));
+                    valid.insert(name.clone(), vec![false; num_rows]);
+                }
+            }
+            let nulls = valid
+                .into_iter()
+                .filter(|(_, v)| v.iter().any(|ok| !ok))
+                .map(|(name, v)| (name, NullBuffer::from(v)))
+                .collect();
+            all.push(FragmentValues { columns, nulls });
         }
         let _ = self.columns.set(all);
         Ok(self.columns.get().map(Vec::as_slice).unwrap_or_default())
@@ -160,7 +218,7 @@ impl VersionView {
             .fragments
             .iter()
             .zip(columns)
-            .map(|(f, c)| (Arc::clone(&f.ds), f.rows.clone(), c.clone()))
+            .map(|(f, c)| (Arc::clone(&f.ds), f.rows.clone(), c.columns.clone(), c.nulls.clone()))
             .collect())
     }
 
@@ -188,7 +246,8 @@ impl VersionView {
             .map(|(f, c)| Part {
                 ds: &f.ds,
                 rows: f.rows.clone(),
-                columns: c.clone(),
+                columns: c.columns.clone(),
+                nulls: c.nulls.clone(),
                 row_ids: f.row_ids.clone(),
             })
             .collect();
