@@ -122,6 +122,15 @@ fn dataset_directories_and_files_at_urls() {
     assert!(cleaned.contains("removed 1 version"), "{cleaned}");
     assert!(!store.join("ds/_versions/00000000000000000001.json").exists());
     assert!(at(&["info", &url]).contains("version 3 of 3"));
+    // An ImageFolder appended there: its data file is uploaded before the commit.
+    let out = at(&["append", &url, folder.to_str().unwrap(), "--max-resolution", "16"]);
+    assert!(out.contains("version 4, 308 rows (155 images"), "{out}");
+    assert_eq!(std::fs::read_dir(store.join("ds/data")).unwrap().count(), 2);
+    assert_eq!(
+        at(&["query", &url, "SELECT count(*) FROM samples WHERE index >= 153 AND label = 0", "--json"])
+            .trim(),
+        at(&["query", f, "SELECT count(*) FROM samples WHERE label = 0", "--json"]).trim()
+    );
     // A .beton file at a URL.
     let file_url = format!("file://{f}");
     assert_eq!(

@@ -162,11 +162,44 @@ def _field_of_arrow(field) -> Optional[Any]:
     return _field_of(kind, json.loads(meta.get(b"beton.details", b"null")))
 
 
+def _fits_dtype(value, dtype) -> None:
+    """Raises ValueError unless array ``value`` goes into elements of ``dtype`` as it is: ints
+    within the dtype's range (no float, no bool), floats from numbers (finite ones staying
+    finite), bools from bools; what an edit must not do is numpy's silent casts (300 into int8
+    is 44, 2.9 is 2)."""
+    a = np.asarray(value)
+    if a.size == 0 or a.dtype == dtype:
+        return
+    src, dst = a.dtype.kind, dtype.kind
+    if dst in "iu":
+        if src not in "iu":
+            raise ValueError(f"{a.dtype} values do not fit {dtype} elements (convert explicitly, e.g. "
+                             f"np.round(x).astype(np.{dtype.name}))")
+        info = np.iinfo(dtype)
+        low, high = int(a.min()), int(a.max())
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise ValueError(f"{bad} is past {dtype}'s range ({info.min} to {info.max})")
+    elif dst == "f":
+        if src not in "iuf":
+            raise ValueError(f"{a.dtype} values do not fit {dtype} elements")
+        with np.errstate(over="ignore"):
+            cast = a.astype(dtype)
+        if src == "f" and (np.isinf(cast) & np.isfinite(a)).any():
+            raise ValueError(f"a value is past {dtype}'s range")
+    elif dst == "b" and src != "b":
+        raise ValueError(f"{a.dtype} values do not fit bool elements")
+
+
 def _encode_all(field, name: str, values) -> list:
-    """``values`` as ``field`` encodes them for the writer; a bad one is named by position."""
+    """``values`` as ``field`` encodes them for the writer; a bad one is named by position.
+    Array fields take only values their dtype holds as they are (``_fits_dtype``)."""
+    dtype = getattr(field, "dtype", None)
     out = []
     for i, v in enumerate(values):
         try:
+            if isinstance(dtype, np.dtype):
+                _fits_dtype(v, dtype)
             out.append(field.encode(v))
         except (TypeError, ValueError) as e:
             raise ValueError(f"value {i} for '{name}': {e}") from None
@@ -1099,7 +1132,8 @@ class Dataset:
             ``{field: one value per id, or one for all}``; images, arrays, bytes and JSON as
             ``DatasetWriter`` takes them. Ints, floats, bools and text must fit the field as
             they are, as in ``update`` (``[2.9]`` is refused for an int field, nothing is
-            committed).
+            committed), and an array's elements its dtype (not 300 for int8, nor floats for
+            ints).
         {message}
 
         {returns}
@@ -1192,14 +1226,18 @@ class Dataset:
         {message}
         field : beton.fields.Field, optional
             With it (``RGBImageField()``, ``NDArrayField(dtype, shape)``, ``JSONField()``, ...),
-            ``values`` are Python values as that field takes them in ``DatasetWriter``.
+            ``values`` are Python values as that field takes them in ``DatasetWriter``, except
+            that they must fit as they are: an ``IntField`` takes ints (not ``1.5``), an array
+            field's elements its dtype's values (not 300 for int8, nor floats for ints).
 
         {returns}
 
         Raises
         ------
         ValueError
-            For a field that exists, values of the wrong count or type.
+            For a field that exists or a name SQL would read as another column (``index``,
+            ``row_id``, ``image.width``, any of them in another case), values of the wrong count
+            or of a type the field does not take as it is (naming the field and the row).
         {read_only}
 
         Examples
@@ -1210,6 +1248,10 @@ class Dataset:
         native = self._editable("add_column")
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
+        elif field is not None and field.type_name in _PLAIN_KINDS:
+            # As Arrow values of the field's type: they must fit it as they are (not int(1.5)).
+            native.add_column(name, values=_one_column(name, values, "add_column: values"), field=field.native(),
+                              message=message)
         elif field is not None:
             native.add_column(name, objects=_encode_all(field, name, values), field=field.native(), message=message)
         else:

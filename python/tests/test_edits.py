@@ -128,6 +128,30 @@ def test_updates_that_do_not_fit_are_refused_and_commit_nothing(table_ds):
     assert read(ds)["score"][1] == 3.0
 
 
+def test_array_fields_and_typed_columns_refuse_silent_casts(tmp_path):
+    from beton.fields import ArrayField, NDArrayField
+
+    fields = {"small": NDArrayField(np.int8, (2,)), "seq": ArrayField(np.uint16)}
+    DatasetWriter(tmp_path / "a.beton", fields, progress=False).from_iterable(
+        [(np.array([1, 2], np.int8), np.array([3], np.uint16))] * 3)
+    ds = beton.import_file(tmp_path / "ds", tmp_path / "a.beton")
+    for values, match in [
+        ({"small": [np.array([1, 300])]}, r"'small'.*300 is past int8's range \(-128 to 127\)"),
+        ({"small": [np.array([1.0, 2.5])]}, r"'small'.*float64 values do not fit int8"),
+        ({"seq": [[-1]]}, r"'seq'.*-1 is past uint16's range"),
+        ({"seq": [[True]]}, r"'seq'.*bool values do not fit uint16"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            ds.update_rows([1], values)
+    with pytest.raises(ValueError, match=r"field 'x'.*Float64"):
+        ds.add_column("x", [1.5, 2.0, 3.0], field=IntField())
+    assert versions(ds.path) == [1]
+    ds.update_rows([1], {"small": [np.array([-128, 127], np.int64)], "seq": [[65535]]})
+    assert ds[1]["small"].tolist() == [-128, 127] and ds[1]["seq"].tolist() == [65535]
+    ds.add_column("x", [1, 2, 3], field=FloatField())
+    assert ds.table(["x"]).column("x").to_pylist() == [1.0, 2.0, 3.0]
+
+
 def test_update_rows_puts_each_value_in_the_row_given(table_ds):
     ds, model = table_ds
     ds.update_rows([4, 3, 9], {"label": [40, 30, 90], "caption": ["d", "c", "i"]})
