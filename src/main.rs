@@ -139,6 +139,16 @@ struct WriteArgs {
     dir: PathBuf,
     /// The .beton file to write (replaced atomically if it exists).
     out: PathBuf,
+    /// Add a `path` text field (the image path relative to DIR; a beton extension field).
+    #[arg(long)]
+    with_path: bool,
+    #[command(flatten)]
+    encode: EncodeArgs,
+}
+
+/// How an ImageFolder's images are encoded and written (`write-imagefolder`, `append DIR FOLDER`).
+#[derive(clap::Args)]
+struct EncodeArgs {
     /// How images are stored.
     #[arg(long, value_enum, default_value_t = Mode::Jpg)]
     mode: Mode,
@@ -163,9 +173,6 @@ struct WriteArgs {
     /// Seed of per-image random choices (--mode proportion).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Add a `path` text field (the image path relative to DIR; a beton extension field).
-    #[arg(long)]
-    with_path: bool,
     /// Re-encode source JPEGs even when they could be stored as they are.
     #[arg(long)]
     no_passthrough: bool,
@@ -446,35 +453,58 @@ fn verify(file: &Path, decode_images: bool, custom: &[String]) -> Result<String>
     ))
 }
 
-fn write_imagefolder(a: &WriteArgs) -> Result<String> {
-    let start = Instant::now();
-    let write_mode = match a.mode {
-        Mode::Raw => WriteMode::Raw,
-        Mode::Jpg => WriteMode::Jpg,
-        Mode::Smart => match a.smart_threshold {
-            Some(threshold) => WriteMode::Smart { threshold },
-            None => bail!("--mode smart needs --smart-threshold BYTES (store as JPEG above this raw size)"),
-        },
-        Mode::Proportion => WriteMode::Proportion { probability: a.proportion },
-    };
-    if a.smart_threshold.is_some() && !matches!(a.mode, Mode::Smart) {
-        bail!("--smart-threshold applies to --mode smart only");
+impl EncodeArgs {
+    /// The image options these flags give.
+    fn image(&self) -> Result<ImageOptions> {
+        let write_mode = match self.mode {
+            Mode::Raw => WriteMode::Raw,
+            Mode::Jpg => WriteMode::Jpg,
+            Mode::Smart => match self.smart_threshold {
+                Some(threshold) => WriteMode::Smart { threshold },
+                None => {
+                    bail!("--mode smart needs --smart-threshold BYTES (store as JPEG above this raw size)")
+                }
+            },
+            Mode::Proportion => WriteMode::Proportion { probability: self.proportion },
+        };
+        if self.smart_threshold.is_some() && !matches!(self.mode, Mode::Smart) {
+            bail!("--smart-threshold applies to --mode smart only");
+        }
+        Ok(ImageOptions {
+            write_mode,
+            max_resolution: self.max_resolution,
+            jpeg_quality: self.quality,
+            jpeg_passthrough: !self.no_passthrough,
+            jpeg_restart_interval: self.restart_interval,
+        })
     }
-    let image = ImageOptions {
-        write_mode,
-        max_resolution: a.max_resolution,
-        jpeg_quality: a.quality,
-        jpeg_passthrough: !a.no_passthrough,
-        jpeg_restart_interval: a.restart_interval,
-    };
-    let folder = imagefolder::scan(&a.dir)?;
+
+    /// The writer options these flags give, with a progress bar of `n` images (0: learnt from
+    /// the writer).
+    fn writer(&self, bar: &indicatif::ProgressBar) -> WriterOptions {
+        WriterOptions {
+            page_size: self.page_size,
+            num_threads: self.workers,
+            seed: self.seed,
+            progress: Some(progress::writer_callback(bar)),
+            skip_bad: self.skip_bad,
+            ..WriterOptions::default()
+        }
+    }
+}
+
+fn write_imagefolder(w: &WriteArgs) -> Result<String> {
+    let start = Instant::now();
+    let a = &w.encode;
+    let image = a.image()?;
+    let folder = imagefolder::scan(&w.dir)?;
     // The `path` text field is UTF-8: refuse other names up front rather than mangle them.
-    let rel_paths: Vec<String> = if a.with_path {
+    let rel_paths: Vec<String> = if w.with_path {
         folder
             .samples
             .iter()
             .map(|(path, _)| {
-                let rel = path.strip_prefix(&a.dir).unwrap_or(path);
+                let rel = path.strip_prefix(&w.dir).unwrap_or(path);
                 rel.to_str().map(str::to_owned).with_context(|| {
                     format!("--with-path: {} is not valid UTF-8 (the path field is text)", path.display())
                 })
@@ -484,22 +514,17 @@ fn write_imagefolder(a: &WriteArgs) -> Result<String> {
         Vec::new()
     };
     let mut fields = vec![FieldSpec::rgb_image("image", image), FieldSpec::new("label", FieldType::Int)];
-    if a.with_path {
+    if w.with_path {
         fields.push(FieldSpec::new("path", FieldType::Text));
     }
     let n = folder.samples.len() as u64;
     let bar = progress::bar(n, "images");
     let options = WriterOptions {
-        page_size: a.page_size,
-        num_threads: a.workers,
-        seed: a.seed,
-        progress: Some(progress::writer_callback(&bar)),
-        skip_bad: a.skip_bad,
         // The default room for splits, plus room for the class names (twice: two slots).
         splits_reserve: Some((64 << 10) + 2 * n + 2 * serde_json::to_vec(&folder.classes)?.len() as u64),
-        ..WriterOptions::default()
+        ..a.writer(&bar)
     };
-    let report = Writer::new(&a.out, fields, options).and_then(|w| {
+    let report = Writer::new(&w.out, fields, options).and_then(|w| {
         w.write_indexed(n, |i| {
             let (path, label) = &folder.samples[i as usize];
             let mut sample = vec![

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use beton_query::versioned::{ExportOptions, Manifest, VersionRef, VersionedDataset};
+use beton_query::versioned::{ExportOptions, ImageFolderOptions, Manifest, VersionRef, VersionedDataset};
 
 /// What to do with a dataset directory.
 #[derive(clap::Subcommand)]
@@ -32,12 +32,35 @@ pub enum Action {
         #[arg(long, short, default_value = "")]
         message: String,
     },
-    /// Add the rows of a .beton file as a new version (its fields must include the dataset's).
+    /// Add rows as a new version: a .beton file's (its fields must include the dataset's), or
+    /// an ImageFolder's (DIR/CLASS/IMAGE), labelled by class name (new classes added at the
+    /// end of the dataset's), with each image's path when the dataset has a `path` field.
     Append {
         /// The dataset directory.
         dir: PathBuf,
-        /// The .beton file to add.
+        /// The .beton file or ImageFolder to add.
         file: PathBuf,
+        /// A message for the log.
+        #[arg(short, long, default_value = "")]
+        message: String,
+        /// How an ImageFolder's images are written (as write-imagefolder's flags).
+        #[command(flatten)]
+        encode: crate::EncodeArgs,
+    },
+    /// List the class names (label k names class k), or edit them as a new version: add names
+    /// at the end (--add), rename one (--rename OLD=NEW).
+    Classes {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// A class name to add at the end; repeat for several.
+        #[arg(long)]
+        add: Vec<String>,
+        /// OLD=NEW: rename class OLD.
+        #[arg(long, value_name = "OLD=NEW", conflicts_with = "add")]
+        rename: Option<String>,
+        /// The version to list (a number or a tag; default the latest).
+        #[arg(long, conflicts_with_all = ["add", "rename"])]
+        version: Option<String>,
         /// A message for the log.
         #[arg(short, long, default_value = "")]
         message: String,
@@ -242,6 +265,7 @@ impl Action {
             Action::Import { .. } => "import",
             Action::Concat { .. } => "concat",
             Action::Append { .. } => "append",
+            Action::Classes { .. } => "classes",
             Action::Log { .. } => "log",
             Action::Tag { .. } => "tag",
             Action::Restore { .. } => "restore",
@@ -289,9 +313,42 @@ pub fn run(action: &Action) -> Result<String> {
                 sources.len()
             ))
         }
-        Action::Append { dir, file, message } => {
-            let v = open(dir, VersionRef::Latest)?.append_file(file, message)?;
-            Ok(format!("{}: version {}, {} rows\n", dir.display(), v.version(), v.num_rows()))
+        Action::Append { dir, file, message, encode } => {
+            let latest = open(dir, VersionRef::Latest)?;
+            if !file.is_dir() {
+                let v = latest.append_file(file, message)?;
+                return Ok(format!("{}: version {}, {} rows\n", dir.display(), v.version(), v.num_rows()));
+            }
+            let bar = crate::progress::bar(0, "images");
+            let options = ImageFolderOptions {
+                image: encode.image()?,
+                writer: encode.writer(&bar),
+                ..Default::default()
+            };
+            let appended = latest.append_imagefolder(file, &options, message);
+            bar.finish_and_clear();
+            let (v, report) = appended?;
+            let mut out = format!(
+                "{}: version {}, {} rows ({} images from {})\n",
+                dir.display(),
+                v.version(),
+                v.num_rows(),
+                report.write.num_samples,
+                file.display()
+            );
+            if !report.added_classes.is_empty() {
+                writeln!(out, "new classes: {}", report.added_classes.join(", "))?;
+            }
+            if !report.write.skipped.is_empty() {
+                writeln!(out, "skipped {} unreadable images:", report.write.skipped.len())?;
+                for (_, why) in &report.write.skipped {
+                    writeln!(out, "  {why}")?;
+                }
+            }
+            Ok(out)
+        }
+        Action::Classes { dir, add, rename, version, message } => {
+            classes(dir, add, rename.as_deref(), version, message)
         }
         Action::Log { dir, json } => log(dir, *json),
         Action::Tag { dir, name, delete: true, .. } => {
@@ -454,6 +511,37 @@ fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
         );
     }
     Ok(VersionedDataset::open(dir, at)?)
+}
+
+/// `beton classes DIR`: the class names, one a line with its label; or an edit of them.
+fn classes(
+    dir: &Path,
+    add: &[String],
+    rename: Option<&str>,
+    version: &Option<String>,
+    message: &str,
+) -> Result<String> {
+    let v = open(dir, version_ref(version.as_deref()))?;
+    let v = match (add.is_empty(), rename) {
+        (true, None) => v,
+        (false, _) => {
+            let mut names = v.manifest().classes.clone().unwrap_or_default();
+            names.extend(add.iter().cloned());
+            v.set_classes(&names, message)?
+        }
+        (true, Some(pair)) => match pair.split_once('=') {
+            Some((old, new)) => v.rename_class(old, new, message)?,
+            None => bail!("--rename {pair:?}: expected OLD=NEW"),
+        },
+    };
+    let Some(names) = &v.manifest().classes else {
+        return Ok(format!("{}: version {} has no class names\n", dir.display(), v.version()));
+    };
+    let mut out = format!("{}: version {}, {} classes\n", dir.display(), v.version(), names.len());
+    for (label, name) in names.iter().enumerate() {
+        let _ = writeln!(out, "{label:>6}  {name}");
+    }
+    Ok(out)
 }
 
 fn log(dir: &Path, json: bool) -> Result<String> {

@@ -122,10 +122,68 @@ fn dataset_directories_and_files_at_urls() {
     assert!(cleaned.contains("removed 1 version"), "{cleaned}");
     assert!(!store.join("ds/_versions/00000000000000000001.json").exists());
     assert!(at(&["info", &url]).contains("version 3 of 3"));
+    // An ImageFolder appended there: its data file is uploaded before the commit.
+    let out = at(&["append", &url, folder.to_str().unwrap(), "--max-resolution", "16"]);
+    assert!(out.contains("version 4, 308 rows (155 images"), "{out}");
+    assert_eq!(std::fs::read_dir(store.join("ds/data")).unwrap().count(), 2);
+    assert_eq!(
+        at(&["query", &url, "SELECT count(*) FROM samples WHERE index >= 153 AND label = 0", "--json"])
+            .trim(),
+        at(&["query", f, "SELECT count(*) FROM samples WHERE label = 0", "--json"]).trim()
+    );
     // A .beton file at a URL.
     let file_url = format!("file://{f}");
     assert_eq!(
         at(&["query", &file_url, "SELECT count(*) FROM samples", "--json"]).trim(),
         "{\"count(*)\":155}"
     );
+}
+
+/// An ImageFolder of `count` photos per class at `root` (copies of bundled photos).
+fn image_folder(root: &Path, classes: &[&str], count: usize) {
+    let photos = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder/fish");
+    let mut files: Vec<_> = std::fs::read_dir(&photos).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for (c, class) in classes.iter().enumerate() {
+        std::fs::create_dir_all(root.join(class)).unwrap();
+        for k in 0..count {
+            std::fs::copy(&files[(c * count + k) % files.len()], root.join(class).join(format!("{k}.jpg")))
+                .unwrap();
+        }
+    }
+}
+
+/// `beton append DIR FOLDER` labels by class name (a new class added at the end, in the same
+/// version), keeps paths, and `beton classes` lists and edits the names by version.
+#[test]
+fn append_an_imagefolder_by_class_name_and_edit_classes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, more) = (tmp.path().join("base"), tmp.path().join("more"));
+    image_folder(&base, &["bird", "cat", "cow"], 2);
+    image_folder(&more, &["cow", "dog"], 2);
+    let file = tmp.path().join("a.beton");
+    let f = file.to_str().unwrap();
+    ok(&["write-imagefolder", base.to_str().unwrap(), f, "--max-resolution", "16", "--with-path"]);
+    let dir = tmp.path().join("ds");
+    let d = dir.to_str().unwrap();
+    ok(&["import", d, f]);
+    let out =
+        ok(&["append", d, more.to_str().unwrap(), "--max-resolution", "16", "--mode", "raw", "-m", "more"]);
+    assert!(out.contains("version 2, 10 rows (4 images from") && out.contains("new classes: dog"), "{out}");
+    let rows = ok(&["query", d, "SELECT label, path, image.mode FROM samples WHERE index >= 6", "--json"]);
+    let rows: Vec<serde_json::Value> = rows.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got: Vec<(i64, &str)> =
+        rows.iter().map(|r| (r["label"].as_i64().unwrap(), r["path"].as_str().unwrap())).collect();
+    assert_eq!(got, [(2, "cow/0.jpg"), (2, "cow/1.jpg"), (3, "dog/0.jpg"), (3, "dog/1.jpg")]);
+    assert!(rows.iter().all(|r| r["image.mode"] == "raw"), "{rows:?}");
+    let listed = ok(&["classes", d]);
+    assert!(listed.contains("version 2, 4 classes") && listed.contains("     3  dog"), "{listed}");
+    assert!(ok(&["classes", d, "--version", "1"]).contains("version 1, 3 classes"));
+    assert!(ok(&["classes", d, "--rename", "cow=cattle", "-m", "rename"]).contains("     2  cattle"));
+    assert!(ok(&["classes", d, "--add", "eel"]).contains("version 4, 5 classes"));
+    let (success, _, err) = beton(&["classes", d, "--rename", "cow=x"]);
+    assert!(!success && err.contains("no such class"), "{err}");
+    let (success, _, err) = beton(&["append", d, base.join("bird").to_str().unwrap()]);
+    assert!(!success && err.contains("no class folders"), "{err}");
+    assert!(ok(&["log", d]).contains("classes"));
 }

@@ -8,14 +8,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
+use arrow_array::Array;
 use arrow_array::types::{Int64Type, UInt64Type};
 use beton_loader::{Loader, OrderOption, Parts};
 use beton_query::versioned::{ExportOptions, VersionRef, VersionedDataset};
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 use proptest::prelude::*;
 
-/// One row of the reference: row id, label, added int columns by name, blob.
-type Row = (u64, i64, BTreeMap<String, i64>, Vec<u8>);
+/// One row of the reference: row id, label, added int columns by name (`None`: NULL, a row
+/// appended without the column), blob.
+type Row = (u64, i64, BTreeMap<String, Option<i64>>, Vec<u8>);
 
 /// The reference: its rows in index order.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -82,8 +84,9 @@ fn agree(v: &VersionedDataset, model: &Model) {
     assert_eq!(names, model.columns.iter().map(String::as_str).collect::<Vec<_>>());
     for c in &model.columns {
         let col = table.column(c).unwrap();
+        let col = col.as_primitive::<Int64Type>();
         assert_eq!(
-            col.as_primitive::<Int64Type>().values().to_vec(),
+            (0..col.len()).map(|i| col.is_valid(i).then(|| col.value(i))).collect::<Vec<_>>(),
             model.rows.iter().map(|r| r.2[c]).collect::<Vec<_>>(),
             "column {c}"
         );
@@ -128,11 +131,12 @@ fn agree(v: &VersionedDataset, model: &Model) {
             let blobs = b.column("blob").unwrap();
             let lens = b.column("blob.len").unwrap();
             let width = blobs.bytes.len() / b.indices().len();
-            let blobs = blobs
-                .bytes
-                .chunks_exact(width.max(1))
-                .zip(lens.bytes.chunks_exact(8))
-                .map(|(data, len)| data[..u64::from_le_bytes(len.try_into().unwrap()) as usize].to_vec());
+            // Per sample (a batch whose blobs are all empty has columns of width 0).
+            let blobs = (0..b.indices().len()).zip(lens.bytes.chunks_exact(8)).map(|(k, len)| {
+                blobs.bytes[k * width..(k + 1) * width]
+                    [..u64::from_le_bytes(len.try_into().unwrap()) as usize]
+                    .to_vec()
+            });
             seen.extend(b.indices().iter().zip(labels).zip(blobs).map(|((&i, l), d)| (i, l, d)));
         }
         seen.sort_unstable();
@@ -191,7 +195,7 @@ fn run(edits: &[Edit]) {
                 added += 1;
                 v = v.add_column_sql(&name, "label * 2 + index", "").unwrap();
                 for (i, row) in model.rows.iter_mut().enumerate() {
-                    row.2.insert(name.clone(), row.1 * 2 + i as i64);
+                    row.2.insert(name.clone(), Some(row.1 * 2 + i as i64));
                 }
                 model.columns.push(name);
             }
@@ -210,7 +214,8 @@ fn run(edits: &[Edit]) {
                 write(&more, 1000 * (step as i64 + 1), *n);
                 v = v.append_file(&more, "").unwrap();
                 for i in 0..*n {
-                    let cols = model.columns.iter().map(|c| (c.clone(), 0)).collect();
+                    // The appended file lacks the added columns: NULL there.
+                    let cols = model.columns.iter().map(|c| (c.clone(), None)).collect();
                     model.rows.push((
                         model.next_id + i,
                         1000 * (step as i64 + 1) + i as i64,

@@ -94,15 +94,47 @@ def _sql_literal(value) -> str:
     raise TypeError(f"update: {value!r} is not a number, a bool or a SQL expression (str)")
 
 
-def _one_column(name: str, values):
-    """``values`` (numpy, pyarrow, polars, a list) as a one-column ``pyarrow.Table``."""
+def _one_column(name: str, values, what: str = "values"):
+    """``values`` (numpy, pyarrow, polars, a list, or one value for all) as a one-column
+    ``pyarrow.Table``; values Arrow cannot hold (an int past 64 bits) raise naming ``name``."""
     import pyarrow as pa
 
     if hasattr(values, "to_arrow") and not isinstance(values, (pa.Array, pa.ChunkedArray)):
         values = values.to_arrow()  # polars Series
+    if isinstance(values, (bool, int, float, str, bytes, np.generic)):
+        values = [values]
     if not isinstance(values, (pa.Array, pa.ChunkedArray)):
-        values = pa.array(values)
+        try:
+            values = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+            for k, v in enumerate(values if isinstance(values, (list, tuple)) else []):
+                if isinstance(v, int) and not -(2**63) <= v < 2**63:
+                    raise ValueError(f"{what} for {name!r}: value {k} ({v}) is past int64, the widest int "
+                                     f"a field holds") from None
+            raise ValueError(f"{what} for {name!r}: {e}") from None
     return pa.table({name: values})
+
+
+def _row_ids(ids, what: str, n: int) -> np.ndarray:
+    """``ids`` (an IndexSet, numpy array or sequence of ints) as an int64 array, in the order
+    given; an id that is not an int, negative or not below ``n`` raises naming ``what`` and the
+    id (instead of numpy's or Arrow's conversion errors)."""
+    if isinstance(ids, IndexSet):
+        arr = np.asarray(ids)
+    else:
+        items = ids if isinstance(ids, np.ndarray) else list(ids.tolist() if hasattr(ids, "tolist") else ids)
+        arr = np.asarray(items).reshape(-1) if len(items) else np.zeros(0, np.int64)
+        if arr.dtype.kind not in "iu":
+            for v in arr.tolist():
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise TypeError(f"{what}: {v!r} is not a row number (an int)")
+    if len(arr):
+        low, high = arr < 0, arr >= n
+        if low.any():
+            raise IndexError(f"{what}: row {arr[low.argmax()]} is negative (rows count from 0)")
+        if high.any():
+            raise IndexError(f"{what}: row {arr[high.argmax()]} is out of range for a dataset of {n} rows")
+    return arr.astype(np.int64)
 
 
 _PLAIN_KINDS = ("int", "float", "bool", "text")
@@ -150,11 +182,44 @@ def _field_of_arrow(field) -> Optional[Any]:
     return _field_of(kind, json.loads(meta.get(b"beton.details", b"null")))
 
 
+def _fits_dtype(value, dtype) -> None:
+    """Raises ValueError unless array ``value`` goes into elements of ``dtype`` as it is: ints
+    within the dtype's range (no float, no bool), floats from numbers (finite ones staying
+    finite), bools from bools; what an edit must not do is numpy's silent casts (300 into int8
+    is 44, 2.9 is 2)."""
+    a = np.asarray(value)
+    if a.size == 0 or a.dtype == dtype:
+        return
+    src, dst = a.dtype.kind, dtype.kind
+    if dst in "iu":
+        if src not in "iu":
+            raise ValueError(f"{a.dtype} values do not fit {dtype} elements (convert explicitly, e.g. "
+                             f"np.round(x).astype(np.{dtype.name}))")
+        info = np.iinfo(dtype)
+        low, high = int(a.min()), int(a.max())
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise ValueError(f"{bad} is past {dtype}'s range ({info.min} to {info.max})")
+    elif dst == "f":
+        if src not in "iuf":
+            raise ValueError(f"{a.dtype} values do not fit {dtype} elements")
+        with np.errstate(over="ignore"):
+            cast = a.astype(dtype)
+        if src == "f" and (np.isinf(cast) & np.isfinite(a)).any():
+            raise ValueError(f"a value is past {dtype}'s range")
+    elif dst == "b" and src != "b":
+        raise ValueError(f"{a.dtype} values do not fit bool elements")
+
+
 def _encode_all(field, name: str, values) -> list:
-    """``values`` as ``field`` encodes them for the writer; a bad one is named by position."""
+    """``values`` as ``field`` encodes them for the writer; a bad one is named by position.
+    Array fields take only values their dtype holds as they are (``_fits_dtype``)."""
+    dtype = getattr(field, "dtype", None)
     out = []
     for i, v in enumerate(values):
         try:
+            if isinstance(dtype, np.dtype):
+                _fits_dtype(v, dtype)
             out.append(field.encode(v))
         except (TypeError, ValueError) as e:
             raise ValueError(f"value {i} for '{name}': {e}") from None
@@ -556,8 +621,10 @@ class Dataset:
         ``classes[k]``.
 
         Written by ``DatasetWriter.from_imagefolder`` and ``beton write-imagefolder`` into the
-        file's split region (FFCV never reads it, docs/FORMAT.md §12); a dataset directory keeps
-        them in its manifest, across edits, and ``export`` writes them into the file.
+        file's split region (FFCV never reads it, docs/FORMAT.md §12). A dataset directory keeps
+        them in each version's manifest: appending an ImageFolder adds its new classes at the
+        end, ``set_classes`` and ``rename_class`` edit them, every other edit keeps them, an
+        older version keeps its own, and ``export`` writes them into the file.
 
         Returns
         -------
@@ -674,7 +741,9 @@ class Dataset:
         Raises
         ------
         IndexError
-            For a row past the end.
+            For a negative row or one past the end (naming it).
+        TypeError
+            For an index that is not an int (``1.5``, ``True``).
         KeyError
             For a field the dataset does not have.
 
@@ -686,15 +755,7 @@ class Dataset:
         """
         import pyarrow as pa
 
-        if isinstance(indices, IndexSet):
-            rows = np.asarray(indices).astype(np.int64)  # a view of the ids, then one copy
-        else:
-            rows = np.asarray(indices.tolist() if hasattr(indices, "tolist") else list(indices), dtype=np.int64)
-        n = len(self)
-        out = (rows < 0) | (rows >= n)
-        if out.any():
-            raise IndexError(f"take: row {int(rows[out.argmax()])} is out of range for a dataset of {n} rows")
-        rows = rows.tolist()
+        rows = _row_ids(indices, "take: indices", len(self)).tolist()
         if columns is not None:
             known = list(self._kinds)
             missing = [c for c in columns if c not in self._kinds]
@@ -1072,6 +1133,12 @@ class Dataset:
         Numbers and bools are values, strings SQL expressions (``"'text'"`` for a text value),
         as Lance's update. The new values go to column files; the data files are not rewritten.
 
+        A value or expression must fit the field as it is, or nothing is committed: an int
+        field takes integers (not ``1.5``, nor a float expression such as ``"score"``, nor
+        ``True``), a float field numbers, a bool field bools (not 0 or 1), a text field strings.
+        Convert explicitly in SQL: ``{"label": "CAST(round(score) AS BIGINT)"}`` rounds,
+        ``"CAST(score AS BIGINT)"`` truncates toward zero, ``"score > 0.5"`` makes a bool.
+
         Parameters
         ----------
         set : dict
@@ -1087,11 +1154,13 @@ class Dataset:
         TypeError
             For a value that is not a number, a bool or a str; for a ``.beton`` file.
         ValueError
-            For bad SQL or a type mismatch.
+            For bad SQL, or a value or expression whose type does not fit the field (naming
+            the field, the type and the first row).
 
         Examples
         --------
         >>> ds.update({"label": 3, "score": "score * 2"}, where="label = 7")  # doctest: +SKIP
+        >>> ds.update({"label": "CAST(round(score * 10) AS BIGINT)"})  # doctest: +SKIP
         """
         pairs = [(k, _sql_literal(v)) for k, v in dict(set).items()]
         self._editable("update").update(pairs, where, message)
@@ -1104,10 +1173,13 @@ class Dataset:
         Parameters
         ----------
         ids : IndexSet or sequence of int
-            Indices of this version.
+            Indices of this version, each at most once; value ``k`` goes to ``ids[k]``.
         values : dict
-            ``{field: one value per row, or one for all}``; images, arrays, bytes and JSON as
-            ``DatasetWriter`` takes them.
+            ``{field: one value per id, or one for all}``; images, arrays, bytes and JSON as
+            ``DatasetWriter`` takes them. Ints, floats, bools and text must fit the field as
+            they are, as in ``update`` (``[2.9]`` is refused for an int field, nothing is
+            committed), and an array's elements its dtype (not 300 for int8, nor floats for
+            ints).
         {message}
 
         {returns}
@@ -1115,26 +1187,39 @@ class Dataset:
         Raises
         ------
         ValueError
-            For a value the field cannot take (naming its position).
+            For a value the field cannot take (naming the field, the type and its row), or an
+            id given twice.
+        IndexError
+            For a negative id or one past the end (naming it).
         TypeError
-            For a field Python cannot set, or a ``.beton`` file.
+            For an id that is not an int, a field Python cannot set, or a ``.beton`` file.
 
         Examples
         --------
         >>> ds.update_rows([3, 4], {"label": [1, 2]})  # doctest: +SKIP
         """
-        rows = ids if isinstance(ids, IndexSet) else IndexSet(sorted(int(i) for i in ids))
         native = self._editable("update_rows")
+        positions = _row_ids(ids, "update_rows: ids", len(self))
+        # The native call takes ascending rows, value k for the k-th of them.
+        order = np.argsort(positions, kind="stable")
+        ordered = positions[order]
+        repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if len(repeated):
+            raise ValueError(f"update_rows: ids: row {ordered[repeated[0]]} is given twice")
+        shuffled = bool(len(order)) and bool((order != np.arange(len(order))).any())
+        rows = IndexSet(ordered.tolist())
         details = {name: d for name, _, d in native.fields()}
         cols, objects, fields = {}, {}, {}
         for name, v in values.items():
             kind = self._kinds.get(name)
             if kind is None or kind in _PLAIN_KINDS:
-                cols[name] = _one_column(name, v)
+                col = _one_column(name, v, "update_rows: values")
+                cols[name] = col.take(order) if shuffled and col.num_rows == len(order) else col
             else:
                 # Images, bytes, JSON, arrays: encoded as the field's class encodes them.
                 field = _field_of(kind, details[name])
-                objects[name] = _encode_all(field, name, v)
+                encoded = _encode_all(field, name, v)
+                objects[name] = [encoded[i] for i in order] if shuffled and len(encoded) == len(order) else encoded
                 fields[name] = field.native()
         native.update_rows(rows, cols, objects=objects, fields=fields, message=message)
         return self
@@ -1154,8 +1239,11 @@ class Dataset:
         Raises
         ------
         ValueError
-            For bad SQL or indices past the end.
-        {read_only}
+            For bad SQL.
+        IndexError
+            For a negative index or one past the end (naming it).
+        TypeError
+            For an index that is not an int; for a ``.beton`` file.
 
         Examples
         --------
@@ -1165,8 +1253,8 @@ class Dataset:
         if isinstance(where, str):
             native.delete(sql=where, message=message)
         else:
-            native.delete(rows=where if isinstance(where, IndexSet) else IndexSet(sorted(int(i) for i in where)),
-                          message=message)
+            rows = _row_ids(where, "delete: where", len(self))
+            native.delete(rows=where if isinstance(where, IndexSet) else IndexSet(rows.tolist()), message=message)
         return self
 
     @_edit
@@ -1184,14 +1272,18 @@ class Dataset:
         {message}
         field : beton.fields.Field, optional
             With it (``RGBImageField()``, ``NDArrayField(dtype, shape)``, ``JSONField()``, ...),
-            ``values`` are Python values as that field takes them in ``DatasetWriter``.
+            ``values`` are Python values as that field takes them in ``DatasetWriter``, except
+            that they must fit as they are: an ``IntField`` takes ints (not ``1.5``), an array
+            field's elements its dtype's values (not 300 for int8, nor floats for ints).
 
         {returns}
 
         Raises
         ------
         ValueError
-            For a field that exists, values of the wrong count or type.
+            For a field that exists or a name SQL would read as another column (``index``,
+            ``row_id``, ``image.width``, any of them in another case), values of the wrong count
+            or of a type the field does not take as it is (naming the field and the row).
         {read_only}
 
         Examples
@@ -1202,6 +1294,10 @@ class Dataset:
         native = self._editable("add_column")
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
+        elif field is not None and field.type_name in _PLAIN_KINDS:
+            # As Arrow values of the field's type: they must fit it as they are (not int(1.5)).
+            native.add_column(name, values=_one_column(name, values, "add_column: values"), field=field.native(),
+                              message=message)
         elif field is not None:
             native.add_column(name, objects=_encode_all(field, name, values), field=field.native(), message=message)
         else:
@@ -1234,57 +1330,122 @@ class Dataset:
 
     @_edit
     def append(self, source, message: str = "", image_field: str = "image", label_field: str = "label",
-               progress: bool = True, **writer_options) -> "Dataset":
-        """Adds rows, as a new version. A dataset without class names takes the appended data's.
+               progress: bool = True, path_field: str = "path", **writer_options) -> "Dataset":
+        """Adds rows, as a new version.
+
+        An ImageFolder's labels follow the dataset's class names: each image gets the label
+        of its class *by name* (``ds.classes[label]`` is its folder's name), and a class the
+        dataset lacks is added at the end of ``classes`` in the same version. When the dataset
+        has a text field ``path_field``, each image's path relative to the folder goes into it
+        (as ``from_imagefolder(with_path=True)`` writes it). A dataset without class names
+        takes the appended data's. A ``.beton`` file whose labels number other class names
+        than the dataset's is refused (append its ImageFolder instead).
 
         Parameters
         ----------
         source : str or os.PathLike
             A ``.beton`` file (hard-linked, never re-encoded), or an ImageFolder directory
-            (written with ``DatasetWriter.from_imagefolder``).
+            (``ROOT/CLASS/IMAGE``).
         {message}
         image_field, label_field : str, optional
             The fields an ImageFolder's images and labels go into.
         progress : bool, default True
             Show a tqdm progress bar of an ImageFolder's images as they are written, when tqdm
             is installed (``pip install beton[progress]``); a ``.beton`` file is linked at once.
+        path_field : str, default 'path'
+            The text field an ImageFolder's image paths go into, when the dataset has it.
         **writer_options
-            ``RGBImageField`` options for an ImageFolder's images.
+            ``RGBImageField`` options for an ImageFolder's images (``write_mode``,
+            ``max_resolution``, ``jpeg_quality``, ...).
 
         {returns}
 
         Raises
         ------
         ValueError
-            For a file that lacks a field of the schema or has it with another type.
+            For a file that lacks a field of the schema or has it with another type, a file
+            whose labels name other classes, an image field or label field the schema lacks,
+            an image that cannot be read (naming it).
         {read_only}
 
         Examples
         --------
         >>> ds.append("more.beton")  # doctest: +SKIP
         >>> ds.append("more_photos/", write_mode="jpg")  # doctest: +SKIP
+        >>> ds.classes[ds[len(ds) - 1]["label"]]  # doctest: +SKIP
+        'dog'
         """
         import os
 
         native = self._editable("append")
         if os.path.isdir(source):
-            import tempfile
+            from beton.fields import RGBImageField
+            from beton.writer import _progress
 
-            from beton.fields import IntField, RGBImageField
-            from beton.writer import DatasetWriter
-
-            # Beside the dataset (so the file is hard-linked in), or anywhere for one on object
-            # storage (it is uploaded).
-            tmp_dir = None if "://" in str(self.path) else os.path.join(str(self.path), "_tmp")
-            if tmp_dir is not None:
-                os.makedirs(tmp_dir, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
-                out = os.path.join(tmp, "append.beton")
-                DatasetWriter(out, {image_field: RGBImageField(**writer_options), label_field: IntField()},
-                              progress=progress).from_imagefolder(source, image_field, label_field)
-                native.append_file(out, message)
+            image = RGBImageField(**writer_options).native()
+            with _progress(None, progress) as report:
+                native.append_imagefolder(str(source), image_field, label_field, path_field, image,
+                                          message=message, progress=report)
         else:
             native.append_file(str(source), message)
+        return self
+
+    @_edit
+    def set_classes(self, classes: List[str], message: str = "") -> "Dataset":
+        """Sets the class names, as a new version: the current names with names added at the end.
+
+        Labels name classes by position, so a current name cannot be dropped or moved (that
+        would make labels name other classes); ``rename_class`` renames one. Older versions
+        keep their names. A dataset without class names takes any list of distinct names.
+
+        Parameters
+        ----------
+        classes : list of str
+            Distinct, non-empty names; ``classes[k]`` is the name of label ``k``.
+        {message}
+
+        {returns}
+
+        Raises
+        ------
+        ValueError
+            For a list that drops, moves or changes a current name, repeats a name or has an
+            empty one (naming it).
+        beton.ConflictError
+            When another writer changed the class names meanwhile (nothing is committed).
+        {read_only}
+
+        Examples
+        --------
+        >>> ds.set_classes(ds.classes + ["dog"], message="dogs to come")  # doctest: +SKIP
+        """
+        self._editable("set_classes").set_classes(list(classes), message)
+        return self
+
+    @_edit
+    def rename_class(self, old: str, new: str, message: str = "") -> "Dataset":
+        """Renames a class, as a new version: every label that named ``old`` names ``new``.
+
+        Parameters
+        ----------
+        old, new : str
+        {message}
+
+        {returns}
+
+        Raises
+        ------
+        ValueError
+            For a dataset without class names, an ``old`` it lacks, a ``new`` it has.
+        beton.ConflictError
+            When another writer changed the class names meanwhile (nothing is committed).
+        {read_only}
+
+        Examples
+        --------
+        >>> ds.rename_class("cow", "cattle")  # doctest: +SKIP
+        """
+        self._editable("rename_class").rename_class(old, new, message)
         return self
 
     @_edit

@@ -73,9 +73,34 @@ impl IndexSet {
 #[pymethods]
 impl IndexSet {
     #[new]
-    #[pyo3(signature = (ids = Vec::new()), text_signature = "(ids=())")]
-    fn new(ids: Vec<u64>) -> Self {
-        IndexSet::wrap(ids.into_iter().collect())
+    #[pyo3(signature = (ids = None), text_signature = "(ids=())")]
+    fn new(ids: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let Some(ids) = ids else { return Ok(IndexSet::wrap(beton_query::IndexSet::empty())) };
+        match ids.extract::<Vec<u64>>() {
+            Ok(ids) => Ok(IndexSet::wrap(ids.into_iter().collect())),
+            // Name the first id that is not one (pyo3 says "can't convert negative int to
+            // unsigned" without saying which).
+            Err(e) => {
+                for (k, id) in ids.try_iter()?.enumerate() {
+                    let id = id?;
+                    if id.extract::<u64>().is_err() {
+                        return Err(match id.extract::<i128>() {
+                            Ok(n) if n < 0 => pyo3::exceptions::PyValueError::new_err(format!(
+                                "IndexSet: id {n} (position {k}) is negative; ids count from 0"
+                            )),
+                            Ok(n) => pyo3::exceptions::PyValueError::new_err(format!(
+                                "IndexSet: id {n} (position {k}) is past 2**64 - 1"
+                            )),
+                            Err(_) => pyo3::exceptions::PyTypeError::new_err(format!(
+                                "IndexSet: {} (position {k}) is not an int",
+                                id.repr()?
+                            )),
+                        });
+                    }
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Every row id of a dataset of ``n`` rows: ``0, 1, ..., n - 1``.

@@ -448,6 +448,72 @@ impl Version {
         self.edit(py, |v| v.append_file(&file, &message))
     }
 
+    /// Appends the images of the ImageFolder `root`, labelled by class name (new classes added
+    /// at the end of the class names), with their paths relative to `root` when the schema has
+    /// a text field `path_field` (`VersionedDataset::append_imagefolder`). `field` (a
+    /// `beton._native.Field`) gives the image options; `progress(done, total)` counts images.
+    /// Returns the report: `num_samples`, `skipped`, `added_classes`, `classes`, `with_path`.
+    #[pyo3(signature = (root, image_field = "image".to_string(), label_field = "label".to_string(),
+                        path_field = "path".to_string(), field = None, num_workers = 0, skip_bad = false,
+                        message = String::new(), progress = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn append_imagefolder<'py>(
+        &self,
+        py: Python<'py>,
+        root: PathBuf,
+        image_field: String,
+        label_field: String,
+        path_field: String,
+        field: Option<PyRef<'_, crate::fields::Field>>,
+        num_workers: usize,
+        skip_bad: bool,
+        message: String,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (export, interrupted) = crate::progress::export_options(num_workers, progress);
+        let options = beton_query::versioned::ImageFolderOptions {
+            image: field.map(|f| f.spec(image_field.clone()).image).unwrap_or_default(),
+            image_field,
+            label_field,
+            path_field,
+            writer: beton_storage::WriterOptions {
+                num_threads: num_workers,
+                progress: export.progress,
+                skip_bad,
+                ..Default::default()
+            },
+        };
+        let mut report = None;
+        self.edit(py, |v| {
+            let (next, r) = v.append_imagefolder(&root, &options, &message)?;
+            report = Some(r);
+            Ok(next)
+        })
+        .map_err(|e| crate::progress::error(&interrupted, e))?;
+        let r = report.expect("set by a successful append");
+        let out = PyDict::new(py);
+        out.set_item("num_samples", r.write.num_samples)?;
+        let skipped: Vec<(u64, String)> = r.write.skipped;
+        out.set_item("skipped", skipped)?;
+        out.set_item("added_classes", r.added_classes)?;
+        out.set_item("classes", r.classes)?;
+        out.set_item("with_path", r.with_path)?;
+        Ok(out)
+    }
+
+    /// Sets the class names (the current ones with names added at the end), as a new version;
+    /// returns its number (this version's when the list is unchanged).
+    #[pyo3(signature = (classes, message = String::new()))]
+    fn set_classes(&self, py: Python<'_>, classes: Vec<String>, message: String) -> PyResult<u64> {
+        self.edit(py, |v| v.set_classes(&classes, &message))
+    }
+
+    /// Renames class `old` to `new`, as a new version.
+    #[pyo3(signature = (old, new, message = String::new()))]
+    fn rename_class(&self, py: Python<'_>, old: String, new: String, message: String) -> PyResult<u64> {
+        self.edit(py, |v| v.rename_class(&old, &new, &message))
+    }
+
     /// Makes version `version` the latest again, as a new version.
     fn restore(&self, py: Python<'_>, version: u64) -> PyResult<u64> {
         self.edit(py, |v| v.restore(version))

@@ -247,7 +247,7 @@ fn one_table_over_data_files_deletions_and_column_files() {
     assert_eq!(rows(&old, "SELECT label FROM samples"), ["0", "3", "4", "5", "100", "102"]);
     // Bad edits say what is wrong.
     let err = v9.update(None, &[("blob".into(), "1".into())], "").unwrap_err().to_string();
-    assert!(err.contains("BytesField"), "{err}");
+    assert!(err.contains("the bytes field") && err.contains("Int64"), "{err}");
     let err = v9.add_column("score", &FieldType::Float, &scores, "").unwrap_err().to_string();
     assert!(err.contains("exists already"), "{err}");
     let short: ArrayRef = Arc::new(Float64Array::from(vec![1.0, 2.0]));

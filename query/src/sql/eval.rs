@@ -349,12 +349,28 @@ impl Ctx<'_, '_> {
                 };
                 Ok(v.like(out))
             }
+            // Of the argument's type, as in PostgreSQL and DuckDB: a float stays a float (for an
+            // int field, `CAST(round(x) AS BIGINT)`); halves round away from zero (SQLite's and
+            // DuckDB's round).
+            "round" => {
+                let v = widen(self.eval(one()?)?, span)?;
+                if v.data_type() != &DataType::Float64 {
+                    return Ok(v);
+                }
+                let out: Float64Array = v
+                    .array
+                    .as_primitive::<arrow_array::types::Float64Type>()
+                    .iter()
+                    .map(|x| x.map(f64::round))
+                    .collect();
+                Ok(v.like(Arc::new(out)))
+            }
             "json_extract" => json_extract(self, args, span),
             "in_split" => in_split(self, args, span),
             _ => Err(sql_error(
                 format!(
-                    "unknown function {name}(); the functions are lower, upper, length, abs, json_extract, in_split, \
-                     and the aggregates count, sum, min, max, avg"
+                    "unknown function {name}(); the functions are lower, upper, length, abs, round, json_extract, \
+                     in_split, and the aggregates count, sum, min, max, avg"
                 ),
                 span,
             )),

@@ -46,7 +46,8 @@ pub struct Manifest {
     #[serde(default)]
     pub splits: BTreeMap<String, FileRef>,
     /// Class names, label `k` naming class `k` (an ImageFolder's folders), if known: from the
-    /// imported file, kept by every edit, written into exported files.
+    /// imported file, extended by appends and `set_classes`, renamed by `rename_class`, kept by
+    /// every other edit, written into exported files ([`super::classes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<String>>,
 }
@@ -214,6 +215,15 @@ pub enum Operation {
         /// Fragments folded.
         fragments: Vec<u64>,
     },
+    /// Class names added or renamed (`set_classes`, `rename_class`).
+    Classes {
+        /// Names added at the end of the list.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        added: Vec<String>,
+        /// `(old, new)` names.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        renamed: Vec<(String, String)>,
+    },
 }
 
 impl Operation {
@@ -230,6 +240,7 @@ impl Operation {
             Operation::Splits { .. } => "splits",
             Operation::Restore { .. } => "restore",
             Operation::Compact { .. } => "compact",
+            Operation::Classes { .. } => "classes",
         }
     }
 }

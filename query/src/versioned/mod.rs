@@ -8,8 +8,11 @@
 //! compatible edits (two appends, two deletes, updates of different fields or fragments) are
 //! re-applied on the newer version and retried; others fail with [`Error::Conflict`].
 
+pub mod classes;
 pub mod commit;
 pub mod diff;
+mod fit;
+pub mod imagefolder;
 pub mod manifest;
 pub mod remote;
 pub mod values;
@@ -25,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
 use commit::{io, list_versions, publish, read_manifest, write_new_file, Published, TAGS_DIR};
 pub use diff::{diff, Diff};
+pub use imagefolder::{ImageFolderOptions, ImageFolderReport};
 pub use manifest::{ColumnFile, FileRef, Fragment, Manifest, Operation, RowIds, SchemaField};
 pub use view::VersionView;
 
@@ -513,10 +517,14 @@ impl VersionedDataset {
     /// Sets fields of the rows a SQL predicate picks to SQL expressions over each row
     /// (`set = [("label", "label + 1"), ("caption", "'checked'")]`), as a new version: the new
     /// values go to column files (the data files are not touched). A predicate of `None`
-    /// updates every row.
+    /// updates every row. An expression's values must fit the field as they are (a float
+    /// expression is refused for an int field; `CAST(score AS BIGINT)` or
+    /// `CAST(round(score) AS BIGINT)` converts explicitly): the rules of
+    /// [`VersionedDataset::update_rows`].
     ///
     /// # Errors
-    /// SQL errors naming their position; as [`VersionedDataset::update_rows`].
+    /// SQL errors naming their position; as [`VersionedDataset::update_rows`], naming the
+    /// expression.
     pub fn update(
         &self,
         predicate: Option<&str>,
@@ -563,36 +571,46 @@ impl VersionedDataset {
         let rows = IndexSet::from_sorted(index.unwrap_or_default())?;
         let values: Vec<(String, ArrayRef)> =
             set.iter().zip(batch.columns()[1..].iter()).map(|((f, _), a)| (f.clone(), a.clone())).collect();
-        self.update_rows_with(&rows, values, predicate, message)
+        self.update_rows_with(&rows, values, Some(set), predicate, message)
     }
 
     /// Sets field values of the rows at `rows` (indices in this version, ascending): each array
-    /// has one value per row, or one value for all. Supported fields: int, float, bool, text.
+    /// has one value per row, or one value for all, of a type the field takes as it is (an int
+    /// field takes integers, not `2.0`: the rules are `fit.rs`'s).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an unknown or unsupported field, values of the wrong
-    /// count, type or with nulls, a row past the end; as [`VersionedDataset::commit`].
+    /// [`Error::InvalidArgument`] for an unknown field, values of the wrong count, with nulls
+    /// or of a type the field does not take (naming the field, the type and the first row that
+    /// does not fit), a row past the end; as [`VersionedDataset::commit`]. Nothing is committed
+    /// on error.
     pub fn update_rows(
         &self,
         rows: &IndexSet,
         values: Vec<(String, ArrayRef)>,
         message: &str,
     ) -> Result<VersionedDataset> {
-        self.update_rows_with(rows, values, None, message)
+        self.update_rows_with(rows, values, None, None, message)
     }
 
+    /// `exprs`: the SQL expressions the values come from, for messages.
     fn update_rows_with(
         &self,
         rows: &IndexSet,
         values: Vec<(String, ArrayRef)>,
+        exprs: Option<&[(String, String)]>,
         predicate: Option<&str>,
         message: &str,
     ) -> Result<VersionedDataset> {
         self.check_indices(rows, "rows to update")?;
         let mut typed = Vec::new();
-        for (name, array) in values {
+        for (k, (name, array)) in values.into_iter().enumerate() {
             let ty = self.column_field(&name)?;
-            let array = cast_values(&name, &ty, &array, rows.len())?;
+            let source = match exprs.and_then(|e| e.get(k)) {
+                Some((_, expr)) => format!("update: expression '{expr}'"),
+                None => "update_rows: values".to_string(),
+            };
+            let target = fit::Target { source: &source, field: &name, ty: &ty, rows: Some(rows.as_slice()) };
+            let array = fit::fit(&target, &array, rows.len())?;
             typed.push((name, ty, array));
         }
         let view = self.view()?;
@@ -662,9 +680,10 @@ impl VersionedDataset {
     /// as a new version: the values go to a column file per data file.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a name in use or not 1–16 ASCII bytes, a type column files
-    /// cannot hold (int, float, bool, text can), values of the wrong count, type or with nulls;
-    /// as [`VersionedDataset::commit`].
+    /// [`Error::InvalidArgument`] for a name in use, not 1–16 ASCII bytes, or one SQL would
+    /// resolve to another column (`index`, `row_id`, `image.width`, any of them in another
+    /// case); values of the wrong count, with nulls or of a type the field does not take as it
+    /// is (the rules of [`VersionedDataset::update_rows`]); as [`VersionedDataset::commit`].
     pub fn add_column(
         &self,
         name: &str,
@@ -672,25 +691,9 @@ impl VersionedDataset {
         values: &ArrayRef,
         message: &str,
     ) -> Result<VersionedDataset> {
-        if self.manifest.schema.iter().any(|f| f.name == name) {
-            return Err(Error::InvalidArgument {
-                what: format!("column '{name}'"),
-                why: "exists already".into(),
-            });
-        }
-        if name.is_empty()
-            || name.len() > 16
-            || !name.is_ascii()
-            || name.contains('\0')
-            || name == "index"
-            || name == "row_id"
-        {
-            return Err(Error::InvalidArgument {
-                what: format!("column name {name:?}"),
-                why: "must be 1 to 16 ASCII bytes, not 'index' or 'row_id'".into(),
-            });
-        }
-        let values = cast_values(name, ty, values, self.num_rows() as usize)?;
+        fit::check_new_column(&self.manifest.schema, name, ty)?;
+        let target = fit::Target { source: "add_column: values", field: name, ty, rows: None };
+        let values = fit::fit(&target, values, self.num_rows() as usize)?;
         let default = default_value(ty);
         let mut files = Vec::new();
         let mut first = 0usize;
@@ -727,6 +730,8 @@ impl VersionedDataset {
     /// # Errors
     /// SQL errors; as [`VersionedDataset::add_column`].
     pub fn add_column_sql(&self, name: &str, expr: &str, message: &str) -> Result<VersionedDataset> {
+        // (Every type an expression gives has one column named after its field.)
+        fit::check_new_column(&self.manifest.schema, name, &FieldType::Int)?;
         let batch = {
             let view = self.view()?;
             let table = view.table()?;
@@ -1097,15 +1102,29 @@ impl VersionedDataset {
         columns: Vec<Vec<ColumnFile>>,
         message: &str,
     ) -> Result<VersionedDataset> {
-        let mut added = NewDataFile::link_all(&self.dir, &self.manifest.schema, files)?;
+        let read = &self.manifest;
+        let mut added = NewDataFile::link_all(&self.dir, &read.schema, read.classes.as_deref(), files)?;
         for (file, columns) in added.iter_mut().zip(columns) {
             file.columns.extend(columns);
         }
         let rows = added.iter().map(|f| f.num_rows).sum();
         // `new` starts as the base's child: its next row and fragment ids are the base's.
-        self.commit(Operation::Append { rows }, message, &Touches::default(), |_, new| {
+        self.commit(Operation::Append { rows }, message, &Touches::default(), |base, new| {
             for file in &added {
-                file.push_onto(new);
+                if let Err(e) = file.push_onto(new) {
+                    // Checked against `read`'s names: another writer changed them since.
+                    return Err(match base.classes != read.classes {
+                        true => Error::Conflict {
+                            version: base.version,
+                            why: format!(
+                                "version {} ({}) changed the class names: {e}",
+                                base.version,
+                                base.operation.name()
+                            ),
+                        },
+                        false => e,
+                    });
+                }
             }
             Ok(())
         })
@@ -1133,11 +1152,11 @@ impl VersionedDataset {
         }
         let schema = schema_of(&Dataset::open(first)?, first)?;
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        let added = NewDataFile::link_all(dir, &schema, files)?;
+        let added = NewDataFile::link_all(dir, &schema, None, files)?;
         let mut m = Manifest::first(schema, Operation::Create);
         m.message = message.to_string();
         for file in &added {
-            file.push_onto(&mut m);
+            file.push_onto(&mut m)?;
         }
         match Self::create_with(dir, m) {
             Ok(v) => Ok(v),
@@ -1318,10 +1337,22 @@ struct NewDataFile {
 
 impl NewDataFile {
     /// Checks every file of `files` against `schema` (every schema field with the same type, or
-    /// missing with a missing value to fill in), then links each into `dir`'s `data/`: a file
-    /// that does not fit leaves nothing behind.
-    fn link_all(dir: &Path, schema: &[SchemaField], files: &[PathBuf]) -> Result<Vec<NewDataFile>> {
+    /// missing: NULL in its rows), then links each into `dir`'s `data/`: a file that does not fit
+    /// leaves nothing behind.
+    /// `classes` are the dataset's class names, which the files' must agree with
+    /// ([`classes::merged`]).
+    fn link_all(
+        dir: &Path,
+        schema: &[SchemaField],
+        classes: Option<&[String]>,
+        files: &[PathBuf],
+    ) -> Result<Vec<NewDataFile>> {
         let checked = files.iter().map(|file| Self::check(schema, file)).collect::<Result<Vec<_>>>()?;
+        let mut merged = classes.map(<[String]>::to_vec);
+        for ((_, _, file_classes), file) in checked.iter().zip(files) {
+            let what = format!("file {}", file.display());
+            merged = classes::merged(merged.as_deref(), file_classes.as_deref(), &what)?;
+        }
         checked
             .into_iter()
             .zip(files)
@@ -1349,7 +1380,7 @@ impl NewDataFile {
             .collect()
     }
 
-    /// `file`'s rows, the schema fields it lacks (each with a missing value), and its classes.
+    /// `file`'s rows, the schema fields it lacks (NULL in its rows), and its classes.
     #[allow(clippy::type_complexity)]
     fn check(
         schema: &[SchemaField],
@@ -1375,9 +1406,14 @@ impl NewDataFile {
         Ok((ds.num_samples(), missing, ds.classes()?))
     }
 
-    /// Adds the file to `m` as its next fragment, with the next row ids. A dataset without class
-    /// names takes the file's; one with them keeps its own (its labels already mean them).
-    fn push_onto(&self, m: &mut Manifest) {
+    /// Adds the file to `m` as its next fragment, with the next row ids, and its class names to
+    /// `m`'s ([`classes::merged`]: one list must begin with the other).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the file's labels name other classes than `m`'s.
+    fn push_onto(&self, m: &mut Manifest) -> Result<()> {
+        let what = format!("appended data file {}", self.data_file);
+        m.classes = classes::merged(m.classes.as_deref(), self.classes.as_deref(), &what)?;
         m.fragments.push(Fragment {
             id: m.next_fragment_id,
             data_file: self.data_file.clone(),
@@ -1388,9 +1424,7 @@ impl NewDataFile {
         });
         m.next_row_id += self.num_rows;
         m.next_fragment_id += 1;
-        if m.classes.is_none() {
-            m.classes = self.classes.clone();
-        }
+        Ok(())
     }
 }
 
@@ -1444,49 +1478,6 @@ pub(crate) fn read_index_file(dir: &Path, rel: &str) -> Result<IndexSet> {
         what: format!("index-set file {}", path.display()),
         why: e.to_string(),
     })
-}
-
-/// `values` as the Arrow type field `name` of type `ty` holds in a column file, checked: `count`
-/// values (or one for all), no nulls, every cell a valid value of `ty` (array sizes, image
-/// pixels, JSON syntax).
-fn cast_values(name: &str, ty: &FieldType, values: &ArrayRef, count: usize) -> Result<ArrayRef> {
-    use arrow_schema::DataType;
-    let bad = |why: String| Error::InvalidArgument { what: format!("values for '{name}'"), why };
-    let target = values::column_file_type(ty);
-    if values.len() != count && values.len() != 1 {
-        return Err(bad(format!("{} values for {count} rows", values.len())));
-    }
-    if values.null_count() > 0 {
-        return Err(bad(format!("{} null values; a {} field has no nulls", values.null_count(), ty.name())));
-    }
-    // Images, bytes, JSON and arrays take their own kind of values only (no number cast to
-    // bytes).
-    let from = values.data_type();
-    let accepted = match ty {
-        FieldType::Json => matches!(from, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View),
-        FieldType::RgbImage | FieldType::GreyImage => *from == target,
-        _ if !values::is_plain(ty) => matches!(
-            from,
-            DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_)
-        ),
-        _ => true,
-    };
-    if !accepted {
-        return Err(bad(format!("a {} takes {target} values, not {from}", ty.name())));
-    }
-    let options = arrow_cast::CastOptions { safe: false, ..Default::default() };
-    let cast = arrow_cast::cast_with_options(values.as_ref(), &target, &options)
-        .map_err(|e| bad(format!("{} values do not fit a {}: {e}", values.data_type(), ty.name())))?;
-    if !values::is_plain(ty) {
-        for row in 0..cast.len() {
-            let value = values::cell(&cast, ty, row).map_err(|e| bad(format!("value {row}: {e}")))?;
-            if let Some(beton_storage::Value::Json(text)) = value {
-                serde_json::from_str::<serde::de::IgnoredAny>(text)
-                    .map_err(|e| bad(format!("value {row} is not valid JSON: {e}")))?;
-            }
-        }
-    }
-    Ok(cast)
 }
 
 /// The value deleted rows get in an added column (never visible): zeros of the right size, an
