@@ -10,10 +10,10 @@
 //! (and the directory fsynced), so an error, a panic or a crash never leaves a partial `.beton`
 //! at the destination and never harms a file already there.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -550,7 +550,15 @@ impl Writer {
         }
         let alpha_flattened = self.alpha_flattened.load(Ordering::Relaxed);
         let alpha_flattening = self.alpha_flattening();
-        Ok(WriteReport { path: self.path, num_samples, num_pages, file_len, skipped, alpha_flattened, alpha_flattening })
+        Ok(WriteReport {
+            path: self.path,
+            num_samples,
+            num_pages,
+            file_len,
+            skipped,
+            alpha_flattened,
+            alpha_flattening,
+        })
     }
 
     /// Writes `num_samples` samples of a table-only schema (fields without payloads: int,
@@ -667,7 +675,8 @@ impl Writer {
         for ((f, &offset), value) in self.fields.iter().zip(&self.layout.offsets).zip(sample) {
             let kind = f.ty.kind();
             let slot = &mut row[offset..offset + kind.slot().size];
-            let cx = EncodeContext { image: &f.image, draw: self.draw(index), alpha_flattened: Some(&flattened) };
+            let cx =
+                EncodeContext { image: &f.image, draw: self.draw(index), alpha_flattened: Some(&flattened) };
             if let Some(payload) = kind.encode(value, slot, &cx).map_err(|e| e.in_sample(index, &f.name))? {
                 let ptr_at = offset + f.ty.payload_ptr_offset().expect("payload fields have a pointer");
                 payloads.push((ptr_at, payload));
@@ -686,10 +695,14 @@ impl Writer {
         let images: Vec<&FieldSpec> = self.fields.iter().filter(|f| f.ty.is_image()).collect();
         match images.split_first() {
             None => String::new(),
-            Some((first, rest)) if rest.iter().all(|f| f.image.alpha_background == first.image.alpha_background) => {
+            Some((first, rest))
+                if rest.iter().all(|f| f.image.alpha_background == first.image.alpha_background) =>
+            {
                 how(first)
             }
-            Some(_) => images.iter().map(|f| format!("{}: {}", f.name, how(f))).collect::<Vec<_>>().join("; "),
+            Some(_) => {
+                images.iter().map(|f| format!("{}: {}", f.name, how(f))).collect::<Vec<_>>().join("; ")
+            }
         }
     }
 

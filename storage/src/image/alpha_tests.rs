@@ -84,7 +84,10 @@ fn an_rgba_png_loses_alpha_as_in_ffcv_by_default_and_is_reported() {
     let opaque: Vec<u8> = rgba.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
     let file = png((8, 6), (ColorType::Rgba, BitDepth::Eight), None, None, &opaque);
     for background in [None, Some([0, 255, 0])] {
-        assert_eq!(encoded(png_source(file.clone()), &raw_with(background), Channels::Rgb), (rgb.clone(), false));
+        assert_eq!(
+            encoded(png_source(file.clone()), &raw_with(background), Channels::Rgb),
+            (rgb.clone(), false)
+        );
     }
 }
 
@@ -93,8 +96,10 @@ fn alpha_background_composites_every_pixel_with_straight_alpha() {
     let rgba = clip_art();
     let file = png((8, 6), (ColorType::Rgba, BitDepth::Eight), None, None, &rgba);
     for bg in [[255, 255, 255], [10, 200, 30], [0, 0, 0]] {
-        let want: Vec<u8> =
-            rgba.chunks_exact(4).flat_map(|p| [over(p[3], p[0], bg[0]), over(p[3], p[1], bg[1]), over(p[3], p[2], bg[2])]).collect();
+        let want: Vec<u8> = rgba
+            .chunks_exact(4)
+            .flat_map(|p| [over(p[3], p[0], bg[0]), over(p[3], p[1], bg[1]), over(p[3], p[2], bg[2])])
+            .collect();
         let (data, flattened) = encoded(png_source(file.clone()), &raw_with(Some(bg)), Channels::Rgb);
         assert_eq!(data, want, "background {bg:?}");
         assert!(flattened);
@@ -112,14 +117,19 @@ fn alpha_background_composites_every_pixel_with_straight_alpha() {
 
     // Every (alpha, colour) pair against a few backgrounds: the integer arithmetic is the
     // rounded formula everywhere.
-    let all: Vec<u8> = (0..=255u8).flat_map(|a| (0..=255u8).flat_map(move |c| [c, 255 - c, c / 2, a])).collect();
+    let all: Vec<u8> =
+        (0..=255u8).flat_map(|a| (0..=255u8).flat_map(move |c| [c, 255 - c, c / 2, a])).collect();
     let pixels = Pixels { width: 256, height: 256, channels: 4, data: all.clone() };
     for bg in [[0, 0, 0], [255, 255, 255], [1, 128, 254]] {
         let (flat, transparent) = flatten_alpha(&pixels, Some(bg));
         assert!(transparent);
         assert_eq!(flat.channels, 3);
         for (p, q) in all.chunks_exact(4).zip(flat.data.chunks_exact(3)) {
-            assert_eq!(q, [over(p[3], p[0], bg[0]), over(p[3], p[1], bg[1]), over(p[3], p[2], bg[2])], "{p:?}");
+            assert_eq!(
+                q,
+                [over(p[3], p[0], bg[0]), over(p[3], p[1], bg[1]), over(p[3], p[2], bg[2])],
+                "{p:?}"
+            );
         }
     }
 }
@@ -133,9 +143,15 @@ fn grey_alpha_palette_trns_and_colour_key_pngs_are_flattened_too() {
     // Grey+alpha (8- and 16-bit): the grey replicated; composited per channel.
     let ga = [10u8, 0, 90, 128, 250, 255];
     let file = png((3, 1), (ColorType::GrayscaleAlpha, BitDepth::Eight), None, None, &ga);
-    assert_eq!(encoded(png_source(file.clone()), &dropped, Channels::Rgb), (vec![10, 10, 10, 90, 90, 90, 250, 250, 250], true));
+    assert_eq!(
+        encoded(png_source(file.clone()), &dropped, Channels::Rgb),
+        (vec![10, 10, 10, 90, 90, 90, 250, 250, 250], true)
+    );
     assert_eq!(encoded(png_source(file.clone()), &dropped, Channels::Grey), (vec![10, 90, 250], true));
-    let want: Vec<u8> = ga.chunks_exact(2).flat_map(|p| [over(p[1], p[0], bg[0]), over(p[1], p[0], bg[1]), over(p[1], p[0], bg[2])]).collect();
+    let want: Vec<u8> = ga
+        .chunks_exact(2)
+        .flat_map(|p| [over(p[1], p[0], bg[0]), over(p[1], p[0], bg[1]), over(p[1], p[0], bg[2])])
+        .collect();
     assert_eq!(encoded(png_source(file.clone()), &opts, Channels::Rgb), (want.clone(), true));
     let grey: Vec<u8> = want.chunks_exact(3).map(|p| luma(p[0], p[1], p[2])).collect();
     assert_eq!(encoded(png_source(file), &opts, Channels::Grey), (grey, true));
@@ -147,17 +163,26 @@ fn grey_alpha_palette_trns_and_colour_key_pngs_are_flattened_too() {
 
     // A palette with tRNS: entry 0 fully transparent, 1 half, 2 opaque (no entry: opaque).
     let palette = [255, 0, 0, 0, 255, 0, 0, 0, 255];
-    let file = png((3, 1), (ColorType::Indexed, BitDepth::Eight), Some(&palette), Some(&[0, 128]), &[0, 1, 2]);
+    let file =
+        png((3, 1), (ColorType::Indexed, BitDepth::Eight), Some(&palette), Some(&[0, 128]), &[0, 1, 2]);
     // FFCV (Pillow's convert("RGB") of a "P" image): the palette colours.
     assert_eq!(encoded(png_source(file.clone()), &dropped, Channels::Rgb), (palette.to_vec(), true));
-    let want = vec![bg[0], bg[1], bg[2], over(128, 0, bg[0]), over(128, 255, bg[1]), over(128, 0, bg[2]), 0, 0, 255];
+    let want =
+        vec![bg[0], bg[1], bg[2], over(128, 0, bg[0]), over(128, 255, bg[1]), over(128, 0, bg[2]), 0, 0, 255];
     assert_eq!(encoded(png_source(file), &opts, Channels::Rgb), (want, true));
     // tRNS saying every entry is opaque: nothing to report.
-    let file = png((3, 1), (ColorType::Indexed, BitDepth::Eight), Some(&palette), Some(&[255, 255, 255]), &[0, 1, 2]);
+    let file = png(
+        (3, 1),
+        (ColorType::Indexed, BitDepth::Eight),
+        Some(&palette),
+        Some(&[255, 255, 255]),
+        &[0, 1, 2],
+    );
     assert_eq!(encoded(png_source(file), &opts, Channels::Rgb), (palette.to_vec(), false));
 
     // RGB with a tRNS colour key (16-bit samples, the key 1,2,3): that colour is transparent.
-    let file = png((2, 1), (ColorType::Rgb, BitDepth::Eight), None, Some(&[0, 1, 0, 2, 0, 3]), &[1, 2, 3, 4, 5, 6]);
+    let file =
+        png((2, 1), (ColorType::Rgb, BitDepth::Eight), None, Some(&[0, 1, 0, 2, 0, 3]), &[1, 2, 3, 4, 5, 6]);
     assert_eq!(encoded(png_source(file.clone()), &dropped, Channels::Rgb), (vec![1, 2, 3, 4, 5, 6], true));
     assert_eq!(encoded(png_source(file), &opts, Channels::Rgb), (vec![bg[0], bg[1], bg[2], 4, 5, 6], true));
 }
@@ -197,7 +222,8 @@ fn jpeg_mode_flattens_before_encoding() {
     };
     for (background, shown) in [(None, [255, 0, 0]), (Some([255, 255, 255]), [255, 255, 255])] {
         let opts = ImageOptions { alpha_background: background, ..ImageOptions::with_mode(WriteMode::Jpg) };
-        let (e, flattened) = encode_image_flattened(&png_source(file.clone()), &opts, Channels::Rgb, 0.).unwrap();
+        let (e, flattened) =
+            encode_image_flattened(&png_source(file.clone()), &opts, Channels::Rgb, 0.).unwrap();
         assert_eq!(e.mode, ImageMode::Jpg);
         assert!(flattened);
         let back = decode_stored(e.mode, e.width, e.height, &e.data, Channels::Rgb).unwrap();
