@@ -1188,7 +1188,7 @@ class Dataset:
 
     @_edit
     def append(self, source, message: str = "", image_field: str = "image", label_field: str = "label",
-               progress: bool = True, **writer_options) -> "Dataset":
+               progress: bool = True, alpha_background=None, **writer_options) -> "Dataset":
         """Adds rows, as a new version. A dataset without class names takes the appended data's.
 
         Parameters
@@ -1202,6 +1202,10 @@ class Dataset:
         progress : bool, default True
             Show a tqdm progress bar of an ImageFolder's images as they are written, when tqdm
             is installed (``pip install beton[progress]``); a ``.beton`` file is linked at once.
+        alpha_background : tuple of 3 int, optional
+            What an ImageFolder's images with transparency are flattened onto, as
+            ``DatasetWriter(alpha_background=)``: ``None`` drops alpha as FFCV does (with a
+            ``UserWarning`` when an image had transparency), ``(r, g, b)`` composites.
         **writer_options
             ``RGBImageField`` options for an ImageFolder's images.
 
@@ -1235,7 +1239,8 @@ class Dataset:
             with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
                 out = os.path.join(tmp, "append.beton")
                 DatasetWriter(out, {image_field: RGBImageField(**writer_options), label_field: IntField()},
-                              progress=progress).from_imagefolder(source, image_field, label_field)
+                              progress=progress, alpha_background=alpha_background
+                              ).from_imagefolder(source, image_field, label_field)
                 native.append_file(out, message)
         else:
             native.append_file(str(source), message)
