@@ -340,7 +340,9 @@ class Dataset:
     ------
     OSError
         For a path that cannot be read; for a URL, ``MissingFileError`` (404),
-        ``AccessDeniedError`` (403, no credentials) or ``BetonIOError`` naming it.
+        ``AccessDeniedError`` (401/403, no credentials; never retried) or ``BetonIOError``
+        naming it and what failed (a dataset directory's listing, a ``HEAD``): a store that never
+        answered fails in ``BETON_REMOTE_OPEN_RETRY_SECONDS`` (default 5 s; docs/REMOTE.md).
     beton.CorruptFileError
         For a file whose bytes break the format (the message names the offset).
     ValueError
@@ -1421,7 +1423,9 @@ def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Datas
     ------
     OSError
         For a path that cannot be read; for a URL, ``MissingFileError`` (404),
-        ``AccessDeniedError`` (403, no credentials) or ``BetonIOError`` naming it.
+        ``AccessDeniedError`` (401/403, no credentials; never retried) or ``BetonIOError``
+        naming it and what failed (a dataset directory's listing, a ``HEAD``): a store that never
+        answered fails in ``BETON_REMOTE_OPEN_RETRY_SECONDS`` (default 5 s; docs/REMOTE.md).
     beton.CorruptFileError
         For a file that breaks the format (the message names the byte offset).
     ValueError

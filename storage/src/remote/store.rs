@@ -60,8 +60,7 @@ struct ObjectSource {
 pub(super) fn open(url: &str, options: &RemoteOptions) -> Result<(Box<dyn Source>, ObjectInfo)> {
     let (store, path) = make_store(url, options)?;
     let rt = runtime()?;
-    let meta =
-        with_retries(url, options, "reading its metadata (HEAD)", || rt.block_on(store.head(&path)))?;
+    let meta = with_retries(url, options, "reading its metadata (HEAD)", || rt.block_on(store.head(&path)))?;
     let version =
         meta.e_tag.clone().or(meta.version.clone()).unwrap_or_else(|| meta.last_modified.to_rfc3339());
     let source =
@@ -217,7 +216,9 @@ pub(super) fn put_object(
             {
                 tries.answered();
                 // Ours, from an earlier try whose answer was lost?
-                return Ok(tries.retries > 0 && get_object(url, options)?.as_deref() == Some(bytes.as_slice()));
+                return Ok(
+                    tries.retries > 0 && get_object(url, options)?.as_deref() == Some(bytes.as_slice())
+                );
             }
             Err(e) => match tries.again(&e) {
                 Some(wait) => std::thread::sleep(wait),
@@ -343,7 +344,9 @@ fn store_of(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(u) => {
             let endpoint = match u.scheme() {
-                "s3" | "s3a" => std::env::var("AWS_ENDPOINT_URL").or_else(|_| std::env::var("AWS_ENDPOINT")).unwrap_or_default(),
+                "s3" | "s3a" => std::env::var("AWS_ENDPOINT_URL")
+                    .or_else(|_| std::env::var("AWS_ENDPOINT"))
+                    .unwrap_or_default(),
                 _ => String::new(),
             };
             format!("{}://{}:{} {endpoint}", u.scheme(), u.host_str().unwrap_or(""), u.port().unwrap_or(0))
@@ -389,11 +392,13 @@ impl<'a> Tries<'a> {
         if http_status(e).is_some() {
             self.answered();
         }
-        if !transient(e) || self.started.elapsed() >= self.budget().0 {
+        let (budget, elapsed) = (self.budget().0, self.started.elapsed());
+        if !transient(e) || elapsed >= budget {
             return None;
         }
         self.retries += 1;
-        Some(backoff(self.retries))
+        // The last wait ends with the budget, so the error comes when the budget says.
+        Some(backoff(self.retries).min(budget - elapsed))
     }
 
     /// The error for giving up on `what` (`"listing it"`) after failure `e`.
@@ -752,7 +757,10 @@ mod tests {
             Err(Error::RemoteUnavailable { url: u, what }) => {
                 assert_eq!(u, url);
                 assert!(what.starts_with("listing it failed after ") && what.contains("503"), "{what}");
-                assert!(what.contains("kept failing") && what.contains("BETON_REMOTE_RETRY_SECONDS"), "{what}");
+                assert!(
+                    what.contains("kept failing") && what.contains("BETON_REMOTE_RETRY_SECONDS"),
+                    "{what}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -774,7 +782,10 @@ mod tests {
             Error::RemoteUnavailable { url: u, what } => {
                 assert_eq!(u, url);
                 assert!(what.starts_with("listing it failed after "), "{what}");
-                assert!(what.contains("never answered") && what.contains("BETON_REMOTE_OPEN_RETRY_SECONDS"), "{what}");
+                assert!(
+                    what.contains("never answered") && what.contains("BETON_REMOTE_OPEN_RETRY_SECONDS"),
+                    "{what}"
+                );
                 assert!(what.to_ascii_lowercase().contains("connect"), "the last error: {what}");
             }
             other => panic!("{other:?}"),
