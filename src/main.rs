@@ -183,6 +183,21 @@ struct EncodeArgs {
     /// Leave out images that cannot be read or decoded (listed at the end) instead of stopping.
     #[arg(long)]
     skip_bad: bool,
+    /// Composite transparent images (PNGs with alpha or tRNS) onto this colour, e.g.
+    /// 255,255,255; by default alpha is dropped as FFCV does, showing the colours under
+    /// transparent pixels (the images are counted at the end).
+    #[arg(long, value_name = "R,G,B", value_parser = parse_rgb)]
+    alpha_background: Option<[u8; 3]>,
+}
+
+/// `R,G,B` (each 0 to 255), for `--alpha-background`.
+fn parse_rgb(text: &str) -> std::result::Result<[u8; 3], String> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let channel = |s: &str| s.parse::<u8>().map_err(|_| format!("{s:?} is not 0 to 255"));
+    match parts.as_slice() {
+        [r, g, b] => Ok([channel(r)?, channel(g)?, channel(b)?]),
+        _ => Err(format!("{text:?}: give three numbers 0 to 255 as R,G,B, e.g. 255,255,255")),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -476,6 +491,7 @@ impl EncodeArgs {
             jpeg_quality: self.quality,
             jpeg_passthrough: !self.no_passthrough,
             jpeg_restart_interval: self.restart_interval,
+            alpha_background: self.alpha_background,
         })
     }
 
@@ -561,6 +577,17 @@ fn write_imagefolder(w: &WriteArgs) -> Result<String> {
         secs,
         report.num_samples as f64 / secs.max(1e-9)
     );
+    if report.alpha_flattened > 0 {
+        let hint = match a.alpha_background {
+            None => "; --alpha-background R,G,B composites onto a colour instead",
+            Some(_) => "",
+        };
+        writeln!(
+            out,
+            "{} images had transparency: {}{hint}",
+            report.alpha_flattened, report.alpha_flattening
+        )?;
+    }
     if !report.skipped.is_empty() {
         writeln!(out, "skipped {} unreadable images:", report.skipped.len())?;
         for (_, why) in &report.skipped {

@@ -76,6 +76,7 @@ fn writer_configs() -> Vec<(&'static str, FieldSpec)> {
         jpeg_quality: 90,
         jpeg_passthrough: passthrough,
         jpeg_restart_interval: restart,
+        alpha_background: None,
     };
     vec![
         ("jpg-default", FieldSpec::rgb_image("image", o(WriteMode::Jpg, None, true, 1))),

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
-use arrow_array::Array;
 use arrow_array::types::{Int64Type, UInt64Type};
+use arrow_array::Array;
 use beton_loader::{Loader, OrderOption, Parts};
 use beton_query::versioned::{ExportOptions, VersionRef, VersionedDataset};
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};

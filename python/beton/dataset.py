@@ -425,7 +425,9 @@ class Dataset:
     ------
     OSError
         For a path that cannot be read; for a URL, ``MissingFileError`` (404),
-        ``AccessDeniedError`` (403, no credentials) or ``BetonIOError`` naming it.
+        ``AccessDeniedError`` (401/403, no credentials; never retried) or ``BetonIOError``
+        naming it and what failed (a dataset directory's listing, a ``HEAD``): a store that never
+        answered fails in ``BETON_REMOTE_OPEN_RETRY_SECONDS`` (default 5 s; docs/REMOTE.md).
     beton.CorruptFileError
         For a file whose bytes break the format (the message names the offset).
     ValueError
@@ -1330,7 +1332,8 @@ class Dataset:
 
     @_edit
     def append(self, source, message: str = "", image_field: str = "image", label_field: str = "label",
-               progress: bool = True, path_field: str = "path", **writer_options) -> "Dataset":
+               progress: bool = True, path_field: str = "path", alpha_background=None,
+               **writer_options) -> "Dataset":
         """Adds rows, as a new version.
 
         An ImageFolder's labels follow the dataset's class names: each image gets the label
@@ -1354,6 +1357,10 @@ class Dataset:
             is installed (``pip install beton[progress]``); a ``.beton`` file is linked at once.
         path_field : str, default 'path'
             The text field an ImageFolder's image paths go into, when the dataset has it.
+        alpha_background : tuple of 3 int, optional
+            What an ImageFolder's images with transparency are flattened onto, as
+            ``DatasetWriter(alpha_background=)``: ``None`` drops alpha as FFCV does (with a
+            ``UserWarning`` when an image had transparency), ``(r, g, b)`` composites.
         **writer_options
             ``RGBImageField`` options for an ImageFolder's images (``write_mode``,
             ``max_resolution``, ``jpeg_quality``, ...).
@@ -1380,12 +1387,13 @@ class Dataset:
         native = self._editable("append")
         if os.path.isdir(source):
             from beton.fields import RGBImageField
-            from beton.writer import _progress
+            from beton.writer import _progress, _rgb
 
             image = RGBImageField(**writer_options).native()
             with _progress(None, progress) as report:
                 native.append_imagefolder(str(source), image_field, label_field, path_field, image,
-                                          message=message, progress=report)
+                                          message=message, progress=report,
+                                          alpha_background=_rgb("alpha_background", alpha_background))
         else:
             native.append_file(str(source), message)
         return self
@@ -1646,7 +1654,9 @@ def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Datas
     ------
     OSError
         For a path that cannot be read; for a URL, ``MissingFileError`` (404),
-        ``AccessDeniedError`` (403, no credentials) or ``BetonIOError`` naming it.
+        ``AccessDeniedError`` (401/403, no credentials; never retried) or ``BetonIOError``
+        naming it and what failed (a dataset directory's listing, a ``HEAD``): a store that never
+        answered fails in ``BETON_REMOTE_OPEN_RETRY_SECONDS`` (default 5 s; docs/REMOTE.md).
     beton.CorruptFileError
         For a file that breaks the format (the message names the byte offset).
     ValueError

@@ -143,6 +143,19 @@ def _field_matches(field: Field, kind: str, details) -> bool:
     return True
 
 
+def _rgb(name: str, value) -> Optional[tuple]:
+    """``value`` as an ``(r, g, b)`` tuple of ints 0 to 255, or None."""
+    if value is None:
+        return None
+    try:
+        rgb = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        rgb = ()
+    if len(rgb) != 3 or not all(0 <= v <= 255 for v in rgb):
+        raise ValueError(f"{name} is {value!r}: three ints 0 to 255, (r, g, b), e.g. (255, 255, 255)")
+    return rgb
+
+
 def _native_of(dataset):
     """The native ``Dataset`` or ``Version`` behind a beton dataset, else None."""
     from beton.dataset import Dataset
@@ -186,6 +199,16 @@ class DatasetWriter:
     skip_bad : bool, default False
         Leave out samples whose images cannot be read or decoded instead of failing the
         write; the report's ``skipped`` lists ``(index, why)`` (``why`` names the file).
+    alpha_background : tuple of 3 int, optional
+        What images with transparency (PNGs with alpha or ``tRNS``, RGBA arrays) are flattened
+        onto. ``None`` (the default) drops alpha and keeps the colour channels, as FFCV does,
+        which shows colours hidden under transparent pixels (often black squares in clip art);
+        ``(r, g, b)`` composites each pixel onto that colour, straight alpha rounded to
+        nearest: ``out = round((a * c + (255 - a) * bg) / 255)`` per channel. The report's
+        ``alpha_flattened`` counts the images that had a pixel with alpha below 255 and
+        ``alpha_flattening`` says how they were flattened; with alpha dropped the write also
+        warns (``UserWarning``). PIL images are given as Pillow's ``convert("RGB")`` makes them
+        (alpha dropped in Python, not counted); pass file paths, bytes or RGBA arrays instead.
 
     Examples
     --------
@@ -197,9 +220,11 @@ class DatasetWriter:
     """
 
     def __init__(self, fname, fields: Dict[str, Field], page_size: int = 8 << 20, num_workers: int = -1,
-                 seed: int = 0, progress: bool = True, skip_bad: bool = False):
+                 seed: int = 0, progress: bool = True, skip_bad: bool = False,
+                 alpha_background: Optional[Sequence[int]] = None):
         self.fname = str(fname)
         self.skip_bad = bool(skip_bad)
+        self.alpha_background = _rgb("alpha_background", alpha_background)
         self.fields = dict(fields)
         self.page_size = int(page_size)
         self.num_workers = 0 if num_workers is None or num_workers < 0 else int(num_workers)
@@ -235,7 +260,8 @@ class DatasetWriter:
             report = _native.write(path, native_fields(self.fields), n, sample,
                                    page_size=self.page_size, num_workers=self.num_workers,
                                    seed=self.seed, chunk_size=chunk_size, progress=progress,
-                                   skip_bad=self.skip_bad, columnar_copy=stays and finish is None)
+                                   skip_bad=self.skip_bad, columnar_copy=stays and finish is None,
+                                   alpha_background=self.alpha_background)
             if finish is not None:
                 finish(path)  # rewrites part of the file: its copy is made after
                 if stays:
@@ -579,7 +605,8 @@ class DatasetWriter:
             return publish(_native.write_arrow(
                 path, native_fields(self.fields), data, page_size=self.page_size,
                 num_workers=self.num_workers, seed=self.seed, chunk_size=_arrow_chunk_size(self.fields, data),
-                progress=progress, skip_bad=self.skip_bad, columnar_copy=stays))
+                progress=progress, skip_bad=self.skip_bad, columnar_copy=stays,
+                alpha_background=self.alpha_background))
 
 
 def _save_classes(path: str, classes) -> None:

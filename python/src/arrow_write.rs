@@ -510,7 +510,8 @@ pub(crate) fn import_stream(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatchSt
 /// as `write`'s.
 #[pyfunction]
 #[pyo3(signature = (path, fields, stream, page_size = 8 << 20, num_workers = 0, seed = 0,
-                    chunk_size = 256, progress = None, skip_bad = false, columnar_copy = true))]
+                    chunk_size = 256, progress = None, skip_bad = false, columnar_copy = true,
+                    alpha_background = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_arrow<'py>(
     py: Python<'py>,
@@ -524,8 +525,9 @@ pub(crate) fn write_arrow<'py>(
     progress: Option<Py<PyAny>>,
     skip_bad: bool,
     columnar_copy: bool,
+    alpha_background: Option<(u8, u8, u8)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let specs = crate::writer::field_specs(&fields)?;
+    let specs = crate::writer::with_alpha_background(crate::writer::field_specs(&fields)?, alpha_background);
     let reader = import_stream(&stream)?;
     let schema = reader.schema();
     if schema.fields().len() != specs.len() {

@@ -288,6 +288,12 @@ impl Dataset {
     #[pyo3(signature = (index, decode_images = true))]
     fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
         let i = sample_index(index, self.inner.num_samples())?;
+        if self.inner.is_remote() {
+            // Its payloads fetched without the GIL (the handle keeps their blocks for the read
+            // below); errors come from that read.
+            let ds = Arc::clone(&self.inner);
+            py.detach(|| (0..ds.fields().len()).for_each(|k| drop(ds.get(i, k))));
+        }
         let fields = self.inner.fields().iter().map(|f| (f.name(), f.field_type()));
         sample_dict(py, decode_images, fields, |k, _, _| self.inner.get(i, k).map(Some).map_err(from_storage))
     }
@@ -331,8 +337,10 @@ impl Dataset {
     }
 
     /// The named splits, by name.
-    fn splits(&self) -> PyResult<BTreeMap<String, IndexSet>> {
-        Ok(splits::all(&self.inner)
+    fn splits(&self, py: Python<'_>) -> PyResult<BTreeMap<String, IndexSet>> {
+        let ds = Arc::clone(&self.inner);
+        Ok(py
+            .detach(|| splits::all(&ds))
             .map_err(from_query)?
             .into_iter()
             .map(|(n, s)| (n, IndexSet::of(s, self.source())))
@@ -340,8 +348,9 @@ impl Dataset {
     }
 
     /// Named split `name`.
-    fn split(&self, name: &str) -> PyResult<IndexSet> {
-        Ok(IndexSet::of(splits::get(&self.inner, name).map_err(from_query)?, self.source()))
+    fn split(&self, py: Python<'_>, name: &str) -> PyResult<IndexSet> {
+        let ds = Arc::clone(&self.inner);
+        Ok(IndexSet::of(py.detach(|| splits::get(&ds, name)).map_err(from_query)?, self.source()))
     }
 
     /// Adds or replaces named splits in the file, in one crash-safe update.
@@ -366,8 +375,9 @@ impl Dataset {
 
     /// The class names stored in the file, or None.
     #[getter]
-    fn classes(&self) -> PyResult<Option<Vec<String>>> {
-        self.inner.classes().map_err(from_storage)
+    fn classes(&self, py: Python<'_>) -> PyResult<Option<Vec<String>>> {
+        let ds = Arc::clone(&self.inner);
+        py.detach(|| ds.classes()).map_err(from_storage)
     }
 
     /// Stores class names in the file (None removes them), in one crash-safe update.

@@ -230,7 +230,7 @@ fn storage_kind(e: &beton_storage::Error) -> (Kind, Where) {
             at.errno = Some(13);
             Kind::Io
         }
-        E::Remote { url, .. } => {
+        E::Remote { url, .. } | E::RemoteUnavailable { url, .. } => {
             at.path = Some(url.clone());
             Kind::Io
         }

@@ -188,6 +188,8 @@ macro_rules! image_field {
                     jpeg_quality,
                     jpeg_passthrough,
                     jpeg_restart_interval,
+                    // Set for every image field by the writer (`DatasetWriter(alpha_background=)`).
+                    alpha_background: None,
                 };
                 Ok(field)
             }

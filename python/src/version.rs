@@ -69,6 +69,14 @@ fn manifest_dict<'py>(py: Python<'py>, m: &Manifest) -> PyResult<Bound<'py, PyDi
 }
 
 impl Version {
+    /// The opened version with its table's column and split files read, without the GIL (they
+    /// come from the store for a dataset on object storage; the view keeps them).
+    fn opened_with_table(&self, py: Python<'_>) -> PyResult<Arc<Opened>> {
+        let opened = self.opened();
+        py.detach(|| opened.view.table().map(drop)).map_err(from_query)?;
+        Ok(opened)
+    }
+
     pub(crate) fn opened(&self) -> Arc<Opened> {
         Arc::clone(&self.state.read().unwrap_or_else(|e| e.into_inner()))
     }
@@ -172,10 +180,11 @@ impl Version {
         Ok(Version { state: RwLock::new(opened) })
     }
 
-    /// True when `path` is a dataset directory.
+    /// True when `path` is a dataset directory. For a URL, one listing of its `_versions/`
+    /// (without the GIL), whose refusal or unreachable store raises, naming the listing.
     #[staticmethod]
-    fn is_dataset_dir(path: PathBuf) -> bool {
-        VersionedDataset::is_dataset_dir(&path)
+    fn is_dataset_dir(py: Python<'_>, path: PathBuf) -> PyResult<bool> {
+        py.detach(|| VersionedDataset::probe(&path)).map_err(from_query)
     }
 
     /// The directory, or the URL of a dataset on object storage (its local mirror is hidden).
@@ -215,11 +224,16 @@ impl Version {
     /// Sample `index` of this version, as `Dataset.get`.
     #[pyo3(signature = (index, decode_images = true))]
     fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
-        let opened = self.opened();
+        let opened = self.opened_with_table(py)?;
         let i = sample_index(index, opened.version.num_rows())?;
         // Each value from its column file where one holds it, else from its data file.
         let table = opened.view.table().map_err(from_query)?;
         let schema = opened.view.schema().map_err(from_query)?;
+        if beton_query::versioned::remote::url_of(opened.version.dir()).is_some() {
+            // Its payloads fetched without the GIL (the data files' handles keep their blocks
+            // for the read below); errors come from that read.
+            py.detach(|| schema.iter().for_each(|(name, ty)| drop(table.value(i, name, ty))));
+        }
         let fields = schema.iter().map(|(name, ty)| (name.as_str(), ty));
         sample_dict(py, decode_images, fields, |_, name, ty| table.value(i, name, ty).map_err(from_query))
     }
@@ -250,8 +264,8 @@ impl Version {
     }
 
     /// The column names of the table.
-    fn column_names(&self) -> PyResult<Vec<String>> {
-        let opened = self.opened();
+    fn column_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let opened = self.opened_with_table(py)?;
         let table = opened.view.table().map_err(from_query)?;
         Ok(table.column_names().into_iter().map(String::from).collect())
     }
@@ -271,8 +285,8 @@ impl Version {
     }
 
     /// The named splits (as indices of this version), by name.
-    fn splits(&self) -> PyResult<BTreeMap<String, IndexSet>> {
-        let opened = self.opened();
+    fn splits(&self, py: Python<'_>) -> PyResult<BTreeMap<String, IndexSet>> {
+        let opened = self.opened_with_table(py)?;
         let table = opened.view.table().map_err(from_query)?;
         opened
             .version
@@ -287,8 +301,8 @@ impl Version {
     }
 
     /// Named split `name`.
-    fn split(&self, name: &str) -> PyResult<IndexSet> {
-        let opened = self.opened();
+    fn split(&self, py: Python<'_>, name: &str) -> PyResult<IndexSet> {
+        let opened = self.opened_with_table(py)?;
         let table = opened.view.table().map_err(from_query)?;
         let set = table.split(name).map_err(from_query)?.as_ref().clone();
         Ok(IndexSet::of(set, Source::Version(Arc::clone(&opened))))
@@ -296,18 +310,21 @@ impl Version {
 
     /// Every committed version's log entry, oldest first.
     fn versions<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let all = self.opened().version.versions().map_err(from_query)?;
+        let opened = self.opened();
+        let all = py.detach(|| opened.version.versions()).map_err(from_query)?;
         all.iter().map(|m| manifest_dict(py, m)).collect()
     }
 
     /// `{tag: version}`.
-    fn tags(&self) -> PyResult<BTreeMap<String, u64>> {
-        self.opened().version.tags().map_err(from_query)
+    fn tags(&self, py: Python<'_>) -> PyResult<BTreeMap<String, u64>> {
+        let opened = self.opened();
+        py.detach(|| opened.version.tags()).map_err(from_query)
     }
 
     /// Names this version.
-    fn tag(&self, name: &str) -> PyResult<()> {
-        self.opened().version.tag(name).map_err(from_query)
+    fn tag(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let opened = self.opened();
+        py.detach(|| opened.version.tag(name)).map_err(from_query)
     }
 
     /// Deletes a tag; returns the version it named.
@@ -455,7 +472,7 @@ impl Version {
     /// Returns the report: `num_samples`, `skipped`, `added_classes`, `classes`, `with_path`.
     #[pyo3(signature = (root, image_field = "image".to_string(), label_field = "label".to_string(),
                         path_field = "path".to_string(), field = None, num_workers = 0, skip_bad = false,
-                        message = String::new(), progress = None))]
+                        message = String::new(), progress = None, alpha_background = None))]
     #[allow(clippy::too_many_arguments)]
     fn append_imagefolder<'py>(
         &self,
@@ -469,10 +486,14 @@ impl Version {
         skip_bad: bool,
         message: String,
         progress: Option<Py<PyAny>>,
+        alpha_background: Option<(u8, u8, u8)>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (export, interrupted) = crate::progress::export_options(num_workers, progress);
+        let mut image: beton_storage::ImageOptions =
+            field.map(|f| f.spec(image_field.clone()).image).unwrap_or_default();
+        image.alpha_background = alpha_background.map(|(r, g, b)| [r, g, b]);
         let options = beton_query::versioned::ImageFolderOptions {
-            image: field.map(|f| f.spec(image_field.clone()).image).unwrap_or_default(),
+            image,
             image_field,
             label_field,
             path_field,
@@ -493,11 +514,14 @@ impl Version {
         let r = report.expect("set by a successful append");
         let out = PyDict::new(py);
         out.set_item("num_samples", r.write.num_samples)?;
-        let skipped: Vec<(u64, String)> = r.write.skipped;
+        let skipped: Vec<(u64, String)> = r.write.skipped.clone();
         out.set_item("skipped", skipped)?;
         out.set_item("added_classes", r.added_classes)?;
         out.set_item("classes", r.classes)?;
         out.set_item("with_path", r.with_path)?;
+        crate::writer::warn_alpha_dropped(py, &r.write)?;
+        out.set_item("alpha_flattened", r.write.alpha_flattened)?;
+        out.set_item("alpha_flattening", r.write.alpha_flattening.clone())?;
         Ok(out)
     }
 

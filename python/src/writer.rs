@@ -60,10 +60,23 @@ pub(crate) fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValu
     })
 }
 
+/// `specs` with every image field flattening transparency onto `background` (`None`: alpha
+/// dropped, FFCV's behaviour): `DatasetWriter(alpha_background=)`.
+pub(crate) fn with_alpha_background(
+    mut specs: Vec<FieldSpec>,
+    background: Option<(u8, u8, u8)>,
+) -> Vec<FieldSpec> {
+    for spec in specs.iter_mut().filter(|s| s.ty.is_image()) {
+        spec.image.alpha_background = background.map(|(r, g, b)| [r, g, b]);
+    }
+    specs
+}
+
 /// Writes `num_samples` samples, `get(i)` giving sample i's values in field order.
 #[pyfunction]
 #[pyo3(signature = (path, fields, num_samples, get, page_size = 8 << 20, num_workers = 0, seed = 0,
-                    chunk_size = 256, progress = None, skip_bad = false, columnar_copy = true))]
+                    chunk_size = 256, progress = None, skip_bad = false, columnar_copy = true,
+                    alpha_background = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write<'py>(
     py: Python<'py>,
@@ -78,8 +91,9 @@ pub(crate) fn write<'py>(
     progress: Option<Py<PyAny>>,
     skip_bad: bool,
     columnar_copy: bool,
+    alpha_background: Option<(u8, u8, u8)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let specs = field_specs(&fields)?;
+    let specs = with_alpha_background(field_specs(&fields)?, alpha_background);
     let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let (options, interrupted) = options(page_size, num_workers, seed, chunk_size, progress, skip_bad);
@@ -187,7 +201,26 @@ pub(crate) fn report<'py>(
     if columnar_copy {
         py.detach(|| beton_query::columnar::after_write(&report.path));
     }
+    warn_alpha_dropped(py, &report)?;
     report_dict(py, &report)
+}
+
+/// A `UserWarning` when images with transparency were written with their alpha dropped (the
+/// default, FFCV's behaviour), which shows the colours under transparent pixels: the report
+/// counts them, but a report is easy to leave unread.
+pub(crate) fn warn_alpha_dropped(py: Python<'_>, report: &beton_storage::WriteReport) -> PyResult<()> {
+    if report.alpha_flattened == 0 || report.alpha_flattening.contains("composited") {
+        return Ok(());
+    }
+    let message = std::ffi::CString::new(format!(
+        "{}: {} images had transparency, flattened with {}: colours under transparent pixels \
+         show; pass alpha_background=(r, g, b) to composite onto a colour instead",
+        report.path.display(),
+        report.alpha_flattened,
+        report.alpha_flattening
+    ))
+    .unwrap_or_default();
+    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &message, 1)
 }
 
 /// Makes the columnar copy of the file at `path` where a writer would (`columnar::after_write`):
@@ -198,13 +231,14 @@ pub(crate) fn make_columnar_copy(py: Python<'_>, path: PathBuf) {
 }
 
 /// A write's report as the dict Python gets: `path`, `num_samples`, `num_pages`, `file_len`,
-/// `skipped`.
+/// `skipped`, `alpha_flattened` (images with transparency flattened) and `alpha_flattening`
+/// (how).
 pub(crate) fn report_dict<'py>(
     py: Python<'py>,
     report: &beton_storage::WriteReport,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    set_fields!(d, report; path, num_samples, num_pages, file_len, skipped);
+    set_fields!(d, report; path, num_samples, num_pages, file_len, skipped, alpha_flattened, alpha_flattening);
     Ok(d)
 }
 

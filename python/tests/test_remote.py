@@ -289,3 +289,84 @@ def test_the_writer_writes_files_and_dataset_directories_to_s3(moto, s3env, tmp_
     assert len(beton.open("s3://data/w/dir")) == 100
     assert beton.open("s3://data/w/dir/").path == "s3://data/w/dir/"
     assert not os.path.exists("s3:")  # nothing written to a local path named after the URL
+
+
+# ---------------------------------------------------------------------------------------------
+# Failures at open: fast and named (issue 36, item 8). Bounds are relative to the minute a store
+# that answered before gets (BETON_REMOTE_RETRY_SECONDS, default 60): a refusal is not retried,
+# a store that never answered gets BETON_REMOTE_OPEN_RETRY_SECONDS (default 5).
+
+def closed_port():
+    """A loopback port nothing listens on (connections to it are refused)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_refused_dataset_listing_is_access_denied_at_once(s3env, monkeypatch):
+    strict = Moto({"INITIAL_NO_AUTH_ACTION_COUNT": "0"})  # an unknown key is refused (403)
+    try:
+        s3env(strict.url)
+        monkeypatch.setenv("BETON_REMOTE_RETRY_SECONDS", "60")
+        for url in ("s3://data/dirs/ds/", "s3://data/dirs/ds"):
+            started = time.monotonic()
+            with pytest.raises(beton.AccessDeniedError,
+                               match=r"s3://data/dirs/ds/_versions/: access denied: listing it: .*403"):
+                beton.open(url)
+            assert time.monotonic() - started < 30, url  # was: retried for the whole minute
+    finally:
+        strict.stop()
+
+
+def test_an_endpoint_refusing_connections_fails_open_in_seconds_naming_what_failed(s3env, monkeypatch):
+    s3env(f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.delenv("BETON_REMOTE_RETRY_SECONDS")  # the default minute
+    started = time.monotonic()
+    with pytest.raises(beton.BetonIOError) as e:
+        beton.open("s3://refusing/ds/")
+    assert time.monotonic() - started < 30  # was 121 s: a minute's listing, then a minute's HEAD
+    text = str(e.value)
+    assert text.startswith("s3://refusing/ds/_versions/: listing it failed after "), text
+    assert "never answered" in text and "BETON_REMOTE_OPEN_RETRY_SECONDS" in text and "onnect" in text, text
+    assert "not a dataset" not in text
+    with pytest.raises(beton.BetonIOError, match=r"^s3://refusing/x\.beton: reading its metadata \(HEAD\) failed after"):
+        beton.open("s3://refusing/x.beton")
+    with pytest.raises(beton.BetonIOError, match=r"listing it failed"):
+        write_one_row("s3://refusing/w")
+
+
+def write_one_row(url):
+    from beton.fields import IntField
+    from beton.writer import DatasetWriter
+
+    return DatasetWriter(url, {"x": IntField()}, progress=False).from_indexed_dataset([{"x": 1}])
+
+
+def test_opening_an_unreachable_url_lets_other_threads_run(s3env, monkeypatch):
+    import threading
+
+    s3env(f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("BETON_REMOTE_OPEN_RETRY_SECONDS", "2")
+    for url in ("s3://gil/ds/", "s3://gil/x.beton"):
+        ticks, stop = [], threading.Event()
+
+        def tick():
+            while not stop.is_set():
+                ticks.append(time.monotonic())
+                time.sleep(0.002)
+
+        thread = threading.Thread(target=tick)
+        thread.start()
+        try:
+            started = time.monotonic()
+            with pytest.raises(OSError):
+                beton.open(url)
+            ended = time.monotonic()
+        finally:
+            stop.set()
+            thread.join()
+        during = sum(started < t < ended for t in ticks)
+        # Holding the GIL through the ~2 s of retries, the thread could not tick at all.
+        assert ended - started > 1.5 and during > 100, (url, ended - started, during)

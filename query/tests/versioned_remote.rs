@@ -173,3 +173,71 @@ fn a_dataset_directory_behind_a_url() {
     let kept = &v15.manifest().fragments.last().unwrap().data_file;
     assert!(v15.dir().join(kept).is_file());
 }
+
+/// An HTTP server on 127.0.0.1 answering every request with `status`, counting them.
+fn answering(status: &'static str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0u64;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let _ = reader.take(length).read_to_end(&mut Vec::new());
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (url, count)
+}
+
+#[test]
+fn a_dataset_url_whose_listing_fails_says_why_instead_of_not_a_dataset() {
+    // Refused: access denied naming the listing, after one request (no retries), for a folder
+    // URL; for a URL that may be a file, after a HEAD that is refused too.
+    let (base, count) = answering("403 Forbidden");
+    for (url, requests) in [(format!("{base}/ds/"), 1), (format!("{base}/ds"), 2)] {
+        let before = count.load(std::sync::atomic::Ordering::SeqCst);
+        match VersionedDataset::probe(Path::new(&url)) {
+            Err(beton_query::Error::Storage(beton_storage::Error::RemoteDenied { url: listing, what })) => {
+                assert_eq!(listing, format!("{base}/ds/_versions/"));
+                assert!(what.starts_with("listing it: "), "{what}");
+            }
+            other => panic!("{url}: {other:?}"),
+        }
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst) - before, requests, "{url}");
+        assert!(!VersionedDataset::is_dataset_dir(Path::new(&url)));
+    }
+    // A server that cannot list (no WebDAV): not a dataset, so the URL may be a file.
+    let (base, count) = answering("405 Method Not Allowed");
+    assert!(!VersionedDataset::probe(Path::new(&format!("{base}/file"))).unwrap());
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Nothing listening: the listing's error, within the open budget (5 s by default), not the
+    // minute of BETON_REMOTE_RETRY_SECONDS.
+    let port = std::net::TcpListener::bind("127.0.0.2:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.2:{port}/ds/");
+    let started = std::time::Instant::now();
+    match VersionedDataset::probe(Path::new(&url)) {
+        Err(beton_query::Error::Storage(beton_storage::Error::RemoteUnavailable { url: listing, what })) => {
+            assert_eq!(listing, format!("{url}_versions/"));
+            assert!(
+                what.starts_with("listing it failed after ") && what.contains("never answered"),
+                "{what}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
+}

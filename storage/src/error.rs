@@ -194,9 +194,20 @@ pub enum Error {
         what: String,
     },
 
-    /// Reading an object on remote storage failed after every retry (timeouts, 5xx, connection
-    /// resets), or the object changed since it was opened (its ETag differs): names the URL
-    /// and the byte range that could not be read.
+    /// Remote storage could not be reached (connection refused, DNS failure, timeouts) or kept
+    /// failing (5xx, connection resets) for the whole retry budget: names the URL, what failed
+    /// (a listing, a byte range), the tries, the budget and its variable, and the last error.
+    #[error("{url}: {what}")]
+    RemoteUnavailable {
+        /// The URL.
+        url: String,
+        /// What failed, how long it was tried and the last error.
+        what: String,
+    },
+
+    /// A request to remote storage failed in a way another try would not change (a bad URL, a
+    /// request the server does not support), or the object changed since it was opened (its
+    /// ETag differs): names the URL and what failed.
     #[error("{url}: {what}")]
     Remote {
         /// The URL.

@@ -93,8 +93,10 @@ impl OpenOptions {
     /// [`OpenOptions::open`] does. Payloads are fetched when read. Errors name the URL.
     ///
     /// # Errors
-    /// [`Error::RemoteNotFound`], [`Error::RemoteDenied`], [`Error::Remote`] (after retries),
-    /// and every error of [`OpenOptions::open`].
+    /// [`Error::RemoteNotFound`], [`Error::RemoteDenied`], [`Error::RemoteUnavailable`] (after
+    /// retries: within [`RemoteOptions::open_retry_for`](crate::RemoteOptions::open_retry_for)
+    /// for a store that does not answer), [`Error::Remote`], and every error of
+    /// [`OpenOptions::open`].
     pub fn open_url(&self, url: &str) -> Result<Dataset> {
         let options = match &self.remote {
             Some(o) => o.clone(),

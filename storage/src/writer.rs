@@ -10,9 +10,11 @@
 //! (and the directory fsynced), so an error, a panic or a crash never leaves a partial `.beton`
 //! at the destination and never harms a file already there.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -171,6 +173,13 @@ pub struct WriteReport {
     pub file_len: u64,
     /// Samples left out with [`WriterOptions::skip_bad`]: their index in the source, and why.
     pub skipped: Vec<(u64, String)>,
+    /// Images written with transparency flattened: sources with a pixel whose alpha is below
+    /// 255 (PNGs with alpha or `tRNS`, RGBA pixels). How: [`WriteReport::alpha_flattening`].
+    pub alpha_flattened: u64,
+    /// How the image fields flatten transparency (their [`ImageOptions::alpha_background`]):
+    /// `"alpha dropped (FFCV's behaviour)"` or `"composited onto (r, g, b)"`, one entry per
+    /// image field (`"image: ..."`) when the fields differ; empty without image fields.
+    pub alpha_flattening: String,
 }
 
 /// A source error type the writer accepts from callbacks and iterators.
@@ -183,6 +192,8 @@ pub struct Writer {
     layout: RowLayout,
     options: WriterOptions,
     pool: rayon::ThreadPool,
+    /// Images whose transparency was flattened, over the samples encoded so far.
+    alpha_flattened: AtomicU64,
 }
 
 impl std::fmt::Debug for Writer {
@@ -293,7 +304,7 @@ impl Writer {
             .thread_name(|i| format!("beton-writer-{i}"))
             .build()
             .map_err(|e| invalid("num_threads", e.to_string()))?;
-        Ok(Writer { path, fields, layout, options, pool })
+        Ok(Writer { path, fields, layout, options, pool, alpha_flattened: AtomicU64::new(0) })
     }
 
     /// Writes `num_samples` samples, sample `i` from `source(i)` (called from the encoding
@@ -555,7 +566,17 @@ impl Writer {
             // Make the rename itself durable.
             let _ = d.sync_all();
         }
-        Ok(WriteReport { path: self.path, num_samples, num_pages, file_len, skipped })
+        let alpha_flattened = self.alpha_flattened.load(Ordering::Relaxed);
+        let alpha_flattening = self.alpha_flattening();
+        Ok(WriteReport {
+            path: self.path,
+            num_samples,
+            num_pages,
+            file_len,
+            skipped,
+            alpha_flattened,
+            alpha_flattening,
+        })
     }
 
     /// Writes `num_samples` samples of a table-only schema (fields without payloads: int,
@@ -605,7 +626,7 @@ impl Writer {
                             for (k, (f, &offset)) in fields {
                                 let kind = f.ty.kind();
                                 let slot = &mut row[offset..offset + kind.slot().size];
-                                let cx = EncodeContext { image: &f.image, draw };
+                                let cx = EncodeContext { image: &f.image, draw, alpha_flattened: None };
                                 kind.encode(value(k, index), slot, &cx)
                                     .map_err(|e| e.in_sample(index, &f.name))?;
                             }
@@ -667,16 +688,40 @@ impl Writer {
         }
         let mut row = vec![0u8; self.layout.size];
         let mut payloads = Vec::new();
+        // Counted for the report once the whole sample encodes (a skipped sample is not written).
+        let flattened = Cell::new(0);
         for ((f, &offset), value) in self.fields.iter().zip(&self.layout.offsets).zip(sample) {
             let kind = f.ty.kind();
             let slot = &mut row[offset..offset + kind.slot().size];
-            let cx = EncodeContext { image: &f.image, draw: self.draw(index) };
+            let cx =
+                EncodeContext { image: &f.image, draw: self.draw(index), alpha_flattened: Some(&flattened) };
             if let Some(payload) = kind.encode(value, slot, &cx).map_err(|e| e.in_sample(index, &f.name))? {
                 let ptr_at = offset + f.ty.payload_ptr_offset().expect("payload fields have a pointer");
                 payloads.push((ptr_at, payload));
             }
         }
+        self.alpha_flattened.fetch_add(flattened.get(), Ordering::Relaxed);
         Ok(Encoded { row, payloads })
+    }
+
+    /// [`WriteReport::alpha_flattening`]: how the image fields flatten transparency.
+    fn alpha_flattening(&self) -> String {
+        let how = |f: &FieldSpec| match f.image.alpha_background {
+            None => "alpha dropped (FFCV's behaviour)".to_string(),
+            Some([r, g, b]) => format!("composited onto ({r}, {g}, {b})"),
+        };
+        let images: Vec<&FieldSpec> = self.fields.iter().filter(|f| f.ty.is_image()).collect();
+        match images.split_first() {
+            None => String::new(),
+            Some((first, rest))
+                if rest.iter().all(|f| f.image.alpha_background == first.image.alpha_background) =>
+            {
+                how(first)
+            }
+            Some(_) => {
+                images.iter().map(|f| format!("{}: {}", f.name, how(f))).collect::<Vec<_>>().join("; ")
+            }
+        }
     }
 
     /// A uniform number in [0, 1) for sample `index`, from the seed alone (splitmix64).

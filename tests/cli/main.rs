@@ -6,6 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod alpha;
 mod gallery;
 mod progress;
 mod show_explain;

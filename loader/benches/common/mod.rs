@@ -36,6 +36,7 @@ pub fn dataset_in(files: &[PathBuf], max_res: u32, write_mode: WriteMode, restar
         max_resolution: Some(max_res),
         jpeg_quality: 90,
         jpeg_passthrough: true,
+        alpha_background: None,
     };
     Writer::new(&path, vec![FieldSpec::rgb_image("image", options)], WriterOptions::default())
         .unwrap()

@@ -118,13 +118,28 @@ pub struct VersionedDataset {
 
 impl VersionedDataset {
     /// True when `path` is a dataset directory (it has a `_versions` folder; at a URL that does
-    /// not end in `.beton`, the store has a version).
+    /// not end in `.beton`, the store has a version). For a URL whose listing fails, false:
+    /// [`VersionedDataset::probe`] says why.
     pub fn is_dataset_dir(path: &Path) -> bool {
+        Self::probe(path).unwrap_or(false)
+    }
+
+    /// [`VersionedDataset::is_dataset_dir`], with the errors of a URL's listing: refused access
+    /// and a store that cannot be reached are errors naming the listing's URL, not "not a
+    /// dataset" (see [`remote::has_versions`]).
+    ///
+    /// # Errors
+    /// Remote errors of the listing of `_versions/` at a URL.
+    pub fn probe(path: &Path) -> Result<bool> {
         if remote::is_url(path) {
             // A `.beton` URL is a file: no listing of its `_versions/` for every open.
             let file = path.to_str().is_some_and(|p| p.trim_end_matches('/').ends_with(".beton"));
-            return !file && remote::has_versions(path);
+            return Ok(!file && remote::has_versions(path)?);
         }
+        Ok(Self::is_local_dataset_dir(path))
+    }
+
+    fn is_local_dataset_dir(path: &Path) -> bool {
         // A mirror of a URL: a dataset when the store has a version.
         if remote::url_of(path).is_some() {
             return list_versions(path).is_ok_and(|v| !v.is_empty());

@@ -86,12 +86,32 @@ pub fn url_of(dir: &Path) -> Option<String> {
     lock().get(dir).map(|r| r.base.clone())
 }
 
-/// Whether the store has a version of the dataset at `url` (one listing; no mirror is made).
-pub fn has_versions(url: &Path) -> bool {
-    let Some(url) = url.to_str() else { return false };
+/// Whether the store has a version of the dataset at `url` (one listing of its `_versions/`;
+/// no mirror is made). `Ok(false)` when it has none, or when the store cannot list the URL as a
+/// folder (a 404, an HTTP server without listings): the URL may then name a file.
+///
+/// # Errors
+/// What keeps the listing from answering, naming the listing's URL: access refused (401/403)
+/// unless `url` itself is an object this process may read (a file, whose folder it may not
+/// list); a store that cannot be reached or keeps failing, after the retry budget
+/// (`BETON_REMOTE_OPEN_RETRY_SECONDS` for a store that never answered). Never a wait of the
+/// whole budget for a refusal, never "not a dataset" for a store that did not answer.
+pub fn has_versions(url: &Path) -> Result<bool> {
+    let Some(url) = url.to_str() else { return Ok(false) };
     let base = if url.ends_with('/') { url.to_string() } else { format!("{url}/") };
-    objects::list(&format!("{base}{}/", commit::VERSIONS_DIR))
-        .is_ok_and(|names| names.iter().any(|n| n.ends_with(".json")))
+    match objects::list(&format!("{base}{}/", commit::VERSIONS_DIR)) {
+        Ok(names) => Ok(names.iter().any(|n| n.ends_with(".json"))),
+        // No such folder, or not a store that lists (a plain HTTP server: 405, 501).
+        Err(beton_storage::Error::RemoteNotFound { .. } | beton_storage::Error::Remote { .. }) => Ok(false),
+        // Refused: a dataset we may not read, or a file we may read in a folder we may not list.
+        Err(denied @ beton_storage::Error::RemoteDenied { .. }) => {
+            match url.ends_with('/') || !objects::exists(url).unwrap_or(false) {
+                true => Err(denied.into()),
+                false => Ok(false),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// How errors name the dataset at `dir`: its URL for a mirror, else the directory.

@@ -75,7 +75,10 @@ impl FieldKind for Image {
             SampleValue::Image(src) => src,
             v => return Err(mismatch(self, &v)),
         };
-        let img = image::encode_image(&src, cx.image, self.channels, cx.draw)?;
+        let (img, flattened) = image::encode_image_flattened(&src, cx.image, self.channels, cx.draw)?;
+        if let (true, Some(count)) = (flattened, cx.alpha_flattened) {
+            count.set(count.get() + 1);
+        }
         slot[0] = img.mode as u8;
         slot[1..3].copy_from_slice(&img.width.to_le_bytes());
         slot[3..5].copy_from_slice(&img.height.to_le_bytes());

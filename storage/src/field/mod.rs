@@ -138,6 +138,9 @@ pub struct EncodeContext<'a> {
     pub image: &'a ImageOptions,
     /// A uniform number in [0, 1) drawn for this sample from the writer's seed.
     pub draw: f64,
+    /// Where an image field counts an image whose transparency it flattened (the writer's
+    /// report, [`crate::WriteReport::alpha_flattened`]); `None`: not counted.
+    pub alpha_flattened: Option<&'a std::cell::Cell<u64>>,
 }
 
 /// The reader's side of a decode: the sample's payloads and its error context.
@@ -430,7 +433,7 @@ impl FieldType {
     ) -> Result<R> {
         let kind = self.kind();
         let mut slot = vec![0u8; kind.slot().size];
-        let payload = kind.encode(value, &mut slot, &EncodeContext { image, draw })?;
+        let payload = kind.encode(value, &mut slot, &EncodeContext { image, draw, alpha_flattened: None })?;
         let payload = payload.unwrap_or_default();
         let corrupt = |why: String| Error::InvalidArgument { what: "value".into(), why };
         let read = |_ptr: u64, size: Option<u64>| -> Result<&[u8]> {

@@ -16,29 +16,40 @@
 //!    extended, progressive, arithmetic; 8-bit samples only. Adobe CMYK/YCCK (inverted, as
 //!    Photoshop writes them) is converted to RGB as Pillow does. Bytes after EOI are ignored.
 //!    PNG: every colour type and bit depth; palettes expanded, 16-bit samples keep their high
-//!    byte, alpha dropped. Decoded images over 2 GiB of pixels are refused.
+//!    byte, a `tRNS` chunk read as alpha. Decoded images over 2 GiB of pixels are refused.
 //! 3. **EXIF orientation is applied at write time**: a JPEG whose EXIF orientation tag is 2–8 is
 //!    rotated / mirrored to be upright (tag 6: stored 64×48, shown and stored 48×64). The stored
 //!    image is therefore always upright and carries no orientation; [`decode_stored`] never
 //!    rotates. An unreadable EXIF block is ignored (orientation 1).
-//! 4. **Channels.** An RGB field replicates grey sources and drops alpha; a grey field converts
-//!    colour to luma with ITU-R 601-2, as Pillow's `convert("L")`:
-//!    `L = (299·R + 587·G + 114·B + 500) / 1000`.
-//! 5. **Downscale** to `max_resolution` with FFCV's size rule (`ratio = max_res / max(w, h)`;
+//! 4. **Transparency** (a PNG with an alpha channel, a palette or grey/RGB PNG with `tRNS`, RGBA
+//!    pixels) is flattened before anything else ([`flatten_alpha`]). By default alpha is
+//!    dropped and the colour channels kept as they are, as FFCV does (its writer takes images
+//!    through Pillow's `convert("RGB")`): colours hidden under transparent pixels (often black,
+//!    or stray colours in clip art) show. With [`ImageOptions::alpha_background`] `(r, g, b)`
+//!    each pixel is composited onto that colour instead, straight (not premultiplied) alpha
+//!    rounded to nearest: `out = (a·c + (255 − a)·bg + 127) / 255` per channel, so a fully
+//!    transparent pixel becomes the background and an opaque one keeps its colour. A grey+alpha
+//!    source composites each of R, G, B (grey replicated). Images with a pixel whose alpha is
+//!    below 255 are counted in the writer's report
+//!    ([`WriteReport::alpha_flattened`](crate::WriteReport::alpha_flattened)); fully opaque
+//!    ones lose nothing either way.
+//! 5. **Channels.** An RGB field replicates grey sources; a grey field converts colour to luma
+//!    with ITU-R 601-2, as Pillow's `convert("L")`: `L = (299·R + 587·G + 114·B + 500) / 1000`.
+//! 6. **Downscale** to `max_resolution` with FFCV's size rule (`ratio = max_res / max(w, h)`;
 //!    below 1 the size becomes `(floor(ratio·w), floor(ratio·h))`, each at least 1) by **area
 //!    averaging**: `fast_image_resize`'s `Convolution(FilterType::Box)`, Pillow's BOX filter, in
 //!    which each output pixel is the mean of the source pixels whose centres fall inside its
 //!    footprint. That is exact area averaging for integer ratios and a close stand-in for
 //!    OpenCV's `INTER_AREA` (which FFCV uses) for fractional ones. Integer arithmetic:
 //!    deterministic. A final size over 65535 on either side is an error (the row stores `u16`).
-//! 6. **Mode.** raw: HWC bytes. jpg: libjpeg-turbo at `jpeg_quality`, 4:2:0 chroma subsampling
+//! 7. **Mode.** raw: HWC bytes. jpg: libjpeg-turbo at `jpeg_quality`, 4:2:0 chroma subsampling
 //!    for RGB (as `cv2.imencode`, which FFCV uses), a 1-component JPEG for grey fields. smart:
 //!    jpg when the raw bytes would exceed the threshold. proportion: jpg when the per-sample
 //!    `draw` is below the probability.
-//! 7. **JPEG passthrough.** When the result is to be a JPEG and the source is a JPEG that needs
+//! 8. **JPEG passthrough.** When the result is to be a JPEG and the source is a JPEG that needs
 //!    no downscale and no rotation and is YCbCr (RGB field) or grey (grey field), its bytes are
 //!    stored unchanged (after a full strict decode to validate them): no generation loss.
-//! 8. **Restart markers.** JPEGs are written with a restart marker every
+//! 9. **Restart markers.** JPEGs are written with a restart marker every
 //!    [`ImageOptions::jpeg_restart_interval`] MCUs (default 1) and optimised Huffman tables; a
 //!    passed-through JPEG without that interval is rewritten losslessly (its DCT coefficients
 //!    copied, so its pixels are unchanged) to have it. The loader's crop decoders cut a crop's
@@ -61,6 +72,8 @@ mod resize;
 mod thumbnail;
 
 pub use thumbnail::{encode_jpeg, fit_size};
+#[cfg(test)]
+mod alpha_tests;
 #[cfg(test)]
 mod tests;
 
@@ -142,6 +155,11 @@ pub struct ImageOptions {
     /// (about 1.3× faster random resized crops at 512 px) for about 3 % more bytes. A passed-
     /// through JPEG with another interval is rewritten losslessly (same pixels) to have it.
     pub jpeg_restart_interval: u16,
+    /// What transparency is flattened onto: `None` (the default) drops alpha and keeps the
+    /// colour channels as they are, as FFCV does; `Some([r, g, b])` composites each pixel onto
+    /// that colour (`out = (a·c + (255 − a)·bg + 127) / 255`, straight alpha). See step 4 of
+    /// the [module docs](self).
+    pub alpha_background: Option<[u8; 3]>,
 }
 
 impl Default for ImageOptions {
@@ -152,6 +170,7 @@ impl Default for ImageOptions {
             jpeg_quality: 90,
             jpeg_passthrough: true,
             jpeg_restart_interval: 1,
+            alpha_background: None,
         }
     }
 }
@@ -170,7 +189,8 @@ pub struct Pixels {
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
-    /// 1 (grey), 3 (RGB) or 4 (RGBA; alpha is dropped when stored).
+    /// 1 (grey), 3 (RGB) or 4 (RGBA; flattened when stored, see [`flatten_alpha`]); 2 (grey+alpha)
+    /// as a PNG decodes.
     pub channels: u8,
     /// `width × height × channels` bytes.
     pub data: Vec<u8>,
@@ -216,6 +236,21 @@ pub fn encode_image(
     channels: Channels,
     draw: f64,
 ) -> Result<EncodedImage> {
+    encode_image_flattened(source, options, channels, draw).map(|(image, _)| image)
+}
+
+/// [`encode_image`], also saying whether the image had transparency (a pixel whose alpha is
+/// below 255) that was flattened as [`ImageOptions::alpha_background`] says: what the writer
+/// counts in its report.
+///
+/// # Errors
+/// As [`encode_image`].
+pub fn encode_image_flattened(
+    source: &ImageSource,
+    options: &ImageOptions,
+    channels: Channels,
+    draw: f64,
+) -> Result<(EncodedImage, bool)> {
     // An image read from a file: its errors name the file (a sample index alone does not say
     // which of a folder's images is broken).
     encode(source, options, channels, draw).map_err(|e| match (source, e) {
@@ -229,7 +264,7 @@ fn encode(
     options: &ImageOptions,
     channels: Channels,
     draw: f64,
-) -> Result<EncodedImage> {
+) -> Result<(EncodedImage, bool)> {
     if !(1..=100).contains(&options.jpeg_quality) {
         return Err(Error::Image(format!("jpeg_quality {} is not in 1..=100", options.jpeg_quality)));
     }
@@ -249,7 +284,7 @@ fn encode(
                     img.data.len()
                 )));
             }
-            return Ok(img.clone());
+            return Ok((img.clone(), false));
         }
         ImageSource::Pixels(p) => {
             check_pixels(p)?;
@@ -277,8 +312,20 @@ fn encode(
         _ => false,
     };
 
+    let background = options.alpha_background;
+    let mut flattened = false;
     let pixels = match loaded {
+        Loaded::Pixels(p) if has_alpha(p) => {
+            let (p, transparent) = flatten_alpha(p, background);
+            flattened = transparent;
+            to_channels(p, channels)
+        }
         Loaded::Pixels(p) => to_channels_ref(p, channels),
+        Loaded::Png(p) if has_alpha(&p) => {
+            let (p, transparent) = flatten_alpha(&p, background);
+            flattened = transparent;
+            to_channels(p, channels)
+        }
         Loaded::Png(p) => to_channels(p, channels),
         Loaded::Jpeg(j) => {
             let p = match j.orientation {
@@ -309,7 +356,7 @@ fn encode(
             } else {
                 jpeg::with_restarts(b, interval)?
             };
-            return Ok(EncodedImage { mode, width: w16, height: h16, data });
+            return Ok((EncodedImage { mode, width: w16, height: h16, data }, false));
         }
     }
 
@@ -318,7 +365,47 @@ fn encode(
         ImageMode::Raw => pixels.data,
         ImageMode::Jpg => jpeg::encode(&pixels, options.jpeg_quality, options.jpeg_restart_interval)?,
     };
-    Ok(EncodedImage { mode, width: w16, height: h16, data })
+    Ok((EncodedImage { mode, width: w16, height: h16, data }, flattened))
+}
+
+/// Whether pixels carry an alpha channel (2 or 4 channels).
+fn has_alpha(p: &Pixels) -> bool {
+    matches!(p.channels, 2 | 4)
+}
+
+/// Flattens the alpha channel of grey+alpha or RGBA pixels (others are returned as they are):
+/// with `background` `None` alpha is dropped and the colour channels kept, as FFCV does (Pillow's
+/// `convert("RGB")`); with `Some([r, g, b])` each pixel is composited onto that colour, straight
+/// alpha rounded to nearest, `out = (a·c + (255 − a)·bg + 127) / 255` (grey+alpha composites
+/// each of R, G, B and gives RGB). Also returns whether any pixel had alpha below 255 (the
+/// image was transparent somewhere, so the choice mattered).
+pub fn flatten_alpha(p: &Pixels, background: Option<[u8; 3]>) -> (Pixels, bool) {
+    let c = usize::from(p.channels);
+    if !has_alpha(p) {
+        return (p.clone(), false);
+    }
+    let transparent = p.data.chunks_exact(c).any(|px| px[c - 1] < 255);
+    let data: Vec<u8> = match background {
+        // Opaque pixels composite to their own colour: dropping alpha gives the same bytes.
+        Some(bg) if transparent => {
+            let over = |a: u8, v: u8, b: u8| -> u8 {
+                let (a, v, b) = (u32::from(a), u32::from(v), u32::from(b));
+                // At most (255·255 + 127) / 255 = 255.
+                ((a * v + (255 - a) * b + 127) / 255) as u8
+            };
+            p.data
+                .chunks_exact(c)
+                .flat_map(|px| {
+                    let a = px[c - 1];
+                    let [r, g, b] = rgb_of(px);
+                    [over(a, r, bg[0]), over(a, g, bg[1]), over(a, b, bg[2])]
+                })
+                .collect()
+        }
+        _ => p.data.chunks_exact(c).flat_map(|px| &px[..c - 1]).copied().collect(),
+    };
+    let channels = if background.is_some() && transparent { 3 } else { p.channels - 1 };
+    (Pixels { width: p.width, height: p.height, channels, data }, transparent)
 }
 
 /// Decodes a stored image payload (as found in a row) to pixels of `channels` channels.
@@ -380,15 +467,17 @@ pub(crate) fn decode_stored_with(
 }
 
 /// Decodes JPEG or PNG file bytes (recognised by their magic bytes) to upright pixels of
-/// `channels` channels, exactly as [`encode_image`] sees them before the downscale: strict JPEG
-/// decoding, EXIF orientation applied, alpha dropped, grey/RGB conversion.
+/// `channels` channels, exactly as [`encode_image`] sees them before the downscale with the
+/// default options: strict JPEG decoding, EXIF orientation applied, alpha dropped (as FFCV
+/// does), grey/RGB conversion.
 ///
 /// # Errors
 /// [`Error::Image`]: not a JPEG or PNG, corrupt or truncated data, too large (over 2 GiB of
 /// pixels), an unsupported colour space or precision.
 pub fn decode(bytes: &[u8], channels: Channels) -> Result<Pixels> {
     let pixels = match decode_source(bytes)? {
-        Loaded::Pixels(p) => p.clone(),
+        Loaded::Pixels(p) => flatten_alpha(p, None).0,
+        Loaded::Png(p) if has_alpha(&p) => flatten_alpha(&p, None).0,
         Loaded::Png(p) => p,
         Loaded::Jpeg(j) => match j.orientation {
             Some(o) => orient::apply(j.pixels, o),
@@ -476,7 +565,7 @@ fn luma(r: u8, g: u8, b: u8) -> u8 {
     u8::try_from(l).unwrap_or(u8::MAX)
 }
 
-/// Converts pixels (1, 3 or 4 channels; validated) to the field's channels.
+/// Converts pixels (1 to 4 channels; validated) to the field's channels (alpha, if any, dropped).
 fn to_channels(p: Pixels, channels: Channels) -> Pixels {
     if p.channels == channels as u8 {
         return p;

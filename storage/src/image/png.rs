@@ -1,6 +1,8 @@
-//! PNG decoding with the `png` crate: every colour type and bit depth, expanded to 8-bit grey or
-//! RGB. Palettes and sub-byte depths are expanded, 16-bit samples keep their high byte, and alpha
-//! (including a `tRNS` transparency) is dropped without compositing, as Pillow's `convert("RGB")`.
+//! PNG decoding with the `png` crate: every colour type and bit depth, expanded to 8-bit grey,
+//! grey+alpha, RGB or RGBA. Palettes and sub-byte depths are expanded, 16-bit samples keep their
+//! high byte, and a `tRNS` transparency becomes an alpha channel (a palette with `tRNS` decodes
+//! as RGBA, grey or RGB with `tRNS` as grey+alpha or RGBA). The alpha channel is kept: the
+//! caller flattens it ([`super::flatten_alpha`]), dropping it as FFCV does or compositing.
 
 use std::io::Cursor;
 
@@ -18,7 +20,8 @@ fn corrupt(e: png::DecodingError) -> Error {
     }
 }
 
-/// Decodes a PNG (the first image of an APNG) to 1-channel grey or 3-channel RGB.
+/// Decodes a PNG (the first image of an APNG) to 1 (grey), 2 (grey+alpha), 3 (RGB) or 4 (RGBA)
+/// channels.
 pub(crate) fn decode(data: &[u8]) -> Result<Pixels> {
     let limit = usize::try_from(MAX_PIXEL_BYTES).unwrap_or(usize::MAX);
     let mut decoder = png::Decoder::new_with_limits(Cursor::new(data), png::Limits { bytes: limit });
@@ -51,14 +54,14 @@ pub(crate) fn decode(data: &[u8]) -> Result<Pixels> {
         )));
     }
     buf.truncate(total);
-    let (channels, data) = match info.color_type {
-        ColorType::Grayscale => (1, buf),
-        ColorType::Rgb => (3, buf),
-        ColorType::GrayscaleAlpha => (1, buf.chunks_exact(2).map(|p| p[0]).collect()),
-        ColorType::Rgba => (3, buf.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect()),
+    let channels = match info.color_type {
+        ColorType::Grayscale => 1,
+        ColorType::GrayscaleAlpha => 2,
+        ColorType::Rgb => 3,
+        ColorType::Rgba => 4,
         ColorType::Indexed => {
             return Err(Error::Image("corrupt PNG: palette was not expanded".into()));
         }
     };
-    Ok(Pixels { width: info.width, height: info.height, channels, data })
+    Ok(Pixels { width: info.width, height: info.height, channels, data: buf })
 }

@@ -71,8 +71,15 @@ pub struct RemoteOptions {
     /// Largest range request (`BETON_REMOTE_REQUEST_BYTES`, default 8 MiB).
     pub request_bytes: u64,
     /// How long one request may keep being retried (5xx, timeouts, resets) before the read
-    /// fails (`BETON_REMOTE_RETRY_SECONDS`, default 60).
+    /// fails (`BETON_REMOTE_RETRY_SECONDS`, default 60): the budget of a store that has
+    /// answered this process before, so a network blip in the middle of an epoch is ridden out.
     pub retry_for: Duration,
+    /// How long a request is retried while its store has never answered this process (its
+    /// first requests: opening a dataset): connection refused, DNS failures, timeouts
+    /// (`BETON_REMOTE_OPEN_RETRY_SECONDS`, default 5; never more than `retry_for`). A wrong
+    /// endpoint or a store that is down then fails `open` in about this long (plus one
+    /// connect timeout, 5 s, for a host that does not answer at all), naming what failed.
+    pub open_retry_for: Duration,
     /// Timeout of one request (`BETON_REMOTE_TIMEOUT_SECONDS`, default 30).
     pub request_timeout: Duration,
 }
@@ -124,6 +131,7 @@ impl RemoteOptions {
                 None => 8 << 20,
             },
             retry_for: Duration::from_secs(number("BETON_REMOTE_RETRY_SECONDS", 60)?),
+            open_retry_for: Duration::from_secs(number("BETON_REMOTE_OPEN_RETRY_SECONDS", 5)?),
             request_timeout: Duration::from_secs(number("BETON_REMOTE_TIMEOUT_SECONDS", 30)?),
         })
     }
@@ -339,8 +347,9 @@ impl Replica {
     /// the returned lease drops. Ranges past the object's end are clipped.
     ///
     /// # Errors
-    /// [`Error::Remote`]/[`Error::RemoteDenied`]/[`Error::RemoteNotFound`] naming the URL when a
-    /// request fails after its retries; [`Error::Io`] writing the replica.
+    /// [`Error::RemoteUnavailable`]/[`Error::Remote`]/[`Error::RemoteDenied`]/
+    /// [`Error::RemoteNotFound`] naming the URL when a request fails after its retries;
+    /// [`Error::Io`] writing the replica.
     pub(crate) fn ensure(self: &Arc<Self>, ranges: &[Range<u64>]) -> Result<Lease> {
         let lease = Lease { replica: Arc::clone(self), blocks: Vec::new() };
         self.acquire(self.blocks_of(ranges), lease)
@@ -780,6 +789,20 @@ pub mod objects {
     #[cfg(feature = "remote")]
     use super::RemoteOptions;
     use crate::error::Result;
+
+    /// Whether there is an object at `url` (a `HEAD` request).
+    ///
+    /// # Errors
+    /// The remote errors, naming the URL.
+    pub fn exists(url: &str) -> Result<bool> {
+        #[cfg(feature = "remote")]
+        return super::store::object_exists(url, &RemoteOptions::from_env()?);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = url;
+            Err(unsupported(url))
+        }
+    }
 
     /// The whole object at `url`; `None` when there is none.
     ///

@@ -4,12 +4,23 @@
 //! Stores are made from the URL's scheme with the usual configuration: `AWS_*` variables (and,
 //! for what they leave unset, the profile `AWS_PROFILE` of `~/.aws/credentials` and
 //! `~/.aws/config`: keys, session token, region, `endpoint_url`), `GOOGLE_*` for `gs://`,
-//! `AZURE_*` for `az://`/`abfs://`; `http(s)://` and `file://` need none. Each request is retried
-//! with exponential backoff on 5xx, timeouts and connection errors for up to
-//! `RemoteOptions::retry_for`; 404 and 401/403 fail at once, naming the URL.
+//! `AZURE_*` for `az://`/`abfs://`; `http(s)://` and `file://` need none.
+//!
+//! Each request is retried with exponential backoff on 5xx (but 501, 505), 408, 429, timeouts
+//! and connection errors; 404, 401/403 and other 4xx fail at once, naming the URL, whatever the
+//! request (an object's `GET`/`HEAD` or a folder's listing: object_store reports a listing's
+//! status only in its message, read by [`http_status`]). How long a request is retried depends
+//! on whether its store (the URL's scheme, host and port: an S3 bucket, an HTTP server) has
+//! answered this process before: a store that never has (a wrong endpoint, a store that is
+//! down, a name that does not resolve) gets `RemoteOptions::open_retry_for` (5 s), so opening
+//! fails in seconds saying what failed; one that has gets `RemoteOptions::retry_for` (60 s), so
+//! a blip in the middle of an epoch does not end it. Giving up is
+//! [`Error::RemoteUnavailable`], naming what was asked, the tries, the budget's variable and the
+//! last error.
 
+use std::collections::HashSet;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -42,21 +53,30 @@ struct ObjectSource {
     path: ObjectPath,
     /// The ETag seen at open: every range request is conditional on it.
     e_tag: Option<String>,
-    retry_for: Duration,
+    options: RemoteOptions,
 }
 
 /// Opens `url`: makes its store, asks for the object's length and version.
 pub(super) fn open(url: &str, options: &RemoteOptions) -> Result<(Box<dyn Source>, ObjectInfo)> {
     let (store, path) = make_store(url, options)?;
     let rt = runtime()?;
-    let meta = with_retries(url, options.retry_for, "reading its metadata (HEAD)", || {
-        rt.block_on(store.head(&path))
-    })?;
+    let meta = with_retries(url, options, "reading its metadata (HEAD)", || rt.block_on(store.head(&path)))?;
     let version =
         meta.e_tag.clone().or(meta.version.clone()).unwrap_or_else(|| meta.last_modified.to_rfc3339());
     let source =
-        ObjectSource { url: url.to_string(), store, path, e_tag: meta.e_tag, retry_for: options.retry_for };
+        ObjectSource { url: url.to_string(), store, path, e_tag: meta.e_tag, options: options.clone() };
     Ok((Box::new(source), ObjectInfo { len: meta.size, version }))
+}
+
+/// Whether there is an object at `url` (`HEAD`).
+pub(super) fn object_exists(url: &str, options: &RemoteOptions) -> Result<bool> {
+    let (store, path) = make_store(url, options)?;
+    let rt = runtime()?;
+    match with_retries(url, options, "reading its metadata (HEAD)", || rt.block_on(store.head(&path))) {
+        Ok(_) => Ok(true),
+        Err(Error::RemoteNotFound { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 impl Source for ObjectSource {
@@ -73,8 +93,7 @@ impl Source for ObjectSource {
         let rt = runtime()?;
         let one = |range: Range<u64>| async move {
             let what = format!("reading bytes {}..{}", range.start, range.end);
-            let started = Instant::now();
-            let mut attempt = 0u32;
+            let mut tries = Tries::new(&self.url, &self.options);
             loop {
                 let options = GetOptions {
                     if_match: self.e_tag.clone(),
@@ -86,12 +105,14 @@ impl Source for ObjectSource {
                     Err(e) => Err(e),
                 };
                 match got {
-                    Ok(b) => return Ok(b.to_vec()),
-                    Err(e) if transient(&e) && started.elapsed() < self.retry_for => {
-                        attempt += 1;
-                        tokio::time::sleep(backoff(attempt)).await;
+                    Ok(b) => {
+                        tries.answered();
+                        return Ok(b.to_vec());
                     }
-                    Err(e) => return Err(remote_error(&self.url, &what, e, attempt)),
+                    Err(e) => match tries.again(&e) {
+                        Some(wait) => tokio::time::sleep(wait).await,
+                        None => return Err(tries.error(&what, e)),
+                    },
                 }
             }
         };
@@ -111,7 +132,7 @@ impl Source for ObjectSource {
 pub(super) fn get_object(url: &str, options: &RemoteOptions) -> Result<Option<Vec<u8>>> {
     let (store, path) = make_store(url, options)?;
     let rt = runtime()?;
-    let got = with_retries(url, options.retry_for, "reading it", || {
+    let got = with_retries(url, options, "reading it", || {
         rt.block_on(async { store.get(&path).await?.bytes().await })
     });
     match got {
@@ -132,7 +153,7 @@ pub(super) fn list_objects(url: &str, options: &RemoteOptions) -> Result<Vec<Str
 pub(super) fn list_entries(url: &str, options: &RemoteOptions) -> Result<Vec<super::objects::Entry>> {
     let (store, prefix) = make_store(url, options)?;
     let rt = runtime()?;
-    let metas = with_retries(url, options.retry_for, "listing it", || {
+    let metas = with_retries(url, options, "listing it", || {
         rt.block_on(async {
             let mut out = Vec::new();
             let mut listing = store.list(Some(&prefix));
@@ -162,7 +183,7 @@ pub(super) fn list_entries(url: &str, options: &RemoteOptions) -> Result<Vec<sup
 pub(super) fn delete_object(url: &str, options: &RemoteOptions) -> Result<()> {
     let (store, path) = make_store(url, options)?;
     let rt = runtime()?;
-    match with_retries(url, options.retry_for, "deleting it", || rt.block_on(store.delete(&path))) {
+    match with_retries(url, options, "deleting it", || rt.block_on(store.delete(&path))) {
         Ok(()) | Err(Error::RemoteNotFound { .. }) => Ok(()),
         Err(e) => Err(e),
     }
@@ -182,23 +203,27 @@ pub(super) fn put_object(
     let rt = runtime()?;
     let mode = if if_absent { PutMode::Create } else { PutMode::Overwrite };
     let payload = PutPayload::from(bytes.clone());
-    let started = Instant::now();
-    let mut attempt = 0u32;
+    let mut tries = Tries::new(url, options);
     loop {
         let opts = PutOptions { mode: mode.clone(), ..PutOptions::default() };
         match rt.block_on(store.put_opts(&path, payload.clone(), opts)) {
-            Ok(_) => return Ok(true),
+            Ok(_) => {
+                tries.answered();
+                return Ok(true);
+            }
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })
                 if if_absent =>
             {
+                tries.answered();
                 // Ours, from an earlier try whose answer was lost?
-                return Ok(attempt > 0 && get_object(url, options)?.as_deref() == Some(bytes.as_slice()));
+                return Ok(
+                    tries.retries > 0 && get_object(url, options)?.as_deref() == Some(bytes.as_slice())
+                );
             }
-            Err(e) if transient(&e) && started.elapsed() < options.retry_for => {
-                attempt += 1;
-                std::thread::sleep(backoff(attempt));
-            }
-            Err(e) => return Err(remote_error(url, "writing it", e, attempt)),
+            Err(e) => match tries.again(&e) {
+                Some(wait) => std::thread::sleep(wait),
+                None => return Err(tries.error("writing it", e)),
+            },
         }
     }
 }
@@ -218,8 +243,10 @@ pub(super) fn upload_file(url: &str, file: &std::path::Path, options: &RemoteOpt
     let rt = runtime()?;
     let mut f = std::fs::File::open(file).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
     rt.block_on(async {
-        let upload =
-            store.put_multipart(&path).await.map_err(|e| remote_error(url, "starting an upload", e, 0))?;
+        let upload = store
+            .put_multipart(&path)
+            .await
+            .map_err(|e| Tries::new(url, options).error("starting an upload", e))?;
         let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, PART);
         let mut buf = vec![0u8; PART];
         loop {
@@ -227,10 +254,13 @@ pub(super) fn upload_file(url: &str, file: &std::path::Path, options: &RemoteOpt
             if n == 0 {
                 break;
             }
-            writer.wait_for_capacity(4).await.map_err(|e| remote_error(url, "uploading a part", e, 0))?;
+            writer
+                .wait_for_capacity(4)
+                .await
+                .map_err(|e| Tries::new(url, options).error("uploading a part", e))?;
             writer.write(&buf[..n]);
         }
-        writer.finish().await.map_err(|e| remote_error(url, "completing the upload", e, 0))?;
+        writer.finish().await.map_err(|e| Tries::new(url, options).error("completing the upload", e))?;
         Ok(())
     })
 }
@@ -253,12 +283,34 @@ fn no_credentials(e: &object_store::Error) -> bool {
         || text.contains("credential")
 }
 
-/// Errors worth another try: not a missing object, refused access, missing credentials, a
-/// changed object or a bad request, which fail the same way every time.
+/// The HTTP status of a failed request, when the server answered one: object_store maps the
+/// status of an object's `GET`/`HEAD` to variants, but leaves a listing's (and others') in the
+/// message of a `Generic` error ("... status code: 403 Forbidden: ...").
+fn http_status(e: &object_store::Error) -> Option<u16> {
+    use object_store::Error as E;
+    match e {
+        E::NotFound { .. } => return Some(404),
+        E::PermissionDenied { .. } => return Some(403),
+        E::Unauthenticated { .. } => return Some(401),
+        E::Precondition { .. } => return Some(412),
+        E::NotModified { .. } => return Some(304),
+        E::AlreadyExists { .. } => return Some(409),
+        _ => {}
+    }
+    const AT: &str = "status code: ";
+    let text = one_line(e);
+    let at = text.find(AT)? + AT.len();
+    text.get(at..at + 3)?.parse().ok().filter(|s| (100..600).contains(s))
+}
+
+/// Errors worth another try: no answer (connection refused, DNS failure, a timeout, a reset)
+/// or one that says to come back (5xx but 501 and 505, 408, 429). Not a missing object,
+/// refused access, missing credentials, a changed object or another 4xx, which fail the same
+/// way every time.
 fn transient(e: &object_store::Error) -> bool {
     use object_store::Error as E;
-    !no_credentials(e)
-        && !matches!(
+    if no_credentials(e)
+        || matches!(
             e,
             E::NotFound { .. }
                 | E::PermissionDenied { .. }
@@ -269,41 +321,129 @@ fn transient(e: &object_store::Error) -> bool {
                 | E::UnknownConfigurationKey { .. }
                 | E::NotImplemented
         )
+    {
+        return false;
+    }
+    match http_status(e) {
+        Some(s) => matches!(s, 408 | 429) || ((500..600).contains(&s) && !matches!(s, 501 | 505)),
+        None => true,
+    }
+}
+
+/// The stores (scheme, host and port of their URLs) that answered this process at least once:
+/// their requests get the long retry budget (see the module docs).
+fn answered_stores() -> &'static Mutex<HashSet<String>> {
+    static ANSWERED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    ANSWERED.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+/// The store of `url`: `scheme://host:port` (an HTTP server; a bucket or container), with the
+/// endpoint the environment names for S3 (`AWS_ENDPOINT_URL`: the same bucket name at another
+/// endpoint is another store), or the URL.
+fn store_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => {
+            let endpoint = match u.scheme() {
+                "s3" | "s3a" => std::env::var("AWS_ENDPOINT_URL")
+                    .or_else(|_| std::env::var("AWS_ENDPOINT"))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            format!("{}://{}:{} {endpoint}", u.scheme(), u.host_str().unwrap_or(""), u.port().unwrap_or(0))
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
+/// The retries of one request: how many, since when, and whether to go on.
+struct Tries<'a> {
+    url: &'a str,
+    options: &'a RemoteOptions,
+    started: Instant,
+    retries: u32,
+}
+
+impl<'a> Tries<'a> {
+    fn new(url: &'a str, options: &'a RemoteOptions) -> Self {
+        Tries { url, options, started: Instant::now(), retries: 0 }
+    }
+
+    /// Notes that the store answered (a request succeeded or got an HTTP status).
+    fn answered(&self) {
+        answered_stores().lock().unwrap_or_else(|e| e.into_inner()).insert(store_of(self.url));
+    }
+
+    /// Whether the store of this request has ever answered this process.
+    fn store_answered(&self) -> bool {
+        answered_stores().lock().unwrap_or_else(|e| e.into_inner()).contains(&store_of(self.url))
+    }
+
+    /// The budget: `(seconds, its variable)`.
+    fn budget(&self) -> (Duration, &'static str) {
+        if self.store_answered() {
+            (self.options.retry_for, "BETON_REMOTE_RETRY_SECONDS")
+        } else {
+            (self.options.open_retry_for.min(self.options.retry_for), "BETON_REMOTE_OPEN_RETRY_SECONDS")
+        }
+    }
+
+    /// After failure `e`: how long to wait before trying again, or `None` to give up.
+    fn again(&mut self, e: &object_store::Error) -> Option<Duration> {
+        if http_status(e).is_some() {
+            self.answered();
+        }
+        let (budget, elapsed) = (self.budget().0, self.started.elapsed());
+        if !transient(e) || elapsed >= budget {
+            return None;
+        }
+        self.retries += 1;
+        // The last wait ends with the budget, so the error comes when the budget says.
+        Some(backoff(self.retries).min(budget - elapsed))
+    }
+
+    /// The error for giving up on `what` (`"listing it"`) after failure `e`.
+    fn error(&self, what: &str, e: object_store::Error) -> Error {
+        remote_error(self, what, e)
+    }
 }
 
 fn with_retries<T>(
     url: &str,
-    retry_for: Duration,
+    options: &RemoteOptions,
     what: &str,
     mut f: impl FnMut() -> object_store::Result<T>,
 ) -> Result<T> {
-    let started = Instant::now();
-    let mut attempt = 0;
+    let mut tries = Tries::new(url, options);
     loop {
         match f() {
-            Ok(v) => return Ok(v),
-            Err(e) if transient(&e) && started.elapsed() < retry_for => {
-                attempt += 1;
-                std::thread::sleep(backoff(attempt));
+            Ok(v) => {
+                tries.answered();
+                return Ok(v);
             }
-            Err(e) => return Err(remote_error(url, what, e, attempt)),
+            Err(e) => match tries.again(&e) {
+                Some(wait) => std::thread::sleep(wait),
+                None => return Err(tries.error(what, e)),
+            },
         }
     }
 }
 
-fn remote_error(url: &str, what: &str, e: object_store::Error, retries: u32) -> Error {
+fn remote_error(tries: &Tries<'_>, what: &str, e: object_store::Error) -> Error {
     use object_store::Error as E;
+    let url = tries.url;
+    let denied = |said: String| Error::RemoteDenied {
+        url: url.to_string(),
+        what: format!(
+            "{what}: {said}; check the credentials (AWS_*, GOOGLE_*, AZURE_* environment variables, \
+             ~/.aws/credentials) and that they may do this"
+        ),
+    };
     match e {
         E::NotFound { .. } => Error::RemoteNotFound { url: url.to_string() },
-        E::PermissionDenied { source, .. } | E::Unauthenticated { source, .. } => {
-            Error::RemoteDenied {
-                url: url.to_string(),
-                what: format!(
-                    "{}; check the credentials (AWS_*, GOOGLE_*, AZURE_* environment variables, ~/.aws/credentials)",
-                    one_line(&*source)
-                ),
-            }
-        }
+        E::PermissionDenied { source, .. } | E::Unauthenticated { source, .. } => denied(one_line(&*source)),
+        // A listing's (or another request's) 401/403/404, which object_store leaves generic.
+        e if matches!(http_status(&e), Some(401 | 403)) => denied(one_line(&e)),
+        e if http_status(&e) == Some(404) => Error::RemoteNotFound { url: url.to_string() },
         e if no_credentials(&e) => Error::RemoteDenied {
             url: url.to_string(),
             what: format!(
@@ -317,14 +457,27 @@ fn remote_error(url: &str, what: &str, e: object_store::Error, retries: u32) -> 
             url: url.to_string(),
             what: format!("{what}: the object changed since it was opened (its ETag differs); reopen it"),
         },
-        other => Error::Remote {
-            url: url.to_string(),
-            what: format!(
-                "{what} failed{}: {}",
-                if retries > 0 { format!(" after {retries} retries") } else { String::new() },
-                one_line(&other)
-            ),
-        },
+        e if transient(&e) => {
+            let (budget, variable) = tries.budget();
+            let answered = tries.store_answered();
+            Error::RemoteUnavailable {
+                url: url.to_string(),
+                what: format!(
+                    "{what} failed after {} tries in {:.1} s ({}; tried for up to {} s, set by \
+                     {variable}): {}",
+                    tries.retries + 1,
+                    tries.started.elapsed().as_secs_f64(),
+                    if answered {
+                        "the store stopped answering or kept failing"
+                    } else {
+                        "the store never answered: is the endpoint right and up?"
+                    },
+                    budget.as_secs(),
+                    one_line(&e)
+                ),
+            }
+        }
+        other => Error::Remote { url: url.to_string(), what: format!("{what} failed: {}", one_line(&other)) },
     }
 }
 
@@ -348,7 +501,9 @@ fn make_store(url: &str, options: &RemoteOptions) -> Result<(Arc<dyn ObjectStore
     let parsed = url::Url::parse(url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
     let client = ClientOptions::new()
         .with_timeout(options.request_timeout)
-        .with_connect_timeout(Duration::from_secs(10).min(options.request_timeout));
+        // Connecting takes milliseconds, or a second or three over a bad link; a host that does
+        // not answer at all should not hold an open for long.
+        .with_connect_timeout(Duration::from_secs(5).min(options.request_timeout));
     // Retries are this module's own (they cover reading the body too).
     let retry = object_store::RetryConfig { max_retries: 0, ..Default::default() };
     // The object's key: the URL's path. The host is the bucket or container (az://container/key,
@@ -517,6 +672,146 @@ mod tests {
         assert_eq!(ini_value(text, "profile dev", "region").as_deref(), Some("eu-west-1"));
         assert_eq!(ini_value(text, "profile dev", "aws_access_key_id"), None);
         assert_eq!(ini_value(text, "nope", "region"), None);
+    }
+
+    /// An HTTP server on 127.0.0.1 answering every request with `status`: its URL and how many
+    /// requests it answered.
+    fn answering(status: &'static str) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&count);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let _ = reader.take(length as u64).read_to_end(&mut Vec::new());
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let body = "<Error><Code>AccessDenied</Code></Error>";
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (url, count)
+    }
+
+    fn budgets(retry_for: u64, open_retry_for: u64) -> RemoteOptions {
+        RemoteOptions {
+            retry_for: Duration::from_secs(retry_for),
+            open_retry_for: Duration::from_secs(open_retry_for),
+            ..RemoteOptions::from_env().unwrap()
+        }
+    }
+
+    #[test]
+    fn a_refused_listing_is_access_denied_at_once_naming_the_listing() {
+        let (base, count) = answering("403 Forbidden");
+        let url = format!("{base}/ds/_versions/");
+        // A budget of a minute that a refusal must not wait for: one request, then the error.
+        match list_objects(&url, &budgets(60, 60)) {
+            Err(Error::RemoteDenied { url: u, what }) => {
+                assert_eq!(u, url);
+                assert!(what.starts_with("listing it: ") && what.contains("403"), "{what}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let file = format!("{base}/ds/x.beton");
+        assert!(matches!(open(&file, &budgets(60, 60)).map(|_| ()), Err(Error::RemoteDenied { .. })));
+        assert!(matches!(object_exists(&file, &budgets(60, 60)), Err(Error::RemoteDenied { .. })));
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn statuses_another_try_would_not_change_are_not_retried_and_5xx_are() {
+        for status in ["405 Method Not Allowed", "501 Not Implemented", "400 Bad Request"] {
+            let (base, count) = answering(status);
+            let url = format!("{base}/ds/_versions/");
+            match list_objects(&url, &budgets(60, 60)) {
+                Err(Error::Remote { url: u, what }) => {
+                    assert_eq!(u, url);
+                    assert!(what.starts_with("listing it failed: ") && what.contains(&status[..3]), "{what}");
+                }
+                other => panic!("{status}: {other:?}"),
+            }
+            assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1, "{status}");
+        }
+        // A 503 answers: the store is up and says to come back, so the long budget (1 s here).
+        let (base, count) = answering("503 Service Unavailable");
+        let url = format!("{base}/ds/_versions/");
+        match list_objects(&url, &budgets(1, 1)) {
+            Err(Error::RemoteUnavailable { url: u, what }) => {
+                assert_eq!(u, url);
+                assert!(what.starts_with("listing it failed after ") && what.contains("503"), "{what}");
+                assert!(
+                    what.contains("kept failing") && what.contains("BETON_REMOTE_RETRY_SECONDS"),
+                    "{what}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(count.load(std::sync::atomic::Ordering::SeqCst) > 1);
+    }
+
+    #[test]
+    fn a_store_that_never_answered_fails_within_the_open_budget_saying_what_failed() {
+        // Nothing listens there (the servers of these tests are on 127.0.0.1): refused.
+        let port = std::net::TcpListener::bind("127.0.0.2:0").unwrap().local_addr().unwrap().port();
+        let base = format!("http://127.0.0.2:{port}");
+        let options = budgets(60, 1);
+        let url = format!("{base}/ds/_versions/");
+        let started = Instant::now();
+        let e = list_objects(&url, &options).unwrap_err();
+        // Far from the minute a store that answered before would get.
+        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+        match e {
+            Error::RemoteUnavailable { url: u, what } => {
+                assert_eq!(u, url);
+                assert!(what.starts_with("listing it failed after "), "{what}");
+                assert!(
+                    what.contains("never answered") && what.contains("BETON_REMOTE_OPEN_RETRY_SECONDS"),
+                    "{what}"
+                );
+                assert!(what.to_ascii_lowercase().contains("connect"), "the last error: {what}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let file = format!("{base}/x.beton");
+        match open(&file, &options).map(|_| ()) {
+            Err(Error::RemoteUnavailable { url, what }) => {
+                assert_eq!(url, file);
+                assert!(what.starts_with("reading its metadata (HEAD) failed after "), "{what}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_store_that_answered_gets_the_long_budget() {
+        let options = budgets(60, 2);
+        let tries = Tries::new("s3://budget-test-bucket/ds/x.beton", &options);
+        assert_eq!(tries.budget(), (Duration::from_secs(2), "BETON_REMOTE_OPEN_RETRY_SECONDS"));
+        tries.answered();
+        // Any object of the same bucket.
+        let other = Tries::new("s3://budget-test-bucket/other/y.beton", &options);
+        assert_eq!(other.budget(), (Duration::from_secs(60), "BETON_REMOTE_RETRY_SECONDS"));
+        // Never more than the long budget.
+        let short = budgets(3, 10);
+        assert_eq!(Tries::new("s3://budget-test-other/x", &short).budget().0, Duration::from_secs(3));
     }
 
     #[test]

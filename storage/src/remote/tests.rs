@@ -64,6 +64,7 @@ fn options(dir: &Path, cache_bytes: u64) -> RemoteOptions {
         in_flight: 4,
         request_bytes: 4 * BLOCK_SIZE,
         retry_for: Duration::from_secs(1),
+        open_retry_for: Duration::from_secs(1),
         request_timeout: Duration::from_secs(5),
     }
 }

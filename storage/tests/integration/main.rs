@@ -3,6 +3,7 @@
 //! data they read (tests/data, examples/data, fuzz/regressions) is the repository's, shared with
 //! the other crates' tests ([`common::repo_root`]).
 
+mod alpha;
 mod common;
 mod corrupt;
 mod fixtures;
