@@ -207,8 +207,8 @@ class DatasetWriter:
         nearest: ``out = round((a * c + (255 - a) * bg) / 255)`` per channel. The report's
         ``alpha_flattened`` counts the images that had a pixel with alpha below 255 and
         ``alpha_flattening`` says how they were flattened; with alpha dropped the write also
-        warns (``UserWarning``). PIL images are given as Pillow's ``convert("RGB")`` makes them
-        (alpha dropped in Python, not counted); pass file paths, bytes or RGBA arrays instead.
+        warns (``UserWarning``). PIL images with transparency (RGBA, LA, PA, a ``transparency``
+        entry) go to the writer as RGBA arrays, so they are counted and flattened the same way.
 
     Examples
     --------

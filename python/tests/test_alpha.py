@@ -161,3 +161,27 @@ def test_imagefolder_writes_and_appends_take_alpha_background(tmp_path):
 def test_a_bad_alpha_background_is_refused_naming_it(tmp_path, bad):
     with pytest.raises(ValueError, match=r"alpha_background is .*three ints 0 to 255"):
         DatasetWriter(tmp_path / "x.beton", {"image": RGBImageField()}, alpha_background=bad)
+
+
+class FakePIL:
+    """What the writer uses of a PIL image: ``mode``, ``info`` and ``convert`` (Pillow is not a
+    test requirement). ``convert("RGB")`` drops alpha, ``convert("RGBA")`` keeps it."""
+
+    def __init__(self, rgba, mode="RGBA", info=None):
+        self.rgba, self.mode, self.info = rgba, mode, dict(info or {})
+
+    def convert(self, mode):
+        return self.rgba[..., :3] if mode == "RGB" else self.rgba
+
+
+def test_pil_images_with_transparency_are_counted_and_composited(tmp_path):
+    rgba = clip_art()
+    bg = (10, 20, 30)
+    report = write(tmp_path / "pil.beton", [FakePIL(rgba)], alpha_background=bg)
+    assert report["alpha_flattened"] == 1
+    np.testing.assert_array_equal(beton.open(tmp_path / "pil.beton")[0]["image"], over(rgba[..., 3], rgba[..., :3], bg))
+    # A palette image with a transparency entry counts too; an opaque RGB one does not.
+    with pytest.warns(UserWarning, match="1 images had transparency"):
+        report = write(tmp_path / "p.beton", [FakePIL(rgba, mode="P", info={"transparency": 0}),
+                                              FakePIL(np.concatenate([rgba[..., :3], np.full(rgba.shape[:2] + (1,), 255, np.uint8)], -1), mode="RGB")])
+    assert report["alpha_flattened"] == 1

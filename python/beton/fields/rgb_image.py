@@ -41,7 +41,13 @@ class RGBImageField(Field):
         if isinstance(value, str) or hasattr(value, "__fspath__"):
             return str(value)
         if not isinstance(value, np.ndarray):  # PIL.Image and friends
-            value = np.asarray(value.convert("RGB") if hasattr(value, "convert") else value)
+            if hasattr(value, "convert"):
+                # Transparency goes to the writer as RGBA, which counts it and drops or composites
+                # it (alpha_background), as for PNG files; converting to RGB here would hide it.
+                transparent = getattr(value, "mode", "") in ("RGBA", "LA", "PA", "La", "RGBa") or (
+                    "transparency" in getattr(value, "info", {}))
+                value = value.convert("RGBA" if transparent else "RGB")
+            value = np.asarray(value)
         if value.dtype != np.uint8:  # as FFCV: a float image in [0, 1] would become black
             raise TypeError(f"an image array is uint8 (as FFCV's RGBImageField), not {value.dtype}: "
                             "scale and convert it first, e.g. (x * 255).round().astype(np.uint8)")
