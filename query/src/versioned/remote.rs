@@ -234,15 +234,47 @@ fn publish_to(dir: &Path, base: &str, manifest: &Manifest) -> Result<Published> 
         }
         if !listed[folder].contains(rel) {
             objects::upload(&format!("{base}{rel}"), &dir.join(rel))?;
+            listed.get_mut(folder).expect("listed").insert(rel.to_string());
         }
         if let Some(r) = lock().get_mut(dir) {
             r.known.insert(rel.to_string());
         }
     }
+    // The files the parent version does not name (a restore's, files uploaded above): no
+    // cleanup keeps them for the parent's sake, so they must be in the store before the put
+    // and still after it (cleanup.rs).
+    let parent: HashSet<String> = manifest
+        .parent
+        .and_then(|p| commit::read_manifest(dir, p).ok())
+        .map(|m| m.files().map(str::to_string).collect())
+        .unwrap_or_default();
+    let fresh: Vec<&str> = manifest.files().filter(|f| !parent.contains(*f)).collect();
+    if let Some(gone) = missing_in_store(base, &fresh, &mut listed)? {
+        return Err(super::integrity::corrupt(
+            &dir.join(gone),
+            format!(
+                "version {} would name {gone}, which is no longer in the store (a cleanup \
+                 removed it?); nothing was committed",
+                manifest.version
+            ),
+        ));
+    }
     commit::crash_point();
     let name = commit::manifest_name(manifest.version);
     if !objects::put(&format!("{base}{name}"), manifest.to_json(), true)? {
         return Ok(Published::Taken);
+    }
+    // A cleanup that listed the versions before the put may have deleted since.
+    if let Some(gone) = missing_in_store(base, &fresh, &mut HashMap::new())? {
+        return Err(super::integrity::corrupt(
+            &dir.join(gone),
+            format!(
+                "version {v} was committed, but {gone}, which it names, was removed meanwhile by a \
+                 cleanup running beside it: version {v} cannot be read; restore version {}",
+                manifest.parent.unwrap_or(manifest.version),
+                v = manifest.version
+            ),
+        ));
     }
     // The mirror's copy of what the store now holds (never modified: a plain write).
     let path = dir.join(&name);
@@ -256,6 +288,25 @@ fn publish_to(dir: &Path, base: &str, manifest: &Manifest) -> Result<Published> 
     let budget = beton_storage::RemoteOptions::from_env().map_or(u64::MAX, |o| o.cache_bytes);
     trim_written(dir, manifest, budget);
     Ok(Published::Done)
+}
+
+/// The first of `files` the store does not have, listing each folder not in `listed` yet.
+fn missing_in_store<'a>(
+    base: &str,
+    files: &[&'a str],
+    listed: &mut HashMap<&'a str, HashSet<String>>,
+) -> Result<Option<&'a str>> {
+    for &rel in files {
+        let folder = rel.split('/').next().unwrap_or("");
+        if !listed.contains_key(folder) {
+            let names = objects::list(&format!("{base}{folder}/"))?;
+            listed.insert(folder, names.into_iter().map(|n| format!("{folder}/{n}")).collect());
+        }
+        if !listed[folder].contains(rel) {
+            return Ok(Some(rel));
+        }
+    }
+    Ok(None)
 }
 
 /// Keeps the data files the mirror holds because its processes wrote them (each in the store
