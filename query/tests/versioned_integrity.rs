@@ -196,12 +196,15 @@ fn put_manifest(dir: &Path, m: &Manifest) {
     std::fs::write(dir.join(commit::manifest_name(m.version)), m.to_json()).unwrap();
 }
 
+/// A change made to a manifest.
+type Damage = Box<dyn Fn(&mut Manifest)>;
+
 #[test]
 fn manifests_naming_a_file_twice_or_contradicting_their_files_are_refused() {
     let (_tmp, dir, before, _after) = every_kind_of_file();
     let base = before.manifest().clone();
     let v = base.version;
-    let cases: Vec<(&str, Box<dyn Fn(&mut Manifest)>)> = vec![
+    let cases: Vec<(&str, Damage)> = vec![
         (
             "the data file of fragment 0",
             Box::new(|m| {
@@ -240,7 +243,7 @@ fn manifests_naming_a_file_twice_or_contradicting_their_files_are_refused() {
     }
     // Counts that contradict the files they name, found when the files are read.
     let bytes = base.fragments[0].data_bytes.unwrap();
-    let read_cases: Vec<(String, Box<dyn Fn(&mut Manifest)>)> = vec![
+    let read_cases: Vec<(String, Damage)> = vec![
         (
             "the deletion file of fragment 0 holds 2 rows".into(),
             Box::new(|m| m.fragments[0].deletions.as_mut().unwrap().count = 3),

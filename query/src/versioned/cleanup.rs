@@ -10,12 +10,11 @@
 //!   half done while cleanup looks: a restore has either published (its version is kept, being
 //!   the latest) or not yet read the old manifest (which cleanup may remove: the restore then
 //!   fails, naming the version); files an edit wrote are referenced by its published manifest.
-//! - On object storage (no lock across machines) it lists the versions again immediately
-//!   before each delete and keeps every file a version published meanwhile names; an edit that
-//!   references files it did not write checks, before and after its conditional put, that they
-//!   are still there (remote.rs). What remains is the time between one listing and the delete
-//!   after it (one request's round trip), during which a restore's put and both its checks
-//!   would all have to fall: documented in docs/FORMAT.md.
+//! - On object storage (no lock across machines) it marks each file before a last look at
+//!   the versions and its delete, and a commit, after its put, waits for the marks on the files
+//!   it adds to go and puts back any that is gone (remote.rs, docs/FORMAT.md §13 "Cleanup": the
+//!   case left is a restore naming an old data file that the cleanup deletes meanwhile, which
+//!   fails loudly).
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
@@ -151,20 +150,32 @@ fn cleanup_store(
     aged: impl Fn(SystemTime) -> bool,
     report: &mut CleanupReport,
 ) -> Result<()> {
+    // Marks a cleanup that died left (old enough that no commit waits for them).
+    let now = SystemTime::now();
+    for mark in remote::list_entries(dir, remote::DELETING_DIR).unwrap_or_else(|| Ok(Vec::new()))? {
+        if now.duration_since(mark.modified).unwrap_or_default() > 2 * remote::MARK_TIMEOUT {
+            remote::remove(dir, &mark.name).unwrap_or(Ok(()))?;
+        }
+    }
     for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR] {
         let entries = remote::list_entries(dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
         for entry in entries {
             if reachable.contains(&entry.name) || !aged(entry.modified) {
                 continue;
             }
+            // Marked first, then the versions looked at a last time: a commit that put its
+            // version before the look is seen; one that put it after waits for the mark to go,
+            // then puts back what is missing (remote.rs).
+            let mark = remote::deleting_mark(&entry.name);
+            remote::put(dir, &mark, Vec::new()).unwrap_or(Ok(()))?;
             reachable.refresh(dir)?;
-            if reachable.contains(&entry.name) {
-                continue;
+            if !reachable.contains(&entry.name) {
+                commit::crash_point();
+                remote::remove(dir, &entry.name).unwrap_or(Ok(()))?;
+                report.bytes += entry.size;
+                report.files.push(entry.name);
             }
-            commit::crash_point();
-            remote::remove(dir, &entry.name).unwrap_or(Ok(()))?;
-            report.bytes += entry.size;
-            report.files.push(entry.name);
+            remote::remove(dir, &mark).unwrap_or(Ok(()))?;
         }
     }
     Ok(())

@@ -11,8 +11,8 @@
 //! a killed writer never blocks cleanup.
 //!
 //! A mirror of a dataset on object storage locks its mirror directory, which keeps apart the
-//! processes of one machine sharing a cache; across machines `cleanup` re-reads the versions
-//! before each delete instead (`cleanup.rs`).
+//! processes of one machine sharing a cache; across machines cleanup marks what it deletes and
+//! commits repair after their put instead (`cleanup.rs`).
 
 use std::fs::File;
 use std::path::Path;

@@ -312,7 +312,7 @@ impl VersionedDataset {
             });
         }
         let version = match at {
-            VersionRef::Latest => latest(dir)?,
+            VersionRef::Latest => return Self::open_latest(dir),
             VersionRef::Number(n) => n,
             VersionRef::Tag(name) => *read_tags(dir)?.get(&name).ok_or_else(|| Error::InvalidArgument {
                 what: "tag".into(),
@@ -320,6 +320,20 @@ impl VersionedDataset {
             })?,
         };
         Ok(VersionedDataset { dir: dir.to_path_buf(), manifest: read_manifest(dir, version)? })
+    }
+
+    /// The latest version: a cleanup may remove the version listed as the latest once a newer
+    /// one is committed, so one removed between the listing and the read is looked for again.
+    fn open_latest(dir: &Path) -> Result<VersionedDataset> {
+        let mut tries = 0;
+        loop {
+            let version = latest(dir)?;
+            match read_manifest(dir, version) {
+                Ok(manifest) => return Ok(VersionedDataset { dir: dir.to_path_buf(), manifest }),
+                Err(_) if tries < MAX_RETRIES && latest(dir)? > version => tries += 1,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The dataset directory.

@@ -55,6 +55,7 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
     // read once.
     let mut files: HashMap<(String, Option<String>), Option<String>> = HashMap::new();
     let mut data_files: HashMap<String, Option<String>> = HashMap::new();
+    let mut presence = Presence::new(dir);
     for &v in &versions {
         progress(&format!("version {v}"));
         report.versions += 1;
@@ -69,7 +70,7 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
         for (rel, checksum) in named_files(&m) {
             let problem = files.entry((rel.to_string(), checksum.clone())).or_insert_with(|| {
                 report.other_files += 1;
-                check_file(dir, rel, checksum.as_deref()).err()
+                check_file(dir, rel, checksum.as_deref(), &mut presence).err()
             });
             if let Some(p) = problem {
                 report.problems.push(format!("version {v}: {p}"));
@@ -80,7 +81,7 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
             let problem = data_files.entry(f.data_file.clone()).or_insert_with(|| {
                 progress(&format!("data file {}", f.data_file));
                 report.data_files += 1;
-                check_data_file(dir, &f.data_file, decode_images, &mut report).err()
+                check_data_file(dir, &f.data_file, decode_images, &mut report, &mut presence).err()
             });
             if let Some(p) = problem {
                 report.problems.push(format!("version {v}: {p}"));
@@ -131,12 +132,47 @@ fn named_files(m: &Manifest) -> Vec<(&str, Option<String>)> {
     out
 }
 
+/// Which files of a dataset are there: in the directory, or for a mirror in the store (one
+/// listing per folder; the mirror may keep a copy of a file the store lost).
+struct Presence<'a> {
+    dir: &'a Path,
+    in_store: bool,
+    listed: HashMap<String, BTreeSet<String>>,
+}
+
+impl<'a> Presence<'a> {
+    fn new(dir: &'a Path) -> Presence<'a> {
+        Presence { dir, in_store: remote::url_of(dir).is_some(), listed: HashMap::new() }
+    }
+
+    /// Whether `rel` is there (a file leading outside the directory is not).
+    fn has(&mut self, rel: &str) -> Result<bool> {
+        match rel.split_once('/') {
+            Some((folder, name)) if self.in_store => {
+                if !self.listed.contains_key(folder) {
+                    let names = remote::list(self.dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
+                    self.listed.insert(folder.to_string(), names.into_iter().collect());
+                }
+                Ok(self.listed[folder].contains(name))
+            }
+            _ => Ok(matches!(integrity::inside(self.dir, rel), Ok(p) if p.is_file())),
+        }
+    }
+}
+
 /// A file present, inside the directory and matching its checksum.
-fn check_file(dir: &Path, rel: &str, checksum: Option<&str>) -> std::result::Result<(), String> {
-    if !remote::fetch(dir, rel).map_err(|e| e.to_string())? {
+fn check_file(
+    dir: &Path,
+    rel: &str,
+    checksum: Option<&str>,
+    presence: &mut Presence<'_>,
+) -> std::result::Result<(), String> {
+    let path = integrity::inside(dir, rel).map_err(|e| e.to_string())?;
+    if !presence.has(rel).map_err(|e| e.to_string())?
+        || !remote::fetch(dir, rel).map_err(|e| e.to_string())?
+    {
         return Err(format!("{rel} is missing"));
     }
-    let path = integrity::inside(dir, rel).map_err(|e| e.to_string())?;
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(format!("{rel} is missing")),
@@ -151,9 +187,10 @@ fn check_data_file(
     rel: &str,
     decode_images: bool,
     report: &mut DirReport,
+    presence: &mut Presence<'_>,
 ) -> std::result::Result<(), String> {
     let path = view::data_file(dir, rel).map_err(|e| e.to_string())?;
-    if !remote::is_url(&path) && !path.exists() {
+    if !presence.has(rel).map_err(|e| e.to_string())? {
         return Err(format!("data file {rel} is missing"));
     }
     let ds: Dataset = match OpenOptions::new().open(&path) {
@@ -178,22 +215,10 @@ impl VersionedDataset {
     /// # Errors
     /// I/O and remote errors listing.
     pub fn missing_files(&self) -> Result<Vec<String>> {
-        let dir = self.dir();
+        let mut presence = Presence::new(self.dir());
         let mut missing = Vec::new();
-        let mut listed: HashMap<&str, BTreeSet<String>> = HashMap::new();
-        let in_store = remote::url_of(dir).is_some();
         for rel in self.manifest().files() {
-            let present = match rel.split_once('/') {
-                Some((folder, name)) if in_store => {
-                    if !listed.contains_key(folder) {
-                        let names = remote::list(dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
-                        listed.insert(folder, names.into_iter().collect());
-                    }
-                    listed[folder].contains(name)
-                }
-                _ => matches!(integrity::inside(dir, rel), Ok(p) if p.is_file()),
-            };
-            if !present {
+            if !presence.has(rel)? {
                 missing.push(rel.to_string());
             }
         }
