@@ -209,3 +209,38 @@ pub(crate) fn check_spans(dir: &Path, m: &Manifest, spans: &[Option<(u64, u64)>]
     }
     Ok(())
 }
+
+/// Fails with [`Error::InvalidArgument`] unless version `m` has row ids left for new data files
+/// of `rows` rows each, fragment ids for them and a version number after it: checked before an
+/// edit writes anything.
+pub(crate) fn room_for(m: &Manifest, rows: impl IntoIterator<Item = u64>) -> Result<()> {
+    let mut next_row_id = m.next_row_id;
+    let mut next_fragment_id = m.next_fragment_id;
+    let refuse = |why: String| Error::InvalidArgument {
+        what: format!("an edit of version {}", m.version),
+        why: format!("{why}; nothing was written"),
+    };
+    for n in rows {
+        next_row_id = next_row_id.checked_add(n).ok_or_else(|| {
+            refuse(format!("{n} more rows would take row ids past 2^64 - 1 (the next is {})", m.next_row_id))
+        })?;
+        next_fragment_id = next_fragment_id.checked_add(1).ok_or_else(|| {
+            refuse(format!(
+                "a data file more would take fragment ids past 2^64 - 1 (the next is {})",
+                m.next_fragment_id
+            ))
+        })?;
+    }
+    room_for_version(m)
+}
+
+/// Fails with [`Error::InvalidArgument`] when `m` is the largest version number there can be.
+pub(crate) fn room_for_version(m: &Manifest) -> Result<()> {
+    match m.next_version() {
+        Some(_) => Ok(()),
+        None => Err(Error::InvalidArgument {
+            what: format!("an edit of version {}", m.version),
+            why: "it is the largest version number there can be (2^64 - 1); nothing was written".into(),
+        }),
+    }
+}

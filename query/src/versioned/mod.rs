@@ -466,7 +466,7 @@ impl VersionedDataset {
                 base = latest;
                 continue;
             }
-            room_for_version(&base)?;
+            integrity::room_for_version(&base)?;
             let mut new = base.child(operation.clone(), message);
             edit(&base, &mut new)?;
             match publish(&self.dir, &new)? {
@@ -606,7 +606,7 @@ impl VersionedDataset {
         message: &str,
     ) -> Result<VersionedDataset> {
         let _edit = lock::edit(&self.dir)?;
-        room_for_version(&self.manifest)?;
+        integrity::room_for_version(&self.manifest)?;
         self.check_indices(rows, "rows to update")?;
         let mut typed = Vec::new();
         for (name, array) in values {
@@ -711,7 +711,7 @@ impl VersionedDataset {
         }
         let values = cast_values(name, ty, values, self.num_rows() as usize)?;
         let _edit = lock::edit(&self.dir)?;
-        room_for_version(&self.manifest)?;
+        integrity::room_for_version(&self.manifest)?;
         let default = default_value(ty);
         let mut files = Vec::new();
         let mut first = 0usize;
@@ -840,7 +840,7 @@ impl VersionedDataset {
     /// [`VersionedDataset::commit`].
     pub fn compact(&self, options: &ExportOptions, message: &str) -> Result<VersionedDataset> {
         let _edit = lock::edit(&self.dir)?;
-        room_for_version(&self.manifest)?;
+        integrity::room_for_version(&self.manifest)?;
         let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
         let (report, ids) = {
             let view = self.view()?;
@@ -862,7 +862,7 @@ impl VersionedDataset {
         let touches = Touches { everything: true, ..Touches::default() };
         let folded = self.manifest.fragments.iter().map(|f| f.id).collect();
         self.commit(Operation::Compact { fragments: folded }, message, &touches, |base, new| {
-            room_for(base, [0])?;
+            integrity::room_for(base, [0])?;
             new.fragments = vec![Fragment {
                 id: base.next_fragment_id,
                 data_file: rel.clone(),
@@ -896,7 +896,7 @@ impl VersionedDataset {
             }
         }
         let _edit = lock::edit(&self.dir)?;
-        room_for_version(&self.manifest)?;
+        integrity::room_for_version(&self.manifest)?;
         let ids = {
             let view = self.view()?;
             let table = view.table()?;
@@ -1237,7 +1237,7 @@ impl NewDataFile {
     fn link_all(dir: &Path, base: &Manifest, files: &[PathBuf]) -> Result<Vec<NewDataFile>> {
         let schema = &base.schema;
         let checked = files.iter().map(|file| Self::check(schema, file)).collect::<Result<Vec<_>>>()?;
-        room_for(base, checked.iter().map(|c| c.0))?;
+        integrity::room_for(base, checked.iter().map(|c| c.0))?;
         checked
             .into_iter()
             .zip(files)
@@ -1312,7 +1312,7 @@ impl NewDataFile {
     /// # Errors
     /// [`Error::InvalidArgument`] when `m` has no row or fragment ids left for it.
     fn push_onto(&self, m: &mut Manifest) -> Result<()> {
-        room_for(m, [self.num_rows])?;
+        integrity::room_for(m, [self.num_rows])?;
         m.fragments.push(Fragment {
             id: m.next_fragment_id,
             data_file: self.data_file.clone(),
@@ -1328,41 +1328,6 @@ impl NewDataFile {
             m.classes = self.classes.clone();
         }
         Ok(())
-    }
-}
-
-/// Fails with [`Error::InvalidArgument`] unless version `m` has row ids left for new data files
-/// of `rows` rows each, fragment ids for them and a version number after it: checked before an
-/// edit writes anything.
-fn room_for(m: &Manifest, rows: impl IntoIterator<Item = u64>) -> Result<()> {
-    let mut next_row_id = m.next_row_id;
-    let mut next_fragment_id = m.next_fragment_id;
-    let refuse = |why: String| Error::InvalidArgument {
-        what: format!("an edit of version {}", m.version),
-        why: format!("{why}; nothing was written"),
-    };
-    for n in rows {
-        next_row_id = next_row_id.checked_add(n).ok_or_else(|| {
-            refuse(format!("{n} more rows would take row ids past 2^64 - 1 (the next is {})", m.next_row_id))
-        })?;
-        next_fragment_id = next_fragment_id.checked_add(1).ok_or_else(|| {
-            refuse(format!(
-                "a data file more would take fragment ids past 2^64 - 1 (the next is {})",
-                m.next_fragment_id
-            ))
-        })?;
-    }
-    room_for_version(m)
-}
-
-/// Fails with [`Error::InvalidArgument`] when `m` is the largest version number there can be.
-fn room_for_version(m: &Manifest) -> Result<()> {
-    match m.next_version() {
-        Some(_) => Ok(()),
-        None => Err(Error::InvalidArgument {
-            what: format!("an edit of version {}", m.version),
-            why: "it is the largest version number there can be (2^64 - 1); nothing was written".into(),
-        }),
     }
 }
 
