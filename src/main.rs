@@ -50,9 +50,11 @@ enum Command {
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
     },
-    /// Check every structure, row and allocation; exit 1 naming the first problem.
+    /// Check every structure, row and allocation; exit 1 naming the first problem. For a dataset
+    /// directory, every version: its files there, their checksums, its entries consistent, each
+    /// data file's structure; exit 1 listing every problem.
     Verify {
-        /// The .beton file.
+        /// The .beton file or dataset directory.
         file: PathBuf,
         /// Also decode every image.
         #[arg(long)]
@@ -218,7 +220,10 @@ fn main() {
                 versions::file_version(&file, version.as_deref()).and_then(|()| info(&file, json, &custom)),
             ),
         },
-        Command::Verify { file, decode_images, custom } => ("verify", verify(&file, decode_images, &custom)),
+        Command::Verify { file, decode_images, custom } => match versions::is_dataset(&file) {
+            true => ("verify", versions::verify(&file, decode_images)),
+            false => ("verify", verify(&file, decode_images, &custom)),
+        },
         Command::Show { file, indices, grid, version, out, field, custom } => {
             let indices: Vec<u64> = indices.concat();
             (

@@ -212,9 +212,23 @@ pub fn version_ref(v: Option<&str>) -> VersionRef {
 }
 
 /// `beton info DIR`: the version, its data files, pending deletions, column files and splits.
+///
+/// Fails (exit 1) when a file the version names is missing: the version cannot be read.
 pub fn info(dir: &Path, version: Option<&str>, json: bool) -> Result<String> {
     let v = VersionedDataset::open(dir, version_ref(version))?;
     let m = v.manifest();
+    let missing = v.missing_files()?;
+    if !missing.is_empty() {
+        bail!(
+            "{}: version {} cannot be read: {} of its files {} missing: {} (`beton verify {}` checks every version)",
+            dir.display(),
+            m.version,
+            missing.len(),
+            if missing.len() == 1 { "is" } else { "are" },
+            missing.join(", "),
+            dir.display()
+        );
+    }
     if json {
         return Ok(serde_json::to_string_pretty(m)? + "\n");
     }
@@ -256,6 +270,36 @@ pub fn info(dir: &Path, version: Option<&str>, json: bool) -> Result<String> {
         let _ = writeln!(out, "  tags: {}", tags.join(", "));
     }
     Ok(out)
+}
+
+/// `beton verify DIR`: every version of a dataset directory ([`beton_query::versioned::verify_dir`]);
+/// fails listing every problem.
+pub fn verify(dir: &Path, decode_images: bool) -> Result<String> {
+    let r = beton_query::versioned::verify_dir(dir, decode_images, &|_| {})?;
+    if !r.problems.is_empty() {
+        let mut why = format!(
+            "{}: {} problem{} in {} versions:",
+            dir.display(),
+            r.problems.len(),
+            if r.problems.len() == 1 { "" } else { "s" },
+            r.versions
+        );
+        for p in &r.problems {
+            let _ = write!(why, "\n  {p}");
+        }
+        bail!(why);
+    }
+    let decoded =
+        if decode_images { format!(", {} images decoded", r.images_decoded) } else { String::new() };
+    Ok(format!(
+        "ok: {}: {} versions, {} data files ({} samples, {} allocations checked{decoded}), {} other files\n",
+        dir.display(),
+        r.versions,
+        r.data_files,
+        r.samples,
+        r.allocations,
+        r.other_files
+    ))
 }
 
 impl Action {

@@ -187,3 +187,54 @@ fn append_an_imagefolder_by_class_name_and_edit_classes() {
     assert!(!success && err.contains("no class folders"), "{err}");
     assert!(ok(&["log", d]).contains("classes"));
 }
+
+/// `beton verify DIR` checks every version of a dataset directory and lists what is wrong;
+/// `beton info DIR` refuses a version whose data file is missing.
+#[test]
+fn verify_and_info_on_a_dataset_directory_with_a_missing_data_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
+    let file = tmp.path().join("a.beton");
+    let f = file.to_str().unwrap();
+    ok(&["write-imagefolder", folder.to_str().unwrap(), f, "--max-resolution", "32"]);
+    let dir = tmp.path().join("ds");
+    let d = dir.to_str().unwrap();
+    ok(&["import", d, f]);
+    ok(&["update", d, "--set", "label=9", "--where", "index < 3"]);
+    ok(&["append", d, f]);
+    ok(&["tag", d, "both"]);
+    let verified = ok(&["verify", d]);
+    assert!(verified.starts_with("ok: ") && verified.contains("3 versions, 2 data files"), "{verified}");
+    assert!(ok(&["info", d]).contains("version 3 of 3"));
+
+    // The appended data file goes: versions 3 cannot be read, 1 and 2 can.
+    let info: serde_json::Value = serde_json::from_str(&ok(&["info", d, "--json"])).unwrap();
+    let appended = info["fragments"][1]["data_file"].as_str().unwrap().to_string();
+    std::fs::remove_file(dir.join(&appended)).unwrap();
+    let (success, out, err) = beton(&["info", d]);
+    assert!(!success && out.is_empty(), "{out}");
+    assert!(
+        err.contains("version 3 cannot be read") && err.contains(&appended) && err.contains("missing"),
+        "{err}"
+    );
+    assert!(ok(&["info", d, "--version", "2"]).contains("version 2 of 3"));
+    let (success, _, err) = beton(&["verify", d]);
+    assert!(!success, "verify passed a dataset missing a data file");
+    assert!(
+        err.contains("1 problem in 3 versions")
+            && err.contains(&format!("version 3: data file {appended} is missing")),
+        "{err}"
+    );
+
+    // A damaged manifest is listed too, naming its version.
+    let manifest = dir.join("_versions/00000000000000000001.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replacen("\"label\"", "\"lbel\"", 1)).unwrap();
+    let (success, _, err) = beton(&["verify", d]);
+    assert!(
+        !success && err.contains("2 problems") && err.contains("version 1:") && err.contains("checksum"),
+        "{err}"
+    );
+    let (success, _, err) = beton(&["query", d, "--version", "1", "SELECT count(*) FROM samples"]);
+    assert!(!success && err.contains("damaged dataset file") && err.contains("checksum"), "{err}");
+}

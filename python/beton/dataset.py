@@ -1492,6 +1492,10 @@ class Dataset:
     def cleanup(self, keep_versions: int = 1, older_than_seconds: float = 3600.0) -> Dict[str, Any]:
         """Removes old versions and the files no kept version references.
 
+        Edits in other threads and processes may run meanwhile: no version committed before,
+        during or after the cleanup loses a file it names (on a local disk the cleanup waits for
+        edits in progress to commit; docs/FORMAT.md §13, "Cleanup").
+
         Parameters
         ----------
         keep_versions : int, optional

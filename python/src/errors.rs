@@ -3,7 +3,7 @@
 //!
 //! | class | also a | for |
 //! |---|---|---|
-//! | `CorruptFileError` | `ValueError` | bytes that break the format, an interrupted write |
+//! | `CorruptFileError` | `ValueError` | bytes that break the format, an interrupted write, a dataset directory's damaged metadata (a checksum that does not match, inconsistent entries, a file leading outside it) |
 //! | `QueryError` | `ValueError` | SQL that does not parse or does not type-check |
 //! | `SampleError` | `ValueError` | a sample that cannot be written or decoded |
 //! | `InvalidArgumentError` | `ValueError` | a bad argument or saved state |
@@ -258,6 +258,7 @@ fn query_kind(e: &beton_query::Error) -> (Kind, Where) {
             (Kind::Query, Where { sql_position: Some((*line, *column)), ..Where::default() })
         }
         E::Conflict { .. } => (Kind::Conflict, Where::default()),
+        E::Corrupt { path: p, .. } => (Kind::Corrupt, Where { path: path(p), ..Where::default() }),
         _ => (Kind::Argument, Where::default()),
     }
 }

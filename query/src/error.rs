@@ -70,6 +70,19 @@ pub enum Error {
         why: String,
     },
 
+    /// A file of a dataset directory whose bytes changed after they were written (a checksum
+    /// that does not match), or a manifest whose entries contradict each other or the files
+    /// they name (a data file named twice, overlapping row ids, a count that does not fit), or
+    /// a file leading outside the directory: nothing is read from it. `what` names the version
+    /// and the entry where they are known.
+    #[error("{path}: damaged dataset file: {what}")]
+    Corrupt {
+        /// The file at fault (the manifest, for an inconsistent entry).
+        path: std::path::PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+
     /// An Arrow error while building or computing on columns.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),

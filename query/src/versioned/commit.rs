@@ -114,6 +114,11 @@ pub enum Published {
 /// # Errors
 /// I/O errors naming the path; [`Error::InvalidArgument`] on a file system without hard links.
 pub fn publish(dir: &Path, manifest: &Manifest) -> Result<Published> {
+    // What readers refuse is never written.
+    super::integrity::check_manifest(manifest).map_err(|why| Error::InvalidArgument {
+        what: format!("commit to {}", super::remote::shown(dir)),
+        why: format!("{why}; nothing was committed"),
+    })?;
     if let Some(remote) = super::remote::publish(dir, manifest) {
         return remote;
     }
@@ -195,7 +200,7 @@ pub fn read_manifest(dir: &Path, version: u64) -> Result<Manifest> {
         }
         Err(e) => return Err(io(&path, e)),
     };
-    let m = Manifest::from_json(&bytes, &path.display().to_string())?;
+    let m = Manifest::from_json(&bytes, &path)?;
     if m.version != version {
         return Err(Error::InvalidArgument {
             what: format!("manifest {}", path.display()),

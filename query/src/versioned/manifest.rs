@@ -4,6 +4,7 @@
 //! never modified.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use beton_storage::FieldType;
 use serde::{Deserialize, Serialize};
@@ -12,8 +13,9 @@ use crate::error::{Error, Result};
 
 /// `format` of every manifest.
 pub const FORMAT: &str = "beton-dataset";
-/// The manifest layout this crate writes; a reader refuses a newer one.
-pub const FORMAT_VERSION: u32 = 1;
+/// The manifest layout this crate writes; a reader refuses a newer one. Version 2 added the
+/// manifest's own checksum (required from 2 on) and the checksums of the files it references.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// One version of a dataset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +100,10 @@ pub struct Fragment {
     pub data_file: String,
     /// Rows in the data file (deleted ones included).
     pub num_rows: u64,
+    /// The data file's length in bytes, checked when it is opened (absent in manifests written
+    /// before format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_bytes: Option<u64>,
     /// The row id of each row of the data file.
     pub row_ids: RowIds,
     /// Rows of the data file deleted in this version (positions in the file), if any.
@@ -133,6 +139,9 @@ pub enum RowIds {
     File {
         /// The index set file, relative to the dataset directory.
         file: String,
+        /// Its checksum ([`super::integrity::checksum`]), verified when it is read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checksum: Option<String>,
     },
 }
 
@@ -143,6 +152,10 @@ pub struct FileRef {
     pub file: String,
     /// Ids in the file.
     pub count: u64,
+    /// Its checksum ([`super::integrity::checksum`]), verified when it is read (absent in
+    /// manifests written before format 2 and the files they name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
 }
 
 /// An Arrow IPC file with some fields' values for every row of one data file.
@@ -152,6 +165,9 @@ pub struct ColumnFile {
     pub file: String,
     /// The fields it holds.
     pub fields: Vec<String>,
+    /// Its checksum ([`super::integrity::checksum`]), verified when it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
 }
 
 /// What a commit did, as `beton log` shows it.
@@ -266,15 +282,24 @@ impl Manifest {
     }
 
     /// The next version made from this one by `operation`: same contents, to be edited.
+    ///
+    /// # Panics
+    /// When this is version `u64::MAX` (edits check [`Manifest::next_version`] first).
     pub fn child(&self, operation: Operation, message: &str) -> Manifest {
         Manifest {
-            version: self.version + 1,
+            format_version: FORMAT_VERSION,
+            version: self.next_version().expect("edits check that a version is left"),
             parent: Some(self.version),
             timestamp_ms: now_ms(),
             operation,
             message: message.to_string(),
             ..self.clone()
         }
+    }
+
+    /// The number of the version after this one; `None` past the largest.
+    pub fn next_version(&self) -> Option<u64> {
+        self.version.checked_add(1)
     }
 
     /// True when some column file holds field `name` (its values are not all the data files').
@@ -293,7 +318,7 @@ impl Manifest {
             .iter()
             .flat_map(|f| {
                 let row_ids = match &f.row_ids {
-                    RowIds::File { file } => Some(file.as_str()),
+                    RowIds::File { file, .. } => Some(file.as_str()),
                     RowIds::Range { .. } => None,
                 };
                 std::iter::once(f.data_file.as_str())
@@ -304,14 +329,24 @@ impl Manifest {
             .chain(self.splits.values().map(|s| s.file.as_str()))
     }
 
-    /// Parses and checks a manifest read from `what` (a path, for errors).
+    /// Parses and checks a manifest read from `path`: its checksum (required from format 2 on;
+    /// a manifest written before has none and is read without), its format, paths, and the
+    /// consistency of its entries ([`super::integrity`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming `what` for JSON that is not a manifest, a newer format,
-    /// a file path outside the directory or counts that contradict each other.
-    pub fn from_json(bytes: &[u8], what: &str) -> Result<Manifest> {
-        let bad = |why: String| Error::InvalidArgument { what: format!("manifest {what}"), why };
+    /// [`Error::InvalidArgument`] naming `path` for JSON that is not a manifest or a newer
+    /// format; [`Error::Corrupt`] for a checksum that does not match, a missing checksum, a file
+    /// path outside the directory or entries that contradict each other (naming the version
+    /// and the entry).
+    pub fn from_json(bytes: &[u8], path: &Path) -> Result<Manifest> {
+        let bad = |why: String| Error::InvalidArgument { what: format!("manifest {}", path.display()), why };
+        let damaged = |what: String| super::integrity::corrupt(path, what);
+        // Strictly as a manifest (a field twice is an error), then as a JSON value for the
+        // checksum, which covers everything but itself.
         let m: Manifest = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a manifest: {e}")))?;
+        let mut value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("not a manifest: {e}")))?;
+        let stored = value.as_object_mut().and_then(|o| o.remove(CHECKSUM_KEY));
         if m.format != FORMAT {
             return Err(bad(format!("format is {:?}, not {FORMAT:?}", m.format)));
         }
@@ -321,36 +356,60 @@ impl Manifest {
                 m.format_version
             )));
         }
-        for file in m.files() {
-            if !is_relative_file(file) {
-                return Err(bad(format!("file {file:?} is not a plain path inside the dataset directory")));
-            }
-        }
-        for f in &m.fragments {
-            if f.id >= m.next_fragment_id {
-                return Err(bad(format!("fragment id {} is at or past next_fragment_id", f.id)));
-            }
-            if f.deletions.as_ref().is_some_and(|d| d.count > f.num_rows) {
-                return Err(bad(format!("fragment {} deletes more rows than its {} rows", f.id, f.num_rows)));
-            }
-            if let RowIds::Range { start } = f.row_ids {
-                if start.checked_add(f.num_rows).is_none_or(|end| end > m.next_row_id) {
-                    return Err(bad(format!("fragment {} has row ids at or past next_row_id", f.id)));
+        match stored {
+            Some(serde_json::Value::String(sum)) => {
+                let actual = super::integrity::checksum(&canonical(&value));
+                if actual != sum {
+                    return Err(damaged(format!(
+                        "the manifest of version {}: its checksum is {actual}, the manifest says {sum}: \
+                         it changed after it was written",
+                        m.version
+                    )));
                 }
             }
+            Some(other) => return Err(damaged(format!("its checksum is {other}, not a string"))),
+            None if m.format_version >= 2 => {
+                return Err(damaged(format!(
+                    "the manifest of version {} has no checksum (format {} manifests always have one)",
+                    m.version, m.format_version
+                )))
+            }
+            None => {}
         }
+        for file in m.files() {
+            if !is_relative_file(file) {
+                return Err(damaged(format!(
+                    "version {}: file {file:?} is not a plain path inside the dataset directory",
+                    m.version
+                )));
+            }
+        }
+        super::integrity::check_manifest(&m).map_err(damaged)?;
         for field in &m.schema {
             field.field_type().map_err(|e| bad(format!("field '{}': {e}", field.name)))?;
         }
         Ok(m)
     }
 
-    /// The manifest as JSON (pretty, so `cat` shows it).
+    /// The manifest as JSON (pretty, so `cat` shows it), its checksum last.
     pub fn to_json(&self) -> Vec<u8> {
+        let value = serde_json::to_value(self).expect("a manifest serialises");
+        let sum = super::integrity::checksum(&canonical(&value));
         let mut out = serde_json::to_vec_pretty(self).expect("a manifest serialises");
-        out.push(b'\n');
+        debug_assert!(out.ends_with(b"\n}"));
+        out.truncate(out.len() - 2);
+        out.extend_from_slice(format!(",\n  \"{CHECKSUM_KEY}\": \"{sum}\"\n}}\n").as_bytes());
         out
     }
+}
+
+/// The manifest's key holding its checksum.
+const CHECKSUM_KEY: &str = "checksum";
+
+/// The bytes a manifest's checksum covers: its JSON value without the checksum, compact, keys
+/// sorted, so whitespace and key order do not matter but every value does.
+fn canonical(value: &serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(value).expect("a JSON value serialises")
 }
 
 /// A relative path of plain components (`data/x.beton`): no `..`, no root, no empty part.
@@ -378,23 +437,28 @@ mod tests {
             id: 0,
             data_file: "data/a.beton".into(),
             num_rows: 10,
+            data_bytes: Some(100),
             row_ids: RowIds::Range { start: 0 },
-            deletions: Some(FileRef { file: "deletions/a.bidx".into(), count: 2 }),
-            columns: vec![ColumnFile { file: "columns/a.arrow".into(), fields: vec!["label".into()] }],
+            deletions: Some(FileRef { file: "deletions/a.bidx".into(), count: 2, checksum: None }),
+            columns: vec![ColumnFile {
+                file: "columns/a.arrow".into(),
+                fields: vec!["label".into()],
+                checksum: Some("crc32:00000000".into()),
+            }],
         });
-        let back = Manifest::from_json(&m.to_json(), "t").unwrap();
+        let back = Manifest::from_json(&m.to_json(), Path::new("t")).unwrap();
         assert_eq!(back, m);
         assert_eq!(back.num_rows(), 8);
         assert_eq!(back.files().count(), 3);
         for bad in ["../x", "/etc/passwd", "data//x", "data/./x", ""] {
             let mut b = m.clone();
             b.fragments[0].data_file = bad.into();
-            let err = Manifest::from_json(&b.to_json(), "t").unwrap_err().to_string();
+            let err = Manifest::from_json(&b.to_json(), Path::new("t")).unwrap_err().to_string();
             assert!(err.contains("not a plain path"), "{bad}: {err}");
         }
         let mut b = m.clone();
         b.format_version = FORMAT_VERSION + 1;
-        assert!(Manifest::from_json(&b.to_json(), "t").unwrap_err().to_string().contains("newer"));
-        assert!(Manifest::from_json(b"{}", "t").is_err());
+        assert!(Manifest::from_json(&b.to_json(), Path::new("t")).unwrap_err().to_string().contains("newer"));
+        assert!(Manifest::from_json(b"{}", Path::new("t")).is_err());
     }
 }

@@ -9,13 +9,17 @@
 //! re-applied on the newer version and retried; others fail with [`Error::Conflict`].
 
 pub mod classes;
+mod cleanup;
 pub mod commit;
 pub mod diff;
 mod fit;
 pub mod imagefolder;
+pub mod integrity;
+pub mod lock;
 pub mod manifest;
 pub mod remote;
 pub mod values;
+pub mod verify;
 pub mod view;
 
 use std::collections::BTreeMap;
@@ -30,6 +34,7 @@ use commit::{io, list_versions, publish, read_manifest, write_new_file, Publishe
 pub use diff::{diff, Diff};
 pub use imagefolder::{ImageFolderOptions, ImageFolderReport};
 pub use manifest::{ColumnFile, FileRef, Fragment, Manifest, Operation, RowIds, SchemaField};
+pub use verify::{verify_dir, DirReport};
 pub use view::VersionView;
 
 use arrow_array::{Array, ArrayRef};
@@ -172,6 +177,7 @@ impl VersionedDataset {
             });
         }
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let _edit = lock::edit(dir)?;
         match publish(dir, &manifest)? {
             Published::Done => Ok(VersionedDataset { dir: dir.to_path_buf(), manifest }),
             Published::Taken => Err(Error::InvalidArgument {
@@ -222,6 +228,9 @@ impl VersionedDataset {
         let total: u64 = opened.iter().map(|(n, _)| n).sum();
         let mut done = 0u64;
         let mut result: Option<VersionedDataset> = None;
+        // Held from the first exported source on: a cleanup must not take it from _tmp/ before
+        // it is linked into data/.
+        let mut held = None;
         for (k, (source, (rows, version))) in sources.iter().zip(opened).enumerate() {
             // A dataset directory: its latest version as one file, in `dir`'s own _tmp/ (then
             // hard-linked into data/).
@@ -229,6 +238,9 @@ impl VersionedDataset {
                 Some(v) => {
                     let tmp = dir.join(commit::TMP_DIR);
                     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+                    if held.is_none() {
+                        held = Some(lock::edit(dir)?);
+                    }
                     let file = tmp.join(format!("concat-{k}-{}.beton", commit::unique_name()));
                     let progress = options.progress.clone().map(|outer| {
                         let offset = done;
@@ -292,6 +304,7 @@ impl VersionedDataset {
                 why: "is a dataset already; use append to add a file to it".into(),
             });
         }
+        let _edit = lock::edit(dir)?;
         let data_file = link_data_file(dir, file)?;
         let n = ds.num_samples();
         let mut m = Manifest::first(schema, Operation::Import { source: file.display().to_string() });
@@ -301,6 +314,7 @@ impl VersionedDataset {
             id: 0,
             data_file,
             num_rows: n,
+            data_bytes: Some(ds.file_len()),
             row_ids: RowIds::Range { start: 0 },
             deletions: None,
             columns,
@@ -328,7 +342,7 @@ impl VersionedDataset {
             });
         }
         let version = match at {
-            VersionRef::Latest => latest(dir)?,
+            VersionRef::Latest => return Self::open_latest(dir),
             VersionRef::Number(n) => n,
             VersionRef::Tag(name) => *read_tags(dir)?.get(&name).ok_or_else(|| Error::InvalidArgument {
                 what: "tag".into(),
@@ -336,6 +350,20 @@ impl VersionedDataset {
             })?,
         };
         Ok(VersionedDataset { dir: dir.to_path_buf(), manifest: read_manifest(dir, version)? })
+    }
+
+    /// The latest version: a cleanup may remove the version listed as the latest once a newer
+    /// one is committed, so one removed between the listing and the read is looked for again.
+    fn open_latest(dir: &Path) -> Result<VersionedDataset> {
+        let mut tries = 0;
+        loop {
+            let version = latest(dir)?;
+            match read_manifest(dir, version) {
+                Ok(manifest) => return Ok(VersionedDataset { dir: dir.to_path_buf(), manifest }),
+                Err(_) if tries < MAX_RETRIES && latest(dir)? > version => tries += 1,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The dataset directory.
@@ -391,6 +419,10 @@ impl VersionedDataset {
             });
         }
         let json = format!("{{\"version\": {}}}\n", self.version());
+        // A cleanup decides which versions to keep from the tags: the tag is made under the
+        // lock it waits for, naming a version that is still there.
+        let _edit = lock::edit(&self.dir)?;
+        read_manifest(&self.dir, self.version())?;
         let taken = || -> Result<Error> {
             Ok(Error::InvalidArgument {
                 what: format!("tag '{name}'"),
@@ -400,7 +432,17 @@ impl VersionedDataset {
                 ),
             })
         };
-        match remote::put_new(&self.dir, &format!("{TAGS_DIR}/{name}.json"), json.clone().into_bytes()) {
+        let rel = format!("{TAGS_DIR}/{name}.json");
+        match remote::put_new(&self.dir, &rel, json.clone().into_bytes()) {
+            // A cleanup that read the tags before the put may have removed the version since:
+            // then the tag names nothing and goes.
+            Some(Ok(true)) if !list_versions(&self.dir)?.contains(&self.version()) => {
+                remote::remove(&self.dir, &rel).unwrap_or(Ok(()))?;
+                return Err(Error::InvalidArgument {
+                    what: format!("tag '{name}'"),
+                    why: format!("version {} was removed by a cleanup meanwhile", self.version()),
+                });
+            }
             Some(Ok(true)) => return Ok(()),
             Some(Ok(false)) => return Err(taken()?),
             Some(Err(e)) => return Err(e),
@@ -470,8 +512,21 @@ impl VersionedDataset {
         touches: &Touches,
         mut edit: impl FnMut(&Manifest, &mut Manifest) -> Result<()>,
     ) -> Result<VersionedDataset> {
+        // Held until the manifest is published: a cleanup waits for it (lock.rs).
+        let _edit = lock::edit(&self.dir)?;
         let mut base = self.manifest.clone();
         for _ in 0..MAX_RETRIES {
+            // A version newer than the base: rebase on it first. (Publishing base + 1 could
+            // succeed all the same where cleanup removed that version, leaving this one out of
+            // the line of versions.)
+            let newest = latest(&self.dir)?;
+            if newest != base.version {
+                let latest = read_manifest(&self.dir, newest)?;
+                check_compatible(&self.manifest, &latest, touches)?;
+                base = latest;
+                continue;
+            }
+            integrity::room_for_version(&base)?;
             let mut new = base.child(operation.clone(), message);
             edit(&base, &mut new)?;
             match publish(&self.dir, &new)? {
@@ -494,6 +549,9 @@ impl VersionedDataset {
     /// # Errors
     /// As [`VersionedDataset::open`] and [`VersionedDataset::commit`].
     pub fn restore(&self, version: u64) -> Result<VersionedDataset> {
+        // The old version's files are referenced again: read it under the lock a cleanup waits
+        // for, so that it is either gone (an error) or whole until the restore is published.
+        let _edit = lock::edit(&self.dir)?;
         let old = read_manifest(&self.dir, version)?;
         let touches = Touches { everything: true, ..Touches::default() };
         let latest = Self::open(&self.dir, VersionRef::Latest)?;
@@ -616,6 +674,8 @@ impl VersionedDataset {
         predicate: Option<&str>,
         message: &str,
     ) -> Result<VersionedDataset> {
+        let _edit = lock::edit(&self.dir)?;
+        integrity::room_for_version(&self.manifest)?;
         self.check_indices(rows, "rows to update")?;
         let mut typed = Vec::new();
         for (k, (name, array)) in values.into_iter().enumerate() {
@@ -709,6 +769,8 @@ impl VersionedDataset {
         fit::check_new_column(&self.manifest.schema, name, ty)?;
         let target = fit::Target { source: "add_column: values", field: name, ty, rows: None };
         let values = fit::fit(&target, values, self.num_rows() as usize)?;
+        let _edit = lock::edit(&self.dir)?;
+        integrity::room_for_version(&self.manifest)?;
         let default = default_value(ty);
         let mut files = Vec::new();
         let mut first = 0usize;
@@ -856,6 +918,8 @@ impl VersionedDataset {
     /// As [`VersionedDataset::export`] (a cancelled compaction commits nothing) and
     /// [`VersionedDataset::commit`].
     pub fn compact(&self, options: &ExportOptions, message: &str) -> Result<VersionedDataset> {
+        let _edit = lock::edit(&self.dir)?;
+        integrity::room_for_version(&self.manifest)?;
         let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
         let (report, ids, nulls) = {
             let view = self.view()?;
@@ -872,17 +936,20 @@ impl VersionedDataset {
                 RowIds::Range { start: a }
             }
             (None, _) => RowIds::Range { start: self.manifest.next_row_id },
-            _ => RowIds::File {
-                file: write_index_file(&self.dir, ROW_IDS_DIR, &IndexSet::from_sorted(ids)?)?.file,
-            },
+            _ => {
+                let written = write_index_file(&self.dir, ROW_IDS_DIR, &IndexSet::from_sorted(ids)?)?;
+                RowIds::File { file: written.file, checksum: written.checksum }
+            }
         };
         let touches = Touches { everything: true, ..Touches::default() };
         let folded = self.manifest.fragments.iter().map(|f| f.id).collect();
         self.commit(Operation::Compact { fragments: folded }, message, &touches, |base, new| {
+            integrity::room_for(base, [0])?;
             new.fragments = vec![Fragment {
                 id: base.next_fragment_id,
                 data_file: rel.clone(),
                 num_rows: report.num_samples,
+                data_bytes: Some(report.file_len),
                 row_ids: row_ids.clone(),
                 deletions: None,
                 columns: nulls.clone(),
@@ -890,108 +957,6 @@ impl VersionedDataset {
             new.next_fragment_id = base.next_fragment_id + 1;
             Ok(())
         })
-    }
-
-    /// Removes the versions older than the newest `keep_versions` (tagged versions are kept)
-    /// and every file of the directory that no kept version references, as well as writers'
-    /// temporary files, when older than `grace` (a writer still running may be about to commit
-    /// the files it wrote). Returns what was removed. On object storage the store's files are
-    /// listed, aged by their last-modified times, and deleted from the store and the mirror.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for `keep_versions` 0; I/O errors; the remote errors.
-    pub fn cleanup(&self, keep_versions: usize, grace: std::time::Duration) -> Result<CleanupReport> {
-        if keep_versions == 0 {
-            return Err(Error::InvalidArgument {
-                what: "keep_versions".into(),
-                why: "must be at least 1".into(),
-            });
-        }
-        let all = list_versions(&self.dir)?;
-        let tagged: std::collections::BTreeSet<u64> = read_tags(&self.dir)?.into_values().collect();
-        let keep: Vec<u64> = all
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|&(k, v)| k + keep_versions >= all.len() || tagged.contains(&v))
-            .map(|(_, v)| v)
-            .collect();
-        let mut reachable = std::collections::HashSet::new();
-        for &v in &keep {
-            for file in read_manifest(&self.dir, v)?.files() {
-                reachable.insert(file.to_string());
-            }
-        }
-        let mut report = CleanupReport::default();
-        for &v in all.iter().filter(|v| !keep.contains(v)) {
-            let name = commit::manifest_name(v);
-            commit::crash_point();
-            match remote::remove(&self.dir, &name) {
-                Some(removed) => removed?,
-                None => {
-                    let path = self.dir.join(&name);
-                    std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
-                }
-            }
-            report.versions.push(v);
-        }
-        let now = std::time::SystemTime::now();
-        // A clock behind the file's (another machine's, the store's) makes it young: kept.
-        let aged = |t: std::time::SystemTime| now.duration_since(t).unwrap_or_default() >= grace;
-        if remote::url_of(&self.dir).is_some() {
-            self.cleanup_store(&reachable, aged, &mut report)?;
-            return Ok(report);
-        }
-        let old = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).is_ok_and(aged);
-        for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR, commit::TMP_DIR] {
-            let Ok(entries) = std::fs::read_dir(self.dir.join(folder)) else { continue };
-            for entry in entries.flatten() {
-                let rel = format!("{folder}/{}", entry.file_name().to_string_lossy());
-                let path = entry.path();
-                // A data file's columnar copy lives as long as the data file.
-                let copy_of = rel.strip_suffix(crate::columnar::SUFFIX).filter(|d| reachable.contains(*d));
-                if reachable.contains(&rel) || copy_of.is_some() || !old(&path) || !path.is_file() {
-                    continue;
-                }
-                // A writer's temporary file is in use while it holds its lock (storage's temp.rs).
-                if let Ok(f) = std::fs::File::open(&path) {
-                    if f.try_lock().is_err() {
-                        continue;
-                    }
-                }
-                let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                commit::crash_point();
-                std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
-                report.files.push(rel);
-                report.bytes += bytes;
-            }
-        }
-        Ok(report)
-    }
-
-    /// [`VersionedDataset::cleanup`]'s files for a dataset on object storage: the store's listing
-    /// of each folder, files no kept version references and old enough by their last-modified
-    /// time (uploads of a writer that has not committed yet are young) deleted from the store
-    /// and the mirror.
-    fn cleanup_store(
-        &self,
-        reachable: &std::collections::HashSet<String>,
-        aged: impl Fn(std::time::SystemTime) -> bool,
-        report: &mut CleanupReport,
-    ) -> Result<()> {
-        for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR] {
-            let entries = remote::list_entries(&self.dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
-            for entry in entries {
-                if reachable.contains(&entry.name) || !aged(entry.modified) {
-                    continue;
-                }
-                commit::crash_point();
-                remote::remove(&self.dir, &entry.name).unwrap_or(Ok(()))?;
-                report.bytes += entry.size;
-                report.files.push(entry.name);
-            }
-        }
-        Ok(())
     }
 
     /// Saves named splits `save` (sets of this version's indices; replacing splits of the same
@@ -1012,6 +977,8 @@ impl VersionedDataset {
                 return Err(crate::splits::no_such_split(name, self.manifest.splits.keys()));
             }
         }
+        let _edit = lock::edit(&self.dir)?;
+        integrity::room_for_version(&self.manifest)?;
         let ids = {
             let view = self.view()?;
             let table = view.table()?;
@@ -1117,8 +1084,9 @@ impl VersionedDataset {
         columns: Vec<Vec<ColumnFile>>,
         message: &str,
     ) -> Result<VersionedDataset> {
+        let _edit = lock::edit(&self.dir)?;
         let read = &self.manifest;
-        let mut added = NewDataFile::link_all(&self.dir, &read.schema, read.classes.as_deref(), files)?;
+        let mut added = NewDataFile::link_all(&self.dir, read, files)?;
         for (file, columns) in added.iter_mut().zip(columns) {
             file.columns.extend(columns);
         }
@@ -1167,8 +1135,9 @@ impl VersionedDataset {
         }
         let schema = schema_of(&Dataset::open(first)?, first)?;
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        let added = NewDataFile::link_all(dir, &schema, None, files)?;
+        let _edit = lock::edit(dir)?;
         let mut m = Manifest::first(schema, Operation::Create);
+        let added = NewDataFile::link_all(dir, &m, files)?;
         m.message = message.to_string();
         for file in &added {
             file.push_onto(&mut m)?;
@@ -1191,13 +1160,22 @@ impl VersionedDataset {
     pub fn fragment_row_ids(&self, fragment: &Fragment) -> Result<Vec<u64>> {
         match &fragment.row_ids {
             RowIds::Range { start } => Ok((*start..start + fragment.num_rows).collect()),
-            RowIds::File { file } => {
-                let ids = read_index_file(&self.dir, file)?.into_vec();
-                if ids.len() as u64 != fragment.num_rows {
-                    return Err(Error::InvalidArgument {
-                        what: format!("row-id file {file}"),
-                        why: format!("has {} ids for {} rows", ids.len(), fragment.num_rows),
-                    });
+            RowIds::File { file, checksum } => {
+                let ids = read_index_file(&self.dir, file, checksum.as_deref())?.into_vec();
+                let past = ids.last().filter(|&&id| id >= self.manifest.next_row_id);
+                if ids.len() as u64 != fragment.num_rows || past.is_some() {
+                    return Err(integrity::corrupt(
+                        &self.dir.join(file),
+                        format!(
+                            "version {}: the row-id file of fragment {} has {} ids for {} rows{}",
+                            self.version(),
+                            fragment.id,
+                            ids.len(),
+                            fragment.num_rows,
+                            past.map(|id| format!(", up to {id}, at or past next_row_id"))
+                                .unwrap_or_default()
+                        ),
+                    ));
                 }
                 Ok(ids)
             }
@@ -1217,12 +1195,19 @@ fn fragment_deletions(dir: &Path, fragment: &Fragment) -> Result<IndexSet> {
     match &fragment.deletions {
         None => Ok(IndexSet::empty()),
         Some(d) => {
-            let set = read_index_file(dir, &d.file)?;
+            let set = read_index_file(dir, &d.file, d.checksum.as_deref())?;
             if set.len() as u64 != d.count || set.max_id().is_some_and(|m| m >= fragment.num_rows) {
-                return Err(Error::InvalidArgument {
-                    what: format!("deletion file {}", d.file),
-                    why: format!("does not hold {} rows below {}", d.count, fragment.num_rows),
-                });
+                return Err(integrity::corrupt(
+                    &dir.join(&d.file),
+                    format!(
+                        "the deletion file of fragment {} holds {} rows up to {:?}, the manifest says {} rows below {}",
+                        fragment.id,
+                        set.len(),
+                        set.max_id(),
+                        d.count,
+                        fragment.num_rows
+                    ),
+                ));
             }
             Ok(set)
         }
@@ -1345,7 +1330,9 @@ fn local_dir(dir: &Path) -> Result<PathBuf> {
 struct NewDataFile {
     data_file: String,
     num_rows: u64,
-    /// Values for the schema's fields the file lacks (each type's missing value).
+    /// The file's length.
+    data_bytes: u64,
+    /// Column files for the schema's fields the file lacks (NULL in its rows).
     columns: Vec<ColumnFile>,
     classes: Option<Vec<String>>,
 }
@@ -1353,25 +1340,22 @@ struct NewDataFile {
 impl NewDataFile {
     /// Checks every file of `files` against `schema` (every schema field with the same type, or
     /// missing: NULL in its rows), then links each into `dir`'s `data/`: a file that does not fit
-    /// leaves nothing behind.
-    /// `classes` are the dataset's class names, which the files' must agree with
-    /// ([`classes::merged`]).
-    fn link_all(
-        dir: &Path,
-        schema: &[SchemaField],
-        classes: Option<&[String]>,
-        files: &[PathBuf],
-    ) -> Result<Vec<NewDataFile>> {
+    /// leaves nothing behind. The files' class names must agree with `base`'s
+    /// ([`classes::merged`]), and row and fragment ids for them must be left after `base`'s
+    /// (both checked before anything is linked).
+    fn link_all(dir: &Path, base: &Manifest, files: &[PathBuf]) -> Result<Vec<NewDataFile>> {
+        let schema = &base.schema;
         let checked = files.iter().map(|file| Self::check(schema, file)).collect::<Result<Vec<_>>>()?;
-        let mut merged = classes.map(<[String]>::to_vec);
-        for ((_, _, file_classes), file) in checked.iter().zip(files) {
+        integrity::room_for(base, checked.iter().map(|c| c.0))?;
+        let mut merged = base.classes.clone();
+        for ((_, _, _, file_classes), file) in checked.iter().zip(files) {
             let what = format!("file {}", file.display());
             merged = classes::merged(merged.as_deref(), file_classes.as_deref(), &what)?;
         }
         checked
             .into_iter()
             .zip(files)
-            .map(|((num_rows, missing, classes), file)| {
+            .map(|((num_rows, data_bytes, missing, classes), file)| {
                 let columns = match missing.is_empty() {
                     true => Vec::new(),
                     false => {
@@ -1390,17 +1374,17 @@ impl NewDataFile {
                     Some(rel) => rel,
                     None => link_data_file(dir, file)?,
                 };
-                Ok(NewDataFile { data_file, num_rows, columns, classes })
+                Ok(NewDataFile { data_file, num_rows, data_bytes, columns, classes })
             })
             .collect()
     }
 
-    /// `file`'s rows, the schema fields it lacks (NULL in its rows), and its classes.
+    /// `file`'s rows and length, the schema fields it lacks (NULL in its rows), and its classes.
     #[allow(clippy::type_complexity)]
     fn check(
         schema: &[SchemaField],
         file: &Path,
-    ) -> Result<(u64, Vec<(String, FieldType)>, Option<Vec<String>>)> {
+    ) -> Result<(u64, u64, Vec<(String, FieldType)>, Option<Vec<String>>)> {
         let ds = Dataset::open(file)?;
         let mut missing = Vec::new();
         for field in schema {
@@ -1418,21 +1402,24 @@ impl NewDataFile {
                 }
             }
         }
-        Ok((ds.num_samples(), missing, ds.classes()?))
+        Ok((ds.num_samples(), ds.file_len(), missing, ds.classes()?))
     }
 
     /// Adds the file to `m` as its next fragment, with the next row ids, and its class names to
     /// `m`'s ([`classes::merged`]: one list must begin with the other).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the file's labels name other classes than `m`'s.
+    /// [`Error::InvalidArgument`] when the file's labels name other classes than `m`'s, or `m`
+    /// has no row or fragment ids left for it.
     fn push_onto(&self, m: &mut Manifest) -> Result<()> {
+        integrity::room_for(m, [self.num_rows])?;
         let what = format!("appended data file {}", self.data_file);
         m.classes = classes::merged(m.classes.as_deref(), self.classes.as_deref(), &what)?;
         m.fragments.push(Fragment {
             id: m.next_fragment_id,
             data_file: self.data_file.clone(),
             num_rows: self.num_rows,
+            data_bytes: Some(self.data_bytes),
             row_ids: RowIds::Range { start: m.next_row_id },
             deletions: None,
             columns: self.columns.clone(),
@@ -1480,15 +1467,17 @@ fn link_data_file(dir: &Path, file: &Path) -> Result<String> {
 /// Writes `set` as a new index-set file in `folder`; returns its reference.
 pub(crate) fn write_index_file(dir: &Path, folder: &str, set: &IndexSet) -> Result<FileRef> {
     let rel = format!("{folder}/{}.bidx", commit::unique_name());
-    write_new_file(dir, &rel, &set.to_bytes())?;
-    Ok(FileRef { file: rel, count: set.len() as u64 })
+    let bytes = set.to_bytes();
+    write_new_file(dir, &rel, &bytes)?;
+    Ok(FileRef { file: rel, count: set.len() as u64, checksum: Some(integrity::checksum(&bytes)) })
 }
 
-/// Reads an index-set file of the dataset.
-pub(crate) fn read_index_file(dir: &Path, rel: &str) -> Result<IndexSet> {
+/// Reads an index-set file of the dataset, checked against its `checksum` when it has one.
+pub(crate) fn read_index_file(dir: &Path, rel: &str, checksum: Option<&str>) -> Result<IndexSet> {
     remote::fetch(dir, rel)?;
-    let path = dir.join(rel);
+    let path = integrity::inside(dir, rel)?;
     let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+    integrity::verify(&path, &bytes, checksum)?;
     IndexSet::from_bytes(&bytes).map_err(|e| Error::InvalidArgument {
         what: format!("index-set file {}", path.display()),
         why: e.to_string(),

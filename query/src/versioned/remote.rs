@@ -14,7 +14,8 @@
 //! rebase or conflict exactly as on a local disk. Listings of versions and tags always ask the
 //! store. `cleanup` lists the store's folders and deletes what no kept version references and
 //! is older than its grace period (by the store's last-modified times), in the store and the
-//! mirror.
+//! mirror, marking each file in `_deleting/` first; a commit then waits for the marks on the
+//! files it adds and puts back any a cleanup removed (cleanup.rs).
 //!
 //! A mirror is registered per process by its path, so that the module's functions, which take
 //! a dataset directory, know when it stands for a URL.
@@ -230,6 +231,13 @@ pub fn put_new(dir: &Path, rel: &str, bytes: Vec<u8>) -> Option<Result<bool>> {
     Some(objects::put(&url, bytes, true).map_err(Error::from))
 }
 
+/// Writes `bytes` as file `rel` of a mirrored dataset, replacing any; `None` for a local
+/// dataset.
+pub fn put(dir: &Path, rel: &str, bytes: Vec<u8>) -> Option<Result<()>> {
+    let url = file_url(dir, rel)?;
+    Some(objects::put(&url, bytes, false).map(|_| ()).map_err(Error::from))
+}
+
 /// Publishes `manifest` for a mirrored dataset: uploads every file it references that the
 /// store lacks, then puts `_versions/N.json` only if absent. `None` for a local dataset.
 pub fn publish(dir: &Path, manifest: &Manifest) -> Option<Result<Published>> {
@@ -254,15 +262,75 @@ fn publish_to(dir: &Path, base: &str, manifest: &Manifest) -> Result<Published> 
         }
         if !listed[folder].contains(rel) {
             objects::upload(&format!("{base}{rel}"), &dir.join(rel))?;
+            listed.get_mut(folder).expect("listed").insert(rel.to_string());
         }
         if let Some(r) = lock().get_mut(dir) {
             r.known.insert(rel.to_string());
         }
     }
+    // The files the parent version does not name (a restore's, files uploaded above): no
+    // cleanup keeps them for the parent's sake. Small ones are fetched into the mirror, so
+    // that one a cleanup removes can be put back; each must be in the store right before the
+    // put and stay there after it (cleanup.rs).
+    let parent: HashSet<String> = manifest
+        .parent
+        .and_then(|p| commit::read_manifest(dir, p).ok())
+        .map(|m| m.files().map(str::to_string).collect())
+        .unwrap_or_default();
+    let fresh: Vec<&str> = manifest.files().filter(|f| !parent.contains(*f)).collect();
+    let gone_before = |rel: &str| {
+        super::integrity::corrupt(
+            &dir.join(rel),
+            format!(
+                "version {} would name {rel}, which is no longer in the store (a cleanup removed \
+                 it); nothing was committed",
+                manifest.version
+            ),
+        )
+    };
+    for rel in &fresh {
+        if !rel.starts_with("data/") && !fetch(dir, rel)? {
+            return Err(gone_before(rel));
+        }
+    }
+    if let (_, Some(lost)) = put_back(dir, base, &fresh)? {
+        return Err(gone_before(lost));
+    }
     commit::crash_point();
     let name = commit::manifest_name(manifest.version);
     if !objects::put(&format!("{base}{name}"), manifest.to_json(), true)? {
         return Ok(Published::Taken);
+    }
+    // A cleanup that listed the versions just before the put may still delete one of them.
+    // It marks each file before it looks at the versions a last time and deletes
+    // ([`DELETING_DIR`]): once no mark names one of these files, a later look sees this version
+    // and keeps them; one deleted already is put back (from the mirror).
+    let lost = |rel: &str| {
+        super::integrity::corrupt(
+            &dir.join(rel),
+            format!(
+                "version {v} was committed, but {rel}, which it names, was removed meanwhile by a \
+                 cleanup running beside it, and this process has no copy to put back: version {v} \
+                 cannot be read; restore version {}",
+                manifest.parent.unwrap_or(manifest.version),
+                v = manifest.version
+            ),
+        )
+    };
+    settle(base, &fresh)?;
+    let mut settled = false;
+    for _ in 0..PUT_BACK_ROUNDS {
+        match put_back(dir, base, &fresh)? {
+            (_, Some(rel)) => return Err(lost(rel)),
+            (0, None) => {
+                settled = true;
+                break;
+            }
+            (_, None) => settle(base, &fresh)?,
+        }
+    }
+    if !settled {
+        return Err(lost(fresh.first().copied().unwrap_or("")));
     }
     // The mirror's copy of what the store now holds (never modified: a plain write).
     let path = dir.join(&name);
@@ -276,6 +344,69 @@ fn publish_to(dir: &Path, base: &str, manifest: &Manifest) -> Result<Published> 
     let budget = beton_storage::RemoteOptions::from_env().map_or(u64::MAX, |o| o.cache_bytes);
     trim_written(dir, manifest, budget);
     Ok(Published::Done)
+}
+
+/// Where a cleanup on object storage marks the file it is about to delete (`data/x.beton` as
+/// `_deleting/data~x.beton`) before its last look at the versions, and unmarks it after the
+/// delete: a commit waits for the marks on the files it names to go before it checks that they
+/// are there.
+pub const DELETING_DIR: &str = "_deleting";
+
+/// The mark of file `rel` in [`DELETING_DIR`].
+pub fn deleting_mark(rel: &str) -> String {
+    format!("{DELETING_DIR}/{}", rel.replace('/', "~"))
+}
+
+/// How long a commit waits for a cleanup's marks on its files to go; a mark older than this is
+/// a cleanup that died (and a later cleanup removes it).
+pub const MARK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits until no cleanup's mark names one of `files` (a mark older than [`MARK_TIMEOUT`] is
+/// one a dead cleanup left).
+fn settle(base: &str, files: &[&str]) -> Result<()> {
+    let marks: HashSet<String> = files.iter().map(|f| deleting_mark(f)).collect();
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        let now = std::time::SystemTime::now();
+        let live = objects::list_entries(&format!("{base}{DELETING_DIR}/"))?.into_iter().any(|e| {
+            marks.contains(&format!("{DELETING_DIR}/{}", e.name))
+                && now.duration_since(e.modified).unwrap_or_default() < MARK_TIMEOUT
+        });
+        if !live || started.elapsed() > MARK_TIMEOUT {
+            return Ok(());
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(500));
+    }
+}
+
+/// Times a commit puts back files a cleanup removed right after its put before it gives up.
+const PUT_BACK_ROUNDS: usize = 8;
+
+/// Lists the folders of `files` afresh and uploads again each file the store lacks that the
+/// mirror at `dir` has: how many were put back, and the first the store lacks that the mirror
+/// has no copy of.
+fn put_back<'a>(dir: &Path, base: &str, files: &[&'a str]) -> Result<(usize, Option<&'a str>)> {
+    let mut listed: HashMap<&str, HashSet<String>> = HashMap::new();
+    let mut put = 0;
+    for &rel in files {
+        let folder = rel.split('/').next().unwrap_or("");
+        if !listed.contains_key(folder) {
+            let names = objects::list(&format!("{base}{folder}/"))?;
+            listed.insert(folder, names.into_iter().map(|n| format!("{folder}/{n}")).collect());
+        }
+        if listed[folder].contains(rel) {
+            continue;
+        }
+        let local = dir.join(rel);
+        if !local.is_file() {
+            return Ok((put, Some(rel)));
+        }
+        objects::upload(&format!("{base}{rel}"), &local)?;
+        put += 1;
+    }
+    Ok((put, None))
 }
 
 /// Keeps the data files the mirror holds because its processes wrote them (each in the store

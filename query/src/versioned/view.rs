@@ -9,7 +9,6 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::NullBuffer;
 use beton_storage::{Dataset, FieldType, OpenOptions};
 
-use super::commit::io;
 use super::manifest::{ColumnFile, RowIds};
 use super::{read_index_file, VersionedDataset};
 use crate::error::{Error, Result};
@@ -67,18 +66,27 @@ impl VersionView {
     /// row-id or column files.
     pub fn open(version: &VersionedDataset) -> Result<VersionView> {
         let dir = version.dir();
-        let mut fragments = Vec::with_capacity(version.manifest().fragments.len());
-        for f in &version.manifest().fragments {
+        let m = version.manifest();
+        let mut fragments = Vec::with_capacity(m.fragments.len());
+        let mut spans = Vec::with_capacity(m.fragments.len());
+        for f in &m.fragments {
             let ds = Arc::new(
-                OpenOptions::new()
-                    .defer_allocation_checks(true)
-                    .open(super::remote::data_file(dir, &f.data_file))?,
+                OpenOptions::new().defer_allocation_checks(true).open(data_file(dir, &f.data_file)?)?,
             );
-            if ds.num_samples() != f.num_rows {
-                return Err(Error::InvalidArgument {
-                    what: format!("data file {}", f.data_file),
-                    why: format!("has {} rows, the manifest says {}", ds.num_samples(), f.num_rows),
-                });
+            let length = f.data_bytes.filter(|&n| n != ds.file_len());
+            if ds.num_samples() != f.num_rows || length.is_some() {
+                return Err(super::integrity::corrupt(
+                    &dir.join(&f.data_file),
+                    format!(
+                        "version {}: data file of fragment {} has {} rows and {} bytes, the manifest says {} rows{}",
+                        m.version,
+                        f.id,
+                        ds.num_samples(),
+                        ds.file_len(),
+                        f.num_rows,
+                        length.map(|n| format!(" and {n} bytes")).unwrap_or_default()
+                    ),
+                ));
             }
             let deleted = version.fragment_deletions(f)?;
             // The kept rows: the runs between deleted ones, copied a run at a time.
@@ -93,11 +101,19 @@ impl VersionView {
                 Arc::new(rows)
             });
             let row_ids = match &f.row_ids {
-                RowIds::Range { start } => PartRowIds::Range(*start),
-                RowIds::File { .. } => PartRowIds::List(Arc::new(version.fragment_row_ids(f)?)),
+                RowIds::Range { start } => {
+                    spans.push((f.num_rows > 0).then(|| (*start, start + f.num_rows - 1)));
+                    PartRowIds::Range(*start)
+                }
+                RowIds::File { .. } => {
+                    let ids = version.fragment_row_ids(f)?;
+                    spans.push(ids.first().zip(ids.last()).map(|(a, b)| (*a, *b)));
+                    PartRowIds::List(Arc::new(ids))
+                }
             };
             fragments.push(Opened { ds, rows, column_files: f.columns.clone(), row_ids });
         }
+        super::integrity::check_spans(dir, m, &spans)?;
         Ok(VersionView {
             version: version.clone(),
             fragments,
@@ -122,6 +138,18 @@ impl VersionView {
             let mut valid: BTreeMap<String, Vec<bool>> = BTreeMap::new();
             for file in &f.column_files {
                 let read = read_column_file(self.version.dir(), file)?;
+                let rows = f.ds.num_samples() as usize;
+                let full = read.iter().all(|(n, _)| n != PATCH_ROWS);
+                if let Some((name, a)) = read.iter().find(|(_, a)| full && a.len() != rows) {
+                    return Err(super::integrity::corrupt(
+                        &self.version.dir().join(&file.file),
+                        format!(
+                            "version {}: column '{name}' has {} values for the {rows} rows of its data file",
+                            self.version.version(),
+                            a.len()
+                        ),
+                    ));
+                }
                 let patch_rows = read.iter().find(|(n, _)| n == PATCH_ROWS).map(|(_, a)| a.clone());
                 for (name, array) in read {
                     if !file.fields.contains(&name) || name == PATCH_ROWS {
@@ -256,7 +284,19 @@ impl VersionView {
             None => {
                 let mut read = BTreeMap::new();
                 for (name, file) in &m.splits {
-                    read.insert(name.clone(), read_index_file(self.version.dir(), &file.file)?);
+                    let set = read_index_file(self.version.dir(), &file.file, file.checksum.as_deref())?;
+                    if set.len() as u64 != file.count {
+                        return Err(super::integrity::corrupt(
+                            &self.version.dir().join(&file.file),
+                            format!(
+                                "version {}: split '{name}' holds {} row ids, the manifest says {}",
+                                m.version,
+                                set.len(),
+                                file.count
+                            ),
+                        ));
+                    }
+                    read.insert(name.clone(), set);
                 }
                 Arc::clone(self.splits.get_or_init(|| Arc::new(read)))
             }
@@ -318,15 +358,31 @@ pub(crate) fn write_column_file(dir: &Path, columns: Vec<(String, ArrayRef)>) ->
         w.finish()?;
     }
     super::commit::write_new_file(dir, &rel, &bytes)?;
-    Ok(ColumnFile { file: rel, fields })
+    let checksum = Some(super::integrity::checksum(&bytes));
+    Ok(ColumnFile { file: rel, fields, checksum })
 }
 
-/// Reads a column file, mapped (its arrays read the file in place): its columns by name.
+/// Where to open data file `rel` of the dataset at `dir`: the mirror's copy or its URL
+/// ([`super::remote::data_file`]), a local path refused when it leads outside the directory.
+pub(crate) fn data_file(dir: &Path, rel: &str) -> Result<std::path::PathBuf> {
+    let path = super::remote::data_file(dir, rel);
+    match super::remote::is_url(&path) {
+        true => Ok(path),
+        false => super::integrity::inside(dir, rel),
+    }
+}
+
+/// Reads a column file, checked against its checksum, mapped (its arrays read the file in place): its columns by name.
 fn read_column_file(dir: &Path, file: &ColumnFile) -> Result<Vec<(String, ArrayRef)>> {
     super::remote::fetch(dir, &file.file)?;
-    let path = dir.join(&file.file);
-    if let Err(e) = std::fs::metadata(&path) {
-        return Err(io(&path, e));
+    let path = super::integrity::inside(dir, &file.file)?;
+    if let Some(expected) = &file.checksum {
+        // Read whole only up to a size: a larger one (a column of images) is read as it is
+        // used, like a data file, and checked by `beton verify`.
+        let map = beton_storage::MappedFile::open(&path)?;
+        if map.as_slice().len() as u64 <= super::integrity::CHECKED_ON_READ {
+            super::integrity::verify(&path, map.as_slice(), Some(expected))?;
+        }
     }
     let bad = |why: String| Error::InvalidArgument { what: format!("column file {}", path.display()), why };
     let (schema, batches) = crate::columnar::read_ipc_mapped(&path).map_err(bad)?;

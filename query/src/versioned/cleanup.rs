@@ -1,0 +1,182 @@
+//! Removing old versions and the files no version references (docs/FORMAT.md §13, "Cleanup").
+//!
+//! Cleanup may remove only files that no version committed before, during or after it can
+//! reference (Lance's and Delta's rule). It decides from the versions and tags it lists, and
+//! never deletes a file that a manifest existing when it deletes names:
+//!
+//! - On a local disk it holds the directory's lock exclusively (lock.rs) from before it lists
+//!   the versions until its last delete. Every edit holds the lock shared from before it reads
+//!   its base version or writes its first file until its manifest is published, so none is
+//!   half done while cleanup looks: a restore has either published (its version is kept, being
+//!   the latest) or not yet read the old manifest (which cleanup may remove: the restore then
+//!   fails, naming the version); files an edit wrote are referenced by its published manifest.
+//! - On object storage (no lock across machines) it marks each file before a last look at
+//!   the versions and its delete, and a commit, after its put, waits for the marks on the files
+//!   it adds to go and puts back any that is gone (remote.rs, docs/FORMAT.md §13 "Cleanup": the
+//!   case left is a restore naming an old data file that the cleanup deletes meanwhile, which
+//!   fails loudly).
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use super::commit::{self, io, list_versions, read_manifest};
+use super::{lock, read_tags, remote, CleanupReport, VersionedDataset};
+use super::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
+use crate::error::{Error, Result};
+
+/// The files the versions a cleanup keeps (and any published while it runs) reference.
+struct Reachable {
+    files: HashSet<String>,
+    /// Versions read into `files` or removed.
+    seen: BTreeSet<u64>,
+}
+
+impl Reachable {
+    /// Reads the manifests of versions not seen yet: those published since the last look.
+    fn refresh(&mut self, dir: &Path) -> Result<()> {
+        for v in list_versions(dir)? {
+            if self.seen.insert(v) {
+                self.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+            }
+        }
+        Ok(())
+    }
+
+    fn contains(&self, rel: &str) -> bool {
+        // A data file's columnar copy lives as long as the data file.
+        self.files.contains(rel)
+            || rel.strip_suffix(crate::columnar::SUFFIX).is_some_and(|d| self.files.contains(d))
+    }
+}
+
+impl VersionedDataset {
+    /// Removes the versions older than the newest `keep_versions` (tagged versions are kept)
+    /// and every file of the directory that no remaining version references, as well as
+    /// writers' temporary files, when older than `grace` (a writer still running may be about
+    /// to commit the files it wrote). Returns what was removed. On object storage the store's
+    /// files are listed, aged by their last-modified times, and deleted from the store and the
+    /// mirror.
+    ///
+    /// Safe beside edits in other threads and processes, `grace` zero included: a version
+    /// committed before, during or after it stays whole (the module's doc says how; on a local
+    /// disk cleanup waits for edits in progress to publish).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `keep_versions` 0; I/O errors; the remote errors.
+    pub fn cleanup(&self, keep_versions: usize, grace: Duration) -> Result<CleanupReport> {
+        if keep_versions == 0 {
+            return Err(Error::InvalidArgument {
+                what: "keep_versions".into(),
+                why: "must be at least 1".into(),
+            });
+        }
+        let dir = self.dir();
+        let _cleanup = lock::cleanup(dir)?;
+        let all = list_versions(dir)?;
+        let tagged: BTreeSet<u64> = read_tags(dir)?.into_values().collect();
+        let kept = |k: usize, v: u64| k.saturating_add(keep_versions) >= all.len() || tagged.contains(&v);
+        let mut reachable = Reachable { files: HashSet::new(), seen: BTreeSet::new() };
+        for (k, &v) in all.iter().enumerate() {
+            if kept(k, v) {
+                reachable.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+            }
+            reachable.seen.insert(v);
+        }
+        let mut report = CleanupReport::default();
+        for (k, &v) in all.iter().enumerate() {
+            if kept(k, v) {
+                continue;
+            }
+            // On object storage a tag made since the listing keeps its version (on a local disk
+            // tags are made under the lock this cleanup holds).
+            if remote::url_of(dir).is_some() && read_tags(dir)?.values().any(|&t| t == v) {
+                reachable.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+                continue;
+            }
+            let name = commit::manifest_name(v);
+            commit::crash_point();
+            match remote::remove(dir, &name) {
+                Some(removed) => removed?,
+                None => {
+                    let path = dir.join(&name);
+                    std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+                }
+            }
+            report.versions.push(v);
+        }
+        // Versions published since the listing (by a writer that does not take the lock).
+        reachable.refresh(dir)?;
+        let now = SystemTime::now();
+        // A clock behind the file's (another machine's, the store's) makes it young: kept.
+        let aged = |t: SystemTime| now.duration_since(t).unwrap_or_default() >= grace;
+        if remote::url_of(dir).is_some() {
+            cleanup_store(dir, &mut reachable, aged, &mut report)?;
+            return Ok(report);
+        }
+        let old = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).is_ok_and(aged);
+        for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR, commit::TMP_DIR] {
+            let Ok(entries) = std::fs::read_dir(dir.join(folder)) else { continue };
+            for entry in entries.flatten() {
+                let rel = format!("{folder}/{}", entry.file_name().to_string_lossy());
+                let path = entry.path();
+                if reachable.contains(&rel) || !old(&path) || !path.is_file() {
+                    continue;
+                }
+                // A writer's temporary file is in use while it holds its lock (storage's temp.rs).
+                if let Ok(f) = std::fs::File::open(&path) {
+                    if f.try_lock().is_err() {
+                        continue;
+                    }
+                }
+                let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                commit::crash_point();
+                std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+                report.files.push(rel);
+                report.bytes += bytes;
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// [`VersionedDataset::cleanup`]'s files for a dataset on object storage: the store's listing
+/// of each folder, files no version references and old enough by their last-modified time
+/// (uploads of a writer that has not committed yet are young) deleted from the store and the
+/// mirror, the versions listed again before each delete.
+fn cleanup_store(
+    dir: &Path,
+    reachable: &mut Reachable,
+    aged: impl Fn(SystemTime) -> bool,
+    report: &mut CleanupReport,
+) -> Result<()> {
+    // Marks a cleanup that died left (old enough that no commit waits for them).
+    let now = SystemTime::now();
+    for mark in remote::list_entries(dir, remote::DELETING_DIR).unwrap_or_else(|| Ok(Vec::new()))? {
+        if now.duration_since(mark.modified).unwrap_or_default() > 2 * remote::MARK_TIMEOUT {
+            remote::remove(dir, &mark.name).unwrap_or(Ok(()))?;
+        }
+    }
+    for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR] {
+        let entries = remote::list_entries(dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
+        for entry in entries {
+            if reachable.contains(&entry.name) || !aged(entry.modified) {
+                continue;
+            }
+            // Marked first, then the versions looked at a last time: a commit that put its
+            // version before the look is seen; one that put it after waits for the mark to go,
+            // then puts back what is missing (remote.rs).
+            let mark = remote::deleting_mark(&entry.name);
+            remote::put(dir, &mark, Vec::new()).unwrap_or(Ok(()))?;
+            reachable.refresh(dir)?;
+            if !reachable.contains(&entry.name) {
+                commit::crash_point();
+                remote::remove(dir, &entry.name).unwrap_or(Ok(()))?;
+                report.bytes += entry.size;
+                report.files.push(entry.name);
+            }
+            remote::remove(dir, &mark).unwrap_or(Ok(()))?;
+        }
+    }
+    Ok(())
+}
