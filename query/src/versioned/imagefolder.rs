@@ -61,7 +61,7 @@ impl VersionedDataset {
     /// field, the label of its class *by name* into the label field (a class the dataset has
     /// keeps its label; a new one is added at the end of the class names, in the same version),
     /// and, when the schema has a text field `options.path_field`, the image's path relative to
-    /// `root`. Fields of the schema the folder does not fill get their missing value, as in
+    /// `root`. Fields of the schema the folder does not fill are NULL in its rows, as in
     /// [`VersionedDataset::append_file`].
     ///
     /// A dataset without class names takes the folder's (labels numbered as FFCV's

@@ -1056,8 +1056,8 @@ impl VersionedDataset {
 
     /// Adds the rows of the `.beton` file `file` as a new data file (hard-linked, never
     /// re-encoded), with new row ids. Its fields must include every field of the schema with
-    /// the same type (others are kept in the file but not visible), except columns added to the
-    /// dataset, in which the new rows get the missing value: NaN for floats, 0, false, ''.
+    /// the same type (others are kept in the file but not visible); a field it lacks (a column
+    /// added to the dataset since) is NULL in its rows, whatever its type.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming a missing or mistyped field; as
