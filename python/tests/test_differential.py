@@ -9,6 +9,7 @@ and datasets that detect concurrent calls check that user code never runs concur
 With ``BETON_FFCV_PYTHON`` set to FFCV 1.0.2's python, FFCV reads each file FFCV can read too.
 """
 
+import hashlib
 import io
 import json
 import math
@@ -255,8 +256,15 @@ def check_with_ffcv(path, rows, fields):
     samples = json.load(open(out))["samples"]
     assert len(samples) == len(rows)
     for k, (s, row) in enumerate(zip(samples, rows)):
+        # ffcv-load.py's shapes (tests/data/ffcv/*.expected.json): ints as they are, floats as
+        # {"hex": float.hex}, arrays as {"sha256"} of their bytes.
         if "i" in fields:
-            assert s["i"]["value"] == row["i"], f"FFCV row {k}"
+            assert s["i"] == row["i"], f"FFCV row {k}, field 'i'"
+        if "f" in fields:
+            assert s["f"]["hex"] == float(row["f"]).hex(), f"FFCV row {k}, field 'f'"
+        if "nd" in fields:
+            want = hashlib.sha256(np.ascontiguousarray(row["nd"], "<i2").tobytes()).hexdigest()
+            assert s["nd"]["sha256"] == want, f"FFCV row {k}, field 'nd'"
 
 
 def indexed(rows, fields=FIELDS):
@@ -373,10 +381,12 @@ def test_lossy_values_are_refused(tmp_path, field, value, match):
 
 
 def field_ok(field):
-    return {"int": 1, "float": 1.0, "bool": True, "text": "a", "bytes": b"a"}.get(field.type_name) if not hasattr(
-        field, "dtype") and field.type_name != "rgb_image" else (
-        np.zeros((4, 4, 3), np.uint8) if field.type_name == "rgb_image"
-        else np.zeros(getattr(field, "shape", (1,)), field.dtype))
+    """A value ``field`` takes: the sample before the refused one."""
+    if field.type_name == "rgb_image":
+        return np.zeros((4, 4, 3), np.uint8)
+    if hasattr(field, "dtype"):
+        return np.zeros(getattr(field, "shape", (1,)), field.dtype)
+    return {"int": 1, "float": 1.0, "bool": True, "text": "a", "bytes": b"a"}[field.type_name]
 
 
 @pytest.mark.parametrize("field, value, stored", [
