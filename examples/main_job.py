@@ -30,7 +30,7 @@ import numpy as np
 
 import beton
 from beton.fields import IntField, RGBImageField
-from beton.fields.decoders import CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder
+from beton.fields.decoders import CenterCropRGBImageDecoder, IntDecoder, RandomResizedCropRGBImageDecoder
 from beton.loader import Loader, OrderOption
 from beton.transforms import NormalizeImage, RandomHorizontalFlip
 from beton.writer import DatasetWriter
@@ -108,10 +108,13 @@ def train(name, path, pipeline, classes, epochs, batch_size, lr):
         return np.ascontiguousarray(images.reshape(len(images), -1), dtype=np.float32)
 
     others = {f: None for f in ds.schema if f not in ("image", "label")}  # e.g. columns curation added
+    # Labels as (B,) for the loss (IntDecoder's default is FFCV's (B, 1)).
+    label = [IntDecoder(flat=True)]
     train_loader = Loader(path, batch_size=batch_size, order=OrderOption.QUASI_RANDOM, seed=0, num_workers=-1,
-                          indices=ds.split("train"), pipelines={"image": pipeline(True), **others}, drop_last=False)
-    val_loader = Loader(path, batch_size=256, indices=ds.split("val"), pipelines={"image": pipeline(False), **others},
-                        drop_last=False)
+                          indices=ds.split("train"), pipelines={"image": pipeline(True), "label": label, **others},
+                          drop_last=False)
+    val_loader = Loader(path, batch_size=256, indices=ds.split("val"),
+                        pipelines={"image": pipeline(False), "label": label, **others}, drop_last=False)
     model = None
     print(f"\n== {name}: {len(ds.split('train'))} training / {len(ds.split('val'))} validation images, "
           f"{len(classes)} classes")

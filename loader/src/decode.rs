@@ -197,7 +197,9 @@ impl<'a> FieldData<'a> {
                 let value = beton_query::versioned::values::cell(array, self.ty, row)?;
                 let len = match value {
                     Some(Value::Bytes(b) | Value::Array(b)) => b.len(),
-                    Some(Value::Json(t) | Value::Text(t)) => t.len(),
+                    // Room for the NUL that ends JSON in a data file (as `longest` counts it).
+                    Some(Value::Json(t)) => t.len() + 1,
+                    Some(Value::Text(t)) => t.len(),
                     _ => 0,
                 };
                 max = max.max(len);

@@ -9,6 +9,8 @@ from typing_extensions import Self, disjoint_base, final
 __version__: str
 __all__ = [
     "BetonError",
+    "CustomField",
+    "field_of_descriptor",
     "Gallery",
     "CorruptFileError",
     "QueryError",
@@ -245,6 +247,17 @@ class Version:
 class Field:
     @property
     def type_name(self) -> str: ...
+    @property
+    def type_id(self) -> int: ...
+    def arguments(self) -> bytes: ...
+    def slot(self) -> Tuple[int, int]: ...
+    def encode_one(self, value: Any, draw: float = 0.0) -> Tuple[bytes, Optional[Tuple[int, bytes]]]: ...
+
+def field_of_descriptor(type_id: int, arguments: bytes) -> Tuple[str, Optional[Tuple[str, List[int]]]]: ...
+
+@final
+class CustomField(Field):
+    def __new__(cls, size: int, align: int, arguments: bytes) -> Self: ...
 
 @final
 class IntField(Field):

@@ -214,13 +214,16 @@ def _fits_dtype(value, dtype) -> None:
 def _encode_all(field, name: str, values) -> list:
     """``values`` as ``field`` encodes them for the writer; a bad one is named by position.
     Array fields take only values their dtype holds as they are (``_fits_dtype``)."""
+    from beton.fields.base import value_encoder
+
     dtype = getattr(field, "dtype", None)
+    encode = value_encoder(name, field)
     out = []
     for i, v in enumerate(values):
         try:
             if isinstance(dtype, np.dtype):
                 _fits_dtype(v, dtype)
-            out.append(field.encode(v))
+            out.append(encode(v))
         except (TypeError, ValueError) as e:
             raise ValueError(f"value {i} for '{name}': {e}") from None
     return out
@@ -446,7 +449,7 @@ class Dataset:
     (0, 77)
     """
 
-    def __init__(self, path, custom: Optional[Dict[str, tuple]] = None, version=None):
+    def __init__(self, path, custom: Optional[Dict[str, Any]] = None, version=None):
         import os
 
         where = os.fspath(path)
@@ -458,7 +461,10 @@ class Dataset:
         else:
             if version not in (None, 1):
                 raise ValueError(f"{path} is a .beton file: it has version 1 only")
-            self._native = _native.Dataset(str(path), custom)  # type: ignore[assignment]
+            from beton.reader import custom_layouts
+
+            layouts, self._custom_dtypes = custom_layouts(path, custom)
+            self._native = _native.Dataset(str(path), layouts or None)  # type: ignore[assignment]
         self._refresh()
 
     def _refresh(self):
@@ -672,7 +678,11 @@ class Dataset:
         ((95, 96, 3), 0)
         """
         raw = self._native.get(index)
-        return {name: _value(self._kinds[name], v) for name, v in raw.items()}
+        out = {name: _value(self._kinds[name], v) for name, v in raw.items()}
+        for name, dtype in getattr(self, "_custom_dtypes", {}).items():
+            if out.get(name) is not None:  # a custom field read with its Field: its metadata record
+                out[name] = np.frombuffer(out[name], dtype=dtype)[0]
+        return out
 
     def columns(self) -> List[str]:
         """The data table's column names.
@@ -1632,7 +1642,7 @@ class Dataset:
         return self._editable("diff").diff(a, b)
 
 
-def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Dataset:  # noqa: A001
+def open(path, custom: Optional[Dict[str, Any]] = None, version=None) -> Dataset:  # noqa: A001
     """Opens and validates a ``.beton`` file or a version of a dataset directory.
 
     The returned ``Dataset`` answers SQL (``query``, ``where``, ``explain``), gives the data
@@ -1646,7 +1656,9 @@ def open(path, custom: Optional[Dict[str, tuple]] = None, version=None) -> Datas
         file on object storage: ``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``
         (payloads fetched when read, into a bounded local cache: docs/REMOTE.md).
     custom : dict, optional
-        ``{field: (size, align)}``: the row layout of a foreign custom (type 255) field.
+        ``{field: Field class}`` for a custom (type 255) field written by a user's FFCV-style
+        ``Field`` (as FFCV's ``custom_handlers``): its samples read as records of its
+        ``metadata_type``; or ``{field: (size, align)}``, its row layout, read as bytes.
     version : int or str, optional
         A directory's version number or tag (default: the latest).
 

@@ -8,6 +8,55 @@ from beton.types import (ALLOC_TABLE_TYPE, CURRENT_VERSION, FieldDescType, Heade
 from beton.utils import decode_null_terminated_string
 
 
+def custom_layouts(path, custom):
+    """The row layouts of a file's custom (type 255) fields from ``custom``: ``{name: (size,
+    align)}`` for the native reader, and ``{name: numpy dtype}`` of those given as a ``Field``
+    (FFCV's class, or an instance) whose samples read as records of its ``metadata_type``.
+
+    A class whose ``metadata_type`` is a property (FFCV's style) is made with its
+    ``from_binary(arguments)``, the file's descriptor blob for that field, as FFCV's
+    ``Reader`` does.
+
+    Raises
+    ------
+    TypeError
+        For a value that is neither ``(size, align)`` nor a ``Field`` with a ``metadata_type``.
+    """
+    layouts, dtypes = {}, {}
+    blobs = None
+    for name, spec in (custom or {}).items():
+        if isinstance(spec, tuple) and len(spec) == 2:
+            layouts[name] = (int(spec[0]), int(spec[1]))
+            continue
+        if isinstance(spec, type) and not isinstance(getattr(spec, "metadata_type", None), np.dtype):
+            # An FFCV-style class (metadata_type a property): its instance from the file's
+            # argument blob, as FFCV's Reader makes it.
+            if blobs is None:
+                blobs = _argument_blobs(path)
+            if name not in blobs:
+                raise KeyError(f"custom field {name!r}: {path} has no field of that name")
+            spec = spec.from_binary(blobs[name])
+        dtype = getattr(spec, "metadata_type", None)
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"custom field {name!r}: {spec!r} has no metadata_type (an FFCV Field subclass has)") \
+                from None
+        layouts[name] = (dtype.itemsize, dtype.alignment)
+        dtypes[name] = dtype
+    return layouts, dtypes
+
+
+def _argument_blobs(path):
+    """``{field name: its descriptor's argument blob}`` of a local ``.beton`` file."""
+    header = np.fromfile(str(path), dtype=HeaderType, count=1)
+    if len(header) != 1:
+        raise ValueError(f"{path}: shorter than the {HeaderType.itemsize}-byte header")
+    descs = np.fromfile(str(path), dtype=FieldDescType, count=int(header[0]["num_fields"]),
+                        offset=HeaderType.itemsize)
+    return {decode_null_terminated_string(d["name"]): d["arguments"] for d in descs}
+
+
 class Reader:
     """The structure of a ``.beton`` file.
 

@@ -14,7 +14,7 @@ import tempfile
 from typing import Any, Dict, Iterable, Optional, Sequence
 
 from beton import _doc, _native
-from beton.fields.base import Field, native_fields
+from beton.fields.base import Field, native_fields, value_encoder
 
 
 # The Returns section of the methods that write a file.
@@ -241,6 +241,8 @@ class DatasetWriter:
     def _write(self, n: int, get, finish=None, chunk_size: int = 256) -> Dict[str, Any]:
         names = list(self.fields)
         fields = [self.fields[k] for k in names]
+        # beton's conversion of each field's values, or a custom field's FFCV encode.
+        encoders = [value_encoder(k, self.fields[k]) for k in names]
 
         def sample(i):
             values = get(i)
@@ -249,9 +251,9 @@ class DatasetWriter:
             if len(values) != len(fields):
                 raise ValueError(f"sample {i} has {len(values)} values for {len(fields)} fields {names}")
             encoded = []
-            for name, f, v in zip(names, fields, values):
+            for name, encode, v in zip(names, encoders, values):
                 try:
-                    encoded.append(f.encode(v))
+                    encoded.append(encode(v))
                 except (TypeError, ValueError) as e:  # the native writer adds the sample
                     raise type(e)(f"field {name!r}: {e}") from None
             return encoded

@@ -7,6 +7,7 @@
 use beton_storage::{FieldSpec, FieldType, ImageOptions, WriteMode};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::errors::from_storage;
 
@@ -41,6 +42,72 @@ impl Field {
         let me = slf.get();
         Ok(format!("{}({:?})", slf.get_type().name()?, me.ty))
     }
+
+    /// FFCV's type id of the field's descriptor (255 for beton's extensions and custom fields).
+    #[getter]
+    fn type_id(&self) -> u8 {
+        self.ty.type_id()
+    }
+
+    /// The descriptor's 1024-byte argument blob (FFCV's `to_binary`).
+    fn arguments<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.ty.to_arguments()[..])
+    }
+
+    /// The field's slot in a data-table row: `(size, alignment)` in bytes.
+    fn slot(&self) -> (usize, usize) {
+        let slot = self.ty.slot();
+        (slot.size, slot.align)
+    }
+
+    /// `value` (as the Python field class converts it for the writer) encoded as a data file
+    /// stores it: `(slot bytes, (pointer offset in the slot, payload) or None)`, the pointer
+    /// left 0 (FFCV's `Field.encode`, whose `malloc` gives it). `draw` in [0, 1) picks JPEG for
+    /// `write_mode='proportion'` when below `compress_probability`.
+    #[pyo3(signature = (value, draw = 0.0))]
+    #[allow(clippy::type_complexity)]
+    fn encode_one<'py>(
+        &self,
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+        draw: f64,
+    ) -> PyResult<(Bound<'py, PyBytes>, Option<(usize, Bound<'py, PyBytes>)>)> {
+        use beton_storage::field::EncodeContext;
+
+        let value = crate::writer::value(&self.ty, value)?;
+        let mut slot = vec![0u8; self.ty.slot().size];
+        let cx = EncodeContext { image: &self.image, draw, alpha_flattened: None };
+        let payload = self.ty.kind().encode(value, &mut slot, &cx).map_err(from_storage)?;
+        let payload = match (payload, self.ty.payload_ptr_offset()) {
+            (Some(p), Some(at)) => Some((at, PyBytes::new(py, &p))),
+            _ => None,
+        };
+        Ok((PyBytes::new(py, &slot), payload))
+    }
+}
+
+/// An array field's element: numpy's typestr and the shape.
+type Element = (String, Vec<u64>);
+
+/// A field type read from a descriptor (FFCV's `from_binary`): `(short name, (dtype, shape)
+/// or None)`, for a beton or FFCV type; an error for a custom type beton does not know.
+#[pyfunction]
+pub(crate) fn field_of_descriptor(type_id: u8, arguments: &[u8]) -> PyResult<(String, Option<Element>)> {
+    let args: &[u8; beton_storage::format::ARGS_SIZE] = arguments.try_into().map_err(|_| {
+        PyValueError::new_err(format!(
+            "a field's arguments are {} bytes, not {}",
+            beton_storage::format::ARGS_SIZE,
+            arguments.len()
+        ))
+    })?;
+    let ty = FieldType::from_descriptor(type_id, args, None).map_err(|why| {
+        PyValueError::new_err(why.unwrap_or_else(|| {
+            format!("type id {type_id}: a custom field type beton does not know (its Field class reads it)")
+        }))
+    })?;
+    let kind = ty.kind();
+    let details = kind.element().map(|(dtype, shape)| (dtype.typestr().to_string(), shape.to_vec()));
+    Ok((kind.short_name().to_string(), details))
 }
 
 /// A `Field` subclass `$name`: its Python constructor takes `new`'s arguments (with `new`'s
@@ -200,8 +267,40 @@ macro_rules! image_field {
 image_field!(RGBImageField, "rgb_image", "FFCV's `RGBImageField`: an RGB image per sample, raw or JPEG.");
 image_field!(GreyImageField, "grey_image", "beton's `GreyImageField`: a greyscale image per sample.");
 
+field_class!(
+    CustomField,
+    "A custom field type (FFCV's type id 255): a user's `Field` class, whose `encode` writes its \
+     `metadata_type` row slot (`size` bytes aligned to `align`) and may `malloc` payloads; \
+     `arguments` is its `to_binary()` blob (1024 bytes).",
+    fn new(size: usize, align: usize, arguments: &[u8]) {
+        let bad = |why: String| PyValueError::new_err(format!("CustomField: {why}"));
+        if size == 0 || !align.is_power_of_two() || align > 8 {
+            return Err(bad(format!(
+                "a {size}-byte slot aligned to {align}: the slot is 1 byte or more, aligned to 1, 2, 4 or 8"
+            )));
+        }
+        let args: [u8; beton_storage::format::ARGS_SIZE] = arguments.try_into().map_err(|_| {
+            bad(format!(
+                "to_binary() gave {} bytes, not {}",
+                arguments.len(),
+                beton_storage::format::ARGS_SIZE
+            ))
+        })?;
+        let ty = FieldType::Custom(beton_storage::CustomField {
+            slot: beton_storage::format::Slot { size, align },
+            arguments: Box::new(args),
+        });
+        // A blob that reads as one of beton's own types would be taken for that type on read.
+        if FieldType::from_descriptor(ty.type_id(), &args, None).is_ok() {
+            return Err(bad("to_binary() gives the blob of one of beton's own field types".into()));
+        }
+        Ok(Field { ty, image: ImageOptions::default() })
+    }
+);
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_classes!(m; Field, IntField, FloatField, BoolField, TextField, BytesField, JSONField, NDArrayField,
-                    TorchTensorField, ArrayField, RGBImageField, GreyImageField);
+                    TorchTensorField, ArrayField, RGBImageField, GreyImageField, CustomField);
+    m.add_function(wrap_pyfunction!(field_of_descriptor, m)?)?;
     Ok(())
 }

@@ -37,6 +37,11 @@ pub(crate) fn field_specs(fields: &Bound<'_, PyDict>) -> PyResult<Vec<FieldSpec>
 
 /// A Python value as the field's sample value.
 pub(crate) fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
+    if let (FieldType::Custom(_), Ok(t)) = (ty, v.cast::<PyTuple>()) {
+        // A custom field's FFCV `encode`: (slot bytes, [(pointer offset in the slot, payload)]).
+        let (slot, payloads): (Vec<u8>, Vec<(usize, Vec<u8>)>) = t.extract()?;
+        return Ok(SampleValue::CustomWithPayloads { slot, payloads });
+    }
     Ok(match ty.kind().input() {
         Input::Int => SampleValue::Int(v.extract()?),
         Input::Float => SampleValue::Float(v.extract()?),

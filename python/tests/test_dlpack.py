@@ -40,7 +40,7 @@ def test_torch_from_dlpack_is_zero_copy_and_keeps_the_slot(small, torch):
     # Every slot is still held by its tensors: none was reused for a later batch.
     for labels, arrs in held:
         base = torch.arange(6, dtype=torch.float32).reshape(2, 3)
-        assert torch.equal(arrs, base[None] + labels[:, None, None].float())
+        assert torch.equal(arrs, base[None] + labels[:, :, None].float())  # labels: FFCV's (B, 1)
 
 
 def test_the_index_pseudo_field_gives_each_batchs_rows(small):
@@ -50,5 +50,5 @@ def test_the_index_pseudo_field_gives_each_batchs_rows(small):
     loader = Loader(small, batch_size=16, order=OrderOption.RANDOM, seed=4, pipelines=pipelines)
     assert loader.fields == ["label", "index"]
     for labels, index in loader:
-        assert index.dtype == np.uint64 and (index == np.asarray(labels)).all()
+        assert index.dtype == np.uint64 and (index == np.asarray(labels).ravel()).all()
     assert "index" not in Loader(small, batch_size=16, pipelines=ONLY_LABEL_AND_ARR).fields

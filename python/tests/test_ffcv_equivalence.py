@@ -48,10 +48,10 @@ def ffcv(rec, prog):
 
 
 def same(a, b, atol=0):
+    """Equal values of the same shape and dtype (FFCV's (B, 1) scalars stay (B, 1))."""
     a, b = np.asarray(a), np.asarray(b)
-    if a.size == b.size and a.shape != b.shape:
-        a, b = a.reshape(-1), b.reshape(-1)
-    assert a.shape == b.shape
+    assert a.shape == b.shape, f"shape {a.shape}, FFCV's {b.shape}"
+    assert a.dtype == b.dtype, f"dtype {a.dtype}, FFCV's {b.dtype}"
     np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), atol=atol, rtol=0)
 
 
@@ -281,7 +281,7 @@ def test_custom_field_decoder(rec):
     stage = DecoderStage(PairDecoder(), reader, "pair")
     for k, want in enumerate(ffcv(rec, "custom_fields")):
         ids = np.arange(5 * k, min(5 * k + 5, 12))
-        same(reader.metadata["f0"][ids], want[0])
+        same(reader.metadata["f0"][ids][:, None], want[0])  # the label batch: FFCV's (B, 1)
         same(stage(ids), want[1])
 
 

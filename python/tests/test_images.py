@@ -38,7 +38,7 @@ def test_constant_raw_images_come_out_exact(constant, decoder):
                     pipelines={"image": [decoder, RandomHorizontalFlip()]})
     n = 0
     for images, labels in loader:
-        want = np.stack([np.array([i, 2 * i, 3 * i], np.uint8) for i in labels])
+        want = np.stack([np.array([i, 2 * i, 3 * i], np.uint8) for i in np.ravel(labels)])
         assert (images == want[:, None, None, :]).all()
         n += len(labels)
     assert n == 64
@@ -67,7 +67,7 @@ def test_constant_raw_images_come_out_exact_through_the_simple_decoder(tmp_path)
     n = 0
     for images, labels in loader:
         assert images.shape == (len(labels), 24, 40, 3) and images.dtype == np.uint8
-        want = np.stack([np.array([i, 255 - i, 3 * i], np.uint8) for i in labels])
+        want = np.stack([np.array([i, 255 - i, 3 * i], np.uint8) for i in np.ravel(labels)])
         assert (images == want[:, None, None, :]).all()
         n += len(labels)
     assert n == 50
@@ -79,7 +79,7 @@ def test_normalize_image_f16_equals_numpy(constant):
         "image": [CenterCropRGBImageDecoder((16, 16)), NormalizeImage(mean, std, np.float16)]})
     images, labels = next(iter(loader))
     assert images.dtype == np.float16 and images.shape == (8, 16, 16, 3)
-    pixels = np.stack([[i, 2 * i, 3 * i] for i in labels]).astype(np.float32) % 256
+    pixels = np.stack([[i, 2 * i, 3 * i] for i in np.ravel(labels)]).astype(np.float32) % 256
     want = ((pixels - mean) / std).astype(np.float16)
     np.testing.assert_array_equal(images[:, 5, 7, :], want)
 
@@ -115,4 +115,4 @@ def test_two_views_of_one_image_field(constant):
     assert loader.fields == ["image", "label", "second"]
     first, labels, second = next(iter(loader))
     assert first.shape == (16, 24, 24, 3) and second.shape == (16, 32, 32, 3)
-    assert (second[:, 0, 0, 0] == np.asarray(labels).astype(np.uint8)).all()
+    assert (second[:, 0, 0, 0] == np.asarray(labels).ravel().astype(np.uint8)).all()

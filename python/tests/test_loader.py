@@ -29,6 +29,8 @@ def test_values_and_disabled_fields(small):
     seen = []
     for label, score, arr, image in loader:
         label, score, arr, image = (np.asarray(x) for x in (label, score, arr, image))
+        assert label.shape == (50, 1) and score.shape == (50, 1)  # FFCV's shape of scalar fields
+        label, score = label.ravel(), score.ravel()
         assert image.shape == (50, 4, 5, 3) and (image == (label % 256)[:, None, None, None]).all()
         np.testing.assert_array_equal(score, label / 2)
         np.testing.assert_array_equal(arr, np.arange(6, dtype=np.float32).reshape(2, 3)[None] + label[:, None, None])
@@ -44,7 +46,7 @@ def test_bytes_json_and_ndarray_values_through_the_loader(small):
     assert loader.fields == ["label", "blob", "meta", "arr"]
     seen = 0
     for label, blob, meta, arr in loader:
-        label, blob, arr = np.asarray(label), np.asarray(blob), np.asarray(arr)
+        label, blob, arr = np.asarray(label).ravel(), np.asarray(blob), np.asarray(arr)
         assert blob.dtype == np.uint8 and blob.shape == (len(label), 6)  # padded to the longest (6 bytes)
         for i, row in zip(label.tolist(), blob):
             assert bytes(row) == bytes([i % 256]) * (i % 7) + bytes(6 - i % 7)
@@ -66,7 +68,7 @@ def test_held_batches_stay_valid(small):
                     pipelines={"meta": None, "name": None, "image": None})
     kept = list(loader)  # every batch held at once
     for label, score, blob, arr in kept:
-        label, score, blob = np.asarray(label), np.asarray(score), np.asarray(blob)
+        label, score, blob = np.asarray(label).ravel(), np.asarray(score).ravel(), np.asarray(blob)
         np.testing.assert_array_equal(score, label / 2)
         assert (blob[:, 0][label % 7 > 0] == (label % 256)[label % 7 > 0]).all()
 
@@ -80,10 +82,10 @@ def test_query_as_indices_and_transforms(small, torch):
                                "meta": None, "arr": None, "name": None})
     labels = [b[0] for b in loader]
     assert all(t.dtype == torch.float32 for t in labels)
-    assert torch.cat(labels).tolist() == [float(i) for i in range(3, 600, 10)][:56]
+    assert torch.cat(labels).ravel().tolist() == [float(i) for i in range(3, 600, 10)][:56]
     double = Loader(small, batch_size=4, pipelines={"label": [lambda x: x * 2], "score": None, "blob": None,
                                                     "meta": None, "arr": None, "name": None})
-    assert next(iter(double))[0].tolist() == [0, 2, 4, 6]
+    assert next(iter(double))[0].ravel().tolist() == [0, 2, 4, 6]
 
 
 def test_to_tensor_shares_memory_with_the_batch(small, torch):
@@ -106,8 +108,8 @@ def test_to_tensor_shares_memory_with_the_batch(small, torch):
         # is that same memory: no copy.
         assert isinstance(view.base, beton._native.Column) and not view.flags.owndata
         assert arrs.data_ptr() == view.__array_interface__["data"][0]
-        torch.testing.assert_close(arrs, torch.arange(6, dtype=torch.float32).reshape(2, 3) + labels[:, None, None])
-    assert torch.cat([b[0] for b in held]).tolist() == list(range(600))
+        torch.testing.assert_close(arrs, torch.arange(6, dtype=torch.float32).reshape(2, 3) + labels[:, :, None])
+    assert torch.cat([b[0] for b in held]).ravel().tolist() == list(range(600))
     labels, arrs = held[3]
     arrs[0, 0, 0] = -1.0
     assert views[3][0, 0, 0] == -1.0, "a write through the tensor is seen in the batch"
@@ -133,7 +135,7 @@ def test_distributed_shares_are_disjoint(small):
     for rank in range(2):
         loader = Loader(small, batch_size=10, order=OrderOption.RANDOM, distributed=(rank, 2), seed=2,
                         pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None, "image": None})
-        shares.append({i for b in loader for i in b[0].tolist()})
+        shares.append({i for b in loader for i in b[0].ravel().tolist()})
     assert not (shares[0] & shares[1]) and len(shares[0] | shares[1]) == 600
 
 
@@ -167,7 +169,7 @@ def test_ffcv_style_custom_operation(small):
 
     loader = Loader(small, batch_size=5, pipelines={"label": [AddOne()], "score": None, "blob": None,
                                                     "meta": None, "arr": None, "name": None})
-    assert next(iter(loader))[0].tolist() == [1, 2, 3, 4, 5]
+    assert next(iter(loader))[0].ravel().tolist() == [1, 2, 3, 4, 5]
 
 
 def test_writer_from_arrow_and_imagefolder(tmp_path):
@@ -352,5 +354,5 @@ def test_ffcvs_documented_custom_operation_runs(tmp_path, torch):
     assert len(batches) == 3
     for corners, labels in batches:
         assert isinstance(corners, torch.Tensor) and tuple(corners.shape) == (4, 4, 3, 3)
-        for corner, label in zip(corners.numpy(), labels.tolist()):
+        for corner, label in zip(corners.numpy(), labels.ravel().tolist()):
             np.testing.assert_array_equal(corner, images[label][:4, :3])

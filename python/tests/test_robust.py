@@ -119,7 +119,7 @@ def test_repeated_indices_are_read_as_often_as_given(small):
     for order in (OrderOption.SEQUENTIAL, OrderOption.RANDOM, OrderOption.QUASI_RANDOM):
         loader = Loader(small, batch_size=4, order=order, indices=rows, drop_last=False,
                         pipelines={"blob": None, "meta": None, "name": None, "arr": None, "score": None, "image": None})
-        seen = sorted(x for (label,) in loader for x in label.tolist())
+        seen = sorted(x for (label,) in loader for x in label.ravel().tolist())
         assert seen == sorted(rows), order
     # A set stays a set.
     assert len(Loader(small, batch_size=1, indices=beton.IndexSet([5, 5, 9]))) == 2
@@ -130,8 +130,8 @@ def test_sequential_reads_a_list_of_indices_in_the_order_given(small):
     only_label = {"blob": None, "meta": None, "name": None, "arr": None, "score": None, "image": None}
     for rows in ([5, 3, 1], [9, 2, 9, 0, 2], [1, 2, 3]):
         loader = Loader(small, batch_size=2, indices=rows, drop_last=False, pipelines=only_label)
-        assert [x for (label,) in loader for x in label.tolist()] == rows
-        assert [x for (label,) in loader for x in label.tolist()] == rows, "and the same every epoch"
+        assert [x for (label,) in loader for x in label.ravel().tolist()] == rows
+        assert [x for (label,) in loader for x in label.ravel().tolist()] == rows, "and the same every epoch"
         assert loader.indices.tolist() == rows and loader.indices.dtype == np.uint64  # FFCV's array
         assert sorted(set(rows)) == loader.index_set.tolist()
 

@@ -82,6 +82,19 @@ pub fn copy_rows(table: &Table<'_>, path: &Path, copy: Copy<'_>, options: Writer
             why: format!("row {bad} is past the end of the dataset ({num_rows} rows)"),
         });
     }
+    // A custom field's row bytes may point into its file's heap, where only its FFCV `Field`
+    // class knows: copied into another file they would point at other bytes.
+    if let Some((name, _)) = copy.fields.iter().find(|(_, t)| matches!(t, FieldType::Custom(_))) {
+        if table.has_custom_payloads() {
+            return Err(Error::InvalidArgument {
+                what: format!("field '{name}'"),
+                why: "is of a custom type whose values point into the file's heap (its Field's encode \
+                      called malloc); beton cannot move them into another file: leave the field out \
+                      (columns=...) or read it with its Field class and write it again"
+                    .into(),
+            });
+        }
+    }
     let specs = copy.fields.iter().map(|(n, t)| FieldSpec::new(n.clone(), t.clone())).collect();
     let n = copy.rows.map_or(num_rows, |r| r.len() as u64);
     // (field position, file row) of each NULL written as a filler.

@@ -469,6 +469,12 @@ impl<'a> Table<'a> {
         self.parts.iter().any(|p| p.ds.is_remote())
     }
 
+    /// Whether a data file of the table holds custom fields' heap payloads
+    /// ([`Dataset::has_custom_payloads`]).
+    pub fn has_custom_payloads(&self) -> bool {
+        self.parts.iter().any(|p| p.ds.has_custom_payloads())
+    }
+
     /// Number of rows.
     pub fn num_rows(&self) -> u64 {
         self.starts.last().copied().unwrap_or(0)

@@ -814,6 +814,17 @@ impl Dataset {
         self.num_allocations
     }
 
+    /// Whether the heap holds payloads that no field type this crate knows points to: those
+    /// of custom fields (an FFCV `Field` whose `encode` calls `malloc`). Every known payload
+    /// field owns exactly one allocation per sample, so any other count means custom payloads,
+    /// whose pointers sit where only their `Field` class knows: a copy of the row bytes into
+    /// another file would point into the wrong place.
+    pub fn has_custom_payloads(&self) -> bool {
+        let known =
+            self.fields.iter().filter(|f| f.field_type().payload_ptr_offset().is_some()).count() as u64;
+        self.num_allocations != known.saturating_mul(self.header.num_samples)
+    }
+
     /// Allocation-table entry `k`, in file order (validated on open).
     ///
     /// # Panics

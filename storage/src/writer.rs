@@ -76,6 +76,16 @@ pub enum SampleValue {
     Array(Vec<u8>),
     /// For custom fields: the row slot's bytes.
     Custom(Vec<u8>),
+    /// For custom fields that own heap data (an FFCV `Field` whose `encode` calls `malloc`):
+    /// the row slot's bytes and each payload with the slot offset of its pointer, a
+    /// little-endian `u64` the writer fills in with the payload's file offset (what `malloc`
+    /// returned to FFCV's writer).
+    CustomWithPayloads {
+        /// The slot's bytes (pointer words are overwritten).
+        slot: Vec<u8>,
+        /// (offset of the pointer in the slot, payload bytes), in allocation order.
+        payloads: Vec<(usize, Vec<u8>)>,
+    },
 }
 
 impl SampleValue {
@@ -91,6 +101,7 @@ impl SampleValue {
             SampleValue::Bool(_) => "a bool",
             SampleValue::Array(_) => "an array",
             SampleValue::Custom(_) => "custom bytes",
+            SampleValue::CustomWithPayloads { .. } => "custom bytes with payloads",
         }
     }
 }
@@ -211,6 +222,9 @@ impl std::fmt::Debug for Writer {
 struct Encoded {
     row: Vec<u8>,
     payloads: Vec<(usize, Vec<u8>)>,
+    /// Row offsets of pointers no field type knows of (custom fields' payloads), made
+    /// absolute when the file is finished like those the field types name.
+    custom_ptrs: Vec<usize>,
 }
 
 /// What a write placed before the file is finished: the rows, the pages' allocations and where
@@ -223,6 +237,8 @@ struct Placed {
     data_start: u64,
     spill: Option<tempfile::NamedTempFile>,
     skipped: Vec<(u64, String)>,
+    /// Offsets in `rows` of custom fields' payload pointers (relative to the first page).
+    custom_ptrs: Vec<usize>,
 }
 
 impl Writer {
@@ -387,6 +403,7 @@ impl Writer {
 
         let mut rows: Vec<u8> = Vec::with_capacity(total.unwrap_or(0) as usize * self.layout.size);
         let mut allocs: Vec<AllocEntry> = Vec::new();
+        let mut custom_ptrs: Vec<usize> = Vec::new();
         let mut done = 0u64;
         let mut skipped = Vec::new();
         // Chunk k is encoded on the pool while the calling thread pulls chunk k + 1: the items
@@ -427,6 +444,7 @@ impl Writer {
                     };
                     // Samples after a skipped one move up: the file's sample ids have no gaps.
                     pages.place(done, &mut e, &mut allocs)?;
+                    custom_ptrs.extend(e.custom_ptrs.iter().map(|p| rows.len() + p));
                     rows.extend_from_slice(&e.row);
                     done += 1;
                 }
@@ -455,7 +473,7 @@ impl Writer {
         // (skipped ones leave it a little larger than needed: whole zero pages, as FORMAT.md
         // §12 allows).
         let data_start = self.data_start(table_start, total.unwrap_or(num_samples))?;
-        let placed = Placed { rows, allocs, num_samples, num_pages, data_start, spill, skipped };
+        let placed = Placed { rows, allocs, num_samples, num_pages, data_start, spill, skipped, custom_ptrs };
         self.finish(dir, temp, placed)
     }
 
@@ -484,7 +502,8 @@ impl Writer {
     /// Writes the header, descriptors, rows, split reserve or page gap and allocation table
     /// around the placed pages, fsyncs, and renames the file to its destination.
     fn finish(self, dir: PathBuf, temp: tempfile::NamedTempFile, placed: Placed) -> Result<WriteReport> {
-        let Placed { mut rows, mut allocs, num_samples, num_pages, data_start, spill, skipped } = placed;
+        let Placed { mut rows, mut allocs, num_samples, num_pages, data_start, spill, skipped, custom_ptrs } =
+            placed;
         let table_start = format::data_table_start(self.fields.len() as u16);
 
         // Payload pointers were laid out relative to the first page; make them absolute.
@@ -501,6 +520,10 @@ impl Writer {
                     row[o..o + 8].copy_from_slice(&(rel + data_start).to_le_bytes());
                 }
             }
+        }
+        for &o in &custom_ptrs {
+            let rel = u64::from_le_bytes(rows[o..o + 8].try_into().expect("8 bytes"));
+            rows[o..o + 8].copy_from_slice(&(rel + data_start).to_le_bytes());
         }
         for a in &mut allocs {
             a.ptr += data_start;
@@ -653,6 +676,7 @@ impl Writer {
             data_start,
             spill: None,
             skipped: Vec::new(),
+            custom_ptrs: Vec::new(),
         };
         self.finish(dir, temp, placed)
     }
@@ -688,20 +712,43 @@ impl Writer {
         }
         let mut row = vec![0u8; self.layout.size];
         let mut payloads = Vec::new();
+        let mut custom_ptrs = Vec::new();
         // Counted for the report once the whole sample encodes (a skipped sample is not written).
         let flattened = Cell::new(0);
         for ((f, &offset), value) in self.fields.iter().zip(&self.layout.offsets).zip(sample) {
             let kind = f.ty.kind();
             let slot = &mut row[offset..offset + kind.slot().size];
-            let cx =
-                EncodeContext { image: &f.image, draw: self.draw(index), alpha_flattened: Some(&flattened) };
-            if let Some(payload) = kind.encode(value, slot, &cx).map_err(|e| e.in_sample(index, &f.name))? {
-                let ptr_at = offset + f.ty.payload_ptr_offset().expect("payload fields have a pointer");
-                payloads.push((ptr_at, payload));
+            let (bytes, owned) = match value {
+                SampleValue::CustomWithPayloads { slot, payloads } => (slot, payloads),
+                value => {
+                    let cx = EncodeContext {
+                        image: &f.image,
+                        draw: self.draw(index),
+                        alpha_flattened: Some(&flattened),
+                    };
+                    if let Some(payload) =
+                        kind.encode(value, slot, &cx).map_err(|e| e.in_sample(index, &f.name))?
+                    {
+                        let ptr_at =
+                            offset + f.ty.payload_ptr_offset().expect("payload fields have a pointer");
+                        payloads.push((ptr_at, payload));
+                    }
+                    continue;
+                }
+            };
+            // A custom field's own payloads (FFCV's `malloc`): their pointers sit where its
+            // `encode` put them.
+            let invalid = |why: String| Error::InvalidSample { index, field: f.name.clone(), why };
+            if !matches!(f.ty, FieldType::Custom(_)) {
+                return Err(invalid(format!("custom bytes with payloads for a {} field", f.ty.name())));
             }
+            let pointers = custom_payload_pointers(&bytes, &owned, slot.len()).map_err(invalid)?;
+            custom_ptrs.extend(pointers.into_iter().map(|at| offset + at));
+            slot.copy_from_slice(&bytes);
+            payloads.extend(owned.into_iter().map(|(at, p)| (offset + at, p)));
         }
         self.alpha_flattened.fetch_add(flattened.get(), Ordering::Relaxed);
-        Ok(Encoded { row, payloads })
+        Ok(Encoded { row, payloads, custom_ptrs })
     }
 
     /// [`WriteReport::alpha_flattening`]: how the image fields flatten transparency.
@@ -733,6 +780,27 @@ impl Writer {
         z ^= z >> 31;
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
+}
+
+/// Checks a custom field's slot and payloads (slot of `size` bytes; each pointer's 8 bytes in
+/// it, no two overlapping) and returns the pointers' offsets in the slot.
+fn custom_payload_pointers(
+    slot: &[u8],
+    payloads: &[(usize, Vec<u8>)],
+    size: usize,
+) -> std::result::Result<Vec<usize>, String> {
+    if slot.len() != size {
+        return Err(format!("custom value of {} bytes for a {size}-byte slot", slot.len()));
+    }
+    let mut at: Vec<usize> = payloads.iter().map(|(o, _)| *o).collect();
+    if let Some(bad) = at.iter().find(|&&o| o.checked_add(8).is_none_or(|end| end > size)) {
+        return Err(format!("a payload pointer at slot offset {bad} does not fit the {size}-byte slot"));
+    }
+    at.sort_unstable();
+    if let Some(w) = at.windows(2).find(|w| w[1] < w[0] + 8) {
+        return Err(format!("payload pointers at slot offsets {} and {} overlap", w[0], w[1]));
+    }
+    Ok(payloads.iter().map(|(o, _)| *o).collect())
 }
 
 /// Lays payloads out in pages and streams the pages to a file.

@@ -4,6 +4,8 @@ True)."""
 
 import numbers
 
+import numpy as np
+
 from beton.fields.base import Field
 
 
@@ -16,7 +18,12 @@ class IntField(Field):
 
     type_name = "int"
 
-    def encode(self, value):
+    metadata_type = np.dtype("<i8")
+
+    def get_decoder_class(self):
+        return IntDecoder
+
+    def _value(self, value):
         if isinstance(value, numbers.Integral):  # int, bool, numpy integers
             return int(value)
         if hasattr(value, "__index__"):  # 0-d integer tensors and arrays
@@ -36,7 +43,12 @@ class FloatField(Field):
 
     type_name = "float"
 
-    def encode(self, value):
+    metadata_type = np.dtype("<f8")
+
+    def get_decoder_class(self):
+        return FloatDecoder
+
+    def _value(self, value):
         if isinstance(value, (str, bytes)) or value is None:
             raise TypeError(f"a FloatField takes a number, not {_type_name(value)} {value!r:.60}")
         return float(value)
@@ -47,7 +59,12 @@ class BoolField(Field):
 
     type_name = "bool"
 
-    def encode(self, value):
+    metadata_type = np.dtype("<u1")
+
+    def get_decoder_class(self):
+        return BoolDecoder
+
+    def _value(self, value):
         if isinstance(value, bool) or type(value).__name__ == "bool_":
             return bool(value)
         if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
@@ -60,4 +77,4 @@ class BoolField(Field):
         raise TypeError(f"a BoolField takes True, False, 0 or 1, not {_type_name(value)} {value!r:.60}")
 
 
-from beton.fields.decoders import BasicDecoder, FloatDecoder, IntDecoder  # noqa: E402,F401 (FFCV's path)
+from beton.fields.decoders import BasicDecoder, BoolDecoder, FloatDecoder, IntDecoder  # noqa: E402,F401 (FFCV's path)

@@ -10,7 +10,12 @@ class BytesField(Field):
 
     type_name = "bytes"
 
-    def encode(self, value):
+    metadata_type = np.dtype([("ptr", "<u8"), ("size", "<u8")])
+
+    def get_decoder_class(self):
+        return BytesDecoder
+
+    def _value(self, value):
         if isinstance(value, np.ndarray):
             if value.dtype != np.uint8:  # astype would wrap or truncate other values
                 raise TypeError(f"a BytesField takes bytes or a uint8 array, not an array of {value.dtype}")
@@ -25,7 +30,12 @@ class TextField(Field):
 
     type_name = "text"
 
-    def encode(self, value):
+    metadata_type = np.dtype([("ptr", "<u8"), ("size", "<u8")])
+
+    def get_decoder_class(self):
+        return BytesDecoder
+
+    def _value(self, value):
         if not isinstance(value, str):  # str(None) is 'None', str(b"x") is "b'x'"
             raise TypeError(f"a TextField takes str, not {type(value).__name__} {value!r:.60}")
         return value

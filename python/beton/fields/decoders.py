@@ -20,12 +20,27 @@ class _Decoder:
         return getattr(_native, type(self).__name__)()
 
 
-class IntDecoder(_Decoder):
-    """FFCV's ``IntDecoder``: an int64 per sample (for ``IntField``)."""
+class _ScalarDecoder(_Decoder):
+    """A decoder of one number per sample. Batches are ``(batch_size, 1)``, FFCV's shape
+    (``value[0]`` of a sample, ``torch.cat(..., dim=1)`` and FFCV's shape checks work);
+    ``flat=True`` (beton's) gives ``(batch_size,)`` instead, what a loss such as
+    ``cross_entropy`` takes for labels (FFCV code adds ``Squeeze()`` for that)."""
+
+    def __init__(self, flat: bool = False):
+        self.flat = bool(flat)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(flat=True)" if self.flat else f"{type(self).__name__}()"
 
 
-class FloatDecoder(_Decoder):
-    """FFCV's ``FloatDecoder``: a float64 per sample (for ``FloatField``)."""
+class IntDecoder(_ScalarDecoder):
+    """FFCV's ``IntDecoder``: an int64 per sample (for ``IntField``), batches of shape
+    ``(batch_size, 1)`` as in FFCV; ``IntDecoder(flat=True)``: ``(batch_size,)``."""
+
+
+class FloatDecoder(_ScalarDecoder):
+    """FFCV's ``FloatDecoder``: a float64 per sample (for ``FloatField``), batches of shape
+    ``(batch_size, 1)`` as in FFCV; ``FloatDecoder(flat=True)``: ``(batch_size,)``."""
 
 
 class NDArrayDecoder(_Decoder):
@@ -38,8 +53,10 @@ class BytesDecoder(_Decoder):
     ``JSONField``)."""
 
 
-class BoolDecoder(_Decoder):
-    """beton's ``BoolDecoder``: a bool per sample (for ``BoolField``)."""
+class BoolDecoder(_ScalarDecoder):
+    """beton's ``BoolDecoder``: a bool per sample (for ``BoolField``), batches of shape
+    ``(batch_size, 1)`` like FFCV's scalar decoders; ``BoolDecoder(flat=True)``:
+    ``(batch_size,)``."""
 
 
 class _ImageDecoder(_Decoder):

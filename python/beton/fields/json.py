@@ -10,7 +10,21 @@ from beton.fields.base import Field
 class JSONField(Field):
     type_name = "json"
 
-    def encode(self, value):
+    metadata_type = np.dtype([("ptr", "<u8"), ("size", "<u8")])
+
+    def get_decoder_class(self):
+        from beton.fields.decoders import BytesDecoder
+
+        return BytesDecoder
+
+    @classmethod
+    def _of_details(cls, details):
+        # FFCV's JSONField inherits BytesField.from_binary, which gives a BytesField.
+        from beton.fields.bytes import BytesField
+
+        return BytesField()
+
+    def _value(self, value):
         return json.dumps(value)
 
     @staticmethod

@@ -9,6 +9,16 @@ from beton.fields.base import Field, exact_array
 class NDArrayField(Field):
     type_name = "ndarray"
 
+    metadata_type = np.dtype("<u8")
+
+    def get_decoder_class(self):
+        return NDArrayDecoder
+
+    @classmethod
+    def _of_details(cls, details):
+        dtype, shape = details
+        return NDArrayField(np.dtype(dtype), tuple(shape))
+
     def __init__(self, dtype, shape):
         self.dtype = np.dtype(dtype)
         self.shape = tuple(int(s) for s in shape)
@@ -17,7 +27,7 @@ class NDArrayField(Field):
         return {"dtype": self.dtype.newbyteorder("<").str if self.dtype.itemsize > 1 else self.dtype.str,
                 "shape": list(self.shape)}
 
-    def encode(self, value):
+    def _value(self, value):
         a = exact_array(value, self.dtype)
         if a.shape != self.shape:
             raise ValueError(f"array of shape {a.shape}, the field's is {self.shape}")
@@ -33,10 +43,10 @@ class TorchTensorField(NDArrayField):
         np_dtype = torch.empty((), dtype=dtype).numpy().dtype if isinstance(dtype, torch.dtype) else dtype
         super().__init__(np_dtype, shape)
 
-    def encode(self, value):
+    def _value(self, value):
         if hasattr(value, "numpy"):
             value = value.detach().cpu().numpy()
-        return super().encode(value)
+        return super()._value(value)
 
 
 class ArrayField(Field):
@@ -44,13 +54,24 @@ class ArrayField(Field):
 
     type_name = "array"
 
+    metadata_type = np.dtype([("ptr", "<u8"), ("len", "<u8")])
+
+    def get_decoder_class(self):
+        from beton.fields.decoders import BytesDecoder
+
+        return BytesDecoder
+
+    @classmethod
+    def _of_details(cls, details):
+        return ArrayField(np.dtype(details[0]))
+
     def __init__(self, dtype):
         self.dtype = np.dtype(dtype)
 
     def options(self):
         return {"dtype": self.dtype.newbyteorder("<").str if self.dtype.itemsize > 1 else self.dtype.str}
 
-    def encode(self, value):
+    def _value(self, value):
         return exact_array(value, self.dtype).ravel().tobytes()
 
 

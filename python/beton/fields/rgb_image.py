@@ -13,6 +13,11 @@ class RGBImageField(Field):
 
     type_name = "rgb_image"
 
+    metadata_type = np.dtype([("mode", "<u1"), ("width", "<u2"), ("height", "<u2"), ("data_ptr", "<u8")])
+
+    def get_decoder_class(self):
+        return SimpleRGBImageDecoder
+
     def __init__(self, write_mode: str = "raw", max_resolution: Optional[int] = None,
                  smart_threshold: Optional[int] = None, jpeg_quality: int = 90,
                  compress_probability: float = 0.5, jpeg_passthrough: bool = True,
@@ -35,7 +40,7 @@ class RGBImageField(Field):
             o["smart_threshold"] = int(self.smart_threshold)
         return o
 
-    def encode(self, value):
+    def _value(self, value):
         if isinstance(value, (bytes, bytearray)):
             return bytes(value)
         if isinstance(value, str) or hasattr(value, "__fspath__"):

@@ -15,6 +15,7 @@ import numpy as np
 
 from beton import _native
 from beton._native import IndexSet
+from beton.fields.decoders import _ScalarDecoder
 
 
 def _native_image_pipeline(field, ops, source=None):
@@ -149,21 +150,6 @@ def _default_to_tensor() -> list:
     return [ToTensor()]
 
 
-def _custom_layouts(custom_fields) -> Optional[Dict[str, tuple]]:
-    """The (size, alignment) of each custom field's per-sample metadata, from its FFCV
-    ``Field`` class's ``metadata_type`` (a numpy dtype)."""
-    if not custom_fields:
-        return None
-    out = {}
-    for name, field in custom_fields.items():
-        dtype = getattr(field, "metadata_type", None)
-        if dtype is None:
-            raise TypeError(f"custom_fields[{name!r}]: {field!r} has no metadata_type (an FFCV Field subclass has)")
-        dtype = np.dtype(dtype)
-        out[name] = (dtype.itemsize, dtype.alignment)
-    return out
-
-
 def _distributed_rank_world(distributed):
     if distributed is True:
         import torch.distributed as dist
@@ -263,7 +249,7 @@ class Loader:
             raise ValueError("custom_fields: give the file's path, not an open Dataset, so that it is "
                              "opened with the custom fields' layouts")
         self.dataset = fname if isinstance(fname, Dataset) else Dataset(
-            fname, version=version, custom=_custom_layouts(custom_fields))
+            fname, version=version, custom=custom_fields or None)
         self.fname = str(self.dataset.path)
         if isinstance(order, str):
             order = OrderOption[order.upper()]
@@ -296,12 +282,21 @@ class Loader:
             self._index_list = [int(i) for i in np.asarray(indices).reshape(-1).tolist()]
         self.traversal_order = None
         self._indices = None
-        if _is_custom_order(order):
+        # RANDOM on one process is FFCV's draw, np.random.default_rng(seed + epoch).permutation
+        # (the native RANDOM, a ChaCha8 shuffle, is beton's Rust API's and the CLI's);
+        # distributed, the native order is already torch's DistributedSampler's.
+        ffcv_random = order == OrderOption.RANDOM and not distributed
+        if ffcv_random or _is_custom_order(order):
             # FFCV's TraversalOrder reads loader.indices, loader.seed, loader.distributed.
             self._indices = (np.asarray(self._index_list, dtype=np.uint64) if self._index_list is not None
                             else np.asarray(self._index_set.tolist(), dtype=np.uint64) if self._index_set is not None
                             else np.arange(len(self.dataset), dtype=np.uint64))
-            self.traversal_order = order(self) if isinstance(order, type) else order
+            if ffcv_random:
+                from beton.traversal_order import Random
+
+                self.traversal_order = Random(self)
+            else:
+                self.traversal_order = order(self) if isinstance(order, type) else order
         self._build(next_epoch=0)
         self._epoch = None
 
@@ -352,6 +347,7 @@ class Loader:
         self.fields: List[str] = []
         self.stages: Dict[str, list] = {}
         self._python_decoders: Dict[str, Any] = {}
+        column_shape: Dict[str, tuple] = {}
         native: Dict[str, Any] = {}
         views = []
         for name, spec in pipelines.items():
@@ -405,6 +401,8 @@ class Loader:
                 native[name], ops = _native_image_pipeline(name, ops)
             else:
                 native[name] = ops[0]._native()
+                if isinstance(ops[0], _ScalarDecoder) and not ops[0].flat:
+                    column_shape[name] = (-1, 1)  # FFCV's (B, 1): a view of the native (B,)
                 ops = ops[1:]
             self.stages[name] = [_stage(op) for op in ops]
         if INDEX in pipelines and INDEX not in kinds and pipelines[INDEX] is not None:
@@ -436,11 +434,11 @@ class Loader:
         # None: a native column) and its stages, each with whether it takes the sample ids.
         from beton.pipeline.operation import BatchStage
 
-        self._plan = [(name, self._python_decoders.get(name),
+        self._plan = [(name, self._python_decoders.get(name), column_shape.get(name),
                        [(stage, isinstance(stage, BatchStage)) for stage in self.stages[name]])
                       for name in self.fields]
         self._needs_ids = any(decoder is not None or any(ids for _, ids in stages)
-                              for _, decoder, stages in self._plan)
+                              for _, decoder, _, stages in self._plan)
 
     @property
     def reader(self):
@@ -636,8 +634,13 @@ class _EpochIterator:
         loader, out = self.loader, []
         # FFCV's operations get the batch's sample ids (mixup, Poison, ReplaceLabel, ...).
         ids = np.asarray(batch.indices()) if loader._needs_ids else None
-        for name, decoder, stages in loader._plan:
-            value = decoder(ids) if decoder is not None else np.asarray(batch.column(name))
+        for name, decoder, shape, stages in loader._plan:
+            if decoder is not None:
+                value = decoder(ids)
+            else:
+                value = np.asarray(batch.column(name))
+                if shape is not None:
+                    value = value.reshape(shape)
             for stage, with_ids in stages:
                 value = stage(value, ids) if with_ids else stage(value)
             out.append(value)

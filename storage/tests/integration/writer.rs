@@ -521,3 +521,65 @@ fn write_fixed_matches_write_indexed_byte_for_byte() {
     let err = Writer::new(&bad, with_bytes, defaults).unwrap().write_fixed(1, value).unwrap_err().to_string();
     assert!(err.contains("blob") && err.contains("payloads"), "{err}");
 }
+
+/// A custom field that owns payloads (FFCV's `malloc`): each payload lands in the sample's
+/// page, its pointer (at the slot offset the caller named) is the payload's file offset, the
+/// allocation table lists it, and the file does not depend on the thread count; bad pointer
+/// offsets are named.
+#[test]
+fn custom_fields_with_payloads_point_at_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let custom =
+        FieldType::Custom(CustomField { slot: Slot { size: 20, align: 4 }, arguments: Box::new([7; 1024]) });
+    let fields = || vec![FieldSpec::new("n", FieldType::Int), FieldSpec::new("c", custom.clone())];
+    let payload = |i: u64| vec![i as u8; 1 + (i % 5) as usize];
+    let sample = |i: u64| {
+        let mut slot = vec![0u8; 20];
+        slot[0..4].copy_from_slice(&(i as u32).to_le_bytes());
+        // Two payloads: pointers at offsets 4 and 12.
+        Ok(vec![
+            SampleValue::Int(i as i64),
+            SampleValue::CustomWithPayloads { slot, payloads: vec![(4, payload(i)), (12, payload(i + 1))] },
+        ])
+    };
+    let mut files = Vec::new();
+    for threads in [1, 3] {
+        let path = dir.path().join(format!("c{threads}.beton"));
+        Writer::new(&path, fields(), options(2 * MIB, threads)).unwrap().write_indexed(40, sample).unwrap();
+        files.push(std::fs::read(&path).unwrap());
+    }
+    assert_eq!(files[0], files[1]);
+    let bytes = files.remove(0);
+    let ds = OpenOptions::new().custom_layout("c", 20, 4).open_bytes(bytes.clone()).unwrap();
+    assert!(ds.has_custom_payloads());
+    assert_eq!(ds.num_allocations(), 80);
+    for i in 0..40u64 {
+        let Value::Custom(slot) = ds.get(i, 1).unwrap() else { panic!("not custom") };
+        assert_eq!(&slot[0..4], &(i as u32).to_le_bytes());
+        for (at, want) in [(4, payload(i)), (12, payload(i + 1))] {
+            let ptr = u64::from_le_bytes(slot[at..at + 8].try_into().unwrap());
+            assert_eq!(&bytes[ptr as usize..ptr as usize + want.len()], &want[..], "sample {i}");
+            assert!(ds.sample_allocations(i).iter().any(|a| a.ptr == ptr && a.size == want.len() as u64));
+        }
+    }
+
+    let path = dir.path().join("bad.beton");
+    for (payloads, msg) in [
+        (vec![(16usize, vec![1u8])], "does not fit the 20-byte slot"),
+        (vec![(4, vec![1]), (8, vec![2])], "overlap"),
+    ] {
+        let err = Writer::new(&path, fields(), options(2 * MIB, 1))
+            .unwrap()
+            .write_indexed(3, |i| {
+                let value = if i == 2 {
+                    SampleValue::CustomWithPayloads { slot: vec![0; 20], payloads: payloads.clone() }
+                } else {
+                    SampleValue::Custom(vec![0; 20])
+                };
+                Ok(vec![SampleValue::Int(0), value])
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("sample 2, field 'c'") && err.to_string().contains(msg), "{err}");
+        assert!(!path.exists());
+    }
+}
