@@ -229,6 +229,22 @@ def _encode_all(field, name: str, values) -> list:
     return out
 
 
+def _custom_struct(column, dtype: np.dtype):
+    """A custom field's data-table column (its row slots' bytes) as a struct of its
+    ``metadata_type``'s fields, when each is a plain number; else the column as it is."""
+    import pyarrow as pa
+
+    if dtype.names is None or any(dtype[n].shape or dtype[n].kind not in "biuf" for n in dtype.names):
+        return column
+    array = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    if array.null_count or len(array) == 0:
+        return column
+    size = dtype.itemsize
+    data = np.frombuffer(array.buffers()[1], dtype=np.uint8)[array.offset * size:(array.offset + len(array)) * size]
+    records = data.view(dtype)  # the fixed-size binary column's buffer, viewed
+    return pa.StructArray.from_arrays([pa.array(records[n]) for n in dtype.names], names=list(dtype.names))
+
+
 def _short(value, width: int = 24) -> str:
     """One table cell: a value's repr, cut to ``width`` characters."""
     text = repr(value) if not isinstance(value, str) else value
@@ -727,7 +743,12 @@ class Dataset:
         """
         import pyarrow as pa
 
-        return pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream(columns))).read_all()
+        table = pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream(columns))).read_all()
+        for name, dtype in getattr(self, "_custom_dtypes", {}).items():
+            if name in table.column_names:
+                k = table.column_names.index(name)
+                table = table.set_column(k, name, _custom_struct(table.column(k), dtype))
+        return table
 
     def take(self, indices, columns: Optional[List[str]] = None):
         """The field values of some rows as a ``pyarrow.Table``, in the order given.

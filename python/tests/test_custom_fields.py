@@ -81,9 +81,12 @@ def test_written_rows_and_payloads_read_back(written):
         with open(written, "rb") as f:
             f.seek(int(row["ptr"]))
             assert f.read(int(row["size"])) == blob(i)
-    # The data table's column is the row slot (the field's metadata).
+    # The data table's column is the field's metadata: a struct of metadata_type's fields.
     column = ds.table(["blob"])["blob"].to_pylist()
-    assert np.frombuffer(column[5], dtype=ROW)[0]["tag"] == 10 * len(blob(5))
+    assert column[5]["tag"] == 10 * len(blob(5)) and column[5]["size"] == len(blob(5))
+    # Opened with the row layout alone, it is the slot's bytes.
+    raw = beton.open(written, custom={"blob": (ROW.itemsize, ROW.alignment)}).table(["blob"])["blob"].to_pylist()
+    assert np.frombuffer(raw[5], dtype=ROW)[0]["tag"] == 10 * len(blob(5))
 
 
 def test_the_loader_runs_the_fields_own_decoder(written):
