@@ -492,6 +492,16 @@ def test_from_arrow(tmp_path, workers):
     write_and_read()
 
 
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
+    "beton bug: NDArrayField(dtype, ()) refuses every value, 0-d arrays included ('array of shape (1,), "
+    "the field's is ()'): fields.base.exact_array's np.ascontiguousarray makes a 0-d array 1-d"))
+def test_ndarray_of_shape_0d(tmp_path):
+    fields = {"nd": NDArrayField(np.float32, ())}
+    rows = [{"nd": np.array(1.5, np.float32)}, {"nd": np.array(-0.0, np.float32)}]
+    DatasetWriter(tmp_path / "a.beton", fields, progress=False).from_indexed_dataset(indexed(rows, fields))
+    check_reads(tmp_path / "a.beton", rows, fields)
+
+
 @pytest.mark.xfail(strict=True, raises=TypeError, reason=(
     "beton bug: from_arrow of a list<bool> column into a bool ArrayField or NDArrayField is refused: "
     "writer._arrow_column casts the lists to list<uint8> for the native writer, which then takes "
