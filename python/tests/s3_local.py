@@ -52,7 +52,8 @@ class Moto:
 
 class FaultProxy:
     """An HTTP proxy on loopback in front of `upstream`: adds `latency` to every request, answers
-    a fraction `errors` of them with 503 and resets a fraction `resets` of connections."""
+    a fraction `errors` of them with 503 and resets a fraction `resets` of connections. `seen`
+    lists each request as `(method, path)`, in order (how often a request was retried)."""
 
     def __init__(self, upstream, latency=0.02, errors=0.01, resets=0.005, seed=0, forced=None):
         host, port = upstream.rsplit("//", 1)[1].split(":")
@@ -60,6 +61,7 @@ class FaultProxy:
         lock = threading.Lock()
         self.counts = {"requests": 0, "errors": 0, "resets": 0}
         counts = self.counts
+        seen = self.seen = []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -72,6 +74,7 @@ class FaultProxy:
                 time.sleep(latency)
                 with lock:
                     counts["requests"] += 1
+                    seen.append((self.command, self.path))
                     roll = rng.random()
                     # Faults at fixed requests too, so that a short epoch meets each kind.
                     roll = {"reset": 0.0, "error": resets}.get((forced or {}).get(counts["requests"]), roll)
