@@ -13,6 +13,8 @@ import sys
 import tempfile
 from typing import Any, Dict, Iterable, Optional, Sequence
 
+import numpy as np
+
 from beton import _doc, _native
 from beton.fields.base import Field, native_fields, value_encoder
 
@@ -116,7 +118,14 @@ def _arrow_column(field: Field, name: str, column: str, col):
     if isinstance(field, (NDArrayField, ArrayField)) and (
             pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
         dtype = field.dtype.newbyteorder("<") if field.dtype.itemsize > 1 else field.dtype
-        element = pa.uint8() if dtype.kind == "b" else pa.from_numpy_dtype(dtype)
+        if dtype.kind == "b":
+            # The native writer takes a bool array's bytes (0 or 1 each), as binary.
+            if not pa.types.is_boolean(t.value_type):
+                raise TypeError(f"{where}: a bool array field takes lists of bools, not {t}")
+            return pa.chunked_array([pa.array(
+                [None if v is None else np.asarray(v, dtype=np.uint8).tobytes() for v in col.to_pylist()],
+                type=pa.large_binary())])
+        element = pa.from_numpy_dtype(dtype)
         if t.value_type != element and (pa.types.is_integer(t.value_type) or pa.types.is_floating(t.value_type)
                                         or pa.types.is_boolean(t.value_type)):
             target = (pa.list_(element, t.list_size) if pa.types.is_fixed_size_list(t)

@@ -220,14 +220,14 @@ def exact_array(value: Any, dtype: np.dtype) -> np.ndarray:
     target = dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype
     src = value if isinstance(value, np.ndarray) else np.asarray(value)
     if src.dtype == target or src.dtype == dtype:
-        return np.ascontiguousarray(src, dtype=target)
+        return np.asarray(src, dtype=target, order="C")  # a 0-d array stays 0-d
     if src.dtype.kind not in "biuf":
         if src.dtype == object and src.size:
             src = np.asarray(src.tolist())  # a list of Python numbers
         if src.dtype.kind not in "biuf":
             raise ValueError(f"values of dtype {src.dtype} do not convert to {dtype} without loss")
     with np.errstate(all="ignore"):
-        out = np.ascontiguousarray(src, dtype=target)
+        out = np.asarray(src, dtype=target, order="C")
         if target.kind == "b":
             bad = ~((src == 0) | (src == 1)) if src.dtype.kind != "b" else np.zeros(src.shape, bool)
         elif target.kind in "iu":

@@ -89,9 +89,11 @@ pub(crate) fn fit(target: &Target<'_>, values: &ArrayRef, count: usize) -> Resul
             ty.short_name()
         )));
     }
-    // A dictionary-encoded column (pandas categories) is its values.
+    // A dictionary-encoded column (pandas categories) is its values; an empty list of values
+    // (for a version without rows) has no type of its own: the field's.
     let values = &match values.data_type() {
         DataType::Dictionary(_, inner) => arrow_cast::cast(values.as_ref(), inner)?,
+        DataType::Null if values.is_empty() => arrow_array::new_empty_array(&want),
         _ => values.clone(),
     };
     let from = values.data_type();
