@@ -13,8 +13,9 @@ from beton._native import (AccessDeniedError, BetonError, BetonIOError, Conflict
                            __version__)
 from beton.dataset import Dataset, FFCVCompatibilityWarning, NullsFilledWarning, concat, import_file, open
 from beton.loader import Loader
+from beton.loader.code import InvalidDecoderError
 from beton.writer import DatasetWriter
 
 __all__ = ["Loader", "DatasetWriter", "open", "import_file", "concat", "Dataset", "IndexSet", "BetonError", "CorruptFileError", "QueryError", "SampleError",
-           "InvalidArgumentError", "NotFoundError", "BetonIOError", "MissingFileError", "AccessDeniedError", "ConflictError", "GpuError",
+           "InvalidArgumentError", "InvalidDecoderError", "NotFoundError", "BetonIOError", "MissingFileError", "AccessDeniedError", "ConflictError", "GpuError",
            "FFCVCompatibilityWarning", "NullsFilledWarning", "__version__"]

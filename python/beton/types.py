@@ -9,7 +9,8 @@ import numpy as np
 
 from beton.fields import (BoolField, BytesField, FloatField, GreyImageField, IntField, JSONField, NDArrayField,
                           RGBImageField, TextField)
-from beton.fields.ndarray import ArrayField
+from beton.fields.base import Field  # noqa: F401 (FFCV's module binds it)
+from beton.fields.ndarray import ArrayField, TorchTensorField  # noqa: F401 (TorchTensorField: FFCV's module binds it)
 
 CURRENT_VERSION = 2
 

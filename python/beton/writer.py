@@ -17,6 +17,13 @@ import numpy as np
 
 from beton import _doc, _native
 from beton.fields.base import Field, native_fields, value_encoder
+# Names FFCV's ffcv.writer binds (user code imports them from here).
+from beton.types import get_metadata_type  # noqa: F401
+from beton.utils import chunks, is_power_of_2  # noqa: F401
+
+# FFCV's page size limits: 2 MiB (the usual huge page) and 4 GiB (the largest a uint32 holds).
+MIN_PAGE_SIZE = 1 << 21
+MAX_PAGE_SIZE = 1 << 32
 
 
 # The Returns section of the methods that write a file.
@@ -413,10 +420,10 @@ class DatasetWriter:
         ...     lambda jpg: jpg, lambda c: int(c)))  # doctest: +SKIP
         """
         try:
-            import webdataset
+            import webdataset  # noqa: F401
         except ImportError as e:
             raise ImportError("from_webdataset needs the webdataset package (pip install webdataset)") from e
-        samples = [sample for shard in shards for sample in pipeline(webdataset.WebDataset(shard, shardshuffle=False))]
+        samples = [sample for shard in shards for sample in from_shard(shard, pipeline)]
         return self.from_iterable(samples)
 
     def _copy(self, native, rows) -> Dict[str, Any]:
@@ -626,3 +633,180 @@ def _save_classes(path: str, classes) -> None:
         _native.Dataset(path).save_classes(list(classes))
     except ValueError as e:
         raise ValueError(f"{path}: storing the {len(classes)} class names: {e}") from None
+
+
+# ---- FFCV's module-level helpers (ffcv/writer.py) --------------------------------------------------
+# FFCV's DatasetWriter runs these in its worker processes. beton's writer encodes in Rust threads
+# and does not use them; they are here, with FFCV's code, for programs that import them (a
+# custom writer loop over FFCV-protocol fields: ``encode(destination, value, malloc)``).
+
+def from_shard(shard, pipeline):
+    """FFCV's ``from_shard``: the samples of one WebDataset shard, ``pipeline`` applied to a
+    ``webdataset.WebDataset`` over it (not shuffled). ``from_webdataset`` reads shards with it.
+
+    Parameters
+    ----------
+    shard : str
+        The shard (a tar file or a URL ``webdataset`` opens).
+    pipeline : callable
+        Takes the ``WebDataset`` and returns an iterable of samples (tuples in field order).
+
+    Returns
+    -------
+    iterable
+        What ``pipeline`` returns.
+
+    Raises
+    ------
+    ImportError
+        Without the ``webdataset`` package.
+
+    Examples
+    --------
+    >>> samples = from_shard("shard-0.tar", lambda d: d.to_tuple("jpg", "cls"))  # doctest: +SKIP
+    """
+    try:
+        from webdataset import WebDataset
+    except ImportError as e:
+        raise ImportError("from_shard needs the webdataset package (pip install webdataset)") from e
+    return pipeline(WebDataset(shard, shardshuffle=False))
+
+
+def count_samples_in_shard(shard, pipeline):
+    """FFCV's ``count_samples_in_shard``: the samples ``from_shard`` yields, counted by iterating
+    (a WebDataset may have no ``__len__``).
+
+    Parameters
+    ----------
+    shard, pipeline
+        As for ``from_shard``.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> count_samples_in_shard("shard-0.tar", lambda d: d.to_tuple("jpg", "cls"))  # doctest: +SKIP
+    1000
+    """
+    return sum(1 for _ in from_shard(shard, pipeline))
+
+
+def handle_sample(sample, dest_ix, field_names, metadata, allocator, fields):
+    """FFCV's ``handle_sample``: writes ``sample`` (values in field order) as row ``dest_ix`` of
+    ``metadata`` (a structured array with one column per name of ``field_names``), each value
+    through ``field.encode(destination, value, allocator.malloc)``. A ``MemoryError`` (the
+    sample does not fit the allocator's page) retries the whole sample once, on a fresh page,
+    and is raised the second time.
+
+    Parameters
+    ----------
+    sample : sequence
+        The values, in the order of ``fields``.
+    dest_ix : int
+        The row written.
+    field_names : sequence of str
+        The columns of ``metadata``, in the order of ``fields``.
+    metadata : numpy structured array
+        The rows.
+    allocator : object
+        FFCV's ``MemoryAllocator`` or the like: ``set_current_sample(i)`` and
+        ``malloc(size) -> (pointer, uint8 buffer)``.
+    fields : dict of str to Field
+        Fields with FFCV's ``encode(destination, value, malloc)``.
+
+    Examples
+    --------
+    >>> handle_sample((3, 0.5), 0, metadata.dtype.names, metadata, allocator, fields)  # doctest: +SKIP
+    """
+    for attempt in range(2):
+        try:
+            allocator.set_current_sample(dest_ix)
+            for field_name, field, field_value in zip(field_names, fields.values(), sample):
+                destination = metadata[field_name][dest_ix: dest_ix + 1]
+                field.encode(destination, field_value, allocator.malloc)
+            break
+        except MemoryError:
+            if attempt == 1:
+                raise
+
+
+def worker_job_webdataset(input_queue, metadata_sm, metadata_type, fields, allocator, done_number,
+                          allocations_queue, pipeline):
+    """FFCV's ``worker_job_webdataset``: takes ``(shard, offset)`` items off ``input_queue`` until
+    ``None``, writes shard sample ``i`` as row ``offset + i`` (``handle_sample``) into the
+    metadata in ``metadata_sm.buf``, adds the samples done to ``done_number`` (a
+    ``multiprocessing.Value``), then puts ``allocator.allocations`` on ``allocations_queue``.
+
+    Parameters
+    ----------
+    input_queue : queue
+        ``(shard, offset)`` items, then ``None``.
+    metadata_sm : shared memory
+        Its ``buf`` holds the rows (``metadata_type``).
+    metadata_type : numpy dtype
+        The row type, one column per field.
+    fields : dict of str to Field
+        As for ``handle_sample``.
+    allocator : object
+        As for ``handle_sample``, and a context manager (FFCV's writes its pages on exit).
+    done_number : multiprocessing.Value
+        The samples written so far, for a progress bar.
+    allocations_queue : queue
+        Gets the allocator's ``allocations``.
+    pipeline : callable
+        As for ``from_shard``.
+
+    Examples
+    --------
+    >>> worker_job_webdataset(todo, shm, metadata_type, fields, allocator, done, allocations, pipeline)  # doctest: +SKIP
+    """
+    metadata = np.frombuffer(metadata_sm.buf, dtype=metadata_type)
+    field_names = metadata_type.names
+    with allocator:
+        while True:
+            todo = input_queue.get()
+            if todo is None:
+                break
+            shard, offset = todo
+            done = 0
+            for i, sample in enumerate(from_shard(shard, pipeline)):
+                done += 1
+                handle_sample(sample, offset + i, field_names, metadata, allocator, fields)
+            with done_number.get_lock():
+                done_number.value += done
+    allocations_queue.put(allocator.allocations)
+
+
+def worker_job_indexed_dataset(input_queue, metadata_sm, metadata_type, fields, allocator, done_number,
+                               allocations_queue, dataset):
+    """FFCV's ``worker_job_indexed_dataset``: as ``worker_job_webdataset``, with chunks of
+    ``(dest_ix, source_ix)`` pairs on ``input_queue``, ``dataset[source_ix]`` written as row
+    ``dest_ix``.
+
+    Parameters
+    ----------
+    input_queue : queue
+        Chunks of ``(dest_ix, source_ix)`` pairs, then ``None``.
+    metadata_sm, metadata_type, fields, allocator, done_number, allocations_queue
+        As for ``worker_job_webdataset``.
+    dataset : indexable
+        ``dataset[source_ix]`` is a sample (values in field order).
+
+    Examples
+    --------
+    >>> worker_job_indexed_dataset(todo, shm, metadata_type, fields, allocator, done, allocations, ds)  # doctest: +SKIP
+    """
+    metadata = np.frombuffer(metadata_sm.buf, dtype=metadata_type)
+    field_names = metadata_type.names
+    with allocator:
+        while True:
+            chunk = input_queue.get()
+            if chunk is None:
+                break
+            for dest_ix, source_ix in chunk:
+                handle_sample(dataset[source_ix], dest_ix, field_names, metadata, allocator, fields)
+            with done_number.get_lock():
+                done_number.value += len(chunk)
+    allocations_queue.put(allocator.allocations)

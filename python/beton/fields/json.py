@@ -5,6 +5,11 @@ import json
 import numpy as np
 
 from beton.fields.base import Field
+from beton.fields.bytes import BytesField  # noqa: F401 (FFCV's module binds it)
+
+# FFCV's module constants: JSON text is UTF-8, and a NUL (which JSON text never holds) ends it.
+ENCODING = "utf8"
+SEPARATOR = "\0"
 
 
 class JSONField(Field):

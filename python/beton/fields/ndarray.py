@@ -4,6 +4,14 @@
 import numpy as np
 
 from beton.fields.base import Field, exact_array
+from beton.pipeline.allocation_query import AllocationQuery  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
+
+# FFCV's layout of an NDArrayField's arguments in the field descriptor: the shape (up to 32
+# dimensions, numpy's limit), then the length of the dtype's description that follows.
+NDArrayArgsType = np.dtype([("shape", "<u8", 32), ("type_length", "<u8")])
 
 
 class NDArrayField(Field):

@@ -5,6 +5,10 @@ from typing import Optional
 import numpy as np
 
 from beton.fields.base import Field
+from beton.pipeline.allocation_query import AllocationQuery  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 
 
 class RGBImageField(Field):
@@ -72,3 +76,101 @@ class GreyImageField(RGBImageField):
 
 from beton.fields.decoders import (CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,  # noqa: E402,F401
                                    ResizedCropRGBImageDecoder, SimpleRGBImageDecoder)
+
+
+# ---- FFCV's module-level helpers (ffcv/fields/rgb_image.py) --------------------------------------
+
+# FFCV's ``mode`` byte of an image's metadata row.
+IMAGE_MODES = {"jpg": 0, "raw": 1}
+
+
+def encode_jpeg(numpy_image, quality):
+    """FFCV's ``encode_jpeg``: an HxWx3 uint8 RGB image as JPEG bytes (a 1-D uint8 array) at
+    ``quality`` (1 to 100).
+
+    beton's writer encodes it (libjpeg-turbo, 4:2:0, FFCV's settings, no restart markers), into
+    a one-sample file in a temporary directory: the bytes are FFCV's (OpenCV's ``imencode``)
+    exactly. That costs a file write (about 20 ms) per call: this helper is for code that
+    imports it; ``RGBImageField(write_mode='jpg')`` encodes in the writer's threads.
+
+    Raises
+    ------
+    ValueError
+        For an image that is not HxWx3 uint8 (FFCV's OpenCV call raises ``cv2.error``).
+
+    Examples
+    --------
+    >>> encode_jpeg(np.zeros((8, 8, 3), np.uint8), 90)[:2].tobytes()
+    b'\\xff\\xd8'
+    """
+    import os
+    import tempfile
+
+    from beton import _native
+
+    image = np.ascontiguousarray(numpy_image)
+    if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        raise ValueError(f"encode_jpeg takes an HxWx3 uint8 RGB image, not {image.dtype} {image.shape}")
+    sample = (image.tobytes(), image.shape[0], image.shape[1], 3)
+    field = _native.RGBImageField(write_mode="jpg", jpeg_quality=int(quality), jpeg_restart_interval=0)
+    with tempfile.TemporaryDirectory(prefix="beton-jpeg-") as tmp:
+        path = os.path.join(tmp, "one.beton")
+        _native.write(path, {"image": field}, 1, lambda i: [sample], page_size=1 << 21, num_workers=1,
+                      columnar_copy=False)
+        data = _native.Dataset(path).get(0, decode_images=False)["image"][0]
+    return np.frombuffer(data, np.uint8)
+
+
+def resizer(image, target_resolution):
+    """FFCV's ``resizer``: ``image`` shrunk (never enlarged) so that its longer side is at most
+    ``target_resolution`` (``None``: unchanged), each side scaled by the same ratio and rounded
+    down, with OpenCV's ``INTER_AREA`` averaging, in numpy (beton needs no OpenCV): uint8 pixels
+    are OpenCV's exactly.
+
+    Examples
+    --------
+    >>> resizer(np.zeros((300, 400, 3), np.uint8), 200).shape
+    (150, 200, 3)
+    """
+    if target_resolution is None:
+        return image
+    original_size = np.array([image.shape[1], image.shape[0]])
+    ratio = target_resolution / original_size.max()
+    if ratio >= 1:
+        return image
+    width, height = (ratio * original_size).astype(int)
+    from beton.transforms.utils.fast_crop import resize_crop
+
+    source = image if image.ndim == 3 else image[:, :, None]
+    out = np.empty((height, width, source.shape[2]), image.dtype)
+    resize_crop(source, 0, source.shape[0], 0, source.shape[1], out)
+    return out if image.ndim == 3 else out[:, :, 0]
+
+
+def get_random_crop(height, width, scale, ratio):
+    """FFCV's ``get_random_crop``: torchvision's RandomResizedCrop box ``(i, j, h, w)`` (top,
+    left, height, width) of an image ``height`` x ``width``, drawn from numpy's global generator
+    exactly as FFCV draws it (after ``np.random.seed(s)``, the same boxes as FFCV).
+
+    Examples
+    --------
+    >>> np.random.seed(0); get_random_crop(120, 160, (0.08, 1.0), (3 / 4, 4 / 3))
+    (12, 26, 100, 113)
+    """
+    from beton.transforms.utils.fast_crop import get_random_crop as draw
+
+    return draw(height, width, scale, ratio)
+
+
+def get_center_crop(height, width, _, ratio):
+    """FFCV's ``get_center_crop``: the centred square ``(i, j, h, w)`` of side ``ratio`` x the
+    shorter side (the third argument, FFCV's unused ``scale``, is ignored).
+
+    Examples
+    --------
+    >>> get_center_crop(120, 160, None, 224 / 256)
+    (7, 27, 105, 105)
+    """
+    from beton.transforms.utils.fast_crop import get_center_crop as box
+
+    return box(height, width, ratio)

@@ -9,13 +9,22 @@ copy (a batch you keep is never overwritten), passed through the pipeline's batc
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, List, Optional, Sequence
+import os
+from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 
 import numpy as np
 
 from beton import _native
 from beton._native import IndexSet
 from beton.fields.decoders import _ScalarDecoder
+# Names FFCV's ffcv.loader.loader binds (user code imports them from here).
+from beton.fields.base import Field  # noqa: F401
+from beton.loader.code import InvalidDecoderError, ffcv_exception_types, snapshot  # noqa: F401 (beton.InvalidDecoderError)
+from beton.memory_managers import MemoryManager, OSCacheManager, ProcessCacheManager  # noqa: F401
+from beton.pipeline import Compiler, Operation, Pipeline, PipelineSpec  # noqa: F401
+from beton.reader import Reader  # noqa: F401
+from beton.traversal_order import QuasiRandom, Random, Sequential
+from beton.traversal_order.base import TraversalOrder
 
 
 def _native_image_pipeline(field, ops, source=None):
@@ -112,6 +121,14 @@ class OrderOption(enum.Enum):
     def _native(self):
         return {1: _native.Order.Sequential, 2: _native.Order.Random, 3: _native.Order.QuasiRandom}[self.value]
 
+
+# FFCV's module constants. ORDER_TYPE is FFCV's annotation of ``order``; ORDER_MAP the class of each
+# OrderOption (beton runs the three natively; the classes are FFCV's, for ``sample_order``);
+# FFCV_DEFAULT_CACHE_PROCESS=1 in the environment makes the process cache the default, as in FFCV.
+ORDER_TYPE = Union[TraversalOrder, Literal[OrderOption.SEQUENTIAL, OrderOption.RANDOM]]
+ORDER_MAP = {OrderOption.RANDOM: Random, OrderOption.SEQUENTIAL: Sequential, OrderOption.QUASI_RANDOM: QuasiRandom}
+DEFAULT_PROCESS_CACHE = int(os.environ.get("FFCV_DEFAULT_CACHE_PROCESS", "0"))
+DEFAULT_OS_CACHE = not DEFAULT_PROCESS_CACHE
 
 # The pseudo-field holding each batch's sample ids (row ids, uint64): off unless ``pipelines``
 # names it, so batches are FFCV's by default. A file's own field of that name wins.
@@ -236,7 +253,7 @@ class Loader:
     >>> loader = Loader("photos/", batch_size=64, fields=["image", "label"])  # doctest: +SKIP
     """
 
-    def __init__(self, fname, batch_size: int, num_workers: int = -1, os_cache: bool = True,
+    def __init__(self, fname, batch_size: int, num_workers: int = -1, os_cache: bool = DEFAULT_OS_CACHE,
                  order=OrderOption.SEQUENTIAL, distributed: bool = False, seed: Optional[int] = None,
                  indices: Optional[Sequence[int]] = None, pipelines: Dict[str, Any] = {},  # noqa: B006 (FFCV's)
                  custom_fields: Dict[str, Any] = {}, drop_last: bool = True,  # noqa: B006
@@ -252,6 +269,8 @@ class Loader:
             fname, version=version, custom=custom_fields or None)
         self.fname = str(self.dataset.path)
         if isinstance(order, str):
+            if order.upper() not in OrderOption.__members__:  # FFCV's error (a ValueError) for any other order
+                raise ValueError(f"Order {order} is not a supported order type or a subclass of TraversalOrder")
             order = OrderOption[order.upper()]
         if seed is None:
             seed = 0 if distributed and order == OrderOption.RANDOM else int(np.random.randint(0, 2**31 - 1))
@@ -292,12 +311,11 @@ class Loader:
                             else np.asarray(self._index_set.tolist(), dtype=np.uint64) if self._index_set is not None
                             else np.arange(len(self.dataset), dtype=np.uint64))
             if ffcv_random:
-                from beton.traversal_order import Random
-
                 self.traversal_order = Random(self)
             else:
                 self.traversal_order = order(self) if isinstance(order, type) else order
-        self._build(next_epoch=0)
+        with ffcv_exception_types():
+            self._build(next_epoch=0)
         self._epoch = None
 
     @property
@@ -430,6 +448,8 @@ class Loader:
         for name, rest in view_stages:
             self.fields.append(name)
             self.stages[name] = [_stage(op) for op in rest]
+        self._column_shape = column_shape
+        self._code = snapshot(self, native)  # what Loader.code shows: the pipelines as built now
         # What each batch goes through, worked out once: per output, its Python decoder (or
         # None: a native column) and its stages, each with whether it takes the sample ids.
         from beton.pipeline.operation import BatchStage
@@ -550,10 +570,48 @@ class Loader:
         return IndexSet(np.unique(self.indices).tolist())
 
     def __iter__(self):
-        if self.recompile and self._epoch is not None:
-            self._build(next_epoch=self.next_epoch)  # new stages: generate_code() runs again
-        self._epoch = self._native.epoch()
+        with ffcv_exception_types():
+            if self.recompile and self._epoch is not None:
+                self._build(next_epoch=self.next_epoch)  # new stages: generate_code() runs again
+            self._epoch = self._native.epoch()
         return _EpochIterator(self, self._epoch)
+
+    @property
+    def code(self) -> str:
+        """What the loader compiled, per output: the decoder and its arguments, the operations
+        fused with it in the native stage (per sample, on the worker threads), the Python stages
+        (per batch), and the shape and dtype after each (``B`` is the batch size). FFCV's
+        ``Loader.code`` holds its generated functions; beton describes its pipelines instead.
+        It changes when the pipelines are rebuilt: at each epoch with ``recompile=True``, or
+        after ``generate_code()``.
+
+        Examples
+        --------
+        >>> loader = Loader("data.beton", 16, pipelines={"image": [CenterCropRGBImageDecoder((64, 64))]})  # doctest: +SKIP
+        >>> print(loader.code)  # doctest: +SKIP
+        Loader('data.beton', batch_size=16): pipelines compiled for epoch 0
+        image: field 'image' (rgb_image)
+            decoder  CenterCropRGBImageDecoder(output_size=(64, 64), ratio=0.875, ...)  [native, ...]
+            -> (B, 64, 64, 3) uint8
+        label: field 'label' (int)
+        ...
+        """
+        return str(self._code)
+
+    def generate_code(self) -> None:
+        """FFCV's ``generate_code``: rebuilds the pipelines from the operations as they are now
+        (the next epoch uses them; ``code`` shows them), as ``recompile=True`` does at every
+        epoch. An epoch being iterated finishes with the pipelines it started with.
+
+        Examples
+        --------
+        >>> decoder = CenterCropRGBImageDecoder((64, 64))  # doctest: +SKIP
+        >>> loader = Loader("data.beton", 16, pipelines={"image": [decoder]})  # doctest: +SKIP
+        >>> decoder.output_size = (128, 128)  # doctest: +SKIP
+        >>> loader.generate_code()  # doctest: +SKIP
+        """
+        with ffcv_exception_types():
+            self._build(next_epoch=self.next_epoch)
 
     def state(self) -> str:
         """The state of the current epoch (JSON), to resume after its consumed batches.

@@ -7,6 +7,9 @@ from typing import Callable
 
 import numpy as np
 
+from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
+from beton.reader import Reader  # noqa: F401 (FFCV's module binds it)
+
 
 class MemoryContext(AbstractContextManager, metaclass=ABCMeta):
     """The memory of one epoch: entered before the first batch; ``state`` is what the reader

@@ -3,6 +3,7 @@
 import numpy as np
 
 from beton.memory_managers.base import MemoryContext, MemoryManager
+from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
 
 
 class OSCacheContext(MemoryContext):

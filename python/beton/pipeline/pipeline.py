@@ -10,6 +10,9 @@ from beton.pipeline.allocation_query import AllocationQuery, allocate_query
 from beton.pipeline.operation import Operation
 from beton.pipeline.state import State
 
+# FFCV's module constant (its Pipeline's message for a pipeline without exactly one collation).
+BAD_COLLATION_MESSAGE: str = "Each pipeline needs one and one only Collate operation"
+
 
 class Pipeline:
     """The operations of one loader output.

@@ -4,6 +4,10 @@ a field."""
 
 from typing import List, Optional
 
+from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
+from beton.transforms.module import ModuleWrapper  # noqa: F401 (FFCV's module binds it)
+from beton.transforms.ops import ToTensor  # noqa: F401 (FFCV's module binds it)
+
 
 class PipelineSpec:
     """A pipeline from ``source`` (a field name) through ``decoder`` and ``transforms``.

@@ -2,7 +2,9 @@
 
 from dataclasses import replace
 
+from beton.pipeline.allocation_query import AllocationQuery  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.operation import Operation
+from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 
 
 class Squeeze(Operation):

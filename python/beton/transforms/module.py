@@ -1,5 +1,8 @@
 """FFCV's ``ffcv.transforms.module``: ``ModuleWrapper``, a ``torch.nn.Module`` as a stage."""
 
+from beton.pipeline.allocation_query import AllocationQuery  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 from beton.transforms.ops import _BatchOp
 
 

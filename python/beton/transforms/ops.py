@@ -7,6 +7,7 @@ import numpy as np
 
 from beton.pipeline.allocation_query import AllocationQuery
 from beton.pipeline.operation import Operation
+from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 from beton.transforms.common import Squeeze  # noqa: F401 (beton's earlier path)
 
 

@@ -5,6 +5,9 @@ from dataclasses import replace
 import numpy as np
 
 from beton.pipeline.allocation_query import AllocationQuery
+from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 from beton.transforms.ops import _IndexedBatchOp
 
 

@@ -7,6 +7,9 @@ from typing import Tuple
 import numpy as np
 
 from beton.pipeline.allocation_query import AllocationQuery
+from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
+from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 from beton.transforms.ops import _IndexedBatchOp
 from beton.transforms.utils import fast_crop
 

@@ -5,6 +5,8 @@ from typing import Sequence
 
 import numpy as np
 
+from beton.reader import Reader  # noqa: F401 (FFCV's module binds it)
+
 
 def rank_and_world(distributed):
     """``(rank, world_size)`` for a loader's ``distributed``: ``True`` asks torch.distributed,

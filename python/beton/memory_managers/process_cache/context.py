@@ -3,6 +3,7 @@
 import numpy as np
 
 from beton.memory_managers.base import MemoryContext
+from beton.memory_managers.base import MemoryManager  # noqa: F401 (FFCV's module binds it)
 
 
 class ProcessCacheContext(MemoryContext):

@@ -3,7 +3,9 @@
 import numpy as np
 
 from beton.memory_managers.base import MemoryManager
+from beton.memory_managers.base import MemoryContext  # noqa: F401 (FFCV's module binds it)
 from beton.memory_managers.process_cache.context import ProcessCacheContext
+from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
 
 
 class ProcessCacheManager(MemoryManager):

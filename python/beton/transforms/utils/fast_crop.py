@@ -18,10 +18,18 @@ def _axis_weights(n_src, n_dst):
 
 
 def resize_crop(source, start_row, end_row, start_col, end_col, destination):
-    """Resizes ``source[start_row:end_row, start_col:end_col]`` into ``destination`` (HxWxC)."""
-    crop = np.asarray(source[start_row:end_row, start_col:end_col], dtype=np.float64)
+    """Resizes ``source[start_row:end_row, start_col:end_col]`` into ``destination`` (HxWxC).
+
+    Shrinking a uint8 image (both sides), the pixels are OpenCV's ``INTER_AREA`` exactly: its
+    integer path when both factors are integers, else its float32 sums in its order."""
+    crop = np.asarray(source[start_row:end_row, start_col:end_col])
     h, w = destination.shape[:2]
-    if crop.shape[0] >= h and crop.shape[1] >= w:  # OpenCV averages areas only when shrinking both ways
+    shrinking = crop.shape[0] >= h and crop.shape[1] >= w  # OpenCV averages areas only then
+    if shrinking and destination.dtype == np.uint8:
+        destination[...] = _area_uint8(crop, h, w).reshape(destination.shape)
+        return
+    crop = crop.astype(np.float64)
+    if shrinking:
         rows, cols = _axis_weights(crop.shape[0], h), _axis_weights(crop.shape[1], w)
     else:
         rows, cols = _enlarge_weights(crop.shape[0], h), _enlarge_weights(crop.shape[1], w)
@@ -30,6 +38,42 @@ def resize_crop(source, start_row, end_row, start_col, end_col, destination):
         info = np.iinfo(destination.dtype)
         out = np.clip(np.rint(out), info.min, info.max)
     destination[...] = out
+
+
+def _area_uint8(crop, h, w):
+    """OpenCV's ``INTER_AREA`` shrink of a uint8 HxWxC ``crop`` to ``h`` x ``w`` (OpenCV 4's
+    ``resizeAreaFast_`` and ``resizeArea_``, imgproc/src/resize.cpp)."""
+    crop = crop if crop.ndim == 3 else crop[:, :, None]
+    n_rows, n_cols = crop.shape[:2]
+    if n_rows % h == 0 and n_cols % w == 0:  # integer factors: sums of whole blocks
+        ky, kx = n_rows // h, n_cols // w
+        sums = crop.astype(np.int64).reshape(h, ky, w, kx, -1).sum(axis=(1, 3))
+        if (ky, kx) == (2, 2):  # its halving: (a + b + c + d + 2) >> 2, ties rounded up
+            return ((sums + 2) >> 2).astype(np.uint8)
+        return np.clip(np.rint(sums.astype(np.float32) * np.float32(1 / (ky * kx))), 0, 255).astype(np.uint8)
+    # float32 sums, each output's terms added in source order (first along rows, then columns),
+    # as OpenCV adds them: the same float rounding, so the same pixels at ties.
+    out = _area_pass(crop.astype(np.float32), w, axis=1)
+    out = _area_pass(out, h, axis=0)
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def _area_pass(x, n_dst, axis):
+    """One axis of the float32 INTER_AREA: output ``d`` is the sum over its source cells ``s`` (in
+    increasing ``s``) of ``x[s] * weight``; padded taps have weight 0 and index 0 (adding 0.0
+    changes no float)."""
+    weights = _axis_weights(x.shape[axis], n_dst).astype(np.float32)
+    taps = int((weights != 0).sum(axis=1).max())
+    index, weight = np.zeros((n_dst, taps), np.int64), np.zeros((n_dst, taps), np.float32)
+    for d in range(n_dst):
+        nz = np.flatnonzero(weights[d])
+        index[d, :len(nz)], weight[d, :len(nz)] = nz, weights[d, nz]
+    shape = [1] * x.ndim
+    shape[axis] = n_dst
+    out = np.zeros(x.shape[:axis] + (n_dst,) + x.shape[axis + 1:], np.float32)
+    for k in range(taps):
+        out += np.take(x, index[:, k], axis=axis) * weight[:, k].reshape(shape)
+    return out
 
 
 def _enlarge_weights(n_src, n_dst):
