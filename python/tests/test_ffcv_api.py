@@ -69,8 +69,6 @@ RECORDED = json.load(open(os.path.join(RECORDING, "signatures.json")))
 
 # Names FFCV's fields.base and fields.basics import from ffcv.pipeline; beton's modules get them
 # with issue 37 item 2 (FFCV's custom-field API, in those files).
-PENDING = {("ffcv.fields.base", "Operation"), ("ffcv.fields.basics", "AllocationQuery"),
-           ("ffcv.fields.basics", "Operation"), ("ffcv.fields.basics", "State")}
 
 # Where beton's signature differs from FFCV's (class name -> reason). Each entry is
 # checked to still differ, so a fix shows up here.
@@ -154,8 +152,6 @@ CASES = [(m, n) for m in sorted(RECORDED) for n in sorted(RECORDED[m]) if not RE
 
 def _case(module, name):
     marks = []
-    if (module, name) in PENDING:
-        marks.append(pytest.mark.xfail(reason="comes with issue 37 item 2 (fields/base.py, basics.py)", strict=False))
     return pytest.param(module, name, marks=marks, id=f"{module}.{name}")
 
 

@@ -248,3 +248,7 @@ def exact_array(value: Any, dtype: np.dtype) -> np.ndarray:
 def native_fields(fields: Dict[str, "Field"]) -> Dict[str, Any]:
     """``{name: field.native()}`` in the same order: what the native writers take."""
     return {name: field.native() for name, field in fields.items()}
+
+
+# Names FFCV's ffcv.fields.base binds (user code imports them from here).
+from beton.pipeline.operation import Operation  # noqa: E402,F401

@@ -78,3 +78,7 @@ class BoolField(Field):
 
 
 from beton.fields.decoders import BasicDecoder, BoolDecoder, FloatDecoder, IntDecoder  # noqa: E402,F401 (FFCV's path)
+# Names FFCV's ffcv.fields.basics binds (user code imports them from here).
+from beton.pipeline.allocation_query import AllocationQuery  # noqa: E402,F401
+from beton.pipeline.operation import Operation  # noqa: E402,F401
+from beton.pipeline.state import State  # noqa: E402,F401

@@ -67,7 +67,7 @@ class SimpleRGBImageDecoder(_ImageDecoder):
     """Every image whole at its stored size (all images must be the same size)."""
 
 
-class RandomResizedCropRGBImageDecoder(_ImageDecoder):
+class RandomResizedCropRGBImageDecoder(SimpleRGBImageDecoder):
     """torchvision's RandomResizedCrop, decoding only the crop, at the smallest DCT scale that
     keeps it at least ``output_size``. ``interpolation`` (beton's): ``'bicubic'`` (Catmull-Rom,
     default), ``'bilinear'`` or ``'area'`` (FFCV's OpenCV INTER_AREA; faster, softer)."""
@@ -84,7 +84,7 @@ class RandomResizedCropRGBImageDecoder(_ImageDecoder):
         return _native.RandomResizedCropRGBImageDecoder(self.output_size, self.scale, self.ratio, self.interpolation)
 
 
-class CenterCropRGBImageDecoder(_ImageDecoder):
+class CenterCropRGBImageDecoder(SimpleRGBImageDecoder):
     """A centred square of ``ratio`` × the shorter side, resized to ``output_size``
     (``interpolation`` as for :class:`RandomResizedCropRGBImageDecoder`)."""
 

@@ -4,15 +4,17 @@ import json
 
 import numpy as np
 
-from beton.fields.base import Field
-from beton.fields.bytes import BytesField  # noqa: F401 (FFCV's module binds it)
+from beton.fields.base import Field  # noqa: F401 (FFCV's module binds it)
+from beton.fields.bytes import BytesField
 
 # FFCV's module constants: JSON text is UTF-8, and a NUL (which JSON text never holds) ends it.
 ENCODING = "utf8"
 SEPARATOR = "\0"
 
 
-class JSONField(Field):
+class JSONField(BytesField):
+    """FFCV's ``JSONField`` (a ``BytesField``, as in FFCV): a JSON document per sample."""
+
     type_name = "json"
 
     metadata_type = np.dtype([("ptr", "<u8"), ("size", "<u8")])
@@ -24,10 +26,7 @@ class JSONField(Field):
 
     @classmethod
     def _of_details(cls, details):
-        # FFCV's JSONField inherits BytesField.from_binary, which gives a BytesField.
-        from beton.fields.bytes import BytesField
-
-        return BytesField()
+        return BytesField()  # FFCV's JSONField inherits BytesField.from_binary: a BytesField
 
     def _value(self, value):
         return json.dumps(value)

@@ -56,6 +56,8 @@ def describe_op(op) -> str:
     for key, value in vars(op).items():
         if key.startswith("_") or key in ("metadata", "memory_read", "field"):
             continue
+        if key == "flat" and value is False:  # a scalar decoder's default (FFCV's (B, 1))
+            continue
         if isinstance(value, np.ndarray) and value.size > 4:
             text = f"<array {value.shape} {value.dtype}>"
         elif isinstance(value, np.ndarray):
