@@ -37,7 +37,7 @@ impl Reachable {
     fn refresh(&mut self, dir: &Path) -> Result<()> {
         for v in list_versions(dir)? {
             if self.seen.insert(v) {
-                self.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+                self.files.extend(files_of(dir, v)?);
             }
         }
         Ok(())
@@ -46,6 +46,17 @@ impl Reachable {
     fn contains(&self, rel: &str) -> bool {
         named(&self.files, rel)
     }
+}
+
+/// The files version `v` names. On object storage, none when a cleanup on another machine
+/// removed the version since it was listed: a version that is gone needs no file kept (and
+/// what a newer one names, the next listing shows). On a local disk no other cleanup runs
+/// (lock.rs).
+fn files_of(dir: &Path, v: u64) -> Result<Vec<String>> {
+    if !remote::fetch(dir, &commit::manifest_name(v))? {
+        return Ok(Vec::new());
+    }
+    Ok(read_manifest(dir, v)?.files().map(str::to_string).collect())
 }
 
 /// Whether `files` name `rel`, or the data file `rel` is the columnar copy of (which lives as
@@ -83,7 +94,7 @@ impl VersionedDataset {
         let mut reachable = Reachable { files: HashSet::new(), seen: BTreeSet::new() };
         for (k, &v) in all.iter().enumerate() {
             if kept(k, v) {
-                reachable.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+                reachable.files.extend(files_of(dir, v)?);
             }
             reachable.seen.insert(v);
         }
@@ -95,7 +106,7 @@ impl VersionedDataset {
             // On object storage a tag made since the listing keeps its version (on a local disk
             // tags are made under the lock this cleanup holds).
             if remote::url_of(dir).is_some() && read_tags(dir)?.values().any(|&t| t == v) {
-                reachable.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+                reachable.files.extend(files_of(dir, v)?);
                 continue;
             }
             let name = commit::manifest_name(v);
