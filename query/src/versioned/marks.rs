@@ -12,8 +12,9 @@
 //!
 //! Why no committed version can name a deleted file. The store is linearizable (S3, GCS and
 //! Azure are strongly consistent for puts, deletes and listings). Take a commit adding file F
-//! and a cleanup deleting F. The commit: puts its keep marker K (`kw`), lists `_deleting/` and
-//! waits while a mark names F (`cl`), checks that F is there, puts the manifest, removes K.
+//! and a cleanup deleting F. The commit: puts its keep marker K (`kw`), lists `_deleting/`
+//! (`cl`) and waits until the marks on F that listing shows are gone, checks that F is there,
+//! puts the manifest, removes K.
 //! The cleanup: puts its mark M (`mp`), lists `_keeping/` and reads each marker (`kl`), lists
 //! the versions and reads the new manifests (`vl`), deletes F only if none of them names it
 //! (`d`), removes M (`mr`).
@@ -85,9 +86,11 @@ fn marked(mark: &str) -> &str {
 #[derive(Serialize, Deserialize)]
 struct KeepMarker {
     /// The version the commit would publish (for a person reading the store).
+    #[serde(default)]
     version: u64,
     /// When it was written, in milliseconds since the epoch by the writer's clock (for a
     /// person: staleness goes by the store's last-modified time, the clock cleanup ages files by).
+    #[serde(default)]
     written_ms: u64,
     /// The files the commit is about to name, relative to the dataset.
     files: Vec<String>,
