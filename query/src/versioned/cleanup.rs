@@ -10,18 +10,18 @@
 //!   half done while cleanup looks: a restore has either published (its version is kept, being
 //!   the latest) or not yet read the old manifest (which cleanup may remove: the restore then
 //!   fails, naming the version); files an edit wrote are referenced by its published manifest.
-//! - On object storage (no lock across machines) it marks each file before a last look at
-//!   the versions and its delete, and a commit, after its put, waits for the marks on the files
-//!   it adds to go and puts back any that is gone (remote.rs, docs/FORMAT.md §13 "Cleanup": the
-//!   case left is a restore naming an old data file that the cleanup deletes meanwhile, which
-//!   fails loudly).
+//! - On object storage (no lock across machines) it marks each file, then looks a last time at
+//!   the keep markers of commits in progress and at the versions, and deletes only what none
+//!   names; a commit puts its keep marker before it checks that its files are there, waiting
+//!   for the marks on them to go (marks.rs argues why no committed version names a deleted
+//!   file; docs/FORMAT.md §13 "Cleanup").
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::commit::{self, io, list_versions, read_manifest};
-use super::{lock, read_tags, remote, CleanupReport, VersionedDataset};
+use super::{lock, marks, read_tags, remote, CleanupReport, VersionedDataset};
 use super::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
 use crate::error::{Error, Result};
 
@@ -37,17 +37,32 @@ impl Reachable {
     fn refresh(&mut self, dir: &Path) -> Result<()> {
         for v in list_versions(dir)? {
             if self.seen.insert(v) {
-                self.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+                self.files.extend(files_of(dir, v)?);
             }
         }
         Ok(())
     }
 
     fn contains(&self, rel: &str) -> bool {
-        // A data file's columnar copy lives as long as the data file.
-        self.files.contains(rel)
-            || rel.strip_suffix(crate::columnar::SUFFIX).is_some_and(|d| self.files.contains(d))
+        named(&self.files, rel)
     }
+}
+
+/// The files version `v` names. On object storage, none when a cleanup on another machine
+/// removed the version since it was listed: a version that is gone needs no file kept (and
+/// what a newer one names, the next listing shows). On a local disk no other cleanup runs
+/// (lock.rs).
+fn files_of(dir: &Path, v: u64) -> Result<Vec<String>> {
+    if !remote::fetch(dir, &commit::manifest_name(v))? {
+        return Ok(Vec::new());
+    }
+    Ok(read_manifest(dir, v)?.files().map(str::to_string).collect())
+}
+
+/// Whether `files` name `rel`, or the data file `rel` is the columnar copy of (which lives as
+/// long as its data file).
+fn named(files: &HashSet<String>, rel: &str) -> bool {
+    files.contains(rel) || rel.strip_suffix(crate::columnar::SUFFIX).is_some_and(|d| files.contains(d))
 }
 
 impl VersionedDataset {
@@ -79,7 +94,7 @@ impl VersionedDataset {
         let mut reachable = Reachable { files: HashSet::new(), seen: BTreeSet::new() };
         for (k, &v) in all.iter().enumerate() {
             if kept(k, v) {
-                reachable.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+                reachable.files.extend(files_of(dir, v)?);
             }
             reachable.seen.insert(v);
         }
@@ -91,7 +106,7 @@ impl VersionedDataset {
             // On object storage a tag made since the listing keeps its version (on a local disk
             // tags are made under the lock this cleanup holds).
             if remote::url_of(dir).is_some() && read_tags(dir)?.values().any(|&t| t == v) {
-                reachable.files.extend(read_manifest(dir, v)?.files().map(str::to_string));
+                reachable.files.extend(files_of(dir, v)?);
                 continue;
             }
             let name = commit::manifest_name(v);
@@ -143,7 +158,8 @@ impl VersionedDataset {
 /// [`VersionedDataset::cleanup`]'s files for a dataset on object storage: the store's listing
 /// of each folder, files no version references and old enough by their last-modified time
 /// (uploads of a writer that has not committed yet are young) deleted from the store and the
-/// mirror, the versions listed again before each delete.
+/// mirror. Before each delete the file is marked, then the keep markers and the versions are
+/// looked at a last time, in that order (marks.rs says why).
 fn cleanup_store(
     dir: &Path,
     reachable: &mut Reachable,
@@ -152,30 +168,45 @@ fn cleanup_store(
 ) -> Result<()> {
     // Marks a cleanup that died left (old enough that no commit waits for them).
     let now = SystemTime::now();
-    for mark in remote::list_entries(dir, remote::DELETING_DIR).unwrap_or_else(|| Ok(Vec::new()))? {
-        if now.duration_since(mark.modified).unwrap_or_default() > 2 * remote::MARK_TIMEOUT {
+    for mark in remote::list_entries(dir, marks::DELETING_DIR).unwrap_or_else(|| Ok(Vec::new()))? {
+        if now.duration_since(mark.modified).unwrap_or_default() > marks::MARK_STALE {
             remote::remove(dir, &mark.name).unwrap_or(Ok(()))?;
         }
     }
+    // This cleanup's marks are its own: another cleanup that keeps a file removes only its mark.
+    let id = commit::unique_name();
+    let mut keeps = marks::Keeps::default();
     for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR] {
         let entries = remote::list_entries(dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
         for entry in entries {
             if reachable.contains(&entry.name) || !aged(entry.modified) {
                 continue;
             }
-            // Marked first, then the versions looked at a last time: a commit that put its
-            // version before the look is seen; one that put it after waits for the mark to go,
-            // then puts back what is missing (remote.rs).
-            let mark = remote::deleting_mark(&entry.name);
+            let mark = marks::deleting_mark(&entry.name, &id);
+            let marked = Instant::now();
             remote::put(dir, &mark, Vec::new()).unwrap_or(Ok(()))?;
-            reachable.refresh(dir)?;
-            if !reachable.contains(&entry.name) {
-                commit::crash_point();
-                remote::remove(dir, &entry.name).unwrap_or(Ok(()))?;
+            let decided = (|| {
+                let kept = keeps.look(dir)?;
+                reachable.refresh(dir)?;
+                commit::pause_point();
+                // A commit stops waiting for a mark after MARK_TIMEOUT: past half of it this
+                // cleanup leaves the file to a later one.
+                let delete = !reachable.contains(&entry.name)
+                    && !named(&kept, &entry.name)
+                    && marked.elapsed() < marks::MARK_TIMEOUT / 2;
+                if delete {
+                    commit::crash_point();
+                    remote::remove(dir, &entry.name).unwrap_or(Ok(()))?;
+                }
+                Ok::<bool, Error>(delete)
+            })();
+            // Removed whatever happened: a mark left behind holds up the commits naming the file.
+            let unmarked = remote::remove(dir, &mark).unwrap_or(Ok(()));
+            if decided? {
                 report.bytes += entry.size;
                 report.files.push(entry.name);
             }
-            remote::remove(dir, &mark).unwrap_or(Ok(()))?;
+            unmarked?;
         }
     }
     Ok(())

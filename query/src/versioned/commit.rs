@@ -33,6 +33,21 @@ pub fn crash_point() {
     }
 }
 
+/// A step of a cleanup or commit on object storage at which a test may make this process
+/// pause (`BETON_TEST_PAUSE_MS=N`: N milliseconds at each), as a slow or descheduled machine
+/// would: it widens windows between another machine's steps that are otherwise too narrow for a
+/// race test to hit. No pause may change what is committed or deleted, only when. Unset, it
+/// costs one load.
+pub fn pause_point() {
+    use std::sync::OnceLock;
+    static PAUSE: OnceLock<Option<u64>> = OnceLock::new();
+    if let Some(ms) =
+        *PAUSE.get_or_init(|| std::env::var("BETON_TEST_PAUSE_MS").ok().and_then(|v| v.parse().ok()))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
 /// The manifest path of `version`, relative to the dataset directory (zero-padded so names sort).
 pub fn manifest_name(version: u64) -> String {
     format!("{VERSIONS_DIR}/{version:020}.json")

@@ -12,7 +12,7 @@
 //!
 //! A mirror of a dataset on object storage locks its mirror directory, which keeps apart the
 //! processes of one machine sharing a cache; across machines cleanup marks what it deletes and
-//! commits repair after their put instead (`cleanup.rs`).
+//! commits name what they are about to reference instead (marks.rs).
 
 use std::fs::File;
 use std::path::Path;

@@ -17,6 +17,7 @@ pub mod imagefolder;
 pub mod integrity;
 pub mod lock;
 pub mod manifest;
+mod marks;
 pub mod remote;
 pub mod values;
 pub mod verify;

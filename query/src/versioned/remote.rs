@@ -14,8 +14,9 @@
 //! rebase or conflict exactly as on a local disk. Listings of versions and tags always ask the
 //! store. `cleanup` lists the store's folders and deletes what no kept version references and
 //! is older than its grace period (by the store's last-modified times), in the store and the
-//! mirror, marking each file in `_deleting/` first; a commit then waits for the marks on the
-//! files it adds and puts back any a cleanup removed (cleanup.rs).
+//! mirror. With no lock across machines, a cleanup marks each file in `_deleting/` before its
+//! last look, and a commit names the files it adds in `_keeping/` before it checks that they
+//! are there (putting back any a cleanup removed that the mirror has): marks.rs.
 //!
 //! A mirror is registered per process by its path, so that the module's functions, which take
 //! a dataset directory, know when it stands for a URL.
@@ -27,7 +28,8 @@ use std::sync::{Mutex, OnceLock};
 use beton_storage::remote::objects;
 
 use super::commit::{self, Published};
-use super::manifest::Manifest;
+use super::manifest::{Manifest, Operation};
+use super::marks;
 use crate::error::{Error, Result};
 
 /// What a mirror stands for.
@@ -121,7 +123,7 @@ pub fn shown(dir: &Path) -> String {
 }
 
 /// The URL of file `rel` of the dataset `dir` mirrors.
-fn file_url(dir: &Path, rel: &str) -> Option<String> {
+pub(super) fn file_url(dir: &Path, rel: &str) -> Option<String> {
     url_of(dir).map(|base| format!("{base}{rel}"))
 }
 
@@ -269,68 +271,50 @@ fn publish_to(dir: &Path, base: &str, manifest: &Manifest) -> Result<Published> 
         }
     }
     // The files the parent version does not name (a restore's, files uploaded above): no
-    // cleanup keeps them for the parent's sake. Small ones are fetched into the mirror, so
-    // that one a cleanup removes can be put back; each must be in the store right before the
-    // put and stay there after it (cleanup.rs).
+    // cleanup keeps them for the parent's sake. A keep marker names them from before they are
+    // checked until after the put, so that a cleanup either keeps them or is seen deleting
+    // them (marks.rs argues the order). Small ones are fetched into the mirror first, so that
+    // one a cleanup removed can be put back; a data file this process has no copy of cannot.
     let parent: HashSet<String> = manifest
         .parent
         .and_then(|p| commit::read_manifest(dir, p).ok())
         .map(|m| m.files().map(str::to_string).collect())
         .unwrap_or_default();
     let fresh: Vec<&str> = manifest.files().filter(|f| !parent.contains(*f)).collect();
-    let gone_before = |rel: &str| {
-        super::integrity::corrupt(
-            &dir.join(rel),
-            format!(
-                "version {} would name {rel}, which is no longer in the store (a cleanup removed \
-                 it); nothing was committed",
-                manifest.version
-            ),
-        )
-    };
     for rel in &fresh {
         if !rel.starts_with("data/") && !fetch(dir, rel)? {
-            return Err(gone_before(rel));
+            return Err(gone(base, manifest, rel));
         }
     }
-    if let (_, Some(lost)) = put_back(dir, base, &fresh)? {
-        return Err(gone_before(lost));
+    let keep = match fresh.is_empty() {
+        true => None,
+        false => {
+            let keep = marks::Keep::put(base, manifest.version, &fresh)?;
+            marks::settle(base, &fresh)?;
+            if let Some(lost) = put_back(dir, base, &fresh)? {
+                return Err(gone(base, manifest, lost));
+            }
+            Some(keep)
+        }
+    };
+    if keep.as_ref().is_some_and(marks::Keep::expiring) {
+        return Err(Error::InvalidArgument {
+            what: format!("commit of version {} to {base}", manifest.version),
+            why: format!(
+                "checking its files took over {} s, after which a cleanup may ignore what it keeps; \
+                 nothing was committed",
+                (marks::KEEP_TIMEOUT / 2).as_secs()
+            ),
+        });
     }
     commit::crash_point();
+    commit::pause_point();
     let name = commit::manifest_name(manifest.version);
-    if !objects::put(&format!("{base}{name}"), manifest.to_json(), true)? {
+    let published = objects::put(&format!("{base}{name}"), manifest.to_json(), true)?;
+    // Only now: a cleanup that no longer sees the marker sees the version (marks.rs).
+    drop(keep);
+    if !published {
         return Ok(Published::Taken);
-    }
-    // A cleanup that listed the versions just before the put may still delete one of them.
-    // It marks each file before it looks at the versions a last time and deletes
-    // ([`DELETING_DIR`]): once no mark names one of these files, a later look sees this version
-    // and keeps them; one deleted already is put back (from the mirror).
-    let lost = |rel: &str| {
-        super::integrity::corrupt(
-            &dir.join(rel),
-            format!(
-                "version {v} was committed, but {rel}, which it names, was removed meanwhile by a \
-                 cleanup running beside it, and this process has no copy to put back: version {v} \
-                 cannot be read; restore version {}",
-                manifest.parent.unwrap_or(manifest.version),
-                v = manifest.version
-            ),
-        )
-    };
-    settle(base, &fresh)?;
-    let mut settled = false;
-    for _ in 0..PUT_BACK_ROUNDS {
-        match put_back(dir, base, &fresh)? {
-            (_, Some(rel)) => return Err(lost(rel)),
-            (0, None) => {
-                settled = true;
-                break;
-            }
-            (_, None) => settle(base, &fresh)?,
-        }
-    }
-    if !settled {
-        return Err(lost(fresh.first().copied().unwrap_or("")));
     }
     // The mirror's copy of what the store now holds (never modified: a plain write).
     let path = dir.join(&name);
@@ -346,50 +330,11 @@ fn publish_to(dir: &Path, base: &str, manifest: &Manifest) -> Result<Published> 
     Ok(Published::Done)
 }
 
-/// Where a cleanup on object storage marks the file it is about to delete (`data/x.beton` as
-/// `_deleting/data~x.beton`) before its last look at the versions, and unmarks it after the
-/// delete: a commit waits for the marks on the files it names to go before it checks that they
-/// are there.
-pub const DELETING_DIR: &str = "_deleting";
-
-/// The mark of file `rel` in [`DELETING_DIR`].
-pub fn deleting_mark(rel: &str) -> String {
-    format!("{DELETING_DIR}/{}", rel.replace('/', "~"))
-}
-
-/// How long a commit waits for a cleanup's marks on its files to go; a mark older than this is
-/// a cleanup that died (and a later cleanup removes it).
-pub const MARK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Waits until no cleanup's mark names one of `files` (a mark older than [`MARK_TIMEOUT`] is
-/// one a dead cleanup left).
-fn settle(base: &str, files: &[&str]) -> Result<()> {
-    let marks: HashSet<String> = files.iter().map(|f| deleting_mark(f)).collect();
-    let started = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_millis(5);
-    loop {
-        let now = std::time::SystemTime::now();
-        let live = objects::list_entries(&format!("{base}{DELETING_DIR}/"))?.into_iter().any(|e| {
-            marks.contains(&format!("{DELETING_DIR}/{}", e.name))
-                && now.duration_since(e.modified).unwrap_or_default() < MARK_TIMEOUT
-        });
-        if !live || started.elapsed() > MARK_TIMEOUT {
-            return Ok(());
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(std::time::Duration::from_millis(500));
-    }
-}
-
-/// Times a commit puts back files a cleanup removed right after its put before it gives up.
-const PUT_BACK_ROUNDS: usize = 8;
-
 /// Lists the folders of `files` afresh and uploads again each file the store lacks that the
-/// mirror at `dir` has: how many were put back, and the first the store lacks that the mirror
-/// has no copy of.
-fn put_back<'a>(dir: &Path, base: &str, files: &[&'a str]) -> Result<(usize, Option<&'a str>)> {
+/// mirror at `dir` has (a file is immutable: its copy is its bytes): the first the store lacks
+/// that the mirror has no copy of.
+fn put_back<'a>(dir: &Path, base: &str, files: &[&'a str]) -> Result<Option<&'a str>> {
     let mut listed: HashMap<&str, HashSet<String>> = HashMap::new();
-    let mut put = 0;
     for &rel in files {
         let folder = rel.split('/').next().unwrap_or("");
         if !listed.contains_key(folder) {
@@ -401,12 +346,41 @@ fn put_back<'a>(dir: &Path, base: &str, files: &[&'a str]) -> Result<(usize, Opt
         }
         let local = dir.join(rel);
         if !local.is_file() {
-            return Ok((put, Some(rel)));
+            return Ok(Some(rel));
         }
         objects::upload(&format!("{base}{rel}"), &local)?;
-        put += 1;
     }
-    Ok((put, None))
+    Ok(None)
+}
+
+/// The error of a commit that would name `rel`, which a cleanup removed from the store and this
+/// process has no copy of: the version it comes from cannot be brought back, as when a cleanup
+/// removed its manifest ("has no version").
+fn gone(base: &str, manifest: &Manifest, rel: &str) -> Error {
+    let kind = match rel.split('/').next() {
+        Some(super::DATA_DIR) => "data file",
+        Some(super::DELETIONS_DIR) => "deletion file",
+        Some(super::ROW_IDS_DIR) => "row-id file",
+        Some(super::SPLITS_DIR) => "split file",
+        Some(super::COLUMNS_DIR) => "column file",
+        _ => "file",
+    };
+    let (what, whose) = match manifest.operation {
+        Operation::Restore { version } => {
+            (format!("restore of version {version} of {base}"), format!("version {version}'s {kind} {rel}"))
+        }
+        _ => (
+            format!("commit of version {} to {base}", manifest.version),
+            format!("the {kind} {rel} it would name"),
+        ),
+    };
+    Error::InvalidArgument {
+        what,
+        why: format!(
+            "{whose} is no longer in the store (a cleanup removed it, running beside this edit or \
+             before it) and this process has no copy to put back; nothing was committed"
+        ),
+    }
 }
 
 /// Keeps the data files the mirror holds because its processes wrote them (each in the store
