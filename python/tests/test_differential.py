@@ -380,11 +380,28 @@ def check_loader(path, rows, fields, version=None):
                 assert got.item() == row[n], f"Loader row {k}, {n!r}"
 
 
+PAYLOAD_KINDS = ("bytes", "text", "json", "array", "ndarray", "torch_tensor", "rgb_image", "grey_image")
+
+
+def ffcv_cannot_read(rows, fields):
+    """Whether a sample has an empty payload before another payload: FFCV 1.0.2's readers look a
+    payload up by its pointer, which an empty payload shares with the next one, and FFCV's
+    Loader then hangs (its thread fails reshaping an image to 0 bytes). Files FFCV writes have
+    the same layout and the same failure (docs/FFCV_DIFFERENCES.md, Files)."""
+    names = [n for n, f in fields.items() if f.type_name in PAYLOAD_KINDS]
+    for row in rows:
+        sizes = [0 if row[n] is NULL else len(row[n]) if isinstance(row[n], (bytes, str)) else np.asarray(row[n]).size
+                 for n in names]
+        if any(size == 0 and any(sizes[k + 1:]) for k, size in enumerate(sizes)):
+            return True
+    return False
+
+
 def check_with_ffcv(path, rows, fields):
     """FFCV 1.0.2 (BETON_FFCV_PYTHON) reads the same ints, floats and arrays. FFCV has no bool,
     text or variable-length array field: a file with one is read with stubs (--custom)."""
     ffcv = os.environ.get("BETON_FFCV_PYTHON")
-    if not ffcv:
+    if not ffcv or ffcv_cannot_read(rows, fields):
         return
     out = str(path) + ".ffcv.json"
     custom = []
@@ -393,7 +410,7 @@ def check_with_ffcv(path, rows, fields):
             custom += ["--custom", f"{name}=" + {"bool": "'<u1'", "text": "[('ptr','<u8'),('size','<u8')]",
                                                 "array": "[('ptr','<u8'),('size','<u8')]"}[f.type_name]]
     subprocess.run([ffcv, os.path.join(REPO, "tests", "ffcv", "ffcv-load.py"), str(path), "--json", out, *custom],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=600)
     samples = json.load(open(out))["samples"]
     assert len(samples) == len(rows)
     for k, (s, row) in enumerate(zip(samples, rows)):
