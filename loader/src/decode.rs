@@ -395,8 +395,8 @@ impl FieldDecoder for NDArrayDecoder {
 /// The longest payload of a variable-length field over every row (from the rows' size words).
 fn longest(ds: &Dataset, field: usize, decoder: &str) -> Result<(usize, usize)> {
     let f = &ds.fields()[field];
-    let (itemsize, suffix) = match f.field_type().kind().load_as() {
-        LoadAs::Sized { itemsize, suffix } => (itemsize, suffix),
+    let itemsize = match f.field_type().kind().load_as() {
+        LoadAs::Sized { itemsize } => itemsize,
         _ => {
             return Err(Error::InvalidArgument {
                 what: format!("decoder for field '{}'", f.name()),
@@ -428,8 +428,7 @@ fn longest(ds: &Dataset, field: usize, decoder: &str) -> Result<(usize, usize)> 
         max = max.max(bytes);
     }
     ds.check_intact()?;
-    let bytes = (max as usize).saturating_sub(suffix);
-    Ok((bytes, itemsize))
+    Ok((max as usize, itemsize))
 }
 
 impl FieldDecoder for BytesDecoder {

@@ -442,7 +442,9 @@ def test_code_without_recompile_keeps_the_first_pipelines(data_file):
 def test_code_of_a_custom_field_and_the_sample_ids(tmp_path):
     from beton.loader import Loader
 
-    PairField, PairDecoder = _pair_classes()
+    from test_ffcv_equivalence import pair_classes  # FFCV's test's custom field, in beton
+
+    PairField, PairDecoder = pair_classes()
     path = tmp_path / "custom.beton"
     with gzip.open(os.path.join(RECORDING, "custom.beton.gz")) as f, open(path, "wb") as out:
         out.write(f.read())
@@ -451,34 +453,3 @@ def test_code_of_a_custom_field_and_the_sample_ids(tmp_path):
     code = loader.code
     assert "pair: field 'pair' (custom)\n    decoder  PairDecoder()  [Python, per batch]\n    -> (B, 2) int32" in code
     assert "index: the batch's sample ids (beton)" in code and "-> (B,) uint64" in code
-
-
-def _pair_classes():
-    from dataclasses import replace
-
-    from beton.fields.base import Field
-    from beton.pipeline import AllocationQuery, Operation
-
-    class PairDecoder(Operation):
-        def declare_state_and_memory(self, previous_state):
-            return replace(previous_state, shape=(2,), dtype=np.dtype("<i4")), AllocationQuery((2,), np.dtype("<i4"))
-
-        def generate_code(self):
-            def decode(indices, destination, metadata, storage_state):
-                for ix in range(indices.shape[0]):
-                    destination[ix, 0] = metadata[indices[ix]]["a"]
-                    destination[ix, 1] = metadata[indices[ix]]["b"]
-                return destination
-            return decode
-
-    class PairField(Field):
-        metadata_type = np.dtype([("a", "<i4"), ("b", "<i4")])
-
-        @staticmethod
-        def from_binary(binary):
-            return PairField()
-
-        def get_decoder_class(self):
-            return PairDecoder
-
-    return PairField, PairDecoder

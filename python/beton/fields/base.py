@@ -193,13 +193,13 @@ def value_encoder(name: str, field: Field):
         payloads = []
         for k, buffer in enumerate(buffers):
             word = (_PROVISIONAL + k).to_bytes(8, "little")
-            at = [i for i in range(len(slot) - 7) if slot[i:i + 8] == word]
-            if len(at) != 1:
-                where = "is not in" if not at else "is more than once in"
+            at = slot.find(word)
+            if at < 0 or slot.find(word, at + 1) >= 0:
+                where = "is not in" if at < 0 else "is more than once in"
                 raise ValueError(f"the pointer malloc returned {where} the {dtype} row it wrote; beton "
                                  "places payloads by that pointer, stored as one 8-byte integer (as FFCV's "
                                  "fields store theirs, e.g. destination['ptr'] = ptr)")
-            payloads.append((at[0], buffer.tobytes()))
+            payloads.append((at, buffer.tobytes()))
         return slot, payloads
 
     return encode

@@ -97,7 +97,7 @@ impl FieldKind for Array {
     }
 
     fn load_as(&self) -> LoadAs {
-        LoadAs::Sized { itemsize: self.0.itemsize(), suffix: 0 }
+        LoadAs::Sized { itemsize: self.0.itemsize() }
     }
 
     fn describe(&self) -> Option<String> {

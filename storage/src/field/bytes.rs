@@ -11,7 +11,7 @@ fixed_kind! {
     /// BytesField.
     struct Bytes = FieldType::Bytes, "BytesField", "bytes", Id::Ffcv(TYPE_BYTES);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Bytes;
-    column ColumnSource::SizeWord, load LoadAs::Sized { itemsize: 1, suffix: 0 };
+    column ColumnSource::SizeWord, load LoadAs::Sized { itemsize: 1 };
 }
 
 fn encode(kind: &Bytes, value: SampleValue, slot: &mut [u8]) -> Result<Option<Vec<u8>>> {

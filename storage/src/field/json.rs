@@ -12,10 +12,9 @@ fixed_kind! {
     /// JSONField.
     struct Json = FieldType::Json, "JSONField", "json", Id::Ffcv(TYPE_JSON);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Str;
-    // The trailing NUL is not part of the value, but a batch row has room for it: FFCV's
-    // BytesDecoder is as wide as the longest payload, NUL included, and its
-    // `JSONField.unpack` looks for the NUL in every row.
-    column ColumnSource::SizeWord, load LoadAs::Sized { itemsize: 1, suffix: 0 };
+    // A batch row has room for the trailing NUL (not part of the value): FFCV's BytesDecoder
+    // is as wide as the longest payload, NUL included, and `JSONField.unpack` looks for it.
+    column ColumnSource::SizeWord, load LoadAs::Sized { itemsize: 1 };
 }
 
 fn encode(kind: &Json, value: SampleValue, slot: &mut [u8]) -> Result<Option<Vec<u8>>> {

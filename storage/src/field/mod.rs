@@ -269,14 +269,11 @@ pub enum LoadAs {
     Bool,
     /// A fixed-shape array per sample.
     Array(ArraySpec),
-    /// A variable-length payload per sample, padded to the longest: `itemsize` bytes per element
-    /// counted by the row's size word, of which the last `suffix` bytes are not part of the value
-    /// (JSON's NUL).
+    /// A variable-length payload per sample, padded to the longest (as FFCV's `BytesDecoder`,
+    /// JSON's closing NUL included): `itemsize` bytes per element counted by the row's size word.
     Sized {
         /// Bytes per element of the size word.
         itemsize: usize,
-        /// Trailing stored bytes that are not part of the value.
-        suffix: usize,
     },
     /// An image: decoded by the image pipeline's decoders.
     Image,

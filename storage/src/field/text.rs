@@ -12,7 +12,7 @@ fixed_kind! {
     /// TextField.
     struct Text = FieldType::Text, "TextField", "text", Id::Extension(ExtensionKind::Text);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Str;
-    column ColumnSource::Text, load LoadAs::Sized { itemsize: 1, suffix: 0 };
+    column ColumnSource::Text, load LoadAs::Sized { itemsize: 1 };
 }
 
 fn encode(kind: &Text, value: SampleValue, slot: &mut [u8]) -> Result<Option<Vec<u8>>> {
