@@ -1,7 +1,7 @@
 //! `beton`: the command-line tool. Inspect (`info`, `show`), check (`verify`), query (`query`,
 //! `explain`), split (`split`) and write (`write-imagefolder`) `.beton` files; make and edit
 //! versioned dataset directories (`import`, `append`, `log`, `tag`, `restore`). The work is in
-//! `beton-storage` and `beton-query`; this file parses arguments and prints.
+//! `beton-storage`, `beton-dataset` and `beton-query`; this file parses arguments and prints.
 
 use std::fmt::Write as _;
 use std::io::Write as _;

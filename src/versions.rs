@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use beton_query::versioned::{ExportOptions, ImageFolderOptions, Manifest, VersionRef, VersionedDataset};
+use beton_query::SqlEdits;
 
 /// What to do with a dataset directory.
 #[derive(clap::Subcommand)]

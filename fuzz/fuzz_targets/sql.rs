@@ -1,4 +1,4 @@
-//! Target `sql`: see `beton_loader::fuzz::sql`, which holds the harness so that
+//! Target `sql`: see `beton_query::fuzz::sql`, which holds the harness so that
 //! `loader/tests/fuzz_regressions.rs` replays crash inputs (fuzz/regressions/sql/) through the
 //! same code. Run: `bash fuzz/run.sh sql 1000000`.
 
@@ -6,4 +6,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| beton_loader::fuzz::sql(data));
+fuzz_target!(|data: &[u8]| beton_query::fuzz::sql(data));

@@ -140,7 +140,7 @@ pub struct FieldData<'a> {
     name: &'a str,
     ty: &'a FieldType,
     /// Per data file: the field there (if it has it) and the column-file values that replace
-    /// it (null cells keep the data file's; `beton_query::versioned::values`).
+    /// it (null cells keep the data file's; `beton_dataset::versioned::values`).
     parts: Vec<FieldSpan<'a>>,
 }
 
@@ -194,7 +194,7 @@ impl<'a> FieldData<'a> {
         }
         for array in self.column_values() {
             for row in 0..array.len() {
-                let value = beton_query::versioned::values::cell(array, self.ty, row)?;
+                let value = beton_dataset::versioned::values::cell(array, self.ty, row)?;
                 let len = match value {
                     Some(Value::Bytes(b) | Value::Array(b)) => b.len(),
                     // Room for the NUL that ends JSON in a data file (as `longest` counts it).
@@ -219,7 +219,8 @@ impl<'a> FieldData<'a> {
         }
         for array in self.column_values() {
             for row in 0..array.len() {
-                if let Some(Value::Image(img)) = beton_query::versioned::values::cell(array, self.ty, row)? {
+                if let Some(Value::Image(img)) = beton_dataset::versioned::values::cell(array, self.ty, row)?
+                {
                     sizes.push((usize::from(img.height), usize::from(img.width)));
                 }
             }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use beton_query::IndexSet;
+use beton_dataset::IndexSet;
 use beton_storage::{Dataset, Window};
 use smallvec::SmallVec;
 
@@ -1129,7 +1129,7 @@ impl Shared {
                         }
                     }
                     Some(FieldSource::Column { values, ty, field, .. }) => {
-                        match beton_query::versioned::values::cell(values, ty, row as usize)? {
+                        match beton_dataset::versioned::values::cell(values, ty, row as usize)? {
                             Some(v) => v,
                             // A row the patch leaves alone: the data file's value.
                             None => match field {

@@ -37,7 +37,7 @@ pub enum Error {
 
     /// An error from the query layer (a version's manifest, a query's rows).
     #[error(transparent)]
-    Query(#[from] beton_query::Error),
+    Query(#[from] beton_dataset::Error),
 
     /// An operating-system error on a named file.
     #[error("{path}: {source}")]

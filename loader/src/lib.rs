@@ -18,12 +18,12 @@
 //!
 //! Every random choice derives from `(seed, epoch)` (orders) or `(seed, epoch, sample)`
 //! (augmentations) alone, through ChaCha8 seeded by SplitMix64 with hand-written bounded draws
-//! (as beton-query's index sets), so ranks agree without communicating, batches do not depend on
+//! (as beton-dataset's index sets), so ranks agree without communicating, batches do not depend on
 //! the thread count, and a dependency upgrade cannot change an order: golden tests pin each one.
 //!
 //! ```
 //! use beton_loader::{plan_epoch, EpochContext, OrderOption, PageMap};
-//! use beton_query::IndexSet;
+//! use beton_dataset::IndexSet;
 //!
 //! let indices = IndexSet::all(600);
 //! let pages = PageMap::from_pages((0..600).map(|i| i / 10).collect()); // 10 samples a page

@@ -42,7 +42,7 @@ pub struct Parts {
 pub(crate) enum FieldSource {
     /// Field `k` of the part's data file.
     Field(usize),
-    /// A column file's values (`beton_query::versioned::values`), of the field's type; a null
+    /// A column file's values (`beton_dataset::versioned::values`), of the field's type; a null
     /// cell is the value of field `field` of the data file.
     Column {
         /// One per data-file row.
@@ -88,7 +88,7 @@ impl Parts {
     ///
     /// # Errors
     /// As [`Parts::new`]; a schema type this beton does not know.
-    pub fn of_version(view: &beton_query::versioned::VersionView) -> Result<Parts> {
+    pub fn of_version(view: &beton_dataset::versioned::VersionView) -> Result<Parts> {
         let parts = view
             .parts()?
             .into_iter()

@@ -1,9 +1,9 @@
 //! The seeded random streams every order and augmentation draws from, fixed by `(seed, epoch)`
-//! across releases: beton-query's [`beton_query::random`] (ChaCha8, Lemire's bounded draws,
+//! across releases: beton-dataset's [`beton_dataset::random`] (ChaCha8, Lemire's bounded draws,
 //! Fisher–Yates and the SplitMix64 lane seeds, shared with the index sets' shuffles and splits),
 //! and the loader's lanes. The golden tests here and those of the orders pin the outputs.
 
-pub(crate) use beton_query::random::{lane_seed, Stream};
+pub(crate) use beton_dataset::random::{lane_seed, Stream};
 
 /// Lanes: independent streams of one `(seed, epoch)`.
 pub(crate) mod lane {
@@ -24,7 +24,7 @@ pub(crate) mod lane {
 
 #[cfg(test)]
 mod tests {
-    use beton_query::random::splitmix64;
+    use beton_dataset::random::splitmix64;
 
     use super::*;
 

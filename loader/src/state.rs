@@ -10,7 +10,7 @@
 //!
 //! The JSON form carries a `version` (currently 1), checked on read.
 //!
-//! [`IndexSet::fingerprint`]: beton_query::IndexSet::fingerprint
+//! [`IndexSet::fingerprint`]: beton_dataset::IndexSet::fingerprint
 
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +29,7 @@ pub struct LoaderState {
     pub epoch: u64,
     /// Batches of this epoch's plan already handed out.
     pub batches_consumed: u64,
-    /// [`IndexSet::fingerprint`](beton_query::IndexSet::fingerprint) of the loader's ids.
+    /// [`IndexSet::fingerprint`](beton_dataset::IndexSet::fingerprint) of the loader's ids.
     pub indices_fingerprint: u64,
     /// Number of the loader's ids.
     pub indices_len: u64,
@@ -167,7 +167,7 @@ impl LoaderState {
 
 #[cfg(test)]
 mod tests {
-    use beton_query::IndexSet;
+    use beton_dataset::IndexSet;
 
     use super::*;
     use crate::{plan_epoch, OrderOption, PageMap};

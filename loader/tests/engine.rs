@@ -6,8 +6,8 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use beton_dataset::IndexSet;
 use beton_loader::{Batch, ColumnSpec, EpochStats, FieldDecoder, Loader, OrderOption, SampleContext};
-use beton_query::IndexSet;
 use beton_storage::{
     ArraySpec, DType, Dataset, FieldSpec, FieldType, SampleValue, Value, Writer, WriterOptions,
 };

@@ -42,6 +42,6 @@ fn load_regressions_replay() {
 
 #[test]
 fn sql_regressions_replay() {
-    let n = replay("sql", beton_loader::fuzz::sql);
+    let n = replay("sql", beton_query::fuzz::sql);
     assert!(n >= 5, "{n} inputs replayed from fuzz/regressions/sql");
 }

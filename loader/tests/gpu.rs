@@ -9,12 +9,12 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
+use beton_dataset::random::Stream;
 use beton_loader::gpu::{compile_normalize_kernel, normalize_reference, BatchDims, FlipRule, GpuContext};
 use beton_loader::image::{
     FloatType, ImagePipeline, Layout, NormalizeImage, RandomHorizontalFlip, SimpleRGBImageDecoder,
 };
 use beton_loader::{Error, FieldDecoder, Loader, OrderOption, SampleContext};
-use beton_query::random::Stream;
 use beton_storage::{
     Dataset, FieldSpec, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer, WriterOptions,
 };

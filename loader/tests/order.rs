@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use beton_dataset::IndexSet;
 use beton_loader::{plan_epoch, EpochContext, EpochPlan, Error, LoaderState, Order, OrderOption, PageMap};
-use beton_query::IndexSet;
 use proptest::prelude::*;
 
 /// Samples in the synthetic datasets.

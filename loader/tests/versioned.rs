@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array};
+use beton_dataset::versioned::{ExportOptions, VersionRef, VersionedDataset};
+use beton_dataset::IndexSet;
 use beton_loader::{Batch, Loader, OrderOption, Parts};
-use beton_query::versioned::{ExportOptions, VersionRef, VersionedDataset};
-use beton_query::IndexSet;
+use beton_query::SqlEdits;
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 
 fn write(path: &std::path::Path, first: i64, n: u64) {
@@ -143,8 +144,8 @@ fn a_version_loads_as_one_table_and_as_its_compaction() {
 /// table says: the same batches as the version's compaction, whatever the thread count.
 #[test]
 fn edited_and_added_fields_of_every_type_load_as_their_compaction() {
+    use beton_dataset::versioned::values::ValuesBuilder;
     use beton_loader::{CenterCropRGBImageDecoder, SimpleRGBImageDecoder};
-    use beton_query::versioned::values::ValuesBuilder;
     use beton_storage::{ArraySpec, DType, ImageOptions, ImageSource, Pixels};
     let raw = ImageOptions::with_mode(beton_storage::WriteMode::Raw);
     let image = |w: u32, h: u32, seed: u8| {

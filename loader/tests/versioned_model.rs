@@ -10,8 +10,9 @@ use std::path::Path;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt64Type};
 use arrow_array::Array;
+use beton_dataset::versioned::{ExportOptions, VersionRef, VersionedDataset};
+use beton_query::SqlEdits;
 use beton_loader::{Loader, OrderOption, Parts};
-use beton_query::versioned::{ExportOptions, VersionRef, VersionedDataset};
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 use proptest::prelude::*;
 
@@ -180,7 +181,7 @@ fn run(edits: &[Edit]) {
                 let value = vec![*len; *len as usize];
                 let values: arrow_array::ArrayRef =
                     std::sync::Arc::new(arrow_array::LargeBinaryArray::from(vec![value.as_slice()]));
-                let set = beton_query::IndexSet::from_sorted(rows.clone()).unwrap();
+                let set = beton_dataset::IndexSet::from_sorted(rows.clone()).unwrap();
                 v = v.update_rows(&set, vec![("blob".into(), values)], "").unwrap();
                 for i in rows {
                     model.rows[i as usize].3 = value.clone();

@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 use arrow_array::{ArrayRef, RecordBatchReader};
 use beton_query::versioned::{Manifest, VersionRef, VersionView, VersionedDataset};
 use beton_query::IndexSet as RustIndexSet;
+use beton_query::SqlEdits;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

@@ -1,30 +1,22 @@
-//! beton-query: the data table of a `.beton` file as Arrow columns, and index sets.
+//! beton-query: SQL over a dataset's table, yielding index sets; explain and galleries.
 //!
 //! beton's central idea: the per-sample data table is a columnar table one can query, and a query
-//! yields an [`IndexSet`] that the loader samples from. [`Table`] materialises the columns a
-//! query touches, lazily, with a columnar gather from the row-major table; payload pages are read
-//! only for columns whose values live there (text). [`versioned`] makes a directory of data
-//! files an editable dataset with one manifest per version.
+//! yields an [`IndexSet`] that the loader samples from. The table, index sets and versions live
+//! in beton-dataset ([`Table`], [`IndexSet`], [`versioned`]), re-exported here; this crate adds
+//! [`sql`] (a query → an index set or Arrow columns), the edits driven by SQL
+//! ([`SqlEdits`]), [`explain`] and [`gallery`].
 
 // One exception, `sql::fused`: calling the loops compiled for AVX2 / AVX-512 after checking at
 // run time that the CPU has them, and the vector store of the AVX-512 loop.
 #![deny(unsafe_code)]
 
-pub mod columnar;
-pub mod copy;
-pub mod error;
+pub mod edits;
 pub mod explain;
+pub mod fuzz;
 pub mod gallery;
-pub mod index_set;
-pub mod random;
-pub mod splits;
 pub mod sql;
-pub mod table;
-pub mod take;
-pub mod versioned;
 
-pub use error::{Error, Result};
-pub use index_set::IndexSet;
+pub use beton_dataset::{columnar, copy, error, index_set, random, splits, table, take, versioned};
+pub use beton_dataset::{Error, IndexSet, Result, Table};
+pub use edits::SqlEdits;
 pub use sql::{query, select_indices};
-pub use table::Table;
-pub use take::take;

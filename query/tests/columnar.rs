@@ -8,6 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt16Type};
 use beton_query::columnar::{self, ColumnarCopy};
 use beton_query::versioned::VersionedDataset;
+use beton_query::SqlEdits;
 use beton_query::{explain, select_indices, Table};
 use beton_storage::{
     Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Float64Array};
 
 use beton_query::versioned::{ExportOptions, Operation, Touches, VersionRef, VersionedDataset};
+use beton_query::SqlEdits;
 use beton_query::{Error, IndexSet};
 use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 

@@ -10,6 +10,7 @@ use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray, UInt64Array};
 use beton_query::versioned::{ImageFolderOptions, VersionRef, VersionedDataset};
 use beton_query::IndexSet;
+use beton_query::SqlEdits;
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 use proptest::prelude::*;
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array};
 
 use beton_query::versioned::{commit, verify_dir, Manifest, RowIds, VersionRef, VersionedDataset};
+use beton_query::SqlEdits;
 use beton_query::{Error, IndexSet};
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 

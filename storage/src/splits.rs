@@ -1,4 +1,4 @@
-//! Named splits: small named blobs (beton-query stores index sets in them) kept inside a
+//! Named splits: small named blobs (beton-dataset stores index sets in them) kept inside a
 //! `.beton` file, in the spare bytes between the data table and the first data page, where FFCV
 //! never looks. They are added, replaced and removed in place, without touching any other byte
 //! of the file, and crash-safely: the region holds two slots and an update writes the slot not
@@ -221,7 +221,7 @@ fn current(ds: &Dataset) -> Result<(u64, SplitMap, Option<usize>)> {
 }
 
 impl Dataset {
-    /// The file's named splits as raw blobs (beton-query decodes them as index sets), without
+    /// The file's named splits as raw blobs (beton-dataset decodes them as index sets), without
     /// beton's own entries ([`is_reserved`]). A file without any has none; this reads the split
     /// region afresh on every call, so it sees updates made by other handles or processes.
     ///
@@ -252,7 +252,7 @@ impl Dataset {
 }
 
 /// Entries of the split region whose names start with this are beton's own metadata, not
-/// named splits: [`Dataset::splits`] leaves them out and beton-query refuses such split names.
+/// named splits: [`Dataset::splits`] leaves them out and beton-dataset refuses such split names.
 pub const RESERVED_PREFIX: &str = ":";
 
 /// The entry holding an ImageFolder's class names: a UTF-8 JSON array of strings, in label

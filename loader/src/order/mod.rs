@@ -52,8 +52,8 @@
 //! `drop_last`, 86 without; in batches of 60, 10 either way. Every rank has the same number of
 //! ids, so the same number of batches. An empty index set gives zero batches.
 //!
-//! [`IndexSet`]: beton_query::IndexSet
-//! [`IndexSet::shuffled`]: beton_query::IndexSet::shuffled
+//! [`IndexSet`]: beton_dataset::IndexSet
+//! [`IndexSet::shuffled`]: beton_dataset::IndexSet::shuffled
 //! [`PageMap`]: crate::PageMap
 
 mod distributed;
@@ -61,7 +61,7 @@ mod quasi_random;
 mod random;
 mod sequential;
 
-use beton_query::IndexSet;
+use beton_dataset::IndexSet;
 
 pub use distributed::{plan_epoch, EpochPlan};
 

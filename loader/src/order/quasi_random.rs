@@ -186,7 +186,7 @@ pub(super) fn rank_order(
 
 #[cfg(test)]
 mod tests {
-    use beton_query::IndexSet;
+    use beton_dataset::IndexSet;
     use proptest::prelude::*;
 
     use super::*;

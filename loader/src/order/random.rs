@@ -4,7 +4,7 @@
 //! here the permutation is [`IndexSet::shuffled`] (beton's pinned Fisher–Yates over ChaCha8)
 //! with a seed mixed from `(seed, epoch)`, so seed 1 epoch 0 and seed 0 epoch 1 are unrelated.
 //!
-//! [`IndexSet::shuffled`]: beton_query::IndexSet::shuffled
+//! [`IndexSet::shuffled`]: beton_dataset::IndexSet::shuffled
 
 use super::EpochContext;
 use crate::random::{lane, lane_seed};
@@ -16,7 +16,7 @@ pub(super) fn order(ctx: &EpochContext<'_>) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
-    use beton_query::IndexSet;
+    use beton_dataset::IndexSet;
 
     use super::*;
     use crate::random::Stream;

@@ -9,7 +9,7 @@ pub(super) fn order(ctx: &EpochContext<'_>) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
-    use beton_query::IndexSet;
+    use beton_dataset::IndexSet;
 
     use super::*;
     use crate::PageMap;

@@ -119,7 +119,7 @@ pub trait FieldKind: Send + Sync + std::fmt::Debug {
     /// value of this type. Never panics on any bytes.
     fn decode<'a>(&self, slot: &'a [u8], cx: &DecodeContext<'a, '_>) -> Result<Value<'a>>;
 
-    /// The columns this field contributes to the data table's Arrow view (query/src/table.rs).
+    /// The columns this field contributes to the data table's Arrow view (dataset/src/table.rs).
     fn columns(&self) -> Vec<ColumnDef>;
 
     /// How the loader's default decoder batches this field.
@@ -206,7 +206,7 @@ impl ColumnDef {
 }
 
 /// Where a data-table column's values come from: a few ways of reading a row slot, shared by all
-/// field types (query/src/table.rs gathers each).
+/// field types (dataset/src/table.rs gathers each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnSource {
     /// The row's position (the table's `index` column; no field).

@@ -705,9 +705,9 @@ mod tests {
         after_write(&numbers);
         let ds = Dataset::open(&numbers).unwrap();
         assert!(!cheap_beside_the_write(&ds) && !path_of(&numbers).exists(), "none at write");
-        let n = crate::select_indices(&crate::Table::new(&ds), "label < 10").unwrap().len();
-        assert_eq!(n, (0..MIN_ROWS).filter(|i| i % 1000 < 10).count());
-        assert!(ColumnarCopy::open(&ds).is_some(), "made by the first query");
+        let label = crate::Table::new(&ds).column("label").unwrap();
+        assert_eq!(label.len() as u64, MIN_ROWS);
+        assert!(ColumnarCopy::open(&ds).is_some(), "made by the first read of a column");
         // Payloads dominate (the data table is a small part of the file): made at write.
         let blobs = dir.path().join("blobs.beton");
         let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];

@@ -11,7 +11,7 @@
 //! # Example
 //!
 //! ```
-//! use beton_query::random::Stream;
+//! use beton_dataset::random::Stream;
 //!
 //! let mut v = [1, 2, 3, 4, 5];
 //! Stream::new(7, 0, 0).shuffle(&mut v); // seed 7, epoch 0, lane 0

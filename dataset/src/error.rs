@@ -1,4 +1,4 @@
-//! The one error type of beton-query.
+//! The one error type of beton-dataset, which beton-query shares (it re-exports it).
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -4,14 +4,14 @@
 //! form; updating them rewrites only that region, crash-safely.
 //!
 //! ```no_run
-//! use beton_query::{splits, IndexSet};
+//! use beton_dataset::{splits, IndexSet};
 //! use beton_storage::Dataset;
 //!
 //! let ds = Dataset::open("data.beton")?;
 //! let parts = IndexSet::all(ds.num_samples()).split(&[0.9, 0.1], 0)?;
 //! splits::save("data.beton", None, [("train", &parts[0]), ("val", &parts[1])])?;
 //! let val = splits::get(&ds, "val")?;
-//! # Ok::<(), beton_query::Error>(())
+//! # Ok::<(), beton_dataset::Error>(())
 //! ```
 
 use std::collections::BTreeMap;

@@ -1,14 +1,14 @@
 //! IndexSet (sorted `Vec<u64>`) against `roaring::RoaringTreemap`, the compressed-bitmap
 //! alternative, in the same groups so every figure is a ratio from one run.
 //!
-//! `cargo bench -p beton-query --bench index_set`. Two sets of 1M ids each, drawn at random
+//! `cargo bench -p beton-dataset --bench index_set`. Two sets of 1M ids each, drawn at random
 //! either dense (ids < 4M: a query that keeps a quarter of a 4M-row table) or sparse
 //! (ids < 2^30: a query that keeps 0.1% of a billion-row table); plus positional access
 //! (the loader's `get(i)`, roaring's `select(i)`) and a skewed intersection (1k ∩ 1M).
 
 use std::hint::black_box;
 
-use beton_query::IndexSet;
+use beton_dataset::IndexSet;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use roaring::RoaringTreemap;
 

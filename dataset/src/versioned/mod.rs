@@ -52,7 +52,7 @@ pub const ROW_IDS_DIR: &str = "row_ids";
 pub const COLUMNS_DIR: &str = "columns";
 
 /// Commits given up after this many lost races in a row.
-const MAX_RETRIES: usize = 64;
+pub const MAX_RETRIES: usize = 64;
 
 /// What [`VersionedDataset::cleanup`] removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -575,79 +575,6 @@ impl VersionedDataset {
         VersionView::open(self)
     }
 
-    /// Deletes the rows a SQL predicate (or `SELECT`) picks, as a new version.
-    ///
-    /// # Errors
-    /// SQL errors; as [`VersionedDataset::delete`].
-    pub fn delete_where(&self, sql: &str, message: &str) -> Result<VersionedDataset> {
-        let rows = {
-            let view = self.view()?;
-            let table = view.table()?;
-            crate::select_indices(&table, sql)?
-        };
-        self.delete(&rows, Some(sql), message)
-    }
-
-    /// Sets fields of the rows a SQL predicate picks to SQL expressions over each row
-    /// (`set = [("label", "label + 1"), ("caption", "'checked'")]`), as a new version: the new
-    /// values go to column files (the data files are not touched). A predicate of `None`
-    /// updates every row. An expression's values must fit the field as they are (a float
-    /// expression is refused for an int field; `CAST(score AS BIGINT)` or
-    /// `CAST(round(score) AS BIGINT)` converts explicitly): the rules of
-    /// [`VersionedDataset::update_rows`].
-    ///
-    /// # Errors
-    /// SQL errors naming their position; as [`VersionedDataset::update_rows`], naming the
-    /// expression.
-    pub fn update(
-        &self,
-        predicate: Option<&str>,
-        set: &[(String, String)],
-        message: &str,
-    ) -> Result<VersionedDataset> {
-        let mut at = self.clone();
-        for _ in 0..MAX_RETRIES {
-            match at.update_once(predicate, set, message) {
-                // Another writer changed the same cells meanwhile: the predicate and expressions
-                // are evaluated again on its version, as a database retries a conflicting UPDATE.
-                Err(Error::Conflict { .. }) => at = Self::open(&self.dir, VersionRef::Latest)?,
-                other => return other,
-            }
-        }
-        Err(Error::Conflict {
-            version: at.version(),
-            why: format!("lost the race to update {MAX_RETRIES} times in a row"),
-        })
-    }
-
-    fn update_once(
-        &self,
-        predicate: Option<&str>,
-        set: &[(String, String)],
-        message: &str,
-    ) -> Result<VersionedDataset> {
-        if set.is_empty() {
-            return Err(Error::InvalidArgument { what: "update".into(), why: "no field to set".into() });
-        }
-        let exprs: Vec<String> = set.iter().map(|(_, e)| format!("({e})")).collect();
-        let sql = format!(
-            "SELECT index, {} FROM samples{}",
-            exprs.join(", "),
-            predicate.map(|p| format!(" WHERE {p}")).unwrap_or_default()
-        );
-        let batch = {
-            let view = self.view()?;
-            let table = view.table()?;
-            crate::query(&table, &sql)?
-        };
-        let index =
-            batch.column(0).as_any().downcast_ref::<arrow_array::UInt64Array>().map(|a| a.values().to_vec());
-        let rows = IndexSet::from_sorted(index.unwrap_or_default())?;
-        let values: Vec<(String, ArrayRef)> =
-            set.iter().zip(batch.columns()[1..].iter()).map(|((f, _), a)| (f.clone(), a.clone())).collect();
-        self.update_rows_with(&rows, values, Some(set), predicate, message)
-    }
-
     /// Sets field values of the rows at `rows` (indices in this version, ascending): each array
     /// has one value per row, or one value for all, of a type the field takes as it is (an int
     /// field takes integers, not `2.0`: the rules are `fit.rs`'s).
@@ -666,8 +593,14 @@ impl VersionedDataset {
         self.update_rows_with(rows, values, None, None, message)
     }
 
-    /// `exprs`: the SQL expressions the values come from, for messages.
-    fn update_rows_with(
+    /// [`VersionedDataset::update_rows`], naming where the values come from: `exprs`, the
+    /// expression each field's values were computed by (for messages), and `predicate`, the
+    /// rows' predicate (recorded in the version's operation). beton-query's SQL `update` calls
+    /// this.
+    ///
+    /// # Errors
+    /// As [`VersionedDataset::update_rows`].
+    pub fn update_rows_with(
         &self,
         rows: &IndexSet,
         values: Vec<(String, ArrayRef)>,
@@ -802,33 +735,13 @@ impl VersionedDataset {
         })
     }
 
-    /// Adds field `name` computed by a SQL expression over each row (`score * 2`,
-    /// `label IN (1, 2)`), its type that of the expression's result (int, float, bool, text).
+    /// Checks that a field `name` of type `ty` could be added: the checks of
+    /// [`VersionedDataset::add_column`] before it reads its values.
     ///
     /// # Errors
-    /// SQL errors; as [`VersionedDataset::add_column`].
-    pub fn add_column_sql(&self, name: &str, expr: &str, message: &str) -> Result<VersionedDataset> {
-        // (Every type an expression gives has one column named after its field.)
-        fit::check_new_column(&self.manifest.schema, name, &FieldType::Int)?;
-        let batch = {
-            let view = self.view()?;
-            let table = view.table()?;
-            crate::query(&table, &format!("SELECT ({expr}) FROM samples"))?
-        };
-        let values = batch.column(0).clone();
-        let ty = match values.data_type() {
-            arrow_schema::DataType::Boolean => FieldType::Bool,
-            arrow_schema::DataType::Utf8 | arrow_schema::DataType::LargeUtf8 => FieldType::Text,
-            t if t.is_floating() => FieldType::Float,
-            t if t.is_integer() => FieldType::Int,
-            other => {
-                return Err(Error::InvalidArgument {
-                    what: format!("expression {expr:?}"),
-                    why: format!("gives {other} values; a column holds int, float, bool or text"),
-                })
-            }
-        };
-        self.add_column(name, &ty, &values, message)
+    /// As [`VersionedDataset::add_column`], for the name.
+    pub fn check_new_column(&self, name: &str, ty: &FieldType) -> Result<()> {
+        fit::check_new_column(&self.manifest.schema, name, ty)
     }
 
     /// Removes field `name` from the schema, as a new version (its bytes stay in the data files;

@@ -16,7 +16,7 @@
 //! the size of one `u64` column of the table, and the on-disk form ([`to_bytes`]) takes ~1 byte
 //! per id (gap varints) or 1 bit per row of the set's span (a bitmap), whichever is smaller.
 //!
-//! Measured with `cargo bench -p beton-query --bench index_set` (criterion; one run on a shared
+//! Measured with `cargo bench -p beton-dataset --bench index_set` (criterion; one run on a shared
 //! 2-core AMD EPYC VM, so read the ratios, not the absolute times): two sets of 1,000,000 random
 //! ids each, *dense* (ids < 4M, a query keeping a quarter of a table) or *sparse* (ids < 2^30,
 //! 0.1% of a billion-row table), against `roaring::RoaringTreemap` 0.12:
@@ -52,7 +52,7 @@
 //! # Example
 //!
 //! ```
-//! use beton_query::IndexSet;
+//! use beton_dataset::IndexSet;
 //!
 //! let labelled: IndexSet = [9, 2, 4, 4, 7].into_iter().collect(); // sorted and deduplicated
 //! let first_half = IndexSet::from(0..5);
@@ -64,7 +64,7 @@
 //!
 //! let bytes = parts[1].to_bytes();
 //! assert_eq!(IndexSet::from_bytes(&bytes)?, parts[1]);
-//! # Ok::<(), beton_query::Error>(())
+//! # Ok::<(), beton_dataset::Error>(())
 //! ```
 //!
 //! [`shuffled`]: IndexSet::shuffled
@@ -123,7 +123,7 @@ impl IndexSet {
 
     /// Wraps ids its caller made strictly increasing (a bitmap's set bits, in order), without
     /// the check of [`IndexSet::from_sorted`] (a pass over every id).
-    pub(crate) fn from_increasing(ids: Vec<u64>) -> Self {
+    pub fn from_increasing(ids: Vec<u64>) -> Self {
         debug_assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids must be strictly increasing");
         Self { ids }
     }

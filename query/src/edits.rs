@@ -1,0 +1,130 @@
+//! The edits of a version that SQL drives: delete the rows a predicate picks, set fields to
+//! expressions over each row, add a column computed by an expression. Each evaluates its SQL
+//! on the version's table, then commits through beton-dataset's edit of plain rows and values
+//! ([`VersionedDataset::delete`], [`VersionedDataset::update_rows_with`],
+//! [`VersionedDataset::add_column`]).
+
+use arrow_array::{Array, ArrayRef};
+use beton_storage::FieldType;
+
+use crate::versioned::{VersionRef, VersionedDataset, MAX_RETRIES};
+use crate::{Error, IndexSet, Result};
+
+/// SQL-driven edits of a [`VersionedDataset`], each a new version.
+pub trait SqlEdits {
+    /// Deletes the rows a SQL predicate (or `SELECT`) picks, as a new version.
+    ///
+    /// # Errors
+    /// SQL errors; as [`VersionedDataset::delete`].
+    fn delete_where(&self, sql: &str, message: &str) -> Result<VersionedDataset>;
+
+    /// Sets fields of the rows a SQL predicate picks to SQL expressions over each row
+    /// (`set = [("label", "label + 1"), ("caption", "'checked'")]`), as a new version: the new
+    /// values go to column files (the data files are not touched). A predicate of `None`
+    /// updates every row. An expression's values must fit the field as they are (a float
+    /// expression is refused for an int field; `CAST(score AS BIGINT)` or
+    /// `CAST(round(score) AS BIGINT)` converts explicitly): the rules of
+    /// [`VersionedDataset::update_rows`].
+    ///
+    /// # Errors
+    /// SQL errors naming their position; as [`VersionedDataset::update_rows`], naming the
+    /// expression.
+    fn update(
+        &self,
+        predicate: Option<&str>,
+        set: &[(String, String)],
+        message: &str,
+    ) -> Result<VersionedDataset>;
+
+    /// Adds field `name` computed by a SQL expression over each row (`score * 2`,
+    /// `label IN (1, 2)`), its type that of the expression's result (int, float, bool, text).
+    ///
+    /// # Errors
+    /// SQL errors; as [`VersionedDataset::add_column`].
+    fn add_column_sql(&self, name: &str, expr: &str, message: &str) -> Result<VersionedDataset>;
+}
+
+impl SqlEdits for VersionedDataset {
+    fn delete_where(&self, sql: &str, message: &str) -> Result<VersionedDataset> {
+        let rows = {
+            let view = self.view()?;
+            let table = view.table()?;
+            crate::select_indices(&table, sql)?
+        };
+        self.delete(&rows, Some(sql), message)
+    }
+
+    fn update(
+        &self,
+        predicate: Option<&str>,
+        set: &[(String, String)],
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        let mut at = self.clone();
+        for _ in 0..MAX_RETRIES {
+            match update_once(&at, predicate, set, message) {
+                // Another writer changed the same cells meanwhile: the predicate and expressions
+                // are evaluated again on its version, as a database retries a conflicting UPDATE.
+                Err(Error::Conflict { .. }) => at = VersionedDataset::open(self.dir(), VersionRef::Latest)?,
+                other => return other,
+            }
+        }
+        Err(Error::Conflict {
+            version: at.version(),
+            why: format!("lost the race to update {MAX_RETRIES} times in a row"),
+        })
+    }
+
+    fn add_column_sql(&self, name: &str, expr: &str, message: &str) -> Result<VersionedDataset> {
+        // (Every type an expression gives has one column named after its field.)
+        self.check_new_column(name, &FieldType::Int)?;
+        let batch = {
+            let view = self.view()?;
+            let table = view.table()?;
+            crate::query(&table, &format!("SELECT ({expr}) FROM samples"))?
+        };
+        let values = batch.column(0).clone();
+        let ty = match values.data_type() {
+            arrow_schema::DataType::Boolean => FieldType::Bool,
+            arrow_schema::DataType::Utf8 | arrow_schema::DataType::LargeUtf8 => FieldType::Text,
+            t if t.is_floating() => FieldType::Float,
+            t if t.is_integer() => FieldType::Int,
+            other => {
+                return Err(Error::InvalidArgument {
+                    what: format!("expression {expr:?}"),
+                    why: format!("gives {other} values; a column holds int, float, bool or text"),
+                })
+            }
+        };
+        self.add_column(name, &ty, &values, message)
+    }
+}
+
+/// One try of [`SqlEdits::update`] on version `at`.
+fn update_once(
+    at: &VersionedDataset,
+    predicate: Option<&str>,
+    set: &[(String, String)],
+    message: &str,
+) -> Result<VersionedDataset> {
+    if set.is_empty() {
+        return Err(Error::InvalidArgument { what: "update".into(), why: "no field to set".into() });
+    }
+    let exprs: Vec<String> = set.iter().map(|(_, e)| format!("({e})")).collect();
+    let sql = format!(
+        "SELECT index, {} FROM samples{}",
+        exprs.join(", "),
+        predicate.map(|p| format!(" WHERE {p}")).unwrap_or_default()
+    );
+    let batch = {
+        let view = at.view()?;
+        let table = view.table()?;
+        crate::query(&table, &sql)?
+    };
+    let index =
+        batch.column(0).as_any().downcast_ref::<arrow_array::UInt64Array>().map(|a| a.values().to_vec());
+    let rows = IndexSet::from_sorted(index.unwrap_or_default())?;
+    let values: Vec<(String, ArrayRef)> =
+        set.iter().zip(batch.columns()[1..].iter()).map(|((f, _), a)| (f.clone(), a.clone())).collect();
+    at.update_rows_with(&rows, values, Some(set), predicate, message)
+}
