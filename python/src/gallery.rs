@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::errors::from_query;
 use crate::index_set::IndexSet;
-use crate::version::Opened;
+use beton_query::versioned::VersionView;
 
 /// Thumbnails a notebook shows of an index set or a query's result.
 const REPR_TILES: usize = 16;
@@ -22,21 +22,15 @@ const REPR_SIZE: u32 = 96;
 /// Rows of a query's result shown as a table.
 const REPR_ROWS: usize = 10;
 
-/// What an index set's rows are rows of: a `.beton` file or a version of a dataset directory.
+/// What an index set's rows are rows of: a dataset as it was open when the set was made (a
+/// `.beton` file, or a version of a dataset directory).
 #[derive(Clone)]
-pub(crate) enum Source {
-    File(Arc<beton_storage::Dataset>),
-    Version(Arc<Opened>),
-}
+pub(crate) struct Source(pub(crate) Arc<VersionView>);
 
 impl Source {
     /// True when both are the same open dataset (version).
     pub(crate) fn same(&self, other: &Source) -> bool {
-        match (self, other) {
-            (Source::File(a), Source::File(b)) => Arc::ptr_eq(a, b),
-            (Source::Version(a), Source::Version(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// A title: the file's or directory's name (and the version).
@@ -44,9 +38,9 @@ impl Source {
         let name = |p: &std::path::Path| {
             p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
         };
-        match self {
-            Source::File(ds) => name(ds.path()),
-            Source::Version(o) => format!("{} (version {})", name(o.version.dir()), o.version.version()),
+        match self.0.version() {
+            None => self.0.datasets().next().map(|d| name(d.path())).unwrap_or_default(),
+            Some(v) => format!("{} (version {})", name(v.dir()), v.version()),
         }
     }
 
@@ -55,10 +49,7 @@ impl Source {
         &self,
         f: impl FnOnce(&Table<'_>, Option<Vec<String>>) -> beton_query::Result<T>,
     ) -> beton_query::Result<T> {
-        match self {
-            Source::File(ds) => f(&Table::new(ds), ds.classes()?),
-            Source::Version(o) => f(&o.view.table()?, o.version.manifest().classes.clone()),
-        }
+        f(&self.0.table()?, self.0.classes()?)
     }
 
     /// Thumbnails of `set`'s rows, spread over it, as a notebook fragment.

@@ -26,7 +26,6 @@ mod index_set;
 mod loader;
 mod ops;
 mod progress;
-mod version;
 mod writer;
 
 use pyo3::prelude::*;
@@ -35,7 +34,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
-    add_classes!(m; dataset::Dataset, version::Version, index_set::IndexSet, gallery::Gallery);
+    add_classes!(m; dataset::Dataset, index_set::IndexSet, gallery::Gallery);
     ops::register(m)?;
     fields::register(m)?;
     add_classes!(m; loader::Order, loader::Loader, loader::Epoch, loader::Batch, loader::Column);

@@ -201,15 +201,20 @@ impl Loader {
                 }
             },
         };
-        let b = if let Ok(d) = dataset.cast::<Dataset>() {
-            beton_loader::Loader::builder(Arc::clone(&d.get().inner))
-        } else if let Ok(v) = dataset.cast::<crate::version::Version>() {
-            let opened = v.get().opened();
-            beton_loader::Loader::builder_parts(
-                beton_loader::Parts::of_version(&opened.view).map_err(from_loader)?,
-            )
-        } else {
-            return Err(PyTypeError::new_err("Loader takes a Dataset or a dataset Version"));
+        let Ok(d) = dataset.cast::<Dataset>() else {
+            return Err(PyTypeError::new_err("Loader takes a Dataset"));
+        };
+        let opened = d.get().opened();
+        // A `.beton` file keeps the engine's one-file path (no part lookups per sample) until
+        // the engine reads every dataset as parts at the same speed.
+        let b = match opened.is_file() {
+            true => {
+                let parts = opened.parts().map_err(crate::errors::from_query)?;
+                beton_loader::Loader::builder(Arc::clone(&parts[0].0))
+            }
+            false => beton_loader::Loader::builder_parts(
+                beton_loader::Parts::of_version(&opened).map_err(from_loader)?,
+            ),
         };
         let mut b = b
             .batch_size(batch_size)

@@ -100,8 +100,8 @@ def test_an_exception_in_a_native_progress_callable_propagates_and_leaves_no_fil
 
     both = tmp_path / "both"
     with pytest.raises(ValueError, match="stop here"):
-        _native.Version.concat(str(both), [str(edited.path)], "", boom)
-    assert not _native.Version.is_dataset_dir(str(both)) and not [f for f in files_under(both) if f.endswith(".beton")]
+        _native.Dataset.concat(str(both), [str(edited.path)], "", boom)
+    assert not _native.Dataset.is_dataset_dir(str(both)) and not [f for f in files_under(both) if f.endswith(".beton")]
 
     # Returning False cancels too, with beton's error.
     with pytest.raises(beton.BetonError, match="cancelled"):

@@ -158,7 +158,7 @@ def test_a_failed_write_commits_nothing(tmp_path):
     bad = ray.data.from_items([{"x": i} for i in range(1000)], override_num_blocks=4).map_batches(boom)
     with pytest.raises(Exception, match="boom at 500"):
         bray.write_beton(bad, tmp_path / "failed")
-    assert not beton._native.Version.is_dataset_dir(str(tmp_path / "failed"))
+    assert not beton._native.Dataset.is_dataset_dir(str(tmp_path / "failed"))
     assert [f for f in os.listdir(tmp_path / "failed" / "_tmp")] == []
     # A column no field takes: refused on the driver, naming it.
     with pytest.raises(TypeError, match="column 'm'"):

@@ -922,17 +922,7 @@ impl VersionedDataset {
     /// Fails with [`Error::InvalidArgument`] naming `what` when `rows` holds an index past the
     /// end of this version.
     fn check_indices(&self, rows: &IndexSet, what: &str) -> Result<()> {
-        match rows.max_id().filter(|&m| m >= self.num_rows()) {
-            Some(max) => Err(Error::InvalidArgument {
-                what: what.to_string(),
-                why: format!(
-                    "index {max} is past the end of version {} ({} rows)",
-                    self.version(),
-                    self.num_rows()
-                ),
-            }),
-            None => Ok(()),
-        }
+        check_indices(rows, what, self.version(), self.num_rows())
     }
 
     /// Deletes the rows at `positions` (indices in this version), as a new version.
@@ -1479,6 +1469,18 @@ fn choose_fields(schema: &[(String, FieldType)], names: &[String]) -> Result<Vec
     Ok(chosen)
 }
 
+/// [`Error::InvalidArgument`] naming `what` when an index of `rows` is past the `num_rows` of
+/// `version`.
+fn check_indices(rows: &IndexSet, what: &str, version: u64, num_rows: u64) -> Result<()> {
+    match rows.max_id().filter(|&m| m >= num_rows) {
+        Some(max) => Err(Error::InvalidArgument {
+            what: what.to_string(),
+            why: format!("index {max} is past the end of version {version} ({num_rows} rows)"),
+        }),
+        None => Ok(()),
+    }
+}
+
 fn export_table(
     view: &VersionView,
     table: &crate::Table<'_>,
@@ -1489,7 +1491,7 @@ fn export_table(
 ) -> Result<Copied> {
     use beton_storage::WriterOptions;
     if let Some(rows) = rows {
-        view.version().check_indices(rows, "rows to export")?;
+        check_indices(rows, "rows to export", view.number(), view.num_rows())?;
     }
     let page_size =
         view.datasets().map(|d| d.page_size()).max().unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);

@@ -43,11 +43,18 @@ struct Opened {
     row_ids: PartRowIds,
 }
 
-/// A version's data, open: build its [`Table`] with [`VersionView::table`]. Data files are
-/// mapped at open; column files are read on the first use of the table.
+/// A dataset at a version, open for reading: its data files (fragments), the rows each keeps and
+/// the values column files give them, as one [`Table`] ([`VersionView::table`]) and one index
+/// space — what SQL, `ds[i]`, galleries, explain and the loader read. A version of a dataset
+/// directory opens with [`VersionView::open`]; a `.beton` file with [`VersionView::of_file`], as a
+/// read-only dataset of one fragment at version 0 with no other files. Data files are mapped at
+/// open; column files are read on the first use of the table.
 #[derive(Debug)]
 pub struct VersionView {
-    version: VersionedDataset,
+    /// The version of a dataset directory; `None` for a `.beton` file.
+    version: Option<VersionedDataset>,
+    /// The visible fields and their types.
+    schema: Vec<(String, FieldType)>,
     fragments: Vec<Opened>,
     /// Each fragment's column-file values and NULLs, by field: read and patched once.
     columns: std::sync::OnceLock<Vec<FragmentValues>>,
@@ -114,12 +121,30 @@ impl VersionView {
             fragments.push(Opened { ds, rows, column_files: f.columns.clone(), row_ids });
         }
         super::integrity::check_spans(dir, m, &spans)?;
+        let schema = m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<_>>()?;
         Ok(VersionView {
-            version: version.clone(),
+            version: Some(version.clone()),
+            schema,
             fragments,
             columns: std::sync::OnceLock::new(),
             splits: std::sync::OnceLock::new(),
         })
+    }
+
+    /// A `.beton` file as a dataset: one fragment at version 0, all its rows, its own fields,
+    /// named splits and class names, and no column, deletion, row-id or split files. Its
+    /// [`VersionView::table`] is the file's own ([`Table::new`]: no `row_id` column, row ids
+    /// being the indices).
+    pub fn of_file(ds: Arc<Dataset>) -> VersionView {
+        let schema = ds.fields().iter().map(|f| (f.name().to_string(), f.field_type().clone())).collect();
+        let fragment = Opened { ds, rows: None, column_files: Vec::new(), row_ids: PartRowIds::Range(0) };
+        VersionView {
+            version: None,
+            schema,
+            fragments: vec![fragment],
+            columns: std::sync::OnceLock::new(),
+            splits: std::sync::OnceLock::new(),
+        }
     }
 
     /// Every fragment's column-file values: full column files replace a field's values, patch
@@ -129,7 +154,11 @@ impl VersionView {
         if let Some(c) = self.columns.get() {
             return Ok(c);
         }
-        let schema: BTreeMap<String, FieldType> = self.schema()?.into_iter().collect();
+        let Some(version) = &self.version else {
+            // A `.beton` file: every field is in its one data file.
+            return Ok(self.columns.get_or_init(|| vec![FragmentValues::default()]));
+        };
+        let schema: BTreeMap<String, FieldType> = self.schema.iter().cloned().collect();
         let mut all = Vec::with_capacity(self.fragments.len());
         for f in &self.fragments {
             let num_rows = f.ds.num_samples() as usize;
@@ -137,15 +166,15 @@ impl VersionView {
             // Validity by field (false: NULL), for fields with a NULL so far.
             let mut valid: BTreeMap<String, Vec<bool>> = BTreeMap::new();
             for file in &f.column_files {
-                let read = read_column_file(self.version.dir(), file)?;
+                let read = read_column_file(version.dir(), file)?;
                 let rows = f.ds.num_samples() as usize;
                 let full = read.iter().all(|(n, _)| n != PATCH_ROWS);
                 if let Some((name, a)) = read.iter().find(|(_, a)| full && a.len() != rows) {
                     return Err(super::integrity::corrupt(
-                        &self.version.dir().join(&file.file),
+                        &version.dir().join(&file.file),
                         format!(
                             "version {}: column '{name}' has {} values for the {rows} rows of its data file",
-                            self.version.version(),
+                            version.version(),
                             a.len()
                         ),
                     ));
@@ -217,9 +246,38 @@ impl VersionView {
         Ok(self.columns.get().map(Vec::as_slice).unwrap_or_default())
     }
 
-    /// The version.
-    pub fn version(&self) -> &VersionedDataset {
-        &self.version
+    /// The version of the dataset directory; `None` for a `.beton` file ([`VersionView::of_file`]),
+    /// which has no versions to edit.
+    pub fn version(&self) -> Option<&VersionedDataset> {
+        self.version.as_ref()
+    }
+
+    /// The version's number: 0 for a `.beton` file.
+    pub fn number(&self) -> u64 {
+        self.version.as_ref().map_or(0, VersionedDataset::version)
+    }
+
+    /// Whether this is a `.beton` file ([`VersionView::of_file`]) rather than a version of a
+    /// dataset directory.
+    pub fn is_file(&self) -> bool {
+        self.version.is_none()
+    }
+
+    /// Rows in this version (deleted ones left out).
+    pub fn num_rows(&self) -> u64 {
+        self.data_file_rows().iter().sum()
+    }
+
+    /// The class names (label `k` names class `k`), if known: the manifest's, or a `.beton`
+    /// file's own.
+    ///
+    /// # Errors
+    /// A file's class names that cannot be read.
+    pub fn classes(&self) -> Result<Option<Vec<String>>> {
+        match &self.version {
+            Some(v) => Ok(v.manifest().classes.clone()),
+            None => Ok(self.fragments[0].ds.classes()?),
+        }
     }
 
     /// The data files, in manifest order.
@@ -255,7 +313,7 @@ impl VersionView {
     /// # Errors
     /// A manifest type this beton does not know.
     pub fn schema(&self) -> Result<Vec<(String, FieldType)>> {
-        self.version.manifest().schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect()
+        Ok(self.schema.clone())
     }
 
     /// The version as one table: `index` (position), `row_id`, then the schema's columns.
@@ -263,9 +321,11 @@ impl VersionView {
     /// # Errors
     /// As [`Table::from_parts`]; corrupt split files.
     pub fn table(&self) -> Result<Table<'_>> {
-        let m = self.version.manifest();
-        let schema =
-            m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<Vec<_>>>()?;
+        let Some(version) = &self.version else {
+            return Ok(Table::new(&self.fragments[0].ds));
+        };
+        let m = version.manifest();
+        let schema = &self.schema;
         let columns = self.columns()?;
         let parts = self
             .fragments
@@ -284,10 +344,10 @@ impl VersionView {
             None => {
                 let mut read = BTreeMap::new();
                 for (name, file) in &m.splits {
-                    let set = read_index_file(self.version.dir(), &file.file, file.checksum.as_deref())?;
+                    let set = read_index_file(version.dir(), &file.file, file.checksum.as_deref())?;
                     if set.len() as u64 != file.count {
                         return Err(super::integrity::corrupt(
-                            &self.version.dir().join(&file.file),
+                            &version.dir().join(&file.file),
                             format!(
                                 "version {}: split '{name}' holds {} row ids, the manifest says {}",
                                 m.version,
@@ -301,7 +361,21 @@ impl VersionView {
                 Arc::clone(self.splits.get_or_init(|| Arc::new(read)))
             }
         };
-        Table::from_parts(parts, &schema, splits)
+        Table::from_parts(parts, schema, splits)
+    }
+
+    /// The named splits, as indices of this version, by name: a `.beton` file's own, or the
+    /// version's split files.
+    ///
+    /// # Errors
+    /// Split blobs or files that are not index sets; as [`VersionView::table`].
+    pub fn splits(&self) -> Result<BTreeMap<String, crate::IndexSet>> {
+        let Some(version) = &self.version else {
+            return crate::splits::all(&self.fragments[0].ds);
+        };
+        let table = self.table()?;
+        let names = version.manifest().splits.keys();
+        names.map(|n| Ok((n.clone(), table.split(n)?.as_ref().clone()))).collect()
     }
 
     /// The fragment (position in the manifest) and data-file row of each table row of `rows`

@@ -1,55 +1,21 @@
-//! `Version`: one version of a dataset directory (docs/FORMAT.md §13): the same reads as
-//! `Dataset` (fields, samples, the table as an Arrow stream, SQL, splits) over its data files,
-//! and the edits, each committing a new version that this object then shows.
+//! The edits of a dataset directory's version, each committing a new version that the
+//! `Dataset` object then shows; its log, tags, diff, export and cleanup. A `.beton` file has
+//! none of them: each says how to make it a directory (`beton.import_file`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatchReader};
-use beton_query::versioned::{Manifest, VersionRef, VersionView, VersionedDataset};
-use beton_query::IndexSet as RustIndexSet;
+use beton_query::versioned::{Manifest, VersionRef, VersionedDataset};
 use beton_query::SqlEdits;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::dataset::{sample_dict, sample_index, stream_capsule, ArrowStream};
+use super::{version_ref, Dataset};
 use crate::errors::from_query;
-use crate::gallery::Source;
 use crate::index_set::IndexSet;
-
-/// (name, type, (dtype, shape) of arrays).
-type FieldInfo = (String, String, Option<(String, Vec<u64>)>);
-
-/// A version and its open data.
-pub(crate) struct Opened {
-    pub(crate) version: VersionedDataset,
-    pub(crate) view: VersionView,
-}
-
-impl Opened {
-    fn new(version: VersionedDataset) -> PyResult<Arc<Opened>> {
-        let view = version.view().map_err(from_query)?;
-        Ok(Arc::new(Opened { version, view }))
-    }
-}
-
-/// One version of a dataset directory.
-#[pyclass(module = "beton._native", frozen)]
-pub struct Version {
-    pub(crate) state: RwLock<Arc<Opened>>,
-}
-
-fn version_ref(version: Option<&Bound<'_, PyAny>>) -> PyResult<VersionRef> {
-    Ok(match version {
-        None => VersionRef::Latest,
-        Some(v) => match v.extract::<u64>() {
-            Ok(n) => VersionRef::Number(n),
-            Err(_) => VersionRef::Tag(v.extract::<String>()?),
-        },
-    })
-}
 
 /// A manifest as a dict (`beton log`'s fields).
 fn manifest_dict<'py>(py: Python<'py>, m: &Manifest) -> PyResult<Bound<'py, PyDict>> {
@@ -69,30 +35,18 @@ fn manifest_dict<'py>(py: Python<'py>, m: &Manifest) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
-impl Version {
-    /// The opened version with its table's column and split files read, without the GIL (they
-    /// come from the store for a dataset on object storage; the view keeps them).
-    fn opened_with_table(&self, py: Python<'_>) -> PyResult<Arc<Opened>> {
-        let opened = self.opened();
-        py.detach(|| opened.view.table().map(drop)).map_err(from_query)?;
-        Ok(opened)
-    }
-
-    pub(crate) fn opened(&self) -> Arc<Opened> {
-        Arc::clone(&self.state.read().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Runs an edit on the current version without the GIL and shows its result.
-    fn edit(
+impl Dataset {
+    /// Runs an edit on the current version without the GIL and shows its result; a `.beton`
+    /// file's is refused, naming `beton.import_file`.
+    pub(super) fn edit(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&VersionedDataset) -> beton_query::Result<VersionedDataset> + Send,
     ) -> PyResult<u64> {
-        let current = self.opened();
-        let next = py.detach(|| f(&current.version)).map_err(from_query)?;
-        let opened = py.detach(|| Opened::new(next))?;
-        let v = opened.version.version();
-        *self.state.write().unwrap_or_else(|e| e.into_inner()) = opened;
+        let (_, current) = self.versioned()?;
+        let view = py.detach(|| f(&current).and_then(|next| next.view())).map_err(from_query)?;
+        let v = view.number();
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(view);
         Ok(v)
     }
 }
@@ -128,210 +82,30 @@ fn one_column(values: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
 }
 
 #[pymethods]
-impl Version {
-    /// Opens version `version` (a number, a tag, or None for the latest) of the dataset at `dir`.
-    #[new]
-    #[pyo3(signature = (dir, version = None))]
-    fn open(py: Python<'_>, dir: PathBuf, version: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let at = version_ref(version)?;
-        let opened =
-            py.detach(|| VersionedDataset::open(&dir, at).map_err(from_query).and_then(Opened::new))?;
-        Ok(Version { state: RwLock::new(opened) })
-    }
-
-    /// Makes `dir` a dataset whose version 1 is the `.beton` file `file` (hard-linked).
-    #[staticmethod]
-    fn import_file(py: Python<'_>, dir: PathBuf, file: PathBuf) -> PyResult<Self> {
-        let opened =
-            py.detach(|| VersionedDataset::import(&dir, &file).map_err(from_query).and_then(Opened::new))?;
-        Ok(Version { state: RwLock::new(opened) })
-    }
-
-    /// A new dataset `dir` of the rows of `sources` in order (`.beton` files hard-linked,
-    /// dataset directories' latest versions exported once); `progress(done, total)` counts
-    /// their rows (an exception it raises stops the concat and propagates).
-    #[staticmethod]
-    #[pyo3(signature = (dir, sources, message = String::new(), progress = None))]
-    fn concat(
-        py: Python<'_>,
-        dir: PathBuf,
-        sources: Vec<PathBuf>,
-        message: String,
-        progress: Option<Py<PyAny>>,
-    ) -> PyResult<Self> {
-        let (options, interrupted) = crate::progress::export_options(0, progress);
-        let opened = py
-            .detach(|| {
-                VersionedDataset::concat(&dir, &sources, &message, &options)
-                    .map_err(from_query)
-                    .and_then(Opened::new)
-            })
-            .map_err(|e| crate::progress::error(&interrupted, e))?;
-        Ok(Version { state: RwLock::new(opened) })
-    }
-
-    /// `files` (`.beton` files written apart) as one new version of the dataset `dir`: its
-    /// version 1 when new, else appended (`VersionedDataset::commit_files`).
-    #[staticmethod]
-    #[pyo3(signature = (dir, files, message = String::new()))]
-    fn commit_files(py: Python<'_>, dir: PathBuf, files: Vec<PathBuf>, message: String) -> PyResult<Self> {
-        let opened = py.detach(|| {
-            VersionedDataset::commit_files(&dir, &files, &message).map_err(from_query).and_then(Opened::new)
-        })?;
-        Ok(Version { state: RwLock::new(opened) })
-    }
-
-    /// True when `path` is a dataset directory. For a URL, one listing of its `_versions/`
-    /// (without the GIL), whose refusal or unreachable store raises, naming the listing.
-    #[staticmethod]
-    fn is_dataset_dir(py: Python<'_>, path: PathBuf) -> PyResult<bool> {
-        py.detach(|| VersionedDataset::probe(&path)).map_err(from_query)
-    }
-
-    /// The directory, or the URL of a dataset on object storage (its local mirror is hidden).
-    #[getter]
-    fn path<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let opened = self.opened();
-        match beton_query::versioned::remote::url_of(opened.version.dir()) {
-            Some(url) => Ok(pyo3::types::PyString::new(py, &url).into_any()),
-            None => Ok(opened.version.dir().into_pyobject(py)?.into_any()),
-        }
-    }
-
-    /// This version's number.
-    #[getter]
-    fn version(&self) -> u64 {
-        self.opened().version.version()
-    }
-
-    fn __len__(&self) -> usize {
-        self.opened().version.num_rows() as usize
-    }
-
-    /// `[(name, type, details)]`, as `Dataset.fields`.
-    fn fields(&self) -> PyResult<Vec<FieldInfo>> {
-        let opened = self.opened();
-        let schema = opened.view.schema().map_err(from_query)?;
-        Ok(schema
-            .iter()
-            .map(|(name, ty)| {
-                let kind = ty.kind();
-                let details = kind.element().map(|(d, s)| (d.typestr().to_string(), s.to_vec()));
-                (name.clone(), kind.short_name().to_string(), details)
-            })
-            .collect())
-    }
-
-    /// Sample `index` of this version, as `Dataset.get`.
-    #[pyo3(signature = (index, decode_images = true))]
-    fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
-        let opened = self.opened_with_table(py)?;
-        let i = sample_index(index, opened.version.num_rows())?;
-        // Each value from its column file where one holds it, else from its data file.
-        let table = opened.view.table().map_err(from_query)?;
-        let schema = opened.view.schema().map_err(from_query)?;
-        if beton_query::versioned::remote::url_of(opened.version.dir()).is_some() {
-            // Its payloads fetched without the GIL (the data files' handles keep their blocks
-            // for the read below); errors come from that read.
-            py.detach(|| schema.iter().for_each(|(name, ty)| drop(table.value(i, name, ty))));
-        }
-        let fields = schema.iter().map(|(name, ty)| (name.as_str(), ty));
-        sample_dict(py, decode_images, fields, |_, name, ty| table.value(i, name, ty).map_err(from_query))
-    }
-
-    /// The table's columns (all, or `columns`) as an Arrow C stream capsule.
-    #[pyo3(signature = (columns = None))]
-    fn table_stream<'py>(&self, py: Python<'py>, columns: Option<Vec<String>>) -> ArrowStream<'py> {
-        let opened = self.opened();
-        stream_capsule(py, || crate::dataset::columns_batch(&opened.view.table()?, columns))
-    }
-
-    /// The values of `fields` (all when `None`) in `rows`, as an Arrow C stream capsule
-    /// (`beton_query::take`).
-    #[pyo3(signature = (rows, fields = None))]
-    fn take_stream<'py>(
-        &self,
-        py: Python<'py>,
-        rows: Vec<u64>,
-        fields: Option<Vec<String>>,
-    ) -> ArrowStream<'py> {
-        let opened = self.opened();
-        stream_capsule(py, || beton_query::take(&opened.view.table()?, &rows, fields.as_deref()))
-    }
-
-    /// The rows each data file gives this version, in index order.
-    fn data_file_rows(&self) -> Vec<u64> {
-        self.opened().view.data_file_rows()
-    }
-
-    /// The column names of the table.
-    fn column_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let opened = self.opened_with_table(py)?;
-        let table = opened.view.table().map_err(from_query)?;
-        Ok(table.column_names().into_iter().map(String::from).collect())
-    }
-
-    /// `SELECT …` → an Arrow C stream capsule of the result.
-    fn query_stream<'py>(&self, py: Python<'py>, sql: String) -> ArrowStream<'py> {
-        let opened = self.opened();
-        stream_capsule(py, || beton_query::query(&opened.view.table()?, &sql))
-    }
-
-    /// The indices a predicate or `SELECT` matches.
-    fn select(&self, py: Python<'_>, sql: String) -> PyResult<IndexSet> {
-        let opened = self.opened();
-        let set =
-            py.detach(|| beton_query::select_indices(&opened.view.table()?, &sql)).map_err(from_query)?;
-        Ok(IndexSet::of(set, Source::Version(opened)))
-    }
-
-    /// The named splits (as indices of this version), by name.
-    fn splits(&self, py: Python<'_>) -> PyResult<BTreeMap<String, IndexSet>> {
-        let opened = self.opened_with_table(py)?;
-        let table = opened.view.table().map_err(from_query)?;
-        opened
-            .version
-            .manifest()
-            .splits
-            .keys()
-            .map(|n| {
-                let set = table.split(n).map_err(from_query)?.as_ref().clone();
-                Ok((n.clone(), IndexSet::of(set, Source::Version(Arc::clone(&opened)))))
-            })
-            .collect()
-    }
-
-    /// Named split `name`.
-    fn split(&self, py: Python<'_>, name: &str) -> PyResult<IndexSet> {
-        let opened = self.opened_with_table(py)?;
-        let table = opened.view.table().map_err(from_query)?;
-        let set = table.split(name).map_err(from_query)?.as_ref().clone();
-        Ok(IndexSet::of(set, Source::Version(Arc::clone(&opened))))
-    }
-
+impl Dataset {
     /// Every committed version's log entry, oldest first.
     fn versions<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let opened = self.opened();
-        let all = py.detach(|| opened.version.versions()).map_err(from_query)?;
+        let (_, version) = self.versioned()?;
+        let all = py.detach(|| version.versions()).map_err(from_query)?;
         all.iter().map(|m| manifest_dict(py, m)).collect()
     }
 
     /// `{tag: version}`.
     fn tags(&self, py: Python<'_>) -> PyResult<BTreeMap<String, u64>> {
-        let opened = self.opened();
-        py.detach(|| opened.version.tags()).map_err(from_query)
+        let (_, version) = self.versioned()?;
+        py.detach(|| version.tags()).map_err(from_query)
     }
 
     /// Names this version.
     fn tag(&self, py: Python<'_>, name: &str) -> PyResult<()> {
-        let opened = self.opened();
-        py.detach(|| opened.version.tag(name)).map_err(from_query)
+        let (_, version) = self.versioned()?;
+        py.detach(|| version.tag(name)).map_err(from_query)
     }
 
     /// Deletes a tag; returns the version it named.
     fn delete_tag(&self, py: Python<'_>, name: &str) -> PyResult<u64> {
-        let opened = self.opened();
-        py.detach(|| opened.version.delete_tag(name)).map_err(from_query)
+        let (_, version) = self.versioned()?;
+        py.detach(|| version.delete_tag(name)).map_err(from_query)
     }
 
     /// Deletes rows (a SQL predicate or an IndexSet of indices); returns the new version.
@@ -380,7 +154,7 @@ impl Version {
         for (name, v) in values.iter() {
             columns.push((name.extract::<String>()?, one_column(&v)?));
         }
-        let schema = self.opened().view.schema().map_err(from_query)?;
+        let schema = self.versioned()?.0.schema().map_err(from_query)?;
         for (name, objs) in objects.iter().flat_map(|d| d.iter()) {
             let name: String = name.extract()?;
             let objs: Vec<Bound<'_, PyAny>> = objs.extract()?;
@@ -567,10 +341,10 @@ impl Version {
         keep_versions: usize,
         grace_seconds: f64,
     ) -> PyResult<(Vec<u64>, Vec<String>, u64)> {
-        let opened = self.opened();
+        let (_, version) = self.versioned()?;
         let grace = std::time::Duration::try_from_secs_f64(grace_seconds)
             .map_err(|e| PyValueError::new_err(format!("grace_seconds: {e}")))?;
-        let r = py.detach(|| opened.version.cleanup(keep_versions, grace)).map_err(from_query)?;
+        let r = py.detach(|| version.cleanup(keep_versions, grace)).map_err(from_query)?;
         Ok((r.versions, r.files, r.bytes))
     }
 
@@ -589,37 +363,14 @@ impl Version {
         progress: Option<Py<PyAny>>,
         fields: Option<Vec<String>>,
     ) -> PyResult<(u64, crate::writer::FilledRows)> {
-        let opened = self.opened();
+        let (_, version) = self.versioned()?;
         let (options, interrupted) = crate::progress::export_options(num_workers, progress);
         let copied = py
             .detach(|| {
-                opened.version.export_fields(
-                    &path,
-                    rows.as_ref().map(|r| &r.inner),
-                    fields.as_deref(),
-                    &options,
-                )
+                version.export_fields(&path, rows.as_ref().map(|r| &r.inner), fields.as_deref(), &options)
             })
             .map_err(|e| crate::progress::error(&interrupted, from_query(e)))?;
         Ok((copied.report.num_samples, crate::writer::filled(&copied.filled)))
-    }
-
-    /// Saves named splits (IndexSets of this version's indices) as a new version.
-    #[pyo3(signature = (sets, message = String::new()))]
-    fn save_splits(
-        &self,
-        py: Python<'_>,
-        sets: BTreeMap<String, IndexSet>,
-        message: String,
-    ) -> PyResult<u64> {
-        let sets: BTreeMap<String, RustIndexSet> = sets.into_iter().map(|(n, s)| (n, s.inner)).collect();
-        self.edit(py, |v| v.save_splits(&sets, &[], &message))
-    }
-
-    /// Removes named splits, as a new version.
-    #[pyo3(signature = (names, message = String::new()))]
-    fn remove_splits(&self, py: Python<'_>, names: Vec<String>, message: String) -> PyResult<u64> {
-        self.edit(py, |v| v.save_splits(&BTreeMap::new(), &names, &message))
     }
 
     /// What changed from version `a` to version `b` (numbers or tags; default: this version's
@@ -632,10 +383,10 @@ impl Version {
         a: Option<&Bound<'_, PyAny>>,
         b: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let opened = self.opened();
-        let dir = opened.version.dir().to_path_buf();
+        let (_, version) = self.versioned()?;
+        let dir = version.dir().to_path_buf();
         let vb = match b {
-            None => opened.version.clone(),
+            None => version.clone(),
             Some(b) => VersionedDataset::open(&dir, version_ref(Some(b))?).map_err(from_query)?,
         };
         let va = match a {
@@ -649,81 +400,5 @@ impl Version {
         let out = PyDict::new(py);
         set_fields!(out, d; from, to, added, deleted, added_columns, dropped_columns, changed);
         Ok(out)
-    }
-
-    /// The plan of `sql` on this version (`beton explain DIR`), as `Dataset.explain`.
-    fn explain<'py>(&self, py: Python<'py>, sql: String) -> PyResult<Bound<'py, PyDict>> {
-        let opened = self.opened();
-        let e = py.detach(|| beton_query::explain::version(&opened.version, &sql)).map_err(from_query)?;
-        crate::dataset::explain_dict(py, e)
-    }
-
-    /// This version's class names, or None.
-    #[getter]
-    fn classes(&self) -> Option<Vec<String>> {
-        self.opened().version.manifest().classes.clone()
-    }
-
-    /// Writes rows of this version to a new `.beton` file, values as stored, as `Dataset.copy_to`.
-    #[pyo3(signature = (path, fields = None, rows = None, page_size = None, num_workers = 0))]
-    fn copy_to<'py>(
-        &self,
-        py: Python<'py>,
-        path: PathBuf,
-        fields: Option<Vec<String>>,
-        rows: Option<Vec<u64>>,
-        page_size: Option<u64>,
-        num_workers: usize,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let opened = self.opened();
-        let schema = opened.view.schema().map_err(from_query)?;
-        let table = opened.view.table().map_err(from_query)?;
-        let page_size = page_size
-            .or_else(|| opened.view.datasets().map(|d| d.page_size()).max())
-            .unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
-        let options =
-            beton_storage::WriterOptions { page_size, num_threads: num_workers, ..Default::default() };
-        let classes = opened.version.manifest().classes.clone();
-        crate::dataset::copy_table(py, &table, &schema, &path, fields, rows, classes.as_deref(), options)
-    }
-
-    /// A gallery of rows (`rows`: None, SQL, an IndexSet, a query result with `index`, or row
-    /// numbers) with `options` (a dict: `by`, `n`, `columns`, `size`, `image`, `summaries`,
-    /// `max_groups`, `title`): `Dataset.gallery` wraps it.
-    #[pyo3(signature = (rows = None, options = None, progress = None))]
-    fn gallery(
-        &self,
-        py: Python<'_>,
-        rows: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-        progress: Option<Py<PyAny>>,
-    ) -> PyResult<crate::gallery::Gallery> {
-        crate::gallery::build(py, &Source::Version(self.opened()), rows, options, progress)
-    }
-
-    /// The notebook card: `facts` (name, value) above a strip of `n` thumbnails.
-    #[pyo3(signature = (facts, n = 8))]
-    fn card_html(&self, py: Python<'_>, facts: Vec<(String, String)>, n: usize) -> PyResult<String> {
-        crate::gallery::card(py, &Source::Version(self.opened()), facts, n)
-    }
-
-    /// A query's result (an Arrow C stream) for a notebook: a table, and thumbnails when it
-    /// has an `index` column.
-    fn result_html(&self, py: Python<'_>, result: &Bound<'_, PyAny>) -> PyResult<String> {
-        crate::gallery::result_html(py, &Source::Version(self.opened()), result)
-    }
-
-    fn __repr__(&self) -> String {
-        let opened = self.opened();
-        let m = opened.version.manifest();
-        let names: Vec<&str> = m.schema.iter().map(|f| f.name.as_str()).collect();
-        format!(
-            "Dataset('{}', version {}, {} samples in {} data files, fields: {})",
-            opened.version.dir().display(),
-            m.version,
-            m.num_rows(),
-            m.fragments.len(),
-            names.join(", ")
-        )
     }
 }

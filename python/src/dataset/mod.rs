@@ -1,0 +1,468 @@
+//! `Dataset`: one class for every dataset — a `.beton` file (a read-only dataset of one data
+//! file at version 0) or a version of a dataset directory — over one Rust type,
+//! [`VersionView`]: its fields, one sample's values, the table as an Arrow C stream, SQL, named
+//! splits, explain and galleries here; the edits of a dataset directory, each committing a new
+//! version that the object then shows, in [`edits`].
+
+mod convert;
+mod edits;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use beton_query::versioned::{VersionRef, VersionView, VersionedDataset};
+use beton_storage::OpenOptions;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+pub(crate) use convert::{
+    columns_batch, copy_table, explain_dict, sample_dict, sample_index, stream_capsule, ArrowStream,
+};
+
+use crate::errors::{from_query, from_storage};
+use crate::gallery::Source;
+use crate::index_set::IndexSet;
+
+/// (name, type, (dtype, shape) of arrays).
+type FieldInfo = (String, String, Option<(String, Vec<u64>)>);
+
+/// An open dataset: a `.beton` file, or a version of a dataset directory that edits move on.
+#[pyclass(module = "beton._native", frozen)]
+pub struct Dataset {
+    pub(crate) state: RwLock<Arc<VersionView>>,
+}
+
+/// Which version `version` names: a number, a tag, or the latest for `None`.
+fn version_ref(version: Option<&Bound<'_, PyAny>>) -> PyResult<VersionRef> {
+    Ok(match version {
+        None => VersionRef::Latest,
+        Some(v) => match v.extract::<u64>() {
+            Ok(n) => VersionRef::Number(n),
+            Err(_) => VersionRef::Tag(v.extract::<String>()?),
+        },
+    })
+}
+
+/// The error of an edit asked of a `.beton` file: it says how to make the file a dataset.
+fn read_only(view: &VersionView) -> PyErr {
+    let path = view.datasets().next().map(|d| d.path().display().to_string()).unwrap_or_default();
+    PyValueError::new_err(format!(
+        "{path} is a .beton file, which is read-only: make it a dataset directory to edit it, \
+         with beton.import_file(DIR, '{path}') (its rows are hard-linked, not copied)"
+    ))
+}
+
+impl Dataset {
+    fn of(view: VersionView) -> Dataset {
+        Dataset { state: RwLock::new(Arc::new(view)) }
+    }
+
+    /// The dataset as open now (an edit moves it to the version it commits).
+    pub(crate) fn opened(&self) -> Arc<VersionView> {
+        Arc::clone(&self.state.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The opened dataset with its table's column and split files read, without the GIL (they
+    /// come from the store for a dataset on object storage; the view keeps them).
+    fn opened_with_table(&self, py: Python<'_>) -> PyResult<Arc<VersionView>> {
+        let opened = self.opened();
+        py.detach(|| opened.table().map(drop)).map_err(from_query)?;
+        Ok(opened)
+    }
+
+    /// The version being read, or the read-only error of a `.beton` file.
+    fn versioned(&self) -> PyResult<(Arc<VersionView>, VersionedDataset)> {
+        let opened = self.opened();
+        let version = opened.version().cloned().ok_or_else(|| read_only(&opened))?;
+        Ok((opened, version))
+    }
+
+    /// A `.beton` file's path and identity (for its in-place metadata updates), or the error of
+    /// a dataset directory's version naming `what` it cannot do in place and what does it
+    /// instead.
+    fn file(&self, what: &str, instead: &str) -> PyResult<(PathBuf, Option<beton_storage::FileId>)> {
+        let opened = self.opened();
+        let file = opened
+            .datasets()
+            .next()
+            .filter(|_| opened.is_file())
+            .map(|d| (d.path().to_path_buf(), d.file_id()));
+        match file {
+            Some(file) => Ok(file),
+            None => Err(PyValueError::new_err(format!(
+                "{what} is for a .beton file; a version of a dataset directory does it as a new version: {instead}"
+            ))),
+        }
+    }
+
+    /// Whether reads fetch from object storage.
+    fn remote(view: &VersionView) -> bool {
+        view.datasets().any(|d| d.is_remote())
+            || view.version().is_some_and(|v| beton_query::versioned::remote::url_of(v.dir()).is_some())
+    }
+
+    /// This dataset, as the source of the index sets it makes.
+    fn source(&self) -> Source {
+        Source(self.opened())
+    }
+}
+
+/// A dataset directory (a local folder, or a URL with a version) rather than a `.beton` file.
+fn is_directory(path: &Path) -> PyResult<bool> {
+    Ok(path.is_dir() || VersionedDataset::probe(path).map_err(from_query)?)
+}
+
+#[pymethods]
+impl Dataset {
+    /// Opens `path`: a `.beton` file (validated; its allocation table on first payload read;
+    /// `custom` maps a foreign custom field's name to its row layout `(size, align)`), or version
+    /// `version` (a number, a tag, or None for the latest) of the dataset directory there.
+    #[new]
+    #[pyo3(signature = (path, version = None, custom = None))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        version: Option<&Bound<'_, PyAny>>,
+        custom: Option<BTreeMap<String, (usize, usize)>>,
+    ) -> PyResult<Self> {
+        let at = version_ref(version)?;
+        if py.detach(|| is_directory(&path))? {
+            let view = py.detach(|| VersionedDataset::open(&path, at).and_then(|v| v.view()));
+            return Ok(Dataset::of(view.map_err(from_query)?));
+        }
+        if version.is_some() && at != VersionRef::Number(0) {
+            return Err(PyValueError::new_err(format!(
+                "{}: a .beton file has one version, 0; versions are a dataset directory's (beton.import_file)",
+                path.display()
+            )));
+        }
+        // The allocation table is checked on first payload read, so opening a file to query its
+        // data table costs O(fields), not O(payloads).
+        let mut options = OpenOptions::new().defer_allocation_checks(true);
+        for (name, (size, align)) in custom.unwrap_or_default() {
+            options = options.custom_layout(&name, size, align);
+        }
+        let ds = py.detach(|| options.open(&path)).map_err(from_storage)?;
+        Ok(Dataset::of(VersionView::of_file(Arc::new(ds))))
+    }
+
+    /// Makes `dir` a dataset whose version 1 is the `.beton` file `file` (hard-linked).
+    #[staticmethod]
+    fn import_file(py: Python<'_>, dir: PathBuf, file: PathBuf) -> PyResult<Self> {
+        let view = py.detach(|| VersionedDataset::import(&dir, &file).and_then(|v| v.view()));
+        Ok(Dataset::of(view.map_err(from_query)?))
+    }
+
+    /// A new dataset `dir` of the rows of `sources` in order (`.beton` files hard-linked,
+    /// dataset directories' latest versions exported once); `progress(done, total)` counts
+    /// their rows (an exception it raises stops the concat and propagates).
+    #[staticmethod]
+    #[pyo3(signature = (dir, sources, message = String::new(), progress = None))]
+    fn concat(
+        py: Python<'_>,
+        dir: PathBuf,
+        sources: Vec<PathBuf>,
+        message: String,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let (options, interrupted) = crate::progress::export_options(0, progress);
+        let view = py
+            .detach(|| VersionedDataset::concat(&dir, &sources, &message, &options).and_then(|v| v.view()))
+            .map_err(|e| crate::progress::error(&interrupted, from_query(e)))?;
+        Ok(Dataset::of(view))
+    }
+
+    /// `files` (`.beton` files written apart) as one new version of the dataset `dir`: its
+    /// version 1 when new, else appended (`VersionedDataset::commit_files`).
+    #[staticmethod]
+    #[pyo3(signature = (dir, files, message = String::new()))]
+    fn commit_files(py: Python<'_>, dir: PathBuf, files: Vec<PathBuf>, message: String) -> PyResult<Self> {
+        let view =
+            py.detach(|| VersionedDataset::commit_files(&dir, &files, &message).and_then(|v| v.view()));
+        Ok(Dataset::of(view.map_err(from_query)?))
+    }
+
+    /// True when `path` is a dataset directory. For a URL, one listing of its `_versions/`
+    /// (without the GIL), whose refusal or unreachable store raises, naming the listing.
+    #[staticmethod]
+    fn is_dataset_dir(py: Python<'_>, path: PathBuf) -> PyResult<bool> {
+        py.detach(|| VersionedDataset::probe(&path)).map_err(from_query)
+    }
+
+    /// True for a `.beton` file (read-only, version 0), false for a dataset directory's version.
+    #[getter]
+    fn is_file(&self) -> bool {
+        self.opened().is_file()
+    }
+
+    /// The file's or directory's path (`pathlib.Path`), or its URL (`str`) on object storage
+    /// (a directory's local mirror is hidden).
+    #[getter]
+    fn path<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let opened = self.opened();
+        let (path, url) = match opened.version() {
+            Some(v) => (v.dir().to_path_buf(), beton_query::versioned::remote::url_of(v.dir())),
+            None => {
+                let ds = opened.datasets().next().expect("a file view has one data file");
+                (ds.path().to_path_buf(), ds.is_remote().then(|| ds.path().to_string_lossy().into_owned()))
+            }
+        };
+        match url {
+            Some(url) => Ok(pyo3::types::PyString::new(py, &url).into_any()),
+            None => Ok(path.into_pyobject(py)?.into_any()),
+        }
+    }
+
+    /// This version's number (0 for a `.beton` file).
+    #[getter]
+    fn version(&self) -> u64 {
+        self.opened().number()
+    }
+
+    fn __len__(&self) -> usize {
+        self.opened().num_rows() as usize
+    }
+
+    /// The page size of the data files (the largest, over several).
+    #[getter]
+    fn page_size(&self) -> u64 {
+        self.opened().datasets().map(|d| d.page_size()).max().unwrap_or(0)
+    }
+
+    /// Heap pages of the data files, together.
+    #[getter]
+    fn num_pages(&self) -> u64 {
+        self.opened().datasets().map(|d| d.num_pages()).sum()
+    }
+
+    /// `[(name, type, details)]`: details is the dtype and shape of arrays, else None.
+    fn fields(&self) -> PyResult<Vec<FieldInfo>> {
+        let schema = self.opened().schema().map_err(from_query)?;
+        Ok(schema
+            .iter()
+            .map(|(name, ty)| {
+                let kind = ty.kind();
+                let details = kind.element().map(|(d, s)| (d.typestr().to_string(), s.to_vec()));
+                (name.clone(), kind.short_name().to_string(), details)
+            })
+            .collect())
+    }
+
+    /// Sample `index` as `{name: value}` in raw form (the Python layer makes numpy arrays and
+    /// parses JSON): ints, floats, bools, bytes, str (JSON, text); `(bytes, typestr, shape)` for
+    /// arrays; `(bytes, height, width, channels)` for decoded images (raw payload bytes with
+    /// `decode_images=False`, as `(bytes, 'jpg'|'raw', height, width)`); None for a NULL. Each
+    /// value from its column file where one holds it, else from its data file.
+    #[pyo3(signature = (index, decode_images = true))]
+    fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
+        let opened = self.opened_with_table(py)?;
+        let i = sample_index(index, opened.num_rows())?;
+        let table = opened.table().map_err(from_query)?;
+        let schema = opened.schema().map_err(from_query)?;
+        if Self::remote(&opened) {
+            // Its payloads fetched without the GIL (the data files' handles keep their blocks
+            // for the read below); errors come from that read.
+            py.detach(|| schema.iter().for_each(|(name, ty)| drop(table.value(i, name, ty))));
+        }
+        let fields = schema.iter().map(|(name, ty)| (name.as_str(), ty));
+        sample_dict(py, decode_images, fields, |_, name, ty| table.value(i, name, ty).map_err(from_query))
+    }
+
+    /// The table's columns (all, or `columns`) as an Arrow C stream capsule.
+    #[pyo3(signature = (columns = None))]
+    fn table_stream<'py>(&self, py: Python<'py>, columns: Option<Vec<String>>) -> ArrowStream<'py> {
+        let opened = self.opened();
+        stream_capsule(py, || columns_batch(&opened.table()?, columns))
+    }
+
+    /// The values of `fields` (all when `None`) in `rows`, as an Arrow C stream capsule
+    /// (`beton_query::take`).
+    #[pyo3(signature = (rows, fields = None))]
+    fn take_stream<'py>(
+        &self,
+        py: Python<'py>,
+        rows: Vec<u64>,
+        fields: Option<Vec<String>>,
+    ) -> ArrowStream<'py> {
+        let opened = self.opened();
+        stream_capsule(py, || beton_query::take(&opened.table()?, &rows, fields.as_deref()))
+    }
+
+    /// The rows each data file gives this version, in index order.
+    fn data_file_rows(&self) -> Vec<u64> {
+        self.opened().data_file_rows()
+    }
+
+    /// The column names of the table.
+    fn column_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let opened = self.opened_with_table(py)?;
+        let table = opened.table().map_err(from_query)?;
+        Ok(table.column_names().into_iter().map(String::from).collect())
+    }
+
+    /// `SELECT …` → an Arrow C stream capsule of the result.
+    fn query_stream<'py>(&self, py: Python<'py>, sql: String) -> ArrowStream<'py> {
+        let opened = self.opened();
+        stream_capsule(py, || beton_query::query(&opened.table()?, &sql))
+    }
+
+    /// The indices a predicate or `SELECT` matches.
+    fn select(&self, py: Python<'_>, sql: String) -> PyResult<IndexSet> {
+        let opened = self.opened();
+        let set = py.detach(|| beton_query::select_indices(&opened.table()?, &sql)).map_err(from_query)?;
+        Ok(IndexSet::of(set, Source(opened)))
+    }
+
+    /// The named splits (as indices), by name.
+    fn splits(&self, py: Python<'_>) -> PyResult<BTreeMap<String, IndexSet>> {
+        let opened = self.opened();
+        let splits = py.detach(|| opened.splits()).map_err(from_query)?;
+        Ok(splits.into_iter().map(|(n, s)| (n, IndexSet::of(s, Source(Arc::clone(&opened))))).collect())
+    }
+
+    /// Named split `name`.
+    fn split(&self, py: Python<'_>, name: &str) -> PyResult<IndexSet> {
+        let opened = self.opened_with_table(py)?;
+        let table = opened.table().map_err(from_query)?;
+        let set = table.split(name).map_err(from_query)?.as_ref().clone();
+        Ok(IndexSet::of(set, Source(Arc::clone(&opened))))
+    }
+
+    /// Adds or replaces named splits (IndexSets of indices): in a `.beton` file, in place in
+    /// one crash-safe update (returns None); in a dataset directory, as a new version (returns
+    /// its number).
+    #[pyo3(signature = (sets, message = String::new()))]
+    fn save_splits(
+        &self,
+        py: Python<'_>,
+        sets: BTreeMap<String, IndexSet>,
+        message: String,
+    ) -> PyResult<Option<u64>> {
+        if self.opened().is_file() {
+            let (path, opened) = self.file("save_splits", "")?;
+            let sets = sets.iter().map(|(n, s)| (n.as_str(), &s.inner));
+            py.detach(|| beton_query::splits::save(&path, opened, sets)).map_err(from_query)?;
+            return Ok(None);
+        }
+        let sets: BTreeMap<String, beton_query::IndexSet> =
+            sets.into_iter().map(|(n, s)| (n, s.inner)).collect();
+        self.edit(py, |v| v.save_splits(&sets, &[], &message)).map(Some)
+    }
+
+    /// Removes named splits: in place from a `.beton` file (returns None), as a new version of a
+    /// dataset directory (returns its number).
+    #[pyo3(signature = (names, message = String::new()))]
+    fn remove_splits(&self, py: Python<'_>, names: Vec<String>, message: String) -> PyResult<Option<u64>> {
+        if self.opened().is_file() {
+            let (path, opened) = self.file("remove_splits", "")?;
+            py.detach(|| beton_query::splits::remove(&path, opened, names.iter().map(String::as_str)))
+                .map_err(from_query)?;
+            return Ok(None);
+        }
+        self.edit(py, |v| v.save_splits(&BTreeMap::new(), &names, &message)).map(Some)
+    }
+
+    /// The plan of `sql` (`beton explain`): a dict, with `text` as the CLI prints it.
+    fn explain<'py>(&self, py: Python<'py>, sql: String) -> PyResult<Bound<'py, PyDict>> {
+        let opened = self.opened();
+        let e = py
+            .detach(|| match opened.version() {
+                Some(v) => beton_query::explain::version(v, &sql),
+                None => beton_query::explain::file(opened.datasets().next().expect("one data file"), &sql),
+            })
+            .map_err(from_query)?;
+        explain_dict(py, e)
+    }
+
+    /// The class names (label `k` names class `k`), or None.
+    #[getter]
+    fn classes(&self, py: Python<'_>) -> PyResult<Option<Vec<String>>> {
+        let opened = self.opened();
+        py.detach(|| opened.classes()).map_err(from_query)
+    }
+
+    /// Stores class names in a `.beton` file (None removes them), in one crash-safe update.
+    fn save_classes(&self, py: Python<'_>, classes: Option<Vec<String>>) -> PyResult<()> {
+        let (path, opened) = self.file("save_classes", "set_classes(classes) or rename_class(old, new)")?;
+        py.detach(|| {
+            beton_storage::save_classes(&path, opened, classes.as_deref())?;
+            beton_query::columnar::refresh(&path);
+            Ok(())
+        })
+        .map_err(from_storage)
+    }
+
+    /// Writes rows `rows` (all for None; any order, repeats allowed) of fields `fields` (all for
+    /// None) to a new `.beton` file at `path`, every value as stored: images never re-encoded.
+    /// The class names go with them. Returns the writer's report.
+    #[pyo3(signature = (path, fields = None, rows = None, page_size = None, num_workers = 0))]
+    fn copy_to<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        fields: Option<Vec<String>>,
+        rows: Option<Vec<u64>>,
+        page_size: Option<u64>,
+        num_workers: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let opened = self.opened();
+        let schema = opened.schema().map_err(from_query)?;
+        let table = opened.table().map_err(from_query)?;
+        let page_size = page_size
+            .or_else(|| opened.datasets().map(|d| d.page_size()).max())
+            .unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
+        let options =
+            beton_storage::WriterOptions { page_size, num_threads: num_workers, ..Default::default() };
+        let classes = opened.classes().map_err(from_query)?;
+        copy_table(py, &table, &schema, &path, fields, rows, classes.as_deref(), options)
+    }
+
+    /// A gallery of rows (`rows`: None, SQL, an IndexSet, a query result with `index`, or row
+    /// numbers) with `options` (a dict: `by`, `n`, `columns`, `size`, `image`, `summaries`,
+    /// `max_groups`, `title`): `Dataset.gallery` wraps it.
+    #[pyo3(signature = (rows = None, options = None, progress = None))]
+    fn gallery(
+        &self,
+        py: Python<'_>,
+        rows: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<crate::gallery::Gallery> {
+        crate::gallery::build(py, &self.source(), rows, options, progress)
+    }
+
+    /// The notebook card: `facts` (name, value) above a strip of `n` thumbnails.
+    #[pyo3(signature = (facts, n = 8))]
+    fn card_html(&self, py: Python<'_>, facts: Vec<(String, String)>, n: usize) -> PyResult<String> {
+        crate::gallery::card(py, &self.source(), facts, n)
+    }
+
+    /// A query's result (an Arrow C stream) for a notebook: a table, and thumbnails when it
+    /// has an `index` column.
+    fn result_html(&self, py: Python<'_>, result: &Bound<'_, PyAny>) -> PyResult<String> {
+        crate::gallery::result_html(py, &self.source(), result)
+    }
+
+    fn __repr__(&self) -> String {
+        let opened = self.opened();
+        let names: Vec<String> = opened.schema().unwrap_or_default().into_iter().map(|(n, _)| n).collect();
+        match opened.version() {
+            None => format!(
+                "Dataset('{}', {} samples, fields: {})",
+                opened.datasets().next().map(|d| d.path().display().to_string()).unwrap_or_default(),
+                opened.num_rows(),
+                names.join(", ")
+            ),
+            Some(v) => format!(
+                "Dataset('{}', version {}, {} samples in {} data files, fields: {})",
+                v.dir().display(),
+                v.version(),
+                opened.num_rows(),
+                opened.datasets().count(),
+                names.join(", ")
+            ),
+        }
+    }
+}
