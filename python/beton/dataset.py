@@ -31,16 +31,7 @@ _NOT_FFCV = ("text", "bool", "array", "grey_image")
 
 
 from beton._warnings import FFCVCompatibilityWarning, NullsFilledWarning  # noqa: E402 (re-exported)
-
-
-def _warn_filled(path, filled, stacklevel: int = 3) -> None:
-    """Warns (``NullsFilledWarning``) of the NULLs a copy into ``path`` wrote as fillers:
-    ``[(field, filler, rows)]``."""
-    for field, filler, rows in filled:
-        shown = ", ".join(str(r) for r in rows[:8]) + (", ..." if len(rows) > 8 else "")
-        warnings.warn(f"{os.fspath(path)}: field {field!r} is NULL in {len(rows)} row(s), written as {filler} "
-                      f"(a .beton file holds a value in every row): rows {shown}",
-                      NullsFilledWarning, stacklevel=stacklevel)
+from beton._writing import _progress, _progress_bar, _rgb, _warn_filled  # noqa: E402
 
 
 def _edit(method: _Method) -> _Method:
@@ -585,7 +576,6 @@ class Dataset:
         >>> ds.gallery(ds.split("val"), by="label").save("val.html")  # doctest: +SKIP
         """
         from beton.gallery import Gallery
-        from beton.writer import _progress_bar
 
         if isinstance(where, QueryResult):
             where = where.table
@@ -1418,7 +1408,6 @@ class Dataset:
         native = self._editable("append")
         if os.path.isdir(source):
             from beton.fields import RGBImageField
-            from beton.writer import _progress, _rgb
 
             image = RGBImageField(**writer_options).native()
             with _progress(None, progress) as report:
@@ -1513,8 +1502,6 @@ class Dataset:
         >>> ds.compact().versions()[-1]["data_files"]  # doctest: +SKIP
         1
         """
-        from beton.writer import _progress
-
         native = self._editable("compact")
         with _progress(len(self), progress) as report:
             native.compact(num_workers, message, report)
@@ -1602,7 +1589,6 @@ class Dataset:
         rows = self.where(where) if isinstance(where, str) else where
         if not isinstance(self._native, _native.Version):
             raise TypeError("export: use beton.import_file first, or copy the .beton file")
-        from beton.writer import _progress
 
         kinds = {name: kind for name, kind, _ in self._native.fields()}
         chosen = list(kinds) if columns is None else [str(c) for c in columns]
@@ -1776,7 +1762,5 @@ def concat(sources, out, message: str = "", progress: bool = True) -> Dataset:
     if not sources:
         raise ValueError("concat needs at least one source")
     paths = [str(s.path if isinstance(s, Dataset) else s) for s in sources]
-    from beton.writer import _progress
-
     with _progress(None, progress) as report:
         return Dataset._of(_native.Version.concat(str(out), paths, message, report))

@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import tempfile
 from typing import Any, Dict, Iterable, Optional, Sequence
 
 import numpy as np
 
 from beton import _doc, _native
+from beton._writing import _interactive, _progress, _progress_bar, _rgb, _warn_filled  # noqa: F401 (tests read two)
+from beton.dataset import Dataset, import_file
 from beton.fields.base import Field, native_fields, value_encoder
 # Names FFCV's ffcv.writer binds (user code imports them from here).
 from beton.types import get_metadata_type  # noqa: F401
@@ -29,62 +30,6 @@ MAX_PAGE_SIZE = 1 << 32
 # The Returns section of the methods that write a file.
 _returns_report = _doc.fill({"{returns_report}": (
     "Returns\n-------\ndict\n    The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.")})
-
-
-def _interactive() -> bool:
-    """Whether a progress bar has someone to show it to: stderr is a terminal, or this is a
-    notebook's kernel (tqdm.auto draws a widget there). A script whose stderr goes to a log
-    file or a pipe (a batch job, CI) gets no bar: tqdm would write a line per refresh into it.
-    ``BETON_PROGRESS=1`` forces bars on, ``0`` off, as the CLI's bars (indicatif) do for a
-    terminal."""
-    forced = os.environ.get("BETON_PROGRESS")
-    if forced in ("0", "1"):
-        return forced == "1"
-    try:
-        if sys.stderr is not None and sys.stderr.isatty():
-            return True
-    except (AttributeError, ValueError):  # a replaced or closed stderr
-        pass
-    shell = sys.modules.get("IPython")
-    try:
-        ip = shell.get_ipython() if shell is not None else None  # type: ignore[attr-defined]
-    except Exception:
-        ip = None
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
-
-
-def _progress_bar(total: Optional[int], enabled: bool, unit: str = "samples"):
-    """A ``tqdm.auto`` bar of ``total`` samples, or None when disabled, when nobody would see it
-    (``_interactive``), or when tqdm is not installed (the ``progress`` extra)."""
-    if not enabled or not _interactive():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit=unit)
-
-
-@contextlib.contextmanager
-def _progress(total: Optional[int], enabled: bool):
-    """The native progress callback ``progress(done, total)``, moving a tqdm bar (when enabled
-    and tqdm is installed) that is closed when the block ends. A ``total`` of None is learnt
-    from the first report (``beton.concat`` counts rows it has yet to open)."""
-    bar = _progress_bar(total, enabled)
-
-    def progress(done, total=None):
-        if bar is not None:
-            if total is not None and bar.total != total:
-                bar.total = total
-                bar.refresh()
-            bar.update(done - bar.n)
-        return True
-
-    try:
-        yield progress
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _arrow_chunk_size(fields: Dict[str, Field], table) -> int:
@@ -159,23 +104,8 @@ def _field_matches(field: Field, kind: str, details) -> bool:
     return True
 
 
-def _rgb(name: str, value) -> Optional[tuple]:
-    """``value`` as an ``(r, g, b)`` tuple of ints 0 to 255, or None."""
-    if value is None:
-        return None
-    try:
-        rgb = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        rgb = ()
-    if len(rgb) != 3 or not all(0 <= v <= 255 for v in rgb):
-        raise ValueError(f"{name} is {value!r}: three ints 0 to 255, (r, g, b), e.g. (255, 255, 255)")
-    return rgb
-
-
 def _native_of(dataset):
     """The native ``Dataset`` or ``Version`` behind a beton dataset, else None."""
-    from beton.dataset import Dataset
-
     if isinstance(dataset, Dataset):
         return dataset._native
     if isinstance(dataset, (_native.Dataset, _native.Version)):
@@ -309,8 +239,6 @@ class DatasetWriter:
             # The file stays: it gets its columnar copy (unless the caller moves it on).
             yield self.fname, lambda report: report, self._columnar_copy
             return
-        from beton.dataset import Dataset, import_file
-
         directory = self.fname.rstrip("/" if is_url else os.sep) or os.sep
         tmp_dir = None if is_url else os.path.join(directory, "_tmp")
         if tmp_dir is not None:
@@ -432,8 +360,6 @@ class DatasetWriter:
             report = native.copy_to(path, fields=list(self.fields), rows=rows, page_size=self.page_size,
                                     num_workers=self.num_workers)
             progress(len(rows), len(rows))  # the native copy reports no steps: the bar ends full
-            from beton.dataset import _warn_filled
-
             _warn_filled(self.fname, report.get("filled", []), stacklevel=4)
             return publish(report)
 
