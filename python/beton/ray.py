@@ -56,7 +56,7 @@ except ImportError:  # pragma: no cover - the message is the point
 
 import beton
 from beton import _native
-from beton.dataset import _field_of_arrow
+from beton.dataset._values import _field_of_arrow
 from beton.fields import (ArrayField, BoolField, BytesField, Field, FloatField, IntField, NDArrayField, RGBImageField,
                           TextField)
 
