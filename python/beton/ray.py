@@ -111,7 +111,7 @@ class BetonDatasource(Datasource):
         self._custom = custom
         ds = beton.open(self._uri, custom=custom, version=version)
         # A dataset directory is read at one version, whatever commits happen meanwhile.
-        self._version = ds.version if isinstance(ds._native, _native.Version) else None
+        self._version = ds.version if ds._is_directory else None
         self._fields = list(ds._kinds)
         if columns is not None:
             unknown = [c for c in columns if c not in ds._kinds]

@@ -17,6 +17,7 @@ import numpy as np
 from beton import _doc, _native
 from beton._writing import _interactive, _progress, _progress_bar, _rgb, _warn_filled  # noqa: F401 (tests read two)
 from beton.dataset import Dataset, import_file
+from beton.dataset._open import is_handle
 from beton.fields.base import Field, native_fields, value_encoder
 # Names FFCV's ffcv.writer binds (user code imports them from here).
 from beton.types import get_metadata_type  # noqa: F401
@@ -108,7 +109,7 @@ def _native_of(dataset):
     """The native ``Dataset`` or ``Version`` behind a beton dataset, else None."""
     if isinstance(dataset, Dataset):
         return dataset._native
-    if isinstance(dataset, (_native.Dataset, _native.Version)):
+    if is_handle(dataset):
         return dataset
     return None
 

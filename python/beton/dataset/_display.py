@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from beton import _native
 from beton._writing import _progress_bar
 from beton.dataset._open import _DatasetBase
 from beton.dataset._results import QueryResult
@@ -15,7 +14,7 @@ from beton.gallery import Gallery
 class _Display(_DatasetBase):
     def _facts(self) -> List[tuple]:
         """``(name, value)`` lines of the repr: rows and version, fields, splits, classes."""
-        kind = "dataset directory" if isinstance(self._native, _native.Version) else ".beton file"
+        kind = "dataset directory" if self._is_directory else ".beton file"
         facts = [("rows", f"{len(self):,} ({kind}, version {self.version})")]
         fields = [f"{name} {kind if details is None else f'{kind}[{details[0]}, {tuple(details[1])}]'}"
                   for name, kind, details in self._native.fields()]
@@ -36,7 +35,7 @@ class _Display(_DatasetBase):
         return facts
 
     def __repr__(self) -> str:
-        kind = "dataset directory" if isinstance(self._native, _native.Version) else ".beton file"
+        kind = "dataset directory" if self._is_directory else ".beton file"
         lines = [f"Dataset('{self.path}': {len(self):,} rows, version {self.version}, {kind})"]
         lines += [f"  {name}: {value}" for name, value in self._facts()[1:]]
         return "\n".join(lines)

@@ -6,7 +6,6 @@ import os
 import warnings
 from typing import List, Optional
 
-from beton import _native
 from beton._warnings import FFCVCompatibilityWarning
 from beton._writing import _progress, _warn_filled
 from beton.dataset._open import _DatasetBase
@@ -62,10 +61,9 @@ class _Exporting(_DatasetBase):
         155
         """
         rows = self._native.select(where) if isinstance(where, str) else where
-        if not isinstance(self._native, _native.Version):
-            raise TypeError("export: use beton.import_file first, or copy the .beton file")
+        native = self._require_directory("export", "one standalone file already (copy it)")
 
-        kinds = {name: kind for name, kind, _ in self._native.fields()}
+        kinds = {name: kind for name, kind, _ in native.fields()}
         chosen = list(kinds) if columns is None else [str(c) for c in columns]
         foreign = [f"{n} ({kinds[n]})" for n in chosen if kinds.get(n) in _NOT_FFCV]
         if foreign:
@@ -74,7 +72,7 @@ class _Exporting(_DatasetBase):
                           "Leave them out with columns=[...] for a file FFCV reads as it is",
                           FFCVCompatibilityWarning, stacklevel=2)
         with _progress(len(self) if rows is None else len(rows), progress) as report:
-            n, filled = self._native.export(str(path), rows, num_workers, report,
+            n, filled = native.export(str(path), rows, num_workers, report,
                                             None if columns is None else chosen)
         _warn_filled(path, filled)
         return n

@@ -1,5 +1,10 @@
 """What every part of a ``Dataset`` stands on: opening a ``.beton`` file or a dataset
-directory's version, the native handle that reads it, its length, path and version."""
+directory's version, the native handle that reads it, its length, path and version.
+
+``is_handle`` and ``is_directory`` are the one place in the Python layer that tells the native
+handle of a ``.beton`` file (``_native.Dataset``) from a dataset directory version's
+(``_native.Version``): everything else asks them, or ``Dataset._is_directory`` and
+``Dataset._require_directory``."""
 
 from __future__ import annotations
 
@@ -11,6 +16,18 @@ from beton.reader import custom_layouts
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+
+def is_handle(obj) -> bool:
+    """Whether ``obj`` is a native dataset handle: a ``.beton`` file's or a dataset directory
+    version's."""
+    return isinstance(obj, (_native.Dataset, _native.Version))
+
+
+def is_directory(handle) -> bool:
+    """Whether native handle ``handle`` reads a dataset directory's version (else a ``.beton``
+    file): what has versions, and the edits that commit them."""
+    return isinstance(handle, _native.Version)
 
 
 def _is_dataset_url(path) -> bool:
@@ -83,11 +100,23 @@ class _DatasetBase:
         >>> beton.open("ds", version=2).version  # doctest: +SKIP
         2
         """
-        return getattr(self._native, "version", 1)
+        return self._native.version if self._is_directory else 1
 
-    # Versions and edits (dataset directories).
-    def _editable(self, what: str):
-        if not isinstance(self._native, _native.Version):
-            raise TypeError(f"{what}: {self.path} is a .beton file, which is read-only; make a dataset "
+    @property
+    def _is_directory(self) -> bool:
+        """Whether this is a dataset directory's version (else a ``.beton`` file)."""
+        return is_directory(self._native)
+
+    def _require_directory(self, operation: str, reason: str = "which is read-only"):
+        """The native handle of this dataset directory's version, for ``operation``.
+
+        Raises
+        ------
+        TypeError
+            For a ``.beton`` file (``reason`` says why ``operation`` needs a directory), telling
+            how to make a dataset directory of it: ``beton.import_file(DIR, FILE)``.
+        """
+        if not self._is_directory:
+            raise TypeError(f"{operation}: {self.path} is a .beton file, {reason}; make a dataset "
                             f"directory with beton.import_file(DIR, {str(self.path)!r})")
         return self._native

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, TypeVar, 
 
 import numpy as np
 
-from beton import _doc, _native
+from beton import _doc
 from beton._native import IndexSet
 from beton._writing import _progress, _rgb
 from beton.dataset._open import _DatasetBase
@@ -62,7 +62,7 @@ class _Versions(_DatasetBase):
         >>> [v["operation"] for v in beton.open("ds").versions()]  # doctest: +SKIP
         ['import', 'delete', 'update']
         """
-        if not isinstance(self._native, _native.Version):
+        if not self._is_directory:
             return [{"version": 1, "parent": None, "operation": "file", "num_rows": len(self)}]
         return self._native.versions()
 
@@ -83,7 +83,7 @@ class _Versions(_DatasetBase):
         >>> beton.open("ds").tags()  # doctest: +SKIP
         {'clean': 3}
         """
-        return self._editable("tags").tags()
+        return self._require_directory("tags").tags()
 
     def tag(self, name: str) -> None:
         """Names this version; tagged versions survive ``cleanup``.
@@ -103,7 +103,7 @@ class _Versions(_DatasetBase):
         --------
         >>> ds.tag("clean"); beton.open("ds", version="clean")  # doctest: +SKIP
         """
-        self._editable("tag").tag(name)
+        self._require_directory("tag").tag(name)
 
     def delete_tag(self, name: str) -> int:
         """Deletes a tag, so that ``cleanup`` may remove the version it kept.
@@ -129,7 +129,7 @@ class _Versions(_DatasetBase):
         >>> ds.delete_tag("clean")  # doctest: +SKIP
         3
         """
-        return self._editable("delete_tag").delete_tag(name)
+        return self._require_directory("delete_tag").delete_tag(name)
 
     def checkout(self, version) -> Self:
         """Another version of this dataset, read-only history.
@@ -152,7 +152,7 @@ class _Versions(_DatasetBase):
         --------
         >>> old = ds.checkout(1)  # doctest: +SKIP
         """
-        return type(self)(self._editable("checkout").path, version=version)
+        return type(self)(self._require_directory("checkout").path, version=version)
 
     @_edit
     def restore(self, version) -> Self:
@@ -176,7 +176,7 @@ class _Versions(_DatasetBase):
         >>> ds.restore(1).version  # doctest: +SKIP
         5
         """
-        native = self._editable("restore")
+        native = self._require_directory("restore")
         if not isinstance(version, int):
             tags = native.tags()
             if version not in tags:
@@ -222,7 +222,7 @@ class _Versions(_DatasetBase):
         >>> ds.update({"label": "CAST(round(score * 10) AS BIGINT)"})  # doctest: +SKIP
         """
         pairs = [(k, _sql_literal(v)) for k, v in dict(set).items()]
-        self._editable("update").update(pairs, where, message)
+        self._require_directory("update").update(pairs, where, message)
         return self
 
     @_edit
@@ -257,7 +257,7 @@ class _Versions(_DatasetBase):
         --------
         >>> ds.update_rows([3, 4], {"label": [1, 2]})  # doctest: +SKIP
         """
-        native = self._editable("update_rows")
+        native = self._require_directory("update_rows")
         positions = _row_ids(ids, "update_rows: ids", len(self))
         # The native call takes ascending rows, value k for the k-th of them.
         order = np.argsort(positions, kind="stable")
@@ -308,7 +308,7 @@ class _Versions(_DatasetBase):
         --------
         >>> ds.delete("image.width < 64")  # doctest: +SKIP
         """
-        native = self._editable("delete")
+        native = self._require_directory("delete")
         if isinstance(where, str):
             native.delete(sql=where, message=message)
         else:
@@ -350,7 +350,7 @@ class _Versions(_DatasetBase):
         >>> ds.add_column("big", "image.width >= 224")  # doctest: +SKIP
         >>> ds.add_column("score", np.zeros(len(ds)))  # doctest: +SKIP
         """
-        native = self._editable("add_column")
+        native = self._require_directory("add_column")
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
         elif field is not None and field.type_name in _PLAIN_KINDS:
@@ -384,7 +384,7 @@ class _Versions(_DatasetBase):
         --------
         >>> ds.drop_column("score")  # doctest: +SKIP
         """
-        self._editable("drop_column").drop_column(name, message)
+        self._require_directory("drop_column").drop_column(name, message)
         return self
 
     @_edit
@@ -439,7 +439,7 @@ class _Versions(_DatasetBase):
         >>> ds.classes[ds[len(ds) - 1]["label"]]  # doctest: +SKIP
         'dog'
         """
-        native = self._editable("append")
+        native = self._require_directory("append")
         if os.path.isdir(source):
             image = RGBImageField(**writer_options).native()
             with _progress(None, progress) as report:
@@ -479,7 +479,7 @@ class _Versions(_DatasetBase):
         --------
         >>> ds.set_classes(ds.classes + ["dog"], message="dogs to come")  # doctest: +SKIP
         """
-        self._editable("set_classes").set_classes(list(classes), message)
+        self._require_directory("set_classes").set_classes(list(classes), message)
         return self
 
     @_edit
@@ -505,7 +505,7 @@ class _Versions(_DatasetBase):
         --------
         >>> ds.rename_class("cow", "cattle")  # doctest: +SKIP
         """
-        self._editable("rename_class").rename_class(old, new, message)
+        self._require_directory("rename_class").rename_class(old, new, message)
         return self
 
     @_edit
@@ -534,7 +534,7 @@ class _Versions(_DatasetBase):
         >>> ds.compact().versions()[-1]["data_files"]  # doctest: +SKIP
         1
         """
-        native = self._editable("compact")
+        native = self._require_directory("compact")
         with _progress(len(self), progress) as report:
             native.compact(num_workers, message, report)
         return self
@@ -570,7 +570,7 @@ class _Versions(_DatasetBase):
         >>> ds.cleanup(keep_versions=2, older_than_seconds=0)  # doctest: +SKIP
         {'versions': [1], 'files': [...], 'bytes': 12345}
         """
-        versions, files, nbytes = self._editable("cleanup").cleanup(keep_versions, older_than_seconds)
+        versions, files, nbytes = self._require_directory("cleanup").cleanup(keep_versions, older_than_seconds)
         return {"versions": versions, "files": files, "bytes": nbytes}
 
     def diff(self, a=None, b=None) -> Dict[str, Any]:
@@ -598,4 +598,4 @@ class _Versions(_DatasetBase):
         >>> ds.diff(1, 3)["deleted"]  # doctest: +SKIP
         [4, 9, 17]
         """
-        return self._editable("diff").diff(a, b)
+        return self._require_directory("diff").diff(a, b)

@@ -473,7 +473,7 @@ class Loader:
         if getattr(self, "_reader", None) is None:
             from beton.reader import Reader
 
-            if isinstance(self.dataset._native, _native.Version):
+            if self.dataset._is_directory:
                 raise NotImplementedError(f"{self.fname} is a dataset directory: FFCV's Reader (and memory "
                                           "managers, custom_fields) read one .beton file; export a version to one")
 
