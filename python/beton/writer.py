@@ -97,12 +97,10 @@ def _field_matches(field: Field, kind: str, details) -> bool:
     that the stored values can be copied into it as they are."""
     if field.type_name != kind:
         return False
-    if kind in ("ndarray", "torch_tensor"):
-        options = field.options() or {}
-        return (options.get("dtype"), list(options.get("shape", []))) == (details[0], list(details[1]))
-    if kind == "array":
-        return (field.options() or {}).get("dtype") == details[0]
-    return True
+    if details is None:  # no element: every field of the kind stores what the stored one does
+        return True
+    options = field.options() or {}  # an array field's element: its dtype and shape (an ArrayField's is [])
+    return (options.get("dtype"), list(options.get("shape", []))) == (details[0], list(details[1]))
 
 
 def _native_of(dataset):

@@ -9,9 +9,7 @@ from typing import List, Optional
 from beton._warnings import FFCVCompatibilityWarning
 from beton._writing import _progress, _warn_filled
 from beton.dataset._open import _DatasetBase
-
-# beton's field types that FFCV 1.0.2 has no class for (it reads them only through a stub).
-_NOT_FFCV = ("text", "bool", "array", "grey_image")
+from beton.fields.registry import is_extension
 
 
 class _Exporting(_DatasetBase):
@@ -65,7 +63,7 @@ class _Exporting(_DatasetBase):
 
         kinds = {name: kind for name, kind, _ in native.fields()}
         chosen = list(kinds) if columns is None else [str(c) for c in columns]
-        foreign = [f"{n} ({kinds[n]})" for n in chosen if kinds.get(n) in _NOT_FFCV]
+        foreign = [f"{n} ({kinds[n]})" for n in chosen if n in kinds and is_extension(kinds[n])]
         if foreign:
             warnings.warn(f"export to {os.fspath(path)}: FFCV 1.0.2 has no field type for {', '.join(foreign)}; "
                           "it reads the file only with a stub Field for each (custom_handlers). "

@@ -9,9 +9,9 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from beton import fields as F
 from beton._native import IndexSet
 from beton.fields.base import value_encoder
+from beton.fields.registry import KINDS
 
 
 class _Stream:
@@ -25,17 +25,10 @@ class _Stream:
 
 
 def _value(kind: str, raw: Any) -> Any:
-    if raw is None:  # NULL: the row has no value for the field
-        return None
-    if kind in ("ndarray", "torch_tensor", "array"):
-        data, typestr, shape = raw
-        return np.frombuffer(data, dtype=np.dtype(typestr)).reshape(shape)
-    if kind in ("rgb_image", "grey_image"):
-        data, height, width, channels = raw
-        return np.frombuffer(data, dtype=np.uint8).reshape(height, width, channels)
-    if kind == "json":
-        return json.loads(raw)
-    return raw
+    """A stored value as ``ds[i]`` gives it: as the kind's registry entry reads it (a custom
+    field's as it is); None for NULL (the row has no value for the field)."""
+    registered = KINDS.get(kind)
+    return raw if raw is None or registered is None else registered.value(raw)
 
 
 def _sql_literal(value) -> str:
@@ -94,21 +87,18 @@ def _row_ids(ids, what: str, n: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-_PLAIN_KINDS = ("int", "float", "bool", "text")
+def _arrow_kind(kind: Optional[str]) -> bool:
+    """Whether an edit sets values of fields of ``kind`` from an Arrow column (numbers, bools,
+    text), not encoded by the field's class (``Kind.arrow``)."""
+    registered = KINDS.get(kind or "")
+    return registered is not None and registered.arrow
 
 
 def _field_of(kind: str, details):
     """The beton Field class instance that encodes values of a stored field's kind."""
-    if kind in ("ndarray", "torch_tensor"):
-        typestr, shape = details
-        return F.NDArrayField(np.dtype(typestr), tuple(shape))
-    if kind == "array":
-        return F.ArrayField(np.dtype(details[0]))
-    classes = {"bytes": F.BytesField, "json": F.JSONField, "rgb_image": F.RGBImageField,
-               "grey_image": F.GreyImageField}
-    if kind not in classes:
+    if kind not in KINDS:
         raise TypeError(f"a {kind} field's values cannot be set from Python")
-    return classes[kind]()
+    return KINDS[kind].field_of(details)
 
 
 def _field_metadata(kind: str, details) -> Dict[bytes, bytes]:
@@ -121,11 +111,7 @@ def _field_of_arrow(field) -> Optional[Any]:
     meta = field.metadata or {}
     if b"beton.kind" not in meta:
         return None
-    kind = meta[b"beton.kind"].decode()
-    plain = {"int": F.IntField, "float": F.FloatField, "bool": F.BoolField, "text": F.TextField}
-    if kind in plain:
-        return plain[kind]()
-    return _field_of(kind, json.loads(meta.get(b"beton.details", b"null")))
+    return _field_of(meta[b"beton.kind"].decode(), json.loads(meta.get(b"beton.details", b"null")))
 
 
 def _fits_dtype(value, dtype) -> None:

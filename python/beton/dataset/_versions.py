@@ -15,7 +15,7 @@ from beton import _doc
 from beton._native import IndexSet
 from beton._writing import _progress, _rgb
 from beton.dataset._open import _DatasetBase
-from beton.dataset._values import _encode_all, _field_of, _one_column, _PLAIN_KINDS, _row_ids, _sql_literal
+from beton.dataset._values import _arrow_kind, _encode_all, _field_of, _one_column, _row_ids, _sql_literal
 from beton.fields import RGBImageField
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ class _Versions(_DatasetBase):
         cols, objects, fields = {}, {}, {}
         for name, v in values.items():
             kind = self._kinds.get(name)
-            if kind is None or kind in _PLAIN_KINDS:
+            if kind is None or _arrow_kind(kind):
                 col = _one_column(name, v, "update_rows: values")
                 cols[name] = col.take(order) if shuffled and col.num_rows == len(order) else col
             else:
@@ -353,7 +353,7 @@ class _Versions(_DatasetBase):
         native = self._require_directory("add_column")
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
-        elif field is not None and field.type_name in _PLAIN_KINDS:
+        elif field is not None and _arrow_kind(field.type_name):
             # As Arrow values of the field's type: they must fit it as they are (not int(1.5)).
             native.add_column(name, values=_one_column(name, values, "add_column: values"), field=field.native(),
                               message=message)

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from beton._native import InvalidArgumentError
+from beton.fields.registry import KINDS
 
 
 class InvalidDecoderError(InvalidArgumentError, TypeError):
@@ -205,12 +206,8 @@ def _decoded(decoder) -> Tuple[Optional[tuple], Any]:
 
 
 def _default_decoder_name(kind) -> str:
-    from beton.loader.loader import _default_decoder
-
-    try:
-        return type(_default_decoder(kind)).__name__
-    except KeyError:
-        return "a decoder"
+    registered = KINDS.get(kind)
+    return "a decoder" if registered is None else registered.decoder.__name__
 
 
 def _first_row(loader) -> Optional[int]:

@@ -17,6 +17,7 @@ import numpy as np
 from beton import _native
 from beton._native import IndexSet
 from beton.fields.decoders import _ScalarDecoder
+from beton.fields.registry import KINDS
 # Names FFCV's ffcv.loader.loader binds (user code imports them from here).
 from beton.fields.base import Field  # noqa: F401
 from beton.loader.code import InvalidDecoderError, ffcv_exception_types, snapshot  # noqa: F401 (beton.InvalidDecoderError)
@@ -146,14 +147,9 @@ def _is_custom_order(order) -> bool:
 
 
 def _default_decoder(kind: str):
-    """FFCV's default decoder of a field kind (``Field.get_decoder_class()``)."""
-    from beton.fields import decoders as D
-
-    classes = {"int": D.IntDecoder, "float": D.FloatDecoder, "ndarray": D.NDArrayDecoder,
-               "torch_tensor": D.NDArrayDecoder, "array": D.BytesDecoder, "bytes": D.BytesDecoder,
-               "json": D.BytesDecoder, "text": D.BytesDecoder, "bool": D.BoolDecoder,
-               "rgb_image": D.SimpleRGBImageDecoder, "grey_image": D.SimpleRGBImageDecoder}
-    return classes[kind]()
+    """FFCV's default decoder of a field kind (``Field.get_decoder_class()``; the kind's entry
+    in ``beton.fields.registry``)."""
+    return KINDS[kind].decoder()
 
 
 def _default_to_tensor() -> list:
