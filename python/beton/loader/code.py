@@ -19,6 +19,7 @@ import numpy as np
 
 from beton._native import InvalidArgumentError
 from beton.fields.registry import KINDS
+from beton.loader.decoder_stage import DecoderStage
 
 
 class InvalidDecoderError(InvalidArgumentError, TypeError):
@@ -151,7 +152,7 @@ def snapshot(loader, native: Dict[str, Any]) -> PipelineCode:
 
 def _snapshot(loader, native: Dict[str, Any]) -> PipelineCode:
     from beton.pipeline import PipelineSpec
-    from beton.pipeline.operation import BatchStage, DecoderStage
+    from beton.pipeline.operation import BatchStage
 
     kinds = {name: kind for name, kind, _ in loader.dataset._native.fields()}
     blocks = []

@@ -18,6 +18,7 @@ from beton import _native
 from beton._native import IndexSet
 from beton.fields.decoders import _ScalarDecoder
 from beton.fields.registry import KINDS
+from beton.loader.decoder_stage import DecoderStage
 # Names FFCV's ffcv.loader.loader binds (user code imports them from here).
 from beton.fields.base import Field  # noqa: F401
 from beton.loader.code import InvalidDecoderError, ffcv_exception_types, snapshot  # noqa: F401 (beton.InvalidDecoderError)
@@ -390,8 +391,6 @@ class Loader:
             if name in self.custom_fields:
                 # FFCV's custom field: its decoder is Python (FFCV-style generated code), run on
                 # each batch's sample ids by a DecoderStage; the rest of its pipeline as usual.
-                from beton.pipeline.operation import DecoderStage
-
                 ops = list(pipelines[name]) if name in pipelines else []
                 handler = self.reader.handlers[name]
                 if not ops or getattr(ops[0], "_beton_decoder", False) or not hasattr(ops[0], "generate_code"):
