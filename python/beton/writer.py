@@ -687,21 +687,16 @@ def worker_job_webdataset(input_queue, metadata_sm, metadata_type, fields, alloc
     --------
     >>> worker_job_webdataset(todo, shm, metadata_type, fields, allocator, done, allocations, pipeline)  # doctest: +SKIP
     """
-    metadata = np.frombuffer(metadata_sm.buf, dtype=metadata_type)
-    field_names = metadata_type.names
-    with allocator:
-        while True:
-            todo = input_queue.get()
-            if todo is None:
-                break
-            shard, offset = todo
-            done = 0
-            for i, sample in enumerate(from_shard(shard, pipeline)):
-                done += 1
-                handle_sample(sample, offset + i, field_names, metadata, allocator, fields)
-            with done_number.get_lock():
-                done_number.value += done
-    allocations_queue.put(allocator.allocations)
+    def write_shard(todo, write):
+        shard, offset = todo
+        done = 0
+        for i, sample in enumerate(from_shard(shard, pipeline)):
+            done += 1
+            write(sample, offset + i)
+        return done
+
+    _worker_job(input_queue, metadata_sm, metadata_type, fields, allocator, done_number, allocations_queue,
+                write_shard)
 
 
 def worker_job_indexed_dataset(input_queue, metadata_sm, metadata_type, fields, allocator, done_number,
@@ -723,15 +718,32 @@ def worker_job_indexed_dataset(input_queue, metadata_sm, metadata_type, fields, 
     --------
     >>> worker_job_indexed_dataset(todo, shm, metadata_type, fields, allocator, done, allocations, ds)  # doctest: +SKIP
     """
+    def write_chunk(chunk, write):
+        for dest_ix, source_ix in chunk:
+            write(dataset[source_ix], dest_ix)
+        return len(chunk)
+
+    _worker_job(input_queue, metadata_sm, metadata_type, fields, allocator, done_number, allocations_queue,
+                write_chunk)
+
+
+def _worker_job(input_queue, metadata_sm, metadata_type, fields, allocator, done_number, allocations_queue, work):
+    """What FFCV's two worker jobs share: each item taken off ``input_queue`` until ``None`` is
+    handed to ``work(item, write)``, which writes its samples with ``write(sample, dest_ix)``
+    (``handle_sample`` into the metadata in ``metadata_sm.buf``) and returns how many it wrote,
+    added to ``done_number``; then ``allocator.allocations`` go on ``allocations_queue``."""
     metadata = np.frombuffer(metadata_sm.buf, dtype=metadata_type)
     field_names = metadata_type.names
+
+    def write(sample, dest_ix):
+        handle_sample(sample, dest_ix, field_names, metadata, allocator, fields)
+
     with allocator:
         while True:
-            chunk = input_queue.get()
-            if chunk is None:
+            item = input_queue.get()
+            if item is None:
                 break
-            for dest_ix, source_ix in chunk:
-                handle_sample(dataset[source_ix], dest_ix, field_names, metadata, allocator, fields)
+            done = work(item, write)
             with done_number.get_lock():
-                done_number.value += len(chunk)
+                done_number.value += done
     allocations_queue.put(allocator.allocations)

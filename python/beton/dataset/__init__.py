@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from beton import _native
+from beton import _doc, _native
 from beton._native import IndexSet
 from beton._warnings import FFCVCompatibilityWarning, NullsFilledWarning
 from beton._writing import _progress
@@ -32,6 +32,18 @@ __all__ = ["Dataset", "open", "import_file", "concat", "QueryResult", "Explain",
 QueryResult.__module__ = Explain.__module__ = __name__
 
 
+# The errors of opening, in the docstrings of Dataset and open.
+_open_errors = _doc.fill({"{open_errors}": (
+    "OSError\n"
+    "    For a path that cannot be read; for a URL, ``MissingFileError`` (404),\n"
+    "    ``AccessDeniedError`` (401/403, no credentials; never retried) or ``BetonIOError``\n"
+    "    naming it and what failed (a dataset directory's listing, a ``HEAD``): a store that never\n"
+    "    answered fails in ``BETON_REMOTE_OPEN_RETRY_SECONDS`` (default 5 s; docs/REMOTE.md).\n"
+    "beton.CorruptFileError\n"
+    "    For a file whose bytes break the format (the message names the byte offset).")})
+
+
+@_open_errors
 class Dataset(_Display, _Reading, _Querying, _Versions, _Exporting):
     """An open, validated ``.beton`` file, or one version of a dataset directory.
 
@@ -52,13 +64,7 @@ class Dataset(_Display, _Reading, _Querying, _Versions, _Exporting):
 
     Raises
     ------
-    OSError
-        For a path that cannot be read; for a URL, ``MissingFileError`` (404),
-        ``AccessDeniedError`` (401/403, no credentials; never retried) or ``BetonIOError``
-        naming it and what failed (a dataset directory's listing, a ``HEAD``): a store that never
-        answered fails in ``BETON_REMOTE_OPEN_RETRY_SECONDS`` (default 5 s; docs/REMOTE.md).
-    beton.CorruptFileError
-        For a file whose bytes break the format (the message names the offset).
+    {open_errors}
     ValueError
         For a version a ``.beton`` file does not have.
 
@@ -76,6 +82,7 @@ class Dataset(_Display, _Reading, _Querying, _Versions, _Exporting):
     """
 
 
+@_open_errors
 def open(path, custom: Optional[Dict[str, Any]] = None, version=None) -> Dataset:  # noqa: A001
     """Opens and validates a ``.beton`` file or a version of a dataset directory.
 
@@ -102,13 +109,7 @@ def open(path, custom: Optional[Dict[str, Any]] = None, version=None) -> Dataset
 
     Raises
     ------
-    OSError
-        For a path that cannot be read; for a URL, ``MissingFileError`` (404),
-        ``AccessDeniedError`` (401/403, no credentials; never retried) or ``BetonIOError``
-        naming it and what failed (a dataset directory's listing, a ``HEAD``): a store that never
-        answered fails in ``BETON_REMOTE_OPEN_RETRY_SECONDS`` (default 5 s; docs/REMOTE.md).
-    beton.CorruptFileError
-        For a file that breaks the format (the message names the byte offset).
+    {open_errors}
     ValueError
         For a version that does not exist, or a custom field without a layout.
 
