@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from beton import _native
+# The field classes, bound here as FFCV's module binds its own.
 from beton.fields import (BoolField, BytesField, FloatField, GreyImageField, IntField, JSONField,  # noqa: F401
                           NDArrayField, RGBImageField, TextField)
 from beton.fields.base import Field  # noqa: F401 (FFCV's module binds it)

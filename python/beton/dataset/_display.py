@@ -12,6 +12,8 @@ from beton.gallery import Gallery
 
 
 class _Display(_DatasetBase):
+    """``Dataset``'s repr, notebook card and galleries."""
+
     def _facts(self) -> List[tuple]:
         """``(name, value)`` lines of the repr: rows and version, fields, splits, classes."""
         kind = "dataset directory" if self._is_directory else ".beton file"

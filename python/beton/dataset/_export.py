@@ -13,6 +13,8 @@ from beton.fields.registry import is_extension
 
 
 class _Exporting(_DatasetBase):
+    """``Dataset.export``."""
+
     def export(self, path, where=None, num_workers: int = 0, progress: bool = True,
                columns: Optional[List[str]] = None) -> int:
         """Writes this version's rows as one standalone ``.beton`` file that FFCV 1.0.2 loads.

@@ -11,6 +11,8 @@ from beton.dataset._values import _Stream
 
 
 class _Querying(_DatasetBase):
+    """``Dataset``'s SQL and named splits."""
+
     def query(self, sql: str) -> QueryResult:
         """Runs ``SELECT ... FROM samples ...`` on the data table.
 

@@ -12,6 +12,8 @@ from beton.dataset._values import _custom_struct, _field_metadata, _row_ids, _St
 
 
 class _Reading(_DatasetBase):
+    """``Dataset``'s reads: schema, class names, samples, the data table, payloads."""
+
     @property
     def schema(self) -> Dict[str, Any]:
         """The fields and their types: ``{field: type}``; arrays as ``(type, dtype, shape)``.

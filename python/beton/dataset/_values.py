@@ -95,7 +95,8 @@ def _arrow_kind(kind: Optional[str]) -> bool:
 
 
 def _field_of(kind: str, details):
-    """The beton Field class instance that encodes values of a stored field's kind."""
+    """The beton Field class instance that encodes values of a stored field's kind (its
+    registry entry's ``field_of``); a TypeError for a custom field's."""
     if kind not in KINDS:
         raise TypeError(f"a {kind} field's values cannot be set from Python")
     return KINDS[kind].field_of(details)

@@ -47,6 +47,9 @@ def _edit(method: _Method) -> _Method:
 
 
 class _Versions(_DatasetBase):
+    """``Dataset``'s versions and edits (a dataset directory's; a ``.beton`` file has one
+    version and is read-only)."""
+
     def versions(self) -> List[Dict[str, Any]]:
         """Every version's log entry, oldest first (``beton log``).
 

@@ -29,8 +29,8 @@ class Field:
     ``native()`` is the field type for the native writer (a ``beton._native.Field``).
 
     beton's field types are registered (``beton.fields.registry``): what the native layer,
-    FFCV's descriptors and the loader know of each is its registry entry (``_registered()``), keyed
-    by its ``type_name``, which the registration sets.
+    FFCV's descriptors and the loader know of each is its registry entry (``_registered()``),
+    keyed by its ``type_name``, which the registration sets.
     """
 
     type_name = ""
