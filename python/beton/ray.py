@@ -56,7 +56,7 @@ except ImportError:  # pragma: no cover - the message is the point
 
 import beton
 from beton import _native
-from beton.dataset import _field_of_arrow
+from beton.dataset._values import _field_of_arrow
 from beton.fields import (ArrayField, BoolField, BytesField, Field, FloatField, IntField, NDArrayField, RGBImageField,
                           TextField)
 
@@ -111,7 +111,7 @@ class BetonDatasource(Datasource):
         self._custom = custom
         ds = beton.open(self._uri, custom=custom, version=version)
         # A dataset directory is read at one version, whatever commits happen meanwhile.
-        self._version = ds.version if isinstance(ds._native, _native.Version) else None
+        self._version = ds.version if ds._is_directory else None
         self._fields = list(ds._kinds)
         if columns is not None:
             unknown = [c for c in columns if c not in ds._kinds]

@@ -9,13 +9,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import tempfile
 from typing import Any, Dict, Iterable, Optional, Sequence
 
 import numpy as np
 
 from beton import _doc, _native
+from beton._writing import _interactive, _progress, _progress_bar, _rgb, _warn_filled  # noqa: F401 (tests read two)
+from beton.dataset import Dataset, import_file
+from beton.dataset._open import is_handle
 from beton.fields.base import Field, native_fields, value_encoder
 # Names FFCV's ffcv.writer binds (user code imports them from here).
 from beton.types import get_metadata_type  # noqa: F401
@@ -29,62 +31,6 @@ MAX_PAGE_SIZE = 1 << 32
 # The Returns section of the methods that write a file.
 _returns_report = _doc.fill({"{returns_report}": (
     "Returns\n-------\ndict\n    The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.")})
-
-
-def _interactive() -> bool:
-    """Whether a progress bar has someone to show it to: stderr is a terminal, or this is a
-    notebook's kernel (tqdm.auto draws a widget there). A script whose stderr goes to a log
-    file or a pipe (a batch job, CI) gets no bar: tqdm would write a line per refresh into it.
-    ``BETON_PROGRESS=1`` forces bars on, ``0`` off, as the CLI's bars (indicatif) do for a
-    terminal."""
-    forced = os.environ.get("BETON_PROGRESS")
-    if forced in ("0", "1"):
-        return forced == "1"
-    try:
-        if sys.stderr is not None and sys.stderr.isatty():
-            return True
-    except (AttributeError, ValueError):  # a replaced or closed stderr
-        pass
-    shell = sys.modules.get("IPython")
-    try:
-        ip = shell.get_ipython() if shell is not None else None  # type: ignore[attr-defined]
-    except Exception:
-        ip = None
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
-
-
-def _progress_bar(total: Optional[int], enabled: bool, unit: str = "samples"):
-    """A ``tqdm.auto`` bar of ``total`` samples, or None when disabled, when nobody would see it
-    (``_interactive``), or when tqdm is not installed (the ``progress`` extra)."""
-    if not enabled or not _interactive():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit=unit)
-
-
-@contextlib.contextmanager
-def _progress(total: Optional[int], enabled: bool):
-    """The native progress callback ``progress(done, total)``, moving a tqdm bar (when enabled
-    and tqdm is installed) that is closed when the block ends. A ``total`` of None is learnt
-    from the first report (``beton.concat`` counts rows it has yet to open)."""
-    bar = _progress_bar(total, enabled)
-
-    def progress(done, total=None):
-        if bar is not None:
-            if total is not None and bar.total != total:
-                bar.total = total
-                bar.refresh()
-            bar.update(done - bar.n)
-        return True
-
-    try:
-        yield progress
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _arrow_chunk_size(fields: Dict[str, Field], table) -> int:
@@ -151,34 +97,17 @@ def _field_matches(field: Field, kind: str, details) -> bool:
     that the stored values can be copied into it as they are."""
     if field.type_name != kind:
         return False
-    if kind in ("ndarray", "torch_tensor"):
-        options = field.options() or {}
-        return (options.get("dtype"), list(options.get("shape", []))) == (details[0], list(details[1]))
-    if kind == "array":
-        return (field.options() or {}).get("dtype") == details[0]
-    return True
-
-
-def _rgb(name: str, value) -> Optional[tuple]:
-    """``value`` as an ``(r, g, b)`` tuple of ints 0 to 255, or None."""
-    if value is None:
-        return None
-    try:
-        rgb = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        rgb = ()
-    if len(rgb) != 3 or not all(0 <= v <= 255 for v in rgb):
-        raise ValueError(f"{name} is {value!r}: three ints 0 to 255, (r, g, b), e.g. (255, 255, 255)")
-    return rgb
+    if details is None:  # no element: every field of the kind stores what the stored one does
+        return True
+    options = field.options() or {}  # an array field's element: its dtype and shape (an ArrayField's is [])
+    return (options.get("dtype"), list(options.get("shape", []))) == (details[0], list(details[1]))
 
 
 def _native_of(dataset):
     """The native ``Dataset`` or ``Version`` behind a beton dataset, else None."""
-    from beton.dataset import Dataset
-
     if isinstance(dataset, Dataset):
         return dataset._native
-    if isinstance(dataset, (_native.Dataset, _native.Version)):
+    if is_handle(dataset):
         return dataset
     return None
 
@@ -309,8 +238,6 @@ class DatasetWriter:
             # The file stays: it gets its columnar copy (unless the caller moves it on).
             yield self.fname, lambda report: report, self._columnar_copy
             return
-        from beton.dataset import Dataset, import_file
-
         directory = self.fname.rstrip("/" if is_url else os.sep) or os.sep
         tmp_dir = None if is_url else os.path.join(directory, "_tmp")
         if tmp_dir is not None:
@@ -432,8 +359,6 @@ class DatasetWriter:
             report = native.copy_to(path, fields=list(self.fields), rows=rows, page_size=self.page_size,
                                     num_workers=self.num_workers)
             progress(len(rows), len(rows))  # the native copy reports no steps: the bar ends full
-            from beton.dataset import _warn_filled
-
             _warn_filled(self.fname, report.get("filled", []), stacklevel=4)
             return publish(report)
 
@@ -762,21 +687,16 @@ def worker_job_webdataset(input_queue, metadata_sm, metadata_type, fields, alloc
     --------
     >>> worker_job_webdataset(todo, shm, metadata_type, fields, allocator, done, allocations, pipeline)  # doctest: +SKIP
     """
-    metadata = np.frombuffer(metadata_sm.buf, dtype=metadata_type)
-    field_names = metadata_type.names
-    with allocator:
-        while True:
-            todo = input_queue.get()
-            if todo is None:
-                break
-            shard, offset = todo
-            done = 0
-            for i, sample in enumerate(from_shard(shard, pipeline)):
-                done += 1
-                handle_sample(sample, offset + i, field_names, metadata, allocator, fields)
-            with done_number.get_lock():
-                done_number.value += done
-    allocations_queue.put(allocator.allocations)
+    def write_shard(todo, write):
+        shard, offset = todo
+        done = 0
+        for i, sample in enumerate(from_shard(shard, pipeline)):
+            done += 1
+            write(sample, offset + i)
+        return done
+
+    _worker_job(input_queue, metadata_sm, metadata_type, fields, allocator, done_number, allocations_queue,
+                write_shard)
 
 
 def worker_job_indexed_dataset(input_queue, metadata_sm, metadata_type, fields, allocator, done_number,
@@ -798,15 +718,32 @@ def worker_job_indexed_dataset(input_queue, metadata_sm, metadata_type, fields, 
     --------
     >>> worker_job_indexed_dataset(todo, shm, metadata_type, fields, allocator, done, allocations, ds)  # doctest: +SKIP
     """
+    def write_chunk(chunk, write):
+        for dest_ix, source_ix in chunk:
+            write(dataset[source_ix], dest_ix)
+        return len(chunk)
+
+    _worker_job(input_queue, metadata_sm, metadata_type, fields, allocator, done_number, allocations_queue,
+                write_chunk)
+
+
+def _worker_job(input_queue, metadata_sm, metadata_type, fields, allocator, done_number, allocations_queue, work):
+    """What FFCV's two worker jobs share: each item taken off ``input_queue`` until ``None`` is
+    handed to ``work(item, write)``, which writes its samples with ``write(sample, dest_ix)``
+    (``handle_sample`` into the metadata in ``metadata_sm.buf``) and returns how many it wrote,
+    added to ``done_number``; then ``allocator.allocations`` go on ``allocations_queue``."""
     metadata = np.frombuffer(metadata_sm.buf, dtype=metadata_type)
     field_names = metadata_type.names
+
+    def write(sample, dest_ix):
+        handle_sample(sample, dest_ix, field_names, metadata, allocator, fields)
+
     with allocator:
         while True:
-            chunk = input_queue.get()
-            if chunk is None:
+            item = input_queue.get()
+            if item is None:
                 break
-            for dest_ix, source_ix in chunk:
-                handle_sample(dataset[source_ix], dest_ix, field_names, metadata, allocator, fields)
+            done = work(item, write)
             with done_number.get_lock():
-                done_number.value += len(chunk)
+                done_number.value += done
     allocations_queue.put(allocator.allocations)

@@ -273,7 +273,7 @@ def pair_classes():
 
 
 def test_custom_field_decoder(rec):
-    from beton.pipeline.operation import DecoderStage
+    from beton.loader.decoder_stage import DecoderStage
     from beton.reader import Reader
 
     PairField, PairDecoder = pair_classes()

@@ -5,16 +5,8 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-
-# The native class of each beton field type.
-_NATIVE = {"int": "IntField", "float": "FloatField", "bool": "BoolField", "text": "TextField", "bytes": "BytesField",
-           "json": "JSONField", "ndarray": "NDArrayField", "torch_tensor": "TorchTensorField", "array": "ArrayField",
-           "rgb_image": "RGBImageField", "grey_image": "GreyImageField"}
-
-
-# FFCV's type ids of its field types (a descriptor's ``type_id``); beton's own and custom
-# fields are 255.
-_FFCV_TYPE_IDS = {"float": 0, "int": 1, "rgb_image": 2, "bytes": 3, "ndarray": 4, "json": 5, "torch_tensor": 6}
+from beton import _native
+from beton.fields.registry import KINDS
 
 # FFCV's type of a field descriptor's 1024-byte argument blob.
 ARG_TYPE = np.dtype([("", "<u1", 1024)])
@@ -35,9 +27,18 @@ class Field:
     beton with it in ``custom_fields`` (Loader) or ``custom`` (``beton.open``).
 
     ``native()`` is the field type for the native writer (a ``beton._native.Field``).
+
+    beton's field types are registered (``beton.fields.registry``): what the native layer,
+    FFCV's descriptors and the loader know of each is its registry entry (``_registered()``),
+    keyed by its ``type_name``, which the registration sets.
     """
 
     type_name = ""
+
+    @classmethod
+    def _registered(cls):
+        """The registry entry of this field's type, or None for a custom field."""
+        return KINDS.get(cls.type_name)
 
     def options(self) -> Optional[Dict[str, Any]]:
         return None
@@ -51,10 +52,9 @@ class Field:
         TypeError
             For a custom field without a usable ``metadata_type`` or ``to_binary``.
         """
-        from beton import _native
-
-        if self.type_name in _NATIVE:
-            return getattr(_native, _NATIVE[self.type_name])(**(self.options() or {}))
+        kind = self._registered()
+        if kind is not None:
+            return kind.native(**(self.options() or {}))
         name = type(self).__name__
         try:
             dtype = np.dtype(self.metadata_type)
@@ -79,23 +79,30 @@ class Field:
     @classmethod
     def from_binary(cls, binary) -> "Field":
         """The field of a descriptor's argument blob (FFCV's ``from_binary``)."""
-        if cls.type_name not in _NATIVE:
+        registered = cls._registered()
+        if registered is None:
             raise NotImplementedError(f"{cls.__name__}.from_binary")
-        from beton import _native
-
         blob = np.asarray(binary).tobytes()
-        kind, details = _native.field_of_descriptor(_FFCV_TYPE_IDS.get(cls.type_name, 255), blob)
+        kind, details = _native.field_of_descriptor(registered.type_id, blob)
         if kind != cls.type_name:
             raise ValueError(f"{cls.__name__}.from_binary: the blob describes a {kind} field")
         return cls._of_details(details)
 
     @classmethod
     def _of_details(cls, details) -> "Field":
+        """The field of a stored field's ``details`` (``(dtype, shape)`` of an array field, as
+        the native layer gives them; else None)."""
+        return cls()
+
+    @classmethod
+    def _of_arguments(cls, arguments) -> "Field":
+        """The field of an FFCV descriptor's argument blob, as FFCV's ``Reader`` makes it
+        (``beton.types.get_handlers``)."""
         return cls()
 
     def to_binary(self):
         """The descriptor's 1024-byte argument blob, as FFCV's ``ARG_TYPE`` scalar."""
-        if self.type_name not in _NATIVE:
+        if self._registered() is None:
             raise NotImplementedError(f"{type(self).__name__}.to_binary")
         return np.frombuffer(self.native().arguments(), dtype=ARG_TYPE)[0].copy()
 
@@ -111,7 +118,7 @@ class Field:
         """
         if field is _ONE_ARGUMENT:
             return self._value(destination)
-        if self.type_name not in _NATIVE:
+        if self._registered() is None:
             raise NotImplementedError(f"{type(self).__name__}.encode")
         slot, payload = self.native().encode_one(self._value(field), float(np.random.rand()))
         slot = bytearray(slot)
@@ -125,7 +132,10 @@ class Field:
 
     def get_decoder_class(self):
         """The decoder FFCV's Loader uses for the field by default."""
-        raise NotImplementedError(f"{type(self).__name__}.get_decoder_class")
+        kind = self._registered()
+        if kind is None:
+            raise NotImplementedError(f"{type(self).__name__}.get_decoder_class")
+        return kind.decoder
 
     def _value(self, value: Any) -> Any:
         return value
@@ -134,7 +144,7 @@ class Field:
 def is_custom(field: Field) -> bool:
     """Whether ``field`` is a custom field (FFCV's protocol, type id 255): not one of beton's
     field types."""
-    return getattr(field, "type_name", "") not in _NATIVE
+    return getattr(field, "type_name", "") not in KINDS
 
 
 def _ffcv_arity(method) -> bool:

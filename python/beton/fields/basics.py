@@ -6,22 +6,25 @@ import numbers
 
 import numpy as np
 
+from beton import _native
 from beton.fields.base import Field
+from beton.fields.decoders import BasicDecoder, BoolDecoder, FloatDecoder, IntDecoder  # noqa: F401 (FFCV's path)
+from beton.fields.registry import register
+# Names FFCV's ffcv.fields.basics binds (user code imports them from here).
+from beton.pipeline.allocation_query import AllocationQuery  # noqa: F401
+from beton.pipeline.operation import Operation  # noqa: F401
+from beton.pipeline.state import State  # noqa: F401
 
 
 def _type_name(value) -> str:
     return type(value).__name__
 
 
+@register("int", _native.IntField, IntDecoder, type_id=1, arrow=True)
 class IntField(Field):
     """A 64-bit signed integer per sample."""
 
-    type_name = "int"
-
     metadata_type = np.dtype("<i8")
-
-    def get_decoder_class(self):
-        return IntDecoder
 
     def _value(self, value):
         if isinstance(value, numbers.Integral):  # int, bool, numpy integers
@@ -38,15 +41,11 @@ class IntField(Field):
         raise TypeError(f"an IntField takes an integer, not {_type_name(value)} {value!r:.60}")
 
 
+@register("float", _native.FloatField, FloatDecoder, type_id=0, arrow=True)
 class FloatField(Field):
     """A 64-bit float per sample."""
 
-    type_name = "float"
-
     metadata_type = np.dtype("<f8")
-
-    def get_decoder_class(self):
-        return FloatDecoder
 
     def _value(self, value):
         if isinstance(value, (str, bytes)) or value is None:
@@ -54,15 +53,11 @@ class FloatField(Field):
         return float(value)
 
 
+@register("bool", _native.BoolField, BoolDecoder, extension=2, arrow=True)
 class BoolField(Field):
     """A bool per sample (beton extension; FFCV sees an opaque custom field)."""
 
-    type_name = "bool"
-
     metadata_type = np.dtype("<u1")
-
-    def get_decoder_class(self):
-        return BoolDecoder
 
     def _value(self, value):
         if isinstance(value, bool) or type(value).__name__ == "bool_":
@@ -76,9 +71,3 @@ class BoolField(Field):
             return bool(value)
         raise TypeError(f"a BoolField takes True, False, 0 or 1, not {_type_name(value)} {value!r:.60}")
 
-
-from beton.fields.decoders import BasicDecoder, BoolDecoder, FloatDecoder, IntDecoder  # noqa: E402,F401 (FFCV's path)
-# Names FFCV's ffcv.fields.basics binds (user code imports them from here).
-from beton.pipeline.allocation_query import AllocationQuery  # noqa: E402,F401
-from beton.pipeline.operation import Operation  # noqa: E402,F401
-from beton.pipeline.state import State  # noqa: E402,F401

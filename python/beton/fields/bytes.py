@@ -2,22 +2,21 @@
 
 import numpy as np
 
+from beton import _native
 from beton.fields.base import Field
+from beton.fields.decoders import BytesDecoder  # noqa: F401 (FFCV's path)
+from beton.fields.registry import register
 from beton.pipeline.allocation_query import AllocationQuery  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 
 
+@register("bytes", _native.BytesField, BytesDecoder, type_id=3)
 class BytesField(Field):
     """Variable-length bytes per sample (numpy uint8 arrays or bytes)."""
 
-    type_name = "bytes"
-
     metadata_type = np.dtype([("ptr", "<u8"), ("size", "<u8")])
-
-    def get_decoder_class(self):
-        return BytesDecoder
 
     def _value(self, value):
         if isinstance(value, np.ndarray):
@@ -29,20 +28,14 @@ class BytesField(Field):
         return bytes(value)
 
 
+@register("text", _native.TextField, BytesDecoder, extension=1, arrow=True)
 class TextField(Field):
     """UTF-8 text per sample (beton extension)."""
 
-    type_name = "text"
-
     metadata_type = np.dtype([("ptr", "<u8"), ("size", "<u8")])
-
-    def get_decoder_class(self):
-        return BytesDecoder
 
     def _value(self, value):
         if not isinstance(value, str):  # str(None) is 'None', str(b"x") is "b'x'"
             raise TypeError(f"a TextField takes str, not {type(value).__name__} {value!r:.60}")
         return value
 
-
-from beton.fields.decoders import BytesDecoder  # noqa: E402,F401 (FFCV's path)

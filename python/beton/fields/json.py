@@ -4,29 +4,29 @@ import json
 
 import numpy as np
 
+from beton import _native
 from beton.fields.base import Field  # noqa: F401 (FFCV's module binds it)
 from beton.fields.bytes import BytesField
+from beton.fields.decoders import BytesDecoder
+from beton.fields.registry import json_value, register
 
 # FFCV's module constants: JSON text is UTF-8, and a NUL (which JSON text never holds) ends it.
 ENCODING = "utf8"
 SEPARATOR = "\0"
 
 
+@register("json", _native.JSONField, BytesDecoder, type_id=5, value=json_value)
 class JSONField(BytesField):
     """FFCV's ``JSONField`` (a ``BytesField``, as in FFCV): a JSON document per sample."""
 
-    type_name = "json"
-
     metadata_type = np.dtype([("ptr", "<u8"), ("size", "<u8")])
 
-    def get_decoder_class(self):
-        from beton.fields.decoders import BytesDecoder
-
-        return BytesDecoder
-
     @classmethod
-    def _of_details(cls, details):
-        return BytesField()  # FFCV's JSONField inherits BytesField.from_binary: a BytesField
+    def from_binary(cls, binary):
+        """FFCV's ``from_binary``: the blob checked to describe a JSON field, then a
+        ``BytesField`` (FFCV's ``JSONField`` inherits ``BytesField.from_binary``)."""
+        super().from_binary(binary)
+        return BytesField()
 
     def _value(self, value):
         return json.dumps(value)

@@ -1,9 +1,15 @@
 """FFCV's NDArrayField and TorchTensorField (fixed dtype and shape), and beton's ArrayField
 (variable length)."""
 
+import json
+import struct
+
 import numpy as np
 
+from beton import _native
 from beton.fields.base import Field, exact_array
+from beton.fields.decoders import BytesDecoder, NDArrayDecoder  # noqa: F401 (FFCV's path)
+from beton.fields.registry import array_value, register
 from beton.pipeline.allocation_query import AllocationQuery  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
@@ -14,18 +20,26 @@ from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 NDArrayArgsType = np.dtype([("shape", "<u8", 32), ("type_length", "<u8")])
 
 
+@register("ndarray", _native.NDArrayField, NDArrayDecoder, type_id=4, value=array_value)
 class NDArrayField(Field):
-    type_name = "ndarray"
-
     metadata_type = np.dtype("<u8")
-
-    def get_decoder_class(self):
-        return NDArrayDecoder
 
     @classmethod
     def _of_details(cls, details):
         dtype, shape = details
         return NDArrayField(np.dtype(dtype), tuple(shape))
+
+    @classmethod
+    def _of_arguments(cls, arguments):
+        """FFCV's parse of the descriptor (``NDArrayArgsType``, then the dtype's description as
+        JSON), any numpy dtype (structured ones too), as FFCV's ``Reader`` reads it."""
+        raw = bytes(arguments)
+        shape = [s for s in struct.unpack_from("<32Q", raw, 0)]
+        shape = shape[:max([k + 1 for k, s in enumerate(shape) if s] or [0])]
+        (length,) = struct.unpack_from("<Q", raw, 256)
+        descr = json.loads(raw[264:264 + length].decode("ascii"))
+        dtype = np.dtype(descr[0][1] if len(descr) == 1 and descr[0][0] == "" else [tuple(d) for d in descr])
+        return NDArrayField(dtype, tuple(shape))
 
     def __init__(self, dtype, shape):
         self.dtype = np.dtype(dtype)
@@ -42,9 +56,9 @@ class NDArrayField(Field):
         return a.tobytes()
 
 
+@register("torch_tensor", _native.TorchTensorField, NDArrayDecoder, type_id=6, value=array_value,
+          read_as=NDArrayField)
 class TorchTensorField(NDArrayField):
-    type_name = "torch_tensor"
-
     def __init__(self, dtype, shape):
         import torch
 
@@ -57,17 +71,11 @@ class TorchTensorField(NDArrayField):
         return super()._value(value)
 
 
+@register("array", _native.ArrayField, BytesDecoder, extension=3, value=array_value)
 class ArrayField(Field):
     """A variable-length 1-D array of a fixed dtype per sample (beton extension)."""
 
-    type_name = "array"
-
     metadata_type = np.dtype([("ptr", "<u8"), ("len", "<u8")])
-
-    def get_decoder_class(self):
-        from beton.fields.decoders import BytesDecoder
-
-        return BytesDecoder
 
     @classmethod
     def _of_details(cls, details):
@@ -82,5 +90,3 @@ class ArrayField(Field):
     def _value(self, value):
         return exact_array(value, self.dtype).ravel().tobytes()
 
-
-from beton.fields.decoders import NDArrayDecoder  # noqa: E402,F401 (FFCV's path)

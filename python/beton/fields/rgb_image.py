@@ -4,23 +4,23 @@ from typing import Optional
 
 import numpy as np
 
+from beton import _native
 from beton.fields.base import Field
+from beton.fields.decoders import (CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,  # noqa: F401
+                                   ResizedCropRGBImageDecoder, SimpleRGBImageDecoder)
+from beton.fields.registry import image_value, register
 from beton.pipeline.allocation_query import AllocationQuery  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.compiler import Compiler  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.operation import Operation  # noqa: F401 (FFCV's module binds it)
 from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 
 
+@register("rgb_image", _native.RGBImageField, SimpleRGBImageDecoder, type_id=2, value=image_value)
 class RGBImageField(Field):
     """An RGB image per sample: numpy HWC uint8 arrays, PIL images, encoded JPEG/PNG bytes, or
     file paths. ``write_mode`` is ``raw``, ``jpg``, ``smart`` or ``proportion`` (FFCV's)."""
 
-    type_name = "rgb_image"
-
     metadata_type = np.dtype([("mode", "<u1"), ("width", "<u2"), ("height", "<u2"), ("data_ptr", "<u8")])
-
-    def get_decoder_class(self):
-        return SimpleRGBImageDecoder
 
     def __init__(self, write_mode: str = "raw", max_resolution: Optional[int] = None,
                  smart_threshold: Optional[int] = None, jpeg_quality: int = 90,
@@ -68,14 +68,9 @@ class RGBImageField(Field):
         return (a.tobytes(), a.shape[0], a.shape[1], a.shape[2])
 
 
+@register("grey_image", _native.GreyImageField, SimpleRGBImageDecoder, extension=4, value=image_value)
 class GreyImageField(RGBImageField):
     """A greyscale image per sample (beton extension)."""
-
-    type_name = "grey_image"
-
-
-from beton.fields.decoders import (CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,  # noqa: E402,F401
-                                   ResizedCropRGBImageDecoder, SimpleRGBImageDecoder)
 
 
 # ---- FFCV's module-level helpers (ffcv/fields/rgb_image.py) --------------------------------------
@@ -105,8 +100,6 @@ def encode_jpeg(numpy_image, quality):
     """
     import os
     import tempfile
-
-    from beton import _native
 
     image = np.ascontiguousarray(numpy_image)
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:

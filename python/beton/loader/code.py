@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from beton._native import InvalidArgumentError
+from beton.fields.registry import KINDS
+from beton.loader.decoder_stage import DecoderStage
 
 
 class InvalidDecoderError(InvalidArgumentError, TypeError):
@@ -150,7 +152,7 @@ def snapshot(loader, native: Dict[str, Any]) -> PipelineCode:
 
 def _snapshot(loader, native: Dict[str, Any]) -> PipelineCode:
     from beton.pipeline import PipelineSpec
-    from beton.pipeline.operation import BatchStage, DecoderStage
+    from beton.pipeline.operation import BatchStage
 
     kinds = {name: kind for name, kind, _ in loader.dataset._native.fields()}
     blocks = []
@@ -205,12 +207,8 @@ def _decoded(decoder) -> Tuple[Optional[tuple], Any]:
 
 
 def _default_decoder_name(kind) -> str:
-    from beton.loader.loader import _default_decoder
-
-    try:
-        return type(_default_decoder(kind)).__name__
-    except KeyError:
-        return "a decoder"
+    registered = KINDS.get(kind)
+    return "a decoder" if registered is None else registered.decoder.__name__
 
 
 def _first_row(loader) -> Optional[int]:

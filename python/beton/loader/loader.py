@@ -17,6 +17,8 @@ import numpy as np
 from beton import _native
 from beton._native import IndexSet
 from beton.fields.decoders import _ScalarDecoder
+from beton.fields.registry import KINDS
+from beton.loader.decoder_stage import DecoderStage
 # Names FFCV's ffcv.loader.loader binds (user code imports them from here).
 from beton.fields.base import Field  # noqa: F401
 from beton.loader.code import InvalidDecoderError, ffcv_exception_types, snapshot  # noqa: F401 (beton.InvalidDecoderError)
@@ -146,14 +148,9 @@ def _is_custom_order(order) -> bool:
 
 
 def _default_decoder(kind: str):
-    """FFCV's default decoder of a field kind (``Field.get_decoder_class()``)."""
-    from beton.fields import decoders as D
-
-    classes = {"int": D.IntDecoder, "float": D.FloatDecoder, "ndarray": D.NDArrayDecoder,
-               "torch_tensor": D.NDArrayDecoder, "array": D.BytesDecoder, "bytes": D.BytesDecoder,
-               "json": D.BytesDecoder, "text": D.BytesDecoder, "bool": D.BoolDecoder,
-               "rgb_image": D.SimpleRGBImageDecoder, "grey_image": D.SimpleRGBImageDecoder}
-    return classes[kind]()
+    """FFCV's default decoder of a field kind (``Field.get_decoder_class()``; the kind's entry
+    in ``beton.fields.registry``)."""
+    return KINDS[kind].decoder()
 
 
 def _default_to_tensor() -> list:
@@ -394,8 +391,6 @@ class Loader:
             if name in self.custom_fields:
                 # FFCV's custom field: its decoder is Python (FFCV-style generated code), run on
                 # each batch's sample ids by a DecoderStage; the rest of its pipeline as usual.
-                from beton.pipeline.operation import DecoderStage
-
                 ops = list(pipelines[name]) if name in pipelines else []
                 handler = self.reader.handlers[name]
                 if not ops or getattr(ops[0], "_beton_decoder", False) or not hasattr(ops[0], "generate_code"):
@@ -473,7 +468,7 @@ class Loader:
         if getattr(self, "_reader", None) is None:
             from beton.reader import Reader
 
-            if isinstance(self.dataset._native, _native.Version):
+            if self.dataset._is_directory:
                 raise NotImplementedError(f"{self.fname} is a dataset directory: FFCV's Reader (and memory "
                                           "managers, custom_fields) read one .beton file; export a version to one")
 

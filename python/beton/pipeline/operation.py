@@ -4,7 +4,7 @@ An operation says what it outputs (``declare_state_and_memory``) and gives ``cod
 (``generate_code``) that fills and returns ``dst``; code flagged ``with_indices`` also gets the
 batch's sample ids, ``code(inp, dst, indices)``, as FFCV passes them. beton runs operations after
 its native stage on whole batches (``BatchStage``); FFCV-style Python decoders, for custom fields,
-run through ``DecoderStage``.
+run through ``beton.loader.decoder_stage.DecoderStage``.
 """
 
 from abc import ABC, abstractmethod
@@ -113,44 +113,4 @@ class BatchStage:
             out = self.code(arr, dst, np.asarray(indices, dtype=np.uint64))
         else:
             out = self.code(arr, dst)
-        return dst if out is None else out
-
-
-class DecoderStage:
-    """An FFCV-style Python decoder (an ``Operation`` of a custom field, ``custom_fields``) run on
-    batches: ``stage(indices)`` decodes the samples ``indices`` of field ``field_name``.
-
-    Parameters
-    ----------
-    decoder : Operation
-        The decoder; its code is ``decode(indices, destination, metadata, storage_state)``.
-    reader : beton.reader.Reader
-        The file (with the custom handlers), for the field's metadata column.
-    field_name : str
-        The field decoded.
-    memory_manager : MemoryManager, optional
-        How payloads are read (``OSCacheManager`` by default).
-    """
-
-    def __init__(self, decoder: Operation, reader, field_name: str, memory_manager=None):
-        from beton.memory_managers import OSCacheManager
-
-        self.decoder = decoder
-        self.field_index = reader.field_names.index(field_name)
-        self.metadata = reader.metadata[f"f{self.field_index}"]
-        self.manager = memory_manager or OSCacheManager(reader)
-        decoder.accept_field(reader.handlers[field_name])
-        decoder.accept_globals(self.metadata, Compiler.compile(self.manager.compile_reader()))
-        self.code = Compiler.compile(decoder.generate_code())
-        self.context = None
-
-    def __call__(self, indices):
-        indices = np.asarray(indices, dtype=np.uint64)
-        if self.context is None:
-            self.context = self.manager.schedule_epoch([indices])
-            self.context.__enter__()
-        start = State(jit_mode=True, device="cpu", shape=None, dtype=np.dtype("u1"))
-        _, alloc = self.decoder.declare_state_and_memory(start)
-        dst = None if alloc is None else _allocate(alloc, len(indices))
-        out = self.code(indices, dst, self.metadata, self.context.state)
         return dst if out is None else out

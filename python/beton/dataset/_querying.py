@@ -1,0 +1,185 @@
+"""SQL over a dataset's data table (``query``, ``where``, ``explain``) and its named splits."""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from beton._native import IndexSet
+from beton.dataset._open import _DatasetBase
+from beton.dataset._results import Explain, QueryResult
+from beton.dataset._values import _Stream
+
+
+class _Querying(_DatasetBase):
+    """``Dataset``'s SQL and named splits."""
+
+    def query(self, sql: str) -> QueryResult:
+        """Runs ``SELECT ... FROM samples ...`` on the data table.
+
+        Parameters
+        ----------
+        sql : str
+            A ``SELECT`` over ``samples`` (columns as in ``columns()``).
+
+        Returns
+        -------
+        QueryResult
+            A ``pyarrow.Table`` (``.table``; its attributes are the result's) with a short repr.
+
+        Raises
+        ------
+        ValueError
+            For SQL that does not parse, names a column the table does not have, or that beton
+            does not support (the message gives the line and column).
+
+        Examples
+        --------
+        >>> ds = beton.open("photos.beton")  # doctest: +SKIP
+        >>> ds.query("SELECT label, count(*) AS n FROM samples GROUP BY label ORDER BY label")  # doctest: +SKIP
+        QueryResult: 6 rows x 2 columns (label: int64, n: int64)
+        label  n
+        0      21
+        ...
+        """
+        import pyarrow as pa
+
+        table = pa.RecordBatchReader.from_stream(_Stream(self._native.query_stream(sql))).read_all()
+        return QueryResult(table, sql, self._native)
+
+    def where(self, predicate: str) -> IndexSet:
+        """The rows a predicate or ``SELECT`` matches.
+
+        Parameters
+        ----------
+        predicate : str
+            ``label < 5 AND image.width >= 224``, ``in_split('val')``, or a ``SELECT``.
+
+        Returns
+        -------
+        IndexSet
+            The matching rows (indices), to train on (``Loader(..., indices=...)``).
+
+        Raises
+        ------
+        ValueError
+            For bad SQL or an unknown column (with its line and column).
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").where("label < 3")  # doctest: +SKIP
+        IndexSet(77 ids: [0, 1, 2, 3, 4, 5, ...], fingerprint 0x...)
+        """
+        return self._native.select(predicate)
+
+    def explain(self, sql: str) -> Explain:
+        """What a query touches and what a loader of its rows would read (``beton explain``).
+
+        Parameters
+        ----------
+        sql : str
+            A bare predicate or a ``SELECT``.
+
+        Returns
+        -------
+        Explain
+            ``print(e)`` shows the CLI's text; ``e.columns``, ``e.heap_columns``,
+            ``e.rows_matched``, ``e.matched``, ``e.total``, ``e.data_files`` and ``e.ids`` to
+            inspect.
+
+        Raises
+        ------
+        ValueError
+            For bad SQL or an unknown column (with its line and column).
+
+        Examples
+        --------
+        >>> e = beton.open("photos.beton").explain("label < 3")  # doctest: +SKIP
+        >>> e.rows_matched, e.matched["pages"], e.total["pages"]  # doctest: +SKIP
+        (77, 1, 1)
+        """
+        return Explain(self._native.explain(sql))
+
+    # Named splits, stored in the file.
+    def splits(self) -> Dict[str, IndexSet]:
+        """The named splits, by name.
+
+        Returns
+        -------
+        dict of str to IndexSet
+
+        Raises
+        ------
+        beton.CorruptFileError
+            When both copies of the stored splits are damaged.
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").splits()  # doctest: +SKIP
+        {'train': IndexSet(124 ids: ...), 'val': IndexSet(31 ids: ...)}
+        """
+        return self._native.splits()
+
+    def split(self, name: str) -> IndexSet:
+        """Named split ``name``.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        IndexSet
+
+        Raises
+        ------
+        KeyError
+            For a split the data does not have (the message lists those it has).
+
+        Examples
+        --------
+        >>> val = beton.open("photos.beton").split("val")  # doctest: +SKIP
+        """
+        return self._native.split(name)
+
+    def save_splits(self, **sets: IndexSet) -> None:
+        """Adds or replaces named splits, all in one crash-safe update.
+
+        In a ``.beton`` file they go into its split region (FFCV still loads it); in a dataset
+        directory, into a new version.
+
+        Parameters
+        ----------
+        **sets : IndexSet
+            ``name=set``; names are 1 to 64 ASCII letters, digits or ``_ - . : =`` (not starting
+            with ``:``, reserved for beton's entries).
+
+        Raises
+        ------
+        ValueError
+            For a bad name, rows past the end, or splits that do not fit the file's room.
+
+        Examples
+        --------
+        >>> ds = beton.open("photos.beton")  # doctest: +SKIP
+        >>> train, val = IndexSet.all(len(ds)).split([0.8, 0.2])  # doctest: +SKIP
+        >>> ds.save_splits(train=train, val=val)  # doctest: +SKIP
+        """
+        self._native.save_splits(dict(sets))
+
+    def remove_splits(self, *names: str) -> None:
+        """Removes named splits, in one crash-safe update.
+
+        Parameters
+        ----------
+        *names : str
+
+        Raises
+        ------
+        KeyError
+            For a split that does not exist (nothing is removed then).
+
+        Examples
+        --------
+        >>> beton.open("photos.beton").remove_splits("val")  # doctest: +SKIP
+        """
+        self._native.remove_splits(list(names))

@@ -1,0 +1,103 @@
+"""The modules of the ``beton`` package import each other without a cycle: neither through the
+imports that run when a module loads, nor through those inside functions (a function-level
+import that only hides a cycle breaks as soon as it is moved to the top). Imports for the type
+checker only (``if TYPE_CHECKING:``) never run and do not count."""
+
+import ast
+import os
+
+import pytest
+
+PACKAGE = os.path.join(os.path.dirname(__file__), "..", "beton")
+
+
+def _modules():
+    """``{module name: its source file}`` of the package (None for the native module)."""
+    root = os.path.dirname(os.path.abspath(PACKAGE))
+    modules = {}
+    for folder, _, files in os.walk(os.path.abspath(PACKAGE)):
+        for name in files:
+            path = os.path.join(folder, name)
+            if name.endswith(".py"):
+                module = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+                modules[module.removesuffix(".__init__")] = path
+            elif name.endswith((".so", ".pyi")):
+                modules.setdefault(os.path.relpath(os.path.join(folder, name.split(".")[0]), root)
+                                   .replace(os.sep, "."), None)
+    return modules
+
+
+def _imports(path, module, modules, in_functions):
+    """The package's modules that ``module`` imports."""
+    found = set()
+
+    def targets(base, names):
+        if names is None:
+            return [base] if base in modules else []
+        return [f"{base}.{n}" if f"{base}.{n}" in modules else base for n in names
+                if f"{base}.{n}" in modules or base in modules]
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if in_function and not in_functions:
+                return
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    found.update(targets(alias.name, None))
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:  # relative: from the module's package, up level - 1 packages
+                    package = module.split(".") if path.endswith("__init__.py") else module.split(".")[:-1]
+                    base = ".".join(package[:len(package) - child.level + 1] + ([base] if base else []))
+                found.update(targets(base, [alias.name for alias in child.names]))
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    if path is not None:
+        with open(path, encoding="utf-8") as f:
+            visit(ast.parse(f.read()), False)
+    found.discard(module)
+    return found
+
+
+def _cycles(graph):
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def strong(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return out
+
+
+@pytest.mark.parametrize("in_functions", [False, True], ids=["module level", "with function-level imports"])
+def test_no_import_cycles(in_functions):
+    modules = _modules()
+    assert "beton.dataset" in modules and "beton.writer" in modules and "beton._native" in modules
+    graph = {m: _imports(p, m, modules, in_functions) for m, p in modules.items()}
+    assert "beton.dataset" in graph["beton.writer"]  # the graph sees imports
+    cycles = _cycles(graph)
+    described = ["; ".join(f"{a} -> {b}" for a in c for b in sorted(graph[a]) if b in c) for c in cycles]
+    assert not cycles, f"import cycles: {described}"
