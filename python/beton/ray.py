@@ -24,7 +24,7 @@ Ray's.
 **Writing** (``write_beton``, ``Dataset.write_beton``, or ``BetonDatasink``): each write task
 writes its blocks as one ``.beton`` data file (``DatasetWriter.from_arrow``, in the dataset's
 ``_tmp/``); when every task is done the driver commits them all as **one** version
-(``_native.Version.commit_files``): version 1 of a new dataset, or an append to an existing one
+(``_native.Dataset.commit_files``): version 1 of a new dataset, or an append to an existing one
 (its schema checked, a concurrent writer's commit merged as for any append). A failed write
 commits nothing and removes its files. Fields come from the table's types (``take``'s columns
 carry their exact field types), or from ``fields=``: encoded JPEG/PNG bytes are just bytes
@@ -583,7 +583,7 @@ class BetonDatasink(Datasink):
         try:
             if not files:
                 raise ValueError(f"write_beton: the Ray dataset has no rows; nothing was written to {self.path}")
-            self.version = _native.Version.commit_files(self.path, files, self.message).version
+            self.version = _native.Dataset.commit_files(self.path, files, self.message).version
         finally:
             self._remove_files()
 

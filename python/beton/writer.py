@@ -222,7 +222,7 @@ class DatasetWriter:
         locally first: a ``.beton`` file is then uploaded, a dataset directory (a URL ending in
         ``/``, or one that is a dataset already) gets a version through the store."""
         is_url = "://" in self.fname
-        is_dir = (self.fname.endswith("/") or _native.Version.is_dataset_dir(self.fname)) if is_url else (
+        is_dir = (self.fname.endswith("/") or _native.Dataset.is_dataset_dir(self.fname)) if is_url else (
             os.path.isdir(self.fname) or self.fname.endswith(os.sep))
         if is_url and not is_dir:
             with tempfile.TemporaryDirectory(prefix="beton-upload-") as tmp:
@@ -246,7 +246,7 @@ class DatasetWriter:
             path = os.path.join(tmp, "write.beton")
 
             def publish(report):
-                if _native.Version.is_dataset_dir(directory):
+                if _native.Dataset.is_dataset_dir(directory):
                     ds = Dataset(directory).append(path, message="DatasetWriter")
                 else:
                     ds = import_file(directory, path)

@@ -154,7 +154,7 @@ def import_file(dir, file) -> Dataset:  # noqa: A002
     >>> ds.version, ds.classes == beton.open("photos.beton").classes  # doctest: +SKIP
     (1, True)
     """
-    return Dataset._of(_native.Version.import_file(str(dir), str(file)))
+    return Dataset._of(_native.Dataset.import_file(str(dir), str(file)))
 
 
 def concat(sources, out, message: str = "", progress: bool = True) -> Dataset:
@@ -191,4 +191,4 @@ def concat(sources, out, message: str = "", progress: bool = True) -> Dataset:
         raise ValueError("concat needs at least one source")
     paths = [str(s.path if isinstance(s, Dataset) else s) for s in sources]
     with _progress(None, progress) as report:
-        return Dataset._of(_native.Version.concat(str(out), paths, message, report))
+        return Dataset._of(_native.Dataset.concat(str(out), paths, message, report))

@@ -1,9 +1,9 @@
 """What every part of a ``Dataset`` stands on: opening a ``.beton`` file or a dataset
 directory's version, the native handle that reads it, its length, path and version.
 
-``is_handle`` and ``is_directory`` are the one place in the Python layer that tells the native
-handle of a ``.beton`` file (``_native.Dataset``) from a dataset directory version's
-(``_native.Version``): everything else asks them, or ``Dataset._is_directory`` and
+One native class, ``_native.Dataset``, reads both: a ``.beton`` file (read-only) and a dataset
+directory's version. ``is_handle`` and ``is_directory`` are the one place in the Python layer that
+asks which: everything else asks them, or ``Dataset._is_directory`` and
 ``Dataset._require_directory``."""
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 def is_handle(obj) -> bool:
     """Whether ``obj`` is a native dataset handle: a ``.beton`` file's or a dataset directory
     version's."""
-    return isinstance(obj, (_native.Dataset, _native.Version))
+    return isinstance(obj, _native.Dataset)
 
 
 def is_directory(handle) -> bool:
     """Whether native handle ``handle`` reads a dataset directory's version (else a ``.beton``
     file): what has versions, and the edits that commit them."""
-    return isinstance(handle, _native.Version)
+    return not handle.is_file
 
 
 def _is_dataset_url(path) -> bool:
@@ -47,16 +47,16 @@ class _DatasetBase:
 
     def __init__(self, path, custom: Optional[Dict[str, Any]] = None, version=None):
         where = os.fspath(path)
-        if os.path.isdir(where) or (_is_dataset_url(where) and _native.Version.is_dataset_dir(where)):
+        if os.path.isdir(where) or (_is_dataset_url(where) and _native.Dataset.is_dataset_dir(where)):
             if custom:
                 raise NotImplementedError(f"{path} is a dataset directory: custom (FFCV type-255) field layouts "
                                           "apply to a .beton file only")
-            self._native = _native.Version(str(path), version)
+            self._native = _native.Dataset(str(path), version)
         else:
             if version not in (None, 1):
                 raise ValueError(f"{path} is a .beton file: it has version 1 only")
             layouts, self._custom_dtypes = custom_layouts(path, custom)
-            self._native = _native.Dataset(str(path), layouts or None)
+            self._native = _native.Dataset(str(path), None, layouts or None)
         self._refresh()
 
     def _refresh(self):
