@@ -8,8 +8,7 @@ use super::{EncodeContext, Extension, ExtensionKind, FieldKind, FieldType, Input
 use crate::error::Result;
 use crate::field::DType;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 /// ArrayField: the kind of `FieldType::Array(dtype)`.
 #[derive(Debug, RefCast)]

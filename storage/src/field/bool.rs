@@ -3,8 +3,7 @@
 use super::fixed::Id;
 use super::{mismatch, ColumnSource, DecodeContext, ExtensionKind, FieldType, Input, LoadAs, BOOL_SLOT};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// BoolField.

@@ -4,8 +4,7 @@ use super::fixed::Id;
 use super::{mismatch, sized_payload, ColumnSource, DecodeContext, FieldType, Input, LoadAs};
 use super::{PTR_SIZE_SLOT, TYPE_BYTES};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// BytesField.

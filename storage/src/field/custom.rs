@@ -6,8 +6,7 @@ use super::{invalid_value, mismatch, ColumnDef, ColumnSource, DecodeContext, Des
 use super::{FieldKind, FieldType, Input, LoadAs};
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 /// A custom field: its row slot (given by the caller, or by a newer beton's blob) and the
 /// descriptor's argument blob, kept as written.

@@ -98,7 +98,7 @@ macro_rules! fixed_kind {
 
             fn encode(
                 &self,
-                value: $crate::writer::SampleValue,
+                value: $crate::value::SampleValue,
                 slot: &mut [u8],
                 _: &$crate::field::EncodeContext<'_>,
             ) -> $crate::error::Result<Option<Vec<u8>>> {
@@ -109,7 +109,7 @@ macro_rules! fixed_kind {
                 &self,
                 slot: &'a [u8],
                 cx: &$crate::field::DecodeContext<'a, '_>,
-            ) -> $crate::error::Result<$crate::reader::Value<'a>> {
+            ) -> $crate::error::Result<$crate::value::Value<'a>> {
                 decode(slot, cx)
             }
 

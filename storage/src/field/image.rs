@@ -7,8 +7,7 @@ use super::{ExtensionKind, FieldKind, FieldType, Input, LoadAs, IMAGE_SLOT, TYPE
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
 use crate::image::{self, Channels, ImageMode};
-use crate::reader::{ImageRef, Value};
-use crate::writer::SampleValue;
+use crate::value::{ImageRef, SampleValue, Value};
 
 /// An image field of `channels`.
 #[derive(Debug)]

@@ -3,8 +3,7 @@
 use super::fixed::Id;
 use super::{mismatch, word, ColumnSource, DecodeContext, FieldType, Input, LoadAs, SCALAR_SLOT, TYPE_INT};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// IntField.

@@ -5,8 +5,7 @@ use super::fixed::Id;
 use super::{invalid_value, mismatch, sized_payload, ColumnSource, DecodeContext, FieldType, Input};
 use super::{LoadAs, PTR_SIZE_SLOT, TYPE_JSON};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// JSONField.

@@ -14,8 +14,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 /// Most dimensions an array field may have (numpy's limit, the size of FFCV's shape array).
 pub const MAX_DIMS: usize = 32;

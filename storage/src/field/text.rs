@@ -5,8 +5,7 @@ use super::fixed::Id;
 use super::{mismatch, sized_payload, ColumnSource, DecodeContext, ExtensionKind, FieldType, Input};
 use super::{LoadAs, PTR_SIZE_SLOT};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// TextField.
