@@ -19,9 +19,10 @@ use crate::error::{Error, Result};
 use crate::field::{DType, DecodeContext, FieldType};
 use crate::format::{self, AllocEntry, FieldDesc, Header, RowLayout, Slot};
 use crate::format::{ALLOC_ENTRY_SIZE, ARGS_SIZE, FIELD_DESC_SIZE, HEADER_SIZE, VERSION};
-use crate::image::{self, Channels, ImageMode, Pixels};
 use crate::mmap::Bytes;
 use crate::remote;
+/// The values a reader hands out (their home is [`crate::value`]; also here, where they were).
+pub use crate::value::{ImageRef, Value};
 
 /// Options for opening a file.
 #[derive(Debug, Clone, Default)]
@@ -166,135 +167,6 @@ impl Field {
     /// The descriptor's 1024-byte argument blob as stored.
     pub fn arguments(&self) -> &[u8; ARGS_SIZE] {
         &self.desc.arguments
-    }
-}
-
-/// An image as stored in one sample: the row's metadata and the payload bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageRef<'a> {
-    /// JPEG or raw.
-    pub mode: ImageMode,
-    /// Width from the row.
-    pub width: u16,
-    /// Height from the row.
-    pub height: u16,
-    /// 3 for RGBImage fields, 1 for GreyImage fields.
-    pub channels: Channels,
-    /// The payload: JPEG bytes, or `width × height × channels` raw bytes.
-    pub data: &'a [u8],
-}
-
-impl ImageRef<'_> {
-    /// Decodes the image to HWC `u8` pixels.
-    ///
-    /// # Errors
-    /// A corrupt JPEG, or a decoded size that differs from the row's.
-    pub fn decode(&self) -> Result<Pixels> {
-        image::decode_stored(self.mode, self.width, self.height, self.data, self.channels)
-    }
-
-    /// Decodes as FFCV 1.0.2's loader does (libjpeg-turbo's fast integer IDCT): pixel for pixel
-    /// what FFCV hands out for this image (checked against every JPEG of the FFCV fixtures).
-    /// Slightly less accurate than [`ImageRef::decode`]; raw images are the same either way.
-    ///
-    /// # Errors
-    /// As [`ImageRef::decode`].
-    pub fn decode_like_ffcv(&self) -> Result<Pixels> {
-        image::decode_stored_with(self.mode, self.width, self.height, self.data, self.channels, true)
-    }
-}
-
-/// One field's value in one sample, borrowed from the file.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value<'a> {
-    /// IntField.
-    Int(i64),
-    /// FloatField.
-    Float(f64),
-    /// RGBImageField or GreyImageField.
-    Image(ImageRef<'a>),
-    /// BytesField payload.
-    Bytes(&'a [u8]),
-    /// JSONField text, without the stored trailing NUL.
-    Json(&'a str),
-    /// NDArrayField / TorchTensorField payload: the array's bytes (dtype and shape are the
-    /// field's).
-    NDArray(&'a [u8]),
-    /// TextField.
-    Text(&'a str),
-    /// BoolField.
-    Bool(bool),
-    /// ArrayField payload: the elements' bytes (element type is the field's).
-    Array(&'a [u8]),
-    /// A custom field's raw row bytes.
-    Custom(&'a [u8]),
-}
-
-impl<'a> Value<'a> {
-    /// The value as the writer takes it, to store it in another file as it is stored here
-    /// (images byte for byte: [`ImageSource::Stored`](crate::ImageSource::Stored)).
-    pub fn to_sample_value(&self) -> crate::SampleValue {
-        use crate::SampleValue as S;
-        match *self {
-            Value::Int(v) => S::Int(v),
-            Value::Float(v) => S::Float(v),
-            Value::Bool(v) => S::Bool(v),
-            Value::Image(img) => S::Image(crate::ImageSource::Stored(crate::EncodedImage {
-                mode: img.mode,
-                width: img.width,
-                height: img.height,
-                data: img.data.to_vec(),
-            })),
-            Value::Bytes(b) => S::Bytes(b.to_vec()),
-            Value::Json(t) => S::Json(t.to_string()),
-            Value::NDArray(b) => S::NDArray(b.to_vec()),
-            Value::Text(t) => S::Text(t.to_string()),
-            Value::Array(b) => S::Array(b.to_vec()),
-            Value::Custom(b) => S::Custom(b.to_vec()),
-        }
-    }
-
-    /// The integer, for Int values.
-    pub fn as_int(&self) -> Option<i64> {
-        match *self {
-            Value::Int(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    /// The float, for Float values.
-    pub fn as_float(&self) -> Option<f64> {
-        match *self {
-            Value::Float(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    /// The text, for Json and Text values.
-    pub fn as_str(&self) -> Option<&'a str> {
-        match *self {
-            Value::Json(s) | Value::Text(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// The payload or raw bytes, for Bytes, NDArray, Array and Custom values (and the UTF-8 of
-    /// text).
-    pub fn as_bytes(&self) -> Option<&'a [u8]> {
-        match *self {
-            Value::Bytes(b) | Value::NDArray(b) | Value::Array(b) | Value::Custom(b) => Some(b),
-            Value::Json(s) | Value::Text(s) => Some(s.as_bytes()),
-            Value::Image(img) => Some(img.data),
-            _ => None,
-        }
-    }
-
-    /// The image, for image values.
-    pub fn as_image(&self) -> Option<ImageRef<'a>> {
-        match *self {
-            Value::Image(img) => Some(img),
-            _ => None,
-        }
     }
 }
 

@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::image::ImageMode;
-use crate::reader::{Dataset, Value};
+use crate::reader::Dataset;
+use crate::value::Value;
 
 /// Per-field totals.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

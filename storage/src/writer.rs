@@ -23,7 +23,9 @@ use crate::error::{Error, Result};
 use crate::field::{EncodeContext, FieldType};
 use crate::format::{self, AllocEntry, FieldDesc, Header, RowLayout, Slot};
 use crate::format::{MAX_PAGE_SIZE, MIN_PAGE_SIZE, NAME_SIZE, VERSION};
-use crate::image::{self, ImageOptions, ImageSource};
+use crate::image::{self, ImageOptions};
+/// The values a writer takes (their home is [`crate::value`]; also here, where they were).
+pub use crate::value::SampleValue;
 
 /// One field of the schema being written: its name, type and (for image fields) options.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,59 +52,6 @@ impl FieldSpec {
     /// A single-channel image field (beton extension) with `options`.
     pub fn grey_image(name: impl Into<String>, options: ImageOptions) -> Self {
         FieldSpec { name: name.into(), ty: FieldType::GreyImage, image: options }
-    }
-}
-
-/// One field's value in a sample given to the writer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SampleValue {
-    /// For Int fields.
-    Int(i64),
-    /// For Float fields.
-    Float(f64),
-    /// For image fields.
-    Image(ImageSource),
-    /// For Bytes fields.
-    Bytes(Vec<u8>),
-    /// For JSON fields: JSON text (checked to parse).
-    Json(String),
-    /// For NDArray and TorchTensor fields: the array's bytes, C order, little-endian.
-    NDArray(Vec<u8>),
-    /// For Text fields.
-    Text(String),
-    /// For Bool fields.
-    Bool(bool),
-    /// For Array fields: the elements' bytes, a whole number of elements.
-    Array(Vec<u8>),
-    /// For custom fields: the row slot's bytes.
-    Custom(Vec<u8>),
-    /// For custom fields that own heap data (an FFCV `Field` whose `encode` calls `malloc`):
-    /// the row slot's bytes and each payload with the slot offset of its pointer, a
-    /// little-endian `u64` the writer fills in with the payload's file offset (what `malloc`
-    /// returned to FFCV's writer).
-    CustomWithPayloads {
-        /// The slot's bytes (pointer words are overwritten).
-        slot: Vec<u8>,
-        /// (offset of the pointer in the slot, payload bytes), in allocation order.
-        payloads: Vec<(usize, Vec<u8>)>,
-    },
-}
-
-impl SampleValue {
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            SampleValue::Int(_) => "an int",
-            SampleValue::Float(_) => "a float",
-            SampleValue::Image(_) => "an image",
-            SampleValue::Bytes(_) => "bytes",
-            SampleValue::Json(_) => "JSON",
-            SampleValue::NDArray(_) => "an ndarray",
-            SampleValue::Text(_) => "text",
-            SampleValue::Bool(_) => "a bool",
-            SampleValue::Array(_) => "an array",
-            SampleValue::Custom(_) => "custom bytes",
-            SampleValue::CustomWithPayloads { .. } => "custom bytes with payloads",
-        }
     }
 }
 

@@ -3,13 +3,15 @@
 
 use ref_cast::RefCast;
 
-use super::{invalid_value, mismatch, put_size, word, ColumnDef, ColumnSource, DecodeContext, Described};
-use super::{EncodeContext, Extension, ExtensionKind, FieldKind, FieldType, Input, LoadAs, PTR_SIZE_SLOT};
+use super::dtype::DType;
+use super::extension::{Extension, ExtensionKind};
+use super::kind::{
+    invalid_value, mismatch, put_size, word, ColumnDef, ColumnSource, DecodeContext, Described,
+    EncodeContext, FieldKind, Input, LoadAs, PTR_SIZE_SLOT,
+};
 use crate::error::Result;
-use crate::field::DType;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 /// ArrayField: the kind of `FieldType::Array(dtype)`.
 #[derive(Debug, RefCast)]
@@ -22,7 +24,7 @@ impl Array {
     }
 }
 
-pub(super) fn parse(d: &Described<'_>) -> Option<std::result::Result<FieldType, String>> {
+pub(super) fn parse(d: &Described<'_>) -> Option<std::result::Result<DType, String>> {
     if !d.is_extension(ExtensionKind::Array, "array") {
         return None;
     }
@@ -34,7 +36,7 @@ pub(super) fn parse(d: &Described<'_>) -> Option<std::result::Result<FieldType, 
         Described::Name { dtype: Some(dtype), .. } => dtype,
         _ => return Some(Err("an array field needs a dtype".to_string())),
     };
-    Some(DType::parse(typestr).map(FieldType::Array))
+    Some(DType::parse(typestr))
 }
 
 impl FieldKind for Array {

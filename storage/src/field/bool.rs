@@ -1,14 +1,14 @@
 //! BoolField (beton extension): one byte in the row, 0 or 1, no payload.
 
+use super::extension::ExtensionKind;
 use super::fixed::Id;
-use super::{mismatch, ColumnSource, DecodeContext, ExtensionKind, FieldType, Input, LoadAs, BOOL_SLOT};
+use super::kind::{mismatch, ColumnSource, DecodeContext, Input, LoadAs, BOOL_SLOT};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// BoolField.
-    struct Bool = FieldType::Bool, "BoolField", "bool", Id::Extension(ExtensionKind::Bool);
+    struct Bool = "BoolField", "bool", Id::Extension(ExtensionKind::Bool);
     slot BOOL_SLOT, payload_ptr None, input Input::Bool;
     column ColumnSource::Bool, load LoadAs::Bool;
 }

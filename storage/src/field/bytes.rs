@@ -1,15 +1,15 @@
 //! BytesField (FFCV type 3): `{ptr <u8, size <u8}` in the row, the bytes as payload.
 
 use super::fixed::Id;
-use super::{mismatch, sized_payload, ColumnSource, DecodeContext, FieldType, Input, LoadAs};
-use super::{PTR_SIZE_SLOT, TYPE_BYTES};
+use super::kind::{
+    mismatch, sized_payload, ColumnSource, DecodeContext, Input, LoadAs, PTR_SIZE_SLOT, TYPE_BYTES,
+};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// BytesField.
-    struct Bytes = FieldType::Bytes, "BytesField", "bytes", Id::Ffcv(TYPE_BYTES);
+    struct Bytes = "BytesField", "bytes", Id::Ffcv(TYPE_BYTES);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Bytes;
     column ColumnSource::SizeWord, load LoadAs::Sized { itemsize: 1 };
 }

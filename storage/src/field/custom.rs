@@ -2,12 +2,13 @@
 //! an extension from a newer beton). Its row bytes are exposed raw; it has no payload that this
 //! crate can find (FFCV's custom fields keep their own pointers).
 
-use super::{invalid_value, mismatch, ColumnDef, ColumnSource, DecodeContext, Described, EncodeContext};
-use super::{FieldKind, FieldType, Input, LoadAs};
+use super::kind::{
+    invalid_value, mismatch, ColumnDef, ColumnSource, DecodeContext, Described, EncodeContext, FieldKind,
+    Input, LoadAs,
+};
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 /// A custom field: its row slot (given by the caller, or by a newer beton's blob) and the
 /// descriptor's argument blob, kept as written.
@@ -20,7 +21,7 @@ pub struct CustomField {
 }
 
 /// Custom fields are recognised by elimination (`FieldType::from_descriptor`), never by name.
-pub(super) fn parse(_: &Described<'_>) -> Option<std::result::Result<FieldType, String>> {
+pub(super) fn parse(_: &Described<'_>) -> Option<std::result::Result<CustomField, String>> {
     None
 }
 

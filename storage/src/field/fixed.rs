@@ -6,7 +6,8 @@
 //!
 //! [`FieldKind`]: super::FieldKind
 
-use super::{Described, Extension, ExtensionKind, TYPE_CUSTOM};
+use super::extension::{Extension, ExtensionKind};
+use super::kind::{Described, TYPE_CUSTOM};
 use crate::format::{Slot, ARGS_SIZE};
 
 /// How a descriptor names a type: FFCV's type id, or beton's extension kind (type 255).
@@ -53,7 +54,7 @@ impl Id {
 macro_rules! fixed_kind {
     (
         $(#[$meta:meta])*
-        struct $kind:ident = $ty:expr, $name:literal, $short:literal, $id:expr;
+        struct $kind:ident = $name:literal, $short:literal, $id:expr;
         slot $slot:expr, payload_ptr $payload:expr, input $input:expr;
         column $column:expr, load $load:expr;
     ) => {
@@ -62,12 +63,12 @@ macro_rules! fixed_kind {
         pub(super) struct $kind;
 
         pub(super) fn parse(
-            d: &$crate::field::Described<'_>,
-        ) -> Option<std::result::Result<$crate::field::FieldType, String>> {
-            $id.recognises(d, $short).then_some(Ok($ty))
+            d: &$crate::field::kind::Described<'_>,
+        ) -> Option<std::result::Result<(), String>> {
+            $id.recognises(d, $short).then_some(Ok(()))
         }
 
-        impl $crate::field::FieldKind for $kind {
+        impl $crate::field::kind::FieldKind for $kind {
             fn name(&self) -> &'static str {
                 $name
             }
@@ -92,15 +93,15 @@ macro_rules! fixed_kind {
                 $id.to_arguments($slot)
             }
 
-            fn input(&self) -> $crate::field::Input {
+            fn input(&self) -> $crate::field::kind::Input {
                 $input
             }
 
             fn encode(
                 &self,
-                value: $crate::writer::SampleValue,
+                value: $crate::value::SampleValue,
                 slot: &mut [u8],
-                _: &$crate::field::EncodeContext<'_>,
+                _: &$crate::field::kind::EncodeContext<'_>,
             ) -> $crate::error::Result<Option<Vec<u8>>> {
                 encode(self, value, slot)
             }
@@ -108,16 +109,16 @@ macro_rules! fixed_kind {
             fn decode<'a>(
                 &self,
                 slot: &'a [u8],
-                cx: &$crate::field::DecodeContext<'a, '_>,
-            ) -> $crate::error::Result<$crate::reader::Value<'a>> {
+                cx: &$crate::field::kind::DecodeContext<'a, '_>,
+            ) -> $crate::error::Result<$crate::value::Value<'a>> {
                 decode(slot, cx)
             }
 
-            fn columns(&self) -> Vec<$crate::field::ColumnDef> {
-                vec![$crate::field::ColumnDef::plain($column)]
+            fn columns(&self) -> Vec<$crate::field::kind::ColumnDef> {
+                vec![$crate::field::kind::ColumnDef::plain($column)]
             }
 
-            fn load_as(&self) -> $crate::field::LoadAs {
+            fn load_as(&self) -> $crate::field::kind::LoadAs {
                 $load
             }
         }

@@ -1,14 +1,13 @@
 //! FloatField (FFCV type 0): a `<f8` in the row, no payload.
 
 use super::fixed::Id;
-use super::{mismatch, word, ColumnSource, DecodeContext, FieldType, Input, LoadAs, SCALAR_SLOT, TYPE_FLOAT};
+use super::kind::{mismatch, word, ColumnSource, DecodeContext, Input, LoadAs, SCALAR_SLOT, TYPE_FLOAT};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// FloatField.
-    struct Float = FieldType::Float, "FloatField", "float", Id::Ffcv(TYPE_FLOAT);
+    struct Float = "FloatField", "float", Id::Ffcv(TYPE_FLOAT);
     slot SCALAR_SLOT, payload_ptr None, input Input::Float;
     column ColumnSource::Float, load LoadAs::Float;
 }

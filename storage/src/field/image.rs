@@ -2,13 +2,15 @@
 //! `{mode <u1, width <u2, height <u2, data_ptr <u8}`, and a JPEG or raw `u8` pixels as payload.
 //! Encoding (resizing, JPEG or raw by the write mode) is `crate::image`'s.
 
-use super::{mismatch, word, ColumnDef, ColumnSource, DecodeContext, Described, EncodeContext, Extension};
-use super::{ExtensionKind, FieldKind, FieldType, Input, LoadAs, IMAGE_SLOT, TYPE_RGB_IMAGE};
+use super::extension::{Extension, ExtensionKind};
+use super::kind::{
+    mismatch, word, ColumnDef, ColumnSource, DecodeContext, Described, EncodeContext, FieldKind, Input,
+    LoadAs, IMAGE_SLOT, TYPE_CUSTOM, TYPE_RGB_IMAGE,
+};
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
 use crate::image::{self, Channels, ImageMode};
-use crate::reader::{ImageRef, Value};
-use crate::writer::SampleValue;
+use crate::value::{ImageRef, SampleValue, Value};
 
 /// An image field of `channels`.
 #[derive(Debug)]
@@ -21,12 +23,12 @@ pub(super) const RGB: Image = Image { channels: Channels::Rgb };
 /// GreyImageField.
 pub(super) const GREY: Image = Image { channels: Channels::Grey };
 
-pub(super) fn parse_rgb(d: &Described<'_>) -> Option<std::result::Result<FieldType, String>> {
-    d.is(TYPE_RGB_IMAGE, "rgb_image").then_some(Ok(FieldType::RgbImage))
+pub(super) fn parse_rgb(d: &Described<'_>) -> Option<std::result::Result<(), String>> {
+    d.is(TYPE_RGB_IMAGE, "rgb_image").then_some(Ok(()))
 }
 
-pub(super) fn parse_grey(d: &Described<'_>) -> Option<std::result::Result<FieldType, String>> {
-    d.is_extension(ExtensionKind::GreyImage, "grey_image").then_some(Ok(FieldType::GreyImage))
+pub(super) fn parse_grey(d: &Described<'_>) -> Option<std::result::Result<(), String>> {
+    d.is_extension(ExtensionKind::GreyImage, "grey_image").then_some(Ok(()))
 }
 
 impl FieldKind for Image {
@@ -47,7 +49,7 @@ impl FieldKind for Image {
     fn type_id(&self) -> u8 {
         match self.channels {
             Channels::Rgb => TYPE_RGB_IMAGE,
-            Channels::Grey => super::TYPE_CUSTOM,
+            Channels::Grey => TYPE_CUSTOM,
         }
     }
 

@@ -1,14 +1,13 @@
 //! IntField (FFCV type 1): a `<i8` in the row, no payload.
 
 use super::fixed::Id;
-use super::{mismatch, word, ColumnSource, DecodeContext, FieldType, Input, LoadAs, SCALAR_SLOT, TYPE_INT};
+use super::kind::{mismatch, word, ColumnSource, DecodeContext, Input, LoadAs, SCALAR_SLOT, TYPE_INT};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// IntField.
-    struct Int = FieldType::Int, "IntField", "int", Id::Ffcv(TYPE_INT);
+    struct Int = "IntField", "int", Id::Ffcv(TYPE_INT);
     slot SCALAR_SLOT, payload_ptr None, input Input::Int;
     column ColumnSource::Int, load LoadAs::Int;
 }

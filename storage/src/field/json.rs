@@ -2,15 +2,16 @@
 //! payload (FFCV's encoding; the size counts the NUL).
 
 use super::fixed::Id;
-use super::{invalid_value, mismatch, sized_payload, ColumnSource, DecodeContext, FieldType, Input};
-use super::{LoadAs, PTR_SIZE_SLOT, TYPE_JSON};
+use super::kind::{
+    invalid_value, mismatch, sized_payload, ColumnSource, DecodeContext, Input, LoadAs, PTR_SIZE_SLOT,
+    TYPE_JSON,
+};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// JSONField.
-    struct Json = FieldType::Json, "JSONField", "json", Id::Ffcv(TYPE_JSON);
+    struct Json = "JSONField", "json", Id::Ffcv(TYPE_JSON);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Str;
     // A batch row has room for the trailing NUL (not part of the value): FFCV's BytesDecoder
     // is as wide as the longest payload, NUL included, and `JSONField.unpack` looks for it.

@@ -1,175 +1,15 @@
-//! NDArrayField and TorchTensorField (FFCV types 4 and 6): numpy dtypes, FFCV's argument blob,
-//! and the field kinds (a `<u8` pointer in the row, the array's bytes as payload).
-//!
-//! FFCV stores an array field's shape and dtype in the descriptor's argument blob as
-//! `NDArrayArgsType = [('shape', '<u8', 32), ('type_length', '<u8')]` followed by
-//! `json.dumps(dtype.descr)` in ASCII, e.g. `[["", "<f4"]]`. Each sample's row holds a `<u8`
-//! pointer to `itemsize × prod(shape)` bytes.
+//! NDArrayField and TorchTensorField (FFCV types 4 and 6): the field kinds, a `<u8` pointer in
+//! the row and the array's bytes as payload. Their dtype, shape and argument blob are
+//! [`ArraySpec`]'s (`dtype.rs`).
 
 use ref_cast::RefCast;
 
-use super::{invalid_value, mismatch, word, ColumnDef, ColumnSource, DecodeContext, Described};
-use super::{
-    EncodeContext, FieldKind, FieldType, Input, LoadAs, SCALAR_SLOT, TYPE_NDARRAY, TYPE_TORCH_TENSOR,
-};
+pub use super::dtype::{ArraySpec, DType, MAX_DIMS};
+use super::kind::{invalid_value, mismatch, word, ColumnDef, ColumnSource, DecodeContext, Described};
+use super::kind::{EncodeContext, FieldKind, Input, LoadAs, SCALAR_SLOT, TYPE_NDARRAY, TYPE_TORCH_TENSOR};
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::reader::Value;
-use crate::writer::SampleValue;
-
-/// Most dimensions an array field may have (numpy's limit, the size of FFCV's shape array).
-pub const MAX_DIMS: usize = 32;
-/// Offset of the dtype JSON in the argument blob: 32 shape entries + the length, 8 bytes each.
-const DESCR_OFFSET: usize = (MAX_DIMS + 1) * 8;
-
-/// A numpy scalar dtype, kept as its array-interface type string (`<f4`, `|u1`, `<i8`, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct DType {
-    typestr: String,
-    itemsize: usize,
-}
-
-impl DType {
-    /// Parses a numpy type string: a byte-order character (`<`, `>`, `|`, `=`), a kind character
-    /// and the item size in bytes (`U` counts characters of 4 bytes), with an optional `[unit]`
-    /// for datetimes. `=` is normalised to `<` (this format is little-endian).
-    ///
-    /// # Errors
-    /// A string that is not of that form, or an item size of 0.
-    pub fn parse(typestr: &str) -> Result<DType, String> {
-        let bad = || format!("'{typestr}' is not a numpy type string such as '<f4' or '|u1'");
-        let mut chars = typestr.chars();
-        let order = chars.next().ok_or_else(bad)?;
-        let (order, rest) = match order {
-            '<' | '>' | '|' => (order, &typestr[1..]),
-            '=' => ('<', &typestr[1..]),
-            _ => return Err(bad()),
-        };
-        let kind = rest.chars().next().filter(char::is_ascii_alphabetic).ok_or_else(bad)?;
-        let digits_and_unit = &rest[1..];
-        let digits_end = digits_and_unit.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits_and_unit.len());
-        let unit = &digits_and_unit[digits_end..];
-        if !(unit.is_empty() || (unit.starts_with('[') && unit.ends_with(']'))) {
-            return Err(bad());
-        }
-        let count: usize = digits_and_unit[..digits_end].parse().map_err(|_| bad())?;
-        let itemsize = if kind == 'U' { count.checked_mul(4).ok_or_else(bad)? } else { count };
-        if itemsize == 0 {
-            return Err(format!("'{typestr}' has an item size of 0"));
-        }
-        Ok(DType { typestr: format!("{order}{kind}{digits_and_unit}"), itemsize })
-    }
-
-    /// The numpy type string, e.g. `<f4`.
-    pub fn typestr(&self) -> &str {
-        &self.typestr
-    }
-
-    /// Bytes per element.
-    pub fn itemsize(&self) -> usize {
-        self.itemsize
-    }
-
-    /// numpy's name for the dtype (`str(np.dtype(...))`): `float32`, `uint8`, `bool`, ...;
-    /// the type string itself for kinds without a short name or big-endian types.
-    pub fn name(&self) -> String {
-        let kind = self.typestr.as_bytes()[1];
-        let bits = self.itemsize * 8;
-        if self.typestr.starts_with('>') && self.itemsize > 1 {
-            return self.typestr.clone();
-        }
-        match kind {
-            b'u' => format!("uint{bits}"),
-            b'i' => format!("int{bits}"),
-            b'f' => format!("float{bits}"),
-            b'c' => format!("complex{bits}"),
-            b'b' if self.itemsize == 1 => "bool".to_string(),
-            _ => self.typestr.clone(),
-        }
-    }
-}
-
-/// Shape and dtype of an NDArray or TorchTensor field.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ArraySpec {
-    /// Element type.
-    pub dtype: DType,
-    /// Dimensions, at most [`MAX_DIMS`], none of them 0 (FFCV's blob ends the shape at the first
-    /// trailing 0).
-    pub shape: Vec<u64>,
-}
-
-impl ArraySpec {
-    /// Builds a spec, checking the shape.
-    ///
-    /// # Errors
-    /// More than [`MAX_DIMS`] dimensions, a dimension of 0, or a byte size overflowing `u64`.
-    pub fn new(dtype: DType, shape: Vec<u64>) -> Result<ArraySpec, String> {
-        if shape.len() > MAX_DIMS {
-            return Err(format!("{} dimensions, at most {MAX_DIMS} allowed", shape.len()));
-        }
-        if shape.contains(&0) {
-            return Err(format!("shape {shape:?} has a dimension of 0, which FFCV's format cannot store"));
-        }
-        let spec = ArraySpec { dtype, shape };
-        spec.checked_nbytes().ok_or_else(|| format!("shape {:?} is too large", spec.shape))?;
-        Ok(spec)
-    }
-
-    fn checked_nbytes(&self) -> Option<u64> {
-        self.shape.iter().try_fold(self.dtype.itemsize as u64, |acc, &d| acc.checked_mul(d))
-    }
-
-    /// Bytes of one sample's array: itemsize × product of the shape.
-    pub fn nbytes(&self) -> u64 {
-        self.checked_nbytes().unwrap_or(u64::MAX)
-    }
-
-    /// `json.dumps(dtype.descr)` as numpy and Python write it, e.g. `[["", "<f4"]]`.
-    pub fn descr_json(&self) -> String {
-        format!("[[\"\", \"{}\"]]", self.dtype.typestr)
-    }
-
-    /// The 1024-byte argument blob FFCV's `NDArrayField.to_binary` writes.
-    pub fn to_arguments(&self) -> Box<[u8; ARGS_SIZE]> {
-        let mut args = Box::new([0u8; ARGS_SIZE]);
-        for (k, d) in self.shape.iter().enumerate() {
-            args[k * 8..k * 8 + 8].copy_from_slice(&d.to_le_bytes());
-        }
-        let descr = self.descr_json();
-        args[MAX_DIMS * 8..DESCR_OFFSET].copy_from_slice(&(descr.len() as u64).to_le_bytes());
-        args[DESCR_OFFSET..DESCR_OFFSET + descr.len()].copy_from_slice(descr.as_bytes());
-        args
-    }
-
-    /// Parses FFCV's argument blob (`NDArrayField.from_binary`).
-    ///
-    /// # Errors
-    /// A dtype JSON that is too long, not UTF-8, not `[[name, typestr]]` with one entry, or a shape
-    /// that [`ArraySpec::new`] rejects. Never panics.
-    pub fn from_arguments(args: &[u8; ARGS_SIZE]) -> Result<ArraySpec, String> {
-        let word = |k: usize| u64::from_le_bytes(args[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
-        let mut shape: Vec<u64> = (0..MAX_DIMS).map(word).collect();
-        while shape.last() == Some(&0) {
-            shape.pop();
-        }
-        let len = word(MAX_DIMS);
-        let end = (DESCR_OFFSET as u64).saturating_add(len);
-        if end > ARGS_SIZE as u64 {
-            return Err(format!("dtype description length {len} runs past the 1024-byte argument blob"));
-        }
-        let text = std::str::from_utf8(&args[DESCR_OFFSET..end as usize])
-            .map_err(|_| "dtype description is not ASCII".to_string())?;
-        let descr: Vec<Vec<serde_json::Value>> =
-            serde_json::from_str(text).map_err(|e| format!("dtype description {text:?} is not JSON: {e}"))?;
-        let typestr = match descr.as_slice() {
-            [entry] if entry.len() == 2 => entry[1].as_str(),
-            _ => None,
-        }
-        .ok_or_else(|| format!("dtype description {text:?} is not a single scalar [[name, typestr]]"))?;
-        ArraySpec::new(DType::parse(typestr)?, shape)
-    }
-}
+use crate::value::{SampleValue, Value};
 
 /// NDArrayField: the kind of `FieldType::NDArray(spec)`.
 #[derive(Debug, RefCast)]
@@ -207,12 +47,12 @@ fn parse(d: &Described<'_>, id: u8, name: &str) -> Option<std::result::Result<Ar
     })
 }
 
-pub(super) fn parse_ndarray(d: &Described<'_>) -> Option<std::result::Result<FieldType, String>> {
-    parse(d, TYPE_NDARRAY, "ndarray").map(|r| r.map(FieldType::NDArray))
+pub(super) fn parse_ndarray(d: &Described<'_>) -> Option<std::result::Result<ArraySpec, String>> {
+    parse(d, TYPE_NDARRAY, "ndarray")
 }
 
-pub(super) fn parse_torch_tensor(d: &Described<'_>) -> Option<std::result::Result<FieldType, String>> {
-    parse(d, TYPE_TORCH_TENSOR, "torch_tensor").map(|r| r.map(FieldType::TorchTensor))
+pub(super) fn parse_torch_tensor(d: &Described<'_>) -> Option<std::result::Result<ArraySpec, String>> {
+    parse(d, TYPE_TORCH_TENSOR, "torch_tensor")
 }
 
 fn encode(kind: &dyn FieldKind, spec: &ArraySpec, value: SampleValue) -> Result<Option<Vec<u8>>> {
@@ -316,50 +156,3 @@ macro_rules! array_kind {
 
 array_kind!(NDArray, "NDArrayField", "ndarray", TYPE_NDARRAY);
 array_kind!(TorchTensor, "TorchTensorField", "torch_tensor", TYPE_TORCH_TENSOR);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_and_names_dtypes() {
-        for (s, name, size) in [
-            ("|u1", "uint8", 1),
-            ("<i2", "int16", 2),
-            ("<f4", "float32", 4),
-            ("<f8", "float64", 8),
-            ("|b1", "bool", 1),
-            ("<c16", "complex128", 16),
-            ("=f2", "float16", 2),
-            ("<M8[ns]", "<M8[ns]", 8),
-            ("<U3", "<U3", 12),
-        ] {
-            let d = DType::parse(s).unwrap();
-            assert_eq!((d.name().as_str(), d.itemsize()), (name, size), "{s}");
-        }
-        for bad in ["", "f4", "<", "<4", "<f", "<f0", "<f4x", "<f4[ns"] {
-            assert!(DType::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn argument_blob_matches_ffcv() {
-        // First bytes of the `u8` field of the ndarrays fixture: shape (4, 4), `[["", "|u1"]]`.
-        let spec = ArraySpec::new(DType::parse("|u1").unwrap(), vec![4, 4]).unwrap();
-        let args = spec.to_arguments();
-        assert_eq!(&args[0..16], &[4, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(&args[256..264], &[13, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(&args[264..277], b"[[\"\", \"|u1\"]]");
-        assert_eq!(ArraySpec::from_arguments(&args).unwrap(), spec);
-    }
-
-    #[test]
-    fn rejects_bad_blobs_without_panicking() {
-        let mut args = Box::new([0u8; ARGS_SIZE]);
-        args[256..264].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(ArraySpec::from_arguments(&args).is_err());
-        args[256..264].copy_from_slice(&3u64.to_le_bytes());
-        args[264..267].copy_from_slice(b"[1]");
-        assert!(ArraySpec::from_arguments(&args).is_err());
-    }
-}

@@ -1,16 +1,15 @@
 //! TextField (beton extension): `{ptr <u8, size <u8}` in the row, UTF-8 bytes (no NUL) as
 //! payload. Its table column is the text itself, so reading it reads heap pages.
 
+use super::extension::ExtensionKind;
 use super::fixed::Id;
-use super::{mismatch, sized_payload, ColumnSource, DecodeContext, ExtensionKind, FieldType, Input};
-use super::{LoadAs, PTR_SIZE_SLOT};
+use super::kind::{mismatch, sized_payload, ColumnSource, DecodeContext, Input, LoadAs, PTR_SIZE_SLOT};
 use crate::error::Result;
-use crate::reader::Value;
-use crate::writer::SampleValue;
+use crate::value::{SampleValue, Value};
 
 fixed_kind! {
     /// TextField.
-    struct Text = FieldType::Text, "TextField", "text", Id::Extension(ExtensionKind::Text);
+    struct Text = "TextField", "text", Id::Extension(ExtensionKind::Text);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Str;
     column ColumnSource::Text, load LoadAs::Sized { itemsize: 1 };
 }

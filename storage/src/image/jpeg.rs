@@ -2,7 +2,7 @@
 //! (grey, YCbCr, RGB, CMYK and YCCK to 1 or 3 channels, with the EXIF orientation), encoding
 //! [`Pixels`], and the restart interval that decides whether a passed-through JPEG is rewritten.
 
-use super::{Pixels, MAX_PIXEL_BYTES};
+use super::pixels::{Pixels, MAX_PIXEL_BYTES};
 use crate::error::{Error, Result};
 use crate::jpeg::{markers, Decompressor, JpegHeader, PixelFormat};
 pub(crate) use crate::jpeg::{with_restarts, JpegColor};

@@ -67,19 +67,17 @@ use crate::error::{Error, Result};
 
 mod jpeg;
 mod orient;
+mod pixels;
 mod png;
 mod resize;
 mod thumbnail;
 
+pub use pixels::Pixels;
 pub use thumbnail::{encode_jpeg, fit_size};
 #[cfg(test)]
 mod alpha_tests;
 #[cfg(test)]
 mod tests;
-
-/// Most bytes of decoded pixels accepted from one image (2 GiB): bigger images are an error,
-/// not an allocation failure.
-pub(crate) const MAX_PIXEL_BYTES: u64 = 1 << 31;
 
 /// How an image payload is stored (the `mode` byte of the row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -180,20 +178,6 @@ impl ImageOptions {
     pub fn with_mode(write_mode: WriteMode) -> Self {
         ImageOptions { write_mode, ..ImageOptions::default() }
     }
-}
-
-/// Decoded pixels, row-major HWC `u8`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pixels {
-    /// Width in pixels.
-    pub width: u32,
-    /// Height in pixels.
-    pub height: u32,
-    /// 1 (grey), 3 (RGB) or 4 (RGBA; flattened when stored, see [`flatten_alpha`]); 2 (grey+alpha)
-    /// as a PNG decodes.
-    pub channels: u8,
-    /// `width × height × channels` bytes.
-    pub data: Vec<u8>,
 }
 
 /// An image given to the writer.

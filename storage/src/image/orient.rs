@@ -1,7 +1,7 @@
 //! EXIF orientation (TIFF tag 274): turning stored pixels into the upright image, as Pillow's
 //! `ImageOps.exif_transpose`.
 
-use super::Pixels;
+use super::pixels::Pixels;
 
 /// Applies EXIF orientation `orientation` (1–8; anything else is left as is) to `pixels`:
 ///

@@ -8,7 +8,7 @@ use std::io::Cursor;
 
 use png::{BitDepth, ColorType, Transformations};
 
-use super::{Pixels, MAX_PIXEL_BYTES};
+use super::pixels::{Pixels, MAX_PIXEL_BYTES};
 use crate::error::{Error, Result};
 
 fn corrupt(e: png::DecodingError) -> Error {

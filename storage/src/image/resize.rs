@@ -3,7 +3,7 @@
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
-use super::Pixels;
+use super::pixels::Pixels;
 use crate::error::{Error, Result};
 
 /// FFCV's size rule: `ratio = max_res / max(w, h)`; when `ratio < 1` the new size is

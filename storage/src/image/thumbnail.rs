@@ -5,7 +5,7 @@
 use super::{resize, to_channels, Channels, ImageMode, Pixels, JPEG_MAGIC};
 use crate::error::{Error, Result};
 use crate::jpeg::{Decompressor, PixelFormat, Rect};
-use crate::ImageRef;
+use crate::value::ImageRef;
 
 /// The size of a `width × height` image made to fit in `max_side × max_side`, keeping its
 /// aspect ratio (each side at least 1); an image that already fits keeps its size.

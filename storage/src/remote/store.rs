@@ -27,7 +27,8 @@ use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore};
 
-use super::{ObjectInfo, RemoteOptions, Source};
+use super::options::RemoteOptions;
+use super::source::{Entry, ObjectInfo, Source};
 use crate::error::{Error, Result};
 
 /// The runtime every remote read runs on (its own threads: callers block on it, from any thread
@@ -150,7 +151,7 @@ pub(super) fn list_objects(url: &str, options: &RemoteOptions) -> Result<Vec<Str
 
 /// The objects under the folder `url` with their sizes and last-modified times, names relative
 /// to it, sorted.
-pub(super) fn list_entries(url: &str, options: &RemoteOptions) -> Result<Vec<super::objects::Entry>> {
+pub(super) fn list_entries(url: &str, options: &RemoteOptions) -> Result<Vec<Entry>> {
     let (store, prefix) = make_store(url, options)?;
     let rt = runtime()?;
     let metas = with_retries(url, options, "listing it", || {
@@ -163,12 +164,12 @@ pub(super) fn list_entries(url: &str, options: &RemoteOptions) -> Result<Vec<sup
             Ok(out)
         })
     })?;
-    let mut entries: Vec<super::objects::Entry> = metas
+    let mut entries: Vec<Entry> = metas
         .into_iter()
         .filter_map(|meta| {
             let parts = meta.location.prefix_match(&prefix)?;
             let name = parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/");
-            (!name.is_empty()).then(|| super::objects::Entry {
+            (!name.is_empty()).then(|| Entry {
                 name,
                 size: meta.size,
                 modified: std::time::SystemTime::from(meta.last_modified),

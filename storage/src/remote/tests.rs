@@ -6,6 +6,7 @@
 
 use std::sync::atomic::AtomicUsize;
 
+use super::options::parse_size;
 use super::*;
 use crate::{Dataset, FieldSpec, FieldType, OpenOptions, SampleValue, Writer, WriterOptions};
 
