@@ -11,8 +11,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt64Type};
 use arrow_array::Array;
 use beton_dataset::versioned::{ExportOptions, VersionRef, VersionedDataset};
-use beton_query::SqlEdits;
 use beton_loader::{Loader, OrderOption, Parts};
+use beton_query::SqlEdits;
 use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 use proptest::prelude::*;
 
