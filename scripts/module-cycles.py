@@ -98,7 +98,10 @@ def expand_use_tree(tree):
                     if pos >= len(tree) or tree[pos] == "}":
                         pos += 1
                         return results
+                    before = pos
                     results.extend(parse(segs))
+                    if pos == before:
+                        pos += 1  # not a path (a macro's `$(..)` repetition): skip it
             if pos < len(tree) and tree[pos] == "*":
                 pos += 1
                 return results + [(segs + ["*"], None)]

@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use beton_storage::{
-    FieldSpec, FieldType, ImageSource, Pixels, SampleValue, WriteReport, Writer, WriterOptions,
-};
+use beton_storage::{FieldSpec, FieldType, SampleValue, WriteReport, Writer, WriterOptions};
 
 use crate::error::{Error, Result};
 use crate::Table;
@@ -45,26 +43,10 @@ pub struct Copied {
 }
 
 /// The value a NULL of a field of type `ty` is written as in a `.beton` file, and its name:
-/// the type's zero (NaN for floats, JSON `null`, an empty payload, a 1x1 black image).
+/// the type's zero ([`FieldKind::zero`](beton_storage::FieldKind::zero): NaN for floats, JSON
+/// `null`, an empty payload, a 1x1 black image).
 pub fn null_filler(ty: &FieldType) -> (SampleValue, &'static str) {
-    match ty {
-        FieldType::Int => (SampleValue::Int(0), "0"),
-        FieldType::Float => (SampleValue::Float(f64::NAN), "NaN"),
-        FieldType::Bool => (SampleValue::Bool(false), "false"),
-        FieldType::Text => (SampleValue::Text(String::new()), "''"),
-        FieldType::Json => (SampleValue::Json("null".into()), "JSON null"),
-        FieldType::Bytes => (SampleValue::Bytes(Vec::new()), "empty bytes"),
-        FieldType::Array(_) => (SampleValue::Array(Vec::new()), "an empty array"),
-        FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
-            (SampleValue::NDArray(vec![0; spec.nbytes() as usize]), "zeros")
-        }
-        FieldType::RgbImage | FieldType::GreyImage => {
-            let channels = if *ty == FieldType::GreyImage { 1 } else { 3 };
-            let pixels = Pixels { width: 1, height: 1, channels, data: vec![0; usize::from(channels)] };
-            (SampleValue::Image(ImageSource::Pixels(pixels)), "a 1x1 black image")
-        }
-        FieldType::Custom(_) => (SampleValue::Custom(vec![0; ty.slot().size]), "zero bytes"),
-    }
+    ty.kind().zero()
 }
 
 /// Writes rows of `table` as a new `.beton` file at `path` (atomically), the values of `copy`'s

@@ -2,20 +2,11 @@
 //!
 //! A `.beton` data table is row-major: each row packs the fields' metadata (numpy aligned-struct
 //! layout, docs/FORMAT.md §4). [`Table`] exposes it as named columns and materialises a column
-//! only when asked, by a columnar gather over the rows, caching the result:
-//!
-//! | field type | columns | Arrow type | reads payload pages? |
-//! |---|---|---|---|
-//! | (every file) | `index` | UInt64 | no |
-//! | Int | `name` | Int64 | no |
-//! | Float | `name` | Float64 | no |
-//! | RGBImage / GreyImage | `name.mode` ('jpg'/'raw'), `name.width`, `name.height`, `name.nbytes` | Utf8, UInt16, UInt16, UInt64 | no (nbytes comes from the allocation table) |
-//! | Bytes, JSON | `name`: payload bytes as stored (JSON counts its NUL) | UInt64 | no |
-//! | NDArray, TorchTensor | `name`: payload bytes | UInt64 | no |
-//! | Text | `name` | Utf8 | **yes** |
-//! | Bool | `name` | Boolean | no |
-//! | Array | `name`: number of elements | UInt64 | no |
-//! | custom | `name`: the row slot's bytes | FixedSizeBinary | no |
+//! only when asked, by a columnar gather over the rows, caching the result. Each field type
+//! lists its columns ([`FieldKind::columns`](beton_storage::FieldKind::columns): a name suffix
+//! and a [`ColumnSource`](beton_storage::field::ColumnSource), a way of reading a row slot that
+//! this module gathers); docs/SQL.md tabulates them for every type, with the `index` column every
+//! file has.
 //!
 //! Only Text columns read heap pages, and only when they are materialised.
 //!

@@ -45,5 +45,5 @@ pub use remote::{Lease, RemoteOptions, RemoteStats};
 pub use splits::{save_classes, update_splits, SplitMap, SplitRegion};
 pub use summary::{verify, verify_with_progress, Summary};
 pub use temp::{stale_temp_files, stale_temp_files_in};
-pub use value::{ImageRef, SampleValue, Value};
+pub use value::{ImageRef, SampleValue, Value, ValueKind};
 pub use writer::{FieldSpec, Progress, WriteReport, Writer, WriterOptions, MAX_THREADS};

@@ -122,7 +122,51 @@ pub enum Value<'a> {
     Custom(&'a [u8]),
 }
 
+/// Which [`Value`] variant a field type's values are ([`FieldKind::value_kind`]): what code that
+/// keeps values outside a data file (a version's column files) needs to know to hold them.
+///
+/// [`FieldKind::value_kind`]: crate::field::FieldKind::value_kind
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueKind {
+    /// [`Value::Int`].
+    Int,
+    /// [`Value::Float`].
+    Float,
+    /// [`Value::Image`].
+    Image,
+    /// [`Value::Bytes`].
+    Bytes,
+    /// [`Value::Json`].
+    Json,
+    /// [`Value::NDArray`].
+    NDArray,
+    /// [`Value::Text`].
+    Text,
+    /// [`Value::Bool`].
+    Bool,
+    /// [`Value::Array`].
+    Array,
+    /// [`Value::Custom`].
+    Custom,
+}
+
 impl<'a> Value<'a> {
+    /// Which variant this is.
+    pub fn kind(&self) -> ValueKind {
+        match self {
+            Value::Int(_) => ValueKind::Int,
+            Value::Float(_) => ValueKind::Float,
+            Value::Image(_) => ValueKind::Image,
+            Value::Bytes(_) => ValueKind::Bytes,
+            Value::Json(_) => ValueKind::Json,
+            Value::NDArray(_) => ValueKind::NDArray,
+            Value::Text(_) => ValueKind::Text,
+            Value::Bool(_) => ValueKind::Bool,
+            Value::Array(_) => ValueKind::Array,
+            Value::Custom(_) => ValueKind::Custom,
+        }
+    }
+
     /// The value as the writer takes it, to store it in another file as it is stored here
     /// (images byte for byte: [`ImageSource::Stored`]).
     pub fn to_sample_value(&self) -> SampleValue {

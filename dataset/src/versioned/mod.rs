@@ -1388,18 +1388,16 @@ pub(crate) fn read_index_file(dir: &Path, rel: &str, checksum: Option<&str>) -> 
     })
 }
 
-/// The value deleted rows get in an added column (never visible): zeros of the right size, an
-/// empty raw image.
+/// The value deleted rows get in an added column (never visible): the type's zero
+/// ([`FieldKind::zero`](beton_storage::FieldKind::zero)), but 0.0 for floats and an empty raw
+/// image for images.
 fn default_value(ty: &FieldType) -> ArrayRef {
-    use std::sync::Arc;
-    match ty {
-        FieldType::Int => Arc::new(arrow_array::Int64Array::from(vec![0])),
-        FieldType::Float => Arc::new(arrow_array::Float64Array::from(vec![0.0])),
-        FieldType::Bool => Arc::new(arrow_array::BooleanArray::from(vec![false])),
-        FieldType::Text => Arc::new(arrow_array::StringArray::from(vec![""])),
-        FieldType::Json => Arc::new(arrow_array::LargeStringArray::from(vec!["null"])),
-        FieldType::RgbImage | FieldType::GreyImage => {
-            let mut b = values::ValuesBuilder::new(ty);
+    let mut b = values::ValuesBuilder::new(ty);
+    match ty.kind().value_kind() {
+        beton_storage::ValueKind::Float => {
+            return std::sync::Arc::new(arrow_array::Float64Array::from(vec![0.0]))
+        }
+        beton_storage::ValueKind::Image => {
             let empty = beton_storage::ImageRef {
                 mode: beton_storage::ImageMode::Raw,
                 width: 0,
@@ -1408,18 +1406,14 @@ fn default_value(ty: &FieldType) -> ArrayRef {
                 data: &[],
             };
             b.push(&beton_storage::Value::Image(empty)).expect("an image value for an image field");
-            b.finish()
         }
-        FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
-            Arc::new(arrow_array::LargeBinaryArray::from(vec![vec![0u8; spec.nbytes() as usize].as_slice()]))
-        }
-        FieldType::Custom(_) => {
-            Arc::new(arrow_array::LargeBinaryArray::from(vec![vec![0u8; ty.slot().size].as_slice()]))
-        }
-        FieldType::Bytes | FieldType::Array(_) => {
-            Arc::new(arrow_array::LargeBinaryArray::from(vec![&[][..]]))
+        _ => {
+            let (zero, _) = ty.kind().zero();
+            b.encode(zero, &beton_storage::ImageOptions::default(), 0.0)
+                .expect("a type's zero is one of its values");
         }
     }
+    b.finish()
 }
 
 /// Writes the table rows `rows` (all for `None`) of a version's table to `path`.
@@ -1503,4 +1497,46 @@ fn export_table(
     };
     let copy = crate::copy::Copy { fields: schema, rows: rows.map(IndexSet::as_slice), classes: None };
     crate::copy::copy_rows(table, path, copy, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Array, LargeBinaryArray};
+    use beton_storage::{ArraySpec, CustomField, DType, Slot};
+
+    use super::*;
+
+    #[test]
+    fn deleted_rows_get_zeros_of_the_right_size() {
+        let spec = ArraySpec::new(DType::parse("<f4").unwrap(), vec![2, 3]).unwrap();
+        let binary =
+            |n: usize| -> ArrayRef { Arc::new(LargeBinaryArray::from(vec![vec![0u8; n].as_slice()])) };
+        let custom = CustomField { slot: Slot { size: 6, align: 1 }, arguments: Box::new([0; 1024]) };
+        let cases: Vec<(FieldType, ArrayRef)> = vec![
+            (FieldType::Int, Arc::new(arrow_array::Int64Array::from(vec![0]))),
+            (FieldType::Float, Arc::new(arrow_array::Float64Array::from(vec![0.0]))),
+            (FieldType::Bool, Arc::new(arrow_array::BooleanArray::from(vec![false]))),
+            (FieldType::Text, Arc::new(arrow_array::StringArray::from(vec![""]))),
+            (FieldType::Json, Arc::new(arrow_array::LargeStringArray::from(vec!["null"]))),
+            (FieldType::Bytes, binary(0)),
+            (FieldType::Array(DType::parse("<i2").unwrap()), binary(0)),
+            (FieldType::NDArray(spec.clone()), binary(24)),
+            (FieldType::TorchTensor(spec), binary(24)),
+            (FieldType::Custom(custom), binary(6)),
+        ];
+        for (ty, want) in cases {
+            assert_eq!(&*default_value(&ty), &*want as &dyn Array, "{ty:?}");
+        }
+        for ty in [FieldType::RgbImage, FieldType::GreyImage] {
+            let array = default_value(&ty);
+            let cell = values::cell(&array, &ty, 0).unwrap().unwrap();
+            let img = cell.as_image().unwrap();
+            assert_eq!(
+                (img.mode, img.width, img.height, img.data),
+                (beton_storage::ImageMode::Raw, 0, 0, &[][..])
+            );
+        }
+    }
 }

@@ -2,12 +2,17 @@
 //! take in a column file, building such an array from values, reading one cell back as the
 //! storage value a data file would give, and deriving the data table's columns of the field.
 //!
-//! | field type | column-file array |
+//! The array follows the kind of value the field type gives ([`FieldKind::value_kind`]), so a
+//! new field type whose values are one of these needs nothing here:
+//!
+//! | values (field types) | column-file array |
 //! |---|---|
 //! | Int, Float, Bool, Text | Int64, Float64, Boolean, Utf8 |
-//! | JSON | LargeUtf8 (the text, no NUL) |
-//! | Bytes, NDArray, TorchTensor, Array, custom | LargeBinary (the payload or row bytes) |
-//! | RGBImage, GreyImage | Struct `{mode: UInt8, width: UInt16, height: UInt16, data: LargeBinary}` (JPEG bytes verbatim, or raw pixels) |
+//! | Json (JSON) | LargeUtf8 (the text, no NUL) |
+//! | Bytes, NDArray, Array, Custom (Bytes, NDArray, TorchTensor, Array, custom) | LargeBinary (the payload or row bytes) |
+//! | Image (RGBImage, GreyImage) | Struct `{mode: UInt8, width: UInt16, height: UInt16, data: LargeBinary}` (JPEG bytes verbatim, or raw pixels) |
+//!
+//! [`FieldKind::value_kind`]: beton_storage::FieldKind::value_kind
 //!
 //! In memory a fragment's column may hold nulls: a null cell is "the data file's value", the
 //! rows a patch leaves alone (a patch of 5 images over a data file of 100,000 holds 5 images,
@@ -24,24 +29,20 @@ use arrow_array::types::{Float64Type, Int64Type, UInt16Type, UInt8Type};
 use arrow_array::{Array, ArrayRef, FixedSizeBinaryArray, StringArray, StructArray, UInt64Array};
 use arrow_schema::{DataType, Field, Fields};
 use beton_storage::field::ColumnSource;
-use beton_storage::{Channels, FieldType, ImageMode, ImageOptions, ImageRef, SampleValue, Value};
+use beton_storage::{Channels, FieldType, ImageMode, ImageOptions, ImageRef, SampleValue, Value, ValueKind};
 
 use crate::error::{Error, Result};
 
 /// The Arrow type of field type `ty`'s values in a column file.
 pub fn column_file_type(ty: &FieldType) -> DataType {
-    match ty {
-        FieldType::Int => DataType::Int64,
-        FieldType::Float => DataType::Float64,
-        FieldType::Bool => DataType::Boolean,
-        FieldType::Text => DataType::Utf8,
-        FieldType::Json => DataType::LargeUtf8,
-        FieldType::RgbImage | FieldType::GreyImage => DataType::Struct(image_fields()),
-        FieldType::Bytes
-        | FieldType::NDArray(_)
-        | FieldType::TorchTensor(_)
-        | FieldType::Array(_)
-        | FieldType::Custom(_) => DataType::LargeBinary,
+    match ty.kind().value_kind() {
+        ValueKind::Int => DataType::Int64,
+        ValueKind::Float => DataType::Float64,
+        ValueKind::Bool => DataType::Boolean,
+        ValueKind::Text => DataType::Utf8,
+        ValueKind::Json => DataType::LargeUtf8,
+        ValueKind::Image => DataType::Struct(image_fields()),
+        ValueKind::Bytes | ValueKind::NDArray | ValueKind::Array | ValueKind::Custom => DataType::LargeBinary,
     }
 }
 
@@ -82,36 +83,49 @@ pub fn cell<'a>(array: &'a ArrayRef, ty: &FieldType, row: usize) -> Result<Optio
         return Err(bad(format!("holds {} values for a {} field, not {want}", array.data_type(), ty.name())));
     }
     let binary = || array.as_binary::<i64>().value(row);
-    let sized = |bytes: &'a [u8], n: usize| {
-        if bytes.len() == n {
+    let sized = |bytes: &'a [u8], n: u64| {
+        if bytes.len() as u64 == n {
             Ok(bytes)
         } else {
             Err(bad(format!("row {row} holds {} bytes, a {} value has {n}", bytes.len(), ty.name())))
         }
     };
-    Ok(Some(match ty {
-        FieldType::Int => Value::Int(array.as_primitive::<Int64Type>().value(row)),
-        FieldType::Float => Value::Float(array.as_primitive::<Float64Type>().value(row)),
-        FieldType::Bool => Value::Bool(array.as_boolean().value(row)),
-        FieldType::Text => Value::Text(array.as_string::<i32>().value(row)),
-        FieldType::Json => Value::Json(array.as_string::<i64>().value(row)),
-        FieldType::Bytes => Value::Bytes(binary()),
-        FieldType::NDArray(spec) | FieldType::TorchTensor(spec) => {
-            Value::NDArray(sized(binary(), spec.nbytes() as usize)?)
-        }
-        FieldType::Array(dtype) => {
+    let kind = ty.kind();
+    // A type without a payload holds its value in its row: the slot's bytes (custom fields).
+    let fixed = |bytes: &'a [u8]| match kind.payload_ptr_offset() {
+        None => sized(bytes, kind.slot().size as u64),
+        Some(_) => Ok(bytes),
+    };
+    Ok(Some(match kind.value_kind() {
+        ValueKind::Int => Value::Int(array.as_primitive::<Int64Type>().value(row)),
+        ValueKind::Float => Value::Float(array.as_primitive::<Float64Type>().value(row)),
+        ValueKind::Bool => Value::Bool(array.as_boolean().value(row)),
+        ValueKind::Text => Value::Text(array.as_string::<i32>().value(row)),
+        ValueKind::Json => Value::Json(array.as_string::<i64>().value(row)),
+        ValueKind::Bytes => Value::Bytes(fixed(binary())?),
+        ValueKind::Custom => Value::Custom(fixed(binary())?),
+        // The array's shape.
+        ValueKind::NDArray => Value::NDArray(match kind.element() {
+            Some((dtype, shape)) => {
+                sized(binary(), shape.iter().fold(dtype.itemsize() as u64, |n, &d| n.saturating_mul(d)))?
+            }
+            None => binary(),
+        }),
+        // Whole elements.
+        ValueKind::Array => {
             let bytes = binary();
-            if bytes.len() % dtype.itemsize() != 0 {
-                return Err(bad(format!(
-                    "row {row} holds {} bytes, not whole {} elements",
-                    bytes.len(),
-                    dtype.name()
-                )));
+            if let Some((dtype, _)) = kind.element() {
+                if bytes.len() % dtype.itemsize() != 0 {
+                    return Err(bad(format!(
+                        "row {row} holds {} bytes, not whole {} elements",
+                        bytes.len(),
+                        dtype.name()
+                    )));
+                }
             }
             Value::Array(bytes)
         }
-        FieldType::Custom(_) => Value::Custom(sized(binary(), ty.slot().size)?),
-        FieldType::RgbImage | FieldType::GreyImage => {
+        ValueKind::Image => {
             let s = array.as_struct();
             let byte = s.column(0).as_primitive::<UInt8Type>().value(row);
             let mode =
@@ -283,32 +297,32 @@ pub fn table_column(array: &ArrayRef, ty: &FieldType, source: ColumnSource) -> R
     }
     let nulls = array.logical_nulls();
     let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+    let kind = ty.kind();
     let lengths = |i: usize| -> u64 {
-        match ty {
-            FieldType::Json => array.as_string::<i64>().value_length(i) as u64,
-            FieldType::RgbImage | FieldType::GreyImage => {
-                array.as_struct().column(3).as_binary::<i64>().value_length(i) as u64
-            }
+        match kind.value_kind() {
+            ValueKind::Json => array.as_string::<i64>().value_length(i) as u64,
+            ValueKind::Image => array.as_struct().column(3).as_binary::<i64>().value_length(i) as u64,
             _ => array.as_binary::<i64>().value_length(i) as u64,
         }
     };
     let sizes = |f: &dyn Fn(u64) -> u64| -> ArrayRef {
         Arc::new(UInt64Array::from_iter((0..array.len()).map(|i| valid(i).then(|| f(lengths(i))))))
     };
-    Ok(match (source, ty) {
+    let binary = matches!(
+        kind.value_kind(),
+        ValueKind::Bytes | ValueKind::NDArray | ValueKind::Array | ValueKind::Custom
+    );
+    Ok(match (source, kind.value_kind()) {
         (ColumnSource::Int | ColumnSource::Float | ColumnSource::Bool | ColumnSource::Text, _) => {
             array.clone()
         }
-        (ColumnSource::ImageMode, FieldType::RgbImage | FieldType::GreyImage) => {
+        (ColumnSource::ImageMode, ValueKind::Image) => {
             let modes = array.as_struct().column(0).as_primitive::<UInt8Type>();
             Arc::new(StringArray::from_iter((0..array.len()).map(|i| {
                 valid(i).then(|| ImageMode::from_byte(modes.value(i)).map_or("?", ImageMode::name))
             })))
         }
-        (
-            ColumnSource::ImageWidth | ColumnSource::ImageHeight,
-            FieldType::RgbImage | FieldType::GreyImage,
-        ) => {
+        (ColumnSource::ImageWidth | ColumnSource::ImageHeight, ValueKind::Image) => {
             let k = if source == ColumnSource::ImageWidth { 1 } else { 2 };
             let dims = array.as_struct().column(k).as_primitive::<UInt16Type>();
             Arc::new(arrow_array::UInt16Array::from_iter(
@@ -317,14 +331,14 @@ pub fn table_column(array: &ArrayRef, ty: &FieldType, source: ColumnSource) -> R
         }
         (ColumnSource::ImageNbytes, _) => sizes(&|n| n),
         // JSON's size word counts its stored NUL; an array's counts elements.
-        (ColumnSource::SizeWord, FieldType::Json) => sizes(&|n| n + 1),
-        (ColumnSource::SizeWord, FieldType::Array(dtype)) => {
-            let itemsize = dtype.itemsize() as u64;
+        (ColumnSource::SizeWord, ValueKind::Json) => sizes(&|n| n + 1),
+        (ColumnSource::SizeWord, ValueKind::Array) => {
+            let itemsize = kind.element().map_or(1, |(dtype, _)| dtype.itemsize()) as u64;
             sizes(&|n| n / itemsize)
         }
         (ColumnSource::SizeWord, _) => sizes(&|n| n),
         (ColumnSource::Constant(c), _) => sizes(&|_| c),
-        (ColumnSource::Raw(size), FieldType::Custom(_)) => {
+        (ColumnSource::Raw(size), _) if binary => {
             let b = array.as_binary::<i64>();
             let values = (0..array.len())
                 .map(|i| (valid(i) && b.value_length(i) as usize == size).then(|| b.value(i)));

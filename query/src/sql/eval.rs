@@ -28,7 +28,7 @@ use sqlparser::tokenizer::Span;
 
 use super::ast::{column_name, deeper, expr_text, first_operand, negated_number, pos};
 use super::error::{at, sql_error};
-use super::functions::{in_split, json_extract};
+use super::functions::{self, Kind, FUNCTIONS};
 use super::parse::unsupported;
 use super::scope::{Ctx, Val};
 use crate::error::Result;
@@ -298,82 +298,28 @@ impl Ctx<'_, '_> {
         }
     }
 
-    /// A scalar function that is not an aggregate.
+    /// A scalar function that is not an aggregate: looked up in [`FUNCTIONS`], its arguments
+    /// checked as its entry says.
     fn function(&self, name: &str, args: &[&Expr], span: Span) -> Result<Val> {
-        let one = || match args {
-            [a] => Ok(*a),
-            _ => Err(sql_error(format!("{name}() takes one argument, got {}", args.len()), span)),
-        };
-        match name {
-            "lower" | "upper" => {
-                let v = string(self.eval(one()?)?, span)?;
-                let s = v.array.as_string::<i32>();
-                let out: StringArray = if name == "lower" {
-                    s.iter().map(|x| x.map(str::to_lowercase)).collect()
-                } else {
-                    s.iter().map(|x| x.map(str::to_uppercase)).collect()
-                };
-                Ok(v.like(Arc::new(out)))
-            }
-            "length" | "char_length" | "character_length" => {
-                let v = string(self.eval(one()?)?, span)?;
-                // Characters, as SQL counts them (arrow's `length` counts bytes).
-                let s = v.array.as_string::<i32>();
-                let out: Int64Array = s.iter().map(|x| x.map(|t| t.chars().count() as i64)).collect();
-                Ok(v.like(Arc::new(out)))
-            }
-            "abs" => {
-                let v = widen(self.eval(one()?)?, span)?;
-                let out: ArrayRef = match v.data_type() {
-                    DataType::Null => return Ok(v), // abs(NULL) is NULL
-                    DataType::Int64 => Arc::new(
-                        v.array
-                            .as_primitive::<arrow_array::types::Int64Type>()
-                            .iter()
-                            .map(|x| {
-                                x.map(|x| {
-                                    x.checked_abs()
-                                        .ok_or_else(|| sql_error(format!("abs({x}) overflows BIGINT"), span))
-                                })
-                                .transpose()
-                            })
-                            .collect::<Result<Int64Array>>()?,
-                    ),
-                    _ => Arc::new(
-                        v.array
-                            .as_primitive::<arrow_array::types::Float64Type>()
-                            .iter()
-                            .map(|x| x.map(f64::abs))
-                            .collect::<Float64Array>(),
-                    ),
-                };
-                Ok(v.like(out))
-            }
-            // Of the argument's type, as in PostgreSQL and DuckDB: a float stays a float (for an
-            // int field, `CAST(round(x) AS BIGINT)`); halves round away from zero (SQLite's and
-            // DuckDB's round).
-            "round" => {
-                let v = widen(self.eval(one()?)?, span)?;
-                if v.data_type() != &DataType::Float64 {
-                    return Ok(v);
-                }
-                let out: Float64Array = v
-                    .array
-                    .as_primitive::<arrow_array::types::Float64Type>()
-                    .iter()
-                    .map(|x| x.map(f64::round))
-                    .collect();
-                Ok(v.like(Arc::new(out)))
-            }
-            "json_extract" => json_extract(self, args, span),
-            "in_split" => in_split(self, args, span),
-            _ => Err(sql_error(
+        let Some(f) = functions::find(name) else {
+            let names: Vec<&str> = FUNCTIONS.iter().map(|f| f.names[0]).collect();
+            return Err(sql_error(
                 format!(
-                    "unknown function {name}(); the functions are lower, upper, length, abs, round, json_extract, \
-                     in_split, and the aggregates count, sum, min, max, avg"
+                    "unknown function {name}(); the functions are {}, and the aggregates {}",
+                    names.join(", "),
+                    AGGREGATES.join(", ")
                 ),
                 span,
-            )),
+            ));
+        };
+        let one = || match args {
+            [a] => self.eval(a),
+            _ => Err(sql_error(format!("{name}() takes one argument, got {}", args.len()), span)),
+        };
+        match f.kind {
+            Kind::Text(apply) => apply(string(one()?, span)?, span),
+            Kind::Number(apply) => apply(widen(one()?, span)?, span),
+            Kind::Exprs { eval, .. } => eval(self, args, span),
         }
     }
 

@@ -26,6 +26,7 @@ use sqlparser::tokenizer::Span;
 use super::ast::{column_name, expr_text, pos, select_item_start};
 use super::error::{at, sql_error};
 use super::eval::{canonical_floats, function_args, sql_float_order, sql_type_name, AGGREGATES};
+use super::functions::{self, Kind};
 use super::parallel::{smallest, Groups};
 use super::parse::{unsupported, OrderKey, SelectPlan};
 use super::scope::{Ctx, Val};
@@ -170,8 +171,11 @@ fn collect_columns(e: &Expr, out: &mut Vec<String>) {
         match e {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => out.extend(column_name(e)),
             Expr::Function(f) => {
-                // json_extract reads its field's payloads, not a column.
-                let skip = usize::from(f.name.to_string().eq_ignore_ascii_case("json_extract"));
+                // A function whose first argument is a field reads its payloads, not a column.
+                let name = f.name.to_string().to_ascii_lowercase();
+                let field_first = functions::find(&name)
+                    .is_some_and(|f| matches!(f.kind, Kind::Exprs { field_first: true, .. }));
+                let skip = usize::from(field_first);
                 if let Ok(args) = function_args(f, Span::empty()) {
                     todo.extend(args.into_iter().skip(skip));
                 }

@@ -11,7 +11,7 @@ use super::kind::{
 };
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 /// ArrayField: the kind of `FieldType::Array(dtype)`.
 #[derive(Debug, RefCast)]
@@ -66,6 +66,14 @@ impl FieldKind for Array {
 
     fn input(&self) -> Input {
         Input::Bytes
+    }
+
+    fn value_kind(&self) -> ValueKind {
+        ValueKind::Array
+    }
+
+    fn zero(&self) -> (SampleValue, &'static str) {
+        (SampleValue::Array(Vec::new()), "an empty array")
     }
 
     fn encode(&self, value: SampleValue, slot: &mut [u8], _: &EncodeContext<'_>) -> Result<Option<Vec<u8>>> {

@@ -4,12 +4,13 @@ use super::extension::ExtensionKind;
 use super::fixed::Id;
 use super::kind::{mismatch, ColumnSource, DecodeContext, Input, LoadAs, BOOL_SLOT};
 use crate::error::Result;
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 fixed_kind! {
     /// BoolField.
     struct Bool = "BoolField", "bool", Id::Extension(ExtensionKind::Bool);
     slot BOOL_SLOT, payload_ptr None, input Input::Bool;
+    value ValueKind::Bool, zero SampleValue::Bool(false), "false";
     column ColumnSource::Bool, load LoadAs::Bool;
 }
 

@@ -5,12 +5,13 @@ use super::kind::{
     mismatch, sized_payload, ColumnSource, DecodeContext, Input, LoadAs, PTR_SIZE_SLOT, TYPE_BYTES,
 };
 use crate::error::Result;
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 fixed_kind! {
     /// BytesField.
     struct Bytes = "BytesField", "bytes", Id::Ffcv(TYPE_BYTES);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Bytes;
+    value ValueKind::Bytes, zero SampleValue::Bytes(Vec::new()), "empty bytes";
     column ColumnSource::SizeWord, load LoadAs::Sized { itemsize: 1 };
 }
 

@@ -8,7 +8,7 @@ use super::kind::{
 };
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 /// A custom field: its row slot (given by the caller, or by a newer beton's blob) and the
 /// descriptor's argument blob, kept as written.
@@ -44,6 +44,14 @@ impl FieldKind for CustomField {
 
     fn input(&self) -> Input {
         Input::Bytes
+    }
+
+    fn value_kind(&self) -> ValueKind {
+        ValueKind::Custom
+    }
+
+    fn zero(&self) -> (SampleValue, &'static str) {
+        (SampleValue::Custom(vec![0; self.slot.size]), "zero bytes")
     }
 
     fn encode(&self, value: SampleValue, slot: &mut [u8], _: &EncodeContext<'_>) -> Result<Option<Vec<u8>>> {

@@ -1,8 +1,8 @@
 //! What the field types without parameters (Int, Float, Bool, Bytes, JSON, Text) share: each is a
-//! unit struct whose [`FieldKind`] is constant facts (names, descriptor id, slot, input, column,
-//! loader layout) plus its own encoder and decoder. [`fixed_kind!`] writes the struct, its
-//! `parse` and its [`FieldKind`] from the facts; the type's file writes only its `encode` and
-//! `decode` functions.
+//! unit struct whose [`FieldKind`] is constant facts (names, descriptor id, slot, input, value kind
+//! and zero, column, loader layout) plus its own encoder and decoder. [`fixed_kind!`] writes the
+//! struct, its `parse` and its [`FieldKind`] from the facts; the type's file writes only its
+//! `encode` and `decode` functions.
 //!
 //! [`FieldKind`]: super::FieldKind
 
@@ -56,6 +56,7 @@ macro_rules! fixed_kind {
         $(#[$meta:meta])*
         struct $kind:ident = $name:literal, $short:literal, $id:expr;
         slot $slot:expr, payload_ptr $payload:expr, input $input:expr;
+        value $value:expr, zero $zero:expr, $zero_name:literal;
         column $column:expr, load $load:expr;
     ) => {
         $(#[$meta])*
@@ -95,6 +96,14 @@ macro_rules! fixed_kind {
 
             fn input(&self) -> $crate::field::kind::Input {
                 $input
+            }
+
+            fn value_kind(&self) -> $crate::value::ValueKind {
+                $value
+            }
+
+            fn zero(&self) -> ($crate::value::SampleValue, &'static str) {
+                ($zero, $zero_name)
             }
 
             fn encode(

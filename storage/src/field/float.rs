@@ -3,12 +3,13 @@
 use super::fixed::Id;
 use super::kind::{mismatch, word, ColumnSource, DecodeContext, Input, LoadAs, SCALAR_SLOT, TYPE_FLOAT};
 use crate::error::Result;
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 fixed_kind! {
     /// FloatField.
     struct Float = "FloatField", "float", Id::Ffcv(TYPE_FLOAT);
     slot SCALAR_SLOT, payload_ptr None, input Input::Float;
+    value ValueKind::Float, zero SampleValue::Float(f64::NAN), "NaN";
     column ColumnSource::Float, load LoadAs::Float;
 }
 

@@ -9,8 +9,8 @@ use super::kind::{
 };
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::image::{self, Channels, ImageMode};
-use crate::value::{ImageRef, SampleValue, Value};
+use crate::image::{self, Channels, ImageMode, ImageSource, Pixels};
+use crate::value::{ImageRef, SampleValue, Value, ValueKind};
 
 /// An image field of `channels`.
 #[derive(Debug)]
@@ -70,6 +70,16 @@ impl FieldKind for Image {
 
     fn input(&self) -> Input {
         Input::Image
+    }
+
+    fn value_kind(&self) -> ValueKind {
+        ValueKind::Image
+    }
+
+    fn zero(&self) -> (SampleValue, &'static str) {
+        let channels = self.channels as u8;
+        let pixels = Pixels { width: 1, height: 1, channels, data: vec![0; usize::from(channels)] };
+        (SampleValue::Image(ImageSource::Pixels(pixels)), "a 1x1 black image")
     }
 
     fn encode(&self, value: SampleValue, slot: &mut [u8], cx: &EncodeContext<'_>) -> Result<Option<Vec<u8>>> {

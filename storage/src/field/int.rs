@@ -3,12 +3,13 @@
 use super::fixed::Id;
 use super::kind::{mismatch, word, ColumnSource, DecodeContext, Input, LoadAs, SCALAR_SLOT, TYPE_INT};
 use crate::error::Result;
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 fixed_kind! {
     /// IntField.
     struct Int = "IntField", "int", Id::Ffcv(TYPE_INT);
     slot SCALAR_SLOT, payload_ptr None, input Input::Int;
+    value ValueKind::Int, zero SampleValue::Int(0), "0";
     column ColumnSource::Int, load LoadAs::Int;
 }
 

@@ -7,12 +7,13 @@ use super::kind::{
     TYPE_JSON,
 };
 use crate::error::Result;
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 fixed_kind! {
     /// JSONField.
     struct Json = "JSONField", "json", Id::Ffcv(TYPE_JSON);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Str;
+    value ValueKind::Json, zero SampleValue::Json("null".into()), "JSON null";
     // A batch row has room for the trailing NUL (not part of the value): FFCV's BytesDecoder
     // is as wide as the longest payload, NUL included, and `JSONField.unpack` looks for it.
     column ColumnSource::SizeWord, load LoadAs::Sized { itemsize: 1 };

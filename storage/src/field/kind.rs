@@ -12,7 +12,7 @@ use super::extension::{Extension, ExtensionKind};
 use crate::error::{Error, Result};
 use crate::format::{Slot, ARGS_SIZE};
 use crate::image::ImageOptions;
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 /// FFCV's type id for FloatField.
 pub const TYPE_FLOAT: u8 = 0;
@@ -81,6 +81,14 @@ pub trait FieldKind: Send + Sync + std::fmt::Debug {
     /// [`Error::InvalidArgument`] (what = "value") for a value of the wrong kind or shape;
     /// [`Error::Image`] for an image that cannot be encoded. The writer adds the sample and field.
     fn encode(&self, value: SampleValue, slot: &mut [u8], cx: &EncodeContext<'_>) -> Result<Option<Vec<u8>>>;
+
+    /// Which [`Value`] variant [`FieldKind::decode`] gives.
+    fn value_kind(&self) -> ValueKind;
+
+    /// The type's zero and its name (0, NaN for floats, JSON `null`, an empty payload, zeros of
+    /// a fixed size, a 1x1 black image): what stands for a missing value in a data file, which
+    /// has none (beton-dataset writes it for SQL's NULL).
+    fn zero(&self) -> (SampleValue, &'static str);
 
     /// Decodes one value from its row slot, reading its payload through `cx`.
     ///

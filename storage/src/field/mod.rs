@@ -3,18 +3,18 @@
 //!
 //! Each type lives in one file of this folder, as an implementation of [`FieldKind`] (`kind.rs`,
 //! with what the types share): its row slot, descriptor (FFCV's type id and argument blob),
-//! encoder, decoder, Arrow columns, loader layout and the short name Python uses. [`FieldType`]
-//! is the closed list of them, and the [`registry!`] below is where each is registered, one line
-//! per type. Only this file names every type; the types' files never name [`FieldType`].
+//! encoder, decoder, the kind of value it gives and its zero, Arrow columns, loader layout and
+//! the short name Python uses. [`FieldType`] is the closed list of them, and the [`registry!`]
+//! below is where each is registered, one line per type. Only this file names every type; the
+//! types' files never name [`FieldType`].
 //!
 //! **Adding a field type** is one new file here (a struct implementing [`FieldKind`], and a
 //! `parse` function recognising its descriptor and its short name and returning the variant's
 //! parameter, `()` for none; a type without parameters declares both with `fixed_kind!` of
-//! `fixed.rs` and writes only its codec), its variant in
-//! [`FieldType`], and its line in the registry. The reader, the writer, the query table, the
-//! loader's default decoders, `beton info` and the Python bindings all go through [`FieldKind`]
-//! and need no change (Python exposes the type by its short name; a Python `Field` class that
-//! names it is one class in `python/beton/fields/`).
+//! `fixed.rs` and writes only its codec), its variant in [`FieldType`], and its line in the
+//! registry. The reader, the writer, the query table, versions' column files, the loader's
+//! default decoders and `beton info` go through [`FieldKind`] and need no change;
+//! docs/CONTRIBUTING.md lists the few other places (Python classes, docs) a type appears.
 //!
 //! FFCV's seven types keep their type ids (`ffcv/types.py`); beton's extensions are type 255 with
 //! a tagged argument blob ([`extension`]).
@@ -277,22 +277,27 @@ mod tests {
         }
     }
 
-    #[test]
-    fn ffcv_types_round_trip_through_descriptors_and_short_names() {
+    /// One of each type but custom (a test of a new type starts by adding it here).
+    fn every_type() -> Vec<FieldType> {
         let spec = ArraySpec::new(DType::parse("<f4").unwrap(), vec![2, 3]).unwrap();
-        for ty in [
+        vec![
             FieldType::Float,
             FieldType::Int,
             FieldType::RgbImage,
             FieldType::Bytes,
             FieldType::Json,
             FieldType::NDArray(spec.clone()),
-            FieldType::TorchTensor(spec.clone()),
+            FieldType::TorchTensor(spec),
             FieldType::Text,
             FieldType::Bool,
             FieldType::Array(DType::parse("<i2").unwrap()),
             FieldType::GreyImage,
-        ] {
+        ]
+    }
+
+    #[test]
+    fn ffcv_types_round_trip_through_descriptors_and_short_names() {
+        for ty in every_type() {
             let args = ty.to_arguments();
             assert_eq!(FieldType::from_descriptor(ty.type_id(), &args, None), Ok(ty.clone()));
             let (dtype, shape) = match ty.kind().element() {
@@ -305,6 +310,19 @@ mod tests {
         assert!(FieldType::from_short_name("ndarray", None, None).is_err());
         let err = FieldType::from_short_name("complex", None, None).unwrap_err().to_string();
         assert!(err.contains("no field type"), "{err}");
+    }
+
+    #[test]
+    fn a_types_zero_is_one_of_its_values() {
+        let custom = FieldType::Custom(CustomField {
+            slot: Slot { size: 6, align: 1 },
+            arguments: Box::new([0; ARGS_SIZE]),
+        });
+        for ty in every_type().into_iter().chain([custom]) {
+            let (zero, _) = ty.kind().zero();
+            let kind = ty.encode_value(zero, &ImageOptions::default(), 0.0, |v| v.kind()).unwrap();
+            assert_eq!(kind, ty.kind().value_kind(), "{ty:?}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::kind::{invalid_value, mismatch, word, ColumnDef, ColumnSource, Decode
 use super::kind::{EncodeContext, FieldKind, Input, LoadAs, SCALAR_SLOT, TYPE_NDARRAY, TYPE_TORCH_TENSOR};
 use crate::error::Result;
 use crate::format::{Slot, ARGS_SIZE};
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 /// NDArrayField: the kind of `FieldType::NDArray(spec)`.
 #[derive(Debug, RefCast)]
@@ -124,6 +124,14 @@ macro_rules! array_kind {
 
             fn input(&self) -> Input {
                 Input::Bytes
+            }
+
+            fn value_kind(&self) -> ValueKind {
+                ValueKind::NDArray
+            }
+
+            fn zero(&self) -> (SampleValue, &'static str) {
+                (SampleValue::NDArray(vec![0; self.0.nbytes() as usize]), "zeros")
             }
 
             fn encode(

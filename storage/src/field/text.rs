@@ -5,12 +5,13 @@ use super::extension::ExtensionKind;
 use super::fixed::Id;
 use super::kind::{mismatch, sized_payload, ColumnSource, DecodeContext, Input, LoadAs, PTR_SIZE_SLOT};
 use crate::error::Result;
-use crate::value::{SampleValue, Value};
+use crate::value::{SampleValue, Value, ValueKind};
 
 fixed_kind! {
     /// TextField.
     struct Text = "TextField", "text", Id::Extension(ExtensionKind::Text);
     slot PTR_SIZE_SLOT, payload_ptr Some(0), input Input::Str;
+    value ValueKind::Text, zero SampleValue::Text(String::new()), "''";
     column ColumnSource::Text, load LoadAs::Sized { itemsize: 1 };
 }
 

@@ -3,33 +3,8 @@
 
 use ::png::{BitDepth, ColorType};
 
+use super::tests::png;
 use super::*;
-
-/// A PNG of `data` (rows of samples as the colour type and depth say), with a palette and a
-/// `tRNS` chunk when given.
-fn png(
-    (width, height): (u32, u32),
-    (color, depth): (ColorType, BitDepth),
-    palette: Option<&[u8]>,
-    trns: Option<&[u8]>,
-    data: &[u8],
-) -> Vec<u8> {
-    let mut out = Vec::new();
-    {
-        let mut enc = ::png::Encoder::new(&mut out, width, height);
-        enc.set_color(color);
-        enc.set_depth(depth);
-        if let Some(p) = palette {
-            enc.set_palette(p.to_vec());
-        }
-        if let Some(t) = trns {
-            enc.set_trns(t.to_vec());
-        }
-        let mut writer = enc.write_header().unwrap();
-        writer.write_image_data(data).unwrap();
-    }
-    out
-}
 
 /// The composite written down independently of the code under test: straight alpha, rounded to
 /// nearest (`(a·c + (255 − a)·bg) / 255` is never exactly halfway: 255 is odd).

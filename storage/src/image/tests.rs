@@ -522,6 +522,18 @@ fn make_png(
     palette: Option<&[u8]>,
     data: &[u8],
 ) -> Vec<u8> {
+    png((width, height), (color, depth), palette, None, data)
+}
+
+/// A PNG of `data` (rows of samples as the colour type and depth say), with a palette and a
+/// `tRNS` chunk when given.
+pub(super) fn png(
+    (width, height): (u32, u32),
+    (color, depth): (::png::ColorType, ::png::BitDepth),
+    palette: Option<&[u8]>,
+    trns: Option<&[u8]>,
+    data: &[u8],
+) -> Vec<u8> {
     let mut out = Vec::new();
     {
         let mut enc = ::png::Encoder::new(&mut out, width, height);
@@ -529,6 +541,9 @@ fn make_png(
         enc.set_depth(depth);
         if let Some(p) = palette {
             enc.set_palette(p.to_vec());
+        }
+        if let Some(t) = trns {
+            enc.set_trns(t.to_vec());
         }
         let mut writer = enc.write_header().unwrap();
         writer.write_image_data(data).unwrap();

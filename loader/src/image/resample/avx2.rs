@@ -5,7 +5,9 @@ use std::arch::x86_64::*;
 
 use smallvec::SmallVec;
 
-use super::{Axis, BITS, HALF};
+use super::layout::Blocks1;
+use super::scalar::horizontal_from;
+use super::weights::{to_u8, Axis, BITS, HALF};
 
 /// [`super::vertical_rows`] with AVX2: every output row of `len >= 32` bytes, the tap-pair
 /// count dispatched once.
@@ -211,7 +213,7 @@ unsafe fn vertical_with(
 /// # Safety
 /// The CPU must have AVX2; each row must extend at least 16 bytes past `row_bytes` (or into
 /// the next rows) so that a 16-byte load at any tap group of a window inside the row is
-/// inside it; `packed` must be [`super::Resampler::pack_horizontal`]'s layout of `x`; the
+/// inside it; `packed` must be [`pack3`](super::layout::pack3)'s layout of `x`; the
 /// outputs must all be `3 × x.starts.len()` bytes.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn horizontal3_avx2<const N: usize>(
@@ -273,7 +275,7 @@ pub(super) unsafe fn horizontal3_avx2<const N: usize>(
 ///
 /// Each row holds input columns `x0 ..` (the windows of `x`; the 16-byte loads stop at the
 /// shortest row's end, the outputs past that run scalar), `blocks` is
-/// [`super::Resampler::pack_horizontal1`]'s layout of `x` and `x0` (else the values are
+/// [`Blocks1::pack`]'s layout of `x` and `x0` (else the values are
 /// wrong, or the scalar kernel panics, but no access strays), and the outputs are
 /// `x.starts.len()` bytes each (asserted).
 ///
@@ -284,7 +286,7 @@ pub(super) unsafe fn horizontal1_avx2<const N: usize>(
     rows: [&[u8]; N],
     x: &Axis,
     x0: usize,
-    blocks: &super::Blocks1,
+    blocks: &Blocks1,
     outs: [&mut [u8]; N],
 ) {
     // SAFETY: the CPU has AVX2; the pair count is that of `blocks` (or its wide layout).
@@ -299,7 +301,7 @@ pub(super) unsafe fn horizontal1_avx2<const N: usize>(
             4 => horizontal1_pairs::<N, 4>(rows, x, x0, blocks, outs),
             _ => {
                 for (row, out) in rows.into_iter().zip(outs) {
-                    super::horizontal_from(row, 1, x, x0, 0, out);
+                    horizontal_from(row, 1, x, x0, 0, out);
                 }
             }
         }
@@ -326,7 +328,7 @@ unsafe fn horizontal1_wide<const N: usize>(
         let at = x.starts[i] as usize - x0;
         if room.is_none_or(|room| at > room) {
             for r in 0..N {
-                super::horizontal_from(rows[r], 1, x, x0, i, &mut outs[r][i..=i]);
+                horizontal_from(rows[r], 1, x, x0, i, &mut outs[r][i..=i]);
             }
             continue;
         }
@@ -340,7 +342,7 @@ unsafe fn horizontal1_wide<const N: usize>(
             let s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256::<1>(p));
             let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
             let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
-            outs[r][i] = super::to_u8(_mm_cvtsi128_si32(s));
+            outs[r][i] = to_u8(_mm_cvtsi128_si32(s));
         }
     }
 }
@@ -354,7 +356,7 @@ unsafe fn horizontal1_pairs<const N: usize, const P: usize>(
     rows: [&[u8]; N],
     x: &Axis,
     x0: usize,
-    blocks: &super::Blocks1,
+    blocks: &Blocks1,
     outs: [&mut [u8]; N],
 ) {
     let width = x.starts.len();
@@ -370,7 +372,7 @@ unsafe fn horizontal1_pairs<const N: usize, const P: usize>(
         let first = 8 * b;
         if lo == u32::MAX || room.is_none_or(|room| hi as usize > room) {
             for r in 0..N {
-                super::horizontal_from(rows[r], 1, x, x0, first, &mut outs[r][first..first + 8]);
+                horizontal_from(rows[r], 1, x, x0, first, &mut outs[r][first..first + 8]);
             }
             continue;
         }
@@ -406,6 +408,6 @@ unsafe fn horizontal1_pairs<const N: usize, const P: usize>(
         }
     }
     for r in 0..N {
-        super::horizontal_from(rows[r], 1, x, x0, count * 8, &mut outs[r][count * 8..]);
+        horizontal_from(rows[r], 1, x, x0, count * 8, &mut outs[r][count * 8..]);
     }
 }
