@@ -83,6 +83,14 @@ impl Parts {
         Ok(Parts { parts, schema, starts })
     }
 
+    /// A `.beton` file as one part: all its rows, its own fields.
+    pub fn single(ds: Arc<Dataset>) -> Parts {
+        let schema = ds.fields().iter().map(|f| (f.name().to_string(), f.field_type().clone())).collect();
+        let starts = vec![0, ds.num_samples()];
+        let part = Part { ds, rows: None, columns: BTreeMap::new(), nulls: BTreeMap::new() };
+        Parts { parts: vec![part], schema, starts }
+    }
+
     /// The data files and schema of an opened version: what
     /// [`Loader::builder_parts`](crate::Loader::builder_parts) takes.
     ///
@@ -195,6 +203,10 @@ impl Parts {
     /// The page map of the version: each sample on its data file's page, pages of different
     /// files distinct (QUASI_RANDOM stays page-aware across data files).
     pub(crate) fn page_map(&self) -> PageMap {
+        // One data file read whole: its own map (the same pages QUASI_RANDOM orders a file by).
+        if let [Part { ds, rows: None, .. }] = self.parts.as_slice() {
+            return PageMap::from_dataset(ds);
+        }
         let mut pages = Vec::with_capacity(self.num_rows() as usize);
         let mut offset = 0u64;
         for p in &self.parts {

@@ -205,17 +205,8 @@ impl Loader {
             return Err(PyTypeError::new_err("Loader takes a Dataset"));
         };
         let opened = d.get().opened();
-        // A `.beton` file keeps the engine's one-file path (no part lookups per sample) until
-        // the engine reads every dataset as parts at the same speed.
-        let b = match opened.is_file() {
-            true => {
-                let parts = opened.parts().map_err(crate::errors::from_query)?;
-                beton_loader::Loader::builder(Arc::clone(&parts[0].0))
-            }
-            false => beton_loader::Loader::builder_parts(
-                beton_loader::Parts::of_version(&opened).map_err(from_loader)?,
-            ),
-        };
+        let parts = beton_loader::Parts::of_version(&opened).map_err(from_loader)?;
+        let b = beton_loader::Loader::builder_parts(parts);
         let mut b = b
             .batch_size(batch_size)
             .threads(num_workers)
