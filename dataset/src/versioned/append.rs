@@ -1,0 +1,251 @@
+//! New data files in a version: appends of `.beton` files and `commit_files` (files written
+//! apart, one new version).
+
+use std::path::{Path, PathBuf};
+
+use beton_storage::{Dataset, FieldType};
+
+use super::*;
+use crate::error::{Error, Result};
+
+impl VersionedDataset {
+    /// Adds the rows of the `.beton` file `file` as a new data file (hard-linked, never
+    /// re-encoded), with new row ids. Its fields must include every field of the schema with
+    /// the same type (others are kept in the file but not visible); a field it lacks (a column
+    /// added to the dataset since) is NULL in its rows, whatever its type.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming a missing or mistyped field; as
+    /// [`VersionedDataset::commit`].
+    pub fn append_file(&self, file: &Path, message: &str) -> Result<VersionedDataset> {
+        self.append_files(&[file.to_path_buf()], message)
+    }
+
+    /// [`VersionedDataset::append_file`] for several files at once, in order, as one version:
+    /// what parallel writers (Ray Data's write tasks) commit when they are all done.
+    ///
+    /// # Errors
+    /// As [`VersionedDataset::append_file`], naming the file; nothing is committed unless every
+    /// file can be.
+    pub fn append_files(&self, files: &[PathBuf], message: &str) -> Result<VersionedDataset> {
+        self.append_files_with(files, vec![Vec::new(); files.len()], message)
+    }
+
+    /// [`VersionedDataset::append_files`] with column files `columns[k]` (written already) on
+    /// file k's fragment: the NULLs of a dataset exported to it ([`null_patches`]).
+    pub(super) fn append_files_with(
+        &self,
+        files: &[PathBuf],
+        columns: Vec<Vec<ColumnFile>>,
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        let _edit = lock::edit(&self.dir)?;
+        let read = &self.manifest;
+        let mut added = NewDataFile::link_all(&self.dir, read, files)?;
+        for (file, columns) in added.iter_mut().zip(columns) {
+            file.columns.extend(columns);
+        }
+        let rows = added.iter().map(|f| f.num_rows).sum();
+        // `new` starts as the base's child: its next row and fragment ids are the base's.
+        self.commit(Operation::Append { rows }, message, &Touches::default(), |base, new| {
+            for file in &added {
+                if let Err(e) = file.push_onto(new) {
+                    // Checked against `read`'s names: another writer changed them since.
+                    return Err(match base.classes != read.classes {
+                        true => Error::Conflict {
+                            version: base.version,
+                            why: format!(
+                                "version {} ({}) changed the class names: {e}",
+                                base.version,
+                                base.operation.name()
+                            ),
+                        },
+                        false => e,
+                    });
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Makes the `.beton` files `files` (written apart, as by parallel workers) one new version
+    /// of the dataset at `dir`, in one commit: version 1 of a new dataset whose schema is the
+    /// first file's, or a version of an existing one appending their rows
+    /// ([`VersionedDataset::append_files`]). Each file is hard-linked into `data/`, never
+    /// re-encoded; the caller removes its own copies.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no files, a custom field, or a file whose fields differ
+    /// from the schema (naming it); as [`VersionedDataset::commit`].
+    pub fn commit_files(dir: &Path, files: &[PathBuf], message: &str) -> Result<VersionedDataset> {
+        let dir = &local_dir(dir)?;
+        let Some(first) = files.first() else {
+            return Err(Error::InvalidArgument {
+                what: format!("commit to {}", remote::shown(dir)),
+                why: "no data files to commit".into(),
+            });
+        };
+        if committed(dir)? {
+            return Self::open(dir, VersionRef::Latest)?.append_files(files, message);
+        }
+        let schema = schema_of(&Dataset::open(first)?, first)?;
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let _edit = lock::edit(dir)?;
+        let mut m = Manifest::first(schema, Operation::Create);
+        let added = NewDataFile::link_all(dir, &m, files)?;
+        m.message = message.to_string();
+        for file in &added {
+            file.push_onto(&mut m)?;
+        }
+        match Self::create_with(dir, m) {
+            Ok(v) => Ok(v),
+            // Another writer made the dataset meanwhile: append to it instead (the links made
+            // here are left to `cleanup`).
+            Err(_) if !list_versions(dir)?.is_empty() => {
+                Self::open(dir, VersionRef::Latest)?.append_files(files, message)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Puts `file` into `dir/data/` under a new name: a hard link, or a copy when linking fails
+/// (another file system). Returns its path relative to `dir`.
+/// A `.beton` file checked against a schema and linked into a dataset's `data/`, to become a
+/// fragment of the next version.
+pub(super) struct NewDataFile {
+    data_file: String,
+    num_rows: u64,
+    /// The file's length.
+    data_bytes: u64,
+    /// Column files for the schema's fields the file lacks (NULL in its rows).
+    columns: Vec<ColumnFile>,
+    classes: Option<Vec<String>>,
+}
+
+impl NewDataFile {
+    /// Checks every file of `files` against `schema` (every schema field with the same type, or
+    /// missing: NULL in its rows), then links each into `dir`'s `data/`: a file that does not fit
+    /// leaves nothing behind. The files' class names must agree with `base`'s
+    /// ([`classes::merged`]), and row and fragment ids for them must be left after `base`'s
+    /// (both checked before anything is linked).
+    fn link_all(dir: &Path, base: &Manifest, files: &[PathBuf]) -> Result<Vec<NewDataFile>> {
+        let schema = &base.schema;
+        let checked = files.iter().map(|file| Self::check(schema, file)).collect::<Result<Vec<_>>>()?;
+        integrity::room_for(base, checked.iter().map(|c| c.0))?;
+        let mut merged = base.classes.clone();
+        for ((_, _, _, file_classes), file) in checked.iter().zip(files) {
+            let what = format!("file {}", file.display());
+            merged = classes::merged(merged.as_deref(), file_classes.as_deref(), &what)?;
+        }
+        checked
+            .into_iter()
+            .zip(files)
+            .map(|((num_rows, data_bytes, missing, classes), file)| {
+                let columns = match missing.is_empty() {
+                    true => Vec::new(),
+                    false => {
+                        // NULL in every row: the file has no value for them, and none is made up.
+                        let nulls = missing
+                            .iter()
+                            .map(|(name, ty)| {
+                                let ty = values::column_file_type(ty);
+                                (name.clone(), arrow_array::new_null_array(&ty, num_rows as usize))
+                            })
+                            .collect();
+                        vec![view::write_column_file(dir, nulls)?]
+                    }
+                };
+                let data_file = match remote::data_file_in_store(dir, file) {
+                    Some(rel) => rel,
+                    None => link_data_file(dir, file)?,
+                };
+                Ok(NewDataFile { data_file, num_rows, data_bytes, columns, classes })
+            })
+            .collect()
+    }
+
+    /// `file`'s rows and length, the schema fields it lacks (NULL in its rows), and its classes.
+    #[allow(clippy::type_complexity)]
+    fn check(
+        schema: &[SchemaField],
+        file: &Path,
+    ) -> Result<(u64, u64, Vec<(String, FieldType)>, Option<Vec<String>>)> {
+        let ds = Dataset::open(file)?;
+        let mut missing = Vec::new();
+        for field in schema {
+            let ty = field.field_type()?;
+            match ds.fields().iter().find(|f| f.name() == field.name) {
+                Some(f) if *f.field_type() == ty => {}
+                // A field the file lacks (a column added to the dataset since): NULL in the
+                // file's rows.
+                None => missing.push((field.name.clone(), ty)),
+                Some(f) => {
+                    return Err(Error::InvalidArgument {
+                        what: format!("field '{}' of {}", field.name, file.display()),
+                        why: format!("is a {}, the dataset's is a {}", f.field_type().name(), ty.name()),
+                    })
+                }
+            }
+        }
+        Ok((ds.num_samples(), ds.file_len(), missing, ds.classes()?))
+    }
+
+    /// Adds the file to `m` as its next fragment, with the next row ids, and its class names to
+    /// `m`'s ([`classes::merged`]: one list must begin with the other).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the file's labels name other classes than `m`'s, or `m`
+    /// has no row or fragment ids left for it.
+    fn push_onto(&self, m: &mut Manifest) -> Result<()> {
+        integrity::room_for(m, [self.num_rows])?;
+        let what = format!("appended data file {}", self.data_file);
+        m.classes = classes::merged(m.classes.as_deref(), self.classes.as_deref(), &what)?;
+        m.fragments.push(Fragment {
+            id: m.next_fragment_id,
+            data_file: self.data_file.clone(),
+            num_rows: self.num_rows,
+            data_bytes: Some(self.data_bytes),
+            row_ids: RowIds::Range { start: m.next_row_id },
+            deletions: None,
+            columns: self.columns.clone(),
+        });
+        m.next_row_id += self.num_rows;
+        m.next_fragment_id += 1;
+        Ok(())
+    }
+}
+
+/// The schema a dataset made from `ds` has: its fields (no custom fields, whose layout a
+/// manifest cannot describe).
+pub(super) fn schema_of(ds: &Dataset, file: &Path) -> Result<Vec<SchemaField>> {
+    let mut schema = Vec::new();
+    for f in ds.fields() {
+        if matches!(f.field_type(), FieldType::Custom(_)) {
+            return Err(Error::InvalidArgument {
+                what: format!("field '{}' of {}", f.name(), file.display()),
+                why: "is a custom field, whose layout a dataset directory cannot describe".into(),
+            });
+        }
+        schema.push(SchemaField::new(f.name(), f.field_type()));
+    }
+    Ok(schema)
+}
+
+pub(super) fn link_data_file(dir: &Path, file: &Path) -> Result<String> {
+    let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
+    let target = dir.join(&rel);
+    let data = dir.join(DATA_DIR);
+    std::fs::create_dir_all(&data).map_err(|e| io(&data, e))?;
+    commit::crash_point();
+    if std::fs::hard_link(file, &target).is_err() {
+        let tmp = commit::temp_file(dir)?;
+        let mut src = std::fs::File::open(file).map_err(|e| io(file, e))?;
+        std::io::copy(&mut src, &mut tmp.as_file()).map_err(|e| io(tmp.path(), e))?;
+        tmp.as_file().sync_all().map_err(|e| io(tmp.path(), e))?;
+        tmp.persist_noclobber(&target).map_err(|e| io(&target, e.error))?;
+    }
+    commit::crash_point();
+    commit::sync_dir(&data);
+    Ok(rel)
+}
