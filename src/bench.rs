@@ -74,7 +74,7 @@ pub enum Order {
 
 /// Runs the benchmark; returns the report.
 pub fn run(args: &BenchArgs) -> Result<String> {
-    let ds = Arc::new(crate::open(&args.file, &args.custom)?);
+    let ds = Arc::new(crate::open::open(&args.file, &args.custom)?);
     let indices = match (&args.filter, &args.split) {
         (Some(sql), _) => Some(select_indices(&Table::new(&ds), sql)?),
         (None, Some(name)) => Some(splits::get(&ds, name)?),

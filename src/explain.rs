@@ -8,7 +8,7 @@ use anyhow::Result;
 
 /// Explains `sql` (a bare predicate or a `SELECT`) on the data table of `file`.
 pub fn run(file: &Path, custom: &[String], sql: &str) -> Result<String> {
-    let ds = crate::open(file, custom)?;
+    let ds = crate::open::open(file, custom)?;
     Ok(beton_query::explain::file(&ds, sql)?.to_string())
 }
 

@@ -88,12 +88,20 @@ pub fn run(a: &GalleryArgs) -> Result<String> {
     if let Some(path) = &a.out {
         let html = gallery.to_html(true);
         write_atomically(path, html.as_bytes())?;
-        out.push_str(&format!("wrote {}: {what} ({})\n", path.display(), crate::human(html.len() as u64)));
+        out.push_str(&format!(
+            "wrote {}: {what} ({})\n",
+            path.display(),
+            crate::output::human(html.len() as u64)
+        ));
     }
     if let Some(path) = &a.png {
         let png = gallery.to_png()?;
         write_atomically(path, &png)?;
-        out.push_str(&format!("wrote {}: {what} ({})\n", path.display(), crate::human(png.len() as u64)));
+        out.push_str(&format!(
+            "wrote {}: {what} ({})\n",
+            path.display(),
+            crate::output::human(png.len() as u64)
+        ));
     }
     Ok(out)
 }
@@ -130,7 +138,7 @@ pub fn grid(
         "wrote {}: {} thumbnails ({})\n",
         out.display(),
         gallery.num_tiles(),
-        crate::human(png.len() as u64)
+        crate::output::human(png.len() as u64)
     ))
 }
 
@@ -153,8 +161,8 @@ fn with_table<T>(
         return f(&view.table()?, v.manifest().classes.clone());
     }
     crate::versions::file_version(file, version)?;
-    let ds = crate::open_for_query(file, custom)?;
-    let classes = ds.classes().map_err(|e| crate::name_file(file, e))?;
+    let ds = crate::open::open_for_query(file, custom)?;
+    let classes = ds.classes().map_err(|e| crate::open::name_file(file, e))?;
     f(&Table::new(&ds), classes)
 }
 

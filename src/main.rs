@@ -8,22 +8,28 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use beton_storage::summary::FieldSummary;
 use beton_storage::{
-    imagefolder, Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, OpenOptions, SampleValue, Summary,
-    WriteMode, Writer, WriterOptions,
+    imagefolder, FieldSpec, FieldType, ImageSource, SampleValue, Summary, Writer, WriterOptions,
 };
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 mod bench;
+mod encode;
 mod explain;
 mod gallery;
+mod open;
+mod output;
 mod progress;
 mod query;
 mod show;
 mod split;
 mod versions;
+
+use encode::EncodeArgs;
+use open::{name_file, open};
+use output::{classes_line, human};
 
 /// beton: FFCV-compatible .beton dataset files.
 #[derive(Parser)]
@@ -148,68 +154,6 @@ struct WriteArgs {
     encode: EncodeArgs,
 }
 
-/// How an ImageFolder's images are encoded and written (`write-imagefolder`, `append DIR FOLDER`).
-#[derive(clap::Args)]
-struct EncodeArgs {
-    /// How images are stored.
-    #[arg(long, value_enum, default_value_t = Mode::Jpg)]
-    mode: Mode,
-    /// Longest side after downscaling (area averaging); default: keep sizes.
-    #[arg(long)]
-    max_resolution: Option<u32>,
-    /// JPEG quality, 1-100.
-    #[arg(long, default_value_t = 90)]
-    quality: u8,
-    /// With --mode smart: store as JPEG when the raw image exceeds this many bytes.
-    #[arg(long)]
-    smart_threshold: Option<u64>,
-    /// With --mode proportion: probability of JPEG per image.
-    #[arg(long, default_value_t = 0.5)]
-    proportion: f64,
-    /// Encoding threads (0: all cores). The output does not depend on it.
-    #[arg(long, default_value_t = 0)]
-    workers: usize,
-    /// Page size in bytes, a power of two in [2 MiB, 4 GiB).
-    #[arg(long, default_value_t = 8 << 20)]
-    page_size: u64,
-    /// Seed of per-image random choices (--mode proportion).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Re-encode source JPEGs even when they could be stored as they are.
-    #[arg(long)]
-    no_passthrough: bool,
-    /// A JPEG restart marker every N MCUs (0: none, FFCV's bytes). With markers, crop decoders
-    /// entropy-decode only the part of each JPEG around the crop.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    restart_interval: u16,
-    /// Leave out images that cannot be read or decoded (listed at the end) instead of stopping.
-    #[arg(long)]
-    skip_bad: bool,
-    /// Composite transparent images (PNGs with alpha or tRNS) onto this colour, e.g.
-    /// 255,255,255; by default alpha is dropped as FFCV does, showing the colours under
-    /// transparent pixels (the images are counted at the end).
-    #[arg(long, value_name = "R,G,B", value_parser = parse_rgb)]
-    alpha_background: Option<[u8; 3]>,
-}
-
-/// `R,G,B` (each 0 to 255), for `--alpha-background`.
-fn parse_rgb(text: &str) -> std::result::Result<[u8; 3], String> {
-    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-    let channel = |s: &str| s.parse::<u8>().map_err(|_| format!("{s:?} is not 0 to 255"));
-    match parts.as_slice() {
-        [r, g, b] => Ok([channel(r)?, channel(g)?, channel(b)?]),
-        _ => Err(format!("{text:?}: give three numbers 0 to 255 as R,G,B, e.g. 255,255,255")),
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Mode {
-    Raw,
-    Jpg,
-    Smart,
-    Proportion,
-}
-
 fn main() {
     let cli = Cli::parse();
     let (name, result) = match cli.command {
@@ -313,42 +257,6 @@ fn chain(e: &anyhow::Error) -> String {
     text
 }
 
-fn open(file: &Path, custom: &[String]) -> Result<Dataset> {
-    open_with(file, custom, OpenOptions::new())
-}
-
-/// Opens for SQL: the allocation table is checked only if a query reads payloads, so a query on
-/// the data table alone never reads it (a 20M-payload file's table is 480 MB).
-fn open_for_query(file: &Path, custom: &[String]) -> Result<Dataset> {
-    open_with(file, custom, OpenOptions::new().defer_allocation_checks(true))
-}
-
-fn open_with(file: &Path, custom: &[String], mut options: OpenOptions) -> Result<Dataset> {
-    if file.is_dir() {
-        let stale = beton_storage::stale_temp_files_in(file);
-        let mut why = format!("{}: is a directory, not a .beton file", file.display());
-        if !stale.is_empty() {
-            let _ = write!(
-                why,
-                "; it holds {} temporary file(s) of interrupted writes (the next write to their \
-                 destination removes them): {}",
-                stale.len(),
-                stale.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-            );
-        }
-        bail!(why);
-    }
-    for spec in custom {
-        let (name, layout) =
-            spec.split_once('=').with_context(|| format!("--custom {spec}: expected NAME=SIZE[:ALIGN]"))?;
-        let (size, align) = layout.split_once(':').unwrap_or((layout, "1"));
-        let parse =
-            |s: &str| s.parse::<usize>().with_context(|| format!("--custom {spec}: '{s}' is not a number"));
-        options = options.custom_layout(name, parse(size)?, parse(align)?);
-    }
-    options.open(file).map_err(|e| name_file(file, e))
-}
-
 fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
     let ds = open(file, custom)?;
     let s = Summary::of(&ds).map_err(|e| name_file(file, e))?;
@@ -427,17 +335,6 @@ fn info(file: &Path, json: bool, custom: &[String]) -> Result<String> {
     Ok(out)
 }
 
-/// `classes (6): cat, dog, ...`: the class names stored in a file or version, label order; the
-/// first 20 of a long list.
-fn classes_line(classes: &[String]) -> String {
-    const SHOWN: usize = 20;
-    let mut names = classes.iter().take(SHOWN).map(String::as_str).collect::<Vec<_>>().join(", ");
-    if classes.len() > SHOWN {
-        names.push_str(", ...");
-    }
-    format!("classes ({}): {names}", classes.len())
-}
-
 /// A note on temporary files that killed writers left beside `file` (empty when none).
 fn stale_note(file: &Path) -> String {
     let stale = beton_storage::stale_temp_files(file);
@@ -471,47 +368,6 @@ fn verify(file: &Path, decode_images: bool, custom: &[String]) -> Result<String>
         report.allocations,
         stale_note(file)
     ))
-}
-
-impl EncodeArgs {
-    /// The image options these flags give.
-    fn image(&self) -> Result<ImageOptions> {
-        let write_mode = match self.mode {
-            Mode::Raw => WriteMode::Raw,
-            Mode::Jpg => WriteMode::Jpg,
-            Mode::Smart => match self.smart_threshold {
-                Some(threshold) => WriteMode::Smart { threshold },
-                None => {
-                    bail!("--mode smart needs --smart-threshold BYTES (store as JPEG above this raw size)")
-                }
-            },
-            Mode::Proportion => WriteMode::Proportion { probability: self.proportion },
-        };
-        if self.smart_threshold.is_some() && !matches!(self.mode, Mode::Smart) {
-            bail!("--smart-threshold applies to --mode smart only");
-        }
-        Ok(ImageOptions {
-            write_mode,
-            max_resolution: self.max_resolution,
-            jpeg_quality: self.quality,
-            jpeg_passthrough: !self.no_passthrough,
-            jpeg_restart_interval: self.restart_interval,
-            alpha_background: self.alpha_background,
-        })
-    }
-
-    /// The writer options these flags give, with a progress bar of `n` images (0: learnt from
-    /// the writer).
-    fn writer(&self, bar: &indicatif::ProgressBar) -> WriterOptions {
-        WriterOptions {
-            page_size: self.page_size,
-            num_threads: self.workers,
-            seed: self.seed,
-            progress: Some(progress::writer_callback(bar)),
-            skip_bad: self.skip_bad,
-            ..WriterOptions::default()
-        }
-    }
 }
 
 fn write_imagefolder(w: &WriteArgs) -> Result<String> {
@@ -600,19 +456,4 @@ fn write_imagefolder(w: &WriteArgs) -> Result<String> {
         }
     }
     Ok(out)
-}
-
-/// Puts `FILE: ` before a storage error unless its message already starts with the file.
-fn name_file(file: &Path, e: beton_storage::Error) -> anyhow::Error {
-    let name = file.display().to_string();
-    if e.to_string().starts_with(&name) {
-        e.into()
-    } else {
-        anyhow::Error::new(e).context(name)
-    }
-}
-
-/// Bytes in binary units: `8.0 MiB`.
-fn human(bytes: u64) -> String {
-    beton_query::explain::human_bytes(bytes)
 }

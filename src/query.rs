@@ -36,7 +36,7 @@ pub fn run(
         return render(&view.table()?, sql, output);
     }
     crate::versions::file_version(file, version)?;
-    let ds = crate::open_for_query(file, custom)?;
+    let ds = crate::open::open_for_query(file, custom)?;
     render(&Table::new(&ds), sql, output)
 }
 

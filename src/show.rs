@@ -59,7 +59,7 @@ pub fn run(
     field: Option<&str>,
     out: Option<&Path>,
 ) -> Result<String> {
-    let ds = crate::open(file, custom)?;
+    let ds = crate::open::open(file, custom)?;
     let n = ds.num_samples();
     if index >= n {
         bail!(
@@ -70,7 +70,7 @@ pub fn run(
         );
     }
     let chosen = match field {
-        Some(name) => Some(ds.field_index(name).map_err(|e| crate::name_file(file, e))?),
+        Some(name) => Some(ds.field_index(name).map_err(|e| crate::open::name_file(file, e))?),
         None => None,
     };
     let mut text = String::new();
@@ -78,16 +78,16 @@ pub fn run(
         if chosen.is_some_and(|c| c != k) {
             continue;
         }
-        let value = ds.get(index, k).map_err(|e| crate::name_file(file, e))?;
+        let value = ds.get(index, k).map_err(|e| crate::open::name_file(file, e))?;
         writeln!(text, "{}: {}", f.name(), describe(f.field_type(), &value))?;
     }
     if let Some(out) = out {
         let k = image_field(&ds, chosen)?;
-        let image = ds.get(index, k).map_err(|e| crate::name_file(file, e))?;
+        let image = ds.get(index, k).map_err(|e| crate::open::name_file(file, e))?;
         let image = image.as_image().context("not an image value")?;
         let pixels = image
             .decode()
-            .map_err(|e| crate::name_file(file, e))
+            .map_err(|e| crate::open::name_file(file, e))
             .with_context(|| format!("decoding sample {index}, field '{}'", ds.fields()[k].name()))?;
         write_png(out, &pixels)?;
         writeln!(

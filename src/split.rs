@@ -58,7 +58,7 @@ pub fn run(action: &Action) -> Result<String> {
     match action {
         Action::List { file } => list(file),
         Action::Add { file, name, sql } => {
-            let ds = crate::open(file, &[])?;
+            let ds = crate::open::open(file, &[])?;
             let set = select_indices(&Table::new(&ds), sql)?;
             drop(ds);
             splits::save(file, None, [(name.as_str(), &set)])?;
@@ -96,7 +96,7 @@ pub fn summary(ds: &Dataset) -> Result<SplitSummary> {
 }
 
 fn list(file: &Path) -> Result<String> {
-    let ds = crate::open(file, &[])?;
+    let ds = crate::open::open(file, &[])?;
     let SplitSummary { splits: rows, room: capacity, used } = summary(&ds)?;
     let n = ds.num_samples().max(1);
     let mut out = String::new();
@@ -136,7 +136,7 @@ fn random(
         names.push(name);
         fractions.push(fraction);
     }
-    let ds = crate::open(file, &[])?;
+    let ds = crate::open::open(file, &[])?;
     let table = Table::new(&ds);
     let rows = match filter {
         Some(sql) => select_indices(&table, sql)?,

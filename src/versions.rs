@@ -46,7 +46,7 @@ pub enum Action {
         message: String,
         /// How an ImageFolder's images are written (as write-imagefolder's flags).
         #[command(flatten)]
-        encode: crate::EncodeArgs,
+        encode: crate::encode::EncodeArgs,
     },
     /// List the class names (label k names class k), or edit them as a new version: add names
     /// at the end (--add), rename one (--rename OLD=NEW).
@@ -263,7 +263,7 @@ pub fn info(dir: &Path, version: Option<&str>, json: bool) -> Result<String> {
         let _ = writeln!(out, "  split {name}: {} rows", s.count);
     }
     if let Some(classes) = &m.classes {
-        let _ = writeln!(out, "  {}", crate::classes_line(classes));
+        let _ = writeln!(out, "  {}", crate::output::classes_line(classes));
     }
     let tags = v.tags()?;
     if !tags.is_empty() {

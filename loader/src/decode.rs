@@ -130,6 +130,16 @@ pub struct SampleContext {
     pub position: usize,
 }
 
+/// Each row's stored `(height, width)`: the image slot is `mode u8 @0, width u16 @1, height u16
+/// @3, data_ptr u64 @5` at the field's offset (FFCV's `ImageField` dtype).
+pub(crate) fn stored_sizes(ds: &Dataset, field: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let offset = ds.fields()[field].offset();
+    ds.data_table().chunks_exact(ds.row_size()).map(move |r| {
+        let u16_at =
+            |k: usize| r.get(offset + k..offset + k + 2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+        (usize::from(u16_at(3)), usize::from(u16_at(1)))
+    })
+}
 /// One data file's share of a [`FieldData`]: the field there (if the file has it) and the
 /// column-file values that replace it (null cells keep the data file's).
 pub(crate) type FieldSpan<'a> = (Option<(&'a Dataset, usize)>, Option<&'a arrow_array::ArrayRef>);
@@ -215,7 +225,7 @@ impl<'a> FieldData<'a> {
     pub fn image_sizes(&self) -> Result<Vec<(usize, usize)>> {
         let mut sizes = Vec::new();
         for (ds, field) in self.files() {
-            sizes.extend(crate::image::stored_sizes(ds, field));
+            sizes.extend(stored_sizes(ds, field));
         }
         for array in self.column_values() {
             for row in 0..array.len() {

@@ -4,10 +4,13 @@
 //! it. The writers and `add_column` take these objects; the Python classes in `beton.fields`
 //! hold one each.
 
-use beton_storage::{FieldSpec, FieldType, ImageOptions, WriteMode};
+use std::path::PathBuf;
+
+use beton_storage::field::Input;
+use beton_storage::{FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::errors::from_storage;
 
@@ -74,7 +77,7 @@ impl Field {
     ) -> PyResult<(Bound<'py, PyBytes>, Option<(usize, Bound<'py, PyBytes>)>)> {
         use beton_storage::field::EncodeContext;
 
-        let value = crate::writer::value(&self.ty, value)?;
+        let value = sample_value(&self.ty, value)?;
         let mut slot = vec![0u8; self.ty.slot().size];
         let cx = EncodeContext { image: &self.image, draw, alpha_flattened: None };
         let payload = self.ty.kind().encode(value, &mut slot, &cx).map_err(from_storage)?;
@@ -303,4 +306,36 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
                     TorchTensorField, ArrayField, RGBImageField, GreyImageField, CustomField);
     m.add_function(wrap_pyfunction!(field_of_descriptor, m)?)?;
     Ok(())
+}
+
+/// A Python value as the field's sample value.
+pub(crate) fn sample_value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
+    if let (FieldType::Custom(_), Ok(t)) = (ty, v.cast::<PyTuple>()) {
+        // A custom field's FFCV `encode`: (slot bytes, [(pointer offset in the slot, payload)]).
+        let (slot, payloads): (Vec<u8>, Vec<(usize, Vec<u8>)>) = t.extract()?;
+        return Ok(SampleValue::CustomWithPayloads { slot, payloads });
+    }
+    Ok(match ty.kind().input() {
+        Input::Int => SampleValue::Int(v.extract()?),
+        Input::Float => SampleValue::Float(v.extract()?),
+        Input::Bool => SampleValue::Bool(v.extract()?),
+        Input::Str => SampleValue::Text(v.extract()?),
+        Input::Bytes => SampleValue::Bytes(v.extract()?),
+        Input::Image => {
+            let source = if let Ok(b) = v.cast::<PyBytes>() {
+                ImageSource::Encoded(b.as_bytes().to_vec())
+            } else if v.is_instance_of::<PyString>() {
+                ImageSource::File(PathBuf::from(v.extract::<String>()?))
+            } else if let Ok(t) = v.cast::<PyTuple>() {
+                // (pixels bytes, height, width, channels), C order HWC u8.
+                let (data, height, width, channels): (Vec<u8>, u32, u32, u8) = t.extract()?;
+                ImageSource::Pixels(Pixels { width, height, channels, data })
+            } else {
+                return Err(PyValueError::new_err(
+                    "an image is file bytes, a path, or (pixels, height, width, channels)",
+                ));
+            };
+            SampleValue::Image(source)
+        }
+    })
 }

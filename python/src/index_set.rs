@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors::from_query;
-use crate::gallery::Source;
+use crate::source::Source;
 
 /// Sorted, unique row ids: a query's answer, a named split, what a loader samples from.
 ///

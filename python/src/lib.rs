@@ -26,6 +26,7 @@ mod index_set;
 mod loader;
 mod ops;
 mod progress;
+mod source;
 mod writer;
 
 use pyo3::prelude::*;

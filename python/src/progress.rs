@@ -12,7 +12,8 @@ use beton_storage::writer::ProgressFn;
 use beton_storage::Progress;
 use pyo3::prelude::*;
 
-use crate::writer::Interrupted;
+/// An exception raised by a progress callable, kept to re-raise when the work stops.
+pub(crate) type Interrupted = Arc<Mutex<Option<PyErr>>>;
 
 /// The longest wait between two reports to Python: a bar redraws about this often (tqdm's own
 /// default `mininterval` is 0.1 s) and Ctrl-C is noticed this fast.

@@ -6,13 +6,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use beton_storage::field::Input;
-use beton_storage::{FieldSpec, FieldType, ImageSource, Pixels, SampleValue, Writer, WriterOptions};
+use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+use pyo3::types::PyDict;
 
 use crate::errors::from_storage;
+use crate::fields::{sample_value, Field};
+use crate::progress::Interrupted;
 
 fn bad(what: impl Into<String>) -> PyErr {
     PyValueError::new_err(what.into())
@@ -24,7 +25,7 @@ pub(crate) fn field_specs(fields: &Bound<'_, PyDict>) -> PyResult<Vec<FieldSpec>
         .iter()
         .map(|(name, field)| {
             let name: String = name.extract()?;
-            let field = field.cast::<crate::fields::Field>().map_err(|_| {
+            let field = field.cast::<Field>().map_err(|_| {
                 pyo3::exceptions::PyTypeError::new_err(format!(
                     "field '{name}': {} is not a field type (beton._native.Field)",
                     field.repr().map(|r| r.to_string()).unwrap_or_default()
@@ -33,36 +34,6 @@ pub(crate) fn field_specs(fields: &Bound<'_, PyDict>) -> PyResult<Vec<FieldSpec>
             Ok(field.get().spec(name))
         })
         .collect()
-}
-
-/// A Python value as the field's sample value.
-pub(crate) fn value(ty: &FieldType, v: &Bound<'_, PyAny>) -> PyResult<SampleValue> {
-    if let (FieldType::Custom(_), Ok(t)) = (ty, v.cast::<PyTuple>()) {
-        // A custom field's FFCV `encode`: (slot bytes, [(pointer offset in the slot, payload)]).
-        let (slot, payloads): (Vec<u8>, Vec<(usize, Vec<u8>)>) = t.extract()?;
-        return Ok(SampleValue::CustomWithPayloads { slot, payloads });
-    }
-    Ok(match ty.kind().input() {
-        Input::Int => SampleValue::Int(v.extract()?),
-        Input::Float => SampleValue::Float(v.extract()?),
-        Input::Bool => SampleValue::Bool(v.extract()?),
-        Input::Str => SampleValue::Text(v.extract()?),
-        Input::Bytes => SampleValue::Bytes(v.extract()?),
-        Input::Image => {
-            let source = if let Ok(b) = v.cast::<PyBytes>() {
-                ImageSource::Encoded(b.as_bytes().to_vec())
-            } else if v.is_instance_of::<PyString>() {
-                ImageSource::File(PathBuf::from(v.extract::<String>()?))
-            } else if let Ok(t) = v.cast::<PyTuple>() {
-                // (pixels bytes, height, width, channels), C order HWC u8.
-                let (data, height, width, channels): (Vec<u8>, u32, u32, u8) = t.extract()?;
-                ImageSource::Pixels(Pixels { width, height, channels, data })
-            } else {
-                return Err(bad("an image is file bytes, a path, or (pixels, height, width, channels)"));
-            };
-            SampleValue::Image(source)
-        }
-    })
 }
 
 /// `specs` with every image field flattening transparency onto `background` (`None`: alpha
@@ -120,7 +91,9 @@ pub(crate) fn write<'py>(
                 .iter()
                 .zip(&types)
                 .zip(&names)
-                .map(|((v, t), n)| value(t, v).map_err(|e| bad(format!("sample {i}, field '{n}': {e}"))))
+                .map(|((v, t), n)| {
+                    sample_value(t, v).map_err(|e| bad(format!("sample {i}, field '{n}': {e}")))
+                })
                 .collect()
         })
         .map_err(|e: PyErr| SourceError::from(e.to_string()))
@@ -158,9 +131,6 @@ impl<T, E, F: FnMut(u64) -> Result<T, E>> Iterator for InOrder<F> {
         (left, Some(left))
     }
 }
-
-/// An exception raised by a write's progress callable, kept to re-raise when the write stops.
-pub(crate) type Interrupted = Arc<std::sync::Mutex<Option<PyErr>>>;
 
 /// Writer options from Python's arguments, with a progress hook after every chunk: Ctrl-C (even
 /// without a callable), an exception in `progress(done, total)` or its returning False stops the

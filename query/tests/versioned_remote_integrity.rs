@@ -19,14 +19,30 @@ fn write(path: &Path, n: u64) {
         .unwrap();
 }
 
-/// Sets this process's cache folder (mirrors), once, before a test touches a URL: the cache
-/// folder comes from the environment.
+/// This process's cache folder (mirrors): a fresh temporary folder, its own (not the user's
+/// cache, not another process's), removed when the process exits.
+static CACHE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Removes [`CACHE`]; registered with `atexit`, so it runs once the tests are done (the harness
+/// exits the process whether they passed or not).
+extern "C" fn remove_cache() {
+    if let Some(cache) = CACHE.get() {
+        let _ = std::fs::remove_dir_all(cache);
+    }
+}
+
+/// Sets this process's cache folder, once, before a test touches a URL: the cache folder comes
+/// from the environment, so one folder serves every test of the process.
 fn init() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let cache = std::env::temp_dir().join(format!("beton-remote-integrity-{}", std::process::id()));
+    CACHE.get_or_init(|| {
+        let cache = tempfile::Builder::new().prefix("beton-remote-integrity-").tempdir().unwrap().keep();
         // Edition 2021: set_var is safe; every test calls this before anything else.
-        std::env::set_var("BETON_CACHE_DIR", cache);
+        std::env::set_var("BETON_CACHE_DIR", &cache);
+        // SAFETY: `remove_cache` is a plain `extern "C"` function with no preconditions; it
+        // never unwinds (it ignores the removal's error and `OnceLock::get` does not panic).
+        let registered = unsafe { libc::atexit(remove_cache) };
+        assert_eq!(registered, 0, "atexit failed; the cache folder would be left behind");
+        cache
     });
 }
 

@@ -156,62 +156,9 @@ pub(super) fn is_subset(a: &[u64], b: &[u64]) -> bool {
 mod tests {
     use std::collections::BTreeSet;
 
-    use proptest::prelude::*;
-
     use super::*;
-    use crate::IndexSet;
-
-    fn set(ids: &BTreeSet<u64>) -> IndexSet {
-        IndexSet::from_sorted(ids.iter().copied().collect()).unwrap()
-    }
-
     fn vec(ids: BTreeSet<u64>) -> Vec<u64> {
         ids.into_iter().collect()
-    }
-
-    /// Ids from a small range so that overlaps are common, with sizes that take both the merge
-    /// and the binary-search paths (up to 300 against up to 10).
-    fn ids() -> impl Strategy<Value = BTreeSet<u64>> {
-        prop_oneof![
-            proptest::collection::btree_set(0u64..400, 0..300),
-            proptest::collection::btree_set(0u64..400, 0..10),
-            proptest::collection::btree_set(any::<u64>(), 0..50),
-        ]
-    }
-
-    proptest! {
-        #[test]
-        fn algebra_matches_btreeset(a in ids(), b in ids()) {
-            let (sa, sb) = (set(&a), set(&b));
-            prop_assert_eq!((&sa | &sb).into_vec(), vec(a.union(&b).copied().collect()));
-            prop_assert_eq!((&sa & &sb).into_vec(), vec(a.intersection(&b).copied().collect()));
-            prop_assert_eq!((&sa - &sb).into_vec(), vec(a.difference(&b).copied().collect()));
-            prop_assert_eq!(sa.is_subset(&sb), a.is_subset(&b));
-            prop_assert_eq!(sb.is_subset(&sa), b.is_subset(&a));
-        }
-
-        #[test]
-        fn algebra_laws_hold(a in ids(), b in ids(), c in ids()) {
-            let (a, b, c) = (set(&a), set(&b), set(&c));
-            prop_assert_eq!(&a | &b, &b | &a);
-            prop_assert_eq!(&a & &b, &b & &a);
-            prop_assert_eq!(&(&a | &b) | &c, &a | &(&b | &c));
-            prop_assert_eq!(&(&a & &b) & &c, &a & &(&b & &c));
-            prop_assert_eq!(&a & &(&b | &c), &(&a & &b) | &(&a & &c));
-            let a_minus_b = &a - &b;
-            prop_assert!((&a_minus_b & &b).is_empty());
-            prop_assert_eq!(&(&a | &b) - &b, a_minus_b.clone());
-            prop_assert_eq!(&a_minus_b | &(&a & &b), a.clone());
-            prop_assert!(a_minus_b.is_subset(&a));
-            prop_assert!((&a & &b).is_subset(&a));
-            prop_assert!(a.is_subset(&(&a | &b)));
-        }
-
-        #[test]
-        fn a_subset_is_a_subset(a in ids(), keep in proptest::collection::vec(any::<bool>(), 300)) {
-            let sub: IndexSet = a.iter().zip(&keep).filter(|(_, &k)| k).map(|(&x, _)| x).collect();
-            prop_assert!(sub.is_subset(&set(&a)));
-        }
     }
 
     #[test]

@@ -67,7 +67,6 @@ mod resample;
 mod rng;
 mod scratch;
 
-pub(crate) use decoders::stored_sizes;
 pub use decoders::{
     CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder, SizeSchedule,
 };

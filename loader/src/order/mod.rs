@@ -56,33 +56,15 @@
 //! [`IndexSet::shuffled`]: beton_dataset::IndexSet::shuffled
 //! [`PageMap`]: crate::PageMap
 
+mod context;
 mod distributed;
 mod quasi_random;
 mod random;
 mod sequential;
+mod strided;
 
-use beton_dataset::IndexSet;
-
+pub use context::EpochContext;
 pub use distributed::{plan_epoch, EpochPlan};
-
-use crate::pages::PageMap;
-
-/// What an order sees of an epoch: the ids to order, where they live, and the randomness.
-#[derive(Clone, Copy, Debug)]
-pub struct EpochContext<'a> {
-    /// The ids the loader reads (a query's answer, or every sample). Each must be mapped by
-    /// `pages` (below [`PageMap::num_samples`]): [`plan_epoch`] checks this and returns an
-    /// error; calling QUASI_RANDOM's [`Order::epoch_order`] directly with an unmapped id panics.
-    pub indices: &'a IndexSet,
-    /// The page of every sample of the dataset.
-    pub pages: &'a PageMap,
-    /// The run's seed: with `epoch`, the only source of randomness.
-    pub seed: u64,
-    /// The epoch, from 0.
-    pub epoch: u64,
-    /// Samples per batch (QUASI_RANDOM's default buffer is `2 × batch_size` pages).
-    pub batch_size: usize,
-}
 
 /// A traversal order: FFCV's `TraversalOrder`, for orders beyond [`OrderOption`]'s.
 ///
@@ -101,7 +83,7 @@ pub trait Order: Send + Sync {
     /// have the same length. The default is PyTorch's `DistributedSampler(drop_last=False)`
     /// over [`epoch_order`](Self::epoch_order); see the [module docs](self).
     fn rank_order(&self, ctx: &EpochContext<'_>, rank: usize, world_size: usize) -> Vec<u64> {
-        distributed::strided_split(&self.epoch_order(ctx), rank, world_size)
+        strided::strided_split(&self.epoch_order(ctx), rank, world_size)
     }
 }
 
@@ -155,7 +137,7 @@ impl Order for OrderOption {
                 rank,
                 world_size,
             ),
-            _ => distributed::strided_split(&self.epoch_order(ctx), rank, world_size),
+            _ => strided::strided_split(&self.epoch_order(ctx), rank, world_size),
         }
     }
 }

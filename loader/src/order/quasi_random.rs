@@ -8,8 +8,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::distributed::strided_split;
-use super::EpochContext;
+use super::context::EpochContext;
+use super::strided::strided_split;
 use crate::pages::PageMap;
 use crate::random::{lane, Stream};
 

@@ -6,7 +6,7 @@
 //!
 //! [`IndexSet::shuffled`]: beton_dataset::IndexSet::shuffled
 
-use super::EpochContext;
+use super::context::EpochContext;
 use crate::random::{lane, lane_seed};
 
 /// The permutation of epoch `ctx.epoch`.

@@ -1,6 +1,6 @@
 //! SEQUENTIAL: the ids ascending, the same every epoch (FFCV's `traversal_order/sequential.py`).
 
-use super::EpochContext;
+use super::context::EpochContext;
 
 /// The ids in increasing order.
 pub(super) fn order(ctx: &EpochContext<'_>) -> Vec<u64> {

@@ -56,7 +56,7 @@ impl Dataset {
 fn object_column(spec: &beton_storage::FieldSpec, objects: &[Bound<'_, PyAny>]) -> PyResult<ArrayRef> {
     let mut b = beton_query::versioned::values::ValuesBuilder::new(&spec.ty);
     for (i, obj) in objects.iter().enumerate() {
-        let value = crate::writer::value(&spec.ty, obj)
+        let value = crate::fields::sample_value(&spec.ty, obj)
             .map_err(|e| PyValueError::new_err(format!("value {i} for '{}': {e}", spec.name)))?;
         b.encode(value, &spec.image, 0.0)
             .map_err(|e| PyValueError::new_err(format!("value {i} for '{}': {e}", spec.name)))?;

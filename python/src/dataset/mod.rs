@@ -22,8 +22,8 @@ pub(crate) use convert::{
 };
 
 use crate::errors::{from_query, from_storage};
-use crate::gallery::Source;
 use crate::index_set::IndexSet;
+use crate::source::Source;
 
 /// (name, type, (dtype, shape) of arrays).
 type FieldInfo = (String, String, Option<(String, Vec<u64>)>);

@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 
-use super::{ColumnSummary, Gallery, SummaryKind, Tile};
+use super::model::{Gallery, Tile};
+use super::summary::{ColumnSummary, SummaryKind};
+use super::text::cut;
 
 /// JPEG quality of inlined thumbnails.
 const QUALITY: u8 = 85;
@@ -399,7 +401,7 @@ pub fn table_html(batch: &arrow_array::RecordBatch, max_rows: usize) -> String {
     for row in 0..batch.num_rows().min(max_rows) {
         out.push_str("<tr>");
         for f in &formatters {
-            let cell = f.as_ref().map_or_else(|| "?".to_string(), |f| super::cut(&f.value(row).to_string()));
+            let cell = f.as_ref().map_or_else(|| "?".to_string(), |f| cut(&f.value(row).to_string()));
             let _ = write!(out, "<td>{}</td>", escape(&cell));
         }
         out.push_str("</tr>");

@@ -1,5 +1,5 @@
 //! Galleries: what a query's rows look like. A [`Gallery`] is a selection of a table's rows
-//! (an [`IndexSet`], a predicate or a `SELECT` with an `index` column) grouped by a column, a
+//! (an [`IndexSet`](crate::IndexSet), a predicate or a `SELECT` with an `index` column) grouped by a column, a
 //! few rows of each group shown as thumbnails with their index and captions, and a summary of
 //! every column over the whole selection (counts of categorical values, histograms of numeric
 //! ones, image sizes). It renders as one self-contained HTML page or notebook fragment
@@ -13,25 +13,28 @@
 
 use std::collections::HashMap;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, UInt64Array};
-use arrow_cast::display::{ArrayFormatter, FormatOptions};
+use arrow_array::ArrayRef;
 use beton_storage::{FieldType, Pixels, Value};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::index_set::IndexSet;
-use crate::sql::Selected;
 use crate::Table;
 
 mod html;
 mod key;
+mod model;
+mod selection;
 mod sheet;
 mod summary;
+mod text;
 
 pub use html::{index_set_html, table_html};
+pub use model::{Gallery, Group, Tile};
+pub use selection::Selection;
 pub use summary::{ColumnSummary, SummaryKind};
 
 use key::Key;
+use text::{format_cell, value_text, with_class};
 
 /// How to build a gallery.
 #[derive(Debug, Clone)]
@@ -72,154 +75,6 @@ impl Default for GalleryOptions {
             title: String::from("beton gallery"),
         }
     }
-}
-
-/// The rows a gallery shows, in order, and what chose them.
-#[derive(Debug, Clone)]
-pub struct Selection {
-    rows: Vec<u64>,
-    /// A query's result, one row per entry of `rows` (captions and grouping may come from it).
-    result: Option<RecordBatch>,
-    /// The order means something (a SELECT's, rows given one by one): each group shows its
-    /// first rows; otherwise rows spread evenly over it.
-    ordered: bool,
-    /// The query text, or a description of the set.
-    described: String,
-}
-
-impl Selection {
-    /// Every row of `table`.
-    pub fn all(table: &Table<'_>) -> Selection {
-        Selection {
-            rows: (0..table.num_rows()).collect(),
-            result: None,
-            ordered: false,
-            described: String::new(),
-        }
-    }
-
-    /// These rows, in this order (repeats allowed).
-    pub fn of_rows(rows: Vec<u64>) -> Selection {
-        Selection { rows, result: None, ordered: true, described: String::new() }
-    }
-
-    /// The rows of `set` (table rows), ascending.
-    pub fn of_set(set: &IndexSet) -> Selection {
-        Selection { rows: set.as_slice().to_vec(), result: None, ordered: false, described: String::new() }
-    }
-
-    /// The rows `sql` selects: a bare predicate's matches, or a `SELECT`'s rows in its order
-    /// (it must select the `index` column), its other columns becoming captions.
-    ///
-    /// # Errors
-    /// SQL errors (with their position); [`Error::InvalidArgument`] for a `SELECT` without an
-    /// `index` column.
-    pub fn of_sql(table: &Table<'_>, sql: &str) -> Result<Selection> {
-        let mut selection = match crate::sql::select_rows(table, sql)? {
-            Selected::Rows(set) => Selection::of_set(&set),
-            Selected::Result(batch) => Selection::of_result(batch)?,
-        };
-        selection.described = sql.trim().to_string();
-        Ok(selection)
-    }
-
-    /// A query's result (rows in its order): its `index` column (UInt64, or any integer
-    /// column without nulls or negatives) names the rows; its other columns become captions.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] without an `index` column, or with one that holds nulls or
-    /// negative values.
-    pub fn of_result(batch: RecordBatch) -> Result<Selection> {
-        let bad = |why: String| Error::InvalidArgument { what: "rows to show".into(), why };
-        let Some(index) = batch.column_by_name("index") else {
-            let columns: Vec<&str> = batch.schema_ref().fields().iter().map(|f| f.name().as_str()).collect();
-            return Err(bad(format!(
-                "a query's result shows rows only with an `index` column (SELECT index, ... FROM samples ...); \
-                 its columns are: {}",
-                columns.join(", ")
-            )));
-        };
-        let index = arrow_cast::cast(index, &arrow_schema::DataType::UInt64)
-            .map_err(|e| bad(format!("the `index` column is not of row numbers: {e}")))?;
-        let index = index
-            .as_any()
-            .downcast_ref::<UInt64Array>()
-            .ok_or_else(|| bad("the `index` column is not of row numbers".into()))?;
-        if index.null_count() > 0 {
-            return Err(bad("the `index` column has nulls".into()));
-        }
-        Ok(Selection {
-            rows: index.values().to_vec(),
-            result: Some(batch),
-            ordered: true,
-            described: String::new(),
-        })
-    }
-
-    /// The rows, in order.
-    pub fn rows(&self) -> &[u64] {
-        &self.rows
-    }
-
-    /// `column` (one value per table row) at the selected rows, in selection order: the column
-    /// itself when the selection is every row in order.
-    fn gather(&self, column: ArrayRef) -> Result<ArrayRef> {
-        let every_row =
-            self.rows.len() == column.len() && self.rows.iter().enumerate().all(|(i, &r)| i as u64 == r);
-        if every_row {
-            return Ok(column);
-        }
-        let rows = UInt64Array::from(self.rows.clone());
-        Ok(arrow_select::take::take(column.as_ref(), &rows, None)?)
-    }
-}
-
-/// One thumbnail: a row, its captions and its picture (or why there is none).
-#[derive(Debug, Clone)]
-pub struct Tile {
-    /// The table row (`index`).
-    pub index: u64,
-    /// `(column, value)` captions.
-    pub captions: Vec<(String, String)>,
-    /// The thumbnail, or why it could not be made (a corrupt image is shown as such, not
-    /// fatal); `None` when the table has no image field.
-    pub image: Option<std::result::Result<Pixels, String>>,
-}
-
-/// The rows of one value of the grouping column.
-#[derive(Debug, Clone)]
-pub struct Group {
-    /// The value as shown (`None` for an ungrouped gallery).
-    pub key: Option<String>,
-    /// Rows of the selection in this group.
-    pub count: u64,
-    /// The rows shown.
-    pub tiles: Vec<Tile>,
-}
-
-/// A built gallery; render it with [`Gallery::to_html`] or [`Gallery::to_png`].
-#[derive(Debug, Clone)]
-pub struct Gallery {
-    /// The page's title.
-    pub title: String,
-    /// What chose the rows (a query), or empty.
-    pub query: String,
-    /// Rows in the table.
-    pub num_rows: u64,
-    /// Rows in the selection.
-    pub matched: u64,
-    /// The image field shown.
-    pub image_field: Option<String>,
-    /// The grouping column.
-    pub by: Option<String>,
-    /// The groups drawn, in key order.
-    pub groups: Vec<Group>,
-    /// Groups not drawn (over `max_groups`), and their rows.
-    pub hidden_groups: (u64, u64),
-    /// Per-column summaries over the selection (empty without `summaries`).
-    pub summaries: Vec<ColumnSummary>,
-    /// The thumbnail size asked for.
-    pub size: u32,
 }
 
 impl Gallery {
@@ -547,98 +402,6 @@ impl Columns<'_, '_> {
 /// Most thumbnails one gallery draws (a page of them is tens of megabytes already).
 pub const MAX_TILES: usize = 20_000;
 
-/// Longest caption text shown, in characters.
-const MAX_CAPTION: usize = 60;
-
-/// One Arrow cell as text.
-fn format_cell(array: &dyn Array, i: usize) -> String {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Float32Type, Float64Type};
-    use arrow_schema::DataType;
-    if array.is_valid(i) {
-        match array.data_type() {
-            DataType::Float64 => return short_float(array.as_primitive::<Float64Type>().value(i)),
-            DataType::Float32 => return short_float(f64::from(array.as_primitive::<Float32Type>().value(i))),
-            _ => {}
-        }
-    }
-    let options = FormatOptions::default().with_null("NULL");
-    match ArrayFormatter::try_new(array, &options) {
-        Ok(f) => cut(&f.value(i).to_string()),
-        Err(_) => String::from("?"),
-    }
-}
-
-/// One field value as caption text.
-fn value_text(value: &Value<'_>) -> String {
-    match value {
-        Value::Int(v) => v.to_string(),
-        Value::Float(v) => short_float(*v),
-        Value::Bool(v) => v.to_string(),
-        Value::Text(s) | Value::Json(s) => cut(s),
-        Value::Image(img) => format!("{}x{} {}", img.width, img.height, img.mode.name()),
-        Value::Bytes(b) | Value::NDArray(b) | Value::Array(b) | Value::Custom(b) => {
-            format!("{} bytes", b.len())
-        }
-    }
-}
-
-/// A float as a caption: 6 significant digits without trailing zeros (`0.123457`, `2.5`,
-/// `1.5e-7`), as `%g` prints; a caption is read, not parsed back (`ds[i]` gives the value).
-fn short_float(v: f64) -> String {
-    if !v.is_finite() {
-        return (if v.is_nan() {
-            "NaN"
-        } else if v > 0.0 {
-            "inf"
-        } else {
-            "-inf"
-        })
-        .to_string();
-    }
-    if v == 0.0 {
-        return "0".to_string();
-    }
-    const DIGITS: i32 = 6;
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    // The exponent after rounding to DIGITS significant digits (999999.7 is 1e6).
-    let sci = format!("{:.*e}", (DIGITS - 1) as usize, v);
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if (-4..DIGITS).contains(&exp) {
-        let decimals = (DIGITS - 1 - exp).max(0) as usize;
-        trim(&format!("{v:.decimals$}"))
-    } else {
-        format!("{}e{exp}", trim(mantissa))
-    }
-}
-
-/// `text` cut to [`MAX_CAPTION`] characters.
-fn cut(text: &str) -> String {
-    match text.char_indices().nth(MAX_CAPTION) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
-}
-
-/// A `label` value with its class name, when there is one.
-fn with_class(column: &str, text: String, classes: Option<&[String]>) -> String {
-    let name = (column == "label")
-        .then_some(classes)
-        .flatten()
-        .and_then(|c| text.parse::<usize>().ok().and_then(|k| c.get(k)));
-    match name {
-        Some(name) => format!("{text} ({name})"),
-        None => text,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -649,46 +412,5 @@ mod tests {
         assert_eq!(pick(0..3, 3, 8), vec![0, 1, 2]);
         assert_eq!(pick(0..5, 5, 1), vec![0]);
         assert!(pick(0..0, 0, 4).is_empty());
-    }
-
-    #[test]
-    fn class_names_go_with_labels_only() {
-        let classes = vec!["cat".to_string(), "dog".to_string()];
-        assert_eq!(with_class("label", "1".into(), Some(&classes)), "1 (dog)");
-        assert_eq!(with_class("label", "7".into(), Some(&classes)), "7");
-        assert_eq!(with_class("other", "1".into(), Some(&classes)), "1");
-    }
-
-    #[test]
-    fn float_captions_have_six_significant_digits() {
-        let cases = [
-            (0.1 + 0.2, "0.3"),
-            (0.123456789, "0.123457"),
-            (2.5, "2.5"),
-            (3.0, "3"),
-            (-1234.56789, "-1234.57"),
-            (999999.7, "1e6"),
-            (123456789.0, "1.23457e8"),
-            (0.00001234567, "1.23457e-5"),
-            (0.0001234567, "0.000123457"),
-            (1.5e-7, "1.5e-7"),
-            (0.0, "0"),
-            (f64::NAN, "NaN"),
-            (f64::NEG_INFINITY, "-inf"),
-        ];
-        for (v, want) in cases {
-            assert_eq!(short_float(v), want, "{v}");
-        }
-        let column = arrow_array::Float64Array::from(vec![Some(1.0 / 3.0), None]);
-        assert_eq!(format_cell(&column, 0), "0.333333");
-        assert_eq!(format_cell(&column, 1), "NULL");
-    }
-
-    #[test]
-    fn long_captions_are_cut_on_a_character() {
-        let long = "é".repeat(100);
-        let c = cut(&long);
-        assert_eq!(c.chars().count(), MAX_CAPTION + 1);
-        assert!(c.ends_with('…'));
     }
 }

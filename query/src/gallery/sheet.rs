@@ -2,7 +2,7 @@
 //! in a grid, each labelled with its index and its first caption (8×8 bitmap glyphs from
 //! `font8x8`, ASCII; other characters print as `?`).
 
-use super::{Gallery, Tile};
+use super::model::{Gallery, Tile};
 use crate::error::{Error, Result};
 
 /// Space between and around cells, in pixels.

@@ -11,7 +11,8 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 
 use super::key::{keys, Key};
-use super::{with_class, Selection};
+use super::selection::Selection;
+use super::text::with_class;
 use crate::error::Result;
 use crate::Table;
 

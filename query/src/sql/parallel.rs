@@ -36,7 +36,7 @@ use rayon::prelude::*;
 
 /// Rows per morsel, as the fused WHERE's (`fused.rs`): large enough that the per-morsel tables
 /// below cost little beside the rows, small enough to spread 1 M rows over 16 threads.
-const MORSEL: usize = 64 * 1024;
+pub(super) const MORSEL: usize = 64 * 1024;
 
 /// At most this many groups take the per-morsel accumulators of [`Groups::per_group`]: a morsel's
 /// accumulators then cost at most 1/16 of its rows.
@@ -311,14 +311,12 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::Arc;
 
-    use arrow_array::{Float64Array, Int64Array, RecordBatch, UInt32Array};
+    use arrow_array::{Int64Array, UInt32Array};
     use arrow_ord::sort::{lexsort_to_indices, SortColumn};
     use arrow_schema::SortOptions;
-    use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
     use proptest::prelude::*;
 
     use super::*;
-    use crate::Table;
 
     fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
         rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
@@ -426,86 +424,5 @@ mod tests {
                 prop_assert_eq!(in_pool(threads, || smallest(&values, |&v| v, k)), sorted.values().to_vec());
             }
         }
-    }
-
-    /// A table of `n` rows: `a` (ints in 0..1000 with runs), `f` (floats of many magnitudes), `w`
-    /// (ints over a range wider than a morsel).
-    fn table_file(dir: &std::path::Path, n: u64) -> std::path::PathBuf {
-        let path = dir.join("groups.beton");
-        let fields = vec![
-            FieldSpec::new("a", FieldType::Int),
-            FieldSpec::new("f", FieldType::Float),
-            FieldSpec::new("w", FieldType::Int),
-        ];
-        Writer::new(&path, fields, WriterOptions::default())
-            .unwrap()
-            .write_indexed(n, |i| {
-                let a = ((i / 5000) * 37 + i % 11) % 1000;
-                let f = ((i * 2654435761) % 100_003) as f64 * 1.37e-3 - 50.0 + (i % 7) as f64 * 1e9;
-                Ok(vec![
-                    SampleValue::Int(a as i64),
-                    SampleValue::Float(f),
-                    SampleValue::Int(((i * 7919) % 150_000) as i64 - 1000),
-                ])
-            })
-            .unwrap();
-        path
-    }
-
-    #[test]
-    fn grouped_and_top_k_queries_give_one_result_at_one_and_three_threads() {
-        let tmp = tempfile::tempdir().unwrap();
-        let n = 3 * MORSEL as u64 + 17;
-        let ds = Dataset::open(table_file(tmp.path(), n)).unwrap();
-        let table = Table::new(&ds);
-        let queries = [
-            "SELECT a, count(*), count(f), sum(a), sum(f), avg(f), min(f), max(w) FROM samples GROUP BY a",
-            "SELECT a, count(*) AS n FROM samples WHERE f > 0 GROUP BY a HAVING count(*) > 3 ORDER BY n DESC, a",
-            "SELECT w, count(*), avg(f) FROM samples GROUP BY w ORDER BY w LIMIT 50",
-            "SELECT a % 3 AS r, f > 0 AS p, count(*), sum(f) FROM samples GROUP BY a % 3, f > 0",
-            "SELECT count(*), avg(f), sum(w), min(a) FROM samples",
-            "SELECT count(*), avg(f) FROM samples WHERE a > 5000",
-            "SELECT index, f FROM samples ORDER BY f DESC LIMIT 10",
-            "SELECT index, a FROM samples ORDER BY a LIMIT 100 OFFSET 3",
-            "SELECT index FROM samples WHERE a < 500 ORDER BY w DESC LIMIT 7",
-        ];
-        for sql in queries {
-            let run = |threads| in_pool(threads, || crate::query(&table, sql).unwrap());
-            let one: RecordBatch = run(1);
-            assert_eq!(one, run(3), "{sql}");
-            assert_eq!(one, run(2), "{sql}");
-        }
-        // The float sums are bit for bit the morsel-wise sums.
-        let batch = in_pool(2, || crate::query(&table, "SELECT sum(f) FROM samples").unwrap());
-        let got = batch.column(0).as_any().downcast_ref::<Float64Array>().unwrap().value(0);
-        let f = table.column("f").unwrap();
-        let f = f.as_primitive::<arrow_array::types::Float64Type>().values();
-        let want = f.chunks(MORSEL).fold(0.0, |s, m| s + m.iter().fold(0.0, |t, x| t + x));
-        assert_eq!(got.to_bits(), want.to_bits());
-        // The top rows, ties in row order, as a full sort on (a, index) gives them.
-        let top =
-            in_pool(3, || crate::query(&table, "SELECT index FROM samples ORDER BY a LIMIT 20").unwrap());
-        let all =
-            in_pool(1, || crate::query(&table, "SELECT index, a FROM samples ORDER BY a, index").unwrap());
-        assert_eq!(top.column(0), &all.column(0).slice(0, 20));
-    }
-
-    #[test]
-    fn integer_sums_fail_only_when_the_total_does_not_fit() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("big.beton");
-        let values = [i64::MAX, 1, -1, i64::MIN, i64::MIN];
-        Writer::new(&path, vec![FieldSpec::new("x", FieldType::Int)], WriterOptions::default())
-            .unwrap()
-            .write_indexed(values.len() as u64, |i| Ok(vec![SampleValue::Int(values[i as usize])]))
-            .unwrap();
-        let ds = Dataset::open(&path).unwrap();
-        let table = Table::new(&ds);
-        // i64::MAX + 1 - 1: the running sum leaves BIGINT, the total does not.
-        let batch = crate::query(&table, "SELECT sum(x) FROM samples WHERE index < 3").unwrap();
-        let sum = batch.column(0).as_primitive::<Int64Type>().value(0);
-        assert_eq!(sum, i64::MAX);
-        let err = crate::query(&table, "SELECT sum(x) FROM samples WHERE index >= 3").unwrap_err();
-        assert!(err.to_string().contains("sum overflows BIGINT"), "{err}");
     }
 }

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use beton_storage::{Dataset, ImageMode, ImageRef, Value};
+use beton_storage::{ImageMode, ImageRef, Value};
 
 use crate::decode::{ColumnSpec, ElemType, FieldData, SampleContext};
 use crate::error::{Error, Result};
@@ -184,16 +184,6 @@ fn raw_into(
     Ok(())
 }
 
-/// Each row's stored `(height, width)`: the image slot is `mode u8 @0, width u16 @1, height u16
-/// @3, data_ptr u64 @5` at the field's offset (FFCV's `ImageField` dtype).
-pub(crate) fn stored_sizes(ds: &Dataset, field: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let offset = ds.fields()[field].offset();
-    ds.data_table().chunks_exact(ds.row_size()).map(move |r| {
-        let u16_at =
-            |k: usize| r.get(offset + k..offset + k + 2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
-        (usize::from(u16_at(3)), usize::from(u16_at(1)))
-    })
-}
 /// What the crop decoders share: the output size (fixed or per epoch) and the fused flip.
 #[derive(Clone)]
 pub(crate) struct Output {
@@ -412,6 +402,41 @@ mod tests {
                 let score = psnr(&a, &b);
                 assert!(score >= 38.0, "{what}: planar vs packed PSNR {score:.2} dB");
             }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Damaged JPEGs (bytes overwritten, cut short) give an error or pixels through the crop
+        /// and resize, never a panic, whatever the crop and output size (the codec's own test
+        /// covers its decode alone).
+        #[test]
+        fn damaged_jpegs_never_panic_in_crop_resize(
+            edits in proptest::collection::vec((0usize..4000, proptest::prelude::any::<u8>()), 0..8),
+            cut in 0usize..4000,
+            x in 0u32..120, y in 0u32..90, cw in 1u32..120, ch in 1u32..90,
+            ow in 1u32..80, oh in 1u32..80,
+            restarts in proptest::prelude::any::<bool>(),
+        ) {
+            use crate::image::codec::tests::{jpeg, with_restarts};
+            let data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
+            let mut data = if restarts { with_restarts(&data) } else { data };
+            for (at, byte) in edits {
+                let n = data.len();
+                data[at % n] = byte;
+            }
+            data.truncate(cut.max(2));
+            let crop = Crop { x: x.min(119), y: y.min(89), width: cw.min(120 - x.min(119)), height: ch.min(90 - y.min(89)) };
+            let img = ImageRef {
+                mode: ImageMode::Jpg,
+                width: 120,
+                height: 90,
+                channels: beton_storage::Channels::Rgb,
+                data: &data,
+            };
+            let mut out = vec![0u8; ow as usize * oh as usize * 3];
+            let _ = crop_resize_into(&img, crop, (oh as usize, ow as usize), 1.0, Default::default(), &mut out);
         }
     }
 }

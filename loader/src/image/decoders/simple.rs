@@ -2,8 +2,8 @@
 
 use beton_storage::{Dataset, Value};
 
-use super::{check_slot, crop_resize_into, image_field, not_an_image, rgb_column, stored_sizes};
-use crate::decode::{ColumnSpec, FieldData, FieldDecoder, SampleContext};
+use super::{check_slot, crop_resize_into, image_field, not_an_image, rgb_column};
+use crate::decode::{stored_sizes, ColumnSpec, FieldData, FieldDecoder, SampleContext};
 use crate::error::{Error, Result};
 use crate::image::ops::{Crop, Interpolation};
 
