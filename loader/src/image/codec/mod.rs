@@ -354,6 +354,25 @@ pub(crate) mod tests {
         c.compress_to_vec(image).unwrap()
     }
 
+    /// A 120×90 JPEG (restart markers or not) with bytes `edits` overwritten and cut short at
+    /// `cut`: the damaged inputs of the codec's and the decoders' never-panic proptests.
+    pub(crate) fn damaged_jpeg(edits: &[(usize, u8)], cut: usize, restarts: bool) -> Vec<u8> {
+        let data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
+        let mut data = if restarts { with_restarts(&data) } else { data };
+        for &(at, byte) in edits {
+            let n = data.len();
+            data[at % n] = byte;
+        }
+        data.truncate(cut.max(2));
+        data
+    }
+
+    /// A crop at (`x`, `y`) of up to `cw`×`ch` pixels, clamped inside a 120×90 image.
+    pub(crate) fn crop_inside(x: u32, y: u32, cw: u32, ch: u32) -> Crop {
+        let (x, y) = (x.min(119), y.min(89));
+        Crop { x, y, width: cw.min(120 - x), height: ch.min(90 - y) }
+    }
+
     /// `data` rewritten losslessly with a restart marker every MCU (as beton's writer stores it).
     pub(crate) fn with_restarts(data: &[u8]) -> Vec<u8> {
         beton_storage::jpeg::with_restarts(data, 1).unwrap()
@@ -446,14 +465,8 @@ pub(crate) mod tests {
             ow in 1u32..80, oh in 1u32..80,
             restarts in proptest::prelude::any::<bool>(),
         ) {
-            let data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
-            let mut data = if restarts { with_restarts(&data) } else { data };
-            for (at, byte) in edits {
-                let n = data.len();
-                data[at % n] = byte;
-            }
-            data.truncate(cut.max(2));
-            let crop = Crop { x: x.min(119), y: y.min(89), width: cw.min(120 - x.min(119)), height: ch.min(90 - y.min(89)) };
+            let data = damaged_jpeg(&edits, cut, restarts);
+            let crop = crop_inside(x, y, cw, ch);
             let mut buf = Vec::new();
             if let Ok(Some(r)) = decode_crop(&data, 120, 90, crop, (ow, oh), 1.0, &mut buf) {
                 proptest::prop_assert_eq!(buf.len(), r.width as usize * r.height as usize * 3);

@@ -419,15 +419,9 @@ mod tests {
             ow in 1u32..80, oh in 1u32..80,
             restarts in proptest::prelude::any::<bool>(),
         ) {
-            use crate::image::codec::tests::{jpeg, with_restarts};
-            let data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
-            let mut data = if restarts { with_restarts(&data) } else { data };
-            for (at, byte) in edits {
-                let n = data.len();
-                data[at % n] = byte;
-            }
-            data.truncate(cut.max(2));
-            let crop = Crop { x: x.min(119), y: y.min(89), width: cw.min(120 - x.min(119)), height: ch.min(90 - y.min(89)) };
+            use crate::image::codec::tests::{crop_inside, damaged_jpeg};
+            let data = damaged_jpeg(&edits, cut, restarts);
+            let crop = crop_inside(x, y, cw, ch);
             let img = ImageRef {
                 mode: ImageMode::Jpg,
                 width: 120,
