@@ -423,15 +423,7 @@ impl<'a> Table<'a> {
     pub fn value(&self, row: u64, field: &str, ty: &beton_storage::FieldType) -> Result<Option<Value<'_>>> {
         let (k, file_row) = self.locate_part(row)?;
         let p = &self.parts[k];
-        if p.nulls.get(field).is_some_and(|n| n.is_null(file_row as usize)) {
-            return Ok(None);
-        }
-        if let Some(array) = p.columns.get(field) {
-            if let Some(v) = crate::versioned::values::cell(array, ty, file_row as usize)? {
-                return Ok(Some(v));
-            }
-        }
-        Ok(Some(p.ds.get(file_row, p.ds.field_index(field)?)?))
+        part_value(p.ds, &p.columns, &p.nulls, file_row, field, ty)
     }
 
     /// The rows (table rows, ascending) where field `field` is NULL; empty for a field without
@@ -864,6 +856,32 @@ fn gather(ds: &Dataset, field: usize, source: Source) -> Result<ArrayRef> {
             Arc::new(b.finish())
         }
     })
+}
+
+/// The value of field `field` (of type `ty`) in row `file_row` of data file `ds`, whose column
+/// files give `columns` and `nulls`: a column file's cell where one holds it, else the data
+/// file's; `None` for a NULL. [`Table::value`] and [`crate::versioned::VersionView::value`] read
+/// through it.
+///
+/// # Errors
+/// A field the data file lacks, storage errors reading it, a column file's bad cell.
+pub(crate) fn part_value<'d>(
+    ds: &'d Dataset,
+    columns: &'d BTreeMap<String, ArrayRef>,
+    nulls: &BTreeMap<String, arrow_buffer::NullBuffer>,
+    file_row: u64,
+    field: &str,
+    ty: &beton_storage::FieldType,
+) -> Result<Option<Value<'d>>> {
+    if nulls.get(field).is_some_and(|n| n.is_null(file_row as usize)) {
+        return Ok(None);
+    }
+    if let Some(array) = columns.get(field) {
+        if let Some(v) = crate::versioned::values::cell(array, ty, file_row as usize)? {
+            return Ok(Some(v));
+        }
+    }
+    Ok(Some(ds.get(file_row, ds.field_index(field)?)?))
 }
 
 #[cfg(test)]

@@ -43,6 +43,13 @@ struct Opened {
     row_ids: PartRowIds,
 }
 
+impl Opened {
+    /// The rows it gives the version (its rows less its deletions).
+    fn num_rows(&self) -> u64 {
+        self.rows.as_ref().map_or(self.ds.num_samples(), |r| r.len() as u64)
+    }
+}
+
 /// A dataset at a version, open for reading: its data files (fragments), the rows each keeps and
 /// the values column files give them, as one [`Table`] ([`VersionView::table`]) and one index
 /// space — what SQL, `ds[i]`, galleries, explain and the loader read. A version of a dataset
@@ -265,7 +272,7 @@ impl VersionView {
 
     /// Rows in this version (deleted ones left out).
     pub fn num_rows(&self) -> u64 {
-        self.data_file_rows().iter().sum()
+        self.fragments.iter().map(Opened::num_rows).sum()
     }
 
     /// The class names (label `k` names class `k`), if known: the manifest's, or a `.beton`
@@ -288,10 +295,7 @@ impl VersionView {
     /// The rows each data file gives the version (its rows less its deletions), in order: the
     /// version's row indices run through the data files in turn.
     pub fn data_file_rows(&self) -> Vec<u64> {
-        self.fragments
-            .iter()
-            .map(|f| f.rows.as_ref().map_or(f.ds.num_samples(), |r| r.len() as u64))
-            .collect()
+        self.fragments.iter().map(Opened::num_rows).collect()
     }
 
     /// Each data file with its kept rows (`None`: all) and the values column files give it.
@@ -314,6 +318,42 @@ impl VersionView {
     /// A manifest type this beton does not know.
     pub fn schema(&self) -> Result<Vec<(String, FieldType)>> {
         Ok(self.schema.clone())
+    }
+
+    /// Reads the column files of the version now (they are read once, on first use): what a
+    /// caller holding a lock (Python's GIL) does first without it.
+    ///
+    /// # Errors
+    /// Column files that cannot be read.
+    pub fn load_columns(&self) -> Result<()> {
+        self.columns().map(drop)
+    }
+
+    /// The value of field `field` (of type `ty`) in row `index` of this version, as
+    /// [`Table::value`] gives it, without building a table (what `ds[i]` reads).
+    ///
+    /// # Errors
+    /// A row past the end; as [`Table::value`].
+    pub fn value(&self, index: u64, field: &str, ty: &FieldType) -> Result<Option<beton_storage::Value<'_>>> {
+        let columns = self.columns()?;
+        let mut local = index;
+        for (f, values) in self.fragments.iter().zip(columns) {
+            let n = f.num_rows();
+            if local < n {
+                let row = f.rows.as_ref().map_or(local, |r| r[local as usize]);
+                return crate::table::part_value(&f.ds, &values.columns, &values.nulls, row, field, ty);
+            }
+            local -= n;
+        }
+        Err(Error::InvalidArgument {
+            what: "row".into(),
+            why: format!("{index} is past the end of the dataset ({} rows)", self.num_rows()),
+        })
+    }
+
+    /// The visible fields and their types, without a copy (read once, at open).
+    pub fn fields(&self) -> &[(String, FieldType)] {
+        &self.schema
     }
 
     /// The version as one table: `index` (position), `row_id`, then the schema's columns.
@@ -385,7 +425,7 @@ impl VersionView {
         let mut first = 0u64;
         let mut it = rows.iter().peekable();
         for (k, f) in self.fragments.iter().enumerate() {
-            let n = f.rows.as_ref().map_or(f.ds.num_samples(), |r| r.len() as u64);
+            let n = f.num_rows();
             let mut mine = Vec::new();
             while let Some(r) = it.next_if(|&r| r < first + n) {
                 let local = r - first;

@@ -64,14 +64,6 @@ impl Dataset {
         Arc::clone(&self.state.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The opened dataset with its table's column and split files read, without the GIL (they
-    /// come from the store for a dataset on object storage; the view keeps them).
-    fn opened_with_table(&self, py: Python<'_>) -> PyResult<Arc<VersionView>> {
-        let opened = self.opened();
-        py.detach(|| opened.table().map(drop)).map_err(from_query)?;
-        Ok(opened)
-    }
-
     /// The version being read, or the read-only error of a `.beton` file.
     fn versioned(&self) -> PyResult<(Arc<VersionView>, VersionedDataset)> {
         let opened = self.opened();
@@ -257,17 +249,18 @@ impl Dataset {
     /// value from its column file where one holds it, else from its data file.
     #[pyo3(signature = (index, decode_images = true))]
     fn get<'py>(&self, py: Python<'py>, index: i64, decode_images: bool) -> PyResult<Bound<'py, PyDict>> {
-        let opened = self.opened_with_table(py)?;
+        let opened = self.opened();
         let i = sample_index(index, opened.num_rows())?;
-        let table = opened.table().map_err(from_query)?;
-        let schema = opened.schema().map_err(from_query)?;
+        let schema = opened.fields();
+        // Column files read once per version, without the GIL (from the store on object storage).
+        py.detach(|| opened.load_columns()).map_err(from_query)?;
         if Self::remote(&opened) {
-            // Its payloads fetched without the GIL (the data files' handles keep their blocks
-            // for the read below); errors come from that read.
-            py.detach(|| schema.iter().for_each(|(name, ty)| drop(table.value(i, name, ty))));
+            // Its payloads fetched without the GIL (the view and the data
+            // files' handles keep them for the read below); errors come from that read.
+            py.detach(|| schema.iter().for_each(|(name, ty)| drop(opened.value(i, name, ty))));
         }
         let fields = schema.iter().map(|(name, ty)| (name.as_str(), ty));
-        sample_dict(py, decode_images, fields, |_, name, ty| table.value(i, name, ty).map_err(from_query))
+        sample_dict(py, decode_images, fields, |_, name, ty| opened.value(i, name, ty).map_err(from_query))
     }
 
     /// The table's columns (all, or `columns`) as an Arrow C stream capsule.
@@ -297,8 +290,9 @@ impl Dataset {
 
     /// The column names of the table.
     fn column_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let opened = self.opened_with_table(py)?;
-        let table = opened.table().map_err(from_query)?;
+        let opened = self.opened();
+        // Column and split files read without the GIL (from the store, on object storage).
+        let table = py.detach(|| opened.table()).map_err(from_query)?;
         Ok(table.column_names().into_iter().map(String::from).collect())
     }
 
@@ -324,9 +318,9 @@ impl Dataset {
 
     /// Named split `name`.
     fn split(&self, py: Python<'_>, name: &str) -> PyResult<IndexSet> {
-        let opened = self.opened_with_table(py)?;
-        let table = opened.table().map_err(from_query)?;
-        let set = table.split(name).map_err(from_query)?.as_ref().clone();
+        let opened = self.opened();
+        let set = py.detach(|| opened.table()?.split(name)).map_err(from_query)?;
+        let set = set.as_ref().clone();
         Ok(IndexSet::of(set, Source(Arc::clone(&opened))))
     }
 
