@@ -462,14 +462,13 @@ impl ColumnarCopy {
     }
 }
 
-/// Every record batch of the Arrow IPC file at `path`, mapped: arrays read the file in place
+/// Every record batch of the Arrow IPC file mapped in `map`: arrays read the file in place
 /// (buffers that are not aligned are copied). For dataset directories' column files, which are
 /// written once and never changed, like data files.
 ///
 /// # Errors
 /// A message naming what is wrong: not an Arrow IPC file, or a batch that does not decode.
-pub(crate) fn read_ipc_mapped(path: &Path) -> std::result::Result<(Arc<Schema>, Vec<RecordBatch>), String> {
-    let map = Arc::new(MappedFile::open(path).map_err(|e| e.to_string())?);
+pub(crate) fn read_ipc_mapped(map: Arc<MappedFile>) -> std::result::Result<(Arc<Schema>, Vec<RecordBatch>), String> {
     let (schema, batches) = ipc_batches(&map)?;
     let decoded = batches
         .iter()

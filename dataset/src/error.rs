@@ -87,3 +87,8 @@ pub enum Error {
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
 }
+
+/// An I/O error naming its path.
+pub(crate) fn io(path: &std::path::Path, e: std::io::Error) -> Error {
+    Error::Storage(beton_storage::Error::Io { path: path.to_path_buf(), source: e })
+}

@@ -19,6 +19,7 @@ pub mod error;
 pub mod index_set;
 pub mod random;
 pub mod splits;
+pub mod store;
 pub mod table;
 pub mod take;
 pub mod versioned;

@@ -65,7 +65,7 @@ impl SqlEdits for VersionedDataset {
             match update_once(&at, predicate, set, message) {
                 // Another writer changed the same cells meanwhile: the predicate and expressions
                 // are evaluated again on its version, as a database retries a conflicting UPDATE.
-                Err(Error::Conflict { .. }) => at = VersionedDataset::open(self.dir(), VersionRef::Latest)?,
+                Err(Error::Conflict { .. }) => at = self.open_at(VersionRef::Latest)?,
                 other => return other,
             }
         }

@@ -16,7 +16,7 @@ pub mod fuzz;
 pub mod gallery;
 pub mod sql;
 
-pub use beton_dataset::{columnar, copy, error, index_set, random, splits, table, take, versioned};
+pub use beton_dataset::{columnar, copy, error, index_set, random, splits, store, table, take, versioned};
 pub use beton_dataset::{Error, IndexSet, Result, Table};
 pub use edits::SqlEdits;
 pub use sql::{query, select_indices};

@@ -516,7 +516,7 @@ fn cleanup_in_another_process_never_removes_what_a_committed_version_names() {
     let cleanups: u64 = std::fs::read_to_string(dir.with_extension("cleanups")).unwrap().parse().unwrap();
     assert!(cleanups >= 2, "the cleanup ran {cleanups} times");
     // Every version still listed opens and reads whole, as it was committed.
-    let versions = commit::list_versions(&dir).unwrap();
+    let versions = commit::list_versions(&beton_query::store::LocalStore::new(&dir)).unwrap();
     for &v in &versions {
         let opened = VersionedDataset::open(&dir, VersionRef::Number(v)).unwrap();
         let rows = contents(&opened).unwrap_or_else(|e| panic!("version {v} (of {versions:?}): {e}"));

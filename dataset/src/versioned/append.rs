@@ -39,9 +39,9 @@ impl VersionedDataset {
         columns: Vec<Vec<ColumnFile>>,
         message: &str,
     ) -> Result<VersionedDataset> {
-        let _edit = lock::edit(&self.dir)?;
+        let _edit = lock::edit(self.dir())?;
         let read = &self.manifest;
-        let mut added = NewDataFile::link_all(&self.dir, read, files)?;
+        let mut added = NewDataFile::link_all(&*self.store, read, files)?;
         for (file, columns) in added.iter_mut().zip(columns) {
             file.columns.extend(columns);
         }
@@ -78,39 +78,38 @@ impl VersionedDataset {
     /// [`Error::InvalidArgument`] for no files, a custom field, or a file whose fields differ
     /// from the schema (naming it); as [`VersionedDataset::commit`].
     pub fn commit_files(dir: &Path, files: &[PathBuf], message: &str) -> Result<VersionedDataset> {
-        let dir = &local_dir(dir)?;
+        let store = crate::store::open(dir)?;
         let Some(first) = files.first() else {
             return Err(Error::InvalidArgument {
-                what: format!("commit to {}", remote::shown(dir)),
+                what: format!("commit to {}", store.location()),
                 why: "no data files to commit".into(),
             });
         };
-        if committed(dir)? {
-            return Self::open(dir, VersionRef::Latest)?.append_files(files, message);
+        if committed(&*store)? {
+            return Self::open_in(store, VersionRef::Latest)?.append_files(files, message);
         }
+        let dir = store.root();
         let schema = schema_of(&Dataset::open(first)?, first)?;
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let _edit = lock::edit(dir)?;
         let mut m = Manifest::first(schema, Operation::Create);
-        let added = NewDataFile::link_all(dir, &m, files)?;
+        let added = NewDataFile::link_all(&*store, &m, files)?;
         m.message = message.to_string();
         for file in &added {
             file.push_onto(&mut m)?;
         }
-        match Self::create_with(dir, m) {
+        match Self::create_with(Arc::clone(&store), m) {
             Ok(v) => Ok(v),
             // Another writer made the dataset meanwhile: append to it instead (the links made
             // here are left to `cleanup`).
-            Err(_) if !list_versions(dir)?.is_empty() => {
-                Self::open(dir, VersionRef::Latest)?.append_files(files, message)
+            Err(_) if !list_versions(&*store)?.is_empty() => {
+                Self::open_in(store, VersionRef::Latest)?.append_files(files, message)
             }
             Err(e) => Err(e),
         }
     }
 }
 
-/// Puts `file` into `dir/data/` under a new name: a hard link, or a copy when linking fails
-/// (another file system). Returns its path relative to `dir`.
 /// A `.beton` file checked against a schema and linked into a dataset's `data/`, to become a
 /// fragment of the next version.
 pub(super) struct NewDataFile {
@@ -129,7 +128,8 @@ impl NewDataFile {
     /// leaves nothing behind. The files' class names must agree with `base`'s
     /// ([`classes::merged`]), and row and fragment ids for them must be left after `base`'s
     /// (both checked before anything is linked).
-    fn link_all(dir: &Path, base: &Manifest, files: &[PathBuf]) -> Result<Vec<NewDataFile>> {
+    fn link_all(store: &dyn Store, base: &Manifest, files: &[PathBuf]) -> Result<Vec<NewDataFile>> {
+        let dir = store.root();
         let schema = &base.schema;
         let checked = files.iter().map(|file| Self::check(schema, file)).collect::<Result<Vec<_>>>()?;
         integrity::room_for(base, checked.iter().map(|c| c.0))?;
@@ -156,7 +156,7 @@ impl NewDataFile {
                         vec![view::write_column_file(dir, nulls)?]
                     }
                 };
-                let data_file = match remote::data_file_in_store(dir, file) {
+                let data_file = match store.in_store(file) {
                     Some(rel) => rel,
                     None => link_data_file(dir, file)?,
                 };
@@ -232,6 +232,8 @@ pub(super) fn schema_of(ds: &Dataset, file: &Path) -> Result<Vec<SchemaField>> {
     Ok(schema)
 }
 
+/// Puts `file` into `dir/data/` under a new name: a hard link, or a copy when linking fails
+/// (another file system). Returns its path relative to `dir`.
 pub(super) fn link_data_file(dir: &Path, file: &Path) -> Result<String> {
     let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
     let target = dir.join(&rel);

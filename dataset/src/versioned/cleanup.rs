@@ -21,7 +21,8 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::commit::{self, io, list_versions, read_manifest};
-use super::{lock, marks, read_tags, remote, CleanupReport, VersionedDataset};
+use super::{lock, marks, read_tags, CleanupReport, VersionedDataset};
+use crate::store::Store;
 use super::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
 use crate::error::{Error, Result};
 
@@ -34,10 +35,10 @@ struct Reachable {
 
 impl Reachable {
     /// Reads the manifests of versions not seen yet: those published since the last look.
-    fn refresh(&mut self, dir: &Path) -> Result<()> {
-        for v in list_versions(dir)? {
+    fn refresh(&mut self, store: &dyn Store) -> Result<()> {
+        for v in list_versions(store)? {
             if self.seen.insert(v) {
-                self.files.extend(files_of(dir, v)?);
+                self.files.extend(files_of(store, v)?);
             }
         }
         Ok(())
@@ -52,11 +53,11 @@ impl Reachable {
 /// removed the version since it was listed: a version that is gone needs no file kept (and
 /// what a newer one names, the next listing shows). On a local disk no other cleanup runs
 /// (lock.rs).
-fn files_of(dir: &Path, v: u64) -> Result<Vec<String>> {
-    if !remote::fetch(dir, &commit::manifest_name(v))? {
+fn files_of(store: &dyn Store, v: u64) -> Result<Vec<String>> {
+    if !store.fetch(&commit::manifest_name(v))? {
         return Ok(Vec::new());
     }
-    Ok(read_manifest(dir, v)?.files().map(str::to_string).collect())
+    Ok(read_manifest(store, v)?.files().map(str::to_string).collect())
 }
 
 /// Whether `files` name `rel`, or the data file `rel` is the columnar copy of (which lives as
@@ -86,15 +87,17 @@ impl VersionedDataset {
                 why: "must be at least 1".into(),
             });
         }
+        let store = &*self.store;
         let dir = self.dir();
+        let remote = store.url().is_some();
         let _cleanup = lock::cleanup(dir)?;
-        let all = list_versions(dir)?;
-        let tagged: BTreeSet<u64> = read_tags(dir)?.into_values().collect();
+        let all = list_versions(store)?;
+        let tagged: BTreeSet<u64> = read_tags(store)?.into_values().collect();
         let kept = |k: usize, v: u64| k.saturating_add(keep_versions) >= all.len() || tagged.contains(&v);
         let mut reachable = Reachable { files: HashSet::new(), seen: BTreeSet::new() };
         for (k, &v) in all.iter().enumerate() {
             if kept(k, v) {
-                reachable.files.extend(files_of(dir, v)?);
+                reachable.files.extend(files_of(store, v)?);
             }
             reachable.seen.insert(v);
         }
@@ -105,28 +108,21 @@ impl VersionedDataset {
             }
             // On object storage a tag made since the listing keeps its version (on a local disk
             // tags are made under the lock this cleanup holds).
-            if remote::url_of(dir).is_some() && read_tags(dir)?.values().any(|&t| t == v) {
-                reachable.files.extend(files_of(dir, v)?);
+            if remote && read_tags(store)?.values().any(|&t| t == v) {
+                reachable.files.extend(files_of(store, v)?);
                 continue;
             }
-            let name = commit::manifest_name(v);
             commit::crash_point();
-            match remote::remove(dir, &name) {
-                Some(removed) => removed?,
-                None => {
-                    let path = dir.join(&name);
-                    std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
-                }
-            }
+            store.remove(&commit::manifest_name(v))?;
             report.versions.push(v);
         }
         // Versions published since the listing (by a writer that does not take the lock).
-        reachable.refresh(dir)?;
+        reachable.refresh(store)?;
         let now = SystemTime::now();
         // A clock behind the file's (another machine's, the store's) makes it young: kept.
         let aged = |t: SystemTime| now.duration_since(t).unwrap_or_default() >= grace;
-        if remote::url_of(dir).is_some() {
-            cleanup_store(dir, &mut reachable, aged, &mut report)?;
+        if remote {
+            cleanup_store(store, &mut reachable, aged, &mut report)?;
             return Ok(report);
         }
         let old = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).is_ok_and(aged);
@@ -161,33 +157,32 @@ impl VersionedDataset {
 /// mirror. Before each delete the file is marked, then the keep markers and the versions are
 /// looked at a last time, in that order (marks.rs says why).
 fn cleanup_store(
-    dir: &Path,
+    store: &dyn Store,
     reachable: &mut Reachable,
     aged: impl Fn(SystemTime) -> bool,
     report: &mut CleanupReport,
 ) -> Result<()> {
     // Marks a cleanup that died left (old enough that no commit waits for them).
     let now = SystemTime::now();
-    for mark in remote::list_entries(dir, marks::DELETING_DIR).unwrap_or_else(|| Ok(Vec::new()))? {
+    for mark in store.list_entries(marks::DELETING_DIR)? {
         if now.duration_since(mark.modified).unwrap_or_default() > marks::MARK_STALE {
-            remote::remove(dir, &mark.name).unwrap_or(Ok(()))?;
+            store.remove(&mark.name)?;
         }
     }
     // This cleanup's marks are its own: another cleanup that keeps a file removes only its mark.
     let id = commit::unique_name();
     let mut keeps = marks::Keeps::default();
     for folder in [DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR, COLUMNS_DIR] {
-        let entries = remote::list_entries(dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
-        for entry in entries {
+        for entry in store.list_entries(folder)? {
             if reachable.contains(&entry.name) || !aged(entry.modified) {
                 continue;
             }
             let mark = marks::deleting_mark(&entry.name, &id);
             let marked = Instant::now();
-            remote::put(dir, &mark, Vec::new()).unwrap_or(Ok(()))?;
+            store.put(&mark, &[])?;
             let decided = (|| {
-                let kept = keeps.look(dir)?;
-                reachable.refresh(dir)?;
+                let kept = keeps.look(store)?;
+                reachable.refresh(store)?;
                 commit::pause_point();
                 // A commit stops waiting for a mark after MARK_TIMEOUT: past half of it this
                 // cleanup leaves the file to a later one.
@@ -196,12 +191,12 @@ fn cleanup_store(
                     && marked.elapsed() < marks::MARK_TIMEOUT / 2;
                 if delete {
                     commit::crash_point();
-                    remote::remove(dir, &entry.name).unwrap_or(Ok(()))?;
+                    store.remove(&entry.name)?;
                 }
                 Ok::<bool, Error>(delete)
             })();
             // Removed whatever happened: a mark left behind holds up the commits naming the file.
-            let unmarked = remote::remove(dir, &mark).unwrap_or(Ok(()));
+            let unmarked = store.remove(&mark);
             if decided? {
                 report.bytes += entry.size;
                 report.files.push(entry.name);

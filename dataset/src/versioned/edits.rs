@@ -44,7 +44,7 @@ impl VersionedDataset {
         predicate: Option<&str>,
         message: &str,
     ) -> Result<VersionedDataset> {
-        let _edit = lock::edit(&self.dir)?;
+        let _edit = lock::edit(self.dir())?;
         integrity::room_for_version(&self.manifest)?;
         self.check_indices(rows, "rows to update")?;
         let mut typed = Vec::new();
@@ -86,7 +86,7 @@ impl VersionedDataset {
                 touches.cells.push((fragment.id, name.clone()));
             }
             done += file_rows.len();
-            let mut file = view::write_column_file(&self.dir, columns)?;
+            let mut file = view::write_column_file(self.dir(), columns)?;
             file.fields.retain(|f| f != view::PATCH_ROWS);
             files.push((fragment.id, file));
         }
@@ -139,7 +139,7 @@ impl VersionedDataset {
         fit::check_new_column(&self.manifest.schema, name, ty)?;
         let target = fit::Target { source: "add_column: values", field: name, ty, rows: None };
         let values = fit::fit(&target, values, self.num_rows() as usize)?;
-        let _edit = lock::edit(&self.dir)?;
+        let _edit = lock::edit(self.dir())?;
         integrity::room_for_version(&self.manifest)?;
         let default = default_value(ty);
         let mut files = Vec::new();
@@ -157,7 +157,7 @@ impl VersionedDataset {
                 }
             }
             let column = arrow_select::interleave::interleave(&[values.as_ref(), default.as_ref()], &picks)?;
-            files.push((f.id, view::write_column_file(&self.dir, vec![(name.to_string(), column)])?));
+            files.push((f.id, view::write_column_file(self.dir(), vec![(name.to_string(), column)])?));
         }
         let touches = Touches { everything: true, ..Touches::default() };
         let field = SchemaField::new(name, ty);
@@ -219,7 +219,7 @@ impl VersionedDataset {
                 return Err(crate::splits::no_such_split(name, self.manifest.splits.keys()));
             }
         }
-        let _edit = lock::edit(&self.dir)?;
+        let _edit = lock::edit(self.dir())?;
         integrity::room_for_version(&self.manifest)?;
         let ids = {
             let view = self.view()?;
@@ -234,7 +234,7 @@ impl VersionedDataset {
             row_ids.sort_unstable();
             files.insert(
                 name.clone(),
-                write_index_file(&self.dir, SPLITS_DIR, &IndexSet::from_sorted(row_ids)?)?,
+                write_index_file(self.dir(), SPLITS_DIR, &IndexSet::from_sorted(row_ids)?)?,
             );
         }
         let operation = Operation::Splits { saved: save.keys().cloned().collect(), removed: remove.to_vec() };
@@ -275,12 +275,12 @@ impl VersionedDataset {
             Touches { deletes_in: per_fragment.iter().map(|(id, _)| *id).collect(), ..Touches::default() };
         let operation =
             Operation::Delete { predicate: predicate.map(str::to_string), rows: positions.len() as u64 };
-        let dir = self.dir.clone();
+        let store = &*self.store;
         self.commit(operation, message, &touches, |_, new| {
             for (id, rows) in &per_fragment {
                 let f = new.fragments.iter_mut().find(|f| f.id == *id).expect("checked by Touches");
-                let set = fragment_deletions(&dir, f)?.union(&IndexSet::from_sorted(rows.clone())?);
-                f.deletions = Some(write_index_file(&dir, DELETIONS_DIR, &set)?);
+                let set = fragment_deletions(store, f)?.union(&IndexSet::from_sorted(rows.clone())?);
+                f.deletions = Some(write_index_file(store.root(), DELETIONS_DIR, &set)?);
             }
             Ok(())
         })

@@ -80,17 +80,17 @@ impl VersionedDataset {
     /// As [`VersionedDataset::export`] (a cancelled compaction commits nothing) and
     /// [`VersionedDataset::commit`].
     pub fn compact(&self, options: &ExportOptions, message: &str) -> Result<VersionedDataset> {
-        let _edit = lock::edit(&self.dir)?;
+        let _edit = lock::edit(self.dir())?;
         integrity::room_for_version(&self.manifest)?;
         let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
         let (report, ids, nulls) = {
             let view = self.view()?;
             let table = view.table()?;
-            std::fs::create_dir_all(self.dir.join(DATA_DIR)).map_err(|e| io(&self.dir, e))?;
+            std::fs::create_dir_all(self.dir().join(DATA_DIR)).map_err(|e| io(self.dir(), e))?;
             let schema = view.schema()?;
-            let copied = export_table(&view, &table, &schema, &self.dir.join(&rel), None, options)?;
+            let copied = export_table(&view, &table, &schema, &self.dir().join(&rel), None, options)?;
             // The NULLs the data file holds fillers for stay NULLs: a patch marks them.
-            let nulls = null_patches(&self.dir, &schema, &copied.filled)?;
+            let nulls = null_patches(self.dir(), &schema, &copied.filled)?;
             (copied.report, table.row_ids()?, nulls)
         };
         let row_ids = match (ids.first(), ids.last()) {
@@ -99,7 +99,7 @@ impl VersionedDataset {
             }
             (None, _) => RowIds::Range { start: self.manifest.next_row_id },
             _ => {
-                let written = write_index_file(&self.dir, ROW_IDS_DIR, &IndexSet::from_sorted(ids)?)?;
+                let written = write_index_file(self.dir(), ROW_IDS_DIR, &IndexSet::from_sorted(ids)?)?;
                 RowIds::File { file: written.file, checksum: written.checksum }
             }
         };

@@ -142,7 +142,7 @@ impl VersionedDataset {
             ),
             ..options.writer.clone()
         };
-        let tmp = self.dir.join(commit::TMP_DIR);
+        let tmp = self.dir().join(commit::TMP_DIR);
         std::fs::create_dir_all(&tmp).map_err(|e| commit::io(&tmp, e))?;
         let file: PathBuf = tmp.join(format!("imagefolder-{}.beton", commit::unique_name()));
         let written = Writer::new(&file, specs, writer_options).and_then(|w| {

@@ -40,14 +40,14 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use beton_storage::remote::objects;
 use serde::{Deserialize, Serialize};
 
-use super::{commit, remote};
+use super::commit;
+use super::manifest::{Manifest, Operation};
 use crate::error::{Error, Result};
+use crate::store::{self, Store};
 
 /// Where a cleanup marks the files it is about to delete.
 pub const DELETING_DIR: &str = "_deleting";
@@ -97,27 +97,28 @@ struct KeepMarker {
 }
 
 /// A keep marker this process put, removed when dropped.
-pub(super) struct Keep {
-    url: String,
+pub(super) struct Keep<'a> {
+    store: &'a dyn Store,
+    rel: String,
     /// Taken before the put: the marker is at most this old.
     put_at: Instant,
 }
 
-impl Keep {
-    /// Puts a keep marker naming `files` of the dataset at `base`, for `version`.
+impl<'a> Keep<'a> {
+    /// Puts a keep marker naming `files` of the dataset in `store`, for `version`.
     ///
     /// # Errors
     /// The remote errors, naming the marker's URL.
-    pub(super) fn put(base: &str, version: u64, files: &[&str]) -> Result<Keep> {
-        let url = format!("{base}{KEEPING_DIR}/{}.json", commit::unique_name());
+    pub(super) fn put(store: &'a dyn Store, version: u64, files: &[&str]) -> Result<Keep<'a>> {
+        let rel = format!("{KEEPING_DIR}/{}.json", store::unique_name());
         let written_ms = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let marker = KeepMarker { version, written_ms, files: files.iter().map(|f| f.to_string()).collect() };
         let bytes = serde_json::to_vec(&marker).expect("a keep marker serialises");
         let put_at = Instant::now();
-        objects::put(&url, bytes, false)?;
-        Ok(Keep { url, put_at })
+        store.put(&rel, &bytes)?;
+        Ok(Keep { store, rel, put_at })
     }
 
     /// Whether a cleanup may take this marker for a dead commit's by now (see
@@ -127,15 +128,92 @@ impl Keep {
     }
 }
 
-impl Drop for Keep {
-    fn drop(&mut self) {
-        // Best effort: a marker left behind only keeps its files from cleanup for KEEP_TIMEOUT,
-        // and failing here would hide whether the commit it guarded landed.
-        let _ = objects::delete(&self.url);
+/// A commit's steps on object storage before its conditional put of `manifest`: the files it
+/// references that the store lacks are uploaded; the files its parent version does not name
+/// (a restore's, the uploads) get a keep marker from before they are checked until after the
+/// put (returned: dropped after the put), so that a cleanup either keeps them or is seen
+/// deleting them (the module's doc argues the order). Small ones are fetched into the mirror
+/// first, so that one a cleanup removed can be put back; a data file this process has no copy
+/// of cannot.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when a file the manifest names is gone for good ([`gone`]) or
+/// the checks outlived the marker; the remote errors.
+pub(super) fn before_publish<'a>(store: &'a dyn Store, manifest: &Manifest) -> Result<Option<Keep<'a>>> {
+    let files: Vec<&str> = manifest.files().collect();
+    store.upload_missing(&files)?;
+    let parent: HashSet<String> = manifest
+        .parent
+        .and_then(|p| commit::read_manifest(store, p).ok())
+        .map(|m| m.files().map(str::to_string).collect())
+        .unwrap_or_default();
+    let fresh: Vec<&str> = files.into_iter().filter(|f| !parent.contains(*f)).collect();
+    for rel in &fresh {
+        if !rel.starts_with("data/") && !store.fetch(rel)? {
+            return Err(gone(store, manifest, rel));
+        }
+    }
+    if fresh.is_empty() {
+        return Ok(None);
+    }
+    let keep = Keep::put(store, manifest.version, &fresh)?;
+    settle(store, &fresh)?;
+    if let Some(lost) = store.put_back(&fresh)? {
+        return Err(gone(store, manifest, lost));
+    }
+    if keep.expiring() {
+        return Err(Error::InvalidArgument {
+            what: format!("commit of version {} to {}", manifest.version, store.location()),
+            why: format!(
+                "checking its files took over {} s, after which a cleanup may ignore what it keeps; \
+                 nothing was committed",
+                (KEEP_TIMEOUT / 2).as_secs()
+            ),
+        });
+    }
+    Ok(Some(keep))
+}
+
+/// The error of a commit that would name `rel`, which a cleanup removed from the store and this
+/// process has no copy of: the version it comes from cannot be brought back, as when a cleanup
+/// removed its manifest ("has no version").
+fn gone(store: &dyn Store, manifest: &Manifest, rel: &str) -> Error {
+    let base = store.location();
+    let kind = match rel.split('/').next() {
+        Some(super::DATA_DIR) => "data file",
+        Some(super::DELETIONS_DIR) => "deletion file",
+        Some(super::ROW_IDS_DIR) => "row-id file",
+        Some(super::SPLITS_DIR) => "split file",
+        Some(super::COLUMNS_DIR) => "column file",
+        _ => "file",
+    };
+    let (what, whose) = match manifest.operation {
+        Operation::Restore { version } => {
+            (format!("restore of version {version} of {base}"), format!("version {version}'s {kind} {rel}"))
+        }
+        _ => (
+            format!("commit of version {} to {base}", manifest.version),
+            format!("the {kind} {rel} it would name"),
+        ),
+    };
+    Error::InvalidArgument {
+        what,
+        why: format!(
+            "{whose} is no longer in the store (a cleanup removed it, running beside this edit or \
+             before it) and this process has no copy to put back; nothing was committed"
+        ),
     }
 }
 
-/// Waits until the cleanups that had marked one of `files` of the dataset at `base` when this
+impl Drop for Keep<'_> {
+    fn drop(&mut self) {
+        // Best effort: a marker left behind only keeps its files from cleanup for KEEP_TIMEOUT,
+        // and failing here would hide whether the commit it guarded landed.
+        let _ = self.store.remove(&self.rel);
+    }
+}
+
+/// Waits until the cleanups that had marked one of `files` of the dataset in `store` when this
 /// commit's keep marker was already up have removed their marks, for [`MARK_TIMEOUT`] at most
 /// (each deletes within half of that or not at all). Only the marks of the first listing count:
 /// a cleanup that marks a file later reads the keep marker and keeps it. (Waiting for every
@@ -143,14 +221,17 @@ impl Drop for Keep {
 ///
 /// # Errors
 /// The remote errors, naming the listing's URL.
-pub(super) fn settle(base: &str, files: &[&str]) -> Result<()> {
+fn settle(store: &dyn Store, files: &[&str]) -> Result<()> {
     let wanted: HashSet<String> = files.iter().map(|f| f.replace('/', "~")).collect();
-    let url = format!("{base}{DELETING_DIR}/");
     let marks = || -> Result<HashSet<String>> {
         let now = SystemTime::now();
-        Ok(objects::list_entries(&url)?
+        Ok(store
+            .list_entries(DELETING_DIR)?
             .into_iter()
-            .filter(|e| wanted.contains(marked(&e.name)))
+            .filter(|e| {
+                let name = e.name.strip_prefix(DELETING_DIR).and_then(|n| n.strip_prefix('/'));
+                wanted.contains(marked(name.unwrap_or(&e.name)))
+            })
             .filter(|e| now.duration_since(e.modified).unwrap_or_default() < MARK_STALE)
             .map(|e| e.name)
             .collect())
@@ -176,7 +257,7 @@ pub(super) struct Keeps {
 }
 
 impl Keeps {
-    /// The files the live keep markers of the mirrored dataset `dir` name, from a fresh listing;
+    /// The files the live keep markers of the dataset in `store` name, from a fresh listing;
     /// stale markers (older than [`KEEP_TIMEOUT`]) are removed instead. A marker removed between
     /// the listing and its read was its commit's last step, after its put: the versions, looked
     /// at next, show what it named.
@@ -184,24 +265,23 @@ impl Keeps {
     /// # Errors
     /// The remote errors; [`Error::Corrupt`] naming a live marker that is not one (the cleanup
     /// then deletes nothing more: what it protects is unknown).
-    pub(super) fn look(&mut self, dir: &Path) -> Result<HashSet<String>> {
-        let Some(listed) = remote::list_entries(dir, KEEPING_DIR) else { return Ok(HashSet::new()) };
+    pub(super) fn look(&mut self, store: &dyn Store) -> Result<HashSet<String>> {
         let now = SystemTime::now();
         let mut files = HashSet::new();
-        for entry in listed? {
+        for entry in store.list_entries(KEEPING_DIR)? {
             if now.duration_since(entry.modified).unwrap_or_default() > KEEP_TIMEOUT {
                 self.read.remove(&entry.name);
-                remote::remove(dir, &entry.name).unwrap_or(Ok(()))?;
+                store.remove(&entry.name)?;
                 continue;
             }
             let named = match self.read.entry(entry.name) {
                 Entry::Occupied(known) => known.into_mut(),
                 Entry::Vacant(new) => {
-                    let Some(bytes) = remote::read_fresh(dir, new.key()).unwrap_or(Ok(None))? else {
+                    let Some(bytes) = store.read_fresh(new.key())? else {
                         continue;
                     };
                     let marker: KeepMarker = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-                        path: remote::file_url(dir, new.key()).unwrap_or_else(|| new.key().clone()).into(),
+                        path: format!("{}{}", store.location(), new.key()).into(),
                         what: format!(
                             "not a keep marker ({e}); cleanup deletes nothing while it is younger than {} s",
                             KEEP_TIMEOUT.as_secs()

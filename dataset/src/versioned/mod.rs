@@ -21,18 +21,19 @@ pub mod integrity;
 pub mod lock;
 pub mod manifest;
 mod marks;
-pub mod remote;
 pub mod values;
 pub mod verify;
 pub mod view;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use beton_storage::{Dataset, FieldType};
 
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
+use crate::store::{self, ObjectStore, Store};
 use append::{link_data_file, schema_of};
 use commit::{io, list_versions, publish, read_manifest, write_new_file, Published, TAGS_DIR};
 pub use diff::{diff, Diff};
@@ -120,7 +121,8 @@ pub struct Touches {
 /// One version of a dataset directory, opened.
 #[derive(Debug, Clone)]
 pub struct VersionedDataset {
-    dir: PathBuf,
+    /// Where its files are: the handle's store, shared by the versions opened from it.
+    store: Arc<dyn Store>,
     manifest: Manifest,
 }
 
@@ -134,23 +136,23 @@ impl VersionedDataset {
 
     /// [`VersionedDataset::is_dataset_dir`], with the errors of a URL's listing: refused access
     /// and a store that cannot be reached are errors naming the listing's URL, not "not a
-    /// dataset" (see [`remote::has_versions`]).
+    /// dataset" (see [`store::has_versions`]).
     ///
     /// # Errors
     /// Remote errors of the listing of `_versions/` at a URL.
     pub fn probe(path: &Path) -> Result<bool> {
-        if remote::is_url(path) {
+        if store::is_url(path) {
             // A `.beton` URL is a file: no listing of its `_versions/` for every open.
             let file = path.to_str().is_some_and(|p| p.trim_end_matches('/').ends_with(".beton"));
-            return Ok(!file && remote::has_versions(path)?);
+            return Ok(!file && store::has_versions(path)?);
         }
         Ok(Self::is_local_dataset_dir(path))
     }
 
     fn is_local_dataset_dir(path: &Path) -> bool {
         // A mirror of a URL: a dataset when the store has a version.
-        if remote::url_of(path).is_some() {
-            return list_versions(path).is_ok_and(|v| !v.is_empty());
+        if let Some(mirrored) = ObjectStore::of_mirror(path) {
+            return list_versions(&mirrored).is_ok_and(|v| !v.is_empty());
         }
         path.join(commit::VERSIONS_DIR).is_dir()
     }
@@ -158,7 +160,7 @@ impl VersionedDataset {
     /// Where the dataset is: its URL (ending in `/`) for one on object storage, else its
     /// directory.
     pub fn location(&self) -> String {
-        remote::shown(&self.dir)
+        self.store.location()
     }
 
     /// Creates an empty dataset with `schema` at `dir` (made if missing; it must not already be
@@ -168,23 +170,23 @@ impl VersionedDataset {
     /// [`Error::InvalidArgument`] when `dir` is a dataset already or a file; I/O errors.
     pub fn create(dir: &Path, schema: &[(String, FieldType)]) -> Result<VersionedDataset> {
         let schema = schema.iter().map(|(n, t)| SchemaField::new(n, t)).collect();
-        Self::create_with(dir, Manifest::first(schema, Operation::Create))
+        Self::create_with(store::open(dir)?, Manifest::first(schema, Operation::Create))
     }
 
-    fn create_with(dir: &Path, manifest: Manifest) -> Result<VersionedDataset> {
-        let dir = &local_dir(dir)?;
+    fn create_with(store: Arc<dyn Store>, manifest: Manifest) -> Result<VersionedDataset> {
+        let dir = store.root();
         if dir.is_file() {
             return Err(Error::InvalidArgument {
-                what: format!("dataset directory {}", remote::shown(dir)),
+                what: format!("dataset directory {}", store.location()),
                 why: "is a file".into(),
             });
         }
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let _edit = lock::edit(dir)?;
-        match publish(dir, &manifest)? {
-            Published::Done => Ok(VersionedDataset { dir: dir.to_path_buf(), manifest }),
+        match publish(&*store, &manifest)? {
+            Published::Done => Ok(VersionedDataset { store, manifest }),
             Published::Taken => Err(Error::InvalidArgument {
-                what: format!("dataset directory {}", remote::shown(dir)),
+                what: format!("dataset directory {}", store.location()),
                 why: "is a dataset already".into(),
             }),
         }
@@ -210,7 +212,8 @@ impl VersionedDataset {
         options: &ExportOptions,
     ) -> Result<VersionedDataset> {
         use beton_storage::Progress;
-        let dir = &local_dir(dir)?;
+        let store = store::open(dir)?;
+        let dir = store.root();
         if sources.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "concat".into(),
@@ -265,7 +268,7 @@ impl VersionedDataset {
                 None => (source.as_path(), Vec::new()),
             };
             let step = match &result {
-                None => Self::import_with(dir, file, nulls),
+                None => Self::import_with(store.clone(), file, nulls),
                 Some(v) => v.append_files_with(&[file.to_path_buf()], vec![nulls], message),
             };
             if let Some((f, _)) = &exported {
@@ -290,20 +293,20 @@ impl VersionedDataset {
     /// Storage errors opening `file`; [`Error::InvalidArgument`] for a file with custom fields
     /// (their layout is not stored) or a `dir` that is a dataset already.
     pub fn import(dir: &Path, file: &Path) -> Result<VersionedDataset> {
-        Self::import_with(dir, file, Vec::new())
+        Self::import_with(store::open(dir)?, file, Vec::new())
     }
 
     /// [`VersionedDataset::import`] with column files `columns` (written in `dir` already) on
     /// the file's fragment: the NULLs of a dataset exported to `file` ([`null_patches`]).
-    fn import_with(dir: &Path, file: &Path, columns: Vec<ColumnFile>) -> Result<VersionedDataset> {
-        let dir = &local_dir(dir)?;
+    fn import_with(store: Arc<dyn Store>, file: &Path, columns: Vec<ColumnFile>) -> Result<VersionedDataset> {
+        let dir = store.root();
         let ds = Dataset::open(file)?;
         let schema = schema_of(&ds, file)?;
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         // A `_versions` folder with no manifest is an import that was killed: start again.
-        if committed(dir)? {
+        if committed(&*store)? {
             return Err(Error::InvalidArgument {
-                what: format!("dataset directory {}", remote::shown(dir)),
+                what: format!("dataset directory {}", store.location()),
                 why: "is a dataset already; use append to add a file to it".into(),
             });
         }
@@ -327,7 +330,7 @@ impl VersionedDataset {
             m.splits.insert(name, write_index_file(dir, SPLITS_DIR, &set)?);
         }
         m.classes = ds.classes()?;
-        Self::create_with(dir, m)
+        Self::create_with(store, m)
     }
 
     /// Opens version `at` of the dataset at `dir`.
@@ -336,42 +339,60 @@ impl VersionedDataset {
     /// [`Error::InvalidArgument`] for a directory that is not a dataset, a version or tag it does
     /// not have, or a manifest that is not valid.
     pub fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
-        let dir = &local_dir(dir)?;
+        Self::open_in(store::open(dir)?, at)
+    }
+
+    /// Version `at` of the same dataset, through this handle's store.
+    ///
+    /// # Errors
+    /// As [`VersionedDataset::open`].
+    pub fn open_at(&self, at: VersionRef) -> Result<VersionedDataset> {
+        Self::open_in(Arc::clone(&self.store), at)
+    }
+
+    fn open_in(store: Arc<dyn Store>, at: VersionRef) -> Result<VersionedDataset> {
         // (A mirror's versions are listed once, below: reading the latest or the manifest.)
-        if remote::url_of(dir).is_none() && !Self::is_dataset_dir(dir) {
+        if store.url().is_none() && !store.root().join(commit::VERSIONS_DIR).is_dir() {
             return Err(Error::InvalidArgument {
-                what: format!("dataset {}", remote::shown(dir)),
+                what: format!("dataset {}", store.location()),
                 why: "is not a dataset directory (it has no _versions folder)".into(),
             });
         }
         let version = match at {
-            VersionRef::Latest => return Self::open_latest(dir),
+            VersionRef::Latest => return Self::open_latest(store),
             VersionRef::Number(n) => n,
-            VersionRef::Tag(name) => *read_tags(dir)?.get(&name).ok_or_else(|| Error::InvalidArgument {
+            VersionRef::Tag(name) => *read_tags(&*store)?.get(&name).ok_or_else(|| Error::InvalidArgument {
                 what: "tag".into(),
-                why: format!("{} has no tag '{name}'", remote::shown(dir)),
+                why: format!("{} has no tag '{name}'", store.location()),
             })?,
         };
-        Ok(VersionedDataset { dir: dir.to_path_buf(), manifest: read_manifest(dir, version)? })
+        let manifest = read_manifest(&*store, version)?;
+        Ok(VersionedDataset { store, manifest })
     }
 
     /// The latest version: a cleanup may remove the version listed as the latest once a newer
     /// one is committed, so one removed between the listing and the read is looked for again.
-    fn open_latest(dir: &Path) -> Result<VersionedDataset> {
+    fn open_latest(store: Arc<dyn Store>) -> Result<VersionedDataset> {
         let mut tries = 0;
         loop {
-            let version = latest(dir)?;
-            match read_manifest(dir, version) {
-                Ok(manifest) => return Ok(VersionedDataset { dir: dir.to_path_buf(), manifest }),
-                Err(_) if tries < MAX_RETRIES && latest(dir)? > version => tries += 1,
+            let version = latest(&*store)?;
+            match read_manifest(&*store, version) {
+                Ok(manifest) => return Ok(VersionedDataset { store, manifest }),
+                Err(_) if tries < MAX_RETRIES && latest(&*store)? > version => tries += 1,
                 Err(e) => return Err(e),
             }
         }
     }
 
-    /// The dataset directory.
+    /// The local directory of the dataset's files: the dataset directory, or the mirror of a
+    /// dataset on object storage ([`Store::root`]).
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.store.root()
+    }
+
+    /// Where the dataset's files are.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 
     /// This version's manifest.
@@ -394,7 +415,7 @@ impl VersionedDataset {
     /// # Errors
     /// I/O errors; invalid manifests.
     pub fn versions(&self) -> Result<Vec<Manifest>> {
-        list_versions(&self.dir)?.into_iter().map(|v| read_manifest(&self.dir, v)).collect()
+        list_versions(&*self.store)?.into_iter().map(|v| read_manifest(&*self.store, v)).collect()
     }
 
     /// The tags and the versions they name.
@@ -402,7 +423,7 @@ impl VersionedDataset {
     /// # Errors
     /// I/O errors; tag files that are not valid.
     pub fn tags(&self) -> Result<BTreeMap<String, u64>> {
-        read_tags(&self.dir)
+        read_tags(&*self.store)
     }
 
     /// Names this version `name` (letters, digits, `_ - .`), for `open(.., Tag(name))`; a tagged
@@ -424,49 +445,28 @@ impl VersionedDataset {
         let json = format!("{{\"version\": {}}}\n", self.version());
         // A cleanup decides which versions to keep from the tags: the tag is made under the
         // lock it waits for, naming a version that is still there.
-        let _edit = lock::edit(&self.dir)?;
-        read_manifest(&self.dir, self.version())?;
-        let taken = || -> Result<Error> {
-            Ok(Error::InvalidArgument {
+        let _edit = lock::edit(self.dir())?;
+        read_manifest(&*self.store, self.version())?;
+        let rel = format!("{TAGS_DIR}/{name}.json");
+        if !self.store.put_new(&rel, json.as_bytes())? {
+            return Err(Error::InvalidArgument {
                 what: format!("tag '{name}'"),
                 why: format!(
                     "already names version {}",
-                    read_tags(&self.dir)?.get(name).copied().unwrap_or(0)
+                    read_tags(&*self.store)?.get(name).copied().unwrap_or(0)
                 ),
-            })
-        };
-        let rel = format!("{TAGS_DIR}/{name}.json");
-        match remote::put_new(&self.dir, &rel, json.clone().into_bytes()) {
-            // A cleanup that read the tags before the put may have removed the version since:
-            // then the tag names nothing and goes.
-            Some(Ok(true)) if !list_versions(&self.dir)?.contains(&self.version()) => {
-                remote::remove(&self.dir, &rel).unwrap_or(Ok(()))?;
-                return Err(Error::InvalidArgument {
-                    what: format!("tag '{name}'"),
-                    why: format!("version {} was removed by a cleanup meanwhile", self.version()),
-                });
-            }
-            Some(Ok(true)) => return Ok(()),
-            Some(Ok(false)) => return Err(taken()?),
-            Some(Err(e)) => return Err(e),
-            None => {}
+            });
         }
-        let tmp = commit::temp_file(&self.dir)?;
-        // Durable before it is linked: a crash never leaves a tag naming nothing.
-        commit::write_all_synced(tmp.as_file(), json.as_bytes()).map_err(|e| io(tmp.path(), e))?;
-        let tags = self.dir.join(TAGS_DIR);
-        std::fs::create_dir_all(&tags).map_err(|e| io(&tags, e))?;
-        let target = tags.join(format!("{name}.json"));
-        commit::crash_point();
-        match std::fs::hard_link(tmp.path(), &target) {
-            Ok(()) => {
-                commit::crash_point();
-                commit::sync_dir(&tags);
-                Ok(())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(taken()?),
-            Err(e) => Err(io(&target, e)),
+        // On object storage (no lock across machines) a cleanup that read the tags before the
+        // put may have removed the version since: then the tag names nothing and goes.
+        if self.store.url().is_some() && !list_versions(&*self.store)?.contains(&self.version()) {
+            self.store.remove(&rel)?;
+            return Err(Error::InvalidArgument {
+                what: format!("tag '{name}'"),
+                why: format!("version {} was removed by a cleanup meanwhile", self.version()),
+            });
         }
+        Ok(())
     }
 
     /// Deletes the tag `name`; returns the version it named. The version stays until a
@@ -476,7 +476,7 @@ impl VersionedDataset {
     /// [`Error::InvalidArgument`] for a tag that does not exist (naming the tags there are);
     /// I/O and remote errors.
     pub fn delete_tag(&self, name: &str) -> Result<u64> {
-        let tags = read_tags(&self.dir)?;
+        let tags = read_tags(&*self.store)?;
         let Some(&version) = tags.get(name) else {
             let there: Vec<&str> = tags.keys().map(String::as_str).collect();
             return Err(Error::InvalidArgument {
@@ -487,15 +487,7 @@ impl VersionedDataset {
                 ),
             });
         };
-        let rel = format!("{TAGS_DIR}/{name}.json");
-        match remote::remove(&self.dir, &rel) {
-            Some(removed) => removed?,
-            None => {
-                let path = self.dir.join(&rel);
-                std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
-                commit::sync_dir(&self.dir.join(TAGS_DIR));
-            }
-        }
+        self.store.remove(&format!("{TAGS_DIR}/{name}.json"))?;
         Ok(version)
     }
 
@@ -516,15 +508,16 @@ impl VersionedDataset {
         mut edit: impl FnMut(&Manifest, &mut Manifest) -> Result<()>,
     ) -> Result<VersionedDataset> {
         // Held until the manifest is published: a cleanup waits for it (lock.rs).
-        let _edit = lock::edit(&self.dir)?;
+        let _edit = lock::edit(self.dir())?;
+        let store = &*self.store;
         let mut base = self.manifest.clone();
         for _ in 0..MAX_RETRIES {
             // A version newer than the base: rebase on it first. (Publishing base + 1 could
             // succeed all the same where cleanup removed that version, leaving this one out of
             // the line of versions.)
-            let newest = latest(&self.dir)?;
+            let newest = latest(store)?;
             if newest != base.version {
-                let latest = read_manifest(&self.dir, newest)?;
+                let latest = read_manifest(store, newest)?;
                 check_compatible(&self.manifest, &latest, touches)?;
                 base = latest;
                 continue;
@@ -532,10 +525,10 @@ impl VersionedDataset {
             integrity::room_for_version(&base)?;
             let mut new = base.child(operation.clone(), message);
             edit(&base, &mut new)?;
-            match publish(&self.dir, &new)? {
-                Published::Done => return Ok(VersionedDataset { dir: self.dir.clone(), manifest: new }),
+            match publish(store, &new)? {
+                Published::Done => return Ok(VersionedDataset { store: Arc::clone(&self.store), manifest: new }),
                 Published::Taken => {
-                    let latest = read_manifest(&self.dir, latest(&self.dir)?)?;
+                    let latest = read_manifest(store, latest(store)?)?;
                     check_compatible(&self.manifest, &latest, touches)?;
                     base = latest;
                 }
@@ -554,10 +547,10 @@ impl VersionedDataset {
     pub fn restore(&self, version: u64) -> Result<VersionedDataset> {
         // The old version's files are referenced again: read it under the lock a cleanup waits
         // for, so that it is either gone (an error) or whole until the restore is published.
-        let _edit = lock::edit(&self.dir)?;
-        let old = read_manifest(&self.dir, version)?;
+        let _edit = lock::edit(self.dir())?;
+        let old = read_manifest(&*self.store, version)?;
         let touches = Touches { everything: true, ..Touches::default() };
-        let latest = Self::open(&self.dir, VersionRef::Latest)?;
+        let latest = self.open_at(VersionRef::Latest)?;
         latest.commit(Operation::Restore { version }, "", &touches, |_, new| {
             new.schema = old.schema.clone();
             new.fragments = old.fragments.clone();
@@ -585,11 +578,11 @@ impl VersionedDataset {
         match &fragment.row_ids {
             RowIds::Range { start } => Ok((*start..start + fragment.num_rows).collect()),
             RowIds::File { file, checksum } => {
-                let ids = read_index_file(&self.dir, file, checksum.as_deref())?.into_vec();
+                let ids = read_index_file(&*self.store, file, checksum.as_deref())?.into_vec();
                 let past = ids.last().filter(|&&id| id >= self.manifest.next_row_id);
                 if ids.len() as u64 != fragment.num_rows || past.is_some() {
                     return Err(integrity::corrupt(
-                        &self.dir.join(file),
+                        &self.dir().join(file),
                         format!(
                             "version {}: the row-id file of fragment {} has {} ids for {} rows{}",
                             self.version(),
@@ -611,18 +604,18 @@ impl VersionedDataset {
     /// # Errors
     /// I/O errors and corrupt deletion files.
     pub fn fragment_deletions(&self, fragment: &Fragment) -> Result<IndexSet> {
-        fragment_deletions(&self.dir, fragment)
+        fragment_deletions(&*self.store, fragment)
     }
 }
 
-fn fragment_deletions(dir: &Path, fragment: &Fragment) -> Result<IndexSet> {
+fn fragment_deletions(store: &dyn Store, fragment: &Fragment) -> Result<IndexSet> {
     match &fragment.deletions {
         None => Ok(IndexSet::empty()),
         Some(d) => {
-            let set = read_index_file(dir, &d.file, d.checksum.as_deref())?;
+            let set = read_index_file(store, &d.file, d.checksum.as_deref())?;
             if set.len() as u64 != d.count || set.max_id().is_some_and(|m| m >= fragment.num_rows) {
                 return Err(integrity::corrupt(
-                    &dir.join(&d.file),
+                    &store.root().join(&d.file),
                     format!(
                         "the deletion file of fragment {} holds {} rows up to {:?}, the manifest says {} rows below {}",
                         fragment.id,
@@ -677,74 +670,42 @@ fn check_compatible(read: &Manifest, latest: &Manifest, touches: &Touches) -> Re
     Ok(())
 }
 
-/// The newest committed version of `dir`.
-fn latest(dir: &Path) -> Result<u64> {
-    list_versions(dir)?.last().copied().ok_or_else(|| Error::InvalidArgument {
-        what: format!("dataset {}", remote::shown(dir)),
+/// The newest committed version of the dataset.
+fn latest(store: &dyn Store) -> Result<u64> {
+    list_versions(store)?.last().copied().ok_or_else(|| Error::InvalidArgument {
+        what: format!("dataset {}", store.location()),
         why: "has no committed version".into(),
     })
 }
 
-fn read_tags(dir: &Path) -> Result<BTreeMap<String, u64>> {
-    let tags = dir.join(TAGS_DIR);
-    // (tag name, its file's bytes): from the store for a mirrored dataset (tags are the one
-    // mutable thing there), else from the folder.
-    let mut files = Vec::new();
-    match remote::list(dir, TAGS_DIR) {
-        Some(names) => {
-            for file in names? {
-                let rel = format!("{TAGS_DIR}/{file}");
-                // A tag removed between the listing and the read is no tag.
-                if let Some(Some(bytes)) = remote::read_fresh(dir, &rel).transpose()? {
-                    files.push((file, bytes, rel));
-                }
-            }
-        }
-        None => {
-            let entries = match std::fs::read_dir(&tags) {
-                Ok(e) => e,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-                Err(e) => return Err(io(&tags, e)),
-            };
-            for entry in entries {
-                let path = entry.map_err(|e| io(&tags, e))?.path();
-                let Some(file) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
-                    continue;
-                };
-                let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
-                files.push((file, bytes, path.display().to_string()));
-            }
-        }
+/// The tags and the versions they name, read afresh (tags are the one mutable file).
+fn read_tags(store: &dyn Store) -> Result<BTreeMap<String, u64>> {
+    #[derive(serde::Deserialize)]
+    struct Tag {
+        version: u64,
     }
     let mut out = BTreeMap::new();
-    for (file, bytes, shown) in files {
+    for file in store.list(TAGS_DIR)? {
         let Some(name) = file.strip_suffix(".json") else { continue };
-        #[derive(serde::Deserialize)]
-        struct Tag {
-            version: u64,
-        }
-        let tag: Tag = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::InvalidArgument { what: format!("tag file {shown}"), why: e.to_string() })?;
+        let rel = format!("{TAGS_DIR}/{file}");
+        // A tag removed between the listing and the read is no tag.
+        let Some(bytes) = store.read_fresh(&rel)? else { continue };
+        let tag: Tag = serde_json::from_slice(&bytes).map_err(|e| Error::InvalidArgument {
+            what: format!("tag file {}", store.shown(&rel)),
+            why: e.to_string(),
+        })?;
         out.insert(name.to_string(), tag.version);
     }
     Ok(out)
 }
 
-/// Whether `dir` has a committed version (a `_versions` folder without one is an import that
-/// was killed); one listing, of the store for a mirror.
-fn committed(dir: &Path) -> Result<bool> {
-    if remote::url_of(dir).is_none() && !dir.join(commit::VERSIONS_DIR).is_dir() {
+/// Whether the dataset has a committed version (a `_versions` folder without one is an import
+/// that was killed); one listing, of the store for a mirror.
+fn committed(store: &dyn Store) -> Result<bool> {
+    if store.url().is_none() && !store.root().join(commit::VERSIONS_DIR).is_dir() {
         return Ok(false);
     }
-    Ok(!list_versions(dir)?.is_empty())
-}
-
-/// The local directory for `dir`: itself, or the mirror of a dataset URL ([`remote::mirror`]).
-fn local_dir(dir: &Path) -> Result<PathBuf> {
-    match remote::is_url(dir) {
-        true => remote::mirror(dir),
-        false => Ok(dir.to_path_buf()),
-    }
+    Ok(!list_versions(store)?.is_empty())
 }
 
 /// Writes `set` as a new index-set file in `folder`; returns its reference.
@@ -756,10 +717,10 @@ pub(crate) fn write_index_file(dir: &Path, folder: &str, set: &IndexSet) -> Resu
 }
 
 /// Reads an index-set file of the dataset, checked against its `checksum` when it has one.
-pub(crate) fn read_index_file(dir: &Path, rel: &str, checksum: Option<&str>) -> Result<IndexSet> {
-    remote::fetch(dir, rel)?;
-    let path = integrity::inside(dir, rel)?;
-    let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+pub(crate) fn read_index_file(store: &dyn Store, rel: &str, checksum: Option<&str>) -> Result<IndexSet> {
+    let path = integrity::inside(store.root(), rel)?;
+    let not_found = || io(&path, std::io::ErrorKind::NotFound.into());
+    let bytes = commit::read_file(store, rel)?.ok_or_else(not_found)?;
     integrity::verify(&path, &bytes, checksum)?;
     IndexSet::from_bytes(&bytes).map_err(|e| Error::InvalidArgument {
         what: format!("index-set file {}", path.display()),

@@ -5,13 +5,15 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use beton_storage::{Dataset, OpenOptions};
 
 use super::commit::{list_versions, read_manifest};
 use super::manifest::Manifest;
-use super::{integrity, read_tags, remote, view, VersionedDataset};
+use super::{integrity, read_tags, view, VersionedDataset};
 use crate::error::{Error, Result};
+use crate::store::Store;
 
 /// What [`verify_dir`] checked and found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,9 +47,9 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
             why: "is not a dataset directory (it has no _versions folder)".into(),
         });
     }
-    let dir = &super::local_dir(dir)?;
+    let store = crate::store::open(dir)?;
     let mut report = DirReport::default();
-    let versions = list_versions(dir)?;
+    let versions = list_versions(&*store)?;
     if versions.is_empty() {
         report.problems.push("no committed version (_versions/ holds no manifest)".into());
     }
@@ -55,11 +57,11 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
     // read once.
     let mut files: HashMap<(String, Option<String>), Option<String>> = HashMap::new();
     let mut data_files: HashMap<String, Option<String>> = HashMap::new();
-    let mut presence = Presence::new(dir);
+    let mut presence = Presence::new(&*store);
     for &v in &versions {
         progress(&format!("version {v}"));
         report.versions += 1;
-        let m = match read_manifest(dir, v) {
+        let m = match read_manifest(&*store, v) {
             Ok(m) => m,
             Err(e) => {
                 report.problems.push(format!("version {v}: {e}"));
@@ -70,7 +72,7 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
         for (rel, checksum) in named_files(&m) {
             let problem = files.entry((rel.to_string(), checksum.clone())).or_insert_with(|| {
                 report.other_files += 1;
-                check_file(dir, rel, checksum.as_deref(), &mut presence).err()
+                check_file(&*store, rel, checksum.as_deref(), &mut presence).err()
             });
             if let Some(p) = problem {
                 report.problems.push(format!("version {v}: {p}"));
@@ -81,7 +83,7 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
             let problem = data_files.entry(f.data_file.clone()).or_insert_with(|| {
                 progress(&format!("data file {}", f.data_file));
                 report.data_files += 1;
-                check_data_file(dir, &f.data_file, decode_images, &mut report, &mut presence).err()
+                check_data_file(&*store, &f.data_file, decode_images, &mut report, &mut presence).err()
             });
             if let Some(p) = problem {
                 report.problems.push(format!("version {v}: {p}"));
@@ -90,7 +92,7 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
         }
         // The version whole: row counts, ids, column lengths, splits, against the files.
         if sound {
-            let version = VersionedDataset { dir: dir.to_path_buf(), manifest: m };
+            let version = VersionedDataset { store: Arc::clone(&store), manifest: m };
             let whole = version.view().and_then(|view| view.table().map(|_| ()));
             if let Err(e) = whole {
                 report.problems.push(format!("version {v}: {e}"));
@@ -98,7 +100,7 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
         }
     }
     let there: BTreeSet<u64> = versions.iter().copied().collect();
-    match read_tags(dir) {
+    match read_tags(&*store) {
         Ok(tags) => {
             for (name, v) in tags {
                 if !there.contains(&v) {
@@ -135,61 +137,58 @@ fn named_files(m: &Manifest) -> Vec<(&str, Option<String>)> {
 /// Which files of a dataset are there: in the directory, or for a mirror in the store (one
 /// listing per folder; the mirror may keep a copy of a file the store lost).
 struct Presence<'a> {
-    dir: &'a Path,
-    in_store: bool,
+    store: &'a dyn Store,
     listed: HashMap<String, BTreeSet<String>>,
 }
 
 impl<'a> Presence<'a> {
-    fn new(dir: &'a Path) -> Presence<'a> {
-        Presence { dir, in_store: remote::url_of(dir).is_some(), listed: HashMap::new() }
+    fn new(store: &'a dyn Store) -> Presence<'a> {
+        Presence { store, listed: HashMap::new() }
     }
 
     /// Whether `rel` is there (a file leading outside the directory is not).
     fn has(&mut self, rel: &str) -> Result<bool> {
         match rel.split_once('/') {
-            Some((folder, name)) if self.in_store => {
+            Some((folder, name)) if self.store.url().is_some() => {
                 if !self.listed.contains_key(folder) {
-                    let names = remote::list(self.dir, folder).unwrap_or_else(|| Ok(Vec::new()))?;
+                    let names = self.store.list(folder)?;
                     self.listed.insert(folder.to_string(), names.into_iter().collect());
                 }
                 Ok(self.listed[folder].contains(name))
             }
-            _ => Ok(matches!(integrity::inside(self.dir, rel), Ok(p) if p.is_file())),
+            _ => Ok(matches!(integrity::inside(self.store.root(), rel), Ok(p) if p.is_file())),
         }
     }
 }
 
 /// A file present, inside the directory and matching its checksum.
 fn check_file(
-    dir: &Path,
+    store: &dyn Store,
     rel: &str,
     checksum: Option<&str>,
     presence: &mut Presence<'_>,
 ) -> std::result::Result<(), String> {
-    let path = integrity::inside(dir, rel).map_err(|e| e.to_string())?;
-    if !presence.has(rel).map_err(|e| e.to_string())?
-        || !remote::fetch(dir, rel).map_err(|e| e.to_string())?
-    {
+    let path = integrity::inside(store.root(), rel).map_err(|e| e.to_string())?;
+    if !presence.has(rel).map_err(|e| e.to_string())? {
         return Err(format!("{rel} is missing"));
     }
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(format!("{rel} is missing")),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+    let bytes = match super::commit::read_file(store, rel) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Err(format!("{rel} is missing")),
+        Err(e) => return Err(e.to_string()),
     };
     integrity::verify(&path, &bytes, checksum).map_err(|e| e.to_string())
 }
 
 /// A data file present, inside the directory, and sound: its structure and every row.
 fn check_data_file(
-    dir: &Path,
+    store: &dyn Store,
     rel: &str,
     decode_images: bool,
     report: &mut DirReport,
     presence: &mut Presence<'_>,
 ) -> std::result::Result<(), String> {
-    let path = view::data_file(dir, rel).map_err(|e| e.to_string())?;
+    let path = view::data_file(store, rel).map_err(|e| e.to_string())?;
     if !presence.has(rel).map_err(|e| e.to_string())? {
         return Err(format!("data file {rel} is missing"));
     }
@@ -215,7 +214,7 @@ impl VersionedDataset {
     /// # Errors
     /// I/O and remote errors listing.
     pub fn missing_files(&self) -> Result<Vec<String>> {
-        let mut presence = Presence::new(self.dir());
+        let mut presence = Presence::new(&*self.store);
         let mut missing = Vec::new();
         for rel in self.manifest().files() {
             if !presence.has(rel)? {

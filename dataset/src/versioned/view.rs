@@ -11,6 +11,7 @@ use beton_storage::{Dataset, FieldType, OpenOptions};
 
 use super::manifest::{ColumnFile, RowIds};
 use super::{read_index_file, VersionedDataset};
+use crate::store::Store;
 use crate::error::{Error, Result};
 use crate::table::{Part, PartRowIds, Table};
 
@@ -79,14 +80,13 @@ impl VersionView {
     /// Storage errors opening data files; [`Error::InvalidArgument`] for corrupt deletion,
     /// row-id or column files.
     pub fn open(version: &VersionedDataset) -> Result<VersionView> {
-        let dir = version.dir();
+        let store = &**version.store();
+        let dir = store.root();
         let m = version.manifest();
         let mut fragments = Vec::with_capacity(m.fragments.len());
         let mut spans = Vec::with_capacity(m.fragments.len());
         for f in &m.fragments {
-            let ds = Arc::new(
-                OpenOptions::new().defer_allocation_checks(true).open(data_file(dir, &f.data_file)?)?,
-            );
+            let ds = Arc::new(open_data_file(store, &f.data_file)?);
             let length = f.data_bytes.filter(|&n| n != ds.file_len());
             if ds.num_samples() != f.num_rows || length.is_some() {
                 return Err(super::integrity::corrupt(
@@ -173,7 +173,7 @@ impl VersionView {
             // Validity by field (false: NULL), for fields with a NULL so far.
             let mut valid: BTreeMap<String, Vec<bool>> = BTreeMap::new();
             for file in &f.column_files {
-                let read = read_column_file(version.dir(), file)?;
+                let read = read_column_file(&**version.store(), file)?;
                 let rows = f.ds.num_samples() as usize;
                 let full = read.iter().all(|(n, _)| n != PATCH_ROWS);
                 if let Some((name, a)) = read.iter().find(|(_, a)| full && a.len() != rows) {
@@ -384,7 +384,7 @@ impl VersionView {
             None => {
                 let mut read = BTreeMap::new();
                 for (name, file) in &m.splits {
-                    let set = read_index_file(version.dir(), &file.file, file.checksum.as_deref())?;
+                    let set = read_index_file(&**version.store(), &file.file, file.checksum.as_deref())?;
                     if set.len() as u64 != file.count {
                         return Err(super::integrity::corrupt(
                             &version.dir().join(&file.file),
@@ -476,30 +476,60 @@ pub(crate) fn write_column_file(dir: &Path, columns: Vec<(String, ArrayRef)>) ->
     Ok(ColumnFile { file: rel, fields, checksum })
 }
 
-/// Where to open data file `rel` of the dataset at `dir`: the mirror's copy or its URL
-/// ([`super::remote::data_file`]), a local path refused when it leads outside the directory.
-pub(crate) fn data_file(dir: &Path, rel: &str) -> Result<std::path::PathBuf> {
-    let path = super::remote::data_file(dir, rel);
-    match super::remote::is_url(&path) {
+/// Where to open data file `rel` of the dataset: the mirror's copy or its URL
+/// ([`Store::data_file`]), a local path refused when it leads outside the directory.
+pub(crate) fn data_file(store: &dyn Store, rel: &str) -> Result<std::path::PathBuf> {
+    let path = store.data_file(rel);
+    match crate::store::is_url(&path) {
         true => Ok(path),
-        false => super::integrity::inside(dir, rel),
+        false => super::integrity::inside(store.root(), rel),
+    }
+}
+
+/// Opens data file `rel` of the dataset (its allocation checks deferred to the reads): the
+/// mirror's copy, or by URL when there is none, or when the cache evicted it just now.
+fn open_data_file(store: &dyn Store, rel: &str) -> Result<beton_storage::Dataset> {
+    let open = || OpenOptions::new().defer_allocation_checks(true).open(data_file(store, rel)?).map_err(Error::from);
+    match open() {
+        Err(Error::Storage(beton_storage::Error::Io { source, .. }))
+            if source.kind() == std::io::ErrorKind::NotFound && store.url().is_some() =>
+        {
+            open()
+        }
+        other => other,
     }
 }
 
 /// Reads a column file, checked against its checksum, mapped (its arrays read the file in place): its columns by name.
-fn read_column_file(dir: &Path, file: &ColumnFile) -> Result<Vec<(String, ArrayRef)>> {
-    super::remote::fetch(dir, &file.file)?;
-    let path = super::integrity::inside(dir, &file.file)?;
+fn read_column_file(store: &dyn Store, file: &ColumnFile) -> Result<Vec<(String, ArrayRef)>> {
+    let path = super::integrity::inside(store.root(), &file.file)?;
+    // Mapped once: its arrays read the map, which outlives an eviction from the cache. Fetched
+    // again when the cache evicted the mirror's copy between the fetch and the open.
+    let mut map = None;
+    for _ in 0..2 {
+        store.fetch(&file.file)?;
+        match beton_storage::MappedFile::open(&path) {
+            Err(beton_storage::Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && store.url().is_some() => {}
+            other => {
+                map = Some(other?);
+                break;
+            }
+        }
+    }
+    let map = match map {
+        Some(map) => map,
+        None => beton_storage::MappedFile::open(&path)?,
+    };
     if let Some(expected) = &file.checksum {
         // Read whole only up to a size: a larger one (a column of images) is read as it is
         // used, like a data file, and checked by `beton verify`.
-        let map = beton_storage::MappedFile::open(&path)?;
         if map.as_slice().len() as u64 <= super::integrity::CHECKED_ON_READ {
             super::integrity::verify(&path, map.as_slice(), Some(expected))?;
         }
     }
     let bad = |why: String| Error::InvalidArgument { what: format!("column file {}", path.display()), why };
-    let (schema, batches) = crate::columnar::read_ipc_mapped(&path).map_err(bad)?;
+    let (schema, batches) = crate::columnar::read_ipc_mapped(Arc::new(map)).map_err(bad)?;
     let batch = match batches.len() {
         1 => batches.into_iter().next().expect("one batch"),
         _ => arrow_select::concat::concat_batches(&schema, &batches)?,

@@ -384,15 +384,14 @@ impl Dataset {
         b: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (_, version) = self.versioned()?;
-        let dir = version.dir().to_path_buf();
         let vb = match b {
             None => version.clone(),
-            Some(b) => VersionedDataset::open(&dir, version_ref(Some(b))?).map_err(from_query)?,
+            Some(b) => version.open_at(version_ref(Some(b))?).map_err(from_query)?,
         };
         let va = match a {
-            Some(a) => VersionedDataset::open(&dir, version_ref(Some(a))?).map_err(from_query)?,
+            Some(a) => version.open_at(version_ref(Some(a))?).map_err(from_query)?,
             None => match vb.manifest().parent {
-                Some(p) => VersionedDataset::open(&dir, VersionRef::Number(p)).map_err(from_query)?,
+                Some(p) => version.open_at(VersionRef::Number(p)).map_err(from_query)?,
                 None => vb.clone(),
             },
         };

@@ -92,7 +92,7 @@ impl Dataset {
     /// Whether reads fetch from object storage.
     fn remote(view: &VersionView) -> bool {
         view.datasets().any(|d| d.is_remote())
-            || view.version().is_some_and(|v| beton_query::versioned::remote::url_of(v.dir()).is_some())
+            || view.version().is_some_and(|v| v.store().url().is_some())
     }
 
     /// This dataset, as the source of the index sets it makes.
@@ -195,7 +195,7 @@ impl Dataset {
     fn path<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let opened = self.opened();
         let (path, url) = match opened.version() {
-            Some(v) => (v.dir().to_path_buf(), beton_query::versioned::remote::url_of(v.dir())),
+            Some(v) => (v.dir().to_path_buf(), v.store().url().map(str::to_string)),
             None => {
                 let ds = opened.datasets().next().expect("a file view has one data file");
                 (ds.path().to_path_buf(), ds.is_remote().then(|| ds.path().to_string_lossy().into_owned()))

@@ -473,16 +473,26 @@ impl RecentLeases {
     }
 }
 
-/// The process-wide bound on present bytes, over every live replica.
+/// The process-wide bound on the cache folder's bytes: every live replica's present blocks and
+/// the whole files handed to it with [`cache::adopt`] (a dataset mirror's files), one bound
+/// ([`RemoteOptions::cache_bytes`]) evicting the least recently used of either.
 mod budget {
     use super::*;
+
+    /// A whole file in the cache folder that the bound covers (with the files that go with it).
+    struct Adopted {
+        tick: u64,
+        paths: Vec<PathBuf>,
+        bytes: u64,
+    }
 
     struct State {
         used: u64,
         replicas: Vec<Weak<Replica>>,
+        files: Vec<Adopted>,
     }
 
-    static STATE: Mutex<State> = Mutex::new(State { used: 0, replicas: Vec::new() });
+    static STATE: Mutex<State> = Mutex::new(State { used: 0, replicas: Vec::new(), files: Vec::new() });
 
     fn lock() -> MutexGuard<'static, State> {
         STATE.lock().unwrap_or_else(|e| e.into_inner())
@@ -500,48 +510,137 @@ mod budget {
         s.used = s.used.saturating_sub(bytes);
     }
 
-    /// Takes `bytes` from the budget, first evicting the least recently used unpinned blocks
-    /// of every replica when they would not fit (down to 90 % of the bound, so that eviction
-    /// runs once per many fetches). Pinned blocks are never evicted: when they alone fill the
-    /// bound, the cache goes past it until they are released.
+    /// Takes `bytes` for `asking`'s blocks from the budget ([`make_room`] first).
     pub(super) fn reserve(asking: &Replica, bytes: u64) {
+        take(asking.options.cache_bytes, bytes, None);
+    }
+
+    /// Counts the file `paths[0]` (`bytes`, removed with the rest of `paths` when evicted) in
+    /// the budget, making room for it first.
+    pub(super) fn adopt(paths: Vec<PathBuf>, bytes: u64, limit: u64) {
+        let tick = TICK.fetch_add(1, Ordering::Relaxed);
+        take(limit, bytes, Some(Adopted { tick, paths, bytes }));
+    }
+
+    /// Forgets an adopted file removed by its owner (no eviction will remove it again).
+    pub(super) fn forget(path: &Path) {
         let mut s = lock();
-        let limit = asking.options.cache_bytes;
+        if let Some(k) = s.files.iter().position(|f| f.paths[0] == path) {
+            let gone = s.files.swap_remove(k);
+            s.used = s.used.saturating_sub(gone.bytes);
+        }
+    }
+
+    pub(super) fn used() -> u64 {
+        lock().used
+    }
+
+    fn take(limit: u64, bytes: u64, file: Option<Adopted>) {
+        let mut s = lock();
         // Dropped after the lock (below): the last reference to a replica may be one of these,
         // and its drop takes the lock.
-        let mut live: Vec<Arc<Replica>> = Vec::new();
-        if s.used + bytes > limit {
-            let target = (limit - limit / 10).saturating_sub(bytes);
-            live = s.replicas.iter().filter_map(Weak::upgrade).collect();
-            let mut all: Vec<(u64, usize, usize)> = Vec::new();
-            for (r, replica) in live.iter().enumerate() {
-                all.extend(replica.evictable().into_iter().map(|(tick, k)| (tick, r, k)));
+        let mut live = make_room(&mut s, limit, bytes);
+        s.used += bytes;
+        if let Some(file) = file {
+            s.files.push(file);
+            // A file larger than what eviction could free goes too (the newest, so the last).
+            if s.used > limit {
+                live.extend(make_room(&mut s, limit, 0));
             }
-            all.sort_unstable();
-            let mut need = s.used.saturating_sub(target);
-            let mut by_replica: Vec<Vec<(u64, usize)>> = vec![Vec::new(); live.len()];
-            let mut planned = 0;
-            for &(tick, r, k) in &all {
-                if planned >= need {
-                    break;
-                }
-                by_replica[r].push((tick, k));
-                planned += live[r].block_bytes(k);
+        }
+        drop(s);
+        drop(live);
+    }
+
+    /// When `bytes` more would not fit under `limit`: evicts the least recently used unpinned
+    /// replica blocks and adopted files (down to 90 % of the bound, so that eviction runs once
+    /// per many fetches). Pinned blocks are never evicted: when they alone fill the bound, the
+    /// cache goes past it until they are released. An adopted file is removed from disk (a
+    /// process that has it open or mapped keeps reading it; the next reader fetches it again).
+    fn make_room(s: &mut State, limit: u64, bytes: u64) -> Vec<Arc<Replica>> {
+        if s.used + bytes <= limit {
+            return Vec::new();
+        }
+        let target = (limit - limit / 10).saturating_sub(bytes);
+        let live: Vec<Arc<Replica>> = s.replicas.iter().filter_map(Weak::upgrade).collect();
+        // (last use, replica or `usize::MAX` for a file, block or file index)
+        let mut all: Vec<(u64, usize, usize)> = Vec::new();
+        for (r, replica) in live.iter().enumerate() {
+            all.extend(replica.evictable().into_iter().map(|(tick, k)| (tick, r, k)));
+        }
+        all.extend(s.files.iter().enumerate().map(|(k, f)| (f.tick, usize::MAX, k)));
+        all.sort_unstable();
+        let mut need = s.used.saturating_sub(target);
+        let mut by_replica: Vec<Vec<(u64, usize)>> = vec![Vec::new(); live.len()];
+        let mut files: Vec<usize> = Vec::new();
+        let mut planned = 0;
+        for &(tick, r, k) in &all {
+            if planned >= need {
+                break;
             }
-            for (replica, candidates) in live.iter().zip(&by_replica) {
-                if need == 0 {
-                    break;
+            match r {
+                usize::MAX => {
+                    files.push(k);
+                    planned += s.files[k].bytes;
                 }
-                if !candidates.is_empty() {
-                    let freed = replica.evict_older(candidates, need);
-                    s.used = s.used.saturating_sub(freed);
-                    need = need.saturating_sub(freed);
+                _ => {
+                    by_replica[r].push((tick, k));
+                    planned += live[r].block_bytes(k);
                 }
             }
         }
-        s.used += bytes;
-        drop(s);
-        drop(live);
+        files.sort_unstable();
+        for k in files.into_iter().rev() {
+            let gone = s.files.swap_remove(k);
+            // Best effort: a file already removed by its owner frees its bytes all the same.
+            for path in &gone.paths {
+                let _ = std::fs::remove_file(path);
+            }
+            s.used = s.used.saturating_sub(gone.bytes);
+            need = need.saturating_sub(gone.bytes);
+        }
+        for (replica, candidates) in live.iter().zip(&by_replica) {
+            if need == 0 {
+                break;
+            }
+            if !candidates.is_empty() {
+                let freed = replica.evict_older(candidates, need);
+                s.used = s.used.saturating_sub(freed);
+                need = need.saturating_sub(freed);
+            }
+        }
+        live
+    }
+}
+
+/// The one cache of remote data: whole files that live in the cache folder beside the
+/// replicas (a dataset mirror's manifests, column files and the data files a process wrote)
+/// counted under the same bound as the replicas' blocks, so that `BETON_CACHE_SIZE` bounds the
+/// whole folder's use by this process.
+pub mod cache {
+    use std::path::{Path, PathBuf};
+
+    /// Hands the file `path` (in the cache folder, complete, and a copy of something the store
+    /// holds) to the cache: counted under [`super::RemoteOptions::cache_bytes`] of the
+    /// environment and removed, with `also` (files derived from it), when it is the least
+    /// recently used thing there and room is needed. Its owner must expect it gone: read it
+    /// again from the store when it is missing.
+    pub fn adopt(path: &Path, also: Vec<PathBuf>) {
+        let Ok(meta) = std::fs::metadata(path) else { return };
+        let limit = super::RemoteOptions::from_env().map_or(u64::MAX, |o| o.cache_bytes);
+        let mut paths = vec![path.to_path_buf()];
+        paths.extend(also);
+        super::budget::adopt(paths, meta.len(), limit);
+    }
+
+    /// Stops counting the adopted file `path`, which its owner removed.
+    pub fn forget(path: &Path) {
+        super::budget::forget(path);
+    }
+
+    /// The bytes the cache counts now: present replica blocks and adopted files.
+    pub fn used() -> u64 {
+        super::budget::used()
     }
 }
 
