@@ -468,7 +468,9 @@ impl ColumnarCopy {
 ///
 /// # Errors
 /// A message naming what is wrong: not an Arrow IPC file, or a batch that does not decode.
-pub(crate) fn read_ipc_mapped(map: Arc<MappedFile>) -> std::result::Result<(Arc<Schema>, Vec<RecordBatch>), String> {
+pub(crate) fn read_ipc_mapped(
+    map: Arc<MappedFile>,
+) -> std::result::Result<(Arc<Schema>, Vec<RecordBatch>), String> {
     let (schema, batches) = ipc_batches(&map)?;
     let decoded = batches
         .iter()

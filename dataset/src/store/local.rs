@@ -96,7 +96,8 @@ impl Store for LocalStore {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Err(Error::InvalidArgument {
                 what: format!("dataset directory {}", self.dir.display()),
-                why: "its file system has no hard links, which commits need (no-overwrite publication)".into(),
+                why: "its file system has no hard links, which commits need (no-overwrite publication)"
+                    .into(),
             }),
             Err(e) => Err(io(&target, e)),
         }

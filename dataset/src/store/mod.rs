@@ -26,7 +26,7 @@ pub use beton_storage::remote::objects::Entry;
 pub use durable::{crash_point, pause_point, unique_name, write_new_file, TMP_DIR};
 pub(crate) use durable::{sync_dir, temp_file};
 pub use local::LocalStore;
-pub use object::{has_versions, is_url, ObjectStore};
+pub use object::{is_url, ObjectStore};
 
 use crate::error::Result;
 

@@ -127,34 +127,6 @@ impl ObjectStore {
     }
 }
 
-/// Whether the store has a version of the dataset at `url` (one listing of its `_versions/`;
-/// no mirror is made). `Ok(false)` when it has none, or when the store cannot list the URL as a
-/// folder (a 404, an HTTP server without listings): the URL may then name a file.
-///
-/// # Errors
-/// What keeps the listing from answering, naming the listing's URL: access refused (401/403)
-/// unless `url` itself is an object this process may read (a file, whose folder it may not
-/// list); a store that cannot be reached or keeps failing, after the retry budget
-/// (`BETON_REMOTE_OPEN_RETRY_SECONDS` for a store that never answered). Never a wait of the
-/// whole budget for a refusal, never "not a dataset" for a store that did not answer.
-pub fn has_versions(url: &Path) -> Result<bool> {
-    let Some(url) = url.to_str() else { return Ok(false) };
-    let base = folder_url(url);
-    match objects::list(&format!("{base}{}/", crate::versioned::commit::VERSIONS_DIR)) {
-        Ok(names) => Ok(names.iter().any(|n| n.ends_with(".json"))),
-        // No such folder, or not a store that lists (a plain HTTP server: 405, 501).
-        Err(beton_storage::Error::RemoteNotFound { .. } | beton_storage::Error::Remote { .. }) => Ok(false),
-        // Refused: a dataset we may not read, or a file we may read in a folder we may not list.
-        Err(denied @ beton_storage::Error::RemoteDenied { .. }) => {
-            match url.ends_with('/') || !objects::exists(url).unwrap_or(false) {
-                true => Err(denied.into()),
-                false => Ok(false),
-            }
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
 impl Store for ObjectStore {
     fn root(&self) -> &Path {
         &self.mirror
@@ -233,7 +205,10 @@ impl Store for ObjectStore {
         // tells which the store has (a file fetched or written by an earlier process).
         let local: Vec<&str> = {
             let known = self.known();
-            rels.iter().copied().filter(|rel| !known.contains(*rel) && self.mirror.join(rel).exists()).collect()
+            rels.iter()
+                .copied()
+                .filter(|rel| !known.contains(*rel) && self.mirror.join(rel).exists())
+                .collect()
         };
         if local.is_empty() {
             return Ok(());
@@ -266,11 +241,8 @@ impl Store for ObjectStore {
     fn committed(&self, rels: &[&str]) {
         // The mirror's copies of what this process wrote (a fetched file joined at its fetch):
         // a data file goes with its columnar copy.
-        let adopted: HashMap<&str, PathBuf> = rels
-            .iter()
-            .map(|rel| (*rel, self.mirror.join(rel)))
-            .filter(|(_, path)| path.is_file())
-            .collect();
+        let adopted: HashMap<&str, PathBuf> =
+            rels.iter().map(|rel| (*rel, self.mirror.join(rel))).filter(|(_, path)| path.is_file()).collect();
         let mut rels: Vec<&&str> = adopted.keys().collect();
         rels.sort();
         for rel in rels {
@@ -287,7 +259,8 @@ impl Store for ObjectStore {
     fn in_store(&self, file: &Path) -> Option<String> {
         let rel = file.to_str()?.strip_prefix(&self.base)?;
         let name = rel.strip_prefix("data/")?;
-        let plain = !name.is_empty() && !name.contains('/') && name.ends_with(".beton") && !name.starts_with('.');
+        let plain =
+            !name.is_empty() && !name.contains('/') && name.ends_with(".beton") && !name.starts_with('.');
         if !plain {
             return None;
         }

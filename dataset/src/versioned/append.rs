@@ -132,7 +132,7 @@ impl NewDataFile {
         let dir = store.root();
         let schema = &base.schema;
         let checked = files.iter().map(|file| Self::check(schema, file)).collect::<Result<Vec<_>>>()?;
-        integrity::room_for(base, checked.iter().map(|c| c.0))?;
+        manifest::room_for(base, checked.iter().map(|c| c.0))?;
         let mut merged = base.classes.clone();
         for ((_, _, _, file_classes), file) in checked.iter().zip(files) {
             let what = format!("file {}", file.display());
@@ -198,7 +198,7 @@ impl NewDataFile {
     /// [`Error::InvalidArgument`] when the file's labels name other classes than `m`'s, or `m`
     /// has no row or fragment ids left for it.
     fn push_onto(&self, m: &mut Manifest) -> Result<()> {
-        integrity::room_for(m, [self.num_rows])?;
+        manifest::room_for(m, [self.num_rows])?;
         let what = format!("appended data file {}", self.data_file);
         m.classes = classes::merged(m.classes.as_deref(), self.classes.as_deref(), &what)?;
         m.fragments.push(Fragment {

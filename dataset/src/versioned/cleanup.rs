@@ -22,9 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::commit::{self, io, list_versions, read_manifest};
 use super::{lock, marks, read_tags, CleanupReport, VersionedDataset};
-use crate::store::Store;
 use super::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
 use crate::error::{Error, Result};
+use crate::store::Store;
 
 /// The files the versions a cleanup keeps (and any published while it runs) reference.
 struct Reachable {

@@ -3,22 +3,17 @@
 //! first). Nothing is ever modified in place, so a crash at any point leaves the last committed
 //! version whole and at most some unreferenced files, which `cleanup` removes.
 
-use super::manifest::Manifest;
+use std::collections::HashSet;
+
+use super::manifest::{Manifest, Operation};
+use super::marks;
+pub(crate) use crate::error::io;
 use crate::error::{Error, Result};
 use crate::store::Store;
-pub(crate) use crate::error::io;
-pub(crate) use crate::store::{sync_dir, temp_file};
 pub use crate::store::{crash_point, pause_point, unique_name, write_new_file, TMP_DIR};
+pub(crate) use crate::store::{sync_dir, temp_file};
 
-/// The folder of manifests.
-pub const VERSIONS_DIR: &str = "_versions";
-/// The folder of tags.
-pub const TAGS_DIR: &str = "_tags";
-
-/// The manifest path of `version`, relative to the dataset directory (zero-padded so names sort).
-pub fn manifest_name(version: u64) -> String {
-    format!("{VERSIONS_DIR}/{version:020}.json")
-}
+pub use super::layout::{manifest_name, TAGS_DIR, VERSIONS_DIR};
 
 /// What publishing a manifest came to.
 #[derive(Debug)]
@@ -38,12 +33,12 @@ pub enum Published {
 /// the remote errors.
 pub fn publish(store: &dyn Store, manifest: &Manifest) -> Result<Published> {
     // What readers refuse is never written.
-    super::integrity::check_manifest(manifest).map_err(|why| Error::InvalidArgument {
+    super::manifest::check_manifest(manifest).map_err(|why| Error::InvalidArgument {
         what: format!("commit to {}", store.location()),
         why: format!("{why}; nothing was committed"),
     })?;
     let keep = match store.url() {
-        Some(_) => super::marks::before_publish(store, manifest)?,
+        Some(_) => before_publish(store, manifest)?,
         None => None,
     };
     if keep.is_some() {
@@ -70,6 +65,83 @@ pub fn publish(store: &dyn Store, manifest: &Manifest) -> Result<Published> {
         store.committed(&files);
     }
     Ok(Published::Done)
+}
+
+/// A commit's steps on object storage before its conditional put of `manifest`: the files it
+/// references that the store lacks are uploaded; the files its parent version does not name
+/// (a restore's, the uploads) get a keep marker from before they are checked until after the
+/// put (returned: dropped after the put), so that a cleanup either keeps them or is seen
+/// deleting them (the module's doc argues the order). Small ones are fetched into the mirror
+/// first, so that one a cleanup removed can be put back; a data file this process has no copy
+/// of cannot.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when a file the manifest names is gone for good ([`gone`]) or
+/// the checks outlived the marker; the remote errors.
+fn before_publish<'a>(store: &'a dyn Store, manifest: &Manifest) -> Result<Option<marks::Keep<'a>>> {
+    let files: Vec<&str> = manifest.files().collect();
+    store.upload_missing(&files)?;
+    let parent: HashSet<String> = manifest
+        .parent
+        .and_then(|p| read_manifest(store, p).ok())
+        .map(|m| m.files().map(str::to_string).collect())
+        .unwrap_or_default();
+    let fresh: Vec<&str> = files.into_iter().filter(|f| !parent.contains(*f)).collect();
+    for rel in &fresh {
+        if !rel.starts_with("data/") && !store.fetch(rel)? {
+            return Err(gone(store, manifest, rel));
+        }
+    }
+    if fresh.is_empty() {
+        return Ok(None);
+    }
+    let keep = marks::Keep::put(store, manifest.version, &fresh)?;
+    marks::settle(store, &fresh)?;
+    if let Some(lost) = store.put_back(&fresh)? {
+        return Err(gone(store, manifest, lost));
+    }
+    if keep.expiring() {
+        return Err(Error::InvalidArgument {
+            what: format!("commit of version {} to {}", manifest.version, store.location()),
+            why: format!(
+                "checking its files took over {} s, after which a cleanup may ignore what it keeps; \
+                 nothing was committed",
+                (marks::KEEP_TIMEOUT / 2).as_secs()
+            ),
+        });
+    }
+    Ok(Some(keep))
+}
+
+/// The error of a commit that would name `rel`, which a cleanup removed from the store and this
+/// process has no copy of: the version it comes from cannot be brought back, as when a cleanup
+/// removed its manifest ("has no version").
+fn gone(store: &dyn Store, manifest: &Manifest, rel: &str) -> Error {
+    let base = store.location();
+    let kind = match rel.split('/').next() {
+        Some(super::layout::DATA_DIR) => "data file",
+        Some(super::layout::DELETIONS_DIR) => "deletion file",
+        Some(super::layout::ROW_IDS_DIR) => "row-id file",
+        Some(super::layout::SPLITS_DIR) => "split file",
+        Some(super::layout::COLUMNS_DIR) => "column file",
+        _ => "file",
+    };
+    let (what, whose) = match manifest.operation {
+        Operation::Restore { version } => {
+            (format!("restore of version {version} of {base}"), format!("version {version}'s {kind} {rel}"))
+        }
+        _ => (
+            format!("commit of version {} to {base}", manifest.version),
+            format!("the {kind} {rel} it would name"),
+        ),
+    };
+    Error::InvalidArgument {
+        what,
+        why: format!(
+            "{whose} is no longer in the store (a cleanup removed it, running beside this edit or \
+             before it) and this process has no copy to put back; nothing was committed"
+        ),
+    }
 }
 
 /// Every committed version number, ascending.
@@ -125,7 +197,11 @@ pub fn read_manifest(store: &dyn Store, version: u64) -> Result<Manifest> {
         let there = list_versions(store)?;
         return Err(Error::InvalidArgument {
             what: "version".into(),
-            why: format!("{} has no version {version}; it has {}", store.location(), describe_versions(&there)),
+            why: format!(
+                "{} has no version {version}; it has {}",
+                store.location(),
+                describe_versions(&there)
+            ),
         });
     };
     let m = Manifest::from_json(&bytes, &path)?;

@@ -45,7 +45,7 @@ impl VersionedDataset {
         message: &str,
     ) -> Result<VersionedDataset> {
         let _edit = lock::edit(self.dir())?;
-        integrity::room_for_version(&self.manifest)?;
+        manifest::room_for_version(&self.manifest)?;
         self.check_indices(rows, "rows to update")?;
         let mut typed = Vec::new();
         for (k, (name, array)) in values.into_iter().enumerate() {
@@ -140,7 +140,7 @@ impl VersionedDataset {
         let target = fit::Target { source: "add_column: values", field: name, ty, rows: None };
         let values = fit::fit(&target, values, self.num_rows() as usize)?;
         let _edit = lock::edit(self.dir())?;
-        integrity::room_for_version(&self.manifest)?;
+        manifest::room_for_version(&self.manifest)?;
         let default = default_value(ty);
         let mut files = Vec::new();
         let mut first = 0usize;
@@ -220,7 +220,7 @@ impl VersionedDataset {
             }
         }
         let _edit = lock::edit(self.dir())?;
-        integrity::room_for_version(&self.manifest)?;
+        manifest::room_for_version(&self.manifest)?;
         let ids = {
             let view = self.view()?;
             let table = view.table()?;

@@ -81,7 +81,7 @@ impl VersionedDataset {
     /// [`VersionedDataset::commit`].
     pub fn compact(&self, options: &ExportOptions, message: &str) -> Result<VersionedDataset> {
         let _edit = lock::edit(self.dir())?;
-        integrity::room_for_version(&self.manifest)?;
+        manifest::room_for_version(&self.manifest)?;
         let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
         let (report, ids, nulls) = {
             let view = self.view()?;
@@ -106,7 +106,7 @@ impl VersionedDataset {
         let touches = Touches { everything: true, ..Touches::default() };
         let folded = self.manifest.fragments.iter().map(|f| f.id).collect();
         self.commit(Operation::Compact { fragments: folded }, message, &touches, |base, new| {
-            integrity::room_for(base, [0])?;
+            manifest::room_for(base, [0])?;
             new.fragments = vec![Fragment {
                 id: base.next_fragment_id,
                 data_file: rel.clone(),

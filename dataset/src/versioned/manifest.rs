@@ -3,7 +3,7 @@
 //! how it came to be (parent, time, operation, message). A manifest is JSON, written once and
 //! never modified.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use beton_storage::FieldType;
@@ -331,7 +331,7 @@ impl Manifest {
 
     /// Parses and checks a manifest read from `path`: its checksum (required from format 2 on;
     /// a manifest written before has none and is read without), its format, paths, and the
-    /// consistency of its entries ([`super::integrity`]).
+    /// consistency of its entries ([`check_manifest`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `path` for JSON that is not a manifest or a newer
@@ -384,7 +384,7 @@ impl Manifest {
                 )));
             }
         }
-        super::integrity::check_manifest(&m).map_err(damaged)?;
+        check_manifest(&m).map_err(damaged)?;
         for field in &m.schema {
             field.field_type().map_err(|e| bad(format!("field '{}': {e}", field.name)))?;
         }
@@ -417,6 +417,169 @@ fn is_relative_file(path: &str) -> bool {
     !path.is_empty()
         && !path.starts_with('/')
         && path.split('/').all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\\'))
+}
+
+/// Checks that a manifest's entries agree with each other: no data file or other file named
+/// twice, no fragment id twice, row-id ranges that do not overlap, ids and counts below the
+/// manifest's bounds, column files naming schema fields, no field twice in the schema, totals
+/// that fit in 64 bits. Returns what is wrong, naming the version and the entry.
+pub(crate) fn check_manifest(m: &Manifest) -> std::result::Result<(), String> {
+    let v = m.version;
+    let bad = |why: String| Err(format!("version {v}: {why}"));
+    match m.parent {
+        _ if v == 0 => return Err("version 0: versions start at 1".into()),
+        None if v != 1 => return bad("has no parent version; only version 1 has none".into()),
+        Some(p) if p.checked_add(1) != Some(v) => {
+            return bad(format!("its parent is version {p}, not {}", v - 1))
+        }
+        _ => {}
+    }
+    let mut names = BTreeMap::new();
+    for (k, field) in m.schema.iter().enumerate() {
+        if let Some(first) = names.insert(field.name.as_str(), k) {
+            return bad(format!("field '{}' is in the schema twice (fields {first} and {k})", field.name));
+        }
+    }
+    // Every file a version names, with the entry naming it.
+    let mut files: HashMap<&str, String> = HashMap::new();
+    let mut ids: HashMap<u64, usize> = HashMap::new();
+    let mut ranges = Vec::new();
+    let mut total = 0u64;
+    for (k, f) in m.fragments.iter().enumerate() {
+        let entry = format!("fragment {} (data file {})", f.id, f.data_file);
+        if let Some(first) = ids.insert(f.id, k) {
+            return bad(format!("fragments {first} and {k} both have id {}", f.id));
+        }
+        if f.id >= m.next_fragment_id {
+            return bad(format!("{entry} has an id at or past next_fragment_id {}", m.next_fragment_id));
+        }
+        let deleted = f.deletions.as_ref().map_or(0, |d| d.count);
+        if deleted > f.num_rows {
+            return bad(format!("{entry} deletes {deleted} rows of its {} rows", f.num_rows));
+        }
+        total = match total.checked_add(f.num_rows - deleted) {
+            Some(t) => t,
+            None => return bad("its rows add up to more than 2^64".into()),
+        };
+        if let RowIds::Range { start } = f.row_ids {
+            match start.checked_add(f.num_rows) {
+                Some(end) if end <= m.next_row_id => {
+                    if f.num_rows > 0 {
+                        ranges.push((start, end, entry.clone()));
+                    }
+                }
+                _ => return bad(format!("{entry} has row ids at or past next_row_id {}", m.next_row_id)),
+            }
+        }
+        let mut named = vec![(f.data_file.as_str(), format!("the data file of {entry}"))];
+        if let RowIds::File { file, .. } = &f.row_ids {
+            named.push((file.as_str(), format!("the row-id file of {entry}")));
+        }
+        if let Some(d) = &f.deletions {
+            named.push((d.file.as_str(), format!("the deletion file of {entry}")));
+        }
+        for c in &f.columns {
+            named.push((c.file.as_str(), format!("a column file of {entry}")));
+            if c.fields.is_empty() {
+                return bad(format!("column file {} of {entry} holds no field", c.file));
+            }
+            for name in &c.fields {
+                if !names.contains_key(name.as_str()) {
+                    return bad(format!(
+                        "column file {} of {entry} holds field '{name}', which is not in the schema",
+                        c.file
+                    ));
+                }
+            }
+        }
+        for (file, what) in named {
+            if let Some(first) = files.insert(file, what.clone()) {
+                return bad(format!(
+                    "{file} is both {first} and {what}; each file has one place in a version"
+                ));
+            }
+        }
+    }
+    for (name, s) in &m.splits {
+        let what = format!("the file of split '{name}'");
+        if s.count > m.next_row_id {
+            return bad(format!(
+                "split '{name}' has {} row ids, more than next_row_id {}",
+                s.count, m.next_row_id
+            ));
+        }
+        if let Some(first) = files.insert(s.file.as_str(), what.clone()) {
+            return bad(format!(
+                "{} is both {first} and {what}; each file has one place in a version",
+                s.file
+            ));
+        }
+    }
+    ranges.sort();
+    for pair in ranges.windows(2) {
+        let ((_, end, a), (start, _, b)) = (&pair[0], &pair[1]);
+        if start < end {
+            return bad(format!("{a} and {b} have overlapping row ids (from {start})"));
+        }
+    }
+    Ok(())
+}
+
+/// Fails naming the fragment when the row-id spans of a version's fragments (first and last id
+/// of each, `None` for an empty one) overlap.
+pub(crate) fn check_spans(dir: &Path, m: &Manifest, spans: &[Option<(u64, u64)>]) -> Result<()> {
+    let mut sorted: Vec<(u64, u64, usize)> =
+        spans.iter().enumerate().filter_map(|(k, s)| s.map(|(a, b)| (a, b, k))).collect();
+    sorted.sort_unstable();
+    for pair in sorted.windows(2) {
+        let ((_, last, a), (first, _, b)) = (pair[0], pair[1]);
+        if first <= last {
+            let (fa, fb) = (&m.fragments[a], &m.fragments[b]);
+            return Err(super::integrity::corrupt(
+                &dir.join(super::layout::manifest_name(m.version)),
+                format!(
+                    "version {}: fragments {} and {} have overlapping row ids (row id {first})",
+                    m.version, fa.id, fb.id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Fails with [`Error::InvalidArgument`] unless version `m` has row ids left for new data files
+/// of `rows` rows each, fragment ids for them and a version number after it: checked before an
+/// edit writes anything.
+pub(crate) fn room_for(m: &Manifest, rows: impl IntoIterator<Item = u64>) -> Result<()> {
+    let mut next_row_id = m.next_row_id;
+    let mut next_fragment_id = m.next_fragment_id;
+    let refuse = |why: String| Error::InvalidArgument {
+        what: format!("an edit of version {}", m.version),
+        why: format!("{why}; nothing was written"),
+    };
+    for n in rows {
+        next_row_id = next_row_id.checked_add(n).ok_or_else(|| {
+            refuse(format!("{n} more rows would take row ids past 2^64 - 1 (the next is {})", m.next_row_id))
+        })?;
+        next_fragment_id = next_fragment_id.checked_add(1).ok_or_else(|| {
+            refuse(format!(
+                "a data file more would take fragment ids past 2^64 - 1 (the next is {})",
+                m.next_fragment_id
+            ))
+        })?;
+    }
+    room_for_version(m)
+}
+
+/// Fails with [`Error::InvalidArgument`] when `m` is the largest version number there can be.
+pub(crate) fn room_for_version(m: &Manifest) -> Result<()> {
+    match m.next_version() {
+        Some(_) => Ok(()),
+        None => Err(Error::InvalidArgument {
+            what: format!("an edit of version {}", m.version),
+            why: "it is the largest version number there can be (2^64 - 1); nothing was written".into(),
+        }),
+    }
 }
 
 /// Milliseconds since the Unix epoch.

@@ -44,8 +44,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::commit;
-use super::manifest::{Manifest, Operation};
 use crate::error::{Error, Result};
 use crate::store::{self, Store};
 
@@ -128,83 +126,6 @@ impl<'a> Keep<'a> {
     }
 }
 
-/// A commit's steps on object storage before its conditional put of `manifest`: the files it
-/// references that the store lacks are uploaded; the files its parent version does not name
-/// (a restore's, the uploads) get a keep marker from before they are checked until after the
-/// put (returned: dropped after the put), so that a cleanup either keeps them or is seen
-/// deleting them (the module's doc argues the order). Small ones are fetched into the mirror
-/// first, so that one a cleanup removed can be put back; a data file this process has no copy
-/// of cannot.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] when a file the manifest names is gone for good ([`gone`]) or
-/// the checks outlived the marker; the remote errors.
-pub(super) fn before_publish<'a>(store: &'a dyn Store, manifest: &Manifest) -> Result<Option<Keep<'a>>> {
-    let files: Vec<&str> = manifest.files().collect();
-    store.upload_missing(&files)?;
-    let parent: HashSet<String> = manifest
-        .parent
-        .and_then(|p| commit::read_manifest(store, p).ok())
-        .map(|m| m.files().map(str::to_string).collect())
-        .unwrap_or_default();
-    let fresh: Vec<&str> = files.into_iter().filter(|f| !parent.contains(*f)).collect();
-    for rel in &fresh {
-        if !rel.starts_with("data/") && !store.fetch(rel)? {
-            return Err(gone(store, manifest, rel));
-        }
-    }
-    if fresh.is_empty() {
-        return Ok(None);
-    }
-    let keep = Keep::put(store, manifest.version, &fresh)?;
-    settle(store, &fresh)?;
-    if let Some(lost) = store.put_back(&fresh)? {
-        return Err(gone(store, manifest, lost));
-    }
-    if keep.expiring() {
-        return Err(Error::InvalidArgument {
-            what: format!("commit of version {} to {}", manifest.version, store.location()),
-            why: format!(
-                "checking its files took over {} s, after which a cleanup may ignore what it keeps; \
-                 nothing was committed",
-                (KEEP_TIMEOUT / 2).as_secs()
-            ),
-        });
-    }
-    Ok(Some(keep))
-}
-
-/// The error of a commit that would name `rel`, which a cleanup removed from the store and this
-/// process has no copy of: the version it comes from cannot be brought back, as when a cleanup
-/// removed its manifest ("has no version").
-fn gone(store: &dyn Store, manifest: &Manifest, rel: &str) -> Error {
-    let base = store.location();
-    let kind = match rel.split('/').next() {
-        Some(super::DATA_DIR) => "data file",
-        Some(super::DELETIONS_DIR) => "deletion file",
-        Some(super::ROW_IDS_DIR) => "row-id file",
-        Some(super::SPLITS_DIR) => "split file",
-        Some(super::COLUMNS_DIR) => "column file",
-        _ => "file",
-    };
-    let (what, whose) = match manifest.operation {
-        Operation::Restore { version } => {
-            (format!("restore of version {version} of {base}"), format!("version {version}'s {kind} {rel}"))
-        }
-        _ => (
-            format!("commit of version {} to {base}", manifest.version),
-            format!("the {kind} {rel} it would name"),
-        ),
-    };
-    Error::InvalidArgument {
-        what,
-        why: format!(
-            "{whose} is no longer in the store (a cleanup removed it, running beside this edit or \
-             before it) and this process has no copy to put back; nothing was committed"
-        ),
-    }
-}
-
 impl Drop for Keep<'_> {
     fn drop(&mut self) {
         // Best effort: a marker left behind only keeps its files from cleanup for KEEP_TIMEOUT,
@@ -221,7 +142,7 @@ impl Drop for Keep<'_> {
 ///
 /// # Errors
 /// The remote errors, naming the listing's URL.
-fn settle(store: &dyn Store, files: &[&str]) -> Result<()> {
+pub(super) fn settle(store: &dyn Store, files: &[&str]) -> Result<()> {
     let wanted: HashSet<String> = files.iter().map(|f| f.replace('/', "~")).collect();
     let marks = || -> Result<HashSet<String>> {
         let now = SystemTime::now();

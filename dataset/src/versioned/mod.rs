@@ -18,6 +18,7 @@ mod export;
 mod fit;
 pub mod imagefolder;
 pub mod integrity;
+pub mod layout;
 pub mod lock;
 pub mod manifest;
 mod marks;
@@ -43,16 +44,7 @@ pub use manifest::{ColumnFile, FileRef, Fragment, Manifest, Operation, RowIds, S
 pub use verify::{verify_dir, DirReport};
 pub use view::VersionView;
 
-/// Folder of data files.
-pub const DATA_DIR: &str = "data";
-/// Folder of deletion files.
-pub const DELETIONS_DIR: &str = "deletions";
-/// Folder of split files.
-pub const SPLITS_DIR: &str = "splits";
-/// Folder of row-id files.
-pub const ROW_IDS_DIR: &str = "row_ids";
-/// Folder of column files.
-pub const COLUMNS_DIR: &str = "columns";
+pub use layout::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
 
 /// Commits given up after this many lost races in a row.
 pub const MAX_RETRIES: usize = 64;
@@ -136,7 +128,7 @@ impl VersionedDataset {
 
     /// [`VersionedDataset::is_dataset_dir`], with the errors of a URL's listing: refused access
     /// and a store that cannot be reached are errors naming the listing's URL, not "not a
-    /// dataset" (see [`store::has_versions`]).
+    /// dataset" (see [`has_versions`]).
     ///
     /// # Errors
     /// Remote errors of the listing of `_versions/` at a URL.
@@ -144,7 +136,7 @@ impl VersionedDataset {
         if store::is_url(path) {
             // A `.beton` URL is a file: no listing of its `_versions/` for every open.
             let file = path.to_str().is_some_and(|p| p.trim_end_matches('/').ends_with(".beton"));
-            return Ok(!file && store::has_versions(path)?);
+            return Ok(!file && has_versions(path)?);
         }
         Ok(Self::is_local_dataset_dir(path))
     }
@@ -361,10 +353,12 @@ impl VersionedDataset {
         let version = match at {
             VersionRef::Latest => return Self::open_latest(store),
             VersionRef::Number(n) => n,
-            VersionRef::Tag(name) => *read_tags(&*store)?.get(&name).ok_or_else(|| Error::InvalidArgument {
-                what: "tag".into(),
-                why: format!("{} has no tag '{name}'", store.location()),
-            })?,
+            VersionRef::Tag(name) => {
+                *read_tags(&*store)?.get(&name).ok_or_else(|| Error::InvalidArgument {
+                    what: "tag".into(),
+                    why: format!("{} has no tag '{name}'", store.location()),
+                })?
+            }
         };
         let manifest = read_manifest(&*store, version)?;
         Ok(VersionedDataset { store, manifest })
@@ -522,11 +516,13 @@ impl VersionedDataset {
                 base = latest;
                 continue;
             }
-            integrity::room_for_version(&base)?;
+            manifest::room_for_version(&base)?;
             let mut new = base.child(operation.clone(), message);
             edit(&base, &mut new)?;
             match publish(store, &new)? {
-                Published::Done => return Ok(VersionedDataset { store: Arc::clone(&self.store), manifest: new }),
+                Published::Done => {
+                    return Ok(VersionedDataset { store: Arc::clone(&self.store), manifest: new })
+                }
                 Published::Taken => {
                     let latest = read_manifest(store, latest(store)?)?;
                     check_compatible(&self.manifest, &latest, touches)?;
@@ -668,6 +664,35 @@ fn check_compatible(read: &Manifest, latest: &Manifest, touches: &Touches) -> Re
         }
     }
     Ok(())
+}
+
+/// Whether the store has a version of the dataset at `url` (one listing of its `_versions/`;
+/// no mirror is made). `Ok(false)` when it has none, or when the store cannot list the URL as a
+/// folder (a 404, an HTTP server without listings): the URL may then name a file.
+///
+/// # Errors
+/// What keeps the listing from answering, naming the listing's URL: access refused (401/403)
+/// unless `url` itself is an object this process may read (a file, whose folder it may not
+/// list); a store that cannot be reached or keeps failing, after the retry budget
+/// (`BETON_REMOTE_OPEN_RETRY_SECONDS` for a store that never answered). Never a wait of the
+/// whole budget for a refusal, never "not a dataset" for a store that did not answer.
+fn has_versions(url: &Path) -> Result<bool> {
+    use beton_storage::remote::objects;
+    let Some(url) = url.to_str() else { return Ok(false) };
+    let base = if url.ends_with('/') { url.to_string() } else { format!("{url}/") };
+    match objects::list(&format!("{base}{}/", commit::VERSIONS_DIR)) {
+        Ok(names) => Ok(names.iter().any(|n| n.ends_with(".json"))),
+        // No such folder, or not a store that lists (a plain HTTP server: 405, 501).
+        Err(beton_storage::Error::RemoteNotFound { .. } | beton_storage::Error::Remote { .. }) => Ok(false),
+        // Refused: a dataset we may not read, or a file we may read in a folder we may not list.
+        Err(denied @ beton_storage::Error::RemoteDenied { .. }) => {
+            match url.ends_with('/') || !objects::exists(url).unwrap_or(false) {
+                true => Err(denied.into()),
+                false => Ok(false),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The newest committed version of the dataset.

@@ -11,8 +11,8 @@ use beton_storage::{Dataset, FieldType, OpenOptions};
 
 use super::manifest::{ColumnFile, RowIds};
 use super::{read_index_file, VersionedDataset};
-use crate::store::Store;
 use crate::error::{Error, Result};
+use crate::store::Store;
 use crate::table::{Part, PartRowIds, Table};
 
 /// A data file of a version, its kept rows (`None`: all), the values column files give it, and
@@ -127,7 +127,7 @@ impl VersionView {
             };
             fragments.push(Opened { ds, rows, column_files: f.columns.clone(), row_ids });
         }
-        super::integrity::check_spans(dir, m, &spans)?;
+        super::manifest::check_spans(dir, m, &spans)?;
         let schema = m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<_>>()?;
         Ok(VersionView {
             version: Some(version.clone()),
@@ -489,7 +489,8 @@ pub(crate) fn data_file(store: &dyn Store, rel: &str) -> Result<std::path::PathB
 /// Opens data file `rel` of the dataset (its allocation checks deferred to the reads): the
 /// mirror's copy, or by URL when there is none, or when the cache evicted it just now.
 fn open_data_file(store: &dyn Store, rel: &str) -> Result<beton_storage::Dataset> {
-    let open = || OpenOptions::new().defer_allocation_checks(true).open(data_file(store, rel)?).map_err(Error::from);
+    let open =
+        || OpenOptions::new().defer_allocation_checks(true).open(data_file(store, rel)?).map_err(Error::from);
     match open() {
         Err(Error::Storage(beton_storage::Error::Io { source, .. }))
             if source.kind() == std::io::ErrorKind::NotFound && store.url().is_some() =>

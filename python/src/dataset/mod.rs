@@ -91,8 +91,7 @@ impl Dataset {
 
     /// Whether reads fetch from object storage.
     fn remote(view: &VersionView) -> bool {
-        view.datasets().any(|d| d.is_remote())
-            || view.version().is_some_and(|v| v.store().url().is_some())
+        view.datasets().any(|d| d.is_remote()) || view.version().is_some_and(|v| v.store().url().is_some())
     }
 
     /// This dataset, as the source of the index sets it makes.

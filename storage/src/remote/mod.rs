@@ -18,11 +18,14 @@
 //!   unpinned blocks are evicted. The loader holds one per batch; `Dataset::get` keeps the
 //!   leases of a handle's last [`RECENT_LEASES`] payload reads, so a borrowed value stays valid
 //!   while it is used.
-//! - **A bounded cache.** The bytes present in all replicas of the process stay under
+//! - **One bounded cache.** The bytes present in all replicas of the process, and the whole
+//!   files handed to the cache by a dataset directory's mirror ([`cache::adopt`]: its
+//!   manifests, column files and the data files it wrote), stay under
 //!   [`RemoteOptions::cache_bytes`] (`BETON_CACHE_SIZE`): fetching past it first evicts the
-//!   least recently used unpinned blocks, whose disk space is given back with
-//!   `fallocate(PUNCH_HOLE)`. An epoch whose working set is larger than the cache re-fetches;
-//!   it never fails for room. Pinned blocks may take the cache past its bound until released.
+//!   least recently used of them, unpinned blocks (whose disk space is given back with
+//!   `fallocate(PUNCH_HOLE)`) or whole files (fetched again when next read). An epoch whose
+//!   working set is larger than the cache re-fetches; it never fails for room. Pinned blocks
+//!   may take the cache past its bound until released.
 //! - **Reuse.** A replica is named by its URL and the object's version (ETag, length), locked
 //!   while open (a second process gets a private one), and leaves a list of its present blocks
 //!   when closed, written after the data is synced: the next open of the same object fetches

@@ -190,6 +190,42 @@ fn evicted_blocks_are_fetched_again_and_pinned_blocks_are_kept() {
 }
 
 #[test]
+fn adopted_files_and_replica_blocks_share_one_bound() {
+    // One bound of 4 blocks over a replica's blocks and a mirror's whole files.
+    let bound = 4 * BLOCK_SIZE;
+    let s = setup(8 * BLOCK_SIZE as usize, bound, Duration::ZERO);
+    drop(s.replica.ensure(&[0..3 * BLOCK_SIZE]).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, blocks: u64| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, vec![1u8; (blocks * BLOCK_SIZE) as usize]).unwrap();
+        path
+    };
+    // A file of 2 blocks: room is made by evicting the replica's least recently used blocks.
+    // (Other tests' replicas share the process's budget: what they hold decides how much of
+    // this one goes here; the next adoption needs more room than anything but all of it.)
+    let (first, derived) = (file("first", 2), file("first.cols", 0));
+    super::budget::adopt(vec![first.clone(), derived.clone()], 2 * BLOCK_SIZE, bound);
+    // A file of 3 blocks: every older thing goes, blocks and the older file, with what was
+    // derived from it.
+    let second = file("second", 3);
+    super::budget::adopt(vec![second.clone()], 3 * BLOCK_SIZE, bound);
+    assert!(!first.exists() && !derived.exists(), "the older file and its derived file were evicted");
+    let b = s.replica.lock();
+    assert_eq!(
+        b.status.iter().filter(|x| **x == Status::Present).count(),
+        0,
+        "every unpinned block went first"
+    );
+    drop(b);
+    // A file its owner removed is forgotten: its bytes leave the count.
+    let before = super::budget::used();
+    std::fs::remove_file(&second).unwrap();
+    super::budget::forget(&second);
+    assert!(super::budget::used() <= before.saturating_sub(3 * BLOCK_SIZE) || before < 3 * BLOCK_SIZE);
+}
+
+#[test]
 fn a_closed_replica_is_reused_and_a_locked_one_is_not_shared() {
     let dir = tempfile::tempdir().unwrap();
     let data: Arc<Vec<u8>> = Arc::new((0..5 * BLOCK_SIZE as usize).map(|i| i as u8).collect());

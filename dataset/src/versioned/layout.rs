@@ -1,0 +1,22 @@
+//! The names of a dataset directory's folders and manifests (docs/FORMAT.md §13): one place for
+//! every module that reads or writes them, with nothing to import.
+
+/// Folder of data files.
+pub const DATA_DIR: &str = "data";
+/// Folder of deletion files.
+pub const DELETIONS_DIR: &str = "deletions";
+/// Folder of split files.
+pub const SPLITS_DIR: &str = "splits";
+/// Folder of row-id files.
+pub const ROW_IDS_DIR: &str = "row_ids";
+/// Folder of column files.
+pub const COLUMNS_DIR: &str = "columns";
+/// The folder of manifests.
+pub const VERSIONS_DIR: &str = "_versions";
+/// The folder of tags.
+pub const TAGS_DIR: &str = "_tags";
+
+/// The manifest path of `version`, relative to the dataset directory (zero-padded so names sort).
+pub fn manifest_name(version: u64) -> String {
+    format!("{VERSIONS_DIR}/{version:020}.json")
+}
