@@ -49,7 +49,7 @@ def test_explain_file_gives_the_plan_and_its_fields(photos):
     assert e.rows_matched == len(e.ids) and e.num_rows == len(ds) == 155
     assert 0 < e.matched["bytes"] < e.total["bytes"] and e.matched["pages"] <= e.total["pages"]
     assert e.total["allocations"] == 2 * 155  # image and path payloads
-    assert e.data_files == [] and e.version == 1
+    assert e.data_files == [] and e.version == 0  # a .beton file is version 0 of itself
     text = str(e)
     for line in ("file:", "columns:", "heap columns:", "rows matched:", "allocations:", "pages:",
                  "payload bytes:"):
@@ -213,7 +213,7 @@ def test_copy_falls_back_to_encoding_when_types_differ_or_asked(photos, tmp_path
 def test_reprs_are_short_and_say_what_matters(photos, tmp_path):
     ds = beton.open(photos)
     r = repr(ds)
-    assert str(photos) in r and "155 rows" in r and "version 1" in r
+    assert str(photos) in r and "155 rows" in r and "version 0, .beton file" in r
     assert "image rgb_image" in r and "label int" in r and "path text" in r
     assert "splits: none" in r and f"classes ({len(CLASSES)}): {CLASSES[0]}" in r
     q = ds.query("SELECT label, count(*) AS n FROM samples GROUP BY label ORDER BY label")

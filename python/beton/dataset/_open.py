@@ -89,7 +89,7 @@ class _DatasetBase:
 
     @property
     def version(self) -> int:
-        """This version's number (1 for a ``.beton`` file).
+        """This version's number (0 for a ``.beton`` file: a read-only dataset of one data file).
 
         Returns
         -------
@@ -100,7 +100,7 @@ class _DatasetBase:
         >>> beton.open("ds", version=2).version  # doctest: +SKIP
         2
         """
-        return self._native.version if self._is_directory else 1
+        return self._native.version
 
     @property
     def _is_directory(self) -> bool:

@@ -122,7 +122,7 @@ class Explain:
     path : str
         The ``.beton`` file or dataset directory.
     version : int
-        The version explained (1 for a ``.beton`` file).
+        The version explained (0 for a ``.beton`` file).
     columns : list of str
         The data table's columns the query names.
     heap_columns : list of str

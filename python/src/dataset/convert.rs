@@ -81,11 +81,11 @@ pub(crate) fn explain_dict<'py>(
     match &e.source {
         beton_query::explain::Source::File(p) if e.remote.is_some() => {
             d.set_item("path", p.to_string_lossy())?;
-            d.set_item("version", 1)?;
+            d.set_item("version", 0)?;
         }
         beton_query::explain::Source::File(p) => {
             d.set_item("path", p)?;
-            d.set_item("version", 1)?;
+            d.set_item("version", 0)?;
         }
         beton_query::explain::Source::Version { dir, version } => {
             d.set_item("path", dir)?;
