@@ -13,7 +13,7 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::error::{Error, Result};
-use crate::versioned::VersionedDataset;
+use crate::versioned::VersionView;
 use crate::Table;
 
 /// Heap reads of a set of allocations.
@@ -140,74 +140,65 @@ pub struct RemoteReads {
     pub bytes_needed: u64,
 }
 
-/// Explains `sql` (a bare predicate or a `SELECT`) on the data table of `ds`, the file at `path`.
+/// Explains `sql` (a bare predicate or a `SELECT`) on `view`, a `.beton` file or a version of a
+/// dataset directory alike: the columns it touches, the rows it matches, and the rows, pages
+/// and payload bytes a loader of those rows would read, per data file for a version. For data
+/// files on remote storage, what was fetched so far and what the matched rows still need.
 ///
 /// # Errors
-/// SQL errors (with their line and column), storage errors reading the allocation table.
-pub fn file(ds: &Dataset, sql: &str) -> Result<Explain> {
-    let table = Table::new(ds);
-    let ids = crate::select_indices(&table, sql)?;
-    let (columns, heap_columns) = touched(&table, sql)?;
-    let scan = table.scan_bytes(&columns.iter().map(String::as_str).collect::<Vec<_>>())?;
-    Ok(Explain {
-        source: Source::File(ds.path().to_path_buf()),
-        sql: sql.to_string(),
-        columns,
-        heap_columns,
-        scan,
-        rows_matched: ids.len() as u64,
-        num_rows: ds.num_samples(),
-        page_size: ds.page_size(),
-        matched: Reads::rows(ds, ids.iter()),
-        total: Reads::all(ds),
-        data_files: Vec::new(),
-        remote: ds.remote_stats().zip(ds.remote_plan(ids.iter())).map(
-            |(s, (requests_needed, bytes_needed))| RemoteReads {
-                requests: s.requests,
-                bytes: s.bytes,
-                requests_needed,
-                bytes_needed,
-            },
-        ),
-        ids,
-    })
-}
-
-/// Explains `sql` on version `v`: as [`file`], and for each data file the rows, pages and payload
-/// bytes a loader of the matched rows would read.
-///
-/// # Errors
-/// As [`file`]; manifest and column-file errors opening the version.
-pub fn version(v: &VersionedDataset, sql: &str) -> Result<Explain> {
-    let view = v.view()?;
+/// SQL errors (with their line and column), storage errors reading the allocation tables;
+/// manifest and column-file errors reading a version's table.
+pub fn explain(view: &VersionView, sql: &str) -> Result<Explain> {
     let table = view.table()?;
     let ids = crate::select_indices(&table, sql)?;
     let (columns, heap_columns) = touched(&table, sql)?;
     let scan = table.scan_bytes(&columns.iter().map(String::as_str).collect::<Vec<_>>())?;
-    // Matched rows of each data file, by position in the manifest.
+    // Matched rows of each data file, by position in the view.
     let datasets: Vec<&Dataset> = view.datasets().collect();
     let mut rows: Vec<Vec<u64>> = vec![Vec::new(); datasets.len()];
-    for i in ids.iter() {
-        let (ds, row) = table.locate(i)?;
-        if let Some(k) = datasets.iter().position(|d| std::ptr::eq(*d, ds)) {
-            rows[k].push(row);
+    match datasets.len() {
+        1 => rows[0] = ids.iter().collect(),
+        _ => {
+            for i in ids.iter() {
+                let (ds, row) = table.locate(i)?;
+                if let Some(k) = datasets.iter().position(|d| std::ptr::eq(*d, ds)) {
+                    rows[k].push(row);
+                }
+            }
         }
     }
     let mut data_files = Vec::new();
     let (mut matched, mut total) = (Reads::default(), Reads::default());
-    for ((ds, rows), f) in datasets.iter().zip(&rows).zip(&v.manifest().fragments) {
-        let file = DataFileReads {
-            id: f.id,
-            data_file: f.data_file.clone(),
-            rows_matched: rows.len() as u64,
-            matched: Reads::rows(ds, rows.iter().copied()),
-            total: Reads::all(ds),
-        };
-        (matched, total) = (matched.add(file.matched), total.add(file.total));
-        data_files.push(file);
+    let mut remote: Option<RemoteReads> = None;
+    for (k, (ds, rows)) in datasets.iter().zip(&rows).enumerate() {
+        let (file_matched, file_total) = (Reads::rows(ds, rows.iter().copied()), Reads::all(ds));
+        (matched, total) = (matched.add(file_matched), total.add(file_total));
+        if let Some(v) = view.version() {
+            let f = &v.manifest().fragments[k];
+            data_files.push(DataFileReads {
+                id: f.id,
+                data_file: f.data_file.clone(),
+                rows_matched: rows.len() as u64,
+                matched: file_matched,
+                total: file_total,
+            });
+        }
+        if let (Some(s), Some((requests_needed, bytes_needed))) =
+            (ds.remote_stats(), ds.remote_plan(rows.iter().copied()))
+        {
+            let r = remote.get_or_insert_with(RemoteReads::default);
+            r.requests += s.requests;
+            r.bytes += s.bytes;
+            r.requests_needed += requests_needed;
+            r.bytes_needed += bytes_needed;
+        }
     }
+    let source = match view.version() {
+        Some(v) => Source::Version { dir: v.dir().to_path_buf(), version: v.version() },
+        None => Source::File(datasets[0].path().to_path_buf()),
+    };
     Ok(Explain {
-        source: Source::Version { dir: v.dir().to_path_buf(), version: v.version() },
+        source,
         sql: sql.to_string(),
         columns,
         heap_columns,
@@ -219,7 +210,7 @@ pub fn version(v: &VersionedDataset, sql: &str) -> Result<Explain> {
         total,
         data_files,
         ids,
-        remote: None,
+        remote,
     })
 }
 

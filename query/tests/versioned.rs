@@ -568,13 +568,14 @@ fn copy_rows_copies_stored_values_in_any_order() {
 #[test]
 fn explain_counts_rows_and_reads_per_data_file() {
     let (tmp, file) = temp_file(0, 10);
-    let ds = Dataset::open(&file).unwrap();
-    let e = beton_query::explain::file(&ds, "label < 4").unwrap();
+    let file_view =
+        beton_query::versioned::VersionView::of_file(std::sync::Arc::new(Dataset::open(&file).unwrap()));
+    let e = beton_query::explain::explain(&file_view, "label < 4").unwrap();
     assert_eq!((e.rows_matched, e.num_rows, e.columns.clone()), (4, 10, vec!["label".to_string()]));
     assert_eq!((e.matched.allocations, e.total.allocations), (4, 10));
     assert!(e.to_string().contains("rows matched:  4 of 10 (40.0%)"), "{e}");
     let v = VersionedDataset::import(&tmp.path().join("ds"), &file).unwrap().append_file(&file, "").unwrap();
-    let e = beton_query::explain::version(&v, "label < 4").unwrap();
+    let e = beton_query::explain::explain(&v.view().unwrap(), "label < 4").unwrap();
     assert_eq!(e.rows_matched, 8);
     assert_eq!(e.data_files.iter().map(|f| f.rows_matched).collect::<Vec<_>>(), [4, 4]);
     assert_eq!(e.matched.allocations, 8);

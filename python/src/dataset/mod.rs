@@ -360,12 +360,7 @@ impl Dataset {
     /// The plan of `sql` (`beton explain`): a dict, with `text` as the CLI prints it.
     fn explain<'py>(&self, py: Python<'py>, sql: String) -> PyResult<Bound<'py, PyDict>> {
         let opened = self.opened();
-        let e = py
-            .detach(|| match opened.version() {
-                Some(v) => beton_query::explain::version(v, &sql),
-                None => beton_query::explain::file(opened.datasets().next().expect("one data file"), &sql),
-            })
-            .map_err(from_query)?;
+        let e = py.detach(|| beton_query::explain::explain(&opened, &sql)).map_err(from_query)?;
         explain_dict(py, e)
     }
 
