@@ -15,6 +15,10 @@ step() { echo; echo "== $* == ($((SECONDS - t0)) s so far)"; }
 t0=$SECONDS
 step "cargo fmt --check"
 cargo fmt --all --check
+step "no import cycles between the files of any crate (scripts/module-cycles.py)"
+for crate in storage/src dataset/src query/src loader/src python/src src; do
+  python3 scripts/module-cycles.py "$crate"
+done
 step "feature sets: the Python and CUDA builds reuse the workspace's artifacts"
 python3 scripts/check-feature-sets.py
 step "cargo clippy (all targets, -D warnings)"

@@ -26,7 +26,6 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Field as ArrowField, Schema};
-use beton_storage::field::ColumnSource;
 use beton_storage::{Dataset, FileId, MappedFile};
 
 use crate::error::{Error, Result};
@@ -64,12 +63,6 @@ fn policy() -> Policy {
         Ok("always") => Policy::Always,
         _ => Policy::Auto,
     }
-}
-
-/// True for the columns a copy holds: every fixed-width one computed from row slots or the
-/// allocation table.
-pub(crate) fn holds(source: ColumnSource) -> bool {
-    !matches!(source, ColumnSource::Index | ColumnSource::Text | ColumnSource::Constant(_))
 }
 
 /// The columnar copy of `ds`, opened, or made when worth it; `None` when there is none to use
@@ -369,24 +362,11 @@ impl ColumnarCopy {
             .tempfile_in(&dir)
             .map_err(io)?;
         temp.as_file().lock().map_err(io)?;
-        let table = crate::Table::row_major(ds);
-        let names: Vec<String> = table.copy_columns();
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        table.prefetch(&refs);
-        let mut fields = Vec::with_capacity(names.len());
-        let mut arrays = Vec::with_capacity(names.len());
-        // The columns the fused pass did not give (image modes and sizes), in parallel.
-        let gathered: Vec<Result<ArrayRef>> = {
-            use rayon::prelude::*;
-            names.par_iter().map(|name| table.column(name)).collect()
-        };
-        for (name, array) in names.iter().zip(gathered) {
-            // A column that cannot be read (a corrupt image mode) is left to the row gather,
-            // which reports it where a query needs it.
-            if let Ok(array) = array {
-                fields.push(ArrowField::new(name, array.data_type().clone(), false));
-                arrays.push(array);
-            }
+        let mut fields = Vec::new();
+        let mut arrays = Vec::new();
+        for (name, array) in crate::gather::copy_columns(ds)? {
+            fields.push(ArrowField::new(name, array.data_type().clone(), false));
+            arrays.push(array);
         }
         let metadata = [
             (FORMAT_KEY.to_string(), FORMAT_VERSION.to_string()),
@@ -575,13 +555,10 @@ mod tests {
         assert!(ColumnarCopy::open(&ds).is_none(), "none yet");
         let copy = ColumnarCopy::build(&ds).unwrap();
         assert_eq!(copy.path(), dir.path().join("a.beton.columns.arrow"));
-        let gathered = crate::Table::row_major(&ds);
+        let gathered: std::collections::HashMap<String, ArrayRef> =
+            crate::gather::copy_columns(&ds).unwrap().into_iter().collect();
         for name in ["label", "score"] {
-            assert_eq!(
-                copy.column(name).unwrap().as_ref(),
-                gathered.column(name).unwrap().as_ref(),
-                "{name}"
-            );
+            assert_eq!(copy.column(name).unwrap().as_ref(), gathered[name].as_ref(), "{name}");
         }
         assert!(copy.column("caption").is_none() && copy.column("index").is_none());
         assert_eq!(copy.column_bytes("label"), Some(8000));
@@ -608,8 +585,12 @@ mod tests {
         // Rewritten with other labels, same length and header: the copy must not be read.
         let ds = write(&path, 500, 100);
         assert!(ColumnarCopy::open(&ds).is_none());
-        let t = crate::Table::new(&ds);
-        let label = t.column("label").unwrap();
+        let label = crate::gather::gather(
+            &ds,
+            ds.field_index("label").unwrap(),
+            beton_storage::field::ColumnSource::Int,
+        )
+        .unwrap();
         assert_eq!(label.as_any().downcast_ref::<Int64Array>().unwrap().value(0), 100);
     }
 
@@ -706,9 +687,9 @@ mod tests {
         after_write(&numbers);
         let ds = Dataset::open(&numbers).unwrap();
         assert!(!cheap_beside_the_write(&ds) && !path_of(&numbers).exists(), "none at write");
-        let label = crate::Table::new(&ds).column("label").unwrap();
-        assert_eq!(label.len() as u64, MIN_ROWS);
-        assert!(ColumnarCopy::open(&ds).is_some(), "made by the first read of a column");
+        // What a table's first read of a column calls.
+        assert!(for_dataset(&ds).is_some(), "made by the first read of a column");
+        assert!(ColumnarCopy::open(&ds).is_some());
         // Payloads dominate (the data table is a small part of the file): made at write.
         let blobs = dir.path().join("blobs.beton");
         let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];

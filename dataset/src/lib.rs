@@ -16,6 +16,7 @@
 pub mod columnar;
 pub mod copy;
 pub mod error;
+mod gather;
 pub mod index_set;
 pub mod random;
 pub mod splits;

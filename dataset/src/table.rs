@@ -26,28 +26,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use arrow_array::builder::{FixedSizeBinaryBuilder, StringBuilder};
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt64Array,
-};
-use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
+use arrow_schema::{Field as ArrowField, Schema, SchemaRef};
 use beton_storage::field::ColumnSource as Source;
-use beton_storage::{Dataset, ImageMode, Value};
+use beton_storage::{Dataset, Value};
 
 use crate::columnar::ColumnarCopy;
 use crate::error::{Error, Result};
+use crate::gather::{columns_of, gather, gather_fused, Column, GatherPart};
 use crate::index_set::IndexSet;
-
-#[derive(Debug, Clone)]
-struct Column {
-    name: String,
-    /// The field, by name (none for `index` and `row_id`).
-    field: Option<String>,
-    /// The field's type (none for `index` and `row_id`).
-    ty: Option<beton_storage::FieldType>,
-    source: Source,
-    data_type: DataType,
-}
 
 /// The row ids of a part's data-file rows.
 #[derive(Debug, Clone)]
@@ -91,8 +78,6 @@ pub struct Table<'a> {
     split_ids: Option<Arc<BTreeMap<String, IndexSet>>>,
     /// The named splits as table rows, made once per table (so one query sees one generation).
     splits: OnceLock<BTreeMap<String, Arc<IndexSet>>>,
-    /// Whether columns come from the parts' columnar copies (false: always gathered from rows).
-    use_copies: bool,
     /// Each part's columnar copy, opened (or made) on first use.
     copies: Vec<OnceLock<Option<Arc<ColumnarCopy>>>>,
 }
@@ -102,46 +87,6 @@ impl std::fmt::Debug for Table<'_> {
         let paths: Vec<_> = self.parts.iter().map(|p| p.ds.path()).collect();
         f.debug_struct("Table").field("paths", &paths).field("columns", &self.column_names()).finish()
     }
-}
-
-/// The columns of a schema: `(field name, field type)` in order.
-fn columns_of<'t>(
-    fields: impl Iterator<Item = (&'t str, &'t beton_storage::FieldType)>,
-    row_id: bool,
-) -> Vec<Column> {
-    let mut columns = vec![Column {
-        name: "index".into(),
-        field: None,
-        ty: None,
-        source: Source::Index,
-        data_type: DataType::UInt64,
-    }];
-    if row_id {
-        // The stable id: `Source::Constant` marks it (no field has a constant column without one).
-        columns.push(Column {
-            name: "row_id".into(),
-            field: None,
-            ty: None,
-            source: Source::Constant(0),
-            data_type: DataType::UInt64,
-        });
-    }
-    for (name, ty) in fields {
-        for def in ty.kind().columns() {
-            let column = match def.suffix {
-                Some(suffix) => format!("{name}.{suffix}"),
-                None => name.to_string(),
-            };
-            columns.push(Column {
-                name: column,
-                field: Some(name.to_string()),
-                ty: Some(ty.clone()),
-                source: def.source,
-                data_type: def.source.data_type(),
-            });
-        }
-    }
-    columns
 }
 
 impl<'a> Table<'a> {
@@ -158,22 +103,8 @@ impl<'a> Table<'a> {
         Self::assemble(vec![part], columns, None)
     }
 
-    /// The table of `ds` gathered from its rows only, never from a columnar copy (what makes one).
-    pub(crate) fn row_major(ds: &'a Dataset) -> Table<'a> {
-        Table { use_copies: false, ..Table::new(ds) }
-    }
-
-    /// The columns a columnar copy of a one-file table holds.
-    pub(crate) fn copy_columns(&self) -> Vec<String> {
-        let held = |c: &&Column| c.field.is_some() && crate::columnar::holds(c.source);
-        self.columns.iter().filter(held).map(|c| c.name.clone()).collect()
-    }
-
     /// Part `k`'s columnar copy, opened or made on first use.
     fn part_copy(&self, k: usize) -> Option<&Arc<ColumnarCopy>> {
-        if !self.use_copies {
-            return None;
-        }
         self.copies[k].get_or_init(|| crate::columnar::for_dataset(self.parts[k].ds)).as_ref()
     }
 
@@ -311,7 +242,6 @@ impl<'a> Table<'a> {
             cache: Mutex::new(HashMap::new()),
             split_ids,
             splits: OnceLock::new(),
-            use_copies: true,
         }
     }
 
@@ -705,159 +635,6 @@ fn concat_parts(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
     }
 }
 
-/// A column being gathered.
-enum Gather {
-    I64(Vec<i64>),
-    F64(Vec<f64>),
-    U16(Vec<u16>),
-    U64(Vec<u64>),
-}
-
-/// Appends each column's value from every row of `rows` (a column at row offset `at`).
-fn fill<'r>(gathers: &mut [Gather], at: &[usize], rows: impl Iterator<Item = &'r [u8]> + Clone) {
-    let word = |row: &[u8], at: usize| {
-        row.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-    };
-    let half = |row: &[u8], at: usize| row.get(at..at + 2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
-    for (g, &at) in gathers.iter_mut().zip(at) {
-        match g {
-            Gather::I64(v) => v.extend(rows.clone().map(|row| word(row, at) as i64)),
-            Gather::F64(v) => v.extend(rows.clone().map(|row| f64::from_bits(word(row, at)))),
-            Gather::U16(v) => v.extend(rows.clone().map(|row| half(row, at))),
-            Gather::U64(v) => v.extend(rows.clone().map(|row| word(row, at))),
-        }
-    }
-}
-
-/// One data file's share of a fused gather: its kept rows (`None`: all) and, for each column, the
-/// offset of the field's slot in its rows.
-struct GatherPart<'d> {
-    ds: &'d Dataset,
-    rows: Option<&'d [u64]>,
-    offsets: Vec<usize>,
-}
-
-/// The columns of `sources` (fixed-width ones) over the kept rows of every part, in order,
-/// gathered in one pass over each data table straight into one array per column (no per-part
-/// arrays to concatenate).
-fn gather_fused(parts: &[GatherPart<'_>], sources: &[Source]) -> Vec<ArrayRef> {
-    let n: usize = parts.iter().map(|p| p.rows.map_or(p.ds.num_samples() as usize, <[u64]>::len)).sum();
-    // Where each column's value sits past the field's slot offset.
-    let delta = |source: &Source| match source {
-        Source::Int | Source::Float => 0,
-        Source::ImageWidth => 1,
-        Source::ImageHeight => 3,
-        _ => 8,
-    };
-    let mut gathers: Vec<Gather> = sources
-        .iter()
-        .map(|source| match source {
-            Source::Int => Gather::I64(Vec::with_capacity(n)),
-            Source::Float => Gather::F64(Vec::with_capacity(n)),
-            Source::ImageWidth | Source::ImageHeight => Gather::U16(Vec::with_capacity(n)),
-            _ => Gather::U64(Vec::with_capacity(n)),
-        })
-        .collect();
-    for part in parts {
-        let row_size = part.ds.row_size().max(1);
-        let table = part.ds.data_table();
-        let at: Vec<usize> = part.offsets.iter().zip(sources).map(|(o, s)| o + delta(s)).collect();
-        // Blocks of rows small enough to stay in the L2 cache while every column takes its
-        // values from them with its own tight loop.
-        match part.rows {
-            None => {
-                for block in table.chunks(row_size * 2048) {
-                    fill(&mut gathers, &at, block.chunks_exact(row_size));
-                }
-            }
-            Some(rows) => {
-                for block in rows.chunks(2048) {
-                    let kept = block.iter().map(|&r| {
-                        let start = r as usize * row_size;
-                        table.get(start..start + row_size).unwrap_or(&[0u8; 0])
-                    });
-                    fill(&mut gathers, &at, kept);
-                }
-            }
-        }
-    }
-    gathers
-        .into_iter()
-        .map(|g| -> ArrayRef {
-            match g {
-                Gather::I64(v) => Arc::new(Int64Array::from(v)),
-                Gather::F64(v) => Arc::new(Float64Array::from(v)),
-                Gather::U16(v) => Arc::new(UInt16Array::from(v)),
-                Gather::U64(v) => Arc::new(UInt64Array::from(v)),
-            }
-        })
-        .collect()
-}
-
-/// One column (`source` of field `field`) over every row of `ds`.
-fn gather(ds: &Dataset, field: usize, source: Source) -> Result<ArrayRef> {
-    let n = ds.num_samples();
-    let offset = ds.fields()[field].offset();
-    // Each row's slot of this field: a strided view of the row-major table.
-    let slots = || ds.data_table().chunks_exact(ds.row_size().max(1)).map(move |row| &row[offset..]);
-    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
-    let half = |s: &[u8], at: usize| u16::from_le_bytes([s[at], s[at + 1]]);
-    Ok(match source {
-        Source::Index => Arc::new(UInt64Array::from_iter_values(0..n)),
-        Source::Int => Arc::new(Int64Array::from_iter_values(slots().map(|s| word(s, 0) as i64))),
-        Source::Float => {
-            Arc::new(Float64Array::from_iter_values(slots().map(|s| f64::from_bits(word(s, 0)))))
-        }
-        Source::Bool => Arc::new(BooleanArray::from_iter(slots().map(|s| Some(s[0] != 0)))),
-        Source::ImageWidth => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 1)))),
-        Source::ImageHeight => Arc::new(UInt16Array::from_iter_values(slots().map(|s| half(s, 3)))),
-        Source::SizeWord => Arc::new(UInt64Array::from_iter_values(slots().map(|s| word(s, 8)))),
-        Source::Constant(nbytes) => Arc::new(UInt64Array::from_iter_values((0..n).map(|_| nbytes))),
-        Source::ImageMode => {
-            let mut b = StringBuilder::with_capacity(n as usize, 3 * n as usize);
-            for (i, s) in slots().enumerate() {
-                match ImageMode::from_byte(s[0]) {
-                    Some(mode) => b.append_value(mode.name()),
-                    // Not 0 or 1: the reader's error names the sample and byte offset.
-                    None => {
-                        return Err(ds.get(i as u64, field).err().map_or_else(
-                            || Error::InvalidArgument {
-                                what: "image mode".into(),
-                                why: format!("byte {}", s[0]),
-                            },
-                            Error::from,
-                        ))
-                    }
-                }
-            }
-            Arc::new(b.finish())
-        }
-        Source::ImageNbytes => {
-            let values = (0..n)
-                .map(|i| Ok(ds.get(i, field)?.as_image().map_or(0, |img| img.data.len() as u64)))
-                .collect::<Result<Vec<u64>>>()?;
-            Arc::new(UInt64Array::from(values))
-        }
-        Source::Text => {
-            let mut b = StringBuilder::with_capacity(n as usize, 16 * n as usize);
-            for i in 0..n {
-                match ds.get(i, field)? {
-                    Value::Text(t) => b.append_value(t),
-                    other => unreachable!("text field gave {other:?}"),
-                }
-            }
-            Arc::new(b.finish())
-        }
-        Source::Raw(size) => {
-            let mut b = FixedSizeBinaryBuilder::with_capacity(n as usize, size as i32);
-            for s in slots() {
-                b.append_value(&s[..size])?;
-            }
-            Arc::new(b.finish())
-        }
-    })
-}
-
 /// The value of field `field` (of type `ty`) in row `file_row` of data file `ds`, whose column
 /// files give `columns` and `nulls`: a column file's cell where one holds it, else the data
 /// file's; `None` for a NULL. [`Table::value`] and [`crate::versioned::VersionView::value`] read
@@ -887,7 +664,7 @@ pub(crate) fn part_value<'d>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Array, StringArray};
+    use arrow_array::{Array, Int64Array, StringArray, UInt16Array};
     use beton_storage::{
         ArraySpec, DType, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode,
         Writer, WriterOptions,
