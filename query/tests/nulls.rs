@@ -3,7 +3,6 @@
 //! concatenation keep them NULL; an export to a `.beton` file (which holds a value in every row)
 //! writes a filler and says which rows it filled and with what.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -11,15 +10,8 @@ use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, Float64Array};
 
 use beton_query::versioned::{ExportOptions, VersionRef, VersionedDataset};
-use beton_storage::{ArraySpec, DType, Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
-
-fn write_labels(path: &Path, first: i64, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| Ok(vec![SampleValue::Int(first + i as i64)]))
-        .unwrap();
-}
+use beton_storage::{ArraySpec, DType, Dataset, FieldType};
+use beton_testkit::write_labels;
 
 /// A dataset of 6 rows (labels 0..6) with an added float `score` (i / 2) and a fixed-shape
 /// array `vec`, then 4 appended rows (labels 100..104) from a file that has neither: the

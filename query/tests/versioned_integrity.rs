@@ -12,20 +12,7 @@ use arrow_array::{ArrayRef, Int64Array};
 use beton_query::versioned::{commit, verify_dir, Manifest, RowIds, VersionRef, VersionedDataset};
 use beton_query::SqlEdits;
 use beton_query::{Error, IndexSet};
-use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
-
-fn write(path: &Path, first: i64, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| {
-            Ok(vec![
-                SampleValue::Int(first + i as i64),
-                SampleValue::Bytes(vec![i as u8; 1 + i as usize % 7]),
-            ])
-        })
-        .unwrap();
-}
+use beton_testkit::write_labels_and_blobs as write;
 
 /// Everything a version shows: row ids, every field of every row, every split's rows.
 fn contents(v: &VersionedDataset) -> Result<Vec<String>, Error> {
