@@ -17,10 +17,7 @@ use beton_testkit::write_labels;
 /// array `vec`, then 4 appended rows (labels 100..104) from a file that has neither: the
 /// folder, the dataset's latest version.
 fn grown() -> (tempfile::TempDir, VersionedDataset) {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
-    write_labels(&a, 0, 6);
-    write_labels(&b, 100, 4);
+    let (tmp, a, b) = beton_testkit::two_files(write_labels, 6, 4);
     let v = VersionedDataset::import(&tmp.path().join("ds"), &a).unwrap();
     let scores: ArrayRef = Arc::new(Float64Array::from((0..6).map(|i| i as f64 / 2.0).collect::<Vec<_>>()));
     let v = v.add_column("score", &FieldType::Float, &scores, "scores").unwrap();

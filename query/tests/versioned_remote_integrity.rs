@@ -431,10 +431,7 @@ fn restores_of_an_old_version_racing_two_cleanups_elsewhere_commit_only_versions
 /// markers, through restores and cleanups.
 #[test]
 fn local_datasets_write_no_marks() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
-    write_from(&a, 0, 16);
-    write_from(&b, 100, 16);
+    let (tmp, a, b) = beton_testkit::two_files(write_from, 16, 16);
     let dir = tmp.path().join("ds");
     let v2 = VersionedDataset::import(&dir, &a).unwrap().append_file(&b, "").unwrap();
     let v3 = v2.restore(1).unwrap();

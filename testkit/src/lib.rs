@@ -139,3 +139,14 @@ pub fn image_folder(root: &Path, classes: &[&str], count: usize) {
         }
     }
 }
+
+/// A temporary folder holding `a.beton` and `b.beton`: `write(path, first, n)` writes `a` rows
+/// from 0 to the first and `b` rows from 100 to the second, as a dataset and the rows appended
+/// to it.
+pub fn two_files(write: impl Fn(&Path, i64, u64), a: u64, b: u64) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (tmp, first) = temp_path("a.beton");
+    let second = tmp.path().join("b.beton");
+    write(&first, 0, a);
+    write(&second, 100, b);
+    (tmp, first, second)
+}
