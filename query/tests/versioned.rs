@@ -14,7 +14,7 @@ use beton_testkit::write_labels_and_blobs as write;
 
 /// A temporary folder holding `a.beton`, `n` rows labelled from `first` as [`write`] makes them.
 fn temp_file(first: i64, n: u64) -> (tempfile::TempDir, PathBuf) {
-    beton_testkit::temp_file(|file| write(file, first, n))
+    beton_testkit::temp_file("a.beton", |file| write(file, first, n))
 }
 
 /// [`temp_file`] of `n` rows from 0 with split `train`, imported as dataset directory `ds` beside

@@ -102,9 +102,9 @@ pub fn temp_path(name: &str) -> (tempfile::TempDir, PathBuf) {
     (tmp, path)
 }
 
-/// A temporary folder holding `a.beton`, written by `write` (given its path).
-pub fn temp_file(write: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
-    let (tmp, file) = temp_path("a.beton");
+/// A temporary folder holding file `name`, written by `write` (given its path).
+pub fn temp_file(name: &str, write: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, file) = temp_path(name);
     write(&file);
     (tmp, file)
 }
@@ -113,6 +113,11 @@ pub fn temp_file(write: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
 pub fn pixels(w: u32, h: u32, seed: u8) -> Pixels {
     let data = (0..w * h * 3).map(|k| (k as u8).wrapping_mul(seed)).collect();
     Pixels { width: w, height: h, channels: 3, data }
+}
+
+/// An image value of `w` x `h` RGB pixels `data` (row by row, R, G and B).
+pub fn rgb(w: u32, h: u32, data: Vec<u8>) -> SampleValue {
+    SampleValue::Image(ImageSource::Pixels(Pixels { width: w, height: h, channels: 3, data }))
 }
 
 /// [`pixels`] as an image value.
