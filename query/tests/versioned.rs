@@ -170,17 +170,7 @@ fn threads_committing_at_once_lose_nothing() {
 fn rows(v: &VersionedDataset, sql: &str) -> Vec<String> {
     let view = v.view().unwrap();
     let table = view.table().unwrap();
-    let batch = beton_query::query(&table, sql).unwrap();
-    (0..batch.num_rows())
-        .map(|r| {
-            batch
-                .columns()
-                .iter()
-                .map(|c| arrow_cast::display::array_value_to_string(c, r).unwrap())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect()
+    beton_testkit::text_rows(&beton_query::query(&table, sql).unwrap())
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Fixtures the workspace's tests and benches share, so that each crate's tests do not write
 //! them again: schemas in one line ([`schema`]), small `.beton` files ([`write`],
 //! [`write_labels`], [`write_labels_and_blobs`]), RGB pixels ([`pixels`]), temporary folders
-//! ([`temp_file`]) and an ImageFolder of the bundled photos ([`image_folder`]).
+//! ([`temp_file`]), an ImageFolder of the bundled photos ([`image_folder`]) and query results as
+//! text ([`text_rows`]).
 //!
 //! It depends on `beton-storage` alone, so that the unit tests of every crate above storage can
 //! use it without a second copy of their own crate's types.
@@ -154,4 +155,17 @@ pub fn two_files(write: impl Fn(&Path, i64, u64), a: u64, b: u64) -> (tempfile::
     write(&first, 0, a);
     write(&second, 100, b);
     (tmp, first, second)
+}
+
+/// The rows of `batch` as text: each row's values as arrow displays them, joined by commas.
+///
+/// # Panics
+/// On a value arrow cannot display.
+pub fn text_rows(batch: &arrow_array::RecordBatch) -> Vec<String> {
+    (0..batch.num_rows())
+        .map(|r| {
+            let values = batch.columns().iter().map(|c| arrow_cast::display::array_value_to_string(c, r));
+            values.collect::<Result<Vec<_>, _>>().unwrap().join(",")
+        })
+        .collect()
 }
