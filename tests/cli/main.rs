@@ -152,16 +152,8 @@ fn write_imagefolder_labels_by_sorted_class_and_records_paths() {
         }
     }
     let out = dir.path().join("out.beton");
-    let o = beton(&[
-        "write-imagefolder",
-        root.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "--mode",
-        "raw",
-        "--with-path",
-        "--workers",
-        "2",
-    ]);
+    let (r, d) = (root.to_str().unwrap(), out.to_str().unwrap());
+    let o = beton(&["write-imagefolder", r, d, "--mode", "raw", "--with-path", "--workers", "2"]);
     assert!(o.status.success(), "{}", text(&o).1);
     assert!(text(&o).0.contains("5 images in 2 classes"), "{}", text(&o).0);
     let ds = beton_storage::Dataset::open(&out).unwrap();
@@ -227,33 +219,29 @@ fn write_imagefolder_failures_leave_no_file() {
     std::fs::create_dir_all(root.join("c")).unwrap();
     write_png(&root.join("c/ok.png"), 3, 3, 1);
     std::fs::write(root.join("c/broken.jpg"), b"\xFF\xD8\xFF\xE0 not really").unwrap();
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap()]);
+    let (r, d) = (root.to_str().unwrap(), out.to_str().unwrap());
+    let write = |args: &[&str]| beton(&[&["write-imagefolder", r, d], args].concat());
+    let o = write(&[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("sample 0, field 'image'"), "{}", text(&o).1);
     assert!(!out.exists());
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--mode", "smart"]);
+    let o = write(&["--mode", "smart"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("--smart-threshold"));
-    let o = beton(&[
-        "write-imagefolder",
-        root.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "--smart-threshold",
-        "10",
-    ]);
+    let o = write(&["--smart-threshold", "10"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("--mode smart only"));
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--quality", "0"]);
+    let o = write(&["--quality", "0"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("quality"), "{}", text(&o).1);
     assert!(!out.exists());
     std::fs::write(root.join("c/x.bmp"), b"").unwrap();
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap()]);
+    let o = write(&[]);
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o).1;
     assert!(err.contains("x.bmp") && err.contains("beton reads JPEG and PNG"), "{err}");
     assert!(!out.exists());
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--mode", "webp"]);
+    let o = write(&["--mode", "webp"]);
     assert_eq!(o.status.code(), Some(2));
     let o = beton(&["write-imagefolder", "--bogus"]);
     assert_eq!(o.status.code(), Some(2), "usage errors are clap's exit 2");
