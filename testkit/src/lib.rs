@@ -169,3 +169,39 @@ pub fn text_rows(batch: &arrow_array::RecordBatch) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use beton_storage::{ArraySpec, DType, FieldType, WriteMode};
+
+    #[test]
+    fn schemas_name_every_field_type_and_image_mode() {
+        let fields =
+            super::schema("a:int b:raw c:jpg d:rgb_image e:array:<i2 f:ndarray:<f4:2x3 g:grey_image");
+        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c", "d", "e", "f", "g"]);
+        assert_eq!(fields[0].ty, FieldType::Int);
+        assert_eq!((fields[1].ty.clone(), fields[1].image.write_mode), (FieldType::RgbImage, WriteMode::Raw));
+        assert_eq!(fields[2].image.write_mode, WriteMode::Jpg);
+        assert_eq!(fields[3].image, beton_storage::ImageOptions::default());
+        assert_eq!(fields[4].ty, FieldType::Array(DType::parse("<i2").unwrap()));
+        let spec = ArraySpec::new(DType::parse("<f4").unwrap(), vec![2, 3]).unwrap();
+        assert_eq!(fields[5].ty, FieldType::NDArray(spec));
+        assert_eq!(fields[6].ty, FieldType::GreyImage);
+    }
+
+    #[test]
+    #[should_panic(expected = "is not name:type")]
+    fn a_word_without_a_type_is_refused() {
+        super::schema("label");
+    }
+
+    #[test]
+    fn written_files_read_back() {
+        let (_dir, path) = super::temp_file("t.beton", |p| super::write_labels_and_blobs(p, 5, 9));
+        let ds = beton_storage::Dataset::open(&path).unwrap();
+        assert_eq!(ds.num_samples(), 9);
+        assert_eq!(ds.get(8, 0).unwrap().as_int(), Some(13));
+        assert_eq!(ds.get(8, 1).unwrap().as_bytes().unwrap(), [8u8; 2]);
+    }
+}
