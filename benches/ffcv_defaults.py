@@ -14,7 +14,6 @@ IMAGE_DIR is an ImageFolder (``examples/data/imagefolder``, or ``benches/bench-c
 its images are written once at max_resolution 256 and read ``--repeat`` times per epoch.
 Prints each variant's median rate, its range, and the median of per-round ratios; RSS at the end.
 """
-import argparse
 import os
 import resource
 import tempfile
@@ -27,6 +26,8 @@ from beton.fields.decoders import FloatDecoder, IntDecoder, RandomResizedCropRGB
 from beton.loader import Loader, OrderOption
 from beton.transforms import NormalizeImage, RandomHorizontalFlip
 from beton.writer import DatasetWriter
+
+from bench_args import parse
 
 MEAN, STD = np.array([0.485, 0.456, 0.406]) * 255, np.array([0.229, 0.224, 0.225]) * 255
 
@@ -68,12 +69,7 @@ def compare(name, unit, a_name, b_name, run_a, run_b, rounds):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("images")
-    ap.add_argument("--rows", type=int, default=2_000_000)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--repeat", type=int, default=13)
-    args = ap.parse_args()
+    args = parse("IMAGES", rows=2_000_000, rounds=7, repeat=13)
     with tempfile.TemporaryDirectory() as tmp:
         import pyarrow as pa
 

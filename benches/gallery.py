@@ -9,7 +9,6 @@ that `benches/bench-corpus.sh DIR 10000 10 0` makes. Rounds are interleaved; the
 median of per-round ratios.
 """
 
-import argparse
 import base64
 import io
 import os
@@ -24,6 +23,8 @@ import pyarrow.compute as pc
 import beton
 from beton.fields import FloatField, IntField
 from beton.writer import DatasetWriter
+
+from bench_args import parse
 
 
 def by_hand(ds, groups, size):
@@ -58,12 +59,7 @@ def by_hand(ds, groups, size):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("file")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--n", type=int, default=8)
-    p.add_argument("--size", type=int, default=128)
-    a = p.parse_args()
+    a = parse("FILE", rounds=5, n=8, size=128)
     ds = beton.open(a.file)
     g = ds.gallery(by="label", n=a.n, size=a.size)
     groups = [(gr.key, gr.rows, gr.indices) for gr in g.groups]

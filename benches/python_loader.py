@@ -29,7 +29,6 @@ Usage: ``python benches/python_loader.py DIR [--size 160] [--workers 2] [--batch
 [--rounds 5] [--beton-bin PATH]`` with DIR an ImageFolder.
 """
 
-import argparse
 import os
 import re
 import statistics
@@ -48,6 +47,7 @@ from beton.transforms import NormalizeImage, RandomHorizontalFlip
 from beton.writer import DatasetWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_args import parse  # noqa: E402
 from machine import machine  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,16 +113,10 @@ def ffcv_rows(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dir")
-    ap.add_argument("--size", type=int, default=160)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--rounds", type=int, default=5, help="timed rounds after the warm-up round")
-    ap.add_argument("--beton-bin", default=str(Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-                                               / "release" / "beton"))
-    ap.add_argument("--out", default=str(REPO / "target" / "python-loader-bench.beton"))
-    a = ap.parse_args()
+    # --rounds: timed rounds, after the warm-up round.
+    a = parse("DIR", size=160, workers=2, batch_size=256, rounds=5,
+              beton_bin=str(Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release" / "beton"),
+              out=str(REPO / "target" / "python-loader-bench.beton"))
     print(machine("ffcv", "torch", "torchvision", "numpy", "numba"), flush=True)
 
     if not os.path.exists(a.out):

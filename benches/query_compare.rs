@@ -32,10 +32,7 @@ use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
 use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema};
 use beton_query::{query, select_indices, Table};
-use beton_storage::{
-    Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, Progress, SampleValue, WriteMode,
-    Writer, WriterOptions,
-};
+use beton_storage::{Dataset, Progress, SampleValue, WriterOptions};
 use serde_json::json;
 
 /// The seed of every generated value.
@@ -103,25 +100,14 @@ fn sample(i: u64) -> Vec<SampleValue> {
         SampleValue::Int((draw(i, 0) % 1000) as i64),
         // 53 random bits: uniform in [0, 1).
         SampleValue::Float((draw(i, 1) >> 11) as f64 / (1u64 << 53) as f64),
-        SampleValue::Image(ImageSource::Pixels(Pixels {
-            width: w,
-            height: h,
-            channels: 3,
-            data: vec![(i % 251) as u8; (w * h * 3) as usize],
-        })),
+        beton_testkit::rgb(w, h, vec![(i % 251) as u8; (w * h * 3) as usize]),
         SampleValue::Text(caption.join(" ")),
     ]
 }
 
 fn generate(path: &Path, rows: u64) -> f64 {
     std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).expect("bench data directory");
-    let raw = ImageOptions::with_mode(WriteMode::Raw);
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("score", FieldType::Float),
-        FieldSpec::rgb_image("image", raw),
-        FieldSpec::new("caption", FieldType::Text),
-    ];
+    let fields = beton_testkit::schema("label:int score:float image:raw caption:text");
     let step = (rows / 20).max(1);
     let last = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let shown_path = path.display().to_string();
@@ -140,10 +126,7 @@ fn generate(path: &Path, rows: u64) -> f64 {
         ..WriterOptions::default()
     };
     let t = Instant::now();
-    Writer::new(path, fields, options)
-        .expect("writer")
-        .write_indexed(rows, |i| Ok(sample(i)))
-        .expect("bench file written");
+    beton_testkit::write_with(path, fields, options, rows, sample);
     t.elapsed().as_secs_f64()
 }
 

@@ -16,7 +16,7 @@ t0=$SECONDS
 step "cargo fmt --check"
 cargo fmt --all --check
 step "no import cycles between the files of any crate (scripts/module-cycles.py)"
-for crate in storage/src dataset/src query/src loader/src python/src src; do
+for crate in storage/src dataset/src query/src loader/src python/src testkit/src src; do
   python3 scripts/module-cycles.py "$crate"
 done
 step "feature sets: the Python and CUDA builds reuse the workspace's artifacts"

@@ -1,6 +1,6 @@
 //! The CLI on a dataset directory: edits, log, diff, info, query, show and explain by version.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
 
 fn beton(args: &[&str]) -> (bool, String, String) {
@@ -18,15 +18,24 @@ fn ok(args: &[&str]) -> String {
     out
 }
 
+/// The bundled ImageFolder (`examples/data/imagefolder`, 155 photos).
+fn bundled() -> PathBuf {
+    beton_testkit::example_data().join("imagefolder")
+}
+
+/// A temporary folder holding `a.beton`, [`bundled`] at most 32 pixels a side, and the path of
+/// dataset directory `ds` beside it (not made).
+fn bundled_file() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (tmp, file) = beton_testkit::temp_path("a.beton");
+    ok(&["write-imagefolder", bundled().to_str().unwrap(), file.to_str().unwrap(), "--max-resolution", "32"]);
+    let dir = tmp.path().join("ds");
+    (tmp, file, dir)
+}
+
 #[test]
 fn every_read_command_takes_a_version() {
-    let tmp = tempfile::tempdir().unwrap();
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
-    let file = tmp.path().join("a.beton");
-    let f = file.to_str().unwrap();
-    ok(&["write-imagefolder", folder.to_str().unwrap(), f, "--max-resolution", "32"]);
-    let dir = tmp.path().join("ds");
-    let d = dir.to_str().unwrap();
+    let (tmp, file, dir) = bundled_file();
+    let (f, d) = (file.to_str().unwrap(), dir.to_str().unwrap());
     assert!(ok(&["import", d, f]).contains("version 1 imported"));
     assert!(ok(&["update", d, "--set", "label=9", "--where", "index < 3", "-m", "fix"])
         .contains("3 rows updated"));
@@ -89,9 +98,8 @@ fn every_read_command_takes_a_version() {
 /// with the conditional puts S3 has), and on a `.beton` file behind one.
 #[test]
 fn dataset_directories_and_files_at_urls() {
-    let tmp = tempfile::tempdir().unwrap();
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
-    let file = tmp.path().join("a.beton");
+    let (tmp, file) = beton_testkit::temp_path("a.beton");
+    let folder = bundled();
     let f = file.to_str().unwrap();
     let at = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_beton"))
@@ -139,28 +147,14 @@ fn dataset_directories_and_files_at_urls() {
     );
 }
 
-/// An ImageFolder of `count` photos per class at `root` (copies of bundled photos).
-fn image_folder(root: &Path, classes: &[&str], count: usize) {
-    let photos = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder/fish");
-    let mut files: Vec<_> = std::fs::read_dir(&photos).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    for (c, class) in classes.iter().enumerate() {
-        std::fs::create_dir_all(root.join(class)).unwrap();
-        for k in 0..count {
-            std::fs::copy(&files[(c * count + k) % files.len()], root.join(class).join(format!("{k}.jpg")))
-                .unwrap();
-        }
-    }
-}
-
 /// `beton append DIR FOLDER` labels by class name (a new class added at the end, in the same
 /// version), keeps paths, and `beton classes` lists and edits the names by version.
 #[test]
 fn append_an_imagefolder_by_class_name_and_edit_classes() {
     let tmp = tempfile::tempdir().unwrap();
     let (base, more) = (tmp.path().join("base"), tmp.path().join("more"));
-    image_folder(&base, &["bird", "cat", "cow"], 2);
-    image_folder(&more, &["cow", "dog"], 2);
+    beton_testkit::image_folder(&base, &["bird", "cat", "cow"], 2);
+    beton_testkit::image_folder(&more, &["cow", "dog"], 2);
     let file = tmp.path().join("a.beton");
     let f = file.to_str().unwrap();
     ok(&["write-imagefolder", base.to_str().unwrap(), f, "--max-resolution", "16", "--with-path"]);
@@ -174,7 +168,7 @@ fn append_an_imagefolder_by_class_name_and_edit_classes() {
     let rows: Vec<serde_json::Value> = rows.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let got: Vec<(i64, &str)> =
         rows.iter().map(|r| (r["label"].as_i64().unwrap(), r["path"].as_str().unwrap())).collect();
-    assert_eq!(got, [(2, "cow/0.jpg"), (2, "cow/1.jpg"), (3, "dog/0.jpg"), (3, "dog/1.jpg")]);
+    assert_eq!(got, [(2, "cow/cow-0.jpg"), (2, "cow/cow-1.jpg"), (3, "dog/dog-0.jpg"), (3, "dog/dog-1.jpg")]);
     assert!(rows.iter().all(|r| r["image.mode"] == "raw"), "{rows:?}");
     let listed = ok(&["classes", d]);
     assert!(listed.contains("version 2, 4 classes") && listed.contains("     3  dog"), "{listed}");
@@ -192,13 +186,8 @@ fn append_an_imagefolder_by_class_name_and_edit_classes() {
 /// `beton info DIR` refuses a version whose data file is missing.
 #[test]
 fn verify_and_info_on_a_dataset_directory_with_a_missing_data_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
-    let file = tmp.path().join("a.beton");
-    let f = file.to_str().unwrap();
-    ok(&["write-imagefolder", folder.to_str().unwrap(), f, "--max-resolution", "32"]);
-    let dir = tmp.path().join("ds");
-    let d = dir.to_str().unwrap();
+    let (_tmp, file, dir) = bundled_file();
+    let (f, d) = (file.to_str().unwrap(), dir.to_str().unwrap());
     ok(&["import", d, f]);
     ok(&["update", d, "--set", "label=9", "--where", "index < 3"]);
     ok(&["append", d, f]);

@@ -527,24 +527,13 @@ fn ipc_batches(map: &Arc<MappedFile>) -> std::result::Result<(Arc<Schema>, Vec<B
 mod tests {
     use super::*;
     use arrow_array::{Float64Array, Int64Array};
-    use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+    use beton_storage::{SampleValue, Writer, WriterOptions};
 
     fn write(path: &Path, n: u64, offset: i64) -> Dataset {
-        let fields = vec![
-            FieldSpec::new("label", FieldType::Int),
-            FieldSpec::new("score", FieldType::Float),
-            FieldSpec::new("caption", FieldType::Text),
-        ];
-        Writer::new(path, fields, WriterOptions::default())
-            .unwrap()
-            .write_indexed(n, |i| {
-                Ok(vec![
-                    SampleValue::Int(i as i64 % 7 + offset),
-                    SampleValue::Float(i as f64 / 4.0),
-                    SampleValue::Text(format!("t{i}")),
-                ])
-            })
-            .unwrap();
+        beton_testkit::write(path, beton_testkit::schema("label:int score:float caption:text"), n, |i| {
+            let text = SampleValue::Text(format!("t{i}"));
+            vec![SampleValue::Int(i as i64 % 7 + offset), SampleValue::Float(i as f64 / 4.0), text]
+        });
         Dataset::open(path).unwrap()
     }
 
@@ -676,8 +665,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Table-only: the copy would be as large as the file; the first query makes it.
         let numbers = dir.path().join("numbers.beton");
-        let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("score", FieldType::Float)];
-        Writer::new(&numbers, fields, WriterOptions::default())
+        Writer::new(&numbers, beton_testkit::schema("label:int score:float"), WriterOptions::default())
             .unwrap()
             .write_fixed(MIN_ROWS, |k, i| match k {
                 0 => SampleValue::Int(i as i64 % 1000),
@@ -692,13 +680,9 @@ mod tests {
         assert!(ColumnarCopy::open(&ds).is_some());
         // Payloads dominate (the data table is a small part of the file): made at write.
         let blobs = dir.path().join("blobs.beton");
-        let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
-        Writer::new(&blobs, fields, WriterOptions::default())
-            .unwrap()
-            .write_indexed(MIN_ROWS, |i| {
-                Ok(vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![7; 300])])
-            })
-            .unwrap();
+        beton_testkit::write(&blobs, beton_testkit::schema("label:int blob:bytes"), MIN_ROWS, |i| {
+            vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![7; 300])]
+        });
         after_write(&blobs);
         let ds = Dataset::open(&blobs).unwrap();
         assert!(cheap_beside_the_write(&ds));

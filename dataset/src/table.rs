@@ -665,50 +665,29 @@ pub(crate) fn part_value<'d>(
 mod tests {
     use super::*;
     use arrow_array::{Array, Int64Array, StringArray, UInt16Array};
-    use beton_storage::{
-        ArraySpec, DType, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode,
-        Writer, WriterOptions,
-    };
+    use beton_storage::{SampleValue, WriterOptions};
 
     fn dataset(dir: &std::path::Path) -> Dataset {
         let path = dir.join("t.beton");
-        let raw = ImageOptions::with_mode(WriteMode::Raw);
-        let fields = vec![
-            FieldSpec::rgb_image("image", raw),
-            FieldSpec::new("label", FieldType::Int),
-            FieldSpec::new("score", FieldType::Float),
-            FieldSpec::new("blob", FieldType::Bytes),
-            FieldSpec::new("meta", FieldType::Json),
-            FieldSpec::new(
-                "arr",
-                FieldType::NDArray(ArraySpec::new(DType::parse("<f4").unwrap(), vec![2, 3]).unwrap()),
-            ),
-            FieldSpec::new("caption", FieldType::Text),
-            FieldSpec::new("flag", FieldType::Bool),
-            FieldSpec::new("boxes", FieldType::Array(DType::parse("<i2").unwrap())),
-        ];
-        Writer::new(&path, fields, WriterOptions { page_size: 1 << 21, ..WriterOptions::default() })
-            .unwrap()
-            .write_indexed(5, |i| {
-                let w = 1 + i as u32;
-                Ok(vec![
-                    SampleValue::Image(ImageSource::Pixels(Pixels {
-                        width: w,
-                        height: 2,
-                        channels: 3,
-                        data: vec![7; (w * 6) as usize],
-                    })),
-                    SampleValue::Int(i as i64 - 2),
-                    SampleValue::Float(i as f64 / 2.0),
-                    SampleValue::Bytes(vec![0; i as usize]),
-                    SampleValue::Json(format!("{{\"i\": {i}}}")),
-                    SampleValue::NDArray(vec![0; 24]),
-                    SampleValue::Text(format!("c{i}")),
-                    SampleValue::Bool(i % 2 == 0),
-                    SampleValue::Array(vec![0; 2 * i as usize]),
-                ])
-            })
-            .unwrap();
+        let fields = beton_testkit::schema(concat!(
+            "image:raw label:int score:float blob:bytes meta:json arr:ndarray:<f4:2x3 caption:text ",
+            "flag:bool boxes:array:<i2",
+        ));
+        let options = WriterOptions { page_size: 1 << 21, ..WriterOptions::default() };
+        beton_testkit::write_with(&path, fields, options, 5, |i| {
+            let w = 1 + i as u32;
+            vec![
+                beton_testkit::rgb(w, 2, vec![7; (w * 6) as usize]),
+                SampleValue::Int(i as i64 - 2),
+                SampleValue::Float(i as f64 / 2.0),
+                SampleValue::Bytes(vec![0; i as usize]),
+                SampleValue::Json(format!("{{\"i\": {i}}}")),
+                SampleValue::NDArray(vec![0; 24]),
+                SampleValue::Text(format!("c{i}")),
+                SampleValue::Bool(i % 2 == 0),
+                SampleValue::Array(vec![0; 2 * i as usize]),
+            ]
+        });
         Dataset::open(&path).unwrap()
     }
 

@@ -8,24 +8,13 @@ use std::sync::Arc;
 use arrow_array::{Array, Int64Array};
 use beton_dataset::versioned::{VersionView, VersionedDataset};
 use beton_dataset::{splits, IndexSet, Table};
-use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Value, Writer, WriterOptions};
+use beton_storage::{Dataset, FieldType, SampleValue, Value};
 
 fn write(path: &Path, n: u64) {
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("blob", FieldType::Bytes),
-        FieldSpec::new("caption", FieldType::Text),
-    ];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| {
-            Ok(vec![
-                SampleValue::Int(i as i64 * 3 - 7),
-                SampleValue::Bytes(vec![i as u8; 1 + i as usize % 5]),
-                SampleValue::Text(format!("row {i}")),
-            ])
-        })
-        .unwrap();
+    beton_testkit::write(path, beton_testkit::schema("label:int blob:bytes caption:text"), n, |i| {
+        let blob = SampleValue::Bytes(vec![i as u8; 1 + i as usize % 5]);
+        vec![SampleValue::Int(i as i64 * 3 - 7), blob, SampleValue::Text(format!("row {i}"))]
+    });
 }
 
 fn labels(table: &Table<'_>) -> Vec<i64> {

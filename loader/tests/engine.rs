@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use beton_dataset::IndexSet;
-use beton_loader::{Batch, ColumnSpec, EpochStats, FieldDecoder, Loader, OrderOption, SampleContext};
+use beton_loader::{Batch, ColumnSpec, EpochStats, FieldDecoder, Loader, OrderOption, Result, SampleContext};
 use beton_storage::{
     ArraySpec, DType, Dataset, FieldSpec, FieldType, SampleValue, Value, Writer, WriterOptions,
 };
@@ -348,7 +348,7 @@ fn dropping_epochs_mid_way_joins_their_threads() {
 struct FailsAt(u64, bool);
 
 impl FieldDecoder for FailsAt {
-    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> beton_loader::Result<Vec<ColumnSpec>> {
+    fn columns(&self, ds: &Dataset, field: usize, _epoch: u64) -> Result<Vec<ColumnSpec>> {
         Ok(vec![ColumnSpec {
             name: ds.fields()[field].name().into(),
             elem: beton_loader::ElemType::I64,
@@ -356,12 +356,7 @@ impl FieldDecoder for FailsAt {
         }])
     }
 
-    fn decode(
-        &self,
-        value: Value<'_>,
-        ctx: &SampleContext,
-        out: &mut [&mut [u8]],
-    ) -> beton_loader::Result<()> {
+    fn decode(&self, value: Value<'_>, ctx: &SampleContext, out: &mut [&mut [u8]]) -> Result<()> {
         if ctx.index == self.0 {
             if self.1 {
                 panic!("decoder bug at {}", ctx.index);

@@ -10,8 +10,8 @@ use std::time::Duration;
 use beton_loader::image::{CenterCropRGBImageDecoder, ImagePipeline, RandomResizedCropRGBImageDecoder};
 use beton_loader::{FieldDecoder, Loader, OrderOption};
 use beton_storage::{
-    ArraySpec, DType, Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, OpenOptions, Pixels,
-    SampleValue, WriteMode, Writer, WriterOptions,
+    ArraySpec, DType, Dataset, FieldSpec, FieldType, ImageSource, OpenOptions, Pixels, SampleValue,
+    WriterOptions,
 };
 
 const N: u64 = 40;
@@ -24,40 +24,25 @@ fn image(i: u64, w: u32, h: u32, channels: u8) -> ImageSource {
 /// A small file with a field of every type: int, float, bool, bytes, JSON, text, array,
 /// ndarray, and JPEG + raw RGB images and a grey image. Page size 2 MiB, one page.
 fn every_field_type(path: &Path) {
-    let arr = ArraySpec::new(DType::parse("<f4").unwrap(), vec![2, 3]).unwrap();
-    let jpg = ImageOptions::with_mode(WriteMode::Jpg);
-    let raw = ImageOptions::with_mode(WriteMode::Raw);
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("score", FieldType::Float),
-        FieldSpec::new("flag", FieldType::Bool),
-        FieldSpec::new("blob", FieldType::Bytes),
-        FieldSpec::new("meta", FieldType::Json),
-        FieldSpec::new("text", FieldType::Text),
-        FieldSpec::new("ints", FieldType::Array(DType::parse("<i4").unwrap())),
-        FieldSpec::new("arr", FieldType::NDArray(arr)),
-        FieldSpec::rgb_image("jpg", jpg),
-        FieldSpec::rgb_image("raw", raw),
-        FieldSpec::grey_image("grey", ImageOptions::default()),
-    ];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(N, |i| {
-            Ok(vec![
-                SampleValue::Int(i as i64),
-                SampleValue::Float(i as f64 / 2.0),
-                SampleValue::Bool(i % 3 == 0),
-                SampleValue::Bytes(vec![i as u8; (i * 13 % 300) as usize]),
-                SampleValue::Json(format!("{{\"i\": {i}}}")),
-                SampleValue::Text(format!("text {i}")),
-                SampleValue::Array((0..i % 5).flat_map(|k| (k as i32).to_le_bytes()).collect()),
-                SampleValue::NDArray((0..6).flat_map(|k| (k as f32 + i as f32).to_le_bytes()).collect()),
-                SampleValue::Image(image(i, 24 + (i % 7) as u32, 20 + (i % 5) as u32, 3)),
-                SampleValue::Image(image(i, 8, 6, 3)),
-                SampleValue::Image(image(i, 16, 12 + (i % 3) as u32, 1)),
-            ])
-        })
-        .unwrap();
+    let fields = beton_testkit::schema(concat!(
+        "label:int score:float flag:bool blob:bytes meta:json text:text ",
+        "ints:array:<i4 arr:ndarray:<f4:2x3 jpg:jpg raw:raw grey:grey_image",
+    ));
+    beton_testkit::write(path, fields, N, |i| {
+        vec![
+            SampleValue::Int(i as i64),
+            SampleValue::Float(i as f64 / 2.0),
+            SampleValue::Bool(i % 3 == 0),
+            SampleValue::Bytes(vec![i as u8; (i * 13 % 300) as usize]),
+            SampleValue::Json(format!("{{\"i\": {i}}}")),
+            SampleValue::Text(format!("text {i}")),
+            SampleValue::Array((0..i % 5).flat_map(|k| (k as i32).to_le_bytes()).collect()),
+            SampleValue::NDArray((0..6).flat_map(|k| (k as f32 + i as f32).to_le_bytes()).collect()),
+            SampleValue::Image(image(i, 24 + (i % 7) as u32, 20 + (i % 5) as u32, 3)),
+            SampleValue::Image(image(i, 8, 6, 3)),
+            SampleValue::Image(image(i, 16, 12 + (i % 3) as u32, 1)),
+        ]
+    });
 }
 
 /// A loader over every field of `ds` (crop decoders for the images).
@@ -218,13 +203,9 @@ fn a_huge_size_word_is_an_error_not_an_abort() {
 /// allocate its batches.
 #[test]
 fn an_impossible_array_shape_is_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.beton");
+    let (_dir, path) = beton_testkit::temp_path("a.beton");
     let spec = ArraySpec::new(DType::parse("<u1").unwrap(), vec![1 << 30, 1 << 20]).unwrap();
-    Writer::new(&path, vec![FieldSpec::new("arr", FieldType::NDArray(spec))], WriterOptions::default())
-        .unwrap()
-        .write_indexed(0, |_| unreachable!())
-        .unwrap();
+    beton_testkit::write(&path, vec![FieldSpec::new("arr", FieldType::NDArray(spec))], 0, |_| unreachable!());
     // The file has no samples, so it is valid; pretend it has one by patching the header.
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[8..16].copy_from_slice(&1u64.to_le_bytes());
@@ -240,17 +221,12 @@ fn an_impossible_array_shape_is_an_error() {
 #[test]
 fn a_file_truncated_while_loading_is_an_error_not_a_signal() {
     for os_cache in [true, false] {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.beton");
+        let (_dir, path) = beton_testkit::temp_path("t.beton");
         // Several pages of payload, so that the truncation cuts pages the loader will read.
-        let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
         let options = WriterOptions { page_size: 1 << 21, ..WriterOptions::default() };
-        Writer::new(&path, fields, options)
-            .unwrap()
-            .write_indexed(400, |i| {
-                Ok(vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![i as u8; 30_000])])
-            })
-            .unwrap();
+        beton_testkit::write_with(&path, beton_testkit::schema("label:int blob:bytes"), options, 400, |i| {
+            vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![i as u8; 30_000])]
+        });
         let ds = Arc::new(Dataset::open(&path).unwrap());
         let mut l = Loader::builder(Arc::clone(&ds))
             .batch_size(16)

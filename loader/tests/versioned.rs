@@ -8,26 +8,19 @@ use beton_dataset::versioned::{ExportOptions, VersionRef, VersionedDataset};
 use beton_dataset::IndexSet;
 use beton_loader::{Batch, Loader, OrderOption, Parts};
 use beton_query::SqlEdits;
-use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+use beton_storage::{FieldType, SampleValue, WriterOptions};
+use beton_testkit::{schema, two_files};
 
 fn write(path: &std::path::Path, first: i64, n: u64) {
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("blob", FieldType::Bytes),
-        FieldSpec::new("caption", FieldType::Text),
-    ];
     let options = WriterOptions { page_size: 1 << 21, ..WriterOptions::default() };
-    Writer::new(path, fields, options)
-        .unwrap()
-        .write_indexed(n, |i| {
-            let v = first + i as i64;
-            Ok(vec![
-                SampleValue::Int(v),
-                SampleValue::Bytes(vec![v as u8; 1 + (v as usize % 5)]),
-                SampleValue::Text(format!("c{v}")),
-            ])
-        })
-        .unwrap();
+    beton_testkit::write_with(path, schema("label:int blob:bytes caption:text"), options, n, |i| {
+        let v = first + i as i64;
+        vec![
+            SampleValue::Int(v),
+            SampleValue::Bytes(vec![v as u8; 1 + (v as usize % 5)]),
+            SampleValue::Text(format!("c{v}")),
+        ]
+    });
 }
 
 fn i64s(b: &Batch, name: &str) -> Vec<i64> {
@@ -73,10 +66,7 @@ fn epoch_cached(v: &VersionedDataset, order: OrderOption, threads: usize, pages:
 
 #[test]
 fn a_version_loads_as_one_table_and_as_its_compaction() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
-    write(&a, 0, 10);
-    write(&b, 100, 7);
+    let (tmp, a, b) = two_files(write, 10, 7);
     let dir = tmp.path().join("ds");
     let v = VersionedDataset::import(&dir, &a).unwrap();
     let v = v.append_file(&b, "").unwrap();
@@ -146,29 +136,13 @@ fn a_version_loads_as_one_table_and_as_its_compaction() {
 fn edited_and_added_fields_of_every_type_load_as_their_compaction() {
     use beton_dataset::versioned::values::ValuesBuilder;
     use beton_loader::{CenterCropRGBImageDecoder, SimpleRGBImageDecoder};
-    use beton_storage::{ArraySpec, DType, ImageOptions, ImageSource, Pixels};
+    use beton_storage::{ArraySpec, DType, ImageOptions};
+    use beton_testkit::image;
     let raw = ImageOptions::with_mode(beton_storage::WriteMode::Raw);
-    let image = |w: u32, h: u32, seed: u8| {
-        let data = (0..w * h * 3).map(|k| (k as u8).wrapping_mul(seed)).collect();
-        SampleValue::Image(ImageSource::Pixels(Pixels { width: w, height: h, channels: 3, data }))
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("blob", FieldType::Bytes),
-        FieldSpec::rgb_image("img", raw.clone()),
-    ];
-    Writer::new(&file, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(30, |i| {
-            Ok(vec![
-                SampleValue::Int(i as i64),
-                SampleValue::Bytes(vec![i as u8; 2]),
-                image(8, 6, i as u8 + 1),
-            ])
-        })
-        .unwrap();
+    let (tmp, file) = beton_testkit::temp_path("a.beton");
+    beton_testkit::write(&file, schema("label:int blob:bytes img:raw"), 30, |i| {
+        vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![i as u8; 2]), image(8, 6, i as u8 + 1)]
+    });
     let column = |ty: &FieldType, values: Vec<SampleValue>| {
         let mut b = ValuesBuilder::new(ty);
         for v in values {
@@ -250,10 +224,7 @@ fn edited_and_added_fields_of_every_type_load_as_their_compaction() {
 /// it as; a loader that leaves the field out, or reads only rows with values, loads.
 #[test]
 fn nulls_are_refused_at_build_or_filled_as_asked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
-    write(&a, 0, 6);
-    write(&b, 100, 3);
+    let (tmp, a, b) = two_files(write, 6, 3);
     let v = VersionedDataset::import(&tmp.path().join("ds"), &a).unwrap();
     let scores: ArrayRef = Arc::new(Float64Array::from((0..6).map(|i| i as f64).collect::<Vec<_>>()));
     let v = v.add_column("score", &FieldType::Float, &scores, "").unwrap();

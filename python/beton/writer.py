@@ -584,7 +584,7 @@ def from_shard(shard, pipeline):
     Raises
     ------
     ImportError
-        Without the ``webdataset`` package.
+        When ``webdataset`` is not installed (``pip install webdataset``).
 
     Examples
     --------

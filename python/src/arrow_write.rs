@@ -23,7 +23,9 @@ use arrow_array::{
 use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_schema::DataType;
 use beton_storage::field::Input;
-use beton_storage::{DType, EncodedImage, FieldType, ImageMode, ImageSource, SampleValue, Writer};
+use beton_storage::{
+    DType, EncodedImage, FieldType, ImageMode, ImageSource, SampleValue, Writer, WriterOptions,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -574,8 +576,15 @@ pub(crate) fn write_arrow<'py>(
     let (starts, columns) = prepared.map_err(|(k, bad)| bad.into_py(&names[k], &column_names[k]))?;
     let num_rows = *starts.last().expect("starts ends with the row count");
 
-    let (options, interrupted) =
-        crate::writer::options(page_size, num_workers, seed, chunk_size, progress, skip_bad);
+    let options = WriterOptions {
+        page_size,
+        num_threads: num_workers,
+        seed,
+        chunk_size,
+        skip_bad,
+        ..Default::default()
+    };
+    let (options, interrupted) = crate::writer::with_progress(progress, options);
     let writer = Writer::new(&path, specs, options).map_err(from_storage)?;
     let batch_starts = &starts[..starts.len() - 1];
     let fetch = |i: u64| -> Result<Vec<SampleValue>, beton_storage::writer::SourceError> {

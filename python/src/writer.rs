@@ -72,7 +72,15 @@ pub(crate) fn write<'py>(
     let specs = with_alpha_background(field_specs(&fields)?, alpha_background);
     let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-    let (options, interrupted) = options(page_size, num_workers, seed, chunk_size, progress, skip_bad);
+    let options = WriterOptions {
+        page_size,
+        num_threads: num_workers,
+        seed,
+        chunk_size,
+        skip_bad,
+        ..Default::default()
+    };
+    let (options, interrupted) = with_progress(progress, options);
     let writer = Writer::new(&path, specs, options).map_err(from_storage)?;
     type SourceError = Box<dyn std::error::Error + Send + Sync>;
     // User code (`get`: a dataset's `__getitem__`, a field's `encode`) runs on this thread
@@ -132,32 +140,19 @@ impl<T, E, F: FnMut(u64) -> Result<T, E>> Iterator for InOrder<F> {
     }
 }
 
-/// Writer options from Python's arguments, with a progress hook after every chunk: Ctrl-C (even
+/// `options` (from Python's arguments) with a progress hook after every chunk: Ctrl-C (even
 /// without a callable), an exception in `progress(done, total)` or its returning False stops the
 /// write; the exception is kept in the returned slot for [`report`] to re-raise.
-pub(crate) fn options(
-    page_size: u64,
-    num_workers: usize,
-    seed: u64,
-    chunk_size: usize,
+pub(crate) fn with_progress(
     progress: Option<Py<PyAny>>,
-    skip_bad: bool,
+    options: WriterOptions,
 ) -> (WriterOptions, Interrupted) {
     let interrupted: Interrupted = Arc::default();
     let stop = Arc::clone(&interrupted);
     // Every chunk is reported (not throttled): the writer's chunks are its steps.
     let hook: beton_storage::writer::ProgressFn =
         Arc::new(move |p: beton_storage::Progress| crate::progress::call(progress.as_ref(), &stop, p));
-    let options = WriterOptions {
-        page_size,
-        num_threads: num_workers,
-        seed,
-        chunk_size,
-        progress: Some(hook),
-        skip_bad,
-        ..Default::default()
-    };
-    (options, interrupted)
+    (WriterOptions { progress: Some(hook), ..options }, interrupted)
 }
 
 /// A finished write as the dict Python gets (`path`, `num_samples`, `num_pages`, `file_len`,

@@ -186,19 +186,18 @@ class StaticS3:
                                 break
                             offset, left = offset + sent, left - sent
 
-            def do_HEAD(self):
+            def _answer(self, send_body):
                 file = self._object()
                 if file is None:
                     self.send_error(404)
                     return
-                self._head(file, send_body=False)
+                self._head(file, send_body=send_body)
+
+            def do_HEAD(self):
+                self._answer(send_body=False)
 
             def do_GET(self):
-                file = self._object()
-                if file is None:
-                    self.send_error(404)
-                    return
-                self._head(file, send_body=True)
+                self._answer(send_body=True)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.server.daemon_threads = True

@@ -50,11 +50,9 @@ class BlobField(Field):
         return blob
 
     def encode(self, destination, field, malloc):
-        data = np.frombuffer(field, np.uint8)
-        destination["tag"] = 10 * len(field)
-        destination["ptr"], buffer = malloc(data.size)
-        buffer[:] = data
-        destination["size"] = data.size
+        destination["tag"], destination["size"] = 10 * len(field), len(field)
+        destination["ptr"], buffer = malloc(len(field))
+        buffer[:] = np.frombuffer(field, np.uint8)
 
     def get_decoder_class(self):
         return BlobDecoder

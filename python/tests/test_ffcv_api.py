@@ -87,19 +87,10 @@ def beton_module(name):
 
 
 def params_of(fn, drop_self):
-    out = []
-    for k, p in enumerate(inspect.signature(fn).parameters.values()):
-        if drop_self and k == 0 and p.name in ("self", "cls"):
-            continue
-        default = None if p.default is inspect.Parameter.empty else default_repr(p.default)
-        out.append([p.name, p.kind.name, default])
+    """``fn``'s parameters as the recorder records FFCV's (beton's classes named as FFCV's)."""
+    out = R.params(fn, drop_self)
+    assert out is not None, f"{fn!r} has no signature"
     return out
-
-
-def default_repr(value):
-    if inspect.isclass(value) or inspect.isfunction(value):
-        return f"<{value.__module__.split('.')[0]}.{value.__qualname__}>".replace("<beton.", "<ffcv.")
-    return repr(value)
 
 
 def matches(ffcv_params, beton_params):

@@ -7,6 +7,7 @@ FFCV returns scalar fields as ``(B, 1)``, beton as ``(B,)``: they are compared f
 """
 
 import gzip
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -242,34 +243,14 @@ def test_random_resized_crop(rec):
 
 
 def pair_classes():
-    from dataclasses import replace
-
-    from beton.fields.base import Field
-    from beton.pipeline import AllocationQuery, Operation
-
-    class PairDecoder(Operation):
-        def declare_state_and_memory(self, previous_state):
-            return replace(previous_state, shape=(2,), dtype=np.dtype("<i4")), AllocationQuery((2,), np.dtype("<i4"))
-
-        def generate_code(self):
-            def decode(indices, destination, metadata, storage_state):
-                for ix in range(indices.shape[0]):
-                    destination[ix, 0] = metadata[indices[ix]]["a"]
-                    destination[ix, 1] = metadata[indices[ix]]["b"]
-                return destination
-            return decode
-
-    class PairField(Field):
-        metadata_type = np.dtype([("a", "<i4"), ("b", "<i4")])
-
-        @staticmethod
-        def from_binary(binary):
-            return PairField()
-
-        def get_decoder_class(self):
-            return PairDecoder
-
-    return PairField, PairDecoder
+    """The custom field FFCV wrote ``custom.beton`` with (``record_api.pair_field``), on beton's
+    classes, and its decoder."""
+    path = os.path.join(REPO, "tests", "ffcv", "record_api.py")
+    spec = importlib.util.spec_from_file_location("record_api", path)
+    recorder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recorder)
+    PairField = recorder.pair_field("beton")
+    return PairField, PairField().get_decoder_class()
 
 
 def test_custom_field_decoder(rec):

@@ -4,6 +4,7 @@ import that only hides a cycle breaks as soon as it is moved to the top). Import
 checker only (``if TYPE_CHECKING:``) never run and do not count."""
 
 import ast
+import importlib.util
 import os
 
 import pytest
@@ -62,34 +63,13 @@ def _imports(path, module, modules, in_functions):
 
 
 def _cycles(graph):
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    index, low, stack, on_stack, out = {}, {}, [], set(), []
-
-    def strong(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            strong(v)
-    return out
+    """The strongly connected components of more than one module (Tarjan's algorithm, as
+    ``scripts/module-cycles.py`` finds those of a Rust crate's files)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "module-cycles.py")
+    spec = importlib.util.spec_from_file_location("module_cycles", path)
+    module_cycles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_cycles)
+    return [c for c in module_cycles.strongly_connected(sorted(graph), graph) if len(c) > 1]
 
 
 @pytest.mark.parametrize("in_functions", [False, True], ids=["module level", "with function-level imports"])

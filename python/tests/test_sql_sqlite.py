@@ -43,24 +43,17 @@ def engines(tmp_path_factory):
 
 def value_expr(r, depth=0):
     """A random scalar expression: a column, a literal, NULL, arithmetic, CASE yielding NULL."""
-    choice = r.randrange(9 if depth < 2 else 5)
-    if choice == 0:
-        return "a"
-    if choice == 1:
-        return "b"
-    if choice == 2:
-        return str(r.randint(-6, 6))
-    if choice == 3:
-        return repr(r.choice(FLOATS))
-    if choice == 4:
-        return "k"
-    if choice == 5:
-        return f"({value_expr(r, depth + 1)} {r.choice(['+', '-', '*'])} {value_expr(r, depth + 1)})"
-    if choice == 6:
-        return f"CASE WHEN {predicate(r, depth + 1)} THEN NULL ELSE {value_expr(r, depth + 1)} END"
-    if choice == 7:
-        return f"abs({value_expr(r, depth + 1)})"
-    return "NULL"
+    def inner():
+        return value_expr(r, depth + 1)
+
+    kinds = [  # the first five are leaves, all that is drawn from depth 2
+        lambda: "a", lambda: "b", lambda: str(r.randint(-6, 6)), lambda: repr(r.choice(FLOATS)), lambda: "k",
+        lambda: f"({inner()} {r.choice(['+', '-', '*'])} {inner()})",
+        lambda: f"CASE WHEN {predicate(r, depth + 1)} THEN NULL ELSE {inner()} END",
+        lambda: f"abs({inner()})",
+        lambda: "NULL",
+    ]
+    return kinds[r.randrange(9 if depth < 2 else 5)]()
 
 
 def predicate(r, depth=0):

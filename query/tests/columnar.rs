@@ -10,10 +10,8 @@ use beton_query::columnar::{self, ColumnarCopy};
 use beton_query::versioned::VersionedDataset;
 use beton_query::SqlEdits;
 use beton_query::{explain, select_indices, Table};
-use beton_storage::{
-    Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,
-    WriterOptions,
-};
+use beton_storage::{Dataset, SampleValue};
+use beton_testkit::{rgb, schema};
 
 const ROWS: u64 = columnar::MIN_ROWS + 4_464; // 70,000
 
@@ -22,30 +20,20 @@ fn label_of(i: u64, salt: i64) -> i64 {
 }
 
 fn write(path: &Path, rows: u64, salt: i64) {
-    let raw = ImageOptions::with_mode(WriteMode::Raw);
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("score", FieldType::Float),
-        FieldSpec::rgb_image("image", raw),
-        FieldSpec::new("caption", FieldType::Text),
-    ];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(rows, |i| {
-            let w = 1 + (i % 3) as u32;
-            Ok(vec![
-                SampleValue::Int(label_of(i, salt)),
-                SampleValue::Float(i as f64 / 8.0),
-                SampleValue::Image(ImageSource::Pixels(Pixels {
-                    width: w,
-                    height: 1,
-                    channels: 3,
-                    data: vec![1; 3 * w as usize],
-                })),
-                SampleValue::Text(format!("c{}", i % 5)),
-            ])
-        })
-        .unwrap();
+    beton_testkit::write(path, schema("label:int score:float image:raw caption:text"), rows, |i| {
+        let w = 1 + (i % 3) as u32;
+        vec![
+            SampleValue::Int(label_of(i, salt)),
+            SampleValue::Float(i as f64 / 8.0),
+            rgb(w, 1, vec![1; 3 * w as usize]),
+            SampleValue::Text(format!("c{}", i % 5)),
+        ]
+    });
+}
+
+/// A temporary folder holding file `name`: `rows` rows as [`write`] makes them, salt 0.
+fn temp_file(name: &str, rows: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+    beton_testkit::temp_file(name, |path| write(path, rows, 0))
 }
 
 fn expected_ids(rows: u64, salt: i64) -> Vec<u64> {
@@ -56,9 +44,7 @@ const SQL: &str = "label < 10 AND image.width >= 2";
 
 #[test]
 fn the_first_query_of_a_large_file_makes_its_copy_and_later_ones_read_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.beton");
-    write(&path, ROWS, 0);
+    let (_dir, path) = temp_file("big.beton", ROWS);
     let copy_path = columnar::path_of(&path);
     assert!(!copy_path.exists(), "the storage writer alone makes none");
     let ds = Dataset::open(&path).unwrap();
@@ -94,9 +80,7 @@ fn the_first_query_of_a_large_file_makes_its_copy_and_later_ones_read_it() {
 
 #[test]
 fn small_files_gather_and_explain_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("small.beton");
-    write(&path, 1000, 0);
+    let (_dir, path) = temp_file("small.beton", 1000);
     let ds = Dataset::open(&path).unwrap();
     let e = explain_file(&path, SQL).unwrap();
     assert!(!columnar::path_of(&path).exists(), "under MIN_ROWS: no copy");
@@ -111,9 +95,7 @@ fn small_files_gather_and_explain_says_so() {
 
 #[test]
 fn a_copy_that_cannot_be_written_leaves_queries_gathering() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.beton");
-    write(&path, ROWS, 0);
+    let (dir, path) = temp_file("big.beton", ROWS);
     // A directory where the copy would go: writing it fails whoever runs the test (a
     // read-only directory does not stop root, which CI runs as).
     let copy = columnar::path_of(&path);
@@ -135,9 +117,7 @@ fn a_copy_that_cannot_be_written_leaves_queries_gathering() {
 
 #[test]
 fn versions_read_copies_through_deletions_and_column_files_and_cleanup_keeps_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("big.beton");
-    write(&file, ROWS, 0);
+    let (dir, file) = temp_file("big.beton", ROWS);
     let root = dir.path().join("ds");
     let v1 = VersionedDataset::import(&root, &file).unwrap();
     let v2 = v1.delete_where("index % 10 = 0", "drop a tenth").unwrap();
@@ -168,9 +148,7 @@ fn versions_read_copies_through_deletions_and_column_files_and_cleanup_keeps_the
 
 #[test]
 fn damaged_column_files_are_errors_that_name_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("small.beton");
-    write(&file, 500, 0);
+    let (dir, file) = temp_file("small.beton", 500);
     let root = dir.path().join("ds");
     let v = VersionedDataset::import(&root, &file).unwrap();
     let v = v.update(Some("index < 50"), &[("label".into(), "label + 1".into())], "bump").unwrap();
@@ -203,9 +181,7 @@ fn damaged_column_files_are_errors_that_name_them() {
 
 #[test]
 fn a_copy_truncated_under_its_map_is_an_error_not_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.beton");
-    write(&path, ROWS, 0);
+    let (_dir, path) = temp_file("big.beton", ROWS);
     let ds = Dataset::open(&path).unwrap();
     ColumnarCopy::build(&ds).unwrap();
     let t = Table::new(&ds);

@@ -5,10 +5,7 @@ use std::path::{Path, PathBuf};
 
 use beton_query::gallery::{Gallery, GalleryOptions, Selection, SummaryKind};
 use beton_query::{Error, Table};
-use beton_storage::{
-    Dataset, EncodedImage, FieldSpec, FieldType, ImageMode, ImageOptions, ImageSource, Pixels, SampleValue,
-    Writer, WriterOptions,
-};
+use beton_storage::{Dataset, EncodedImage, ImageMode, ImageSource, Pixels, SampleValue};
 
 /// Pixels of a `w × h` gradient tinted by `seed`.
 fn pixels(w: u32, h: u32, seed: u8) -> Pixels {
@@ -24,41 +21,34 @@ fn pixels(w: u32, h: u32, seed: u8) -> Pixels {
 /// `n` rows: image (sizes vary), label `i % 3`, score `i / 10`, name text; row `broken` (if any)
 /// stores bytes that are not a JPEG.
 fn write(path: &Path, n: u64, broken: Option<u64>) {
-    let fields = vec![
-        FieldSpec::rgb_image("image", ImageOptions::default()),
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("score", FieldType::Float),
-        FieldSpec::new("name", FieldType::Text),
-    ];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| {
-            let image = match broken == Some(i) {
-                true => ImageSource::Stored(EncodedImage {
-                    mode: ImageMode::Jpg,
-                    width: 40,
-                    height: 30,
-                    data: vec![0xFF, 0xD8, 1, 2, 3],
-                }),
-                false => {
-                    ImageSource::Pixels(pixels(40 + 20 * (i % 4) as u32, 30 + 10 * (i % 3) as u32, i as u8))
-                }
-            };
-            Ok(vec![
-                SampleValue::Image(image),
-                SampleValue::Int((i % 3) as i64),
-                SampleValue::Float(i as f64 / 10.0),
-                SampleValue::Text(format!("<row {i}> & \"co\"")),
-            ])
-        })
-        .unwrap();
+    let fields = beton_testkit::schema("image:rgb_image label:int score:float name:text");
+    beton_testkit::write(path, fields, n, |i| {
+        let image = match broken == Some(i) {
+            true => ImageSource::Stored(EncodedImage {
+                mode: ImageMode::Jpg,
+                width: 40,
+                height: 30,
+                data: vec![0xFF, 0xD8, 1, 2, 3],
+            }),
+            false => ImageSource::Pixels(pixels(40 + 20 * (i % 4) as u32, 30 + 10 * (i % 3) as u32, i as u8)),
+        };
+        vec![
+            SampleValue::Image(image),
+            SampleValue::Int((i % 3) as i64),
+            SampleValue::Float(i as f64 / 10.0),
+            SampleValue::Text(format!("<row {i}> & \"co\"")),
+        ]
+    });
 }
 
 fn temp_file(n: u64, broken: Option<u64>) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("g.beton");
-    write(&file, n, broken);
-    (tmp, file)
+    beton_testkit::temp_file("g.beton", |file| write(file, n, broken))
+}
+
+/// [`temp_file`], opened.
+fn temp_dataset(n: u64, broken: Option<u64>) -> (tempfile::TempDir, Dataset) {
+    let (tmp, file) = temp_file(n, broken);
+    (tmp, Dataset::open(&file).unwrap())
 }
 
 fn build(table: &Table<'_>, selection: &Selection, options: &GalleryOptions) -> beton_query::Result<Gallery> {
@@ -67,8 +57,7 @@ fn build(table: &Table<'_>, selection: &Selection, options: &GalleryOptions) -> 
 
 #[test]
 fn groups_count_every_row_and_show_rows_spread_over_each() {
-    let (_tmp, file) = temp_file(31, None);
-    let ds = Dataset::open(&file).unwrap();
+    let (_tmp, ds) = temp_dataset(31, None);
     let table = Table::new(&ds);
     let classes = Some(vec!["cat".to_string(), "dog".to_string(), "<fish>".to_string()]);
     let options = GalleryOptions {
@@ -133,8 +122,7 @@ fn groups_count_every_row_and_show_rows_spread_over_each() {
 
 #[test]
 fn a_select_keeps_its_order_and_its_columns_become_captions() {
-    let (_tmp, file) = temp_file(20, None);
-    let ds = Dataset::open(&file).unwrap();
+    let (_tmp, ds) = temp_dataset(20, None);
     let table = Table::new(&ds);
     let sql =
         "SELECT index, image.width AS w, label FROM samples WHERE label = 1 ORDER BY score DESC LIMIT 3";
@@ -158,8 +146,7 @@ fn a_select_keeps_its_order_and_its_columns_become_captions() {
 
 #[test]
 fn bad_arguments_say_what_is_wrong() {
-    let (_tmp, file) = temp_file(5, None);
-    let ds = Dataset::open(&file).unwrap();
+    let (_tmp, ds) = temp_dataset(5, None);
     let table = Table::new(&ds);
     let all = Selection::all(&table);
     let by = GalleryOptions { by: Some("lable".into()), ..GalleryOptions::default() };
@@ -190,8 +177,7 @@ fn bad_arguments_say_what_is_wrong() {
 
 #[test]
 fn a_broken_image_is_shown_as_broken_and_the_rest_as_usual() {
-    let (_tmp, file) = temp_file(6, Some(2));
-    let ds = Dataset::open(&file).unwrap();
+    let (_tmp, ds) = temp_dataset(6, Some(2));
     let table = Table::new(&ds);
     let g = build(&table, &Selection::all(&table), &GalleryOptions::default()).unwrap();
     let tiles = &g.groups[0].tiles;
@@ -205,8 +191,7 @@ fn a_broken_image_is_shown_as_broken_and_the_rest_as_usual() {
 
 #[test]
 fn the_contact_sheet_is_a_png_with_a_cell_per_tile() {
-    let (_tmp, file) = temp_file(10, None);
-    let ds = Dataset::open(&file).unwrap();
+    let (_tmp, ds) = temp_dataset(10, None);
     let table = Table::new(&ds);
     let options =
         GalleryOptions { by: Some("label".into()), per_group: 3, size: 100, ..GalleryOptions::default() };
@@ -223,14 +208,11 @@ fn the_contact_sheet_is_a_png_with_a_cell_per_tile() {
 
 #[test]
 fn a_million_rows_are_summarised_but_never_shown_whole() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("m.beton");
+    let (_tmp, file) = beton_testkit::temp_path("m.beton");
     let n = 1_000_000u64;
-    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("x", FieldType::Float)];
-    Writer::new(&file, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| Ok(vec![SampleValue::Int((i % 1000) as i64), SampleValue::Float(i as f64)]))
-        .unwrap();
+    beton_testkit::write(&file, beton_testkit::schema("label:int x:float"), n, |i| {
+        vec![SampleValue::Int((i % 1000) as i64), SampleValue::Float(i as f64)]
+    });
     let ds = Dataset::open(&file).unwrap();
     let table = Table::new(&ds);
     let selection = Selection::of_sql(&table, "x >= 0").unwrap();

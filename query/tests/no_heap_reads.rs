@@ -21,10 +21,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
 use arrow_array::RecordBatch;
 use beton_query::{query, select_indices, Table};
-use beton_storage::{
-    Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,
-    WriterOptions,
-};
+use beton_storage::{Dataset, SampleValue, WriterOptions};
+use beton_testkit::{rgb, schema};
 
 /// Set in the child: what it should run (`metadata`, `text` or `json`).
 const CHILD_ENV: &str = "BETON_POISON_CHILD";
@@ -74,35 +72,20 @@ fn samples() -> Vec<Sample> {
 
 fn write(dir: &Path) -> Dataset {
     let path = dir.join("heap.beton");
-    let raw = ImageOptions::with_mode(WriteMode::Raw);
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("score", FieldType::Float),
-        FieldSpec::rgb_image("image", raw),
-        FieldSpec::new("blob", FieldType::Bytes),
-        FieldSpec::new("meta", FieldType::Json),
-        FieldSpec::new("name", FieldType::Text),
-    ];
-    Writer::new(&path, fields, WriterOptions { page_size: 1 << 21, ..WriterOptions::default() })
-        .unwrap()
-        .write_indexed(NUM_SAMPLES, |i| {
-            let s = sample(i);
-            let pixels = (s.width * s.height * 3) as usize;
-            Ok(vec![
-                SampleValue::Int(s.label),
-                SampleValue::Float(s.score),
-                SampleValue::Image(ImageSource::Pixels(Pixels {
-                    width: s.width,
-                    height: s.height,
-                    channels: 3,
-                    data: (0..pixels).map(|k| (k + i as usize) as u8).collect(),
-                })),
-                SampleValue::Bytes(vec![i as u8; s.blob_len]),
-                SampleValue::Json(s.json),
-                SampleValue::Text(s.name),
-            ])
-        })
-        .unwrap();
+    let fields = schema("label:int score:float image:raw blob:bytes meta:json name:text");
+    let options = WriterOptions { page_size: 1 << 21, ..WriterOptions::default() };
+    beton_testkit::write_with(&path, fields, options, NUM_SAMPLES, |i| {
+        let s = sample(i);
+        let pixels = (s.width * s.height * 3) as usize;
+        vec![
+            SampleValue::Int(s.label),
+            SampleValue::Float(s.score),
+            rgb(s.width, s.height, (0..pixels).map(|k| (k + i as usize) as u8).collect()),
+            SampleValue::Bytes(vec![i as u8; s.blob_len]),
+            SampleValue::Json(s.json),
+            SampleValue::Text(s.name),
+        ]
+    });
     Dataset::open(&path).unwrap()
 }
 

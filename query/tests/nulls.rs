@@ -3,7 +3,6 @@
 //! concatenation keep them NULL; an export to a `.beton` file (which holds a value in every row)
 //! writes a filler and says which rows it filled and with what.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -11,24 +10,14 @@ use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, Float64Array};
 
 use beton_query::versioned::{ExportOptions, VersionRef, VersionedDataset};
-use beton_storage::{ArraySpec, DType, Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
-
-fn write_labels(path: &Path, first: i64, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| Ok(vec![SampleValue::Int(first + i as i64)]))
-        .unwrap();
-}
+use beton_storage::{ArraySpec, DType, Dataset, FieldType};
+use beton_testkit::write_labels;
 
 /// A dataset of 6 rows (labels 0..6) with an added float `score` (i / 2) and a fixed-shape
 /// array `vec`, then 4 appended rows (labels 100..104) from a file that has neither: the
 /// folder, the dataset's latest version.
 fn grown() -> (tempfile::TempDir, VersionedDataset) {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
-    write_labels(&a, 0, 6);
-    write_labels(&b, 100, 4);
+    let (tmp, a, b) = beton_testkit::two_files(write_labels, 6, 4);
     let v = VersionedDataset::import(&tmp.path().join("ds"), &a).unwrap();
     let scores: ArrayRef = Arc::new(Float64Array::from((0..6).map(|i| i as f64 / 2.0).collect::<Vec<_>>()));
     let v = v.add_column("score", &FieldType::Float, &scores, "scores").unwrap();

@@ -8,43 +8,26 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use beton_query::{query, select_indices, Error, Table};
-use beton_storage::{
-    Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,
-    WriterOptions,
-};
+use beton_storage::{Dataset, SampleValue, WriterOptions};
+use beton_testkit::{rgb, schema};
 
 const NUM_ROWS: u64 = 50;
 
 fn dataset(dir: &std::path::Path) -> Dataset {
     let path = dir.join("sql.beton");
-    let raw = ImageOptions::with_mode(WriteMode::Raw);
-    let fields = vec![
-        FieldSpec::rgb_image("image", raw),
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("score", FieldType::Float),
-        FieldSpec::new("caption", FieldType::Text),
-        FieldSpec::new("flag", FieldType::Bool),
-        FieldSpec::new("meta", FieldType::Json),
-    ];
-    Writer::new(&path, fields, WriterOptions { page_size: 1 << 21, ..WriterOptions::default() })
-        .unwrap()
-        .write_indexed(NUM_ROWS, |i| {
-            let w = 100 + 10 * i as u32;
-            Ok(vec![
-                SampleValue::Image(ImageSource::Pixels(Pixels {
-                    width: w,
-                    height: 2,
-                    channels: 3,
-                    data: vec![7; (w * 6) as usize],
-                })),
-                SampleValue::Int((i % 5) as i64),
-                SampleValue::Float(i as f64 / 10.0),
-                SampleValue::Text(if i % 2 == 0 { format!("cat {i}") } else { format!("Dog {i}") }),
-                SampleValue::Bool(i % 3 == 0),
-                SampleValue::Json(format!("{{\"i\": {i}, \"tag\": \"t{}\"}}", i % 2)),
-            ])
-        })
-        .unwrap();
+    let fields = schema("image:raw label:int score:float caption:text flag:bool meta:json");
+    let options = WriterOptions { page_size: 1 << 21, ..WriterOptions::default() };
+    beton_testkit::write_with(&path, fields, options, NUM_ROWS, |i| {
+        let w = 100 + 10 * i as u32;
+        vec![
+            rgb(w, 2, vec![7; (w * 6) as usize]),
+            SampleValue::Int((i % 5) as i64),
+            SampleValue::Float(i as f64 / 10.0),
+            SampleValue::Text(if i % 2 == 0 { format!("cat {i}") } else { format!("Dog {i}") }),
+            SampleValue::Bool(i % 3 == 0),
+            SampleValue::Json(format!("{{\"i\": {i}, \"tag\": \"t{}\"}}", i % 2)),
+        ]
+    });
     Dataset::open(&path).unwrap()
 }
 

@@ -15,7 +15,7 @@ use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::RecordBatch;
 use beton_query::sql::MAX_NESTING;
 use beton_query::{query, select_indices, Error, Table};
-use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+use beton_storage::{Dataset, SampleValue};
 
 const NUM_ROWS: u64 = 64;
 
@@ -29,30 +29,21 @@ const SMALL_STACK: usize = 2 << 20;
 
 fn dataset(dir: &std::path::Path) -> Dataset {
     let path = dir.join("limits.beton");
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("big", FieldType::Int),
-        FieldSpec::new("score", FieldType::Float),
-        FieldSpec::new("caption", FieldType::Text),
-        FieldSpec::new("flag", FieldType::Bool),
-    ];
-    Writer::new(&path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(NUM_ROWS, |i| {
-            let big = match i {
-                0 => i64::MIN,
-                1 => i64::MAX,
-                _ => i as i64,
-            };
-            Ok(vec![
-                SampleValue::Int((i % 8) as i64),
-                SampleValue::Int(big),
-                SampleValue::Float(SCORES[(i % 8) as usize]),
-                SampleValue::Text(CAPTIONS[(i % 8) as usize].to_string()),
-                SampleValue::Bool(i % 2 == 0),
-            ])
-        })
-        .unwrap();
+    let fields = beton_testkit::schema("label:int big:int score:float caption:text flag:bool");
+    beton_testkit::write(&path, fields, NUM_ROWS, |i| {
+        let big = match i {
+            0 => i64::MIN,
+            1 => i64::MAX,
+            _ => i as i64,
+        };
+        vec![
+            SampleValue::Int((i % 8) as i64),
+            SampleValue::Int(big),
+            SampleValue::Float(SCORES[(i % 8) as usize]),
+            SampleValue::Text(CAPTIONS[(i % 8) as usize].to_string()),
+            SampleValue::Bool(i % 2 == 0),
+        ]
+    });
     Dataset::open(&path).unwrap()
 }
 
@@ -206,13 +197,10 @@ fn in_list_of_100000_values_is_linear() {
         .stack_size(SMALL_STACK)
         .spawn(|| {
             let timed = |n: u64| -> Duration {
-                let dir = tempfile::tempdir().unwrap();
-                let path = dir.path().join("wide.beton");
-                let fields = vec![FieldSpec::new("n", FieldType::Int)];
-                Writer::new(&path, fields, WriterOptions::default())
-                    .unwrap()
-                    .write_indexed(n, |i| Ok(vec![SampleValue::Int(i as i64)]))
-                    .unwrap();
+                let (_dir, path) = beton_testkit::temp_path("wide.beton");
+                beton_testkit::write(&path, beton_testkit::schema("n:int"), n, |i| {
+                    vec![SampleValue::Int(i as i64)]
+                });
                 let ds = Dataset::open(&path).unwrap();
                 let table = Table::new(&ds);
                 let list: Vec<String> = (0..n).map(|k| (3 * k).to_string()).collect();

@@ -24,7 +24,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use beton_query::{query, select_indices, Table};
-use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+use beton_storage::{Dataset, SampleValue};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -37,24 +37,20 @@ struct Row {
 
 fn write_table(dir: &std::path::Path, rows: &[Row]) -> Dataset {
     let path = dir.join("naive.beton");
-    let fields = vec![
-        FieldSpec::new("a", FieldType::Int),
-        FieldSpec::new("b", FieldType::Float),
-        FieldSpec::new("f", FieldType::Bool),
-        FieldSpec::new("t", FieldType::Text),
-    ];
-    Writer::new(&path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(rows.len() as u64, |i| {
+    beton_testkit::write(
+        &path,
+        beton_testkit::schema("a:int b:float f:bool t:text"),
+        rows.len() as u64,
+        |i| {
             let r = &rows[i as usize];
-            Ok(vec![
+            vec![
                 SampleValue::Int(r.a),
                 SampleValue::Float(r.b),
                 SampleValue::Bool(r.f),
                 SampleValue::Text(r.t.clone()),
-            ])
-        })
-        .unwrap();
+            ]
+        },
+    );
     Dataset::open(&path).unwrap()
 }
 

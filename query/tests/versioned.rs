@@ -1,7 +1,7 @@
 //! Dataset directories: import, versions, deletes, appends, tags, restore, and two writers
 //! committing at once.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array};
@@ -9,27 +9,12 @@ use arrow_array::{ArrayRef, Float64Array};
 use beton_query::versioned::{ExportOptions, Operation, Touches, VersionRef, VersionedDataset};
 use beton_query::SqlEdits;
 use beton_query::{Error, IndexSet};
-use beton_storage::{Dataset, FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
-
-fn write(path: &Path, first: i64, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| {
-            Ok(vec![
-                SampleValue::Int(first + i as i64),
-                SampleValue::Bytes(vec![i as u8; 1 + i as usize % 7]),
-            ])
-        })
-        .unwrap();
-}
+use beton_storage::{Dataset, FieldType, SampleValue, WriterOptions};
+use beton_testkit::write_labels_and_blobs as write;
 
 /// A temporary folder holding `a.beton`, `n` rows labelled from `first` as [`write`] makes them.
 fn temp_file(first: i64, n: u64) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, first, n);
-    (tmp, file)
+    beton_testkit::temp_file("a.beton", |file| write(file, first, n))
 }
 
 /// [`temp_file`] of `n` rows from 0 with split `train`, imported as dataset directory `ds` beside
@@ -110,10 +95,7 @@ fn import_delete_append_tag_restore() {
 
     // A file whose schema differs cannot be appended.
     let other = tmp.path().join("c.beton");
-    Writer::new(&other, vec![FieldSpec::new("label", FieldType::Float)], WriterOptions::default())
-        .unwrap()
-        .write_indexed(1, |_| Ok(vec![SampleValue::Float(1.0)]))
-        .unwrap();
+    beton_testkit::write(&other, beton_testkit::schema("label:float"), 1, |_| vec![SampleValue::Float(1.0)]);
     let err = latest.append_file(&other, "").unwrap_err().to_string();
     assert!(err.contains("field 'label'") && err.contains("FloatField"), "{err}");
 }
@@ -188,17 +170,7 @@ fn threads_committing_at_once_lose_nothing() {
 fn rows(v: &VersionedDataset, sql: &str) -> Vec<String> {
     let view = v.view().unwrap();
     let table = view.table().unwrap();
-    let batch = beton_query::query(&table, sql).unwrap();
-    (0..batch.num_rows())
-        .map(|r| {
-            batch
-                .columns()
-                .iter()
-                .map(|c| arrow_cast::display::array_value_to_string(c, r).unwrap())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect()
+    beton_testkit::text_rows(&beton_query::query(&table, sql).unwrap())
 }
 
 #[test]
@@ -260,21 +232,15 @@ fn one_table_over_data_files_deletions_and_column_files() {
 
 #[test]
 fn export_and_compact_copy_payloads_and_keep_row_ids_and_splits() {
-    use beton_storage::{ImageOptions, ImageSource, Pixels, Value};
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    let fields =
-        vec![FieldSpec::rgb_image("image", ImageOptions::default()), FieldSpec::new("label", FieldType::Int)];
-    Writer::new(&file, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(8, |i| {
-            let data: Vec<u8> = (0..32 * 24 * 3).map(|k| ((k * 7 + i as usize * 13) % 251) as u8).collect();
-            Ok(vec![
-                SampleValue::Image(ImageSource::Pixels(Pixels { width: 32, height: 24, channels: 3, data })),
-                SampleValue::Int(i as i64),
-            ])
-        })
-        .unwrap();
+    use beton_storage::{ImageSource, Pixels, Value};
+    let (tmp, file) = beton_testkit::temp_path("a.beton");
+    beton_testkit::write(&file, beton_testkit::schema("image:rgb_image label:int"), 8, |i| {
+        let data: Vec<u8> = (0..32 * 24 * 3).map(|k| ((k * 7 + i as usize * 13) % 251) as u8).collect();
+        vec![
+            SampleValue::Image(ImageSource::Pixels(Pixels { width: 32, height: 24, channels: 3, data })),
+            SampleValue::Int(i as i64),
+        ]
+    });
     let val = IndexSet::from_sorted(vec![1, 6, 7]).unwrap();
     beton_query::splits::save(&file, None, [("val", &val)]).unwrap();
     let original = Dataset::open(&file).unwrap();
@@ -354,34 +320,21 @@ fn diff_names_rows_and_cells() {
 #[test]
 fn every_field_type_is_editable_and_addable() {
     use beton_query::versioned::values::ValuesBuilder;
-    use beton_storage::{ArraySpec, DType, ImageOptions, ImageSource, Pixels, Value};
+    use beton_storage::{ArraySpec, DType, ImageOptions, Value};
+    use beton_testkit::image;
     let raw = ImageOptions::with_mode(beton_storage::WriteMode::Raw);
     let spec = ArraySpec { dtype: DType::parse("<f4").unwrap(), shape: vec![2] };
-    let image = |w: u32, h: u32, seed: u8| {
-        let data = (0..w * h * 3).map(|k| (k as u8).wrapping_mul(seed)).collect();
-        SampleValue::Image(ImageSource::Pixels(Pixels { width: w, height: h, channels: 3, data }))
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("blob", FieldType::Bytes),
-        FieldSpec::new("meta", FieldType::Json),
-        FieldSpec::new("vec", FieldType::NDArray(spec.clone())),
-        FieldSpec::rgb_image("img", raw.clone()),
-    ];
-    Writer::new(&file, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(10, |i| {
-            Ok(vec![
-                SampleValue::Int(i as i64),
-                SampleValue::Bytes(vec![i as u8; 3]),
-                SampleValue::Json(format!("{{\"i\": {i}}}")),
-                SampleValue::Bytes([i as f32, 1.0].iter().flat_map(|f| f.to_le_bytes()).collect()),
-                image(4, 3, i as u8 + 1),
-            ])
-        })
-        .unwrap();
+    let (tmp, file) = beton_testkit::temp_path("a.beton");
+    let fields = beton_testkit::schema("label:int blob:bytes meta:json vec:ndarray:<f4:2 img:raw");
+    beton_testkit::write(&file, fields, 10, |i| {
+        vec![
+            SampleValue::Int(i as i64),
+            SampleValue::Bytes(vec![i as u8; 3]),
+            SampleValue::Json(format!("{{\"i\": {i}}}")),
+            SampleValue::Bytes([i as f32, 1.0].iter().flat_map(|f| f.to_le_bytes()).collect()),
+            image(4, 3, i as u8 + 1),
+        ]
+    });
     let data_before = std::fs::read(&file).unwrap();
     let dir = tmp.path().join("ds");
     let v1 = VersionedDataset::import(&dir, &file).unwrap();
@@ -678,10 +631,9 @@ fn commit_files_makes_one_version_of_files_written_apart() {
 
     // A file that does not fit the schema: nothing is committed, and the error names it.
     let other = tmp.path().join("other.beton");
-    Writer::new(&other, vec![FieldSpec::new("label", FieldType::Float)], WriterOptions::default())
-        .unwrap()
-        .write_indexed(2, |i| Ok(vec![SampleValue::Float(i as f64)]))
-        .unwrap();
+    beton_testkit::write(&other, beton_testkit::schema("label:float"), 2, |i| {
+        vec![SampleValue::Float(i as f64)]
+    });
     let err = VersionedDataset::commit_files(&dir, &[files[0].clone(), other.clone()], "").unwrap_err();
     assert!(err.to_string().contains("other.beton"), "{err}");
     assert_eq!(VersionedDataset::open(&dir, VersionRef::Latest).unwrap().version(), 2);
@@ -690,17 +642,17 @@ fn commit_files_makes_one_version_of_files_written_apart() {
     assert!(VersionedDataset::commit_files(&dir, &[], "").unwrap_err().to_string().contains("no data files"));
 }
 
+/// `v` with row 3's label set to -3 (from a column file).
+fn label_3_set_to_minus_3(v: &VersionedDataset) -> VersionedDataset {
+    let label = Arc::new(arrow_array::Int64Array::from(vec![-3])) as ArrayRef;
+    v.update_rows(&IndexSet::from_sorted(vec![3]).unwrap(), vec![("label".to_string(), label)], "").unwrap()
+}
+
 #[test]
 fn take_reads_field_values_of_rows_in_any_order() {
     let (_tmp, _file, _dir, v1) = imported(10, vec![]);
     // A version whose label 3 comes from a column file, and whose row 0 is deleted.
-    let v2 = v1
-        .update_rows(
-            &IndexSet::from_sorted(vec![3]).unwrap(),
-            vec![("label".to_string(), Arc::new(arrow_array::Int64Array::from(vec![-3])) as ArrayRef)],
-            "",
-        )
-        .unwrap();
+    let v2 = label_3_set_to_minus_3(&v1);
     let v3 = v2.delete(&IndexSet::from_sorted(vec![0]).unwrap(), None, "").unwrap();
     let view = v3.view().unwrap();
     let table = view.table().unwrap();
@@ -719,13 +671,7 @@ fn take_reads_field_values_of_rows_in_any_order() {
     // A take of a few rows reads each value; of a fair share, gathers the column: both see the
     // column file's value.
     let (_t, _f, _d, big) = imported(100, vec![]);
-    let big = big
-        .update_rows(
-            &IndexSet::from_sorted(vec![3]).unwrap(),
-            vec![("label".to_string(), Arc::new(arrow_array::Int64Array::from(vec![-3])) as ArrayRef)],
-            "",
-        )
-        .unwrap();
+    let big = label_3_set_to_minus_3(&big);
     let big_view = big.view().unwrap();
     let big_table = big_view.table().unwrap();
     let label_of = |rows: &[u64]| {

@@ -2,7 +2,7 @@
 //! name and keeps paths, class names are versioned, updates refuse values that do not fit their
 //! field (a differential test against a plain model), new columns may not shadow derived ones.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -11,22 +11,9 @@ use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, 
 use beton_query::versioned::{ImageFolderOptions, VersionRef, VersionedDataset};
 use beton_query::IndexSet;
 use beton_query::SqlEdits;
-use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
+use beton_storage::{FieldType, SampleValue};
+use beton_testkit::{image_folder, schema};
 use proptest::prelude::*;
-
-/// An ImageFolder at `root` with `count` photos of each class (copies of the bundled photos).
-fn image_folder(root: &Path, classes: &[&str], count: usize) {
-    let photos = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/data/imagefolder/fish");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&photos).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    for (c, class) in classes.iter().enumerate() {
-        std::fs::create_dir_all(root.join(class)).unwrap();
-        for k in 0..count {
-            let src = &files[(c * count + k) % files.len()];
-            std::fs::copy(src, root.join(class).join(format!("{class}-{k}.jpg"))).unwrap();
-        }
-    }
-}
 
 /// Every row's (label, path) in version `v`.
 fn labels_and_paths(v: &VersionedDataset) -> Vec<(i64, String)> {
@@ -92,11 +79,9 @@ fn appending_an_imagefolder_labels_by_class_name_and_keeps_paths() {
 
 /// A `.beton` file of labels 0..n with class names `classes` stored in it.
 fn labelled_file(path: &Path, n: u64, classes: &[&str]) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| Ok(vec![SampleValue::Int(i as i64 % classes.len() as i64)]))
-        .unwrap();
+    beton_testkit::write(path, schema("label:int"), n, |i| {
+        vec![SampleValue::Int(i as i64 % classes.len() as i64)]
+    });
     let classes: Vec<String> = classes.iter().map(|c| c.to_string()).collect();
     beton_storage::save_classes(path, None, Some(&classes)).unwrap();
 }
@@ -168,25 +153,16 @@ fn dataset(dir: &Path) -> (VersionedDataset, Model) {
         flag: (0..N).map(|i| i % 3 == 0).collect(),
         caption: (0..N).map(|i| format!("c{i}")).collect(),
     };
-    let fields = vec![
-        FieldSpec::new("label", FieldType::Int),
-        FieldSpec::new("score", FieldType::Float),
-        FieldSpec::new("flag", FieldType::Bool),
-        FieldSpec::new("caption", FieldType::Text),
-    ];
     let m = model.clone();
-    Writer::new(&file, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(N as u64, |i| {
-            let i = i as usize;
-            Ok(vec![
-                SampleValue::Int(m.label[i]),
-                SampleValue::Float(m.score[i]),
-                SampleValue::Bool(m.flag[i]),
-                SampleValue::Text(m.caption[i].clone()),
-            ])
-        })
-        .unwrap();
+    beton_testkit::write(&file, schema("label:int score:float flag:bool caption:text"), N as u64, |i| {
+        let i = i as usize;
+        vec![
+            SampleValue::Int(m.label[i]),
+            SampleValue::Float(m.score[i]),
+            SampleValue::Bool(m.flag[i]),
+            SampleValue::Text(m.caption[i].clone()),
+        ]
+    });
     (VersionedDataset::import(&dir.join("ds"), &file).unwrap(), model)
 }
 

@@ -12,36 +12,14 @@ use arrow_array::{ArrayRef, Int64Array};
 use beton_query::versioned::{commit, verify_dir, Manifest, RowIds, VersionRef, VersionedDataset};
 use beton_query::SqlEdits;
 use beton_query::{Error, IndexSet};
-use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
-
-fn write(path: &Path, first: i64, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| {
-            Ok(vec![
-                SampleValue::Int(first + i as i64),
-                SampleValue::Bytes(vec![i as u8; 1 + i as usize % 7]),
-            ])
-        })
-        .unwrap();
-}
+use beton_testkit::write_labels_and_blobs as write;
 
 /// Everything a version shows: row ids, every field of every row, every split's rows.
 fn contents(v: &VersionedDataset) -> Result<Vec<String>, Error> {
     let view = v.view()?;
     let table = view.table()?;
     let batch = beton_query::query(&table, "SELECT row_id, label, blob FROM samples")?;
-    let mut out: Vec<String> = (0..batch.num_rows())
-        .map(|r| {
-            batch
-                .columns()
-                .iter()
-                .map(|c| arrow_cast::display::array_value_to_string(c, r).unwrap())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect();
+    let mut out = beton_testkit::text_rows(&batch);
     for name in v.manifest().splits.keys() {
         out.push(format!("{name}: {:?}", table.split(name)?.as_slice()));
     }
@@ -52,9 +30,7 @@ fn contents(v: &VersionedDataset) -> Result<Vec<String>, Error> {
 /// patch column file, a full column file and a split; then, compacted, a row-id file.
 /// Returns the folder, the directory and the two versions (before and after compaction).
 fn every_kind_of_file() -> (tempfile::TempDir, PathBuf, VersionedDataset, VersionedDataset) {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 12);
+    let (tmp, file) = beton_testkit::temp_file("a.beton", |file| write(file, 0, 12));
     let train = IndexSet::from_sorted(vec![1, 3, 5, 7]).unwrap();
     beton_query::splits::save(&file, None, [("train", &train)]).unwrap();
     let dir = tmp.path().join("ds");
@@ -341,9 +317,7 @@ fn listing(dir: &Path) -> Vec<String> {
 
 #[test]
 fn ids_and_version_numbers_that_would_overflow_are_refused_before_anything_is_written() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 10);
+    let (tmp, file) = beton_testkit::temp_file("a.beton", |file| write(file, 0, 10));
     let dir = tmp.path().join("ds");
     let v1 = VersionedDataset::import(&dir, &file).unwrap();
     // Row ids: the next is 2^64 - 5, and 10 rows are appended.
@@ -471,9 +445,7 @@ fn race_cleanup_child() {
 
 #[test]
 fn cleanup_in_another_process_never_removes_what_a_committed_version_names() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("a.beton");
-    write(&file, 0, 20);
+    let (tmp, file) = beton_testkit::temp_file("a.beton", |file| write(file, 0, 20));
     let dir = tmp.path().join("ds");
     VersionedDataset::import(&dir, &file).unwrap();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())

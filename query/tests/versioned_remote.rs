@@ -7,20 +7,7 @@ use std::path::{Path, PathBuf};
 
 use beton_query::versioned::{VersionRef, VersionedDataset};
 use beton_query::IndexSet;
-use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
-
-fn write(path: &Path, first: i64, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| {
-            Ok(vec![
-                SampleValue::Int(first + i as i64),
-                SampleValue::Bytes(vec![i as u8; 1 + i as usize % 7]),
-            ])
-        })
-        .unwrap();
-}
+use beton_testkit::write_labels_and_blobs as write;
 
 fn labels(v: &VersionedDataset) -> Vec<i64> {
     let view = v.view().unwrap();

@@ -9,15 +9,7 @@ use arrow_array::{ArrayRef, Int64Array};
 
 use beton_query::versioned::{verify_dir, VersionRef, VersionedDataset};
 use beton_query::IndexSet;
-use beton_storage::{FieldSpec, FieldType, SampleValue, Writer, WriterOptions};
-
-fn write(path: &Path, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| Ok(vec![SampleValue::Int(i as i64)]))
-        .unwrap();
-}
+use beton_testkit::write_labels as write_from;
 
 /// This process's cache folder (mirrors): a fresh temporary folder, its own (not the user's
 /// cache, not another process's), removed when the process exits.
@@ -46,15 +38,22 @@ fn init() {
     });
 }
 
-#[test]
-fn files_gone_from_the_store_are_put_back_or_never_committed_to_and_are_reported() {
+/// After [`init`], a temporary folder with an empty store in it (`store`) and the `file://` URL
+/// of dataset `ds` in that store.
+fn empty_store() -> (tempfile::TempDir, PathBuf, String) {
     init();
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
     std::fs::create_dir_all(&store).unwrap();
     let url = format!("file://{}/ds", store.display());
+    (tmp, store, url)
+}
+
+#[test]
+fn files_gone_from_the_store_are_put_back_or_never_committed_to_and_are_reported() {
+    let (tmp, store, url) = empty_store();
     let file = tmp.path().join("a.beton");
-    write(&file, 10);
+    write_from(&file, 0, 10);
     let v1 = VersionedDataset::import(Path::new(&url), &file).unwrap();
     let label: ArrayRef = Arc::new(Int64Array::from(vec![99]));
     let v2 =
@@ -116,13 +115,9 @@ fn race_cleanup_child_remote() {
 /// own mirror. Every version still listed afterwards reads whole.
 #[test]
 fn a_cleanup_on_another_machine_never_leaves_a_committed_version_unreadable() {
-    init();
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    std::fs::create_dir_all(&store).unwrap();
-    let url = format!("file://{}/ds", store.display());
+    let (tmp, _, url) = empty_store();
     let file = tmp.path().join("a.beton");
-    write(&file, 16);
+    write_from(&file, 0, 16);
     VersionedDataset::import(Path::new(&url), &file).unwrap();
     let stop = tmp.path().join("stop");
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
@@ -156,15 +151,6 @@ fn a_cleanup_on_another_machine_never_leaves_a_committed_version_unreadable() {
     assert!(report.problems.is_empty() && report.versions >= 7, "{report:?}");
 }
 
-/// `n` rows labelled `first`, `first + 1`, ...
-fn write_from(path: &Path, first: i64, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int)];
-    Writer::new(path, fields, WriterOptions::default())
-        .unwrap()
-        .write_indexed(n, |i| Ok(vec![SampleValue::Int(first + i as i64)]))
-        .unwrap();
-}
-
 /// Every row of version `v` of the dataset at `at` (row id and label), read from its files.
 fn rows(at: &Path, v: u64) -> Result<Vec<(i64, i64)>, beton_query::Error> {
     let version = VersionedDataset::open(at, VersionRef::Number(v))?;
@@ -181,11 +167,7 @@ fn rows(at: &Path, v: u64) -> Result<Vec<(i64, i64)>, beton_query::Error> {
 /// 2's data file (returned) is named by no other version, and this process's mirror has no
 /// copy of it, as on a machine that did not write it: only the store has it.
 fn old_version_only_the_store_holds() -> (tempfile::TempDir, PathBuf, String, VersionedDataset, String) {
-    init();
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    std::fs::create_dir_all(&store).unwrap();
-    let url = format!("file://{}/ds", store.display());
+    let (tmp, store, url) = empty_store();
     let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
     write_from(&a, 0, 16);
     write_from(&b, 100, 16);
@@ -382,11 +364,7 @@ impl Drop for Stops {
 /// nothing.
 #[test]
 fn restores_of_an_old_version_racing_two_cleanups_elsewhere_commit_only_versions_that_read() {
-    init();
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    std::fs::create_dir_all(&store).unwrap();
-    let url = format!("file://{}/ds", store.display());
+    let (tmp, store, url) = empty_store();
     let at = Path::new(&url);
     let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
     write_from(&a, 0, 16);
@@ -453,10 +431,7 @@ fn restores_of_an_old_version_racing_two_cleanups_elsewhere_commit_only_versions
 /// markers, through restores and cleanups.
 #[test]
 fn local_datasets_write_no_marks() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
-    write_from(&a, 0, 16);
-    write_from(&b, 100, 16);
+    let (tmp, a, b) = beton_testkit::two_files(write_from, 16, 16);
     let dir = tmp.path().join("ds");
     let v2 = VersionedDataset::import(&dir, &a).unwrap().append_file(&b, "").unwrap();
     let v3 = v2.restore(1).unwrap();

@@ -1,15 +1,15 @@
 //! `beton gallery` and `beton show --grid` on the bundled ImageFolder (155 real photos).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{beton, beton_ok, text};
 
-/// The bundled ImageFolder written to `dir/if.beton` (with its paths).
-fn imagefolder(dir: &Path) -> PathBuf {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
-    let out = dir.join("if.beton");
+/// A temporary folder holding `if.beton`, the bundled ImageFolder (with its paths).
+fn imagefolder() -> (tempfile::TempDir, PathBuf) {
+    let src = beton_testkit::example_data().join("imagefolder");
+    let (dir, out) = beton_testkit::temp_path("if.beton");
     beton_ok(&["write-imagefolder", src.to_str().unwrap(), out.to_str().unwrap(), "--with-path"]);
-    out
+    (dir, out)
 }
 
 /// `(key, count)` of every group section of a gallery page.
@@ -26,8 +26,7 @@ fn groups(html: &str) -> Vec<(String, u64)> {
 
 #[test]
 fn a_gallery_page_counts_what_the_query_counts() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = imagefolder(dir.path());
+    let (dir, f) = imagefolder();
     let page = dir.path().join("page.html");
     let sheet = dir.path().join("sheet.png");
     let sql = "label IN (1, 3, 4)";
@@ -81,8 +80,7 @@ fn a_gallery_page_counts_what_the_query_counts() {
 
 #[test]
 fn a_select_shows_its_rows_in_its_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = imagefolder(dir.path());
+    let (dir, f) = imagefolder();
     let page = dir.path().join("small.html");
     let sql =
         "SELECT index, image.width AS w FROM samples ORDER BY image.width * image.height, index LIMIT 4";
@@ -101,8 +99,7 @@ fn a_select_shows_its_rows_in_its_order() {
 
 #[test]
 fn gallery_mistakes_are_named_and_leave_no_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = imagefolder(dir.path());
+    let (dir, f) = imagefolder();
     let page = dir.path().join("p.html");
     let (p, fs) = (page.to_str().unwrap(), f.to_str().unwrap());
     for (args, says) in [
@@ -133,8 +130,7 @@ fn gallery_mistakes_are_named_and_leave_no_file() {
 
 #[test]
 fn show_grid_draws_a_contact_sheet_of_several_samples() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = imagefolder(dir.path());
+    let (dir, f) = imagefolder();
     let sheet = dir.path().join("grid.png");
     let out = beton_ok(&["show", f.to_str().unwrap(), "0..3", "20", "--grid", sheet.to_str().unwrap()]);
     assert!(out.contains("sample 0:\n  image: ") && out.contains("sample 20:\n"), "{out}");

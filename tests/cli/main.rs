@@ -141,6 +141,18 @@ fn write_png(path: &Path, w: u32, h: u32, shade: u8) {
     writer.write_image_data(&vec![shade; (w * h * 3) as usize]).unwrap();
 }
 
+/// A temporary folder holding an ImageFolder `folder` of one class, `c`, with a PNG of each
+/// `(name, width, height, shade)`: the temporary folder and `folder`.
+fn one_class(pngs: &[(&str, u32, u32, u8)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("folder");
+    std::fs::create_dir_all(root.join("c")).unwrap();
+    for &(name, w, h, shade) in pngs {
+        write_png(&root.join("c").join(name), w, h, shade);
+    }
+    (dir, root)
+}
+
 #[test]
 fn write_imagefolder_labels_by_sorted_class_and_records_paths() {
     let dir = tempfile::tempdir().unwrap();
@@ -152,16 +164,8 @@ fn write_imagefolder_labels_by_sorted_class_and_records_paths() {
         }
     }
     let out = dir.path().join("out.beton");
-    let o = beton(&[
-        "write-imagefolder",
-        root.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "--mode",
-        "raw",
-        "--with-path",
-        "--workers",
-        "2",
-    ]);
+    let (r, d) = (root.to_str().unwrap(), out.to_str().unwrap());
+    let o = beton(&["write-imagefolder", r, d, "--mode", "raw", "--with-path", "--workers", "2"]);
     assert!(o.status.success(), "{}", text(&o).1);
     assert!(text(&o).0.contains("5 images in 2 classes"), "{}", text(&o).0);
     let ds = beton_storage::Dataset::open(&out).unwrap();
@@ -215,7 +219,7 @@ fn write_imagefolder_smart_mode_then_verify() {
 
 #[test]
 fn write_imagefolder_failures_leave_no_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, root) = one_class(&[("ok.png", 3, 3, 1)]);
     let out = dir.path().join("out.beton");
     let o =
         beton(&["write-imagefolder", dir.path().join("missing").to_str().unwrap(), out.to_str().unwrap()]);
@@ -223,37 +227,30 @@ fn write_imagefolder_failures_leave_no_file() {
     assert!(text(&o).1.starts_with("beton write-imagefolder: "), "{}", text(&o).1);
     assert!(!out.exists());
 
-    let root = dir.path().join("folder");
-    std::fs::create_dir_all(root.join("c")).unwrap();
-    write_png(&root.join("c/ok.png"), 3, 3, 1);
     std::fs::write(root.join("c/broken.jpg"), b"\xFF\xD8\xFF\xE0 not really").unwrap();
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap()]);
+    let (r, d) = (root.to_str().unwrap(), out.to_str().unwrap());
+    let write = |args: &[&str]| beton(&[&["write-imagefolder", r, d], args].concat());
+    let o = write(&[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("sample 0, field 'image'"), "{}", text(&o).1);
     assert!(!out.exists());
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--mode", "smart"]);
+    let o = write(&["--mode", "smart"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("--smart-threshold"));
-    let o = beton(&[
-        "write-imagefolder",
-        root.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "--smart-threshold",
-        "10",
-    ]);
+    let o = write(&["--smart-threshold", "10"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("--mode smart only"));
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--quality", "0"]);
+    let o = write(&["--quality", "0"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("quality"), "{}", text(&o).1);
     assert!(!out.exists());
     std::fs::write(root.join("c/x.bmp"), b"").unwrap();
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap()]);
+    let o = write(&[]);
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o).1;
     assert!(err.contains("x.bmp") && err.contains("beton reads JPEG and PNG"), "{err}");
     assert!(!out.exists());
-    let o = beton(&["write-imagefolder", root.to_str().unwrap(), out.to_str().unwrap(), "--mode", "webp"]);
+    let o = write(&["--mode", "webp"]);
     assert_eq!(o.status.code(), Some(2));
     let o = beton(&["write-imagefolder", "--bogus"]);
     assert_eq!(o.status.code(), Some(2), "usage errors are clap's exit 2");
@@ -359,11 +356,7 @@ fn bench_runs_epochs_and_reports_reads() {
 /// as the file, a killed writer's temporary files, `--skip-bad`, `bench --custom`.
 #[test]
 fn bad_arguments_are_refused_with_their_names() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("folder");
-    std::fs::create_dir_all(root.join("c")).unwrap();
-    write_png(&root.join("c/a.png"), 3, 3, 1);
-    write_png(&root.join("c/b.png"), 4, 3, 2);
+    let (dir, root) = one_class(&[("a.png", 3, 3, 1), ("b.png", 4, 3, 2)]);
     std::fs::write(root.join("c/broken.jpg"), b"\xFF\xD8\xFF\xE0 not really").unwrap();
     let out = dir.path().join("out.beton");
     let (r, o) = (root.to_str().unwrap(), out.to_str().unwrap());
@@ -415,10 +408,7 @@ fn bad_arguments_are_refused_with_their_names() {
 #[cfg(unix)]
 #[test]
 fn a_killed_writer_leaves_nothing_for_good() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("folder");
-    std::fs::create_dir_all(root.join("c")).unwrap();
-    write_png(&root.join("c/a.png"), 30, 20, 1);
+    let (dir, root) = one_class(&[("a.png", 30, 20, 1)]);
     let fifo = root.join("c/z.png");
     let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: mkfifo with a NUL-terminated path that outlives the call.

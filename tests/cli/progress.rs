@@ -1,27 +1,25 @@
 //! Progress bars of the long commands (`verify`, `compact`, `export`, `concat`): drawn on a
 //! terminal, never into a pipe or a log.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{beton, beton_ok, fixture, text};
 
-/// A dataset directory of the `scalars` fixture (1000 rows) with its first row deleted, beside the
-/// fixture file in `dir`: (file, dataset directory).
-fn dataset(dir: &Path) -> (PathBuf, PathBuf) {
-    let file = fixture(dir, "scalars");
-    let ds = dir.join("ds");
-    beton_ok(&["import", ds.to_str().unwrap(), file.to_str().unwrap()]);
-    beton_ok(&["delete", ds.to_str().unwrap(), "index = 0"]);
-    (file, ds)
+/// A temporary folder holding the `scalars` fixture (1000 rows) and a dataset directory of it
+/// with its first row deleted: (folder, file, dataset directory).
+fn dataset() -> (tempfile::TempDir, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = fixture(tmp.path(), "scalars").to_str().unwrap().to_string();
+    let ds = tmp.path().join("ds").to_str().unwrap().to_string();
+    beton_ok(&["import", &ds, &file]);
+    beton_ok(&["delete", &ds, "index = 0"]);
+    (tmp, file, ds)
 }
 
 #[test]
 fn long_commands_draw_no_bar_off_a_terminal() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (file, ds) = dataset(tmp.path());
-    let (file, ds) = (file.to_str().unwrap(), ds.to_str().unwrap());
-    let out = tmp.path().join("out.beton");
+    let (tmp, file, ds) = dataset();
+    let (file, ds, out) = (file.as_str(), ds.as_str(), tmp.path().join("out.beton"));
     let both = tmp.path().join("both");
     let commands: [&[&str]; 4] = [
         &["verify", file],
@@ -56,10 +54,8 @@ fn on_a_terminal(args: &[&str]) -> String {
 
 #[test]
 fn long_commands_draw_a_bar_on_a_terminal() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (file, ds) = dataset(tmp.path());
-    let (file, ds) = (file.to_str().unwrap(), ds.to_str().unwrap());
-    let out = tmp.path().join("out.beton");
+    let (tmp, file, ds) = dataset();
+    let (file, ds, out) = (file.as_str(), ds.as_str(), tmp.path().join("out.beton"));
     let commands: [(&[&str], &str); 3] = [
         (&["verify", file], "/1000 samples"),
         (&["export", ds, out.to_str().unwrap()], "/999 rows"),

@@ -77,8 +77,11 @@ def params(fn, drop_self):
 
 
 def default_repr(value):
+    """A default as recorded: a class or function as ``<package.qualname>`` (beton's, where
+    beton's tests run this on beton's modules, named as FFCV's), anything else as its repr."""
     if inspect.isclass(value) or inspect.isfunction(value):
-        return f"<{value.__module__.split('.')[0]}.{value.__qualname__}>"
+        package = value.__module__.split(".")[0]
+        return f"<{'ffcv' if package == 'beton' else package}.{value.__qualname__}>"
     return repr(value)
 
 
@@ -243,13 +246,14 @@ def write_files(out):
     return path, cpath
 
 
-def pair_field():
-    """A custom FFCV field (type id 255): two int32s per sample, in the row itself."""
+def pair_field(package="ffcv"):
+    """A custom FFCV field (type id 255): two int32s per sample, in the row itself. Built on
+    ``package``'s classes: FFCV's here, beton's in beton's tests of the recorded file."""
     from dataclasses import replace
 
-    from ffcv.fields.base import Field
-    from ffcv.pipeline.allocation_query import AllocationQuery
-    from ffcv.pipeline.operation import Operation
+    Field = importlib.import_module(f"{package}.fields.base").Field
+    AllocationQuery = importlib.import_module(f"{package}.pipeline.allocation_query").AllocationQuery
+    Operation = importlib.import_module(f"{package}.pipeline.operation").Operation
 
     class PairDecoder(Operation):
         def declare_state_and_memory(self, previous_state):

@@ -30,14 +30,17 @@ mod tests {
     fn golden_random_orders() {
         let indices = IndexSet::from(100..110);
         let pages = PageMap::from_pages(vec![0; 110]);
-        assert_eq!(order(&ctx(&indices, &pages, 0, 0)), GOLDEN_0_0);
-        assert_eq!(order(&ctx(&indices, &pages, 0, 1)), GOLDEN_0_1);
-        assert_eq!(order(&ctx(&indices, &pages, 42, 3)), GOLDEN_42_3);
+        for (seed, epoch, want) in GOLDEN {
+            assert_eq!(order(&ctx(&indices, &pages, seed, epoch)), want, "seed {seed}, epoch {epoch}");
+        }
     }
 
-    const GOLDEN_0_0: [u64; 10] = [100, 107, 108, 106, 103, 102, 109, 101, 104, 105];
-    const GOLDEN_0_1: [u64; 10] = [107, 102, 105, 100, 109, 106, 104, 103, 108, 101];
-    const GOLDEN_42_3: [u64; 10] = [104, 102, 108, 106, 101, 107, 103, 109, 100, 105];
+    /// (seed, epoch, RANDOM's order of 100..110).
+    const GOLDEN: [(u64, u64, [u64; 10]); 3] = [
+        (0, 0, [100, 107, 108, 106, 103, 102, 109, 101, 104, 105]),
+        (0, 1, [107, 102, 105, 100, 109, 106, 104, 103, 108, 101]),
+        (42, 3, [104, 102, 108, 106, 101, 107, 103, 109, 100, 105]),
+    ];
 
     #[test]
     fn is_the_loaders_own_fisher_yates_too() {

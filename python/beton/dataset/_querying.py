@@ -89,7 +89,7 @@ class _Querying(_DatasetBase):
         Raises
         ------
         ValueError
-            For bad SQL or an unknown column (with its line and column).
+            As :meth:`where` raises it: bad SQL, an unknown column.
 
         Examples
         --------
@@ -125,6 +125,7 @@ class _Querying(_DatasetBase):
         Parameters
         ----------
         name : str
+            One of the names ``splits()`` lists (``train``, ``val``, ...).
 
         Returns
         -------
@@ -133,7 +134,7 @@ class _Querying(_DatasetBase):
         Raises
         ------
         KeyError
-            For a split the data does not have (the message lists those it has).
+            For an unknown name; its message lists the splits there are.
 
         Examples
         --------

@@ -201,12 +201,12 @@ class _Reading(_DatasetBase):
         return self._native.table_stream(None)
 
     def to_polars(self, columns: Optional[List[str]] = None):
-        """The data table as a ``polars.DataFrame``.
+        """The data table as a ``polars.DataFrame``: ``table(columns)`` handed to polars.
 
         Parameters
         ----------
         columns : list of str, optional
-            The columns to read (default: all).
+            As ``table()`` takes them.
 
         Returns
         -------

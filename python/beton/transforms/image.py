@@ -37,22 +37,34 @@ class RandomVerticalFlip(_Flip):
     _op = _native.RandomVerticalFlip
 
 
-class RandomTranslate(_NativeImageOp):
+class _Filled(_NativeImageOp):
+    """An operation of a size in pixels (the attribute named ``_size``) and a ``fill`` colour;
+    ``_op`` is the native operation's class."""
+
+    _op: type
+    _size: str
+
+    def _set(self, size, fill):
+        setattr(self, self._size, int(size))
+        self.fill = tuple(int(c) for c in fill)
+        self._native()  # checks the arguments now
+
+    def _native(self):
+        return self._op(getattr(self, self._size), list(self.fill))
+
+
+class RandomTranslate(_Filled):
+    _op, _size = _native.RandomTranslate, "padding"
+
     def __init__(self, padding: int, fill=(0, 0, 0)):
-        self.padding, self.fill = int(padding), tuple(int(c) for c in fill)
-        self._native()
-
-    def _native(self):
-        return _native.RandomTranslate(self.padding, list(self.fill))
+        self._set(padding, fill)
 
 
-class Cutout(_NativeImageOp):
+class Cutout(_Filled):
+    _op, _size = _native.Cutout, "crop_size"
+
     def __init__(self, crop_size: int, fill=(0, 0, 0)):
-        self.crop_size, self.fill = int(crop_size), tuple(int(c) for c in fill)
-        self._native()
-
-    def _native(self):
-        return _native.Cutout(self.crop_size, list(self.fill))
+        self._set(crop_size, fill)
 
 
 class RandomBrightness(_NativeImageOp):

@@ -681,10 +681,7 @@ fn write_ids_avx512(
 
 #[cfg(test)]
 mod tests {
-    use beton_storage::{
-        Dataset, FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, Writer,
-        WriterOptions,
-    };
+    use beton_storage::{Dataset, SampleValue};
     use proptest::prelude::*;
 
     use super::*;
@@ -718,40 +715,27 @@ mod tests {
     const COLUMNS: [&str; 5] = ["a", "f", "b", "image.width", "index"];
     const OPS: [&str; 6] = ["=", "<>", "<", "<=", ">", ">="];
 
-    /// 300 rows: `a` (int), `f` (float; NaN in row 7 and -0.0 in row 8 when `nan`), `b` (bytes: its size is a
-    /// u64 column), `image` (raw, widths 1 to 4: a u16 column).
-    fn file(dir: &std::path::Path, nan: bool) -> std::path::PathBuf {
-        let path = dir.join(if nan { "nan.beton" } else { "plain.beton" });
-        let fields = vec![
-            FieldSpec::new("a", FieldType::Int),
-            FieldSpec::new("f", FieldType::Float),
-            FieldSpec::new("b", FieldType::Bytes),
-            FieldSpec::rgb_image("image", ImageOptions::with_mode(WriteMode::Raw)),
-        ];
-        Writer::new(&path, fields, WriterOptions::default())
-            .unwrap()
-            .write_indexed(300, |i| {
-                let k = i as usize;
-                let f = match (nan, i) {
-                    (true, 7) => f64::NAN,
-                    (true, 8) => -0.0,
-                    _ => FLOATS[(k * 7) % FLOATS.len()],
-                };
-                let w = 1 + (k % 4) as u32;
-                Ok(vec![
-                    SampleValue::Int(INTS[(k * 5) % INTS.len()]),
-                    SampleValue::Float(f),
-                    SampleValue::Bytes(vec![0; k % 6]),
-                    SampleValue::Image(ImageSource::Pixels(Pixels {
-                        width: w,
-                        height: 1,
-                        channels: 3,
-                        data: vec![9; w as usize * 3],
-                    })),
-                ])
-            })
-            .unwrap();
-        path
+    /// A temporary folder holding a file of 300 rows, opened: `a` (int), `f` (float; NaN in row 7
+    /// and -0.0 in row 8 when `nan`), `b` (bytes: its size is a u64 column), `image` (raw, widths
+    /// 1 to 4: a u16 column).
+    fn opened(nan: bool) -> (tempfile::TempDir, Dataset) {
+        let (tmp, path) = beton_testkit::temp_path("t.beton");
+        beton_testkit::write(&path, beton_testkit::schema("a:int f:float b:bytes image:raw"), 300, |i| {
+            let k = i as usize;
+            let f = match (nan, i) {
+                (true, 7) => f64::NAN,
+                (true, 8) => -0.0,
+                _ => FLOATS[(k * 7) % FLOATS.len()],
+            };
+            let w = 1 + (k % 4) as u32;
+            vec![
+                SampleValue::Int(INTS[(k * 5) % INTS.len()]),
+                SampleValue::Float(f),
+                SampleValue::Bytes(vec![0; k % 6]),
+                beton_testkit::rgb(w, 1, vec![9; w as usize * 3]),
+            ]
+        });
+        (tmp, Dataset::open(&path).unwrap())
     }
 
     fn predicate(sql: &str) -> Expr {
@@ -771,8 +755,7 @@ mod tests {
 
     #[test]
     fn the_fused_path_takes_conjunctions_of_comparisons_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ds = Dataset::open(file(tmp.path(), false)).unwrap();
+        let (_tmp, ds) = opened(false);
         let table = Table::new(&ds);
         let ctx = Ctx::all(&table);
         for sql in [
@@ -805,7 +788,7 @@ mod tests {
         }
         // NaN and -0.0 in a float column are ordered in the loop as the evaluator orders them:
         // -0.0 is 0.0, NaN is above every number.
-        let ds = Dataset::open(file(tmp.path(), true)).unwrap();
+        let (_tmp, ds) = opened(true);
         let table = Table::new(&ds);
         let ctx = Ctx::all(&table);
         for isa in Isa::available() {
@@ -820,9 +803,8 @@ mod tests {
 
     #[test]
     fn the_fused_path_gives_the_general_evaluators_rows() {
-        let tmp = tempfile::tempdir().unwrap();
         for nan in [false, true] {
-            let ds = Dataset::open(file(tmp.path(), nan)).unwrap();
+            let (_tmp, ds) = opened(nan);
             let table = Table::new(&ds);
             for isa in Isa::available() {
                 same_rows_as_the_evaluator(&Ctx::all(&table), isa);
@@ -873,8 +855,7 @@ mod tests {
 
     #[test]
     fn long_in_lists_give_the_evaluators_rows() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ds = Dataset::open(file(tmp.path(), false)).unwrap();
+        let (_tmp, ds) = opened(false);
         let table = Table::new(&ds);
         let ctx = Ctx::all(&table);
         // Columns: a (i64 from INTS), b (u64 sizes 0..6), image.width (u16 1..5), index (u64).
@@ -910,13 +891,11 @@ mod tests {
 
     #[test]
     fn the_bits_do_not_depend_on_the_number_of_threads() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("big.beton");
+        let (_tmp, path) = beton_testkit::temp_path("big.beton");
         let n = 3 * MORSEL as u64 + 17;
-        Writer::new(&path, vec![FieldSpec::new("a", FieldType::Int)], WriterOptions::default())
-            .unwrap()
-            .write_indexed(n, |i| Ok(vec![SampleValue::Int((i * 7919 % 1000) as i64)]))
-            .unwrap();
+        beton_testkit::write(&path, beton_testkit::schema("a:int"), n, |i| {
+            vec![SampleValue::Int((i * 7919 % 1000) as i64)]
+        });
         let ds = Dataset::open(&path).unwrap();
         let table = Table::new(&ds);
         let e = predicate("a < 500 AND a >= 10");

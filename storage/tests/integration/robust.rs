@@ -3,7 +3,7 @@
 //! stray file or a write into the wrong file.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use beton_storage::{
@@ -13,12 +13,17 @@ use beton_storage::{
 
 /// `n` samples of an int and a 20 kB blob, in pages of 2 MiB.
 fn write(path: &Path, n: u64) {
-    let fields = vec![FieldSpec::new("label", FieldType::Int), FieldSpec::new("blob", FieldType::Bytes)];
     let options = WriterOptions { page_size: 1 << 21, ..WriterOptions::default() };
-    Writer::new(path, fields, options)
-        .unwrap()
-        .write_indexed(n, |i| Ok(vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![i as u8; 20_000])]))
-        .unwrap();
+    beton_testkit::write_with(path, beton_testkit::schema("label:int blob:bytes"), options, n, |i| {
+        vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![i as u8; 20_000])]
+    });
+}
+
+/// A temporary folder holding file `name`, [`write`] of `n` samples, and that file opened.
+fn written(name: &str, n: u64) -> (tempfile::TempDir, PathBuf, Dataset) {
+    let (dir, path) = beton_testkit::temp_file(name, |path| write(path, n));
+    let ds = Dataset::open(&path).unwrap();
+    (dir, path, ds)
 }
 
 /// Truncated by another program after it was opened: reads past the new end are
@@ -26,10 +31,7 @@ fn write(path: &Path, n: u64) {
 /// `verify` and every later read of the handle.
 #[test]
 fn a_file_truncated_after_open_gives_errors_not_sigbus() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cut.beton");
-    write(&path, 300);
-    let ds = Dataset::open(&path).unwrap();
+    let (_dir, path, ds) = written("cut.beton", 300);
     assert!(ds.get(299, 1).is_ok());
     // Keep the data table and the first half of the pages.
     let keep = ds.data_start() + (ds.header().alloc_table_ptr - ds.data_start()) / 2;
@@ -74,12 +76,8 @@ fn a_file_truncated_after_open_gives_errors_not_sigbus() {
 #[test]
 fn the_split_reserve_is_allocated_not_a_hole() {
     use std::os::unix::io::AsRawFd;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("scalars.beton");
-    Writer::new(&path, vec![FieldSpec::new("label", FieldType::Int)], WriterOptions::default())
-        .unwrap()
-        .write_indexed(1000, |i| Ok(vec![SampleValue::Int(i as i64)]))
-        .unwrap();
+    let (_dir, path) = beton_testkit::temp_path("scalars.beton");
+    beton_testkit::write_labels(&path, 0, 1000);
     let file = File::open(&path).unwrap();
     let len = file.metadata().unwrap().len();
     assert!(len > 64 * 1024, "the reserve is there: {len}");
@@ -125,10 +123,7 @@ fn the_next_write_removes_temp_files_of_killed_writers() {
 /// write its splits there: they would tag the wrong samples.
 #[test]
 fn a_handle_never_writes_into_a_file_it_did_not_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("d.beton");
-    write(&path, 10);
-    let ds = Dataset::open(&path).unwrap();
+    let (_dir, path, ds) = written("d.beton", 10);
     let opened = ds.file_id();
     assert!(opened.is_some());
     // Same path, same handle: fine.
@@ -196,10 +191,7 @@ fn a_fault_outside_betons_maps_still_kills_the_process() {
     use std::os::unix::process::ExitStatusExt;
     const NAME: &str = "robust::a_fault_outside_betons_maps_still_kills_the_process";
     if std::env::var_os("BETON_TEST_FOREIGN_SIGBUS").is_some() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("d.beton");
-        write(&path, 3);
-        let _ds = Dataset::open(&path).unwrap(); // installs the guard
+        let (dir, _, _ds) = written("d.beton", 3); // opened: installs the guard
         let other = dir.path().join("other.bin");
         std::fs::write(&other, vec![1u8; 3 * 4096]).unwrap();
         let file = File::open(&other).unwrap();

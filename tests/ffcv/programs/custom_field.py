@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from ffcv.fields import Field, IntField
+from ffcv.fields.base import ARG_TYPE
 from ffcv.fields.basics import IntDecoder
 from ffcv.loader import Loader, OrderOption
 from ffcv.pipeline.allocation_query import AllocationQuery
@@ -47,7 +48,7 @@ class PaddedBytesField(Field):
         return PaddedBytesField()
 
     def to_binary(self):
-        return np.zeros(1, dtype=np.dtype([("", "<u1", 1024)]))[0]
+        return np.zeros(1, dtype=ARG_TYPE)[0]
 
     def encode(self, destination, field, malloc):
         data = np.frombuffer(field, dtype=np.uint8)

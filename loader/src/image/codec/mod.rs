@@ -354,23 +354,42 @@ pub(crate) mod tests {
         c.compress_to_vec(image).unwrap()
     }
 
-    /// A 120×90 JPEG (restart markers or not) with bytes `edits` overwritten and cut short at
-    /// `cut`: the damaged inputs of the codec's and the decoders' never-panic proptests.
-    pub(crate) fn damaged_jpeg(edits: &[(usize, u8)], cut: usize, restarts: bool) -> Vec<u8> {
-        let data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
-        let mut data = if restarts { with_restarts(&data) } else { data };
+    /// Damage to a JPEG: bytes overwritten (at offsets taken modulo its length) and the length
+    /// it is cut short at.
+    pub(crate) type Damage = (Vec<(usize, u8)>, usize);
+
+    /// Up to 8 bytes overwritten and a cut, offsets below `len`: what the never-panic proptests
+    /// of the codec, the restart slicer and the decoders do to their JPEGs.
+    pub(crate) fn damage(len: usize) -> impl proptest::strategy::Strategy<Value = Damage> {
+        (proptest::collection::vec((0..len, proptest::prelude::any::<u8>()), 0..8), 0..len)
+    }
+
+    /// `data` with `damage` done to it (cut at 2 bytes at the least).
+    pub(crate) fn damaged(mut data: Vec<u8>, (edits, cut): &Damage) -> Vec<u8> {
         for &(at, byte) in edits {
             let n = data.len();
             data[at % n] = byte;
         }
-        data.truncate(cut.max(2));
+        data.truncate((*cut).max(2));
         data
     }
 
-    /// A crop at (`x`, `y`) of up to `cw`×`ch` pixels, clamped inside a 120×90 image.
-    pub(crate) fn crop_inside(x: u32, y: u32, cw: u32, ch: u32) -> Crop {
-        let (x, y) = (x.min(119), y.min(89));
-        Crop { x, y, width: cw.min(120 - x), height: ch.min(90 - y) }
+    /// A 120×90 JPEG (restart markers or not) with `damage` done to it: the damaged inputs of the
+    /// codec's and the decoders' never-panic proptests.
+    pub(crate) fn damaged_jpeg(damage: &Damage, restarts: bool) -> Vec<u8> {
+        let data = jpeg(120, 90, turbojpeg::Subsamp::Sub2x2);
+        damaged(if restarts { with_restarts(&data) } else { data }, damage)
+    }
+
+    /// Crops inside a `w`×`h` image: any corner, up to the rest of the image across and down.
+    pub(crate) fn crop_in(w: u32, h: u32) -> impl proptest::strategy::Strategy<Value = Crop> {
+        use proptest::strategy::Strategy;
+        (0..w, 0..h, 1..w, 1..h).prop_map(move |(x, y, cw, ch)| Crop {
+            x,
+            y,
+            width: cw.min(w - x),
+            height: ch.min(h - y),
+        })
     }
 
     /// `data` rewritten losslessly with a restart marker every MCU (as beton's writer stores it).
@@ -459,14 +478,10 @@ pub(crate) mod tests {
         /// whatever the crop and output size.
         #[test]
         fn damaged_jpegs_never_panic(
-            edits in proptest::collection::vec((0usize..4000, proptest::prelude::any::<u8>()), 0..8),
-            cut in 0usize..4000,
-            x in 0u32..120, y in 0u32..90, cw in 1u32..120, ch in 1u32..90,
+            damage in damage(4000), crop in crop_in(120, 90), restarts in proptest::prelude::any::<bool>(),
             ow in 1u32..80, oh in 1u32..80,
-            restarts in proptest::prelude::any::<bool>(),
         ) {
-            let data = damaged_jpeg(&edits, cut, restarts);
-            let crop = crop_inside(x, y, cw, ch);
+            let data = damaged_jpeg(&damage, restarts);
             let mut buf = Vec::new();
             if let Ok(Some(r)) = decode_crop(&data, 120, 90, crop, (ow, oh), 1.0, &mut buf) {
                 proptest::prop_assert_eq!(buf.len(), r.width as usize * r.height as usize * 3);

@@ -221,6 +221,7 @@ pub(crate) fn slice(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::image::codec::tests::{crop_in, damage, damaged};
     use std::ffi::c_int;
     use turbojpeg::raw;
 
@@ -376,18 +377,9 @@ pub(crate) mod tests {
         /// Damaged JPEGs (bytes overwritten, cut short) never panic the slicer, and whatever it
         /// returns is a slice inside the image that covers the crop.
         #[test]
-        fn damaged_jpegs_never_panic(
-            edits in proptest::collection::vec((0usize..3000, proptest::prelude::any::<u8>()), 0..8),
-            cut in 0usize..3000,
-            x in 0u32..96, y in 0u32..80, cw in 1u32..96, ch in 1u32..80,
-        ) {
-            let mut data = jpeg_with_restarts(96, 80, raw::TJSAMP_TJSAMP_420 as c_int, 1, false);
-            for (at, byte) in edits {
-                let n = data.len();
-                data[at % n] = byte;
-            }
-            data.truncate(cut.max(2));
-            let crop = Crop { x, y, width: cw.min(96 - x), height: ch.min(80 - y) };
+        fn damaged_jpegs_never_panic(damage in damage(3000), crop in crop_in(96, 80)) {
+            let data = jpeg_with_restarts(96, 80, raw::TJSAMP_TJSAMP_420 as c_int, 1, false);
+            let data = damaged(data, &damage);
             let (mut out, mut markers) = (Vec::new(), Vec::new());
             if let Some(s) = slice(&data, (96, 80), crop, 8, &mut out, &mut markers) {
                 proptest::prop_assert!(s.x <= crop.x && s.y <= crop.y);
