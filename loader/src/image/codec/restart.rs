@@ -221,7 +221,7 @@ pub(crate) fn slice(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::image::codec::tests::{crop_in, damage, damaged};
+    use crate::image::codec::testing::{crop_in, damage, damaged};
     use std::ffi::c_int;
     use turbojpeg::raw;
 

@@ -413,11 +413,11 @@ mod tests {
         /// covers its decode alone).
         #[test]
         fn damaged_jpegs_never_panic_in_crop_resize(
-            damage in crate::image::codec::tests::damage(4000),
-            crop in crate::image::codec::tests::crop_in(120, 90),
+            damage in crate::image::codec::testing::damage(4000),
+            crop in crate::image::codec::testing::crop_in(120, 90),
             (ow, oh, restarts) in (1u32..80, 1u32..80, proptest::prelude::any::<bool>()),
         ) {
-            let data = crate::image::codec::tests::damaged_jpeg(&damage, restarts);
+            let data = crate::image::codec::testing::damaged_jpeg(&damage, restarts);
             let img = ImageRef {
                 mode: ImageMode::Jpg,
                 width: 120,
