@@ -170,6 +170,43 @@ pub fn text_rows(batch: &arrow_array::RecordBatch) -> Vec<String> {
         .collect()
 }
 
+/// An HTTP server on 127.0.0.1 answering every request with `status` and `body` (a store that
+/// refuses, fails or cannot list): its URL and how many requests it answered so far.
+pub fn answering(
+    status: &'static str,
+    body: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0u64;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let _ = reader.take(length).read_to_end(&mut Vec::new());
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, count)
+}
+
 #[cfg(test)]
 mod tests {
     use beton_storage::{ArraySpec, DType, FieldType, WriteMode};

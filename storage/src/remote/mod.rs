@@ -538,6 +538,12 @@ mod budget {
         lock().used
     }
 
+    /// Whether the file `path` is adopted (counted and evictable).
+    #[cfg(test)]
+    pub(super) fn holds(path: &Path) -> bool {
+        lock().files.iter().any(|f| f.paths[0] == path)
+    }
+
     fn take(limit: u64, bytes: u64, file: Option<Adopted>) {
         let mut s = lock();
         // Dropped after the lock (below): the last reference to a replica may be one of these,
@@ -777,18 +783,26 @@ pub mod objects {
     use super::RemoteOptions;
     use crate::error::Result;
 
+    /// Calls `store::$f($args.., options)` with the environment's options; without the `remote`
+    /// feature, the error saying this build cannot.
+    macro_rules! remote {
+        ($url:expr, $f:ident($($arg:expr),*)) => {{
+            #[cfg(feature = "remote")]
+            return super::store::$f($($arg,)* &RemoteOptions::from_env()?);
+            #[cfg(not(feature = "remote"))]
+            {
+                let _ = ($($arg,)*);
+                Err(unsupported($url))
+            }
+        }};
+    }
+
     /// Whether there is an object at `url` (a `HEAD` request).
     ///
     /// # Errors
     /// The remote errors, naming the URL.
     pub fn exists(url: &str) -> Result<bool> {
-        #[cfg(feature = "remote")]
-        return super::store::object_exists(url, &RemoteOptions::from_env()?);
-        #[cfg(not(feature = "remote"))]
-        {
-            let _ = url;
-            Err(unsupported(url))
-        }
+        remote!(url, object_exists(url))
     }
 
     /// The whole object at `url`; `None` when there is none.
@@ -796,13 +810,7 @@ pub mod objects {
     /// # Errors
     /// The remote errors, naming the URL.
     pub fn get(url: &str) -> Result<Option<Vec<u8>>> {
-        #[cfg(feature = "remote")]
-        return super::store::get_object(url, &RemoteOptions::from_env()?);
-        #[cfg(not(feature = "remote"))]
-        {
-            let _ = url;
-            Err(unsupported(url))
-        }
+        remote!(url, get_object(url))
     }
 
     /// The names of the objects under the folder `url` (ending in `/`), relative to it, sorted.
@@ -810,13 +818,7 @@ pub mod objects {
     /// # Errors
     /// The remote errors, naming the URL.
     pub fn list(url: &str) -> Result<Vec<String>> {
-        #[cfg(feature = "remote")]
-        return super::store::list_objects(url, &RemoteOptions::from_env()?);
-        #[cfg(not(feature = "remote"))]
-        {
-            let _ = url;
-            Err(unsupported(url))
-        }
+        remote!(url, list_objects(url))
     }
 
     pub use super::source::Entry;
@@ -827,13 +829,7 @@ pub mod objects {
     /// # Errors
     /// The remote errors, naming the URL.
     pub fn list_entries(url: &str) -> Result<Vec<Entry>> {
-        #[cfg(feature = "remote")]
-        return super::store::list_entries(url, &RemoteOptions::from_env()?);
-        #[cfg(not(feature = "remote"))]
-        {
-            let _ = url;
-            Err(unsupported(url))
-        }
+        remote!(url, list_entries(url))
     }
 
     /// Deletes the object `url` (one that is not there counts as deleted).
@@ -841,13 +837,7 @@ pub mod objects {
     /// # Errors
     /// The remote errors, naming the URL.
     pub fn delete(url: &str) -> Result<()> {
-        #[cfg(feature = "remote")]
-        return super::store::delete_object(url, &RemoteOptions::from_env()?);
-        #[cfg(not(feature = "remote"))]
-        {
-            let _ = url;
-            Err(unsupported(url))
-        }
+        remote!(url, delete_object(url))
     }
 
     /// Writes `bytes` as the object `url`; with `if_absent` only when there is none (S3's
@@ -856,13 +846,7 @@ pub mod objects {
     /// # Errors
     /// The remote errors, naming the URL.
     pub fn put(url: &str, bytes: Vec<u8>, if_absent: bool) -> Result<bool> {
-        #[cfg(feature = "remote")]
-        return super::store::put_object(url, bytes, if_absent, &RemoteOptions::from_env()?);
-        #[cfg(not(feature = "remote"))]
-        {
-            let _ = (url, bytes, if_absent);
-            Err(unsupported(url))
-        }
+        remote!(url, put_object(url, bytes, if_absent))
     }
 
     /// Uploads the local file `file` as the object `url` (multipart above 16 MiB).
@@ -870,13 +854,7 @@ pub mod objects {
     /// # Errors
     /// I/O errors reading it; the remote errors, naming the URL.
     pub fn upload(url: &str, file: &Path) -> Result<()> {
-        #[cfg(feature = "remote")]
-        return super::store::upload_file(url, file, &RemoteOptions::from_env()?);
-        #[cfg(not(feature = "remote"))]
-        {
-            let _ = (url, file);
-            Err(unsupported(url))
-        }
+        remote!(url, upload_file(url, file))
     }
 
     #[cfg(not(feature = "remote"))]

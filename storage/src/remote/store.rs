@@ -675,39 +675,10 @@ mod tests {
         assert_eq!(ini_value(text, "nope", "region"), None);
     }
 
-    /// An HTTP server on 127.0.0.1 answering every request with `status`: its URL and how many
-    /// requests it answered.
+    /// An HTTP server on 127.0.0.1 answering every request with `status` and S3's access-denied
+    /// body: its URL and how many requests it answered.
     fn answering(status: &'static str) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-        use std::io::{BufRead, BufReader, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = Arc::clone(&count);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let _ = reader.take(length as u64).read_to_end(&mut Vec::new());
-                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let body = "<Error><Code>AccessDenied</Code></Error>";
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        (url, count)
+        beton_testkit::answering(status, "<Error><Code>AccessDenied</Code></Error>")
     }
 
     fn budgets(retry_for: u64, open_retry_for: u64) -> RemoteOptions {
