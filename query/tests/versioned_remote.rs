@@ -135,6 +135,16 @@ fn a_dataset_directory_behind_a_url() {
     assert!(!listing(&store.join("ds/data")).contains(&"orphan.beton".to_string()));
     // What is left reads, from a cold mirror too.
     std::fs::remove_dir_all(v13.dir()).unwrap();
+    // Opened by several threads at once: each makes or finds the mirror, and reads the same.
+    let opened: Vec<u64> = std::thread::scope(|scope| {
+        let opens: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| VersionedDataset::open(Path::new(&url), VersionRef::Latest).unwrap().version())
+            })
+            .collect();
+        opens.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert_eq!(opened, [13; 4]);
     let latest = VersionedDataset::open(Path::new(&url), VersionRef::Latest).unwrap();
     assert_eq!(latest.version(), 13);
     assert_eq!(labels(&latest), got[2..]);

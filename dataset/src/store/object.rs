@@ -86,11 +86,10 @@ impl ObjectStore {
         std::fs::create_dir_all(&mirror).map_err(|e| io(&mirror, e))?;
         let named = mirror.join(MIRROR_FILE);
         if std::fs::read_to_string(&named).ok().as_deref() != Some(base.as_str()) {
-            super::write_new_file(&mirror, &format!("{}/{MIRROR_FILE}", super::TMP_DIR), base.as_bytes())
-                .and_then(|()| {
-                    let written = mirror.join(super::TMP_DIR).join(MIRROR_FILE);
-                    std::fs::rename(&written, &named).map_err(|e| io(&named, e))
-                })?;
+            // Written aside and renamed over: concurrent opens of the URL write the same bytes.
+            let tmp = temp_file(&mirror)?;
+            std::io::Write::write_all(&mut tmp.as_file(), base.as_bytes()).map_err(|e| io(tmp.path(), e))?;
+            tmp.persist(&named).map_err(|e| io(&named, e.error))?;
         }
         Ok(ObjectStore { base, mirror, known: Mutex::new(HashSet::new()) })
     }
