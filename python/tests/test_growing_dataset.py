@@ -117,9 +117,11 @@ def test_a_deleted_tag_frees_its_version_for_cleanup(grown):
 
 
 def test_cli_deletes_a_tag(grown):
-    beton_cli = os.path.join(REPO, "target", "debug", "beton")
+    # The test script's cargo build (CARGO_TARGET_DIR when a checkout shares another's cache).
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
+    beton_cli = os.path.join(target, "debug", "beton")
     if not os.path.exists(beton_cli):
-        pytest.skip("the CLI is built by cargo (target/debug/beton)")
+        pytest.skip(f"the CLI is built by cargo ({beton_cli})")
     grown.tag("v3")
     out = subprocess.run([beton_cli, "tag", "-d", str(grown.path), "v3"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
