@@ -21,8 +21,8 @@ pub enum Action {
         file: PathBuf,
     },
     /// Make DIR a dataset of the rows of SOURCES in order: .beton files (hard-linked) or dataset
-    /// directories (their latest versions, exported once); version 1 is the first, each further
-    /// one appends.
+    /// directories (their latest versions, exported once), as one version (version 1) however
+    /// many sources.
     Concat {
         /// The dataset directory to create.
         dir: PathBuf,

@@ -69,7 +69,7 @@ fn every_read_command_takes_a_version() {
     // its rows are NULL in the dataset's `wide`, which they lack).
     let both = tmp.path().join("both");
     let b = both.to_str().unwrap();
-    assert!(ok(&["concat", b, d, f, "-m", "joined"]).contains("version 2, 309 rows from 2 sources"));
+    assert!(ok(&["concat", b, d, f, "-m", "joined"]).contains("version 1, 309 rows from 2 sources"));
     assert_eq!(
         ok(&["query", b, "SELECT count(*) FROM samples WHERE label = 9 AND wide", "--json"]).trim(),
         ok(&["query", d, "SELECT count(*) FROM samples WHERE label = 9 AND wide", "--json"]).trim(),

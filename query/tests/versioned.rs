@@ -599,6 +599,8 @@ fn concat_progress_counts_the_rows_of_every_source() {
     let out = tmp.path().join("both");
     let v = VersionedDataset::concat(&out, &[dir, other], "", &recording(&seen, u64::MAX)).unwrap();
     assert_eq!(v.num_rows(), 500);
+    // One commit, whatever the number of sources (issue 39): version 1, and nothing else.
+    assert_eq!(v.versions().unwrap().iter().map(|m| m.version).collect::<Vec<_>>(), [1]);
     let seen = seen.lock().unwrap().clone();
     assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "monotone: {seen:?}");
     assert!(seen.iter().all(|&(_, total)| total == Some(500)), "{seen:?}");
@@ -684,4 +686,42 @@ fn take_reads_field_values_of_rows_in_any_order() {
     assert!(err.contains("9 is past the end") && err.contains("9 rows"), "{err}");
     let err = beton_query::take(&table, &[0], Some(&["nope".to_string()])).unwrap_err().to_string();
     assert!(err.contains("'nope'") && err.contains("label"), "{err}");
+}
+
+#[test]
+fn concat_of_many_files_is_one_version_and_nothing_when_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = (0..12)
+        .map(|k| {
+            let f = tmp.path().join(format!("part{k}.beton"));
+            write(&f, 10 * k as i64, 3);
+            f
+        })
+        .collect();
+    let out = tmp.path().join("all");
+    let v = VersionedDataset::concat(&out, &files, "twelve", &ExportOptions::default()).unwrap();
+    assert_eq!(v.versions().unwrap().iter().map(|m| m.version).collect::<Vec<_>>(), [1]);
+    assert_eq!((v.manifest().fragments.len(), v.manifest().message.as_str()), (12, "twelve"));
+    let expected: Vec<i64> = (0..12).flat_map(|k| 10 * k..10 * k + 3).collect();
+    assert_eq!(labels(&v), expected, "rows in the sources' order");
+    let ids: Vec<u64> = v.view().unwrap().table().unwrap().row_ids().unwrap();
+    assert_eq!(ids, (0..36).collect::<Vec<u64>>(), "row ids in order, none twice");
+    // Into a dataset: refused, nothing written.
+    let data = || std::fs::read_dir(out.join("data")).unwrap().count();
+    let before = data();
+    let err = VersionedDataset::concat(&out, &files, "", &ExportOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("is a dataset already"), "{err}");
+    assert_eq!(data(), before);
+    // A source whose field type differs: refused before anything is linked or committed.
+    let odd = tmp.path().join("odd.beton");
+    beton_testkit::write(&odd, beton_testkit::schema("label:float blob:bytes"), 2, |i| {
+        vec![SampleValue::Float(i as f64), SampleValue::Bytes(vec![1])]
+    });
+    let fresh = tmp.path().join("fresh");
+    let err = VersionedDataset::concat(&fresh, &[files[0].clone(), odd], "", &ExportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("field 'label'"), "{err}");
+    assert!(!VersionedDataset::is_dataset_dir(&fresh));
+    assert!(!fresh.join("data").exists() || std::fs::read_dir(fresh.join("data")).unwrap().count() == 0);
 }

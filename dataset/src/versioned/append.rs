@@ -110,6 +110,65 @@ impl VersionedDataset {
     }
 }
 
+impl VersionedDataset {
+    /// Makes the dataset in `store` (which must not be one yet) with one version holding the
+    /// `.beton` files `files` in order, each with the column files (written in the dataset
+    /// already) of its NULLs: the first file's schema, splits and class names, the others added
+    /// as [`VersionedDataset::append_files`] adds them. Every file is checked before any is
+    /// linked. `source` names them in the version's operation, `message` is its message.
+    pub(super) fn import_files(
+        store: Arc<dyn Store>,
+        files: &[(PathBuf, Vec<ColumnFile>)],
+        source: &str,
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        let dir = store.root();
+        let Some(((first, columns), rest)) = files.split_first() else {
+            return Err(Error::InvalidArgument {
+                what: "import".into(),
+                why: "no data file to import".into(),
+            });
+        };
+        let ds = Dataset::open(first)?;
+        let schema = schema_of(&ds, first)?;
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        // A `_versions` folder with no manifest is an import that was killed: start again.
+        if committed(&*store)? {
+            return Err(already_a_dataset(&*store));
+        }
+        let _edit = lock::edit(dir)?;
+        let n = ds.num_samples();
+        let mut m = Manifest::first(schema, Operation::Import { source: source.to_string() });
+        m.message = message.to_string();
+        m.next_row_id = n;
+        m.next_fragment_id = 1;
+        m.fragments.push(Fragment {
+            id: 0,
+            data_file: String::new(),
+            num_rows: n,
+            data_bytes: Some(ds.file_len()),
+            row_ids: RowIds::Range { start: 0 },
+            deletions: None,
+            columns: columns.clone(),
+        });
+        m.classes = ds.classes()?;
+        // The others checked against the first (fields, class names, ids) before anything is
+        // linked; a file that does not fit leaves nothing behind.
+        let rest_paths: Vec<PathBuf> = rest.iter().map(|(f, _)| f.clone()).collect();
+        let mut added = NewDataFile::link_all(&*store, &m, &rest_paths)?;
+        m.fragments[0].data_file = link_data_file(dir, first)?;
+        // Row k of the first data file has id k: its splits are row-id sets as they are.
+        for (name, set) in crate::splits::all(&ds)? {
+            m.splits.insert(name, write_index_file(dir, SPLITS_DIR, &set)?);
+        }
+        for (file, (_, columns)) in added.iter_mut().zip(rest) {
+            file.columns.extend(columns.iter().cloned());
+            file.push_onto(&mut m)?;
+        }
+        Self::create_with(store, m)
+    }
+}
+
 /// A `.beton` file checked against a schema and linked into a dataset's `data/`, to become a
 /// fragment of the next version.
 pub(super) struct NewDataFile {

@@ -35,7 +35,6 @@ use beton_storage::{Dataset, FieldType};
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
 use crate::store::{self, ObjectStore, Store};
-use append::{link_data_file, schema_of};
 use commit::{io, list_versions, publish, read_manifest, write_new_file, Published, TAGS_DIR};
 pub use diff::{diff, Diff};
 use export::null_patches;
@@ -184,19 +183,20 @@ impl VersionedDataset {
         }
     }
 
-    /// A new dataset directory `dir` holding the rows of `sources` in order: `.beton` files
-    /// (hard-linked, never re-encoded) or dataset directories (their latest versions, exported
-    /// once into a data file of `dir`, with `options`). Version 1 is the first source, each
-    /// further one a new version appending its rows (their fields must include the first's, as
-    /// [`VersionedDataset::append_file`] says).
+    /// A new dataset directory `dir` holding the rows of `sources` in order, as **one version**
+    /// (version 1), whatever their number: `.beton` files (hard-linked, never re-encoded) or
+    /// dataset directories (their latest versions, exported once into a data file of `dir`, with
+    /// `options`). The schema, splits and class names are the first source's; each further
+    /// source's fields must include the first's (as [`VersionedDataset::append_file`] says),
+    /// its class names must extend them, and a schema field it lacks is NULL in its rows.
     ///
     /// `options.progress` counts the rows of all sources: an exported source's as they are
-    /// written, a linked file's at once. When it cancels, `dir` keeps the versions committed
-    /// before.
+    /// written, a linked file's at once. When it cancels, nothing is committed.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for no sources; as [`VersionedDataset::import`],
-    /// [`VersionedDataset::export`] and [`VersionedDataset::append_file`].
+    /// [`Error::InvalidArgument`] for no sources or a `dir` that is a dataset already; as
+    /// [`VersionedDataset::import`], [`VersionedDataset::export`] and
+    /// [`VersionedDataset::append_file`].
     pub fn concat(
         dir: &Path,
         sources: &[PathBuf],
@@ -212,6 +212,10 @@ impl VersionedDataset {
                 why: "no source to concatenate".into(),
             });
         }
+        // Refused before any export: the one commit would be refused after it.
+        if committed(&*store)? {
+            return Err(already_a_dataset(&*store));
+        }
         // Every source's rows first, for a total the progress can count towards.
         let mut opened = Vec::with_capacity(sources.len());
         for source in sources {
@@ -225,14 +229,17 @@ impl VersionedDataset {
         }
         let total: u64 = opened.iter().map(|(n, _)| n).sum();
         let mut done = 0u64;
-        let mut result: Option<VersionedDataset> = None;
         // Held from the first exported source on: a cleanup must not take it from _tmp/ before
         // it is linked into data/.
         let mut held = None;
+        // Each source as a file, with the column files marking its NULLs; exported ones are
+        // removed whatever happens.
+        let mut files: Vec<(PathBuf, Vec<ColumnFile>)> = Vec::with_capacity(sources.len());
+        let mut exported = Exported(Vec::new());
         for (k, (source, (rows, version))) in sources.iter().zip(opened).enumerate() {
-            // A dataset directory: its latest version as one file, in `dir`'s own _tmp/ (then
-            // hard-linked into data/).
-            let exported = match version {
+            match version {
+                // A dataset directory: its latest version as one file, in `dir`'s own _tmp/ (then
+                // hard-linked into data/).
                 Some(v) => {
                     let tmp = dir.join(commit::TMP_DIR);
                     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
@@ -249,24 +256,14 @@ impl VersionedDataset {
                         inner
                     });
                     let export = ExportOptions { num_threads: options.num_threads, progress };
+                    exported.0.push(file.clone());
                     let copied = v.export(&file, None, &export)?;
                     // Its NULLs stay NULLs in the concatenation.
-                    Some((file, null_patches(dir, &v.view()?.schema()?, &copied.filled)?))
+                    let nulls = null_patches(dir, &v.view()?.schema()?, &copied.filled)?;
+                    files.push((file, nulls));
                 }
-                None => None,
-            };
-            let (file, nulls) = match &exported {
-                Some((file, nulls)) => (file.as_path(), nulls.clone()),
-                None => (source.as_path(), Vec::new()),
-            };
-            let step = match &result {
-                None => Self::import_with(store.clone(), file, nulls),
-                Some(v) => v.append_files_with(&[file.to_path_buf()], vec![nulls], message),
-            };
-            if let Some((f, _)) = &exported {
-                let _ = std::fs::remove_file(f);
+                None => files.push((source.clone(), Vec::new())),
             }
-            result = Some(step?);
             done += rows;
             if let Some(progress) = &options.progress {
                 if !progress(Progress { done, total: Some(total) }) {
@@ -274,7 +271,8 @@ impl VersionedDataset {
                 }
             }
         }
-        Ok(result.expect("at least one source"))
+        let description = sources.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(", ");
+        Self::import_files(store, &files, &description, message)
     }
 
     /// Makes `dir` a dataset whose version 1 is the `.beton` file `file`: the file is hard-linked
@@ -285,44 +283,12 @@ impl VersionedDataset {
     /// Storage errors opening `file`; [`Error::InvalidArgument`] for a file with custom fields
     /// (their layout is not stored) or a `dir` that is a dataset already.
     pub fn import(dir: &Path, file: &Path) -> Result<VersionedDataset> {
-        Self::import_with(store::open(dir)?, file, Vec::new())
-    }
-
-    /// [`VersionedDataset::import`] with column files `columns` (written in `dir` already) on
-    /// the file's fragment: the NULLs of a dataset exported to `file` ([`null_patches`]).
-    fn import_with(store: Arc<dyn Store>, file: &Path, columns: Vec<ColumnFile>) -> Result<VersionedDataset> {
-        let dir = store.root();
-        let ds = Dataset::open(file)?;
-        let schema = schema_of(&ds, file)?;
-        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        // A `_versions` folder with no manifest is an import that was killed: start again.
-        if committed(&*store)? {
-            return Err(Error::InvalidArgument {
-                what: format!("dataset directory {}", store.location()),
-                why: "is a dataset already; use append to add a file to it".into(),
-            });
-        }
-        let _edit = lock::edit(dir)?;
-        let data_file = link_data_file(dir, file)?;
-        let n = ds.num_samples();
-        let mut m = Manifest::first(schema, Operation::Import { source: file.display().to_string() });
-        m.next_row_id = n;
-        m.next_fragment_id = 1;
-        m.fragments.push(Fragment {
-            id: 0,
-            data_file,
-            num_rows: n,
-            data_bytes: Some(ds.file_len()),
-            row_ids: RowIds::Range { start: 0 },
-            deletions: None,
-            columns,
-        });
-        // Row k of the only data file has id k: the file's splits are row-id sets as they are.
-        for (name, set) in crate::splits::all(&ds)? {
-            m.splits.insert(name, write_index_file(dir, SPLITS_DIR, &set)?);
-        }
-        m.classes = ds.classes()?;
-        Self::create_with(store, m)
+        Self::import_files(
+            store::open(dir)?,
+            &[(file.to_path_buf(), Vec::new())],
+            &file.display().to_string(),
+            "",
+        )
     }
 
     /// Opens version `at` of the dataset at `dir`.
@@ -722,6 +688,26 @@ fn read_tags(store: &dyn Store) -> Result<BTreeMap<String, u64>> {
         out.insert(name.to_string(), tag.version);
     }
     Ok(out)
+}
+
+/// The error of an import into a dataset that exists.
+fn already_a_dataset(store: &dyn Store) -> Error {
+    Error::InvalidArgument {
+        what: format!("dataset directory {}", store.location()),
+        why: "is a dataset already; use append to add a file to it".into(),
+    }
+}
+
+/// Files a concatenation exported into the dataset's `_tmp/`, removed when it ends (linked into
+/// `data/` by then, or not wanted).
+struct Exported(Vec<PathBuf>);
+
+impl Drop for Exported {
+    fn drop(&mut self) {
+        for file in &self.0 {
+            let _ = std::fs::remove_file(file);
+        }
+    }
 }
 
 /// Whether the dataset has a committed version (a `_versions` folder without one is an import

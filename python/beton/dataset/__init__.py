@@ -158,7 +158,9 @@ def import_file(dir, file) -> Dataset:  # noqa: A002
 
 
 def concat(sources, out, message: str = "", progress: bool = True) -> Dataset:
-    """A new dataset directory holding the rows of ``sources`` in order.
+    """A new dataset directory holding the rows of ``sources`` in order, as one version
+    (version 1) however many sources: one commit, nothing committed when it fails or is
+    cancelled.
 
     Parameters
     ----------
@@ -176,7 +178,7 @@ def concat(sources, out, message: str = "", progress: bool = True) -> Dataset:
     Returns
     -------
     Dataset
-        Its latest version.
+        Its version 1.
 
     Raises
     ------
