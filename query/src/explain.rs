@@ -153,18 +153,14 @@ pub fn explain(view: &VersionView, sql: &str) -> Result<Explain> {
     let ids = crate::select_indices(&table, sql)?;
     let (columns, heap_columns) = touched(&table, sql)?;
     let scan = table.scan_bytes(&columns.iter().map(String::as_str).collect::<Vec<_>>())?;
-    // Matched rows of each data file, by position in the view.
+    // Matched rows of each data file (its own row numbers: deleted rows are not table rows),
+    // by position in the view.
     let datasets: Vec<&Dataset> = view.datasets().collect();
     let mut rows: Vec<Vec<u64>> = vec![Vec::new(); datasets.len()];
-    match datasets.len() {
-        1 => rows[0] = ids.iter().collect(),
-        _ => {
-            for i in ids.iter() {
-                let (ds, row) = table.locate(i)?;
-                if let Some(k) = datasets.iter().position(|d| std::ptr::eq(*d, ds)) {
-                    rows[k].push(row);
-                }
-            }
+    for i in ids.iter() {
+        let (ds, row) = table.locate(i)?;
+        if let Some(k) = datasets.iter().position(|d| std::ptr::eq(*d, ds)) {
+            rows[k].push(row);
         }
     }
     let mut data_files = Vec::new();

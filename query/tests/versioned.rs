@@ -725,3 +725,22 @@ fn concat_of_many_files_is_one_version_and_nothing_when_refused() {
     assert!(!VersionedDataset::is_dataset_dir(&fresh));
     assert!(!fresh.join("data").exists() || std::fs::read_dir(fresh.join("data")).unwrap().count() == 0);
 }
+
+#[test]
+fn explain_of_a_version_with_deletions_counts_the_matched_rows_own_payloads() {
+    // One data file with rows deleted: table row k is not file row k. What a loader of the
+    // matched rows reads must be those rows' payloads, as in a file holding just the survivors.
+    let (tmp, file) = temp_file(0, 40);
+    let v = VersionedDataset::import(&tmp.path().join("ds"), &file).unwrap();
+    let v = v.delete(&IndexSet::from_sorted((0..9).collect()).unwrap(), None, "").unwrap();
+    let sql = "label < 20";
+    let e = beton_query::explain::explain(&v.view().unwrap(), sql).unwrap();
+    let survivors = tmp.path().join("survivors.beton");
+    v.export(&survivors, None, &ExportOptions::default()).unwrap();
+    let ds = std::sync::Arc::new(Dataset::open(&survivors).unwrap());
+    let reference =
+        beton_query::explain::explain(&beton_query::versioned::VersionView::of_file(ds), sql).unwrap();
+    assert_eq!((e.rows_matched, reference.rows_matched), (11, 11));
+    assert_eq!(e.matched.bytes, reference.matched.bytes, "payload bytes of rows 9..20");
+    assert_eq!(e.data_files[0].matched.bytes, reference.matched.bytes);
+}
