@@ -13,30 +13,21 @@
 #     "blob.beton:--order random --batch-size 64 --epochs 12" \
 #     "img.beton:--images rrc:160 --order quasi-random --batch-size 256 --epochs 4"
 set -euo pipefail
+# shellcheck source=benches/ab_rounds.sh
+source "$(dirname "$0")/ab_rounds.sh"
 a=$1 b=$2 rounds=$3
 shift 3
 # Median samples/s over epochs 1.. (epoch 0 warms the page cache) of one `beton bench` run.
 rate() {
   local bin=$1 file=$2
   shift 2
-  # shellcheck disable=SC2086
-  "$bin" bench "$file" --threads 2 $* | awk '$1 ~ /^[0-9]+$/ && $1 > 0 { print $3 }' | sort -n |
-    awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+  "$bin" bench "$file" --threads 2 "$@" | awk '$1 ~ /^[0-9]+$/ && $1 > 0 { print $3 }' | median
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for spec in "$@"; do
   file=${spec%%:*}
   args=${spec#*:}
   [ "$args" = "$spec" ] && args=""
-  ra=() rb=() ratios=()
-  for ((r = 0; r < rounds; r++)); do
-    if ((r % 2 == 0)); then x=$(rate "$a" "$file" $args); y=$(rate "$b" "$file" $args)
-    else y=$(rate "$b" "$file" $args); x=$(rate "$a" "$file" $args); fi
-    ra+=("$x") rb+=("$y")
-    ratios+=("$(awk -v x="$x" -v y="$y" 'BEGIN { printf "%.4f", y / x }')")
-  done
-  ma=$(printf '%s\n' "${ra[@]}" | median)
-  mb=$(printf '%s\n' "${rb[@]}" | median)
-  mr=$(printf '%s\n' "${ratios[@]}" | median)
-  echo "$file [$args]: A ${ma} samples/s, B ${mb} samples/s, B/A median of ${rounds} rounds ${mr} (rounds: ${ratios[*]})"
+  # shellcheck disable=SC2086
+  ab_rounds rate "$a" "$b" "$rounds" "$file" $args
+  echo "$file [$args]: A ${ab_a} samples/s, B ${ab_b} samples/s, B/A median of ${rounds} rounds ${ab_ratio} (rounds: ${ab_ratios[*]})"
 done

@@ -13,29 +13,21 @@
 #     "SELECT count(*) FROM samples WHERE label < 100 AND score > 0.5" \
 #     'SELECT "group", count(*), avg(score) FROM samples GROUP BY "group"'
 set -euo pipefail
+# shellcheck source=benches/ab_rounds.sh
+source "$(dirname "$0")/ab_rounds.sh"
 a=$1 b=$2 rounds=$3 file=$4
 shift 4
-# Seconds one run of `beton query` takes.
+# Microseconds one run of `beton query FILE SQL` takes.
 took() {
   local s e
   s=$(date +%s%N)
-  "$@" > /dev/null
+  "$1" query "$2" "$3" > /dev/null
   e=$(date +%s%N)
   echo $(((e - s) / 1000))
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for sql in "$@"; do
   "$a" query "$file" "$sql" > /dev/null
   "$b" query "$file" "$sql" > /dev/null
-  ta=() tb=() ratios=()
-  for ((r = 0; r < rounds; r++)); do
-    if ((r % 2 == 0)); then x=$(took "$a" query "$file" "$sql"); y=$(took "$b" query "$file" "$sql")
-    else y=$(took "$b" query "$file" "$sql"); x=$(took "$a" query "$file" "$sql"); fi
-    ta+=("$x") tb+=("$y")
-    ratios+=("$(awk -v x="$x" -v y="$y" 'BEGIN { printf "%.4f", y / x }')")
-  done
-  ma=$(printf '%s\n' "${ta[@]}" | median)
-  mb=$(printf '%s\n' "${tb[@]}" | median)
-  mr=$(printf '%s\n' "${ratios[@]}" | median)
-  echo "$sql: A $((${ma%.*} / 1000)) ms, B $((${mb%.*} / 1000)) ms, B/A median of $rounds rounds $mr (rounds: ${ratios[*]})"
+  ab_rounds took "$a" "$b" "$rounds" "$file" "$sql"
+  echo "$sql: A $((${ab_a%.*} / 1000)) ms, B $((${ab_b%.*} / 1000)) ms, B/A median of $rounds rounds $ab_ratio (rounds: ${ab_ratios[*]})"
 done

@@ -88,6 +88,11 @@ pub enum Error {
     Arrow(#[from] arrow_schema::ArrowError),
 }
 
+/// Whether `e` is a file's "not found" (an [`io`] error of kind `NotFound`).
+pub(crate) fn is_not_found(e: &Error) -> bool {
+    matches!(e, Error::Storage(beton_storage::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// An I/O error naming its path.
 pub(crate) fn io(path: &std::path::Path, e: std::io::Error) -> Error {
     Error::Storage(beton_storage::Error::Io { path: path.to_path_buf(), source: e })

@@ -66,6 +66,15 @@ pub(crate) fn columns_of<'t>(
     columns
 }
 
+/// Whether columns of `source` are fixed-width values of row slots, which [`gather_fused`]
+/// gathers several at a time in one pass over the rows.
+pub(crate) fn fusable(source: Source) -> bool {
+    matches!(
+        source,
+        Source::Int | Source::Float | Source::ImageWidth | Source::ImageHeight | Source::SizeWord
+    )
+}
+
 /// True for the columns a columnar copy holds: every fixed-width one computed from row slots or
 /// the allocation table.
 pub(crate) fn holds(source: Source) -> bool {
@@ -85,15 +94,9 @@ pub(crate) fn copy_columns(ds: &Dataset) -> Result<Vec<(String, ArrayRef)>> {
         .into_iter()
         .filter(|c| c.field.is_some() && holds(c.source))
         .collect();
-    let fusable = |c: &Column| {
-        matches!(
-            c.source,
-            Source::Int | Source::Float | Source::ImageWidth | Source::ImageHeight | Source::SizeWord
-        )
-    };
     let field_of = |c: &Column| ds.field_index(c.field.as_deref().unwrap_or_default());
     let mut arrays: Vec<Option<Result<ArrayRef>>> = (0..columns.len()).map(|_| None).collect();
-    let fused: Vec<usize> = (0..columns.len()).filter(|&k| fusable(&columns[k])).collect();
+    let fused: Vec<usize> = (0..columns.len()).filter(|&k| fusable(columns[k].source)).collect();
     if fused.len() >= 2 {
         let offsets: Result<Vec<usize>> =
             fused.iter().map(|&k| Ok(ds.fields()[field_of(&columns[k])?].offset())).collect();

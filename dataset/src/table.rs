@@ -33,7 +33,7 @@ use beton_storage::{Dataset, Value};
 
 use crate::columnar::ColumnarCopy;
 use crate::error::{Error, Result};
-use crate::gather::{columns_of, gather, gather_fused, Column, GatherPart};
+use crate::gather::{columns_of, fusable, gather, gather_fused, Column, GatherPart};
 use crate::index_set::IndexSet;
 
 /// The row ids of a part's data-file rows.
@@ -480,10 +480,7 @@ impl<'a> Table<'a> {
                 if cache.contains_key(&pos) || fused.contains(&pos) {
                     continue;
                 }
-                let fusable = matches!(
-                    self.columns[pos].source,
-                    Source::Int | Source::Float | Source::ImageWidth | Source::ImageHeight | Source::SizeWord
-                ) && self.columns[pos].field.is_some();
+                let fusable = fusable(self.columns[pos].source) && self.columns[pos].field.is_some();
                 // Columns every part's copy holds are read in place by `column`.
                 let copied = (0..self.parts.len()).all(|k| self.copied(k, &self.columns[pos]).is_some());
                 if fusable && !copied {
@@ -535,11 +532,7 @@ impl<'a> Table<'a> {
             return Ok(Arc::new(UInt64Array::from_iter_values(0..self.num_rows())));
         }
         // A fixed-width column no column file holds: one pass over every data file's rows.
-        let fusable = matches!(
-            c.source,
-            Source::Int | Source::Float | Source::ImageWidth | Source::ImageHeight | Source::SizeWord
-        );
-        if let (true, Some(field)) = (fusable && self.parts.len() > 1, c.field.as_deref()) {
+        if let (true, Some(field)) = (fusable(c.source) && self.parts.len() > 1, c.field.as_deref()) {
             let from_rows =
                 |(k, p): (usize, &Part<'_>)| !p.columns.contains_key(field) && self.copied(k, c).is_none();
             if self.parts.iter().enumerate().all(from_rows) {

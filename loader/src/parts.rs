@@ -35,8 +35,6 @@ pub struct Parts {
     schema: Vec<(String, beton_storage::FieldType)>,
     /// First sample of each part, and the total at the end.
     starts: Vec<u64>,
-    /// One part with all its rows: sample `i` is row `i` of its data file.
-    whole_single: bool,
 }
 
 /// Where a field's values come from in one part.
@@ -82,8 +80,7 @@ impl Parts {
             }
             starts.push(starts[k] + p.rows.as_ref().map_or(n, |r| r.len() as u64));
         }
-        let whole_single = parts.len() == 1 && parts[0].rows.is_none();
-        Ok(Parts { parts, schema, starts, whole_single })
+        Ok(Parts { parts, schema, starts })
     }
 
     /// A `.beton` file as one part: all its rows, its own fields.
@@ -91,7 +88,7 @@ impl Parts {
         let schema = ds.fields().iter().map(|f| (f.name().to_string(), f.field_type().clone())).collect();
         let starts = vec![0, ds.num_samples()];
         let part = Part { ds, rows: None, columns: BTreeMap::new(), nulls: BTreeMap::new() };
-        Parts { parts: vec![part], schema, starts, whole_single: true }
+        Parts { parts: vec![part], schema, starts }
     }
 
     /// The data files and schema of an opened version: what
@@ -128,8 +125,10 @@ impl Parts {
     pub(crate) fn locate(&self, index: u64) -> (usize, u64) {
         // A `.beton` file (or a version of one data file without deletions): the row is the
         // index, as the loader read files before it read every dataset as parts.
-        if self.whole_single {
-            return (0, index);
+        if let [only] = self.parts.as_slice() {
+            if only.rows.is_none() {
+                return (0, index);
+            }
         }
         let k = self.starts.partition_point(|&s| s <= index).saturating_sub(1).min(self.parts.len() - 1);
         let local = index - self.starts[k];

@@ -607,16 +607,22 @@ fn concat_progress_counts_the_rows_of_every_source() {
     assert!(seen.contains(&(300, Some(500))) && seen.last() == Some(&(500, Some(500))), "{seen:?}");
 }
 
+/// Files `part0.beton`.. in `dir`, file k holding `rows(k).1` rows labelled from `rows(k).0`.
+fn parts(dir: &std::path::Path, n: u64, rows: impl Fn(u64) -> (i64, u64)) -> Vec<PathBuf> {
+    (0..n)
+        .map(|k| {
+            let f = dir.join(format!("part{k}.beton"));
+            let (first, count) = rows(k);
+            write(&f, first, count);
+            f
+        })
+        .collect()
+}
+
 #[test]
 fn commit_files_makes_one_version_of_files_written_apart() {
     let tmp = tempfile::tempdir().unwrap();
-    let files: Vec<PathBuf> = (0..3)
-        .map(|k| {
-            let f = tmp.path().join(format!("part{k}.beton"));
-            write(&f, 100 * k as i64, 4 + k);
-            f
-        })
-        .collect();
+    let files = parts(tmp.path(), 3, |k| (100 * k as i64, 4 + k));
     let dir = tmp.path().join("ds");
     // A new dataset: version 1 holds every file, row ids one range after another.
     let v1 = VersionedDataset::commit_files(&dir, &files[..2], "two parts").unwrap();
@@ -691,13 +697,7 @@ fn take_reads_field_values_of_rows_in_any_order() {
 #[test]
 fn concat_of_many_files_is_one_version_and_nothing_when_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let files: Vec<PathBuf> = (0..12)
-        .map(|k| {
-            let f = tmp.path().join(format!("part{k}.beton"));
-            write(&f, 10 * k as i64, 3);
-            f
-        })
-        .collect();
+    let files = parts(tmp.path(), 12, |k| (10 * k as i64, 3));
     let out = tmp.path().join("all");
     let v = VersionedDataset::concat(&out, &files, "twelve", &ExportOptions::default()).unwrap();
     assert_eq!(v.versions().unwrap().iter().map(|m| m.version).collect::<Vec<_>>(), [1]);

@@ -133,7 +133,9 @@ impl Store for LocalStore {
         Ok(None)
     }
 
-    fn committed(&self, _rels: &[&str]) {}
+    fn published(&self, _rel: &str, _bytes: &[u8]) -> Result<()> {
+        Ok(())
+    }
 
     fn in_store(&self, _file: &Path) -> Option<String> {
         None

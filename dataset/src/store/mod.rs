@@ -26,6 +26,7 @@ pub use beton_storage::remote::objects::Entry;
 pub use durable::{crash_point, pause_point, unique_name, write_new_file, TMP_DIR};
 pub(crate) use durable::{sync_dir, temp_file};
 pub use local::LocalStore;
+pub(crate) use object::folder_url;
 pub use object::{is_url, ObjectStore};
 
 use crate::error::Result;
@@ -126,10 +127,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The remote errors, naming the URL.
     fn put_back<'a>(&self, rels: &[&'a str]) -> Result<Option<&'a str>>;
 
-    /// After a commit that named `rels`: the mirror's copies of them, now in the store, join
-    /// the one cache ([`beton_storage::remote::cache`]) and may be evicted under its bound. A
-    /// local directory keeps its files.
-    fn committed(&self, rels: &[&str]);
+    /// After `put_new` created `rel` (holding `bytes`) as a version's commit point: an object
+    /// store's mirror keeps a copy of it, and it and the files uploaded for it join the one
+    /// cache ([`beton_storage::remote::cache`]), to be evicted under its bound. A local
+    /// directory is the store: nothing to do.
+    ///
+    /// # Errors
+    /// I/O errors writing the mirror's copy.
+    fn published(&self, rel: &str, bytes: &[u8]) -> Result<()>;
 
     /// `file`'s path in the dataset when it is the URL of a data file already in the store's
     /// `data/` (uploaded there by a worker, as Ray's write tasks do): committing it then copies

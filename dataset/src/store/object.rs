@@ -18,7 +18,7 @@
 //! The mirror names its URL in a file of its own ([`MIRROR_FILE`]), so that the mirror folder,
 //! opened as a path, is the same dataset.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -40,15 +40,15 @@ pub struct ObjectStore {
     mirror: PathBuf,
     /// Files (relative paths) known to be in the store: fetched, uploaded or listed there.
     known: Mutex<HashSet<String>>,
+    /// Files this handle uploaded from the mirror, kept out of the cache until a version names
+    /// them ([`Store::published`]): a commit may still have to put one back from its copy.
+    uploaded: Mutex<Vec<String>>,
 }
 
-/// Whether `path` is a URL (`scheme://...`) rather than a local path.
-pub fn is_url(path: &Path) -> bool {
-    beton_storage::remote::is_url(path)
-}
+pub use beton_storage::remote::is_url;
 
 /// `url` ending in `/`.
-fn folder_url(url: &str) -> String {
+pub(crate) fn folder_url(url: &str) -> String {
     if url.ends_with('/') {
         url.to_string()
     } else {
@@ -91,17 +91,17 @@ impl ObjectStore {
             std::io::Write::write_all(&mut tmp.as_file(), base.as_bytes()).map_err(|e| io(tmp.path(), e))?;
             tmp.persist(&named).map_err(|e| io(&named, e.error))?;
         }
-        Ok(ObjectStore { base, mirror, known: Mutex::new(HashSet::new()) })
+        Ok(ObjectStore::with(base, mirror))
     }
 
     /// The store a mirror folder stands for, when `dir` is one.
     pub fn of_mirror(dir: &Path) -> Option<ObjectStore> {
         let base = std::fs::read_to_string(dir.join(MIRROR_FILE)).ok()?;
-        is_url(Path::new(&base)).then(|| ObjectStore {
-            base,
-            mirror: dir.to_path_buf(),
-            known: Mutex::new(HashSet::new()),
-        })
+        is_url(Path::new(&base)).then(|| ObjectStore::with(base, dir.to_path_buf()))
+    }
+
+    fn with(base: String, mirror: PathBuf) -> ObjectStore {
+        ObjectStore { base, mirror, known: Mutex::default(), uploaded: Mutex::default() }
     }
 
     fn known(&self) -> MutexGuard<'_, HashSet<String>> {
@@ -218,6 +218,7 @@ impl Store for ObjectStore {
                 objects::upload(&self.url_of(rel), &self.mirror.join(rel))?;
             }
             self.known().insert(rel.to_string());
+            self.uploaded.lock().unwrap_or_else(|e| e.into_inner()).push(rel.to_string());
         }
         Ok(())
     }
@@ -237,22 +238,24 @@ impl Store for ObjectStore {
         Ok(None)
     }
 
-    fn committed(&self, rels: &[&str]) {
-        // The mirror's copies of what this process wrote (a fetched file joined at its fetch):
-        // a data file goes with its columnar copy.
-        let adopted: HashMap<&str, PathBuf> =
-            rels.iter().map(|rel| (*rel, self.mirror.join(rel))).filter(|(_, path)| path.is_file()).collect();
-        let mut rels: Vec<&&str> = adopted.keys().collect();
-        rels.sort();
-        for rel in rels {
-            let path = &adopted[*rel];
+    fn published(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        // The mirror's copy of what the store now holds (never modified: a plain write).
+        let path = self.mirror.join(rel);
+        let parent = path.parent().unwrap_or(&self.mirror);
+        std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+        cache::adopt(&path, Vec::new());
+        // What was uploaded for it is in the store for good: a data file goes with its columnar copy.
+        let uploaded = std::mem::take(&mut *self.uploaded.lock().unwrap_or_else(|e| e.into_inner()));
+        for rel in uploaded {
+            let path = self.mirror.join(&rel);
             let also = match rel.starts_with("data/") {
-                true => vec![crate::columnar::path_of(path)],
+                true => vec![crate::columnar::path_of(&path)],
                 false => Vec::new(),
             };
-            cache::forget(path);
-            cache::adopt(path, also);
+            cache::adopt(&path, also);
         }
+        Ok(())
     }
 
     fn in_store(&self, file: &Path) -> Option<String> {

@@ -1,6 +1,6 @@
 //! Committing a version: every new file first, then the manifest, published with no-overwrite
-//! semantics (a hard link to `_versions/N.json`, which fails when another writer made version N
-//! first). Nothing is ever modified in place, so a crash at any point leaves the last committed
+//! semantics (the store's `put_new` of `_versions/N.json`: a hard link on a local disk, a
+//! conditional put on object storage, either failing when another writer made version N first). Nothing is ever modified in place, so a crash at any point leaves the last committed
 //! version whole and at most some unreferenced files, which `cleanup` removes.
 
 use std::collections::HashSet;
@@ -53,17 +53,7 @@ pub fn publish(store: &dyn Store, manifest: &Manifest) -> Result<Published> {
     if !published {
         return Ok(Published::Taken);
     }
-    if store.url().is_some() {
-        // The mirror's copy of what the store now holds (never modified: a plain write).
-        let path = store.root().join(&name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| crate::error::io(parent, e))?;
-        }
-        std::fs::write(&path, &json).map_err(|e| crate::error::io(&path, e))?;
-        let mut files: Vec<&str> = manifest.files().collect();
-        files.push(&name);
-        store.committed(&files);
-    }
+    store.published(&name, &json)?;
     Ok(Published::Done)
 }
 
@@ -162,27 +152,40 @@ pub fn list_versions(store: &dyn Store) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// The bytes of the immutable file `rel` of the dataset: from the mirror for a dataset on
-/// object storage (fetched when missing, or evicted from the cache since), `None` when there is
-/// no such file.
+/// `read` of the local copy of the immutable file `rel` of the dataset, fetched first on object
+/// storage (and fetched again once when the cache evicted the mirror's copy between the fetch and
+/// the read); `None` when the store has no such file.
+///
+/// # Errors
+/// `read`'s errors; the remote errors.
+pub(crate) fn read_fetched<T>(
+    store: &dyn Store,
+    rel: &str,
+    read: impl Fn(&std::path::Path) -> Result<T>,
+) -> Result<Option<T>> {
+    let path = super::integrity::inside(store.root(), rel)?;
+    let mut tries = if store.url().is_some() { 2 } else { 1 };
+    loop {
+        if !store.fetch(rel)? {
+            return Ok(None);
+        }
+        match read(&path) {
+            Err(e) if tries > 1 && crate::error::is_not_found(&e) => tries -= 1,
+            other => return other.map(Some),
+        }
+    }
+}
+
+/// The bytes of the immutable file `rel` of the dataset ([`read_fetched`]); `None` when there
+/// is no such file.
 ///
 /// # Errors
 /// I/O errors naming the path; the remote errors.
 pub(crate) fn read_file(store: &dyn Store, rel: &str) -> Result<Option<Vec<u8>>> {
-    let path = super::integrity::inside(store.root(), rel)?;
-    // Twice at most: the cache may evict the mirror's copy between its fetch and its read.
-    for _ in 0..2 {
-        if !store.fetch(rel)? {
-            return Ok(None);
-        }
-        match std::fs::read(&path) {
-            Ok(bytes) => return Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && store.url().is_some() => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(crate::error::io(&path, e)),
-        }
+    match read_fetched(store, rel, |path| std::fs::read(path).map_err(|e| io(path, e))) {
+        Err(e) if crate::error::is_not_found(&e) => Ok(None),
+        other => other,
     }
-    Ok(None)
 }
 
 /// Reads the manifest of `version`.

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use beton_storage::{Dataset, FieldType};
+use beton_storage::FieldType;
 
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
@@ -224,7 +224,11 @@ impl VersionedDataset {
                     let v = Self::open(source, VersionRef::Latest)?;
                     (v.num_rows(), Some(v))
                 }
-                false => (Dataset::open(source)?.num_samples(), None),
+                // Counted only: its structure is checked when it is linked.
+                false => {
+                    let ds = beton_storage::OpenOptions::new().defer_allocation_checks(true).open(source)?;
+                    (ds.num_samples(), None)
+                }
             });
         }
         let total: u64 = opened.iter().map(|(n, _)| n).sum();
@@ -645,7 +649,7 @@ fn check_compatible(read: &Manifest, latest: &Manifest, touches: &Touches) -> Re
 fn has_versions(url: &Path) -> Result<bool> {
     use beton_storage::remote::objects;
     let Some(url) = url.to_str() else { return Ok(false) };
-    let base = if url.ends_with('/') { url.to_string() } else { format!("{url}/") };
+    let base = store::folder_url(url);
     match objects::list(&format!("{base}{}/", commit::VERSIONS_DIR)) {
         Ok(names) => Ok(names.iter().any(|n| n.ends_with(".json"))),
         // No such folder, or not a store that lists (a plain HTTP server: 405, 501).

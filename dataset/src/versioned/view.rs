@@ -492,11 +492,7 @@ fn open_data_file(store: &dyn Store, rel: &str) -> Result<beton_storage::Dataset
     let open =
         || OpenOptions::new().defer_allocation_checks(true).open(data_file(store, rel)?).map_err(Error::from);
     match open() {
-        Err(Error::Storage(beton_storage::Error::Io { source, .. }))
-            if source.kind() == std::io::ErrorKind::NotFound && store.url().is_some() =>
-        {
-            open()
-        }
+        Err(e) if store.url().is_some() && crate::error::is_not_found(&e) => open(),
         other => other,
     }
 }
@@ -504,23 +500,11 @@ fn open_data_file(store: &dyn Store, rel: &str) -> Result<beton_storage::Dataset
 /// Reads a column file, checked against its checksum, mapped (its arrays read the file in place): its columns by name.
 fn read_column_file(store: &dyn Store, file: &ColumnFile) -> Result<Vec<(String, ArrayRef)>> {
     let path = super::integrity::inside(store.root(), &file.file)?;
-    // Mapped once: its arrays read the map, which outlives an eviction from the cache. Fetched
-    // again when the cache evicted the mirror's copy between the fetch and the open.
-    let mut map = None;
-    for _ in 0..2 {
-        store.fetch(&file.file)?;
-        match beton_storage::MappedFile::open(&path) {
-            Err(beton_storage::Error::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound && store.url().is_some() => {}
-            other => {
-                map = Some(other?);
-                break;
-            }
-        }
-    }
-    let map = match map {
+    // Mapped once: its arrays read the map, which outlives an eviction from the cache.
+    let map = |path: &Path| beton_storage::MappedFile::open(path).map_err(Error::from);
+    let map = match super::commit::read_fetched(store, &file.file, map)? {
         Some(map) => map,
-        None => beton_storage::MappedFile::open(&path)?,
+        None => return Err(super::commit::io(&path, std::io::ErrorKind::NotFound.into())),
     };
     if let Some(expected) = &file.checksum {
         // Read whole only up to a size: a larger one (a column of images) is read as it is

@@ -534,10 +534,6 @@ mod budget {
         }
     }
 
-    pub(super) fn used() -> u64 {
-        lock().used
-    }
-
     /// Whether the file `path` is adopted (counted and evictable).
     #[cfg(test)]
     pub(super) fn holds(path: &Path) -> bool {
@@ -645,11 +641,6 @@ pub mod cache {
     /// Stops counting the adopted file `path`, which its owner removed.
     pub fn forget(path: &Path) {
         super::budget::forget(path);
-    }
-
-    /// The bytes the cache counts now: present replica blocks and adopted files.
-    pub fn used() -> u64 {
-        super::budget::used()
     }
 }
 
