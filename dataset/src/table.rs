@@ -755,6 +755,20 @@ mod tests {
     }
 
     #[test]
+    fn a_columnar_copy_gathers_what_the_table_gathers_for_every_field_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = dataset(dir.path());
+        let table = Table::new(&ds); // a small file: no copy, every column from the rows
+        let copied = crate::gather::copy_columns(&ds).unwrap();
+        let names: Vec<&str> = copied.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(names.contains(&"image.mode") && names.contains(&"image.nbytes") && names.contains(&"score"));
+        assert!(!names.contains(&"caption") && !names.contains(&"index"), "{names:?}");
+        for (name, array) in &copied {
+            assert_eq!(array.as_ref(), table.column(name).unwrap().as_ref(), "{name}");
+        }
+    }
+
+    #[test]
     fn unknown_column_lists_the_columns() {
         let dir = tempfile::tempdir().unwrap();
         let ds = dataset(dir.path());
