@@ -50,3 +50,26 @@ def test_an_old_dataset_directory_takes_new_edits(old, tmp_path):
     assert ds.version == 10
     labels = [s["label"] for s in expected["final"]["samples"]]
     assert [r["label"] for r in (ds[i] for i in range(len(ds)))] == [x + 100 if x == 11 else x for x in labels]
+
+
+def test_an_old_dataset_directory_becomes_format_3_on_its_first_edit(old, tmp_path):
+    """The automatic upgrade (docs/FORMAT.md §13): the first edit of an old directory writes its
+    manifest whole in format 3 (a checkpoint: no chain rests on an older format), the next
+    ones as deltas on it; every old version still reads as it did."""
+    path, expected = old
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    first = beton.open(copy).update({"label": 1}, where="index = 0")
+    second = first.update({"label": 2}, where="index = 1")
+
+    def stored(v):
+        text = (copy / "_versions" / f"{v:020}.json").read_text()
+        return json.loads(text[: text.rindex(',"checksum"')] + "}")
+
+    assert stored(first.version)["format_version"] == 3 and "fragments" in stored(first.version)
+    assert stored(second.version)["delta"]["base"] == first.version and "fragments" not in stored(second.version)
+    reopened = beton.open(copy)
+    assert [reopened[i]["label"] for i in range(2)] == [1, 2]
+    assert _make().read(beton.open(copy, version="final")) == expected["final"]

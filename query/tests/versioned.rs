@@ -744,3 +744,129 @@ fn explain_of_a_version_with_deletions_counts_the_matched_rows_own_payloads() {
     assert_eq!(e.matched.bytes, reference.matched.bytes, "payload bytes of rows 9..20");
     assert_eq!(e.data_files[0].matched.bytes, reference.matched.bytes);
 }
+
+/// The bytes of the manifest file of `v`'s version.
+fn manifest_bytes(v: &VersionedDataset) -> u64 {
+    std::fs::metadata(v.dir().join(beton_query::versioned::commit::manifest_name(v.version()))).unwrap().len()
+}
+
+/// Bytes every file of `dir` holds.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    walk(dir).iter().map(|p| std::fs::metadata(p).unwrap().len()).sum()
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn an_edit_writes_metadata_for_what_it_changed_not_for_the_number_of_data_files() {
+    // The same edits of 40 and of 400 data files write the same bytes: their manifests hold the
+    // changes (deltas), not every data file.
+    let mut written = Vec::new();
+    for n in [40u64, 400] {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = parts(tmp.path(), n, |k| (10 * k as i64, 3));
+        let v =
+            VersionedDataset::concat(&tmp.path().join("ds"), &files, "", &ExportOptions::default()).unwrap();
+        let whole = manifest_bytes(&v);
+        let mut bytes = Vec::new();
+        let mut at = v;
+        for edit in 0..3 {
+            let before = dir_bytes(at.dir());
+            let next = match edit {
+                0 => label_3_set_to_minus_3(&at),
+                1 => at.delete(&IndexSet::from_sorted(vec![5, 6]).unwrap(), None, "").unwrap(),
+                _ => {
+                    let extra = tmp.path().join("extra.beton");
+                    write(&extra, 1000, 2);
+                    at.append_file(&extra, "").unwrap()
+                }
+            };
+            assert_eq!(next.manifest().lineage.depth, edit + 1, "a delta");
+            // The manifest and the files the edit wrote (a column, deletion or data file).
+            bytes.push(dir_bytes(next.dir()) - before);
+            at = next;
+        }
+        if n == 400 {
+            assert!(manifest_bytes(&at) * 100 < whole, "{} of {whole}", manifest_bytes(&at));
+        }
+        // Every version reads back as it was committed, in this process and the next.
+        let reopened = VersionedDataset::open(at.dir(), VersionRef::Latest).unwrap();
+        assert_eq!(reopened.manifest(), at.manifest());
+        assert_eq!(rows(&reopened, "SELECT label FROM samples WHERE index = 3"), ["-3"]);
+        assert_eq!(reopened.num_rows(), 3 * n - 2 + 2);
+        written.push(bytes);
+    }
+    for (small, large) in written[0].iter().zip(&written[1]) {
+        // Equal but for the digits of larger ids and counts.
+        assert!(small.abs_diff(*large) <= 64, "{written:?}");
+    }
+}
+
+#[test]
+fn cleanup_keeps_the_versions_it_keeps_readable_when_it_removes_the_bases_of_their_deltas() {
+    // Enough data files for deltas smaller than the checkpoint.
+    let tmp = tempfile::tempdir().unwrap();
+    let files = parts(tmp.path(), 60, |k| (10 * k as i64, 3));
+    let dir = tmp.path().join("ds");
+    let v1 = VersionedDataset::concat(&dir, &files, "", &ExportOptions::default()).unwrap();
+    let mut versions = vec![v1];
+    let labels = |v: &VersionedDataset| rows(v, "SELECT label FROM samples");
+    for k in 0..8u64 {
+        let last = versions.last().unwrap();
+        let label = Arc::new(arrow_array::Int64Array::from(vec![-(k as i64)])) as ArrayRef;
+        let next =
+            last.update_rows(&IndexSet::from_sorted(vec![k]).unwrap(), vec![("label".into(), label)], "");
+        versions.push(next.unwrap());
+    }
+    let depths: Vec<u32> = versions.iter().map(|v| v.manifest().lineage.depth).collect();
+    assert_eq!(
+        depths,
+        (0..9).collect::<Vec<u32>>(),
+        "deltas: {:?}",
+        versions.iter().map(manifest_bytes).collect::<Vec<_>>()
+    );
+    versions[4].tag("middle").unwrap();
+    let expected: Vec<Vec<String>> = versions.iter().map(labels).collect();
+    let report = versions[8].cleanup(2, std::time::Duration::ZERO).unwrap();
+    assert_eq!(report.versions, vec![1, 2, 3, 4, 6, 7]);
+    // The kept versions whose bases went got checkpoints; each reads as before, in a new
+    // process (no manifest kept in memory) as here.
+    let kept = [5u64, 8, 9];
+    for v in kept {
+        let opened = VersionedDataset::open(&dir, VersionRef::Number(v)).unwrap();
+        assert_eq!(labels(&opened), expected[v as usize - 1], "version {v}");
+    }
+    let checkpoints: Vec<String> = std::fs::read_dir(dir.join("_checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(checkpoints.len(), 2, "{checkpoints:?}");
+    // A second cleanup removes the tagged version once untagged, and its checkpoint.
+    VersionedDataset::open(&dir, VersionRef::Latest).unwrap().delete_tag("middle").unwrap();
+    let report = versions[8].cleanup(2, std::time::Duration::ZERO).unwrap();
+    assert_eq!(report.versions, vec![5]);
+    assert_eq!(std::fs::read_dir(dir.join("_checkpoints")).unwrap().count(), 1);
+    assert_eq!(labels(&VersionedDataset::open(&dir, VersionRef::Number(8)).unwrap()), expected[7]);
+    // A delta whose base and checkpoint are both gone is damage, named (in a copy of the
+    // directory: this process keeps version 8 resolved).
+    std::fs::remove_dir_all(dir.join("_checkpoints")).unwrap();
+    let copy = dir.with_file_name("copy");
+    for file in walk(&dir) {
+        let to = copy.join(file.strip_prefix(&dir).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &to).unwrap();
+    }
+    let err = VersionedDataset::open(&copy, VersionRef::Number(8)).unwrap_err().to_string();
+    assert!(err.contains("version 7, which is gone") && err.contains("no checkpoint"), "{err}");
+}

@@ -60,6 +60,16 @@ fn files_of(store: &dyn Store, v: u64) -> Result<Vec<String>> {
     Ok(read_manifest(store, v)?.files().map(str::to_string).collect())
 }
 
+/// Writes the checkpoint of version `v` (its manifest whole) when its manifest is a delta on a
+/// version in `removed`, unless there is one.
+fn checkpoint_if_needed(store: &dyn Store, v: u64, removed: &BTreeSet<u64>) -> Result<()> {
+    let m = read_manifest(store, v)?;
+    if m.lineage.depth > 0 && m.parent.is_some_and(|p| removed.contains(&p)) {
+        store.put_new(&commit::checkpoint_name(v), &m.to_json())?;
+    }
+    Ok(())
+}
+
 /// Whether `files` name `rel`, or the data file `rel` is the columnar copy of (which lives as
 /// long as its data file).
 fn named(files: &HashSet<String>, rel: &str) -> bool {
@@ -101,21 +111,35 @@ impl VersionedDataset {
             }
             reachable.seen.insert(v);
         }
-        let mut report = CleanupReport::default();
+        // A version kept whose manifest is a delta on one removed gets its checkpoint first, so
+        // that readers find it whole before its base goes (stored.rs).
+        let removed: BTreeSet<u64> =
+            all.iter().enumerate().filter(|&(k, &v)| !kept(k, v)).map(|(_, &v)| v).collect();
         for (k, &v) in all.iter().enumerate() {
+            if kept(k, v) {
+                checkpoint_if_needed(store, v, &removed)?;
+            }
+        }
+        let mut report = CleanupReport::default();
+        // Newest first: a version a tag made since the listing keeps (object storage) still has
+        // its base, for its checkpoint.
+        for (k, &v) in all.iter().enumerate().rev() {
             if kept(k, v) {
                 continue;
             }
             // On object storage a tag made since the listing keeps its version (on a local disk
             // tags are made under the lock this cleanup holds).
             if remote && read_tags(store)?.values().any(|&t| t == v) {
+                checkpoint_if_needed(store, v, &removed)?;
                 reachable.files.extend(files_of(store, v)?);
                 continue;
             }
             commit::crash_point();
             store.remove(&commit::manifest_name(v))?;
+            store.remove(&commit::checkpoint_name(v))?;
             report.versions.push(v);
         }
+        report.versions.reverse();
         // Versions published since the listing (by a writer that does not take the lock).
         reachable.refresh(store)?;
         let now = SystemTime::now();

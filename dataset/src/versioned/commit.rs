@@ -7,13 +7,14 @@ use std::collections::HashSet;
 
 use super::manifest::{Manifest, Operation};
 use super::marks;
+use super::stored::{self, Parsed};
 pub(crate) use crate::error::io;
 use crate::error::{Error, Result};
 use crate::store::Store;
 pub use crate::store::{crash_point, pause_point, unique_name, write_new_file, TMP_DIR};
 pub(crate) use crate::store::{sync_dir, temp_file};
 
-pub use super::layout::{manifest_name, TAGS_DIR, VERSIONS_DIR};
+pub use super::layout::{checkpoint_name, manifest_name, CHECKPOINTS_DIR, TAGS_DIR, VERSIONS_DIR};
 
 /// What publishing a manifest came to.
 #[derive(Debug)]
@@ -26,12 +27,14 @@ pub enum Published {
 
 /// Publishes `manifest` as `_versions/N.json` (N = its version) unless that exists: the
 /// store's no-overwrite put ([`Store::put_new`]: `link(2)` on a local disk, a conditional put
-/// on object storage, after the steps marks.rs argues).
+/// on object storage, after the steps marks.rs argues). Stored as its changes to `base` (the
+/// version it was made from) where stored.rs's rules allow, else whole; its
+/// [`Manifest::lineage`] says which once published.
 ///
 /// # Errors
 /// I/O errors naming the path; [`Error::InvalidArgument`] on a file system without hard links;
 /// the remote errors.
-pub fn publish(store: &dyn Store, manifest: &Manifest) -> Result<Published> {
+pub fn publish(store: &dyn Store, manifest: &mut Manifest, base: Option<&Manifest>) -> Result<Published> {
     // What readers refuse is never written.
     super::manifest::check_manifest(manifest).map_err(|why| Error::InvalidArgument {
         what: format!("commit to {}", store.location()),
@@ -46,13 +49,14 @@ pub fn publish(store: &dyn Store, manifest: &Manifest) -> Result<Published> {
         pause_point();
     }
     let name = manifest_name(manifest.version);
-    let json = manifest.to_json();
+    let (json, lineage) = stored::encode_for_commit(manifest, base);
     let published = store.put_new(&name, &json)?;
     // Only now: a cleanup that no longer sees the marker sees the version (marks.rs).
     drop(keep);
     if !published {
         return Ok(Published::Taken);
     }
+    manifest.lineage = lineage;
     store.published(&name, &json)?;
     Ok(Published::Done)
 }
@@ -188,33 +192,175 @@ pub(crate) fn read_file(store: &dyn Store, rel: &str) -> Result<Option<Vec<u8>>>
     }
 }
 
-/// Reads the manifest of `version`.
+/// Reads the manifest of `version`: its file, and when that is a delta, the deltas before it
+/// back to a whole manifest (a checkpoint, one a cleanup wrote, or one read recently), applied
+/// in order (stored.rs).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when there is no such version (listing the ones there are) or its
-/// manifest is not valid.
+/// manifest is not valid; [`Error::Corrupt`] for a delta whose base is gone with no checkpoint
+/// in its place, or that does not fit its base.
 pub fn read_manifest(store: &dyn Store, version: u64) -> Result<Manifest> {
-    let name = manifest_name(version);
-    let path = store.root().join(&name);
-    let Some(bytes) = read_file(store, &name)? else {
-        let there = list_versions(store)?;
-        return Err(Error::InvalidArgument {
-            what: "version".into(),
-            why: format!(
-                "{} has no version {version}; it has {}",
-                store.location(),
-                describe_versions(&there)
-            ),
-        });
+    let mut deltas: Vec<(Manifest, stored::Delta, std::path::PathBuf, u64)> = Vec::new();
+    let mut top = None;
+    let mut v = version;
+    let mut base = loop {
+        let name = manifest_name(v);
+        let path = store.root().join(&name);
+        let read = match read_stored(store, &name)? {
+            Some(read) => read,
+            None if deltas.is_empty() => {
+                let there = list_versions(store)?;
+                return Err(Error::InvalidArgument {
+                    what: "version".into(),
+                    why: format!(
+                        "{} has no version {version}; it has {}",
+                        store.location(),
+                        describe_versions(&there)
+                    ),
+                });
+            }
+            None => break checkpoint_of(store, version, v, &mut deltas)?,
+        };
+        let bytes = match read {
+            Stored::Cached(m) => break m,
+            Stored::Bytes(bytes, identity) => {
+                top.get_or_insert((path.clone(), identity));
+                bytes
+            }
+        };
+        let (m, delta) = match stored::parse(&bytes, &path)? {
+            Parsed::Whole(m) => (m, None),
+            Parsed::Delta(m, d) => (m, Some(d)),
+        };
+        if m.version != v {
+            return Err(Error::InvalidArgument {
+                what: format!("manifest {}", path.display()),
+                why: format!("says it is version {}", m.version),
+            });
+        }
+        match delta {
+            None => {
+                if deltas.is_empty() {
+                    stored::check(&m, &path)?;
+                }
+                break std::sync::Arc::new(m);
+            }
+            Some(d) => {
+                v = d.base;
+                deltas.push((m, d, path, bytes.len() as u64));
+            }
+        }
     };
-    let m = Manifest::from_json(&bytes, &path)?;
-    if m.version != version {
-        return Err(Error::InvalidArgument {
-            what: format!("manifest {}", path.display()),
-            why: format!("says it is version {}", m.version),
-        });
+    let top_path = deltas.first().map(|(_, _, p, _)| p.clone());
+    while let Some((m, d, path, len)) = deltas.pop() {
+        base = std::sync::Arc::new(stored::apply(m, &d, &base, &path, len)?);
     }
-    Ok(m)
+    if let Some(path) = top_path {
+        stored::check(&base, &path)?;
+    }
+    if let Some((path, identity)) = top {
+        recent::keep(path, identity, std::sync::Arc::clone(&base));
+    }
+    Ok((*base).clone())
+}
+
+/// The whole manifest in place of version `gone`, the base of the last delta of `deltas`, which
+/// a cleanup removed after writing the checkpoint of the version built on it (popped from
+/// `deltas`).
+fn checkpoint_of(
+    store: &dyn Store,
+    version: u64,
+    gone: u64,
+    deltas: &mut Vec<(Manifest, stored::Delta, std::path::PathBuf, u64)>,
+) -> Result<std::sync::Arc<Manifest>> {
+    let (m, _, path, _) = deltas.last().expect("a delta was read");
+    let on = m.version;
+    let name = checkpoint_name(on);
+    let Some(bytes) = read_file(store, &name)? else {
+        return Err(super::integrity::corrupt(
+            path,
+            format!(
+                "version {version} cannot be read: the manifest of version {on} holds its changes to version \
+                 {gone}, which is gone, and there is no checkpoint of version {on} ({name})"
+            ),
+        ));
+    };
+    let path = store.root().join(&name);
+    let whole = Manifest::from_json(&bytes, &path)?;
+    if whole.version != on {
+        return Err(super::integrity::corrupt(&path, format!("holds version {}, not {on}", whole.version)));
+    }
+    deltas.pop();
+    Ok(std::sync::Arc::new(whole))
+}
+
+/// A manifest file read: its bytes and identity, or the manifest resolved from it recently.
+enum Stored {
+    Bytes(Vec<u8>, recent::Identity),
+    Cached(std::sync::Arc<Manifest>),
+}
+
+/// The manifest file `rel` ([`read_fetched`]); `None` when there is none.
+fn read_stored(store: &dyn Store, rel: &str) -> Result<Option<Stored>> {
+    let read = |path: &std::path::Path| {
+        let meta = std::fs::metadata(path).map_err(|e| io(path, e))?;
+        let identity = recent::Identity::of(&meta);
+        if let Some(m) = recent::find(path, &identity) {
+            return Ok(Stored::Cached(m));
+        }
+        Ok(Stored::Bytes(std::fs::read(path).map_err(|e| io(path, e))?, identity))
+    };
+    match read_fetched(store, rel, read) {
+        Err(e) if crate::error::is_not_found(&e) => Ok(None),
+        other => other,
+    }
+}
+
+/// Manifests resolved recently, by the path and identity of their file (manifests are never
+/// modified: a file of the same path and identity holds the same version), so that opening the
+/// next version reads its delta alone, and listing versions resolves each chain once.
+mod recent {
+    use std::path::{Path, PathBuf};
+    use std::sync::{Arc, Mutex};
+
+    use super::Manifest;
+
+    /// Manifests kept (the least recently used goes first).
+    const KEPT: usize = 8;
+
+    /// A file's length, modification time, device and inode.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(super) struct Identity(u64, Option<std::time::SystemTime>, u64, u64);
+
+    impl Identity {
+        pub(super) fn of(meta: &std::fs::Metadata) -> Identity {
+            use std::os::unix::fs::MetadataExt;
+            Identity(meta.len(), meta.modified().ok(), meta.dev(), meta.ino())
+        }
+    }
+
+    type Entry = (PathBuf, Identity, Arc<Manifest>);
+
+    static KEPT_MANIFESTS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+    pub(super) fn find(path: &Path, identity: &Identity) -> Option<Arc<Manifest>> {
+        let mut kept = KEPT_MANIFESTS.lock().unwrap_or_else(|e| e.into_inner());
+        let k = kept.iter().position(|(p, i, _)| p == path && i == identity)?;
+        let entry = kept.remove(k);
+        let m = Arc::clone(&entry.2);
+        kept.push(entry);
+        Some(m)
+    }
+
+    pub(super) fn keep(path: PathBuf, identity: Identity, m: Arc<Manifest>) {
+        let mut kept = KEPT_MANIFESTS.lock().unwrap_or_else(|e| e.into_inner());
+        kept.retain(|(p, _, _)| *p != path);
+        if kept.len() >= KEPT {
+            kept.remove(0);
+        }
+        kept.push((path, identity, m));
+    }
 }
 
 /// "versions 1 to 7" / "no versions".

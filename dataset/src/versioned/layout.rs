@@ -20,3 +20,12 @@ pub const TAGS_DIR: &str = "_tags";
 pub fn manifest_name(version: u64) -> String {
     format!("{VERSIONS_DIR}/{version:020}.json")
 }
+
+/// The folder of checkpoints a cleanup writes: the whole manifest of a version it keeps whose
+/// manifest is a delta on a version it removes (docs/FORMAT.md §13).
+pub const CHECKPOINTS_DIR: &str = "_checkpoints";
+
+/// The checkpoint path of `version`, relative to the dataset directory.
+pub fn checkpoint_name(version: u64) -> String {
+    format!("{CHECKPOINTS_DIR}/{version:020}.json")
+}

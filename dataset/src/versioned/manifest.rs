@@ -1,7 +1,7 @@
 //! The manifest of one version of a dataset directory (docs/FORMAT.md §13): its data files
 //! (fragments) with their row ids, deletions and column files, its schema and named splits, and
 //! how it came to be (parent, time, operation, message). A manifest is JSON, written once and
-//! never modified.
+//! never modified; how it is stored (whole, or as its changes to its parent's) is stored.rs's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -14,8 +14,10 @@ use crate::error::{Error, Result};
 /// `format` of every manifest.
 pub const FORMAT: &str = "beton-dataset";
 /// The manifest layout this crate writes; a reader refuses a newer one. Version 2 added the
-/// manifest's own checksum (required from 2 on) and the checksums of the files it references.
-pub const FORMAT_VERSION: u32 = 2;
+/// manifest's own checksum (required from 2 on) and the checksums of the files it references;
+/// version 3 stores a manifest as the changes to its parent's fragments (a delta) or whole (a
+/// checkpoint), compact, its checksum over its bytes (stored.rs).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// One version of a dataset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,6 +54,34 @@ pub struct Manifest {
     /// every other edit, written into exported files ([`super::classes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<String>>,
+    /// How this manifest is stored (not part of its value: never serialised, equal to any other).
+    #[serde(skip)]
+    pub lineage: Lineage,
+}
+
+/// How a manifest is stored, for the next commit's choice between a delta and a checkpoint
+/// (stored.rs): the deltas read on top of the last whole manifest (the checkpoint), their bytes
+/// and the checkpoint's. A bookkeeping record, not part of the manifest's value: every two
+/// compare equal.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lineage {
+    /// Deltas between this version and its checkpoint (0: stored whole).
+    pub depth: u32,
+    /// Bytes of those deltas.
+    pub delta_bytes: u64,
+    /// Bytes of the checkpoint.
+    pub checkpoint_bytes: u64,
+    /// The checkpoint's format version (a chain on a checkpoint older than format 3 is ended by
+    /// the next commit: an old directory becomes format 3 on its first edit).
+    pub checkpoint_format: u32,
+    /// Whether this manifest was read or written (`false`: made in memory, never stored).
+    pub stored: bool,
+}
+
+impl PartialEq for Lineage {
+    fn eq(&self, _: &Lineage) -> bool {
+        true
+    }
 }
 
 /// A field of the schema, by its short type name (`FieldType::from_short_name`).
@@ -278,6 +308,7 @@ impl Manifest {
             fragments: Vec::new(),
             splits: BTreeMap::new(),
             classes: None,
+            lineage: Lineage::default(),
         }
     }
 
@@ -293,6 +324,7 @@ impl Manifest {
             timestamp_ms: now_ms(),
             operation,
             message: message.to_string(),
+            lineage: Lineage::default(),
             ..self.clone()
         }
     }
@@ -328,92 +360,10 @@ impl Manifest {
             })
             .chain(self.splits.values().map(|s| s.file.as_str()))
     }
-
-    /// Parses and checks a manifest read from `path`: its checksum (required from format 2 on;
-    /// a manifest written before has none and is read without), its format, paths, and the
-    /// consistency of its entries ([`check_manifest`]).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] naming `path` for JSON that is not a manifest or a newer
-    /// format; [`Error::Corrupt`] for a checksum that does not match, a missing checksum, a file
-    /// path outside the directory or entries that contradict each other (naming the version
-    /// and the entry).
-    pub fn from_json(bytes: &[u8], path: &Path) -> Result<Manifest> {
-        let bad = |why: String| Error::InvalidArgument { what: format!("manifest {}", path.display()), why };
-        let damaged = |what: String| super::integrity::corrupt(path, what);
-        // Strictly as a manifest (a field twice is an error), then as a JSON value for the
-        // checksum, which covers everything but itself.
-        let m: Manifest = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a manifest: {e}")))?;
-        let mut value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| bad(format!("not a manifest: {e}")))?;
-        let stored = value.as_object_mut().and_then(|o| o.remove(CHECKSUM_KEY));
-        if m.format != FORMAT {
-            return Err(bad(format!("format is {:?}, not {FORMAT:?}", m.format)));
-        }
-        if m.format_version > FORMAT_VERSION {
-            return Err(bad(format!(
-                "format version {} is newer than this beton's {FORMAT_VERSION}; upgrade beton",
-                m.format_version
-            )));
-        }
-        match stored {
-            Some(serde_json::Value::String(sum)) => {
-                let actual = super::integrity::checksum(&canonical(&value));
-                if actual != sum {
-                    return Err(damaged(format!(
-                        "the manifest of version {}: its checksum is {actual}, the manifest says {sum}: \
-                         it changed after it was written",
-                        m.version
-                    )));
-                }
-            }
-            Some(other) => return Err(damaged(format!("its checksum is {other}, not a string"))),
-            None if m.format_version >= 2 => {
-                return Err(damaged(format!(
-                    "the manifest of version {} has no checksum (format {} manifests always have one)",
-                    m.version, m.format_version
-                )))
-            }
-            None => {}
-        }
-        for file in m.files() {
-            if !is_relative_file(file) {
-                return Err(damaged(format!(
-                    "version {}: file {file:?} is not a plain path inside the dataset directory",
-                    m.version
-                )));
-            }
-        }
-        check_manifest(&m).map_err(damaged)?;
-        for field in &m.schema {
-            field.field_type().map_err(|e| bad(format!("field '{}': {e}", field.name)))?;
-        }
-        Ok(m)
-    }
-
-    /// The manifest as JSON (pretty, so `cat` shows it), its checksum last.
-    pub fn to_json(&self) -> Vec<u8> {
-        let value = serde_json::to_value(self).expect("a manifest serialises");
-        let sum = super::integrity::checksum(&canonical(&value));
-        let mut out = serde_json::to_vec_pretty(self).expect("a manifest serialises");
-        debug_assert!(out.ends_with(b"\n}"));
-        out.truncate(out.len() - 2);
-        out.extend_from_slice(format!(",\n  \"{CHECKSUM_KEY}\": \"{sum}\"\n}}\n").as_bytes());
-        out
-    }
-}
-
-/// The manifest's key holding its checksum.
-const CHECKSUM_KEY: &str = "checksum";
-
-/// The bytes a manifest's checksum covers: its JSON value without the checksum, compact, keys
-/// sorted, so whitespace and key order do not matter but every value does.
-fn canonical(value: &serde_json::Value) -> Vec<u8> {
-    serde_json::to_vec(value).expect("a JSON value serialises")
 }
 
 /// A relative path of plain components (`data/x.beton`): no `..`, no root, no empty part.
-fn is_relative_file(path: &str) -> bool {
+pub(crate) fn is_relative_file(path: &str) -> bool {
     !path.is_empty()
         && !path.starts_with('/')
         && path.split('/').all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\\'))
@@ -619,9 +569,12 @@ mod tests {
             let err = Manifest::from_json(&b.to_json(), Path::new("t")).unwrap_err().to_string();
             assert!(err.contains("not a plain path"), "{bad}: {err}");
         }
-        let mut b = m.clone();
-        b.format_version = FORMAT_VERSION + 1;
-        assert!(Manifest::from_json(&b.to_json(), Path::new("t")).unwrap_err().to_string().contains("newer"));
+        let newer = String::from_utf8(m.to_json()).unwrap().replace(
+            &format!("\"format_version\":{FORMAT_VERSION}"),
+            &format!("\"format_version\":{}", FORMAT_VERSION + 1),
+        );
+        let err = Manifest::from_json(newer.as_bytes(), Path::new("t")).unwrap_err().to_string();
+        assert!(err.contains("newer"), "{err}");
         assert!(Manifest::from_json(b"{}", Path::new("t")).is_err());
     }
 }

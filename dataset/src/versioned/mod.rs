@@ -22,6 +22,7 @@ pub mod layout;
 pub mod lock;
 pub mod manifest;
 mod marks;
+mod stored;
 pub mod values;
 pub mod verify;
 pub mod view;
@@ -164,7 +165,7 @@ impl VersionedDataset {
         Self::create_with(store::open(dir)?, Manifest::first(schema, Operation::Create))
     }
 
-    fn create_with(store: Arc<dyn Store>, manifest: Manifest) -> Result<VersionedDataset> {
+    fn create_with(store: Arc<dyn Store>, mut manifest: Manifest) -> Result<VersionedDataset> {
         let dir = store.root();
         if dir.is_file() {
             return Err(Error::InvalidArgument {
@@ -174,7 +175,7 @@ impl VersionedDataset {
         }
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let _edit = lock::edit(dir)?;
-        match publish(&*store, &manifest)? {
+        match publish(&*store, &mut manifest, None)? {
             Published::Done => Ok(VersionedDataset { store, manifest }),
             Published::Taken => Err(Error::InvalidArgument {
                 what: format!("dataset directory {}", store.location()),
@@ -489,7 +490,7 @@ impl VersionedDataset {
             manifest::room_for_version(&base)?;
             let mut new = base.child(operation.clone(), message);
             edit(&base, &mut new)?;
-            match publish(store, &new)? {
+            match publish(store, &mut new, Some(&base))? {
                 Published::Done => {
                     return Ok(VersionedDataset { store: Arc::clone(&self.store), manifest: new })
                 }
