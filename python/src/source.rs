@@ -30,7 +30,7 @@ impl Source {
             p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
         };
         match self.0.version() {
-            None => self.0.datasets().next().map(|d| name(d.path())).unwrap_or_default(),
+            None => self.0.file().map(|d| name(d.path())).unwrap_or_default(),
             Some(v) => format!("{} (version {})", name(v.dir()), v.version()),
         }
     }

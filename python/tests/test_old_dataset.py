@@ -61,15 +61,17 @@ def test_an_old_dataset_directory_becomes_format_3_on_its_first_edit(old, tmp_pa
 
     copy = tmp_path / "copy"
     shutil.copytree(path, copy)
-    first = beton.open(copy).update({"label": 1}, where="index = 0")
-    second = first.update({"label": 2}, where="index = 1")
+    ds = beton.open(copy)
+    first = ds.update({"label": 1}, where="index = 0").version
+    second = ds.update({"label": 2}, where="index = 1").version  # (an edit moves the handle)
 
     def stored(v):
         text = (copy / "_versions" / f"{v:020}.json").read_text()
         return json.loads(text[: text.rindex(',"checksum"')] + "}")
 
-    assert stored(first.version)["format_version"] == 3 and "fragments" in stored(first.version)
-    assert stored(second.version)["delta"]["base"] == first.version and "fragments" not in stored(second.version)
+    assert (first, second) == (10, 11)
+    assert stored(first)["format_version"] == 3 and "fragments" in stored(first)
+    assert stored(second)["delta"]["base"] == first and "fragments" not in stored(second)
     reopened = beton.open(copy)
     assert [reopened[i]["label"] for i in range(2)] == [1, 2]
     assert _make().read(beton.open(copy, version="final")) == expected["final"]

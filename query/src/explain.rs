@@ -155,7 +155,7 @@ pub fn explain(view: &VersionView, sql: &str) -> Result<Explain> {
     let scan = table.scan_bytes(&columns.iter().map(String::as_str).collect::<Vec<_>>())?;
     // Matched rows of each data file (its own row numbers: deleted rows are not table rows),
     // by position in the view.
-    let datasets: Vec<&Dataset> = view.datasets().collect();
+    let datasets: Vec<&Dataset> = view.datasets()?;
     let mut rows: Vec<Vec<u64>> = vec![Vec::new(); datasets.len()];
     for i in ids.iter() {
         let (ds, row) = table.locate(i)?;

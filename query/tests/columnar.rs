@@ -133,7 +133,7 @@ fn versions_read_copies_through_deletions_and_column_files_and_cleanup_keeps_the
         let bump = if k < 100 { 1000 } else { 0 };
         assert_eq!(labels.value(k as usize), label_of(file_row(k), 0) + bump, "row {k}");
     }
-    let data_file = view.datasets().next().unwrap().path().to_path_buf();
+    let data_file = view.dataset(0).unwrap().path().to_path_buf();
     let copy = columnar::path_of(&data_file);
     assert!(copy.exists(), "the version's first query made the data file's copy");
     let scan = table.scan_bytes(&["label", "score"]).unwrap();

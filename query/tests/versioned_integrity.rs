@@ -411,14 +411,14 @@ fn a_reader_of_an_old_version_gets_data_or_a_clear_error_through_compact_and_cle
     // Opening it again: its manifest is gone, a clear error.
     let err = VersionedDataset::open(&dir, VersionRef::Number(before.version())).unwrap_err().to_string();
     assert!(err.contains(&format!("no version {}", before.version())), "{err}");
-    // A view opened before the cleanup whose column files are first read after: a missing
-    // file, named.
+    // A view opened before the cleanup whose data and column files are first read after (data
+    // files are opened on first use): a missing file, named.
     let (_tmp2, dir2, before2, _) = every_kind_of_file();
     let view = before2.view().unwrap();
     let latest = VersionedDataset::open(&dir2, VersionRef::Latest).unwrap();
     latest.compact(&Default::default(), "").unwrap().cleanup(1, std::time::Duration::ZERO).unwrap();
     let err = view.table().unwrap_err().to_string();
-    assert!(err.contains("No such file") && err.contains("columns/"), "{err}");
+    assert!(err.contains("No such file") && err.contains("data/"), "{err}");
 }
 
 // --- a cleanup in one process, edits in another ------------------------------------------------

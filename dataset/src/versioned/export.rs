@@ -188,8 +188,12 @@ pub(super) fn export_table(
     if let Some(rows) = rows {
         check_indices(rows, "rows to export", view.number(), view.num_rows())?;
     }
-    let page_size =
-        view.datasets().map(|d| d.page_size()).max().unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
+    let page_size = view
+        .datasets()?
+        .iter()
+        .map(|d| d.page_size())
+        .max()
+        .unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
     let options = WriterOptions {
         page_size,
         num_threads: options.num_threads,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::NullBuffer;
@@ -34,10 +34,16 @@ pub struct FragmentValues {
     pub nulls: BTreeMap<String, NullBuffer>,
 }
 
-/// One fragment, opened.
+/// One fragment: its data file, opened on first use, and what the version changes about it.
 #[derive(Debug)]
 struct Opened {
-    ds: Arc<Dataset>,
+    ds: OnceLock<Arc<Dataset>>,
+    /// The data file, relative to the directory (a `.beton` file's view has it open already).
+    data_file: String,
+    /// The fragment's id, rows and bytes, as the manifest says (checked when it is opened).
+    id: u64,
+    file_rows: u64,
+    data_bytes: Option<u64>,
     rows: Option<Arc<Vec<u64>>>,
     /// Its column files, read on first use.
     column_files: Vec<ColumnFile>,
@@ -47,7 +53,7 @@ struct Opened {
 impl Opened {
     /// The rows it gives the version (its rows less its deletions).
     fn num_rows(&self) -> u64 {
-        self.rows.as_ref().map_or(self.ds.num_samples(), |r| r.len() as u64)
+        self.rows.as_ref().map_or(self.file_rows, |r| r.len() as u64)
     }
 }
 
@@ -55,8 +61,9 @@ impl Opened {
 /// the values column files give them, as one [`Table`] ([`VersionView::table`]) and one index
 /// space — what SQL, `ds[i]`, galleries, explain and the loader read. A version of a dataset
 /// directory opens with [`VersionView::open`]; a `.beton` file with [`VersionView::of_file`], as a
-/// read-only dataset of one fragment at version 0 with no other files. Data files are mapped at
-/// open; column files are read on the first use of the table.
+/// read-only dataset of one fragment at version 0 with no other files. Data files are mapped on
+/// first use (opening a version of 10,000 data files reads its manifest, its deletion and row-id
+/// files, and no data file); column files on the first use of the table.
 #[derive(Debug)]
 pub struct VersionView {
     /// The version of a dataset directory; `None` for a `.beton` file.
@@ -65,20 +72,21 @@ pub struct VersionView {
     schema: Vec<(String, FieldType)>,
     fragments: Vec<Opened>,
     /// Each fragment's column-file values and NULLs, by field: read and patched once.
-    columns: std::sync::OnceLock<Vec<FragmentValues>>,
+    columns: OnceLock<Vec<FragmentValues>>,
     /// The named splits (row ids), read once.
-    splits: std::sync::OnceLock<Arc<BTreeMap<String, crate::IndexSet>>>,
+    splits: OnceLock<Arc<BTreeMap<String, crate::IndexSet>>>,
 }
 
 /// The column of file-row positions in a patch column file (`docs/FORMAT.md` §13).
 pub const PATCH_ROWS: &str = "_row";
 
 impl VersionView {
-    /// Opens every data file, deletion file and column file of `version`.
+    /// Opens `version`: reads its deletion and row-id files; its data files are opened (and
+    /// checked against the manifest) on first use, its column files read on the first use of
+    /// the table.
     ///
     /// # Errors
-    /// Storage errors opening data files; [`Error::InvalidArgument`] for corrupt deletion,
-    /// row-id or column files.
+    /// [`Error::InvalidArgument`] for corrupt deletion or row-id files.
     pub fn open(version: &VersionedDataset) -> Result<VersionView> {
         let store = &**version.store();
         let dir = store.root();
@@ -86,22 +94,6 @@ impl VersionView {
         let mut fragments = Vec::with_capacity(m.fragments.len());
         let mut spans = Vec::with_capacity(m.fragments.len());
         for f in &m.fragments {
-            let ds = Arc::new(open_data_file(store, &f.data_file)?);
-            let length = f.data_bytes.filter(|&n| n != ds.file_len());
-            if ds.num_samples() != f.num_rows || length.is_some() {
-                return Err(super::integrity::corrupt(
-                    &dir.join(&f.data_file),
-                    format!(
-                        "version {}: data file of fragment {} has {} rows and {} bytes, the manifest says {} rows{}",
-                        m.version,
-                        f.id,
-                        ds.num_samples(),
-                        ds.file_len(),
-                        f.num_rows,
-                        length.map(|n| format!(" and {n} bytes")).unwrap_or_default()
-                    ),
-                ));
-            }
             let deleted = version.fragment_deletions(f)?;
             // The kept rows: the runs between deleted ones, copied a run at a time.
             let rows = (!deleted.is_empty()).then(|| {
@@ -125,7 +117,16 @@ impl VersionView {
                     PartRowIds::List(Arc::new(ids))
                 }
             };
-            fragments.push(Opened { ds, rows, column_files: f.columns.clone(), row_ids });
+            fragments.push(Opened {
+                ds: OnceLock::new(),
+                data_file: f.data_file.clone(),
+                id: f.id,
+                file_rows: f.num_rows,
+                data_bytes: f.data_bytes,
+                rows,
+                column_files: f.columns.clone(),
+                row_ids,
+            });
         }
         super::manifest::check_spans(dir, m, &spans)?;
         let schema = m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<_>>()?;
@@ -133,9 +134,75 @@ impl VersionView {
             version: Some(version.clone()),
             schema,
             fragments,
-            columns: std::sync::OnceLock::new(),
-            splits: std::sync::OnceLock::new(),
+            columns: OnceLock::new(),
+            splits: OnceLock::new(),
         })
+    }
+
+    /// The data file of fragment `f`, opened on first use and checked against the manifest
+    /// (its rows and bytes).
+    ///
+    /// # Errors
+    /// Storage errors opening it; [`Error::Corrupt`] when it is not the file the manifest names.
+    fn ds<'v>(&self, f: &'v Opened) -> Result<&'v Arc<Dataset>> {
+        if let Some(ds) = f.ds.get() {
+            return Ok(ds);
+        }
+        let version = self.version.as_ref().expect("a .beton file's view has its data file open");
+        let store = &**version.store();
+        let ds = open_data_file(store, &f.data_file)?;
+        let length = f.data_bytes.filter(|&n| n != ds.file_len());
+        if ds.num_samples() != f.file_rows || length.is_some() {
+            return Err(super::integrity::corrupt(
+                &store.root().join(&f.data_file),
+                format!(
+                    "version {}: data file of fragment {} has {} rows and {} bytes, the manifest says {} rows{}",
+                    version.version(),
+                    f.id,
+                    ds.num_samples(),
+                    ds.file_len(),
+                    f.file_rows,
+                    length.map(|n| format!(" and {n} bytes")).unwrap_or_default()
+                ),
+            ));
+        }
+        Ok(f.ds.get_or_init(|| Arc::new(ds)))
+    }
+
+    /// Every data file, opened (in parallel where not yet) and checked, in manifest order.
+    ///
+    /// # Errors
+    /// As opening one ([`VersionView::dataset`]).
+    pub fn datasets(&self) -> Result<Vec<&Dataset>> {
+        use rayon::prelude::*;
+        let opened: Vec<&Arc<Dataset>> =
+            self.fragments.par_iter().map(|f| self.ds(f)).collect::<Result<_>>()?;
+        Ok(opened.into_iter().map(Arc::as_ref).collect())
+    }
+
+    /// The data file of the version's `k`-th data file (manifest order), opened.
+    ///
+    /// # Errors
+    /// Storage errors opening it; [`Error::Corrupt`] when it is not the file the manifest names.
+    ///
+    /// # Panics
+    /// When `k` is not below the number of data files.
+    pub fn dataset(&self, k: usize) -> Result<&Arc<Dataset>> {
+        self.ds(&self.fragments[k])
+    }
+
+    /// The number of data files.
+    pub fn num_data_files(&self) -> usize {
+        self.fragments.len()
+    }
+
+    /// The `.beton` file of a file's view ([`VersionView::of_file`]); `None` for a version of a
+    /// dataset directory.
+    pub fn file(&self) -> Option<&Arc<Dataset>> {
+        match self.version {
+            None => self.fragments[0].ds.get(),
+            Some(_) => None,
+        }
     }
 
     /// A `.beton` file as a dataset: one fragment at version 0, all its rows, its own fields,
@@ -144,13 +211,22 @@ impl VersionView {
     /// being the indices).
     pub fn of_file(ds: Arc<Dataset>) -> VersionView {
         let schema = ds.fields().iter().map(|f| (f.name().to_string(), f.field_type().clone())).collect();
-        let fragment = Opened { ds, rows: None, column_files: Vec::new(), row_ids: PartRowIds::Range(0) };
+        let fragment = Opened {
+            file_rows: ds.num_samples(),
+            data_bytes: Some(ds.file_len()),
+            data_file: ds.path().display().to_string(),
+            id: 0,
+            ds: OnceLock::from(ds),
+            rows: None,
+            column_files: Vec::new(),
+            row_ids: PartRowIds::Range(0),
+        };
         VersionView {
             version: None,
             schema,
             fragments: vec![fragment],
-            columns: std::sync::OnceLock::new(),
-            splits: std::sync::OnceLock::new(),
+            columns: OnceLock::new(),
+            splits: OnceLock::new(),
         }
     }
 
@@ -167,14 +243,17 @@ impl VersionView {
         };
         let schema: BTreeMap<String, FieldType> = self.schema.iter().cloned().collect();
         let mut all = Vec::with_capacity(self.fragments.len());
+        // A data file's fields name what column files must add (below).
+        self.datasets()?;
         for f in &self.fragments {
-            let num_rows = f.ds.num_samples() as usize;
+            let ds = self.ds(f)?;
+            let num_rows = f.file_rows as usize;
             let mut columns: BTreeMap<String, ArrayRef> = BTreeMap::new();
             // Validity by field (false: NULL), for fields with a NULL so far.
             let mut valid: BTreeMap<String, Vec<bool>> = BTreeMap::new();
             for file in &f.column_files {
                 let read = read_column_file(&**version.store(), file)?;
-                let rows = f.ds.num_samples() as usize;
+                let rows = num_rows;
                 let full = read.iter().all(|(n, _)| n != PATCH_ROWS);
                 if let Some((name, a)) = read.iter().find(|(_, a)| full && a.len() != rows) {
                     return Err(super::integrity::corrupt(
@@ -236,7 +315,7 @@ impl VersionView {
             }
             // A field neither the data file nor a column file holds: NULL in every row.
             for (name, ty) in &schema {
-                if !columns.contains_key(name) && f.ds.field_index(name).is_err() {
+                if !columns.contains_key(name) && ds.field_index(name).is_err() {
                     let column_type = super::values::column_file_type(ty);
                     columns.insert(name.clone(), arrow_array::new_null_array(&column_type, num_rows));
                     valid.insert(name.clone(), vec![false; num_rows]);
@@ -281,15 +360,11 @@ impl VersionView {
     /// # Errors
     /// A file's class names that cannot be read.
     pub fn classes(&self) -> Result<Option<Vec<String>>> {
-        match &self.version {
-            Some(v) => Ok(v.manifest().classes.clone()),
-            None => Ok(self.fragments[0].ds.classes()?),
+        match (&self.version, self.file()) {
+            (Some(v), _) => Ok(v.manifest().classes.clone()),
+            (None, Some(ds)) => Ok(ds.classes()?),
+            (None, None) => Ok(None),
         }
-    }
-
-    /// The data files, in manifest order.
-    pub fn datasets(&self) -> impl Iterator<Item = &Dataset> {
-        self.fragments.iter().map(|f| f.ds.as_ref())
     }
 
     /// The rows each data file gives the version (its rows less its deletions), in order: the
@@ -304,12 +379,11 @@ impl VersionView {
     /// Column files that cannot be read.
     pub fn parts(&self) -> Result<Vec<DataPart>> {
         let columns = self.columns()?;
-        Ok(self
-            .fragments
+        self.fragments
             .iter()
             .zip(columns)
-            .map(|(f, c)| (Arc::clone(&f.ds), f.rows.clone(), c.columns.clone(), c.nulls.clone()))
-            .collect())
+            .map(|(f, c)| Ok((Arc::clone(self.ds(f)?), f.rows.clone(), c.columns.clone(), c.nulls.clone())))
+            .collect()
     }
 
     /// The visible fields and their types.
@@ -341,7 +415,7 @@ impl VersionView {
             let n = f.num_rows();
             if local < n {
                 let row = f.rows.as_ref().map_or(local, |r| r[local as usize]);
-                return crate::table::part_value(&f.ds, &values.columns, &values.nulls, row, field, ty);
+                return crate::table::part_value(self.ds(f)?, &values.columns, &values.nulls, row, field, ty);
             }
             local -= n;
         }
@@ -362,7 +436,7 @@ impl VersionView {
     /// As [`Table::from_parts`]; corrupt split files.
     pub fn table(&self) -> Result<Table<'_>> {
         let Some(version) = &self.version else {
-            return Ok(Table::new(&self.fragments[0].ds));
+            return Ok(Table::new(self.ds(&self.fragments[0])?));
         };
         let m = version.manifest();
         let schema = &self.schema;
@@ -371,14 +445,16 @@ impl VersionView {
             .fragments
             .iter()
             .zip(columns)
-            .map(|(f, c)| Part {
-                ds: &f.ds,
-                rows: f.rows.clone(),
-                columns: c.columns.clone(),
-                nulls: c.nulls.clone(),
-                row_ids: f.row_ids.clone(),
+            .map(|(f, c)| {
+                Ok(Part {
+                    ds: self.ds(f)?,
+                    rows: f.rows.clone(),
+                    columns: c.columns.clone(),
+                    nulls: c.nulls.clone(),
+                    row_ids: f.row_ids.clone(),
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let splits = match self.splits.get() {
             Some(s) => Arc::clone(s),
             None => {
@@ -411,7 +487,7 @@ impl VersionView {
     /// Split blobs or files that are not index sets; as [`VersionView::table`].
     pub fn splits(&self) -> Result<BTreeMap<String, crate::IndexSet>> {
         let Some(version) = &self.version else {
-            return crate::splits::all(&self.fragments[0].ds);
+            return crate::splits::all(self.ds(&self.fragments[0])?);
         };
         let table = self.table()?;
         let names = version.manifest().splits.keys();

@@ -47,7 +47,7 @@ fn version_ref(version: Option<&Bound<'_, PyAny>>) -> PyResult<VersionRef> {
 
 /// The error of an edit asked of a `.beton` file: it says how to make the file a dataset.
 fn read_only(view: &VersionView) -> PyErr {
-    let path = view.datasets().next().map(|d| d.path().display().to_string()).unwrap_or_default();
+    let path = view.file().map(|d| d.path().display().to_string()).unwrap_or_default();
     PyValueError::new_err(format!(
         "{path} is a .beton file, which is read-only: make it a dataset directory to edit it, \
          with beton.import_file(DIR, '{path}') (its rows are hard-linked, not copied)"
@@ -76,11 +76,7 @@ impl Dataset {
     /// instead.
     fn file(&self, what: &str, instead: &str) -> PyResult<(PathBuf, Option<beton_storage::FileId>)> {
         let opened = self.opened();
-        let file = opened
-            .datasets()
-            .next()
-            .filter(|_| opened.is_file())
-            .map(|d| (d.path().to_path_buf(), d.file_id()));
+        let file = opened.file().map(|d| (d.path().to_path_buf(), d.file_id()));
         match file {
             Some(file) => Ok(file),
             None => Err(PyValueError::new_err(format!(
@@ -91,7 +87,9 @@ impl Dataset {
 
     /// Whether reads fetch from object storage.
     fn remote(view: &VersionView) -> bool {
-        view.datasets().any(|d| d.is_remote()) || view.version().is_some_and(|v| v.store().url().is_some())
+        // A version's data files are remote exactly when its store is.
+        view.file().is_some_and(|d| d.is_remote())
+            || view.version().is_some_and(|v| v.store().url().is_some())
     }
 
     /// This dataset, as the source of the index sets it makes.
@@ -196,7 +194,7 @@ impl Dataset {
         let (path, url) = match opened.version() {
             Some(v) => (v.dir().to_path_buf(), v.store().url().map(str::to_string)),
             None => {
-                let ds = opened.datasets().next().expect("a file view has one data file");
+                let ds = opened.file().expect("a file view has its data file");
                 (ds.path().to_path_buf(), ds.is_remote().then(|| ds.path().to_string_lossy().into_owned()))
             }
         };
@@ -218,14 +216,14 @@ impl Dataset {
 
     /// The page size of the data files (the largest, over several).
     #[getter]
-    fn page_size(&self) -> u64 {
-        self.opened().datasets().map(|d| d.page_size()).max().unwrap_or(0)
+    fn page_size(&self) -> PyResult<u64> {
+        Ok(self.opened().datasets().map_err(from_query)?.iter().map(|d| d.page_size()).max().unwrap_or(0))
     }
 
     /// Heap pages of the data files, together.
     #[getter]
-    fn num_pages(&self) -> u64 {
-        self.opened().datasets().map(|d| d.num_pages()).sum()
+    fn num_pages(&self) -> PyResult<u64> {
+        Ok(self.opened().datasets().map_err(from_query)?.iter().map(|d| d.num_pages()).sum())
     }
 
     /// `[(name, type, details)]`: details is the dtype and shape of arrays, else None.
@@ -399,7 +397,7 @@ impl Dataset {
         let schema = opened.schema().map_err(from_query)?;
         let table = opened.table().map_err(from_query)?;
         let page_size = page_size
-            .or_else(|| opened.datasets().map(|d| d.page_size()).max())
+            .or(opened.datasets().map_err(from_query)?.iter().map(|d| d.page_size()).max())
             .unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
         let options =
             beton_storage::WriterOptions { page_size, num_threads: num_workers, ..Default::default() };
@@ -439,7 +437,7 @@ impl Dataset {
         match opened.version() {
             None => format!(
                 "Dataset('{}', {} samples, fields: {})",
-                opened.datasets().next().map(|d| d.path().display().to_string()).unwrap_or_default(),
+                opened.file().map(|d| d.path().display().to_string()).unwrap_or_default(),
                 opened.num_rows(),
                 names.join(", ")
             ),
@@ -448,7 +446,7 @@ impl Dataset {
                 v.dir().display(),
                 v.version(),
                 opened.num_rows(),
-                opened.datasets().count(),
+                opened.num_data_files(),
                 names.join(", ")
             ),
         }
