@@ -58,7 +58,15 @@ pub struct Part<'a> {
     pub nulls: BTreeMap<String, arrow_buffer::NullBuffer>,
     /// The row ids of its data-file rows.
     pub row_ids: PartRowIds,
+    /// Where its columnar copy is kept once opened, shared by the tables of one version (whose
+    /// data files never change): every query of the version opens it once. `None`: the
+    /// table's own, for a `.beton` file (which beton may rewrite in place), made only from
+    /// [`crate::columnar::MIN_ROWS`] rows.
+    pub copy: Option<CopySlot>,
 }
+
+/// A data file's columnar copy, opened (or made) on first use: `None` inside when it has none.
+pub type CopySlot = Arc<OnceLock<Option<Arc<ColumnarCopy>>>>;
 
 impl Part<'_> {
     fn num_rows(&self) -> u64 {
@@ -78,8 +86,9 @@ pub struct Table<'a> {
     split_ids: Option<Arc<BTreeMap<String, IndexSet>>>,
     /// The named splits as table rows, made once per table (so one query sees one generation).
     splits: OnceLock<BTreeMap<String, Arc<IndexSet>>>,
-    /// Each part's columnar copy, opened (or made) on first use.
-    copies: Vec<OnceLock<Option<Arc<ColumnarCopy>>>>,
+    /// Each part's columnar copy, opened (or made) on first use, and whether the slot is a
+    /// version's (made for data files of any size, [`Part::copy`]).
+    copies: Vec<(CopySlot, bool)>,
 }
 
 impl std::fmt::Debug for Table<'_> {
@@ -99,13 +108,20 @@ impl<'a> Table<'a> {
             columns: BTreeMap::new(),
             nulls: BTreeMap::new(),
             row_ids: PartRowIds::Range(0),
+            copy: None,
         };
         Self::assemble(vec![part], columns, None)
     }
 
     /// Part `k`'s columnar copy, opened or made on first use.
     fn part_copy(&self, k: usize) -> Option<&Arc<ColumnarCopy>> {
-        self.copies[k].get_or_init(|| crate::columnar::for_dataset(self.parts[k].ds)).as_ref()
+        let (slot, versioned) = &self.copies[k];
+        let ds = self.parts[k].ds;
+        slot.get_or_init(|| match versioned {
+            true => crate::columnar::for_data_file(ds),
+            false => crate::columnar::for_dataset(ds),
+        })
+        .as_ref()
     }
 
     /// Column `c` of part `k`'s data file from its columnar copy, if that holds it.
@@ -234,7 +250,13 @@ impl<'a> Table<'a> {
                 .collect::<Vec<_>>(),
         ));
         Table {
-            copies: parts.iter().map(|_| OnceLock::new()).collect(),
+            copies: parts
+                .iter()
+                .map(|p| match &p.copy {
+                    Some(slot) => (Arc::clone(slot), true),
+                    None => (Arc::new(OnceLock::new()), false),
+                })
+                .collect(),
             parts,
             starts,
             columns,
@@ -457,7 +479,7 @@ impl<'a> Table<'a> {
     /// # Errors
     /// `FileChanged` from storage, naming the file.
     pub fn check_intact(&self) -> Result<()> {
-        for (p, copy) in self.parts.iter().zip(&self.copies) {
+        for (p, (copy, _)) in self.parts.iter().zip(&self.copies) {
             p.ds.check_intact()?;
             if let Some(Some(copy)) = copy.get() {
                 copy.check_intact()?;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array};
 
+use beton_query::columnar;
 use beton_query::versioned::{ExportOptions, Operation, Touches, VersionRef, VersionedDataset};
 use beton_query::SqlEdits;
 use beton_query::{Error, IndexSet};
@@ -645,8 +646,21 @@ fn commit_files_makes_one_version_of_files_written_apart() {
     let err = VersionedDataset::commit_files(&dir, &[files[0].clone(), other.clone()], "").unwrap_err();
     assert!(err.to_string().contains("other.beton"), "{err}");
     assert_eq!(VersionedDataset::open(&dir, VersionRef::Latest).unwrap().version(), 2);
-    // Checked before anything is linked: data/ holds the four committed files only.
-    assert_eq!(std::fs::read_dir(dir.join("data")).unwrap().count(), 4);
+    // Checked before anything is linked: data/ holds the four committed files only, each with
+    // its columnar copy, made by the write (the first query reads copies like the next ones).
+    let names: Vec<String> = std::fs::read_dir(dir.join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.iter().filter(|n| n.ends_with(".beton")).count(), 4, "{names:?}");
+    for f in &v2.manifest().fragments {
+        assert!(names.contains(&format!(
+            "{}{}",
+            f.data_file.strip_prefix("data/").unwrap(),
+            columnar::SUFFIX
+        )));
+    }
+    assert_eq!(names.len(), 8, "{names:?}");
     assert!(VersionedDataset::commit_files(&dir, &[], "").unwrap_err().to_string().contains("no data files"));
 }
 
@@ -704,8 +718,12 @@ fn concat_of_many_files_is_one_version_and_nothing_when_refused() {
     assert_eq!((v.manifest().fragments.len(), v.manifest().message.as_str()), (12, "twelve"));
     let expected: Vec<i64> = (0..12).flat_map(|k| 10 * k..10 * k + 3).collect();
     assert_eq!(labels(&v), expected, "rows in the sources' order");
-    let ids: Vec<u64> = v.view().unwrap().table().unwrap().row_ids().unwrap();
+    let view = v.view().unwrap();
+    let ids: Vec<u64> = view.table().unwrap().row_ids().unwrap();
     assert_eq!(ids, (0..36).collect::<Vec<u64>>(), "row ids in order, none twice");
+    // Data files of 3 rows have columnar copies, made by the concat: queries read them.
+    let scan = view.table().unwrap().scan_bytes(&["label"]).unwrap();
+    assert_eq!(scan.columnar_columns, ["label"], "{scan:?}");
     // Into a dataset: refused, nothing written.
     let data = || std::fs::read_dir(out.join("data")).unwrap().count();
     let before = data();

@@ -165,6 +165,8 @@ impl VersionedDataset {
             file.columns.extend(columns.iter().cloned());
             file.push_onto(&mut m)?;
         }
+        // The first data file's columnar copy, made now like the others' (link_all).
+        crate::columnar::beside_new_data_files(&[dir.join(&m.fragments[0].data_file)]);
         Self::create_with(store, m)
     }
 }
@@ -197,7 +199,7 @@ impl NewDataFile {
             let what = format!("file {}", file.display());
             merged = classes::merged(merged.as_deref(), file_classes.as_deref(), &what)?;
         }
-        checked
+        let linked = checked
             .into_iter()
             .zip(files)
             .map(|((num_rows, data_bytes, missing, classes), file)| {
@@ -221,7 +223,12 @@ impl NewDataFile {
                 };
                 Ok(NewDataFile { data_file, num_rows, data_bytes, columns, classes })
             })
-            .collect()
+            .collect::<Result<Vec<NewDataFile>>>()?;
+        // Their columnar copies, made now: the first query after the write reads copies like
+        // the next ones (columnar.rs).
+        let paths: Vec<PathBuf> = linked.iter().map(|f| dir.join(&f.data_file)).collect();
+        crate::columnar::beside_new_data_files(&paths);
+        Ok(linked)
     }
 
     /// `file`'s rows and length, the schema fields it lacks (NULL in its rows), and its classes.

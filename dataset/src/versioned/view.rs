@@ -13,7 +13,7 @@ use super::manifest::{ColumnFile, RowIds};
 use super::{read_index_file, VersionedDataset};
 use crate::error::{Error, Result};
 use crate::store::Store;
-use crate::table::{Part, PartRowIds, Table};
+use crate::table::{CopySlot, Part, PartRowIds, Table};
 
 /// A data file of a version, its kept rows (`None`: all), the values column files give it, and
 /// the rows where a field is NULL ([`FragmentValues::nulls`]).
@@ -48,6 +48,8 @@ struct Opened {
     /// Its column files, read on first use.
     column_files: Vec<ColumnFile>,
     row_ids: PartRowIds,
+    /// Its data file's columnar copy, opened on the first query of the version.
+    copy: CopySlot,
 }
 
 impl Opened {
@@ -126,6 +128,7 @@ impl VersionView {
                 rows,
                 column_files: f.columns.clone(),
                 row_ids,
+                copy: CopySlot::default(),
             });
         }
         super::manifest::check_spans(dir, m, &spans)?;
@@ -220,6 +223,7 @@ impl VersionView {
             rows: None,
             column_files: Vec::new(),
             row_ids: PartRowIds::Range(0),
+            copy: CopySlot::default(),
         };
         VersionView {
             version: None,
@@ -452,6 +456,7 @@ impl VersionView {
                     columns: c.columns.clone(),
                     nulls: c.nulls.clone(),
                     row_ids: f.row_ids.clone(),
+                    copy: Some(Arc::clone(&f.copy)),
                 })
             })
             .collect::<Result<_>>()?;
