@@ -44,7 +44,12 @@ struct Opened {
     id: u64,
     file_rows: u64,
     data_bytes: Option<u64>,
-    rows: Option<Arc<Vec<u64>>>,
+    /// Its deleted rows (positions in the data file, ascending), if any.
+    deleted: Option<crate::IndexSet>,
+    /// Its kept rows, made on the first use of the version's table or parts (an edit, `ds[i]`
+    /// and the row counts need only `deleted`: deleting 5 rows of a 100 M-row data file makes
+    /// no list of 100 M kept rows).
+    rows: OnceLock<Option<Arc<Vec<u64>>>>,
     /// Its column files, read on first use.
     column_files: Vec<ColumnFile>,
     row_ids: PartRowIds,
@@ -55,7 +60,43 @@ struct Opened {
 impl Opened {
     /// The rows it gives the version (its rows less its deletions).
     fn num_rows(&self) -> u64 {
-        self.rows.as_ref().map_or(self.file_rows, |r| r.len() as u64)
+        self.file_rows - self.deleted.as_ref().map_or(0, |d| d.len() as u64)
+    }
+
+    /// Its kept rows (`None`: all), listed on first use: the runs between deleted ones.
+    fn rows(&self) -> Option<Arc<Vec<u64>>> {
+        let deleted = self.deleted.as_ref()?;
+        self.rows
+            .get_or_init(|| {
+                let mut rows = Vec::with_capacity(self.num_rows() as usize);
+                let mut next = 0u64;
+                for d in deleted.iter().take_while(|&d| d < self.file_rows) {
+                    rows.extend(next..d);
+                    next = d + 1;
+                }
+                rows.extend(next..self.file_rows);
+                Some(Arc::new(rows))
+            })
+            .clone()
+    }
+
+    /// The data-file row of its `local`-th kept row, without listing them: `local` plus the
+    /// deleted rows before it.
+    fn file_row(&self, local: u64) -> u64 {
+        let Some(deleted) = &self.deleted else { return local };
+        // d[i] - i (the kept rows before the i-th deleted one) never decreases: the deleted
+        // rows before the answer are those with d[i] - i <= local.
+        let d = deleted.as_slice();
+        let (mut lo, mut hi) = (0usize, d.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if d[mid] - mid as u64 <= local {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        local + lo as u64
     }
 }
 
@@ -97,17 +138,7 @@ impl VersionView {
         let mut spans = Vec::with_capacity(m.fragments.len());
         for f in &m.fragments {
             let deleted = version.fragment_deletions(f)?;
-            // The kept rows: the runs between deleted ones, copied a run at a time.
-            let rows = (!deleted.is_empty()).then(|| {
-                let mut rows = Vec::with_capacity(f.num_rows.saturating_sub(deleted.len() as u64) as usize);
-                let mut next = 0u64;
-                for d in deleted.iter().take_while(|&d| d < f.num_rows) {
-                    rows.extend(next..d);
-                    next = d + 1;
-                }
-                rows.extend(next..f.num_rows);
-                Arc::new(rows)
-            });
+            let deleted = (!deleted.is_empty()).then_some(deleted);
             let row_ids = match &f.row_ids {
                 RowIds::Range { start } => {
                     spans.push((f.num_rows > 0).then(|| (*start, start + f.num_rows - 1)));
@@ -125,7 +156,8 @@ impl VersionView {
                 id: f.id,
                 file_rows: f.num_rows,
                 data_bytes: f.data_bytes,
-                rows,
+                deleted,
+                rows: OnceLock::new(),
                 column_files: f.columns.clone(),
                 row_ids,
                 copy: CopySlot::default(),
@@ -220,7 +252,8 @@ impl VersionView {
             data_file: ds.path().display().to_string(),
             id: 0,
             ds: OnceLock::from(ds),
-            rows: None,
+            deleted: None,
+            rows: OnceLock::new(),
             column_files: Vec::new(),
             row_ids: PartRowIds::Range(0),
             copy: CopySlot::default(),
@@ -386,7 +419,7 @@ impl VersionView {
         self.fragments
             .iter()
             .zip(columns)
-            .map(|(f, c)| Ok((Arc::clone(self.ds(f)?), f.rows.clone(), c.columns.clone(), c.nulls.clone())))
+            .map(|(f, c)| Ok((Arc::clone(self.ds(f)?), f.rows(), c.columns.clone(), c.nulls.clone())))
             .collect()
     }
 
@@ -418,7 +451,7 @@ impl VersionView {
         for (f, values) in self.fragments.iter().zip(columns) {
             let n = f.num_rows();
             if local < n {
-                let row = f.rows.as_ref().map_or(local, |r| r[local as usize]);
+                let row = f.file_row(local);
                 return crate::table::part_value(self.ds(f)?, &values.columns, &values.nulls, row, field, ty);
             }
             local -= n;
@@ -452,7 +485,7 @@ impl VersionView {
             .map(|(f, c)| {
                 Ok(Part {
                     ds: self.ds(f)?,
-                    rows: f.rows.clone(),
+                    rows: f.rows(),
                     columns: c.columns.clone(),
                     nulls: c.nulls.clone(),
                     row_ids: f.row_ids.clone(),
@@ -510,7 +543,7 @@ impl VersionView {
             let mut mine = Vec::new();
             while let Some(r) = it.next_if(|&r| r < first + n) {
                 let local = r - first;
-                mine.push(f.rows.as_ref().map_or(local, |rows| rows[local as usize]));
+                mine.push(f.file_row(local));
             }
             if !mine.is_empty() {
                 out.push((k, mine));
@@ -601,4 +634,49 @@ fn read_column_file(store: &dyn Store, file: &ColumnFile) -> Result<Vec<(String,
         _ => arrow_select::concat::concat_batches(&schema, &batches)?,
     };
     Ok(schema.fields().iter().map(|f| f.name().clone()).zip(batch.columns().iter().cloned()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fragment(file_rows: u64, deleted: Vec<u64>) -> Opened {
+        Opened {
+            ds: OnceLock::new(),
+            data_file: String::new(),
+            id: 0,
+            file_rows,
+            data_bytes: None,
+            deleted: (!deleted.is_empty()).then(|| crate::IndexSet::from_sorted(deleted).unwrap()),
+            rows: OnceLock::new(),
+            column_files: Vec::new(),
+            row_ids: PartRowIds::Range(0),
+            copy: CopySlot::default(),
+        }
+    }
+
+    #[test]
+    fn a_kept_row_is_found_without_listing_the_kept_rows_and_agrees_with_the_list() {
+        let mut state = 7u64;
+        for case in 0..200u64 {
+            let n = 1 + case % 97;
+            let mut deleted = Vec::new();
+            for r in 0..n {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                if (state >> 33) % 4 == case % 4 {
+                    deleted.push(r);
+                }
+            }
+            let f = fragment(n, deleted.clone());
+            let listed: Vec<u64> = (0..n).filter(|r| !deleted.contains(r)).collect();
+            assert_eq!(f.num_rows(), listed.len() as u64);
+            for (local, &row) in listed.iter().enumerate() {
+                assert_eq!(f.file_row(local as u64), row, "case {case}, deleted {deleted:?}");
+            }
+            match f.rows() {
+                Some(rows) => assert_eq!(*rows, listed),
+                None => assert!(deleted.is_empty()),
+            }
+        }
+    }
 }
