@@ -7,7 +7,7 @@
 use arrow_array::{Array, ArrayRef};
 use beton_storage::FieldType;
 
-use crate::versioned::{VersionRef, VersionedDataset, MAX_RETRIES};
+use crate::versioned::{VersionRef, VersionView, VersionedDataset, MAX_RETRIES};
 use crate::{Error, IndexSet, Result};
 
 /// SQL-driven edits of a [`VersionedDataset`], each a new version.
@@ -42,16 +42,51 @@ pub trait SqlEdits {
     /// # Errors
     /// SQL errors; as [`VersionedDataset::add_column`].
     fn add_column_sql(&self, name: &str, expr: &str, message: &str) -> Result<VersionedDataset>;
+
+    /// [`SqlEdits::delete_where`] with the predicate evaluated on `view`, this version opened
+    /// already (its columnar copies and kept rows open: a caller holding the version's view,
+    /// Python's `Dataset`, pays for the WHERE and the write alone).
+    ///
+    /// # Errors
+    /// As [`SqlEdits::delete_where`].
+    fn delete_where_in(&self, view: &VersionView, sql: &str, message: &str) -> Result<VersionedDataset>;
+
+    /// [`SqlEdits::update`] with its first try evaluated on `view`, this version opened already.
+    ///
+    /// # Errors
+    /// As [`SqlEdits::update`].
+    fn update_in(
+        &self,
+        view: &VersionView,
+        predicate: Option<&str>,
+        set: &[(String, String)],
+        message: &str,
+    ) -> Result<VersionedDataset>;
 }
 
 impl SqlEdits for VersionedDataset {
     fn delete_where(&self, sql: &str, message: &str) -> Result<VersionedDataset> {
-        let rows = {
-            let view = self.view()?;
-            let table = view.table()?;
-            crate::select_indices(&table, sql)?
-        };
+        self.delete_where_in(&self.view()?, sql, message)
+    }
+
+    fn delete_where_in(&self, view: &VersionView, sql: &str, message: &str) -> Result<VersionedDataset> {
+        same_version(self, view)?;
+        let rows = crate::select_indices(&view.table()?, sql)?;
         self.delete(&rows, Some(sql), message)
+    }
+
+    fn update_in(
+        &self,
+        view: &VersionView,
+        predicate: Option<&str>,
+        set: &[(String, String)],
+        message: &str,
+    ) -> Result<VersionedDataset> {
+        same_version(self, view)?;
+        match update_once(self, Some(view), predicate, set, message) {
+            Err(Error::Conflict { .. }) => self.update(predicate, set, message),
+            other => other,
+        }
     }
 
     fn update(
@@ -62,7 +97,7 @@ impl SqlEdits for VersionedDataset {
     ) -> Result<VersionedDataset> {
         let mut at = self.clone();
         for _ in 0..MAX_RETRIES {
-            match update_once(&at, predicate, set, message) {
+            match update_once(&at, None, predicate, set, message) {
                 // Another writer changed the same cells meanwhile: the predicate and expressions
                 // are evaluated again on its version, as a database retries a conflicting UPDATE.
                 Err(Error::Conflict { .. }) => at = self.open_at(VersionRef::Latest)?,
@@ -100,9 +135,21 @@ impl SqlEdits for VersionedDataset {
     }
 }
 
-/// One try of [`SqlEdits::update`] on version `at`.
+/// Fails unless `view` is a view of `v`'s version.
+fn same_version(v: &VersionedDataset, view: &VersionView) -> Result<()> {
+    match view.version().map(VersionedDataset::version) {
+        Some(n) if n == v.version() => Ok(()),
+        other => Err(Error::InvalidArgument {
+            what: "an edit's view".into(),
+            why: format!("is of version {other:?}, not of the edited version {}", v.version()),
+        }),
+    }
+}
+
+/// One try of [`SqlEdits::update`] on version `at` (opened as `view` when given).
 fn update_once(
     at: &VersionedDataset,
+    view: Option<&VersionView>,
     predicate: Option<&str>,
     set: &[(String, String)],
     message: &str,
@@ -116,10 +163,9 @@ fn update_once(
         exprs.join(", "),
         predicate.map(|p| format!(" WHERE {p}")).unwrap_or_default()
     );
-    let batch = {
-        let view = at.view()?;
-        let table = view.table()?;
-        crate::query(&table, &sql)?
+    let batch = match view {
+        Some(view) => crate::query(&view.table()?, &sql)?,
+        None => crate::query(&at.view()?.table()?, &sql)?,
     };
     let index =
         batch.column(0).as_any().downcast_ref::<arrow_array::UInt64Array>().map(|a| a.values().to_vec());

@@ -43,8 +43,22 @@ impl Dataset {
         py: Python<'_>,
         f: impl FnOnce(&VersionedDataset) -> beton_query::Result<VersionedDataset> + Send,
     ) -> PyResult<u64> {
-        let (_, current) = self.versioned()?;
-        let view = py.detach(|| f(&current).and_then(|next| next.view())).map_err(from_query)?;
+        self.edit_in(py, |current, _| f(current))
+    }
+
+    /// [`Dataset::edit`] of an edit that reads the current version through its open view (its
+    /// columnar copies and kept rows, opened already).
+    pub(super) fn edit_in(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(
+                &VersionedDataset,
+                &beton_query::versioned::VersionView,
+            ) -> beton_query::Result<VersionedDataset>
+            + Send,
+    ) -> PyResult<u64> {
+        let (opened, current) = self.versioned()?;
+        let view = py.detach(|| f(&current, &opened).and_then(|next| next.view())).map_err(from_query)?;
         let v = view.number();
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(view);
         Ok(v)
@@ -118,7 +132,7 @@ impl Dataset {
         message: String,
     ) -> PyResult<u64> {
         match (sql, rows) {
-            (Some(sql), None) => self.edit(py, |v| v.delete_where(&sql, &message)),
+            (Some(sql), None) => self.edit_in(py, |v, view| v.delete_where_in(view, &sql, &message)),
             (None, Some(rows)) => self.edit(py, |v| v.delete(&rows.inner, None, &message)),
             _ => Err(PyValueError::new_err("delete takes a SQL predicate or an IndexSet, one of them")),
         }
@@ -133,7 +147,7 @@ impl Dataset {
         sql: Option<String>,
         message: String,
     ) -> PyResult<u64> {
-        self.edit(py, |v| v.update(sql.as_deref(), &set, &message))
+        self.edit_in(py, |v, view| v.update_in(view, sql.as_deref(), &set, &message))
     }
 
     /// Sets field values of rows `rows`: `values` maps a field to a one-column Arrow stream,
