@@ -65,6 +65,9 @@ pub struct Part<'a> {
     pub copy: Option<CopySlot>,
 }
 
+/// Materialised columns by position, shared by the tables of one version ([`Table::with_cache`]).
+pub type ColumnCache = Arc<Mutex<HashMap<usize, ArrayRef>>>;
+
 /// A data file's columnar copy, opened (or made) on first use: `None` inside when it has none.
 pub type CopySlot = Arc<OnceLock<Option<Arc<ColumnarCopy>>>>;
 
@@ -81,7 +84,7 @@ pub struct Table<'a> {
     starts: Vec<u64>,
     columns: Vec<Column>,
     schema: SchemaRef,
-    cache: Mutex<HashMap<usize, ArrayRef>>,
+    cache: ColumnCache,
     /// The version's splits as row ids; `None`: the file's own, read on first use.
     split_ids: Option<Arc<BTreeMap<String, IndexSet>>>,
     /// The named splits as table rows, made once per table (so one query sees one generation).
@@ -111,6 +114,15 @@ impl<'a> Table<'a> {
             copy: None,
         };
         Self::assemble(vec![part], columns, None)
+    }
+
+    /// This table with the columns it materialises kept in `cache`, shared with the other tables
+    /// of one version (whose columns never change: its data and column files are never
+    /// modified): a column of a version of 2,000 data files is concatenated once, not at every
+    /// query. The cache must come from tables of the same columns.
+    pub fn with_cache(mut self, cache: ColumnCache) -> Self {
+        self.cache = cache;
+        self
     }
 
     /// Part `k`'s columnar copy, opened or made on first use.
@@ -261,7 +273,7 @@ impl<'a> Table<'a> {
             starts,
             columns,
             schema,
-            cache: Mutex::new(HashMap::new()),
+            cache: ColumnCache::default(),
             split_ids,
             splits: OnceLock::new(),
         }

@@ -13,7 +13,7 @@ use super::manifest::{ColumnFile, RowIds};
 use super::{read_index_file, VersionedDataset};
 use crate::error::{Error, Result};
 use crate::store::Store;
-use crate::table::{CopySlot, Part, PartRowIds, Table};
+use crate::table::{ColumnCache, CopySlot, Part, PartRowIds, Table};
 
 /// A data file of a version, its kept rows (`None`: all), the values column files give it, and
 /// the rows where a field is NULL ([`FragmentValues::nulls`]).
@@ -118,6 +118,8 @@ pub struct VersionView {
     columns: OnceLock<Vec<FragmentValues>>,
     /// The named splits (row ids), read once.
     splits: OnceLock<Arc<BTreeMap<String, crate::IndexSet>>>,
+    /// The columns its tables materialised, kept for the next query (a version never changes).
+    column_cache: ColumnCache,
 }
 
 /// The column of file-row positions in a patch column file (`docs/FORMAT.md` §13).
@@ -171,6 +173,7 @@ impl VersionView {
             fragments,
             columns: OnceLock::new(),
             splits: OnceLock::new(),
+            column_cache: ColumnCache::default(),
         })
     }
 
@@ -264,6 +267,7 @@ impl VersionView {
             fragments: vec![fragment],
             columns: OnceLock::new(),
             splits: OnceLock::new(),
+            column_cache: ColumnCache::default(),
         }
     }
 
@@ -515,7 +519,7 @@ impl VersionView {
                 Arc::clone(self.splits.get_or_init(|| Arc::new(read)))
             }
         };
-        Table::from_parts(parts, schema, splits)
+        Ok(Table::from_parts(parts, schema, splits)?.with_cache(Arc::clone(&self.column_cache)))
     }
 
     /// The named splits, as indices of this version, by name: a `.beton` file's own, or the
