@@ -465,6 +465,32 @@ impl<'a> Table<'a> {
         })
     }
 
+    /// Column `name` as one array per data file, read in place from their columnar copies,
+    /// when every part reads it whole from its copy (no deleted rows, no column file holding it)
+    /// and the table has not materialised it: what the fused WHERE reads instead of
+    /// concatenating 2,000 data files' columns. `None` otherwise (one data file, whose column
+    /// is its copy's already; a column to gather or patch).
+    pub fn column_parts(&self, name: &str) -> Option<Vec<ArrayRef>> {
+        if self.parts.len() < 2 {
+            return None;
+        }
+        let pos = self.position(name).ok()?;
+        if self.cache.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&pos) {
+            return None;
+        }
+        let c = &self.columns[pos];
+        let field = c.field.as_deref()?;
+        let mut out = Vec::with_capacity(self.parts.len());
+        for (k, p) in self.parts.iter().enumerate() {
+            if p.rows.is_some() || p.columns.contains_key(field) || p.nulls.contains_key(field) {
+                return None;
+            }
+            out.push(self.copied(k, c)?);
+        }
+        self.check_intact().ok()?;
+        Some(out)
+    }
+
     /// Column `name`, materialised on first use and cached.
     ///
     /// # Errors

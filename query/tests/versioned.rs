@@ -888,3 +888,47 @@ fn cleanup_keeps_the_versions_it_keeps_readable_when_it_removes_the_bases_of_the
     let err = VersionedDataset::open(&copy, VersionRef::Number(8)).unwrap_err().to_string();
     assert!(err.contains("version 7, which is gone") && err.contains("no checkpoint"), "{err}");
 }
+
+#[test]
+fn a_where_over_many_data_files_read_in_place_matches_one_file_of_the_same_rows() {
+    // The fused WHERE reads each data file's columnar copy in place (no concatenation):
+    // differential against the same rows in one data file, and against a version with deleted
+    // rows (which concatenates).
+    let tmp = tempfile::tempdir().unwrap();
+    let files = parts(tmp.path(), 37, |k| ((k as i64 * 37) % 101, 1 + (k * 7) % 130));
+    let many =
+        VersionedDataset::concat(&tmp.path().join("many"), &files, "", &ExportOptions::default()).unwrap();
+    let total: u64 = many.num_rows();
+    let one_file = tmp.path().join("one.beton");
+    let labels: Vec<i64> =
+        rows(&many, "SELECT label FROM samples").iter().map(|s| s.parse().unwrap()).collect();
+    beton_testkit::write(&one_file, beton_testkit::schema("label:int"), total, |i| {
+        vec![SampleValue::Int(labels[i as usize])]
+    });
+    let one = VersionedDataset::import(&tmp.path().join("one"), &one_file).unwrap();
+    for sql in [
+        "label < 40 AND label >= 7",
+        "label IN (3, 50, 99, 130)",
+        "label BETWEEN 10 AND 20",
+        "label > 1000",
+        "label >= 0",
+    ] {
+        let (a, b) = (many.view().unwrap(), one.view().unwrap());
+        let got = beton_query::select_indices(&a.table().unwrap(), sql).unwrap();
+        let want = beton_query::select_indices(&b.table().unwrap(), sql).unwrap();
+        assert_eq!(got, want, "{sql}");
+        let expected: Vec<u64> = (0..total).filter(|&i| matches_label(labels[i as usize], sql)).collect();
+        assert_eq!(got.as_slice(), expected.as_slice(), "{sql}");
+    }
+}
+
+/// The predicates of the test above, evaluated in Rust.
+fn matches_label(x: i64, sql: &str) -> bool {
+    match sql {
+        "label < 40 AND label >= 7" => (7..40).contains(&x),
+        "label IN (3, 50, 99, 130)" => [3, 50, 99, 130].contains(&x),
+        "label BETWEEN 10 AND 20" => (10..=20).contains(&x),
+        "label > 1000" => false,
+        _ => x >= 0,
+    }
+}

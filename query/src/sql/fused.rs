@@ -186,6 +186,9 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
     if !comparisons_of(predicate, &mut comparisons) || comparisons.is_empty() {
         return None;
     }
+    if let Some(mask) = chunked(isa, ctx, &comparisons) {
+        return Some(Ok(mask));
+    }
     // The columns first (materialised, cached), then the leaves borrowing them.
     let mut columns: Vec<(ArrayRef, Condition)> = Vec::with_capacity(comparisons.len());
     for (name, condition) in comparisons {
@@ -197,6 +200,47 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
     }
     let leaves = columns.iter().map(|(a, c)| leaf(a.as_ref(), c)).collect::<Option<Vec<_>>>()?;
     Some(Ok(evaluate_with(isa, &leaves, ctx.num_rows())))
+}
+
+/// The conjunction over a table of many data files whose columns are read in place from their
+/// columnar copies ([`Table::column_parts`](crate::Table::column_parts)): each data file's rows
+/// evaluated on their own (data files in parallel), their masks appended in order: no column is
+/// concatenated. `None` when a column is not read that way.
+fn chunked(isa: Isa, ctx: &Ctx, comparisons: &[(String, Condition)]) -> Option<BooleanBuffer> {
+    let mut per_column = Vec::with_capacity(comparisons.len());
+    for (name, _) in comparisons {
+        per_column.push(ctx.table().column_parts(&ctx.resolve(name))?);
+    }
+    let parts = per_column[0].len();
+    let masks: Vec<BooleanBuffer> = (0..parts)
+        .into_par_iter()
+        .map(|k| {
+            let len = per_column[0][k].len();
+            let leaves = per_column
+                .iter()
+                .zip(comparisons)
+                .map(|(arrays, (_, c))| {
+                    let a = arrays[k].as_ref();
+                    (a.len() == len && a.null_count() == 0).then(|| leaf(a, c)).flatten()
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let mut words = vec![u64::MAX; len.div_ceil(64)];
+            for (m, out) in words.chunks_mut(MORSEL / 64).enumerate() {
+                let start = m * MORSEL;
+                isa.and_morsel(&leaves, start..(start + MORSEL).min(len), out);
+            }
+            Some(BooleanBuffer::new(Buffer::from_vec(words), 0, len))
+        })
+        .collect::<Option<_>>()?;
+    let total: usize = masks.iter().map(BooleanBuffer::len).sum();
+    if total != ctx.num_rows() {
+        return None;
+    }
+    let mut all = arrow_buffer::BooleanBufferBuilder::new(total);
+    for m in &masks {
+        all.append_buffer(m);
+    }
+    Some(all.finish())
 }
 
 /// Appends the conditions of an AND-tree of `column OP number`, `column BETWEEN number AND
