@@ -59,10 +59,8 @@ fn write_images(path: &Path, files: &[PathBuf], options: WriterOptions) -> Write
 fn payload_and_padding(ds: &Dataset) -> (u64, u64) {
     let payload: u64 = (0..ds.num_allocations()).map(|k| ds.allocation(k).size).sum();
     let n = ds.num_samples();
-    let fixed = ds.data_table_offset()
-        + n * ds.row_size() as u64
-        + (64 * KIB + 2 * n)
-        + ds.num_allocations() * 24;
+    let fixed =
+        ds.data_table_offset() + n * ds.row_size() as u64 + (64 * KIB + 2 * n) + ds.num_allocations() * 24;
     (payload, ds.file_len() - payload - fixed)
 }
 
