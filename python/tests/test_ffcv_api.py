@@ -76,6 +76,9 @@ KNOWN = {
     # beton gives defaults to arguments FFCV requires (a program written for FFCV passes them).
     "CenterCropRGBImageDecoder": "ratio has a default (224/256) in beton",
     "NormalizeImage": "type has a default (np.float32) in beton",
+    # FFCV's 8 MiB padded every file to two pages at least (16 MiB for two images); beton
+    # chooses from the payload when page_size is not given (docs/FFCV_DIFFERENCES.md).
+    "DatasetWriter": "page_size defaults to None in beton: chosen from the payload",
 }
 CONTRACT_METHODS = {"Operation", "TraversalOrder", "Sequential", "Random", "QuasiRandom", "MemoryManager",
                     "MemoryContext", "OSCacheManager", "ProcessCacheManager", "Reader", "Pipeline", "PipelineSpec",
