@@ -4,7 +4,9 @@
 //! by one in sample order, as FFCV does with one worker: each sample's payloads go back to back
 //! in the current page, or all together in a fresh page when they do not fit (FFCV's rule: a
 //! sample never straddles pages). Because layout is sequential and every random choice is drawn
-//! from (seed, sample index), the bytes do not depend on the number of threads.
+//! from (seed, sample index), the bytes do not depend on the number of threads. Without a page
+//! size, the first samples are held until one is chosen from their payload (`writer/pages.rs`),
+//! which depends on the samples alone.
 //!
 //! The file is written to a temporary file beside the destination, fsynced, then renamed over it
 //! (and the directory fsynced), so an error, a panic or a crash never leaves a partial `.beton`
