@@ -70,6 +70,9 @@ struct Run {
 /// A variant: its decoder, order, whether through the OS cache, and epochs a round.
 type Variant = (Arc<dyn FieldDecoder>, OrderOption, bool, usize);
 
+/// Makes a variant's decoder (one for each of its two loaders).
+type MakeDecoder = fn() -> Arc<dyn FieldDecoder>;
+
 impl Run {
     fn new(name: String, ds: &Arc<Dataset>, (decoder, order, os_cache, epochs): Variant) -> Run {
         let loader = Loader::builder(Arc::clone(ds))
@@ -128,7 +131,7 @@ fn main() {
         );
         let quasi = OrderOption::QuasiRandom { buffer_pages: None };
         // A payload-only epoch takes about a millisecond: its round is 100 epochs.
-        let variants: [(&str, fn() -> Arc<dyn FieldDecoder>, OrderOption, bool, usize); 4] = [
+        let variants: [(&str, MakeDecoder, OrderOption, bool, usize); 4] = [
             ("RRC 160, RANDOM", rrc, OrderOption::Random, true, 1),
             ("payload, RANDOM", || Arc::new(Payload), OrderOption::Random, true, 100),
             ("payload, QUASI_RANDOM, process cache", || Arc::new(Payload), quasi, false, 100),
