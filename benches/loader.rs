@@ -37,7 +37,8 @@ fn file(n: u64, size: usize) -> PathBuf {
     let path = dir.join(format!("loader-bench-{n}x{size}.beton"));
     if !path.exists() {
         let fields = vec![FieldSpec::new("blob", FieldType::Bytes)];
-        Writer::new(&path, fields, WriterOptions::default())
+        let options = WriterOptions { page_size: 8 << 20, ..WriterOptions::default() };
+        Writer::new(&path, fields, options)
             .unwrap()
             .write_indexed(n, |i| Ok(vec![SampleValue::Bytes(vec![(i % 251) as u8; size])]))
             .unwrap();

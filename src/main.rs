@@ -429,11 +429,12 @@ fn write_imagefolder(w: &WriteArgs) -> Result<String> {
     beton_query::columnar::after_write(&report.path);
     let secs = start.elapsed().as_secs_f64();
     let mut out = format!(
-        "wrote {}: {} images in {} classes, {} pages, {} in {:.1} s ({:.0} images/s)\n",
+        "wrote {}: {} images in {} classes, {} pages of {}, {} in {:.1} s ({:.0} images/s)\n",
         report.path.display(),
         report.num_samples,
         folder.classes.len(),
         report.num_pages,
+        human(report.page_size),
         human(report.file_len),
         secs,
         report.num_samples as f64 / secs.max(1e-9)

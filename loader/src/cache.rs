@@ -13,7 +13,9 @@
 //! The data table is read through the map (it is the metadata FFCV also keeps in memory); only
 //! payload pages go through this cache. Over a version of a dataset directory the cache reads
 //! several data files: a page's key is its file's first key plus its page in the file, so one
-//! bound and one eviction order cover them all.
+//! bound and one eviction order cover them all. A page in the file counts from byte 0 (the
+//! header's page included), so a file's keys span every page before its allocation table: the
+//! pages of its head too, which are many with small pages or a large table.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -40,7 +42,7 @@ struct CachedFile {
     page_size: u64,
     /// End of the data pages (the allocation table's offset).
     data_end: u64,
-    /// The key of its page 0.
+    /// The key of its page 0 (the page holding byte 0).
     first_key: u64,
 }
 
@@ -116,7 +118,10 @@ impl PageCache {
                 data_end: ds.header().alloc_table_ptr,
                 first_key,
             });
-            first_key += ds.num_pages() + 1;
+            // Pages from byte 0 up to the allocation table: `page_of` numbers them from byte 0,
+            // so counting the data pages alone would give the next file keys this one uses
+            // when its head spans two pages more than the next file's.
+            first_key += ds.header().alloc_table_ptr.div_ceil(ds.page_size().max(1)) + 1;
         }
         Ok(PageCache { files, capacity, state: Mutex::new(State::default()) })
     }
@@ -234,5 +239,44 @@ fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()
             done += n;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use beton_storage::{Dataset, SampleValue, WriterOptions};
+
+    use super::PageCache;
+
+    /// A file of `n` samples of `len(i)` bytes each, its page size chosen from its payload.
+    fn write(path: &std::path::Path, n: u64, len: impl Fn(u64) -> usize + Sync) -> Dataset {
+        let fields = beton_testkit::schema("label:int blob:bytes");
+        beton_testkit::write_with(path, fields, WriterOptions::default(), n, |i| {
+            vec![SampleValue::Int(i as i64), SampleValue::Bytes(vec![i as u8; len(i)])]
+        });
+        Dataset::open(path).unwrap()
+    }
+
+    /// A file whose head (table and room for splits) spans many more pages than the next
+    /// file's: every payload's key still names its own file and page.
+    #[test]
+    fn keys_of_files_with_long_heads_stay_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        // 20,000 rows of a few bytes: a long head in small pages; then one row of 100 KB: a
+        // head of one large page.
+        let big = write(&dir.path().join("big.beton"), 20_000, |i| 1 + i as usize % 7);
+        let small = write(&dir.path().join("small.beton"), 1, |_| 100_000);
+        let heads = [&big, &small].map(|d| (d.data_start(), d.page_size()));
+        assert!(heads[0].0 / heads[0].1 > heads[1].0 / heads[1].1 + 2, "{heads:?}");
+        let cache = PageCache::new(&[&big, &small], 4).unwrap();
+        for (f, ds) in [&big, &small].into_iter().enumerate() {
+            for k in 0..ds.num_allocations() {
+                let ptr = ds.allocation(k).ptr;
+                let (key, start) = cache.page_of(f, ptr);
+                let (file, local) = cache.file_of(key);
+                assert_eq!(file.path, ds.path(), "file {f}, allocation {k}");
+                assert_eq!(local * ds.page_size(), start, "file {f}, allocation {k}");
+            }
+        }
     }
 }

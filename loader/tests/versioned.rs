@@ -258,3 +258,54 @@ fn nulls_are_refused_at_build_or_filled_as_asked() {
     let err = builder().index_list(vec![7, 1, 7]).build().err().unwrap().to_string();
     assert!(err.contains("NULL in 2 of the samples"), "{err}");
 }
+
+/// Data files whose page sizes were chosen from their payload (small pages) and whose heads
+/// differ by many pages (3,000 rows, then 3): the process cache reads each payload from its
+/// own file, at any bound, and every order gives the batches the OS cache gives.
+#[test]
+fn small_page_files_load_through_the_process_cache() {
+    let (tmp, a, b) = two_files(
+        |path, first, n| {
+            let report = beton_testkit::write(path, schema("label:int blob:bytes"), n, |i| {
+                let v = first + i as i64;
+                vec![SampleValue::Int(v), SampleValue::Bytes(vec![v as u8; 1 + (v as usize % 300)])]
+            });
+            assert!(report.page_size < 1 << 20, "{report:?}");
+        },
+        3000,
+        3,
+    );
+    let v = VersionedDataset::import(&tmp.path().join("ds"), &a).unwrap().append_file(&b, "").unwrap();
+    let view = v.view().unwrap();
+    let epoch = |order: OrderOption, pages: Option<usize>| -> Vec<(Vec<i64>, Vec<u8>)> {
+        let mut builder = Loader::builder_parts(Parts::of_version(&view).unwrap());
+        if let Some(pages) = pages {
+            builder = builder.os_cache(false).cache_pages(pages);
+        }
+        let mut loader =
+            builder.batch_size(64).order(order).seed(3).threads(2).drop_last(false).build().unwrap();
+        let batches = loader.next_epoch().unwrap();
+        batches
+            .map(|b| b.unwrap())
+            .map(|b| (i64s(&b, "label"), b.column("blob").unwrap().bytes.to_vec()))
+            .collect()
+    };
+    let seq = epoch(OrderOption::Sequential, None);
+    let labels: Vec<i64> = seq.iter().flat_map(|b| b.0.clone()).collect();
+    assert_eq!(labels, (0..3000).chain(100..103).collect::<Vec<_>>());
+    for order in
+        [OrderOption::Sequential, OrderOption::Random, OrderOption::QuasiRandom { buffer_pages: None }]
+    {
+        let os = epoch(order, None);
+        for (b, (labels, blobs)) in os.iter().enumerate() {
+            // Blobs are padded to the longest (300 bytes): each row's bytes are its label's.
+            let width = blobs.len() / labels.len();
+            for (l, row) in labels.iter().zip(blobs.chunks_exact(width)) {
+                let len = 1 + (*l as usize % 300);
+                assert!(row[..len].iter().all(|&x| x == *l as u8), "{order:?} batch {b} label {l}");
+            }
+        }
+        assert_eq!(os, epoch(order, Some(1024)), "{order:?} process cache");
+        assert_eq!(os, epoch(order, Some(2)), "{order:?} process cache of two pages");
+    }
+}

@@ -415,11 +415,12 @@ class Loader:
     def index_rows(self) -> Any: ...
 
 def write(path: _Path, fields: Dict[str, Field], num_samples: int, get: Callable[[int], Sequence[Any]],
-          page_size: int = ..., num_workers: int = 0, seed: int = 0, chunk_size: int = 256,
+          page_size: Optional[int] = None, num_workers: int = 0, seed: int = 0, chunk_size: int = 256,
           progress: Optional[Callable[[int, Optional[int]], Optional[bool]]] = None,
           skip_bad: bool = False, columnar_copy: bool = True,
           alpha_background: Optional[Tuple[int, int, int]] = None) -> Dict[str, Any]: ...
-def write_arrow(path: _Path, fields: Dict[str, Field], stream: Any, page_size: int = ..., num_workers: int = 0,
+def write_arrow(path: _Path, fields: Dict[str, Field], stream: Any, page_size: Optional[int] = None,
+                num_workers: int = 0,
                 seed: int = 0, chunk_size: int = 256,
                 progress: Optional[Callable[[int, Optional[int]], Optional[bool]]] = None,
                 skip_bad: bool = False, columnar_copy: bool = True,

@@ -513,14 +513,15 @@ class BetonDatasink(Datasink):
         Fields for some or all columns (the rest by type, ``fields_of_schema``).
     message : str, optional
         The version's message.
-    page_size : int, default 8 MiB
-        As ``DatasetWriter``'s.
+    page_size : int, optional
+        As ``DatasetWriter``'s: ``None`` (the default) chooses each data file's from its
+        payload, so a small block is not padded to 8 MiB pages.
     num_workers : int, default 1
         Encoding threads per write task (Ray runs the tasks in parallel already).
     """
 
     def __init__(self, path, fields: Optional[Dict[str, Field]] = None, message: str = "",
-                 page_size: int = 8 << 20, num_workers: int = 1):
+                 page_size: Optional[int] = None, num_workers: int = 1):
         path = os.fspath(path)
         if not _is_url(path) and os.path.isfile(path):
             raise ValueError(f"write_beton: {path} is a file; write_beton writes a dataset directory")
@@ -529,7 +530,7 @@ class BetonDatasink(Datasink):
         self.path = path.rstrip("/") if _is_url(path) else os.path.abspath(path)
         self.fields = dict(fields) if fields else None
         self.message = message or "ray write_beton"
-        self.page_size = int(page_size)
+        self.page_size = None if page_size is None else int(page_size)
         self.num_workers = int(num_workers)
         self._write_id = uuid.uuid4().hex
         self.version: Optional[int] = None
@@ -603,7 +604,7 @@ class BetonDatasink(Datasink):
 
 
 def write_beton(ds, path, fields: Optional[Dict[str, Field]] = None, message: str = "", *,
-                page_size: int = 8 << 20, num_workers: int = 1, concurrency: Optional[int] = None,
+                page_size: Optional[int] = None, num_workers: int = 1, concurrency: Optional[int] = None,
                 ray_remote_args: Optional[Dict[str, Any]] = None) -> "beton.Dataset":
     """Writes a Ray ``Dataset`` as one version of the dataset directory ``path``.
 

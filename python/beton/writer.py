@@ -30,7 +30,8 @@ MAX_PAGE_SIZE = 1 << 32
 
 # The Returns section of the methods that write a file.
 _returns_report = _doc.fill({"{returns_report}": (
-    "Returns\n-------\ndict\n    The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``.")})
+    "Returns\n-------\ndict\n    The report: ``path``, ``num_samples``, ``num_pages``, ``page_size``, ``file_len``,\n"
+    "    ``skipped``.")})
 
 
 def _arrow_chunk_size(fields: Dict[str, Field], table) -> int:
@@ -126,8 +127,13 @@ class DatasetWriter:
     fields : dict of str to Field
         ``{name: field}`` in file order: ``RGBImageField()``, ``IntField()``, ``FloatField()``,
         ``NDArrayField(dtype, shape)``, ``JSONField()``, ``BytesField()``, ``TextField()``, ...
-    page_size : int, default 8 MiB
-        A power of two in [2 MiB, 4 GiB).
+    page_size : int, optional
+        A power of two in [2 MiB, 4 GiB), used as given (FFCV's layout). ``None`` (the
+        default; FFCV's is 8 MiB) chooses it from the payload, so that a small file is not
+        padded to whole 8 MiB pages: a file of under 64 MiB of payload takes the largest
+        power of two from 4 KiB to 8 MiB whose file is within 3 % of the smallest any gives
+        (two images take about their bytes), a larger one FFCV's 8 MiB. FFCV 1.0.2 loads
+        both (docs/FORMAT.md §5); the report's ``page_size`` says which was used.
     num_workers : int, default -1
         Encoding threads (-1 or 0: every core). The output does not depend on it. Samples are
         fetched from Python (``dataset[i]``, an iterable's items, a field's ``encode``) on the
@@ -164,14 +170,14 @@ class DatasetWriter:
     {'path': 'photos.beton', 'num_samples': 155, ..., 'classes': ['bird', 'cat', ...]}
     """
 
-    def __init__(self, fname, fields: Dict[str, Field], page_size: int = 8 << 20, num_workers: int = -1,
+    def __init__(self, fname, fields: Dict[str, Field], page_size: Optional[int] = None, num_workers: int = -1,
                  seed: int = 0, progress: bool = True, skip_bad: bool = False,
                  alpha_background: Optional[Sequence[int]] = None):
         self.fname = str(fname)
         self.skip_bad = bool(skip_bad)
         self.alpha_background = _rgb("alpha_background", alpha_background)
         self.fields = dict(fields)
-        self.page_size = int(page_size)
+        self.page_size = None if page_size is None else int(page_size)
         self.num_workers = 0 if num_workers is None or num_workers < 0 else int(num_workers)
         self.seed = int(seed)
         self.progress = progress
@@ -425,8 +431,8 @@ class DatasetWriter:
         Returns
         -------
         dict
-            The report: ``path``, ``num_samples``, ``num_pages``, ``file_len``, ``skipped``,
-            and ``classes``.
+            The report: ``path``, ``num_samples``, ``num_pages``, ``page_size``, ``file_len``,
+            ``skipped``, and ``classes``.
 
         Raises
         ------

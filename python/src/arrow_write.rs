@@ -511,7 +511,7 @@ pub(crate) fn import_stream(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatchSt
 /// `arrow_array_stream` capsule or an object with `__arrow_c_stream__`). Options and the result
 /// as `write`'s.
 #[pyfunction]
-#[pyo3(signature = (path, fields, stream, page_size = 8 << 20, num_workers = 0, seed = 0,
+#[pyo3(signature = (path, fields, stream, page_size = None, num_workers = 0, seed = 0,
                     chunk_size = 256, progress = None, skip_bad = false, columnar_copy = true,
                     alpha_background = None))]
 #[allow(clippy::too_many_arguments)]
@@ -520,7 +520,7 @@ pub(crate) fn write_arrow<'py>(
     path: PathBuf,
     fields: Bound<'py, PyDict>,
     stream: Bound<'py, PyAny>,
-    page_size: u64,
+    page_size: Option<u64>,
     num_workers: usize,
     seed: u64,
     chunk_size: usize,
@@ -577,7 +577,7 @@ pub(crate) fn write_arrow<'py>(
     let num_rows = *starts.last().expect("starts ends with the row count");
 
     let options = WriterOptions {
-        page_size,
+        page_size: crate::writer::writer_page_size(page_size)?,
         num_threads: num_workers,
         seed,
         chunk_size,

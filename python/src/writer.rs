@@ -48,9 +48,21 @@ pub(crate) fn with_alpha_background(
     specs
 }
 
+/// The writer's page size for Python's `page_size`: `None` chooses it from the payload (the
+/// writer's 0); a 0 given is refused as FFCV's `DatasetWriter` refuses it, not taken for `None`.
+pub(crate) fn writer_page_size(page_size: Option<u64>) -> PyResult<u64> {
+    match page_size {
+        None => Ok(0),
+        Some(0) => Err(PyValueError::new_err(
+            "page_size 0 is not a power of two in [2 MiB, 4 GiB); None chooses it from the payload",
+        )),
+        Some(p) => Ok(p),
+    }
+}
+
 /// Writes `num_samples` samples, `get(i)` giving sample i's values in field order.
 #[pyfunction]
-#[pyo3(signature = (path, fields, num_samples, get, page_size = 8 << 20, num_workers = 0, seed = 0,
+#[pyo3(signature = (path, fields, num_samples, get, page_size = None, num_workers = 0, seed = 0,
                     chunk_size = 256, progress = None, skip_bad = false, columnar_copy = true,
                     alpha_background = None))]
 #[allow(clippy::too_many_arguments)]
@@ -60,7 +72,7 @@ pub(crate) fn write<'py>(
     fields: Bound<'py, PyDict>,
     num_samples: u64,
     get: Py<PyAny>,
-    page_size: u64,
+    page_size: Option<u64>,
     num_workers: usize,
     seed: u64,
     chunk_size: usize,
@@ -73,7 +85,7 @@ pub(crate) fn write<'py>(
     let types: Vec<FieldType> = specs.iter().map(|s| s.ty.clone()).collect();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let options = WriterOptions {
-        page_size,
+        page_size: writer_page_size(page_size)?,
         num_threads: num_workers,
         seed,
         chunk_size,
@@ -155,8 +167,8 @@ pub(crate) fn with_progress(
     (WriterOptions { progress: Some(hook), ..options }, interrupted)
 }
 
-/// A finished write as the dict Python gets (`path`, `num_samples`, `num_pages`, `file_len`,
-/// `skipped`), or its error: the progress callable's exception when it stopped the write.
+/// A finished write as the dict Python gets (`path`, `num_samples`, `num_pages`, `page_size`,
+/// `file_len`, `skipped`), or its error: the progress callable's exception when it stopped the write.
 /// `columnar_copy`: whether the file gets its columnar copy (not a temporary file that is
 /// uploaded or moved into a dataset directory right after).
 pub(crate) fn report<'py>(
@@ -200,15 +212,16 @@ pub(crate) fn make_columnar_copy(py: Python<'_>, path: PathBuf) {
     py.detach(|| beton_query::columnar::after_write(&path));
 }
 
-/// A write's report as the dict Python gets: `path`, `num_samples`, `num_pages`, `file_len`,
-/// `skipped`, `alpha_flattened` (images with transparency flattened) and `alpha_flattening`
+/// A write's report as the dict Python gets: `path`, `num_samples`, `num_pages`, `page_size`,
+/// `file_len`, `skipped`, `alpha_flattened` (images with transparency flattened) and `alpha_flattening`
 /// (how).
 pub(crate) fn report_dict<'py>(
     py: Python<'py>,
     report: &beton_storage::WriteReport,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    set_fields!(d, report; path, num_samples, num_pages, file_len, skipped, alpha_flattened, alpha_flattening);
+    set_fields!(d, report; path, num_samples, num_pages, page_size, file_len, skipped, alpha_flattened,
+                alpha_flattening);
     Ok(d)
 }
 

@@ -4,11 +4,15 @@
 //! by one in sample order, as FFCV does with one worker: each sample's payloads go back to back
 //! in the current page, or all together in a fresh page when they do not fit (FFCV's rule: a
 //! sample never straddles pages). Because layout is sequential and every random choice is drawn
-//! from (seed, sample index), the bytes do not depend on the number of threads.
+//! from (seed, sample index), the bytes do not depend on the number of threads. Without a page
+//! size, the first samples are held until one is chosen from their payload (`writer/pages.rs`),
+//! which depends on the samples alone.
 //!
 //! The file is written to a temporary file beside the destination, fsynced, then renamed over it
 //! (and the directory fsynced), so an error, a panic or a crash never leaves a partial `.beton`
 //! at the destination and never harms a file already there.
+
+mod pages;
 
 use std::cell::Cell;
 use std::fs::File;
@@ -26,6 +30,8 @@ use crate::format::{MAX_PAGE_SIZE, MIN_PAGE_SIZE, NAME_SIZE, VERSION};
 use crate::image::{self, ImageOptions};
 /// The values a writer takes (their home is [`crate::value`]; also here, where they were).
 pub use crate::value::SampleValue;
+use pages::{PageWriter, Pending};
+pub use pages::{DECIDE_BYTES, MIN_AUTO_PAGE_SIZE};
 
 /// One field of the schema being written: its name, type and (for image fields) options.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,10 +73,15 @@ pub struct Progress {
 /// A progress callback; returning `false` cancels the write (nothing is published).
 pub type ProgressFn = Arc<dyn Fn(Progress) -> bool + Send + Sync>;
 
-/// Writer options; [`WriterOptions::default`] matches FFCV's defaults.
+/// Writer options; [`WriterOptions::default`] matches FFCV's defaults but for the page size,
+/// which it chooses from the payload.
 #[derive(Clone)]
 pub struct WriterOptions {
-    /// Page size, a power of two in [2 MiB, 4 GiB). Default 8 MiB (FFCV's).
+    /// Page size, a power of two in [2 MiB, 4 GiB) (FFCV's writer's range), or 0 (the
+    /// default): chosen from the payload, so that a small file is not padded to whole 8 MiB
+    /// pages. A file of under [`DECIDE_BYTES`] of payload takes the largest power of two from
+    /// [`MIN_AUTO_PAGE_SIZE`] to 8 MiB whose file is within 3 % of the smallest any of them
+    /// gives; a larger file takes FFCV's 8 MiB (docs/FORMAT.md §5). FFCV 1.0.2 reads both.
     pub page_size: u64,
     /// Encoding threads; 0 uses every core. The output does not depend on it.
     pub num_threads: usize,
@@ -95,7 +106,7 @@ pub struct WriterOptions {
 impl Default for WriterOptions {
     fn default() -> Self {
         WriterOptions {
-            page_size: format::DEFAULT_PAGE_SIZE,
+            page_size: 0,
             num_threads: 0,
             seed: 0,
             chunk_size: 256,
@@ -129,6 +140,8 @@ pub struct WriteReport {
     pub num_samples: u64,
     /// Data pages written.
     pub num_pages: u64,
+    /// The file's page size: the one given, or the one chosen from the payload.
+    pub page_size: u64,
     /// Size of the file.
     pub file_len: u64,
     /// Samples left out with [`WriterOptions::skip_bad`]: their index in the source, and why.
@@ -166,6 +179,13 @@ impl std::fmt::Debug for Writer {
     }
 }
 
+/// Where a write's pages stand: its first samples held until the page size is chosen, or
+/// pages being written.
+enum Paging {
+    Choosing(Pending),
+    Writing(PageWriter),
+}
+
 /// A sample after encoding: its row (payload pointers still 0) and payloads with the row offset
 /// of their pointer.
 struct Encoded {
@@ -183,6 +203,7 @@ struct Placed {
     allocs: Vec<AllocEntry>,
     num_samples: u64,
     num_pages: u64,
+    page_size: u64,
     data_start: u64,
     spill: Option<tempfile::NamedTempFile>,
     skipped: Vec<(u64, String)>,
@@ -195,8 +216,8 @@ impl Writer {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for names that are empty, longer than 16 bytes, not ASCII,
-    /// containing NUL or repeated; more than 65535 fields; a page size that is not a power of two
-    /// in [2 MiB, 4 GiB); a JPEG quality outside 1–100 or a proportion outside [0, 1].
+    /// containing NUL or repeated; more than 65535 fields; a page size that is neither 0 nor a
+    /// power of two in [2 MiB, 4 GiB); a JPEG quality outside 1–100 or a proportion outside [0, 1].
     pub fn new(path: impl AsRef<Path>, fields: Vec<FieldSpec>, options: WriterOptions) -> Result<Writer> {
         let invalid = |what: &str, why: String| Error::InvalidArgument { what: what.to_string(), why };
         if fields.is_empty() {
@@ -248,10 +269,13 @@ impl Writer {
             }
         }
         let ps = options.page_size;
-        if !ps.is_power_of_two() || !(MIN_PAGE_SIZE..MAX_PAGE_SIZE).contains(&ps) {
+        if ps != 0 && (!ps.is_power_of_two() || !(MIN_PAGE_SIZE..MAX_PAGE_SIZE).contains(&ps)) {
             return Err(invalid(
                 "page_size",
-                format!("{ps} must be a power of two in [{MIN_PAGE_SIZE}, {MAX_PAGE_SIZE})"),
+                format!(
+                    "{ps} must be a power of two in [{MIN_PAGE_SIZE}, {MAX_PAGE_SIZE}), or 0 to choose \
+                     it from the payload"
+                ),
             ));
         }
         let slots: Vec<Slot> = fields.iter().map(|f| f.ty.slot()).collect();
@@ -330,8 +354,8 @@ impl Writer {
         let table_start = format::data_table_start(self.fields.len() as u16);
         // With the number of samples known, pages go straight to their place in the file;
         // otherwise to a scratch file, copied over at the end.
-        let (spill, page_base) = match total {
-            Some(n) => (None, self.data_start(table_start, n)?),
+        let spill = match total {
+            Some(_) => None,
             None => {
                 let spill = tempfile::Builder::new()
                     .prefix(&prefix)
@@ -339,16 +363,26 @@ impl Writer {
                     .tempfile_in(&dir)
                     .map_err(|e| Error::io(&dir, e))?;
                 spill.as_file().lock().map_err(|e| Error::io(spill.path(), e))?;
-                (Some(spill), 0)
+                Some(spill)
             }
         };
-        let page_file = match &spill {
-            Some(s) => s.as_file().try_clone(),
-            None => temp.as_file().try_clone(),
-        }
-        .map_err(|e| Error::io(temp.path(), e))?;
-        let mut pages =
-            PageWriter::new(page_file, page_base, self.options.page_size, temp.path().to_path_buf())?;
+        // Pages of `page_size` bytes, where they go.
+        let start_pages = |page_size: u64| -> Result<PageWriter> {
+            let (file, base) = match (&spill, total) {
+                (Some(s), _) => (s.as_file().try_clone(), 0),
+                (None, n) => {
+                    let base = self.data_start(table_start, n.unwrap_or(0), page_size)?;
+                    (temp.as_file().try_clone(), base)
+                }
+            };
+            let file = file.map_err(|e| Error::io(temp.path(), e))?;
+            PageWriter::new(file, base, page_size, temp.path().to_path_buf())
+        };
+        // Without a page size, the first samples are held until it is chosen (pages.rs).
+        let mut paging = match self.options.page_size {
+            0 => Paging::Choosing(Pending::default()),
+            page_size => Paging::Writing(start_pages(page_size)?),
+        };
 
         let mut rows: Vec<u8> = Vec::with_capacity(total.unwrap_or(0) as usize * self.layout.size);
         let mut allocs: Vec<AllocEntry> = Vec::new();
@@ -392,10 +426,30 @@ impl Writer {
                         Err(e) => return Err(e),
                     };
                     // Samples after a skipped one move up: the file's sample ids have no gaps.
-                    pages.place(done, &mut e, &mut allocs)?;
+                    match &mut paging {
+                        Paging::Writing(pages) => {
+                            let payloads = e.payloads.iter().map(|(at, p)| (*at, p.as_slice()));
+                            pages.place(done, payloads, &mut e.row, &mut allocs)?;
+                        }
+                        Paging::Choosing(pending) => pending.push(std::mem::take(&mut e.payloads)),
+                    }
                     custom_ptrs.extend(e.custom_ptrs.iter().map(|p| rows.len() + p));
                     rows.extend_from_slice(&e.row);
                     done += 1;
+                    if let Paging::Choosing(pending) = &mut paging {
+                        if pending.is_full() {
+                            // A large file: FFCV's page size, written as it streams.
+                            let page_size = pending.streaming_page_size();
+                            let mut pages = start_pages(page_size)?;
+                            std::mem::take(pending).write(
+                                &mut pages,
+                                &mut rows,
+                                self.layout.size,
+                                &mut allocs,
+                            )?;
+                            paging = Paging::Writing(pages);
+                        }
+                    }
                 }
                 if let Some(progress) = &self.options.progress {
                     if !progress(Progress { done: done + skipped.len() as u64, total }) {
@@ -417,12 +471,33 @@ impl Writer {
                 });
             }
         }
-        let num_pages = pages.finish()?;
-        // Where the pages were placed: for a known count, the room of all announced samples
+        // Where the pages go: for a known count, after the room of all announced samples
         // (skipped ones leave it a little larger than needed: whole zero pages, as FORMAT.md
         // §12 allows).
-        let data_start = self.data_start(table_start, total.unwrap_or(num_samples))?;
-        let placed = Placed { rows, allocs, num_samples, num_pages, data_start, spill, skipped, custom_ptrs };
+        let room = total.unwrap_or(num_samples);
+        let pages = match paging {
+            Paging::Writing(pages) => pages,
+            Paging::Choosing(pending) => {
+                let page_size = pending.choose(|p| self.data_start(table_start, room, p).ok());
+                let mut pages = start_pages(page_size)?;
+                pending.write(&mut pages, &mut rows, self.layout.size, &mut allocs)?;
+                pages
+            }
+        };
+        let page_size = pages.page_size();
+        let num_pages = pages.finish()?;
+        let data_start = self.data_start(table_start, room, page_size)?;
+        let placed = Placed {
+            rows,
+            allocs,
+            num_samples,
+            num_pages,
+            page_size,
+            data_start,
+            spill,
+            skipped,
+            custom_ptrs,
+        };
         self.finish(dir, temp, placed)
     }
 
@@ -451,8 +526,17 @@ impl Writer {
     /// Writes the header, descriptors, rows, split reserve or page gap and allocation table
     /// around the placed pages, fsyncs, and renames the file to its destination.
     fn finish(self, dir: PathBuf, temp: tempfile::NamedTempFile, placed: Placed) -> Result<WriteReport> {
-        let Placed { mut rows, mut allocs, num_samples, num_pages, data_start, spill, skipped, custom_ptrs } =
-            placed;
+        let Placed {
+            mut rows,
+            mut allocs,
+            num_samples,
+            num_pages,
+            page_size,
+            data_start,
+            spill,
+            skipped,
+            custom_ptrs,
+        } = placed;
         let table_start = format::data_table_start(self.fields.len() as u16);
 
         // Payload pointers were laid out relative to the first page; make them absolute.
@@ -488,12 +572,12 @@ impl Writer {
                 reserve => (table_start + rows.len() as u64).next_multiple_of(8) + reserve,
             }
         } else {
-            data_start + num_pages * self.options.page_size
+            data_start + num_pages * page_size
         };
         let header = Header {
             version: VERSION,
             num_fields: self.fields.len() as u16,
-            page_size: self.options.page_size as u32,
+            page_size: page_size as u32,
             num_samples,
             alloc_table_ptr,
         };
@@ -544,6 +628,7 @@ impl Writer {
             path: self.path,
             num_samples,
             num_pages,
+            page_size,
             file_len,
             skipped,
             alpha_flattened,
@@ -616,12 +701,18 @@ impl Writer {
             }
         }
         let table_start = format::data_table_start(self.fields.len() as u16);
-        let data_start = self.data_start(table_start, num_samples)?;
+        // No pages: a page size chosen from the payload is FFCV's (pages.rs).
+        let page_size = match self.options.page_size {
+            0 => format::DEFAULT_PAGE_SIZE,
+            p => p,
+        };
+        let data_start = self.data_start(table_start, num_samples, page_size)?;
         let placed = Placed {
             rows,
             allocs: Vec::new(),
             num_samples,
             num_pages: 0,
+            page_size,
             data_start,
             spill: None,
             skipped: Vec::new(),
@@ -635,7 +726,8 @@ impl Writer {
         self.options.splits_reserve.unwrap_or_else(|| (64 << 10) + 2 * num_samples)
     }
 
-    fn data_start(&self, table_start: u64, num_samples: u64) -> Result<u64> {
+    /// Where the first page of `page_size` bytes starts in a file of `num_samples` rows.
+    fn data_start(&self, table_start: u64, num_samples: u64, page_size: u64) -> Result<u64> {
         num_samples
             .checked_mul(self.layout.size as u64)
             .and_then(|t| t.checked_add(table_start))
@@ -643,7 +735,7 @@ impl Writer {
                 0 => Some(t),
                 reserve => t.checked_next_multiple_of(8)?.checked_add(reserve),
             })
-            .and_then(|end| format::align_to_page(end, self.options.page_size))
+            .and_then(|end| format::align_to_page(end, page_size))
             .ok_or_else(|| Error::InvalidArgument {
                 what: "sample source".into(),
                 why: format!("{num_samples} samples overflow the file size"),
@@ -750,72 +842,6 @@ fn custom_payload_pointers(
         return Err(format!("payload pointers at slot offsets {} and {} overlap", w[0], w[1]));
     }
     Ok(payloads.iter().map(|(o, _)| *o).collect())
-}
-
-/// Lays payloads out in pages and streams the pages to a file.
-struct PageWriter {
-    out: BufWriter<File>,
-    path: PathBuf,
-    page_size: u64,
-    /// The open page (number) and the bytes used in it.
-    current: Option<(u64, u64)>,
-}
-
-impl PageWriter {
-    fn new(file: File, base: u64, page_size: u64, path: PathBuf) -> Result<Self> {
-        let mut out = BufWriter::with_capacity(1 << 20, file);
-        out.seek(SeekFrom::Start(base)).map_err(|e| Error::io(&path, e))?;
-        Ok(PageWriter { out, path, page_size, current: None })
-    }
-
-    /// Places all payloads of sample `index` in one page, writes them, and records pointers
-    /// relative to the first page in the row and in `allocs`.
-    fn place(&mut self, index: u64, e: &mut Encoded, allocs: &mut Vec<AllocEntry>) -> Result<()> {
-        if e.payloads.is_empty() {
-            return Ok(());
-        }
-        let total: u64 = e.payloads.iter().map(|(_, p)| p.len() as u64).sum();
-        if total > self.page_size {
-            let needed = total.next_power_of_two().max(MIN_PAGE_SIZE);
-            return Err(Error::SampleTooLarge { index, bytes: total, page_size: self.page_size, needed });
-        }
-        let (page, used) = match self.current {
-            Some((page, used)) if used + total <= self.page_size => (page, used),
-            Some((page, used)) => {
-                self.zero_fill(self.page_size - used)?;
-                (page + 1, 0)
-            }
-            None => (0, 0),
-        };
-        let mut at = page * self.page_size + used;
-        for (ptr_at, payload) in &e.payloads {
-            e.row[*ptr_at..*ptr_at + 8].copy_from_slice(&at.to_le_bytes());
-            allocs.push(AllocEntry { sample_id: index, ptr: at, size: payload.len() as u64 });
-            self.out.write_all(payload).map_err(|err| Error::io(&self.path, err))?;
-            at += payload.len() as u64;
-        }
-        self.current = Some((page, used + total));
-        Ok(())
-    }
-
-    fn zero_fill(&mut self, n: u64) -> Result<()> {
-        std::io::copy(&mut std::io::repeat(0).take(n), &mut self.out)
-            .map(|_| ())
-            .map_err(|e| Error::io(&self.path, e))
-    }
-
-    /// Fills the last page with zeros and flushes; returns the number of pages.
-    fn finish(mut self) -> Result<u64> {
-        let pages = match self.current {
-            Some((page, used)) => {
-                self.zero_fill(self.page_size - used)?;
-                page + 1
-            }
-            None => 0,
-        };
-        self.out.flush().map_err(|e| Error::io(&self.path, e))?;
-        Ok(pages)
-    }
 }
 
 /// Most threads a writer (or loader) runs at once: a larger count is a mistake (`--workers

@@ -188,12 +188,15 @@ pub(super) fn export_table(
     if let Some(rows) = rows {
         check_indices(rows, "rows to export", view.number(), view.num_rows())?;
     }
+    // Chosen from the payload (0), as for any write, unless a data file has pages larger than
+    // FFCV's: its samples may need them, and a choice past the first 64 MiB takes 8 MiB.
     let page_size = view
         .datasets()?
         .iter()
         .map(|d| d.page_size())
+        .filter(|&p| p > beton_storage::format::DEFAULT_PAGE_SIZE)
         .max()
-        .unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
+        .unwrap_or(0);
     let options = WriterOptions {
         page_size,
         num_threads: options.num_threads,

@@ -27,9 +27,20 @@ pub fn sources() -> (String, Vec<PathBuf>) {
 /// The files written at `max_res` in `write_mode`, JPEGs with a restart marker every
 /// `restart_interval` MCUs (beton's default 1; 0: none, as FFCV writes).
 pub fn dataset_in(files: &[PathBuf], max_res: u32, write_mode: WriteMode, restart_interval: u16) -> Dataset {
+    dataset_paged(files, max_res, write_mode, restart_interval, 0)
+}
+
+/// [`dataset_in`] in pages of `page_size` bytes (0: the writer's choice).
+pub fn dataset_paged(
+    files: &[PathBuf],
+    max_res: u32,
+    write_mode: WriteMode,
+    restart_interval: u16,
+    page_size: u64,
+) -> Dataset {
     let tag = if write_mode == WriteMode::Raw { "raw" } else { "jpg" };
     let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("image-bench-{tag}-{max_res}-rst{restart_interval}.beton"));
+        .join(format!("image-bench-{tag}-{max_res}-rst{restart_interval}-page{page_size}.beton"));
     let options = ImageOptions {
         jpeg_restart_interval: restart_interval,
         write_mode,
@@ -38,7 +49,8 @@ pub fn dataset_in(files: &[PathBuf], max_res: u32, write_mode: WriteMode, restar
         jpeg_passthrough: true,
         alpha_background: None,
     };
-    Writer::new(&path, vec![FieldSpec::rgb_image("image", options)], WriterOptions::default())
+    let writer = WriterOptions { page_size, ..WriterOptions::default() };
+    Writer::new(&path, vec![FieldSpec::rgb_image("image", options)], writer)
         .unwrap()
         .write_indexed(files.len() as u64, |i| {
             Ok(vec![SampleValue::Image(ImageSource::File(files[i as usize].clone()))])

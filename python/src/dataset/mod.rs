@@ -396,9 +396,19 @@ impl Dataset {
         let opened = self.opened();
         let schema = opened.schema().map_err(from_query)?;
         let table = opened.table().map_err(from_query)?;
-        let page_size = page_size
-            .or(opened.datasets().map_err(from_query)?.iter().map(|d| d.page_size()).max())
-            .unwrap_or(beton_storage::format::DEFAULT_PAGE_SIZE);
+        // Not given: chosen from the payload, unless a data file has pages larger than FFCV's
+        // (its samples may need them), as an export chooses.
+        let page_size = match page_size {
+            Some(p) => crate::writer::writer_page_size(Some(p))?,
+            None => opened
+                .datasets()
+                .map_err(from_query)?
+                .iter()
+                .map(|d| d.page_size())
+                .filter(|&p| p > beton_storage::format::DEFAULT_PAGE_SIZE)
+                .max()
+                .unwrap_or(0),
+        };
         let options =
             beton_storage::WriterOptions { page_size, num_threads: num_workers, ..Default::default() };
         let classes = opened.classes().map_err(from_query)?;

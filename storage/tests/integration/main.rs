@@ -7,6 +7,7 @@ mod alpha;
 mod common;
 mod corrupt;
 mod fixtures;
+mod page_size;
 mod robust;
 mod roundtrip;
 mod verify;
