@@ -2,7 +2,7 @@
 payload (docs/FORMAT.md §5), and FFCV 1.0.2 reads such files as beton does.
 
 FFCV's view was recorded by ``tests/ffcv/record_small_pages.py`` (run with FFCV's python) into
-``data/ffcv_small_pages/expected.json`` from the files ``write_files`` writes: the recording keeps
+``data/ffcv_small_pages/expected.json.gz`` from the files ``write_files`` writes: the recording keeps
 each file's sha256, and the test first checks that beton still writes those very bytes. The same
 program then runs with ``ffcv`` replaced by ``beton`` (as ``test_ffcv_programs.py`` runs FFCV's
 programs) and must see what FFCV saw: every sample's label and payloads through the ``Reader``;
@@ -13,6 +13,7 @@ now. To re-record the committed expectations after a change of the writer's byte
 ``python python/tests/test_small_pages.py FFCV_PYTHON``.
 """
 
+import gzip
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ from beton.writer import DatasetWriter
 HERE = os.path.dirname(__file__)
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 RECORDER = os.path.join(REPO, "tests", "ffcv", "record_small_pages.py")
-RECORDING = os.path.join(HERE, "data", "ffcv_small_pages", "expected.json")
+RECORDING = os.path.join(HERE, "data", "ffcv_small_pages", "expected.json.gz")
 FOLDER = os.path.join(REPO, "examples", "data", "imagefolder")
 MIB = 1 << 20
 
@@ -157,7 +158,7 @@ def test_ffcv_reads_small_pages_as_beton_does(tmp_path):
     if live:
         recording = str(tmp_path / "expected.json")
         record(live, paths, recording)
-    with open(recording) as f:
+    with (gzip.open(recording, "rt") if recording.endswith(".gz") else open(recording)) as f:
         ffcv = json.load(f)["files"]
     assert sorted(ffcv) == sorted(os.path.basename(p) for p in paths)
     beton_views = as_beton()
@@ -210,5 +211,8 @@ if __name__ == "__main__":
 
     with tempfile.TemporaryDirectory() as d:
         os.makedirs(os.path.dirname(RECORDING), exist_ok=True)
-        record(sys.argv[1], write_files(d), RECORDING)
+        plain = os.path.join(d, "expected.json")
+        record(sys.argv[1], write_files(d), plain)
+        with open(plain, "rb") as f, gzip.open(RECORDING, "wb") as out:
+            out.write(f.read())
     print(f"recorded {RECORDING}")
