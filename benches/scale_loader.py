@@ -5,8 +5,12 @@ imports torch (the RSS counts it, as a training script's would), then measures
 
 - **construct**: ``Loader(path, batch_size, order=..., seed=0, ...)``;
 - **first batch**: ``next(iter(loader))``, the epoch's start included;
-- **peak RSS**: the process's ``ru_maxrss`` at the end (torch's share printed apart, from a
-  process that only imports torch).
+- **peak RSS**: the process's ``ru_maxrss`` after the first batch (torch's share printed apart,
+  from a process that only imports torch). It counts the file's pages the batches map, which
+  the OS shares and may drop; a random order over an epoch maps them all.
+- with ``--then N``, the time to the N batches after the first, and the peak RSS after them
+  (FFCV's RANDOM hands out its first 8,192 samples before its shuffle is whole: the batches
+  past them wait for it).
 
 The dataset is built once and reused (``--path``): fields ``label`` (int) and ``score`` (float),
 in one ``.beton`` file, or with ``--files F`` a dataset directory of F data files concatenated as
@@ -36,10 +40,11 @@ ORDERS = {
     "QUASI_RANDOM rank 0/2": ("QUASI_RANDOM", (0, 2)),
 }
 
-# What the measuring process runs: argv = path, order, distributed (json), batch size, torch.
+# What the measuring process runs: argv = path, order, distributed (json), batch size, torch,
+# batches after the first to time.
 CHILD = r"""
 import json, resource, sys, time
-path, order, distributed, batch_size, with_torch = sys.argv[1:6]
+path, order, distributed, batch_size, with_torch, then = sys.argv[1:7]
 if with_torch == "1":
     import torch  # noqa: F401 (its RSS counts, as in a training script)
 from beton.loader import Loader, OrderOption
@@ -48,11 +53,17 @@ t0 = time.perf_counter()
 loader = Loader(path, batch_size=int(batch_size), order=OrderOption[order], seed=0,
                 distributed=tuple(distributed) if distributed else False)
 t1 = time.perf_counter()
-label, score = next(iter(loader))
+it = iter(loader)
+label, score = next(it)
 t2 = time.perf_counter()
 assert len(label) == int(batch_size)
-print(json.dumps({"construct_s": t1 - t0, "first_batch_s": t2 - t1, "batches": len(loader),
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+for _ in range(int(then)):
+    next(it)
+t3 = time.perf_counter()
+print(json.dumps({"construct_s": t1 - t0, "first_batch_s": t2 - t1, "then_s": t3 - t2, "batches": len(loader),
+                  "peak_rss_mb": peak,
+                  "peak_rss_then_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 BASELINE = r"""
@@ -112,6 +123,8 @@ def main():
     ap.add_argument("--orders", default=",".join(ORDERS), help="comma-separated, of: " + ", ".join(ORDERS))
     ap.add_argument("--rounds", type=int, default=1, help="runs per order; the median is printed")
     ap.add_argument("--no-torch", action="store_true", help="do not import torch in the measuring process")
+    ap.add_argument("--then", type=int, default=0,
+                    help="also time this many batches after the first (and the peak RSS after them)")
     ap.add_argument("--json", help="also write the numbers here")
     args = ap.parse_args()
 
@@ -124,17 +137,19 @@ def main():
           f"imported peaks at {base['peak_rss_mb']:.0f} MB")
     results = {"path": args.path, "rows": args.rows, "files": args.files, "batch_size": args.batch_size,
                "idle_rss_mb": base["peak_rss_mb"], "orders": {}}
-    print(f"{'order':<24} {'construct':>10} {'first batch':>12} {'total':>8} {'peak RSS':>10}")
+    then = f" {'then ' + str(args.then):>12} {'RSS then':>10}" if args.then else ""
+    print(f"{'order':<24} {'construct':>10} {'first batch':>12} {'total':>8} {'peak RSS':>10}{then}")
     for name in args.orders.split(","):
         order, distributed = ORDERS[name]
-        runs = [run(CHILD, args.path, order, json.dumps(distributed), str(args.batch_size), torch)
+        runs = [run(CHILD, args.path, order, json.dumps(distributed), str(args.batch_size), torch, str(args.then))
                 for _ in range(args.rounds)]
         runs.sort(key=lambda r: r["construct_s"] + r["first_batch_s"])
         r = runs[len(runs) // 2]
         results["orders"][name] = r
         total = r["construct_s"] + r["first_batch_s"]
+        more = f" {r['then_s']:>11.3f}s {r['peak_rss_then_mb']:>8.0f}MB" if args.then else ""
         print(f"{name:<24} {r['construct_s']:>9.3f}s {r['first_batch_s']:>11.3f}s {total:>7.3f}s "
-              f"{r['peak_rss_mb']:>8.0f}MB")
+              f"{r['peak_rss_mb']:>8.0f}MB{more}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

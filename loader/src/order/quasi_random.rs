@@ -211,16 +211,10 @@ impl Walk {
     }
 
     fn start(&self) -> Running {
-        let mut stream = Stream::new(self.seed, self.epoch, self.lane);
-        // Where each page's shuffle starts: its draws made and dropped (Stream::shuffle draws
-        // below(len - i) for i in 0..len - 1).
-        let mut starts = Vec::with_capacity(self.ranges.len());
-        for &(_, len) in &self.ranges {
-            starts.push(stream.word_pos());
-            for m in (2..=len as u64).rev() {
-                stream.below(m);
-            }
-        }
+        let new = || Stream::new(self.seed, self.epoch, self.lane);
+        let (starts, mut stream) = shuffle_starts(&self.ranges, new, |s: &mut Stream, m| {
+            s.below(m);
+        });
         let mut page_order: Vec<usize> = (0..self.ranges.len()).collect();
         stream.shuffle(&mut page_order);
         let narrow = self.slots.len() as u64 <= u64::from(u32::MAX) + 1;
@@ -269,6 +263,80 @@ impl Positions for Walk {
         }
         self.running.as_ref().map_or(0, |r| r.out.get(k))
     }
+}
+
+/// Draws below which the page shuffles' starts are found on one thread.
+const PARALLEL_DRAWS: u64 = 1 << 22;
+
+/// Where each group's shuffle starts in the stream `new()` makes (its draws made and dropped:
+/// `Stream::shuffle` draws `below(len - i)` for `i` in `0..len - 1`), and the stream after them.
+///
+/// On several threads when there are many draws: a draw takes one 64-bit word (two 32-bit
+/// words of the keystream) unless it rejects one, which is rare (a chance below `len / 2^64`),
+/// so each thread seeks to where its groups would start had nothing before them been
+/// rejected, and finds their starts; a thread whose guess a rejection before it proved wrong
+/// is done again from the right place. The result is the one pass's, whichever way.
+/// `draw(stream, m)` makes one draw below `m` (a parameter so that the tests can make rejections
+/// common).
+fn shuffle_starts(
+    ranges: &[(usize, usize)],
+    new: impl Fn() -> Stream + Sync,
+    draw: impl Fn(&mut Stream, u64) + Sync,
+) -> (Vec<u128>, Stream) {
+    let draws = |g: &[(usize, usize)]| g.iter().map(|&(_, len)| len.saturating_sub(1) as u64).sum::<u64>();
+    // Starts of `groups` from `at`, and where the stream ends.
+    let run = |groups: &[(usize, usize)], at: u128| -> (Vec<u128>, u128) {
+        let mut stream = new();
+        stream.seek(at);
+        let mut starts = Vec::with_capacity(groups.len());
+        for &(_, len) in groups {
+            starts.push(stream.word_pos());
+            for m in (2..=len as u64).rev() {
+                draw(&mut stream, m);
+            }
+        }
+        (starts, stream.word_pos())
+    };
+    let total = draws(ranges);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    let (starts, end) = if threads < 2 || total < PARALLEL_DRAWS {
+        run(ranges, 0)
+    } else {
+        // Cut the groups into `threads` parts of about equal draws, each guessing its start.
+        let mut parts: Vec<(&[(usize, usize)], u128)> = Vec::new();
+        let (mut from, mut acc, mut before) = (0, 0u64, 0u64);
+        for (g, &(_, len)) in ranges.iter().enumerate() {
+            acc += len.saturating_sub(1) as u64;
+            if acc * threads as u64 >= total * (parts.len() as u64 + 1) || g + 1 == ranges.len() {
+                parts.push((&ranges[from..=g], 2 * u128::from(before)));
+                (from, before) = (g + 1, acc);
+            }
+        }
+        let guessed: Vec<Option<(Vec<u128>, u128)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = parts
+                .iter()
+                .map(|&(groups, at)| {
+                    std::thread::Builder::new().spawn_scoped(scope, move || run(groups, at)).ok()
+                })
+                .collect();
+            handles.into_iter().map(|h| h.and_then(|h| h.join().ok())).collect()
+        });
+        let mut starts = Vec::with_capacity(ranges.len());
+        let mut at = 0u128;
+        for ((groups, guess), done) in parts.iter().zip(guessed) {
+            let (part, end) = match done {
+                Some(result) if *guess == at => result,
+                // A rejection before this part (or no thread for it): from where it starts.
+                _ => run(groups, at),
+            };
+            starts.extend(part);
+            at = end;
+        }
+        (starts, at)
+    };
+    let mut stream = new();
+    stream.seek(end);
+    (starts, stream)
 }
 
 /// Which rank reads each group: the groups in a `(seed, epoch)` permutation, each to the rank
@@ -398,6 +466,36 @@ mod tests {
         let single = order(&c, 2);
         for r in 0..3 {
             assert_eq!(rank_order(&c, 2, r, 3), reference::strided_split(&single, r, 3));
+        }
+    }
+
+    #[test]
+    fn shuffle_starts_on_many_threads_are_the_one_pass() {
+        // Many draws (past PARALLEL_DRAWS) in groups of assorted sizes; with real draws (no
+        // rejection in practice) and with draws that take a second word now and then (a
+        // rejection: every later part's guess is wrong and is done again).
+        let mut ranges: Vec<(usize, usize)> = (0..300).map(|g| (0, 1 + (g * 7919) % 40_000)).collect();
+        ranges.insert(150, (0, 0));
+        assert!(ranges.iter().map(|r| r.1 as u64).sum::<u64>() > PARALLEL_DRAWS);
+        let new = || Stream::new(3, 1, lane::QUASI_RANDOM);
+        let real = |s: &mut Stream, m: u64| {
+            s.below(m);
+        };
+        let rejecting = |s: &mut Stream, m: u64| {
+            if s.below(m) == 0 {
+                s.next_u64();
+            }
+        };
+        for draw in [&real as &(dyn Fn(&mut Stream, u64) + Sync), &rejecting] {
+            let (starts, mut stream) = shuffle_starts(&ranges, new, draw);
+            let mut one = new();
+            for (g, &(_, len)) in ranges.iter().enumerate() {
+                assert_eq!(starts[g], one.word_pos(), "group {g}");
+                for m in (2..=len as u64).rev() {
+                    draw(&mut one, m);
+                }
+            }
+            assert_eq!(stream.next_u64(), one.next_u64());
         }
     }
 
