@@ -6,8 +6,9 @@ imports torch (the RSS counts it, as a training script's would), then measures
 - **construct**: ``Loader(path, batch_size, order=..., seed=0, ...)``;
 - **first batch**: ``next(iter(loader))``, the epoch's start included;
 - **peak RSS**: the process's ``ru_maxrss`` after the first batch (torch's share printed apart,
-  from a process that only imports torch). It counts the file's pages the batches map, which
-  the OS shares and may drop; a random order over an epoch maps them all.
+  from a process that only imports torch), and the RSS then split into anonymous memory and
+  mapped file pages. The latter are the OS's page cache, shared and dropped under pressure: a
+  random order maps the whole file over an epoch.
 - with ``--then N``, the time to the N batches after the first, and the peak RSS after them
   (FFCV's RANDOM hands out its first 8,192 samples before its shuffle is whole: the batches
   past them wait for it).
@@ -44,6 +45,9 @@ ORDERS = {
 # batches after the first to time.
 CHILD = r"""
 import json, resource, sys, time
+def rss():  # now, MB: anonymous memory, and mapped file pages (the OS's page cache, shared)
+    f = dict(l.split(":") for l in open("/proc/self/status") if l.startswith(("RssAnon", "RssFile")))
+    return {k: int(v.split()[0]) / 1024 for k, v in f.items()}
 path, order, distributed, batch_size, with_torch, then = sys.argv[1:7]
 if with_torch == "1":
     import torch  # noqa: F401 (its RSS counts, as in a training script)
@@ -58,12 +62,14 @@ label, score = next(it)
 t2 = time.perf_counter()
 assert len(label) == int(batch_size)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+first = rss()
 for _ in range(int(then)):
     next(it)
 t3 = time.perf_counter()
 print(json.dumps({"construct_s": t1 - t0, "first_batch_s": t2 - t1, "then_s": t3 - t2, "batches": len(loader),
-                  "peak_rss_mb": peak,
-                  "peak_rss_then_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak, "anon_mb": first["RssAnon"], "file_mb": first["RssFile"],
+                  "peak_rss_then_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "anon_then_mb": rss()["RssAnon"]}))
 """
 
 BASELINE = r"""
@@ -137,8 +143,9 @@ def main():
           f"imported peaks at {base['peak_rss_mb']:.0f} MB")
     results = {"path": args.path, "rows": args.rows, "files": args.files, "batch_size": args.batch_size,
                "idle_rss_mb": base["peak_rss_mb"], "orders": {}}
-    then = f" {'then ' + str(args.then):>12} {'RSS then':>10}" if args.then else ""
-    print(f"{'order':<24} {'construct':>10} {'first batch':>12} {'total':>8} {'peak RSS':>10}{then}")
+    then = f" {'then ' + str(args.then):>12} {'RSS then':>10} {'anon then':>10}" if args.then else ""
+    print(f"{'order':<24} {'construct':>10} {'first batch':>12} {'total':>8} {'peak RSS':>10} {'anon':>8} "
+          f"{'file':>8}{then}")
     for name in args.orders.split(","):
         order, distributed = ORDERS[name]
         runs = [run(CHILD, args.path, order, json.dumps(distributed), str(args.batch_size), torch, str(args.then))
@@ -147,9 +154,10 @@ def main():
         r = runs[len(runs) // 2]
         results["orders"][name] = r
         total = r["construct_s"] + r["first_batch_s"]
-        more = f" {r['then_s']:>11.3f}s {r['peak_rss_then_mb']:>8.0f}MB" if args.then else ""
+        more = (f" {r['then_s']:>11.3f}s {r['peak_rss_then_mb']:>8.0f}MB {r['anon_then_mb']:>8.0f}MB"
+                if args.then else "")
         print(f"{name:<24} {r['construct_s']:>9.3f}s {r['first_batch_s']:>11.3f}s {total:>7.3f}s "
-              f"{r['peak_rss_mb']:>8.0f}MB{more}")
+              f"{r['peak_rss_mb']:>8.0f}MB {r['anon_mb']:>6.0f}MB {r['file_mb']:>6.0f}MB{more}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
