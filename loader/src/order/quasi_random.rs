@@ -48,10 +48,15 @@ impl Groups {
     }
 }
 
-/// Groups the positions of `ids` by page; every id must be mapped by `pages`.
+/// Groups the positions of `ids` by page.
+///
+/// # Panics
+/// If an id is not mapped by `pages` ([`plan_epoch`](super::plan_epoch) checks it first).
 pub(crate) fn group(ids: IdsView<'_>, pages: &PageMap) -> Groups {
     let n = ids.len();
     if let Some(bounds) = pages.runs() {
+        let mapped = pages.num_samples();
+        assert!(ids.rank_of(mapped) == n, "an id is past the page map of {mapped} samples");
         let mut ranges = Vec::new();
         let mut lo = 0;
         for &end in bounds.iter().skip(1) {
