@@ -51,6 +51,21 @@ impl Stream {
         self.0.next_u64()
     }
 
+    /// Where the stream is, in 32-bit words of the ChaCha8 keystream (each [`next_u64`] takes
+    /// two): [`seek`](Self::seek) comes back to it, so a walk that knows where its draws start
+    /// can make them out of order (the loader's QUASI_RANDOM shuffles each page when it opens).
+    ///
+    /// [`next_u64`]: Self::next_u64
+    pub fn word_pos(&self) -> u128 {
+        self.0.get_word_pos()
+    }
+
+    /// Moves the stream to `word_pos` (from [`word_pos`](Self::word_pos)): the draws that
+    /// follow are the ones that followed there.
+    pub fn seek(&mut self, word_pos: u128) {
+        self.0.set_word_pos(word_pos);
+    }
+
     /// A uniform integer in `0..n`, without bias: Lemire's multiply-and-reject ("Fast Random
     /// Integer Generation in an Interval", ACM TOMACS 2019, algorithm 5). The high word of
     /// `x * n` is the candidate; draws whose low word falls in the first `2^64 mod n` values are
@@ -127,6 +142,18 @@ mod tests {
     }
 
     const GOLDEN_BELOW_42: [u64; 7] = [0, 1, 1, 6, 1239501272, 7414417601956746306, 14227028876630821887];
+
+    #[test]
+    fn seeking_back_replays_the_draws() {
+        let mut s = Stream::from_seed(3);
+        s.below(7);
+        let at = s.word_pos();
+        assert_eq!(at, 2, "one draw without rejection is one 64-bit word");
+        let want: Vec<u64> = (0..40).map(|_| s.below(1000)).collect();
+        let mut t = Stream::from_seed(3);
+        t.seek(at);
+        assert_eq!((0..40).map(|_| t.below(1000)).collect::<Vec<_>>(), want);
+    }
 
     #[test]
     fn below_stays_in_range() {

@@ -11,8 +11,11 @@
 //!   after all payload pages, so QUASI_RANDOM still reads neighbouring rows together.
 //!
 //! Ids are small (from 0, below [`num_pages`](PageMap::num_pages), about the number of pages of
-//! the file), so grouping an epoch's samples by page is a counting sort, and stored as `u32`
-//! whenever they fit: 4 bytes a sample.
+//! the file), so grouping an epoch's samples by page is a counting sort. Most files lay their
+//! samples out in order (a writer appends them; a data table is in row order), so each page holds
+//! one run of consecutive samples: the map is then stored as the runs' bounds, O(pages) instead
+//! of O(samples), and QUASI_RANDOM groups an epoch's ids with a binary search per page. Other
+//! maps store one id a sample, as `u32` whenever the ids fit.
 
 use beton_storage::Dataset;
 
@@ -29,6 +32,9 @@ enum Pages {
     /// Every id fits in a u32: the case for any file under 2^32 pages.
     Narrow(Vec<u32>),
     Wide(Vec<u64>),
+    /// Page `k` holds samples `bounds[k]..bounds[k + 1]`: runs in order, none empty, so ids are
+    /// dense and increase with the sample.
+    Runs(Vec<u64>),
 }
 
 /// No payload seen yet for a sample.
@@ -36,11 +42,17 @@ const NONE: u64 = u64::MAX;
 
 impl PageMap {
     /// The page of every sample of `dataset`: one pass over its allocation table (O(allocations),
-    /// no allocation per sample), then one over the samples without payloads.
+    /// no allocation per sample), then one over the samples without payloads. A dataset without
+    /// payloads, or whose samples' pages increase with the sample, is stored as runs.
     pub fn from_dataset(dataset: &Dataset) -> Self {
-        let n = dataset.num_samples() as usize;
+        let n = dataset.num_samples();
         let page_size = dataset.page_size().max(1);
-        let mut lowest = vec![NONE; n];
+        let table = dataset.data_table_offset();
+        let row_size = dataset.row_size() as u64;
+        if dataset.num_allocations() == 0 {
+            return Self::table_runs(n, table, row_size, page_size);
+        }
+        let mut lowest = vec![NONE; n as usize];
         for k in 0..dataset.num_allocations() {
             let e = dataset.allocation(k);
             // Sample ids were validated on open; `get_mut` keeps a bad one from panicking.
@@ -56,13 +68,33 @@ impl PageMap {
             *p = (*p / page_size).saturating_sub(first_data_page);
             num_payload_pages = num_payload_pages.max(*p + 1);
         }
-        let table = dataset.data_table_offset();
-        let row_size = dataset.row_size() as u64;
         for (i, p) in pages.iter_mut().enumerate().filter(|(_, p)| **p == NONE) {
             let table_page = (table + i as u64 * row_size) / page_size - table / page_size;
             *p = num_payload_pages + table_page;
         }
         Self::dense(pages)
+    }
+
+    /// The map of a data table's samples without payloads: sample `i` on the `page_size` block
+    /// holding the start of its row, as runs (blocks a row steps over are left out).
+    fn table_runs(n: u64, table: u64, row_size: u64, page_size: u64) -> Self {
+        let mut bounds = vec![0];
+        if n > 0 && row_size > 0 {
+            let first_block = table / page_size;
+            let last_block = (table + (n - 1) * row_size) / page_size;
+            for block in first_block + 1..=last_block {
+                // The first row starting in `block`.
+                let row = (block * page_size - table).div_ceil(row_size);
+                if row > *bounds.last().unwrap_or(&0) && row < n {
+                    bounds.push(row);
+                }
+            }
+        }
+        if n > 0 {
+            bounds.push(n);
+        }
+        let num_pages = bounds.len() as u64 - 1;
+        PageMap { pages: Pages::Runs(bounds), num_pages }
     }
 
     /// A map from the page id of every sample, `pages[i]` for sample `i`: any `u64`s, renumbered
@@ -75,9 +107,21 @@ impl PageMap {
         Self::dense(dense)
     }
 
-    /// Wraps ids that are already small enough to count-sort by.
+    /// The map whose page `k` holds samples `bounds[k]..bounds[k + 1]` (`bounds` increasing from
+    /// 0; the last bound is the number of samples).
+    pub(crate) fn from_runs(bounds: Vec<u64>) -> Self {
+        debug_assert!(bounds.first() == Some(&0) && bounds.windows(2).all(|w| w[0] < w[1]));
+        let num_pages = bounds.len().saturating_sub(1) as u64;
+        PageMap { pages: Pages::Runs(bounds), num_pages }
+    }
+
+    /// Wraps ids that are already small enough to count-sort by, as runs when they never
+    /// decrease from one sample to the next (renumbered densely: only their order matters).
     fn dense(pages: Vec<u64>) -> Self {
         let num_pages = pages.iter().max().map_or(0, |&m| m + 1);
+        if let Some(bounds) = runs_of(&pages) {
+            return Self::from_runs(bounds);
+        }
         let pages = if num_pages <= u64::from(u32::MAX) + 1 {
             Pages::Narrow(pages.into_iter().map(|p| p as u32).collect())
         } else {
@@ -91,6 +135,7 @@ impl PageMap {
         match &self.pages {
             Pages::Narrow(v) => v.len() as u64,
             Pages::Wide(v) => v.len() as u64,
+            Pages::Runs(b) => b.last().copied().unwrap_or(0),
         }
     }
 
@@ -105,6 +150,7 @@ impl PageMap {
         match &self.pages {
             Pages::Narrow(v) => v.get(i).map(|&p| u64::from(p)),
             Pages::Wide(v) => v.get(i).copied(),
+            Pages::Runs(b) => (id < self.num_samples()).then(|| b.partition_point(|&s| s <= id) as u64 - 1),
         }
     }
 
@@ -113,8 +159,72 @@ impl PageMap {
         match &self.pages {
             Pages::Narrow(v) => u64::from(v[id as usize]),
             Pages::Wide(v) => v[id as usize],
+            Pages::Runs(b) => b.partition_point(|&s| s <= id) as u64 - 1,
         }
     }
+
+    /// The runs' bounds when the map is stored as runs: page `k` holds samples
+    /// `bounds[k]..bounds[k + 1]`.
+    pub(crate) fn runs(&self) -> Option<&[u64]> {
+        match &self.pages {
+            Pages::Runs(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The maps of several datasets end to end, each over its samples `rows` (all of them for
+    /// `None`; ascending), pages of different datasets distinct and in order: a version's map.
+    pub(crate) fn concat(maps: Vec<(PageMap, Option<&[u64]>)>) -> PageMap {
+        if maps.iter().all(|(m, _)| m.runs().is_some()) {
+            let mut bounds = vec![0u64];
+            let mut start = 0u64;
+            for (map, rows) in maps {
+                let runs = map.runs().unwrap_or(&[]);
+                let len = rows.map_or(map.num_samples(), |r| r.len() as u64);
+                for &b in runs.iter().skip(1) {
+                    // Samples of this dataset before the run's end.
+                    let kept = rows.map_or(b, |r| r.partition_point(|&x| x < b) as u64);
+                    if start + kept > *bounds.last().unwrap_or(&0) {
+                        bounds.push(start + kept);
+                    }
+                }
+                start += len;
+            }
+            return PageMap::from_runs(bounds);
+        }
+        let mut pages = Vec::new();
+        let mut offset = 0u64;
+        for (map, rows) in maps {
+            let mut push = |r: u64| pages.push(offset + map.page(r).unwrap_or(0));
+            match rows {
+                Some(rows) => rows.iter().for_each(|&r| push(r)),
+                None => (0..map.num_samples()).for_each(push),
+            }
+            offset += map.num_pages() + 1;
+        }
+        PageMap::from_pages(pages)
+    }
+}
+
+/// The bounds of `pages` as runs, when the ids never decrease (the runs renumber them densely,
+/// in the same order).
+fn runs_of(pages: &[u64]) -> Option<Vec<u64>> {
+    let mut bounds = vec![0];
+    let mut current = pages.first().copied().unwrap_or(0);
+    for (i, &p) in pages.iter().enumerate() {
+        if p == current {
+            continue;
+        }
+        if p < current {
+            return None;
+        }
+        current = p;
+        bounds.push(i as u64);
+    }
+    if !pages.is_empty() {
+        bounds.push(pages.len() as u64);
+    }
+    Some(bounds)
 }
 
 #[cfg(test)]

@@ -366,6 +366,7 @@ class Order:
     Sequential: ClassVar[Order]
     Random: ClassVar[Order]
     QuasiRandom: ClassVar[Order]
+    FfcvRandom: ClassVar[Order]
     def __eq__(self, value: object, /) -> bool: ...
     def __int__(self) -> int: ...
 

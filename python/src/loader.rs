@@ -18,13 +18,15 @@ use crate::errors::from_loader;
 use crate::index_set::IndexSet;
 use crate::ops::{Decoder, ImagePipeline};
 
-/// FFCV's `OrderOption`: the built-in traversal orders.
+/// FFCV's `OrderOption`: the built-in traversal orders, and FFCV's RANDOM (numpy's
+/// permutation, what `beton.loader.Loader` runs for RANDOM on one process).
 #[pyclass(module = "beton._native", eq, eq_int, frozen)]
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Order {
     Sequential,
     Random,
     QuasiRandom,
+    FfcvRandom,
 }
 
 /// A traversal order written in Python (FFCV's `TraversalOrder`): `sample_order(epoch)` gives
@@ -181,6 +183,7 @@ impl Loader {
                     Order::Sequential => OrderOption::Sequential,
                     Order::Random => OrderOption::Random,
                     Order::QuasiRandom => OrderOption::QuasiRandom { buffer_pages: None },
+                    Order::FfcvRandom => OrderOption::FfcvRandom,
                 }),
                 Err(_) if o.hasattr("sample_order")? => {
                     let name = o.get_type().qualname()?.to_string();

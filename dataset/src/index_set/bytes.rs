@@ -279,12 +279,19 @@ impl IndexSet {
     /// here, unlike `std::hash`): a SplitMix64 chain, `h ← mix(h ⊕ id)`, over the ids from a seed
     /// mixed with the count. Not cryptographic.
     pub fn fingerprint(&self) -> u64 {
-        let mut h = splitmix64(FINGERPRINT_SEED ^ self.len() as u64);
-        for &id in &self.ids {
-            h = splitmix64(h ^ id);
-        }
-        h
+        fingerprint_of(self.len() as u64, self.ids.iter().copied())
     }
+
+    /// [`fingerprint`](Self::fingerprint) of [`IndexSet::all`]`(n)`, without making the set (a
+    /// loader over every row of a large table keeps no set of them).
+    pub fn fingerprint_of_all(n: u64) -> u64 {
+        fingerprint_of(n, 0..n)
+    }
+}
+
+/// The fingerprint chain over `len` ids.
+fn fingerprint_of(len: u64, ids: impl Iterator<Item = u64>) -> u64 {
+    ids.fold(splitmix64(FINGERPRINT_SEED ^ len), |h, id| splitmix64(h ^ id))
 }
 
 #[cfg(test)]
@@ -410,6 +417,9 @@ mod tests {
             for j in 0..i {
                 assert_ne!(fps[i], fps[j], "{i} vs {j}");
             }
+        }
+        for n in [0, 1, 1000] {
+            assert_eq!(IndexSet::fingerprint_of_all(n), IndexSet::all(n).fingerprint());
         }
         // The count is mixed in: [0] and [] differ even though 0 is the xor identity.
         assert_ne!(IndexSet::from_sorted(vec![0]).unwrap().fingerprint(), IndexSet::empty().fingerprint());

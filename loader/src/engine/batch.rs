@@ -229,17 +229,16 @@ impl Shared {
         pages
     }
 
-    /// Makes the payloads of `batches` present in the replicas of the remote datasets they read
-    /// (one call per data file: its requests coalesced and concurrent), and keeps them while
+    /// Makes the payloads of samples `ids` present in the replicas of the remote datasets they
+    /// read (one call per data file: its requests coalesced and concurrent), and keeps them while
     /// the leases live. Nothing for local files.
-    pub(super) fn fetch_batches(&self, batches: std::ops::Range<usize>) -> Result<Vec<beton_storage::Lease>> {
+    pub(super) fn fetch_samples(&self, ids: &[u64]) -> Result<Vec<beton_storage::Lease>> {
         if !self.remote {
             return Ok(Vec::new());
         }
-        let ids = batches.flat_map(|b| self.plan.batch(b).iter().copied());
         let mut leases = Vec::new();
         let mut rows: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
-        for index in ids {
+        for &index in ids {
             let (part, row) = self.parts.locate(index);
             rows.entry(part).or_default().push(row);
         }
@@ -252,6 +251,7 @@ impl Shared {
     pub(super) fn worker_loop(&self) {
         let _guard = WorkerGuard(self);
         let mut scratch = Vec::new();
+        let mut ids = Vec::new();
         // The sample being decoded, to name it when a decoder panics.
         let current = Cell::new(None);
         loop {
@@ -269,7 +269,7 @@ impl Shared {
             // batch's error, and the consumer gets it instead of waiting for a batch never filed.
             let entry = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 let mut slot = self.pool.take(&self.columns, self.batch_size)?;
-                match self.build(b, &mut slot, &mut scratch, &current) {
+                match self.build(b, &mut slot, &mut ids, &mut scratch, &current) {
                     Ok(()) => Ok(slot),
                     Err(e) => {
                         self.pool.give_back(slot);
@@ -318,17 +318,19 @@ impl Shared {
         self.changed.notify_all();
     }
 
-    /// Decodes batch `b` into `slot`.
+    /// Decodes batch `b` into `slot` (`ids` holds its sample ids meanwhile).
     pub(super) fn build(
         &self,
         b: usize,
         slot: &mut Slot,
+        ids: &mut Vec<u64>,
         scratch: &mut Vec<u8>,
         current: &Cell<Option<(u64, usize)>>,
     ) -> Result<()> {
-        let ids = self.plan.batch(b);
+        ids.clear();
+        self.plan.batch_into(b, ids);
         // Remote payloads: present, and kept until the batch is built.
-        let _leases = self.fetch_batches(b..b + 1)?;
+        let _leases = self.fetch_samples(ids)?;
         slot.indices.clear();
         slot.indices.extend_from_slice(ids);
         let mut columns = slot.columns_mut();

@@ -11,6 +11,7 @@ use crate::state::LoaderState;
 
 use super::batch::Shared;
 use super::stats::EpochStats;
+use super::Fingerprint;
 
 /// One epoch's batches, in order. Dropping it stops and joins its threads; batches already
 /// handed out stay valid.
@@ -20,7 +21,9 @@ pub struct Epoch {
     pub(super) consumer_wait: Duration,
     pub(super) batches: u64,
     pub(super) failed: bool,
+    /// The state at the epoch's start, but for its fingerprint (`fingerprint`, when asked for).
     pub(super) state: LoaderState,
+    pub(super) fingerprint: Arc<Fingerprint>,
 }
 
 impl Epoch {
@@ -54,6 +57,7 @@ impl Epoch {
     pub fn state(&self) -> LoaderState {
         let mut state = self.state.clone();
         state.batches_consumed = self.shared.lock().consumed as u64;
+        state.indices_fingerprint = self.fingerprint.get();
         state
     }
 

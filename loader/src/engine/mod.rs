@@ -15,7 +15,7 @@ mod stats;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use beton_dataset::IndexSet;
@@ -24,7 +24,8 @@ use beton_storage::Dataset;
 use crate::cache::{PageCache, Schedule};
 use crate::decode::{default_decoder, FieldDecoder};
 use crate::error::{Error, Result};
-use crate::order::{plan_epoch, EpochContext, EpochPlan, Order, OrderOption};
+use crate::order::sequence::Ids;
+use crate::order::{no_pages, plan_epoch, Ctx, EpochContext, EpochPlan, Order, OrderOption};
 use crate::pages::PageMap;
 use crate::parts::{FieldSource, Parts};
 use crate::slots::SlotPool;
@@ -197,14 +198,18 @@ impl LoaderBuilder {
         // A list that is not strictly increasing (repeats, or another order): the orders run
         // over positions in the list as given (each appearance its own sample, on its row's
         // page), mapped back to rows per batch, so SEQUENTIAL reads the list in its order.
-        let (indices, repeated) = match self.list {
-            Some(rows) if rows.windows(2).all(|w| w[0] < w[1]) => (rows.into_iter().collect(), None),
-            Some(rows) => (IndexSet::all(rows.len() as u64), Some(Arc::new(rows))),
-            None => (self.indices.unwrap_or_else(|| IndexSet::all(n)), None),
+        // Every row is not a set of every row: 10^8 rows would be 800 MB of ids.
+        let (ids, repeated) = match self.list {
+            Some(rows) if rows.windows(2).all(|w| w[0] < w[1]) => {
+                (Ids::Set(Arc::new(IndexSet::from_increasing(rows))), None)
+            }
+            Some(rows) => (Ids::All(rows.len() as u64), Some(Arc::new(rows))),
+            None => (self.indices.map_or(Ids::All(n), |set| Ids::Set(Arc::new(set))), None),
         };
-        let max = match &repeated {
-            Some(rows) => rows.iter().max().copied(),
-            None => indices.max_id(),
+        let max = match (&repeated, &ids) {
+            (Some(rows), _) => rows.iter().max().copied(),
+            (None, Ids::Set(set)) => set.max_id(),
+            (None, Ids::All(_)) => None,
         };
         if let Some(max) = max {
             if max >= n {
@@ -302,10 +307,10 @@ impl LoaderBuilder {
         }
         {
             let parts = &self.parts;
-            let selected: Option<&[u64]> = match &repeated {
-                Some(rows) => Some(rows),
-                None if indices.len() as u64 == n => None,
-                None => Some(indices.as_slice()),
+            let selected: Option<&[u64]> = match (&repeated, &ids) {
+                (Some(rows), _) => Some(rows),
+                (None, Ids::Set(set)) if set.len() as u64 != n => Some(set.as_slice()),
+                (None, _) => None,
             };
             for p in &mut pipelines {
                 p.fill = self.fills.iter().rev().find(|(n, _)| *n == p.name).map(|(_, v)| *v);
@@ -334,11 +339,6 @@ impl LoaderBuilder {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let pages = self.parts.page_map();
-        let pages = Arc::new(match &repeated {
-            Some(rows) => PageMap::from_pages(rows.iter().map(|&r| pages.page(r).unwrap_or(0)).collect()),
-            None => pages,
-        });
         let datasets: Vec<&Dataset> = self.parts.parts().iter().map(|p| p.ds.as_ref()).collect();
         // A remote dataset's replica is already a cache on local disk (read through its map):
         // its batches are fetched ahead in the epoch's order instead (`remote_prefetch_loop`).
@@ -351,11 +351,15 @@ impl LoaderBuilder {
                 self.cache_pages.unwrap_or(2 * self.settings.batch_size + 16).min(pages.max(1) as usize);
             Some(Arc::new(PageCache::new(&datasets, bound)?))
         };
+        let fingerprint =
+            Arc::new(Fingerprint { ids: ids.clone(), repeated: repeated.clone(), value: OnceLock::new() });
         Ok(Loader {
             parts: self.parts,
-            indices: Arc::new(indices),
+            ids,
+            all_rows: OnceLock::new(),
             repeated,
-            pages,
+            pages: OnceLock::new(),
+            fingerprint,
             pipelines,
             settings: Settings {
                 threads,
@@ -375,11 +379,17 @@ impl LoaderBuilder {
 pub struct Loader {
     /// The data files: a `.beton` file's one, or a version's.
     parts: Arc<Parts>,
-    indices: Arc<IndexSet>,
+    /// The samples read: every row, or a set.
+    ids: Ids,
+    /// `ids` as a set when they are every row, made when first asked for.
+    all_rows: OnceLock<IndexSet>,
     /// A [`LoaderBuilder::index_list`] that is not strictly increasing, as given; plans and
     /// `indices` are positions in it.
     repeated: Option<Arc<Vec<u64>>>,
-    pages: Arc<PageMap>,
+    /// The page of every sample, made when an order first needs it (QUASI_RANDOM, custom).
+    pages: OnceLock<Arc<PageMap>>,
+    /// The resume state's fingerprint of the samples, computed when first asked for.
+    fingerprint: Arc<Fingerprint>,
     pipelines: Vec<Pipeline>,
     /// `threads` is the number of workers (never 0), `batches_ahead` at least 1.
     settings: Settings,
@@ -424,29 +434,49 @@ impl Loader {
         }
     }
 
-    /// The plan of `epoch` for this rank.
+    /// The plan of `epoch` for this rank. A built-in order's plan is generated as its batches
+    /// are read ([`EpochPlan::batch_into`]): making it costs next to nothing at any size.
     ///
     /// # Errors
     /// As [`plan_epoch`].
     pub fn plan(&self, epoch: u64) -> Result<EpochPlan> {
-        let ctx = self.context(epoch);
-        let plan = plan_epoch(
-            self.settings.order.as_ref(),
-            &ctx,
-            self.settings.rank,
-            self.settings.world_size,
-            self.settings.drop_last,
-        )?;
+        let s = &self.settings;
+        if let Some(order) = s.order.as_option() {
+            let pages = if order.needs_pages() { self.pages() } else { no_pages() };
+            let ctx = Ctx { seed: s.seed, epoch, batch_size: s.batch_size };
+            let seq = order.rank_seq(self.ids.view(), &pages, ctx, s.rank, s.world_size);
+            return Ok(EpochPlan::lazy(
+                seq,
+                self.ids.clone(),
+                self.repeated.clone(),
+                s.batch_size,
+                s.drop_last,
+            ));
+        }
+        let pages = self.pages();
+        let ctx = self.context(epoch, &pages);
+        let plan = plan_epoch(s.order.as_ref(), &ctx, s.rank, s.world_size, s.drop_last)?;
         Ok(match &self.repeated {
             Some(rows) => plan.map_ids(|position| rows[position as usize]),
             None => plan,
         })
     }
 
-    fn context(&self, epoch: u64) -> EpochContext<'_> {
+    /// The page of every sample read (of every position in a list with repeats).
+    fn pages(&self) -> Arc<PageMap> {
+        Arc::clone(self.pages.get_or_init(|| {
+            let pages = self.parts.page_map();
+            Arc::new(match &self.repeated {
+                Some(rows) => PageMap::from_pages(rows.iter().map(|&r| pages.page(r).unwrap_or(0)).collect()),
+                None => pages,
+            })
+        }))
+    }
+
+    fn context<'a>(&'a self, epoch: u64, pages: &'a PageMap) -> EpochContext<'a> {
         EpochContext {
-            indices: &self.indices,
-            pages: &self.pages,
+            indices: self.indices(),
+            pages,
             seed: self.settings.seed,
             epoch,
             batch_size: self.settings.batch_size,
@@ -567,7 +597,7 @@ impl Loader {
             changed: Condvar::new(),
             counters: Counters::default(),
         });
-        let state = self.state_of(epoch);
+        let state = self.state_without_fingerprint(epoch);
         let workers = self.settings.threads.min(shared.plan.num_batches().max(1));
         shared.lock().live_workers = workers;
         // Threads go into the epoch as they start: if a spawn fails, dropping it stops and joins
@@ -579,6 +609,7 @@ impl Loader {
             batches: 0,
             failed: false,
             state,
+            fingerprint: Arc::clone(&self.fingerprint),
         };
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -634,9 +665,10 @@ impl Loader {
     /// The rows this loader reads, one per sample, in the order of [`indices`](Self::indices)
     /// (an [`index_list`](LoaderBuilder::index_list) as given, repeats included).
     pub fn index_rows(&self) -> Vec<u64> {
-        match &self.repeated {
-            Some(rows) => rows.to_vec(),
-            None => self.indices.as_slice().to_vec(),
+        match (&self.repeated, &self.ids) {
+            (Some(rows), _) => rows.to_vec(),
+            (None, Ids::All(n)) => (0..*n).collect(),
+            (None, Ids::Set(set)) => set.as_slice().to_vec(),
         }
     }
 
@@ -659,23 +691,61 @@ impl Loader {
 
     /// The samples this loader reads (for an [`index_list`](LoaderBuilder::index_list) with
     /// repeats or out of order, positions in the list; [`index_rows`](Self::index_rows) gives
-    /// its rows).
+    /// its rows). Every row of the dataset is made into a set when first asked for.
     pub fn indices(&self) -> &IndexSet {
-        &self.indices
+        match &self.ids {
+            Ids::Set(set) => set,
+            Ids::All(n) => self.all_rows.get_or_init(|| IndexSet::all(*n)),
+        }
     }
 
-    /// The state at the start of `epoch`; a list with repeats is part of its fingerprint.
-    fn state_of(&self, epoch: u64) -> LoaderState {
-        let mut state = LoaderState::new(
-            self.settings.order.as_ref(),
-            &self.context(epoch),
-            self.settings.rank,
-            self.settings.world_size,
-            self.settings.drop_last,
-        );
-        if let Some(rows) = &self.repeated {
-            state.indices_fingerprint ^= fnv1a(bytemuck::cast_slice(rows.as_slice()));
+    /// The state at the start of `epoch`, its fingerprint left for [`Fingerprint::get`]: that
+    /// is one pass over every id, paid when a state is saved or resumed, not by every epoch.
+    fn state_without_fingerprint(&self, epoch: u64) -> LoaderState {
+        let s = &self.settings;
+        LoaderState {
+            seed: s.seed,
+            epoch,
+            batches_consumed: 0,
+            indices_fingerprint: 0,
+            indices_len: self.ids.view().len() as u64,
+            world_size: s.world_size,
+            rank: s.rank,
+            order: s.order.name(),
+            batch_size: s.batch_size,
+            drop_last: s.drop_last,
         }
+    }
+
+    /// The state at the start of `epoch` (as [`LoaderState::new`] makes it); a list with
+    /// repeats is part of its fingerprint.
+    fn state_of(&self, epoch: u64) -> LoaderState {
+        let mut state = self.state_without_fingerprint(epoch);
+        state.indices_fingerprint = self.fingerprint.get();
         state
+    }
+}
+
+/// The fingerprint of a loader's samples in its resume state ([`LoaderState::indices_fingerprint`]),
+/// computed once, when first needed.
+pub(super) struct Fingerprint {
+    ids: Ids,
+    repeated: Option<Arc<Vec<u64>>>,
+    value: OnceLock<u64>,
+}
+
+impl Fingerprint {
+    /// [`IndexSet::fingerprint`] of the samples, XOR the FNV-1a hash of a list with repeats.
+    pub(super) fn get(&self) -> u64 {
+        *self.value.get_or_init(|| {
+            let set = match &self.ids {
+                Ids::All(n) => IndexSet::fingerprint_of_all(*n),
+                Ids::Set(set) => set.fingerprint(),
+            };
+            match &self.repeated {
+                Some(rows) => set ^ fnv1a(bytemuck::cast_slice(rows.as_slice())),
+                None => set,
+            }
+        })
     }
 }

@@ -1,17 +1,56 @@
 //! RANDOM: a uniform permutation of the ids per epoch, from `(seed, epoch)` only.
 //!
-//! FFCV's `traversal_order/random.py` draws `np.random.permutation` seeded with `seed + epoch`;
-//! here the permutation is [`IndexSet::shuffled`] (beton's pinned Fisher–Yates over ChaCha8)
-//! with a seed mixed from `(seed, epoch)`, so seed 1 epoch 0 and seed 0 epoch 1 are unrelated.
+//! FFCV's `traversal_order/random.py` draws `np.random.permutation` seeded with `seed + epoch`
+//! (the Python `Loader` runs exactly that: `ffcv_random.rs`); beton's own RANDOM (the Rust API,
+//! the CLI, and the Python `Loader` distributed) is [`IndexSet::shuffled`] (beton's pinned
+//! forward Fisher–Yates over ChaCha8) with a seed mixed from `(seed, epoch)`, so seed 1 epoch 0
+//! and seed 0 epoch 1 are unrelated.
+//!
+//! The walk is generated as the epoch is read ([`Shuffle`]): step `i` swaps position `i` with a
+//! uniform pick of `i..n` and fixes it, so element `k` is known after `k + 1` steps, and the
+//! permutation lives in a [`PosArray`] (4 bytes a row, pages faulted in as steps touch them).
 //!
 //! [`IndexSet::shuffled`]: beton_dataset::IndexSet::shuffled
 
-use super::context::EpochContext;
-use crate::random::{lane, lane_seed};
+use super::sequence::{PosArray, Positions};
+use crate::random::{lane, lane_seed, Stream};
 
-/// The permutation of epoch `ctx.epoch`.
-pub(super) fn order(ctx: &EpochContext<'_>) -> Vec<u64> {
-    ctx.indices.shuffled(lane_seed(ctx.seed, ctx.epoch, lane::RANDOM))
+/// RANDOM's permutation of `0..n` for `(seed, epoch)`, stepped as far as it is read.
+pub(crate) struct Shuffle {
+    slots: PosArray,
+    /// Steps done: elements `..done` are final (and the last one once `done == n - 1`).
+    done: usize,
+    stream: Stream,
+}
+
+impl Shuffle {
+    /// The permutation of epoch `epoch`, nothing drawn yet.
+    pub(crate) fn new(n: usize, seed: u64, epoch: u64) -> Self {
+        Shuffle {
+            slots: PosArray::identity(n),
+            done: 0,
+            stream: Stream::from_seed(lane_seed(seed, epoch, lane::RANDOM)),
+        }
+    }
+}
+
+impl Positions for Shuffle {
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn get(&mut self, k: usize) -> u64 {
+        let n = self.slots.len();
+        // IndexSet::shuffled's walk: step i swaps i with i + below(n - i), for i < n - 1.
+        let upto = (k + 1).min(n.saturating_sub(1));
+        while self.done < upto {
+            let i = self.done;
+            let j = i + self.stream.below((n - i) as u64) as usize;
+            self.slots.swap(i, j);
+            self.done += 1;
+        }
+        self.slots.get(k)
+    }
 }
 
 #[cfg(test)]
@@ -19,19 +58,17 @@ mod tests {
     use beton_dataset::IndexSet;
 
     use super::*;
-    use crate::random::Stream;
-    use crate::PageMap;
 
-    fn ctx<'a>(indices: &'a IndexSet, pages: &'a PageMap, seed: u64, epoch: u64) -> EpochContext<'a> {
-        EpochContext { indices, pages, seed, epoch, batch_size: 4 }
+    fn order(indices: &IndexSet, seed: u64, epoch: u64) -> Vec<u64> {
+        let mut s = Shuffle::new(indices.len(), seed, epoch);
+        (0..indices.len()).map(|k| indices.as_slice()[s.get(k) as usize]).collect()
     }
 
     #[test]
     fn golden_random_orders() {
         let indices = IndexSet::from(100..110);
-        let pages = PageMap::from_pages(vec![0; 110]);
         for (seed, epoch, want) in GOLDEN {
-            assert_eq!(order(&ctx(&indices, &pages, seed, epoch)), want, "seed {seed}, epoch {epoch}");
+            assert_eq!(order(&indices, seed, epoch), want, "seed {seed}, epoch {epoch}");
         }
     }
 
@@ -43,12 +80,17 @@ mod tests {
     ];
 
     #[test]
-    fn is_the_loaders_own_fisher_yates_too() {
-        // The crate's Stream::shuffle and query's IndexSet::shuffled are the same walk.
-        let indices = IndexSet::from(0..50);
-        let pages = PageMap::from_pages(vec![0; 50]);
-        let mut own: Vec<u64> = indices.as_slice().to_vec();
-        Stream::new(5, 2, lane::RANDOM).shuffle(&mut own);
-        assert_eq!(order(&ctx(&indices, &pages, 5, 2)), own);
+    fn is_index_set_shuffled_read_in_any_order() {
+        // The crate's walk and query's IndexSet::shuffled are the same permutation, however
+        // the elements are asked for (a distributed rank reads every world-th).
+        for n in [0u64, 1, 2, 3, 50, 1000] {
+            let indices = IndexSet::from(0..n);
+            let want = indices.shuffled(lane_seed(5, 2, lane::RANDOM));
+            assert_eq!(order(&indices, 5, 2), want);
+            let mut s = Shuffle::new(n as usize, 5, 2);
+            for k in (0..n as usize).rev().step_by(3) {
+                assert_eq!(s.get(k), want[k], "n {n}, element {k}");
+            }
+        }
     }
 }

@@ -296,24 +296,37 @@ class Loader:
             self._index_set = indices
         elif indices is not None:
             self._index_list = [int(i) for i in np.asarray(indices).reshape(-1).tolist()]
-        self.traversal_order = None
         self._indices = None
         # RANDOM on one process is FFCV's draw, np.random.default_rng(seed + epoch).permutation
-        # (the native RANDOM, a ChaCha8 shuffle, is beton's Rust API's and the CLI's);
-        # distributed, the native order is already torch's DistributedSampler's.
-        ffcv_random = order == OrderOption.RANDOM and not distributed
-        if ffcv_random or _is_custom_order(order):
+        # (FFCV's class Random too), run natively (_native.Order.FfcvRandom: numpy's generator,
+        # no array of every row); the native RANDOM, a ChaCha8 shuffle, is beton's Rust API's
+        # and the CLI's; distributed, the native order is already torch's DistributedSampler's.
+        self._ffcv_random = not distributed and (order == OrderOption.RANDOM or order is Random)
+        self._traversal_order = None
+        if not self._ffcv_random and _is_custom_order(order):
             # FFCV's TraversalOrder reads loader.indices, loader.seed, loader.distributed.
             self._indices = (np.asarray(self._index_list, dtype=np.uint64) if self._index_list is not None
                             else np.asarray(self._index_set.tolist(), dtype=np.uint64) if self._index_set is not None
                             else np.arange(len(self.dataset), dtype=np.uint64))
-            if ffcv_random:
-                self.traversal_order = Random(self)
-            else:
-                self.traversal_order = order(self) if isinstance(order, type) else order
+            self._traversal_order = order(self) if isinstance(order, type) else order
         with ffcv_exception_types():
             self._build(next_epoch=0)
         self._epoch = None
+
+    @property
+    def traversal_order(self) -> Optional[TraversalOrder]:
+        """FFCV's ``traversal_order``: the order's ``TraversalOrder`` object (RANDOM's ``Random``
+        made when first asked for: the loader draws the same permutation natively), or ``None``
+        for SEQUENTIAL, QUASI_RANDOM and distributed RANDOM, which run natively.
+
+        Examples
+        --------
+        >>> Loader("data.beton", 16, order=OrderOption.RANDOM, seed=0).traversal_order.sample_order(0)  # doctest: +SKIP
+        array([...], dtype=uint64)
+        """
+        if self._traversal_order is None and self._ffcv_random:
+            self._traversal_order = Random(self)
+        return self._traversal_order
 
     @property
     def indices(self) -> np.ndarray:
@@ -428,12 +441,14 @@ class Loader:
             native[name], rest = _native_image_pipeline(name, ops, source=source)
             view_stages.append((name, rest))
         rank, world = self._rank_world
-        custom = self.traversal_order is not None
+        custom = self._traversal_order is not None and not self._ffcv_random
+        native_order = (self._traversal_order if custom else _native.Order.FfcvRandom if self._ffcv_random
+                        else self.order._native())
         num_workers = self.num_workers
         self._native = _native.Loader(
             self.dataset._native, self.batch_size,
             num_workers=0 if num_workers is None or num_workers == -1 else num_workers,
-            order=self.traversal_order if custom else self.order._native(), seed=self.seed,
+            order=native_order, seed=self.seed,
             drop_last=self.drop_last, batches_ahead=self.batches_ahead, os_cache=self.os_cache,
             indices=None if custom else self._index_set, index_list=None if custom else self._index_list,
             rank=rank, world_size=world, fields=[f for f in self.fields if f not in self._python_decoders],
@@ -559,7 +574,8 @@ class Loader:
         >>> Loader("data.beton", 16, indices=[5, 3, 3]).index_set.tolist()  # doctest: +SKIP
         [3, 5]
         """
-        if self.traversal_order is None and self._index_list is None:
+        custom = self._traversal_order is not None and not self._ffcv_random
+        if not custom and self._index_list is None:
             return self._native.indices()
         # A list (or a custom order's rows): the native loader's ids are positions in it.
         return IndexSet(np.unique(self.indices).tolist())

@@ -453,12 +453,15 @@ impl Dataset {
     }
 
     fn sample_entries(&self, index: u64) -> impl Iterator<Item = AllocEntry> + '_ {
-        let idx = self.index();
-        let range = match (idx.starts.get(index as usize), idx.starts.get(index as usize + 1)) {
-            (Some(&lo), Some(&hi)) => lo..hi,
+        // A file without payloads (a table of scalars) has no entries to index: no array of
+        // every sample's (8 bytes a row: 800 MB at 10^8 rows) for a loader that asks each row.
+        let idx = (self.num_allocations > 0).then(|| self.index());
+        let range = match idx.map(|idx| (idx.starts.get(index as usize), idx.starts.get(index as usize + 1)))
+        {
+            Some((Some(&lo), Some(&hi))) => lo..hi,
             _ => 0..0,
         };
-        range.map(move |k| match &idx.sorted {
+        range.map(move |k| match idx.and_then(|idx| idx.sorted.as_ref()) {
             Some(v) => v[k as usize],
             None => self.allocation(k),
         })
