@@ -568,6 +568,19 @@ fn apply_patch(base: &ArrayRef, rows: &ArrayRef, values: &ArrayRef, file: &str) 
     if rows.len() != values.len() || base.data_type() != values.data_type() {
         return Err(bad(format!("{} rows for {} {} values", rows.len(), values.len(), values.data_type())));
     }
+    if let Some(&r) = rows.values().iter().find(|&&r| r >= base.len() as u64) {
+        return Err(bad(format!("row {r} is past the data file's {}", base.len())));
+    }
+    // Ints and floats (labels, scores): written in place into a copy of the base, so patching
+    // 10 rows of a 100 M-row field over the data file's values (an all-null base) touches 10
+    // values, not a list of 100 M picks.
+    use arrow_array::types::{Float64Type, Int64Type};
+    if let Some(patched) = scatter::<Int64Type>(base, rows.values(), values) {
+        return Ok(patched);
+    }
+    if let Some(patched) = scatter::<Float64Type>(base, rows.values(), values) {
+        return Ok(patched);
+    }
     let mut picks: Vec<(usize, usize)> = (0..base.len()).map(|r| (0, r)).collect();
     for (j, &r) in rows.values().iter().enumerate() {
         let slot = picks
@@ -576,6 +589,43 @@ fn apply_patch(base: &ArrayRef, rows: &ArrayRef, values: &ArrayRef, file: &str) 
         *slot = (1, j);
     }
     Ok(arrow_select::interleave::interleave(&[base.as_ref(), values.as_ref()], &picks)?)
+}
+
+/// [`apply_patch`] of a primitive column: `base`'s values (zeros allocated lazily for an
+/// all-null base) and validity with row `rows[j]` set to `values[j]`, the last of a row
+/// repeated winning, as `interleave` gives. `None` for another type. Rows are below the base's
+/// length (checked by the caller).
+fn scatter<T: arrow_array::ArrowPrimitiveType>(
+    base: &ArrayRef,
+    rows: &[u64],
+    values: &ArrayRef,
+) -> Option<ArrayRef> {
+    use arrow_array::cast::AsArray;
+    let (base, values) = (base.as_primitive_opt::<T>()?, values.as_primitive_opt::<T>()?);
+    let n = base.len();
+    let all_null = base.null_count() == n && n > 0;
+    let mut out: Vec<T::Native> = match all_null {
+        true => vec![T::Native::default(); n],
+        false => base.values().to_vec(),
+    };
+    let mut valid = (base.null_count() > 0 || values.null_count() > 0).then(|| {
+        let mut b = arrow_buffer::BooleanBufferBuilder::new(n);
+        match base.nulls() {
+            Some(nulls) => b.append_buffer(nulls.inner()),
+            None => b.append_n(n, true),
+        }
+        b
+    });
+    for (j, &r) in rows.iter().enumerate() {
+        out[r as usize] = values.value(j);
+        if let Some(v) = valid.as_mut() {
+            v.set_bit(r as usize, values.is_valid(j));
+        }
+    }
+    let nulls = valid.map(|mut v| NullBuffer::new(v.finish()));
+    Some(Arc::new(
+        arrow_array::PrimitiveArray::<T>::new(out.into(), nulls).with_data_type(base.data_type().clone()),
+    ))
 }
 
 /// Writes `columns` (each one value per data-file row) as a new Arrow IPC column file.
@@ -657,6 +707,52 @@ mod tests {
             row_ids: PartRowIds::Range(0),
             copy: CopySlot::default(),
         }
+    }
+
+    #[test]
+    fn a_patch_written_in_place_equals_the_interleaved_one() {
+        use arrow_array::{Float64Array, Int64Array, UInt64Array};
+        let n = 1000;
+        let rows: ArrayRef = Arc::new(UInt64Array::from(vec![5u64, 999, 0, 5, 17]));
+        let bases: Vec<ArrayRef> = vec![
+            arrow_array::new_null_array(&arrow_schema::DataType::Int64, n),
+            Arc::new(Int64Array::from_iter_values(0..n as i64)),
+            Arc::new(Int64Array::from_iter((0..n as i64).map(|x| (x % 3 != 0).then_some(x)))),
+        ];
+        let values: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3, 4, 5])),
+            Arc::new(Int64Array::from(vec![Some(1), None, Some(3), Some(4), None])),
+        ];
+        let interleaved = |base: &ArrayRef, values: &ArrayRef| {
+            let mut picks: Vec<(usize, usize)> = (0..n).map(|r| (0, r)).collect();
+            for (j, r) in [5usize, 999, 0, 5, 17].into_iter().enumerate() {
+                picks[r] = (1, j);
+            }
+            arrow_select::interleave::interleave(&[base.as_ref(), values.as_ref()], &picks).unwrap()
+        };
+        for base in &bases {
+            for v in &values {
+                let got = apply_patch(base, &rows, v, "f").unwrap();
+                assert_eq!(got.as_ref(), interleaved(base, v).as_ref());
+            }
+        }
+        let floats: ArrayRef = Arc::new(Float64Array::from(vec![0.5, f64::NAN, -0.0, 1.0, 2.0]));
+        let base = arrow_array::new_null_array(&arrow_schema::DataType::Float64, n);
+        let got = apply_patch(&base, &rows, &floats, "f").unwrap();
+        let want = interleaved(&base, &floats);
+        assert_eq!(got.to_data().nulls(), want.to_data().nulls());
+        let (g, w) = (
+            got.as_any().downcast_ref::<Float64Array>().unwrap(),
+            want.as_any().downcast_ref::<Float64Array>().unwrap(),
+        );
+        assert!((0..n).all(|r| g.is_null(r) || g.value(r).to_bits() == w.value(r).to_bits()));
+        // A row past the end is an error naming it, as before.
+        let past: ArrayRef = Arc::new(UInt64Array::from(vec![n as u64]));
+        let one: ArrayRef = Arc::new(Int64Array::from(vec![1]));
+        assert!(apply_patch(&bases[1], &past, &one, "f")
+            .unwrap_err()
+            .to_string()
+            .contains("past the data file"));
     }
 
     #[test]
