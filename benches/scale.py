@@ -31,19 +31,10 @@ import sys
 import time
 from pathlib import Path
 
+from versions_compare import du  # the same folder: run as a script
+
 WHERE = "label < 10 AND score > 0.5"
 GROUP_BY = "SELECT label, count(*) AS n, avg(score) AS mean FROM samples GROUP BY label"
-
-
-def du(path: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_size
-            except FileNotFoundError:
-                pass
-    return total
 
 
 def build(dir_: Path, rows: int, files: int) -> Path:

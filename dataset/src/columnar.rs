@@ -89,9 +89,7 @@ pub fn beside_new_data_files(paths: &[PathBuf]) {
     }
     paths.par_iter().for_each(|path| {
         if let Ok(ds) = Dataset::open(path) {
-            if ColumnarCopy::open(&ds).is_none() {
-                let _ = ColumnarCopy::build(&ds);
-            }
+            make_unless_valid(&ds);
         }
     });
 }
@@ -206,9 +204,17 @@ pub fn after_write(path: &Path) {
     if let Ok(ds) = Dataset::open(path) {
         let wanted =
             policy == Policy::Always || (ds.num_samples() >= MIN_ROWS && cheap_beside_the_write(&ds));
-        if wanted && ColumnarCopy::open(&ds).is_none() {
-            let _ = ColumnarCopy::build(&ds);
+        if wanted {
+            make_unless_valid(&ds);
         }
+    }
+}
+
+/// Makes the copy of `ds` unless a valid one is there; one that cannot be written is no error
+/// (queries gather from the rows instead).
+fn make_unless_valid(ds: &Dataset) {
+    if ColumnarCopy::open(ds).is_none() {
+        let _ = ColumnarCopy::build(ds);
     }
 }
 

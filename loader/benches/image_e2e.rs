@@ -38,7 +38,7 @@ use beton_loader::image::{
 };
 use beton_loader::{ColumnSpec, ElemType, FieldDecoder, Loader, OrderOption, SampleContext};
 use beton_storage::{Dataset, ImageMode, Value, WriteMode};
-use common::{dataset_in, sources, Tj};
+use common::{dataset_in, median, sources, Tj};
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
@@ -148,16 +148,6 @@ impl Run {
             black_box(batch.unwrap());
         }
         t.elapsed().as_secs_f64()
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
     }
 }
 

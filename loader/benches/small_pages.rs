@@ -31,7 +31,7 @@ use beton_loader::image::{
 };
 use beton_loader::{ColumnSpec, ElemType, FieldDecoder, Loader, OrderOption, SampleContext};
 use beton_storage::{Dataset, Value, WriteMode};
-use common::{dataset_paged, sources};
+use common::{dataset_paged, median, sources};
 
 /// Touches a JPEG's first and last byte: the loader's per-sample cost without decoding.
 struct Payload;
@@ -98,16 +98,6 @@ impl Run {
             }
         }
         t.elapsed().as_secs_f64()
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
     }
 }
 

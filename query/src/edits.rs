@@ -83,10 +83,7 @@ impl SqlEdits for VersionedDataset {
         message: &str,
     ) -> Result<VersionedDataset> {
         same_version(self, view)?;
-        match update_once(self, Some(view), predicate, set, message) {
-            Err(Error::Conflict { .. }) => self.update(predicate, set, message),
-            other => other,
-        }
+        update_retrying(self, Some(view), predicate, set, message)
     }
 
     fn update(
@@ -95,19 +92,7 @@ impl SqlEdits for VersionedDataset {
         set: &[(String, String)],
         message: &str,
     ) -> Result<VersionedDataset> {
-        let mut at = self.clone();
-        for _ in 0..MAX_RETRIES {
-            match update_once(&at, None, predicate, set, message) {
-                // Another writer changed the same cells meanwhile: the predicate and expressions
-                // are evaluated again on its version, as a database retries a conflicting UPDATE.
-                Err(Error::Conflict { .. }) => at = self.open_at(VersionRef::Latest)?,
-                other => return other,
-            }
-        }
-        Err(Error::Conflict {
-            version: at.version(),
-            why: format!("lost the race to update {MAX_RETRIES} times in a row"),
-        })
+        update_retrying(self, None, predicate, set, message)
     }
 
     fn add_column_sql(&self, name: &str, expr: &str, message: &str) -> Result<VersionedDataset> {
@@ -133,6 +118,29 @@ impl SqlEdits for VersionedDataset {
         };
         self.add_column(name, &ty, &values, message)
     }
+}
+
+/// [`SqlEdits::update`] of `v` (the first try on `view` when given): a conflict with another
+/// writer that changed the same cells meanwhile evaluates the predicate and expressions again on
+/// its version, as a database retries a conflicting UPDATE.
+fn update_retrying(
+    v: &VersionedDataset,
+    mut view: Option<&VersionView>,
+    predicate: Option<&str>,
+    set: &[(String, String)],
+    message: &str,
+) -> Result<VersionedDataset> {
+    let mut at = v.clone();
+    for _ in 0..MAX_RETRIES {
+        match update_once(&at, view.take(), predicate, set, message) {
+            Err(Error::Conflict { .. }) => at = v.open_at(VersionRef::Latest)?,
+            other => return other,
+        }
+    }
+    Err(Error::Conflict {
+        version: at.version(),
+        why: format!("lost the race to update {MAX_RETRIES} times in a row"),
+    })
 }
 
 /// Fails unless `view` is a view of `v`'s version.

@@ -240,26 +240,19 @@ pub fn read_manifest(store: &dyn Store, version: u64) -> Result<Manifest> {
             });
         }
         match delta {
-            None => {
-                if deltas.is_empty() {
-                    stored::check(&m, &path)?;
-                }
-                break std::sync::Arc::new(m);
-            }
+            None => break std::sync::Arc::new(m),
             Some(d) => {
                 v = d.base;
                 deltas.push((m, d, path, bytes.len() as u64));
             }
         }
     };
-    let top_path = deltas.first().map(|(_, _, p, _)| p.clone());
     while let Some((m, d, path, len)) = deltas.pop() {
         base = std::sync::Arc::new(stored::apply(m, &d, &base, &path, len)?);
     }
-    if let Some(path) = top_path {
-        stored::check(&base, &path)?;
-    }
+    // Checked once, whole (a manifest found among those kept was checked when it was kept).
     if let Some((path, identity)) = top {
+        stored::check(&base, &path)?;
         recent::keep(path, identity, std::sync::Arc::clone(&base));
     }
     Ok((*base).clone())

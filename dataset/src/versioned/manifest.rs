@@ -69,13 +69,11 @@ pub struct Lineage {
     pub depth: u32,
     /// Bytes of those deltas.
     pub delta_bytes: u64,
-    /// Bytes of the checkpoint.
+    /// Bytes of the checkpoint (0: a manifest made in memory, never stored).
     pub checkpoint_bytes: u64,
     /// The checkpoint's format version (a chain on a checkpoint older than format 3 is ended by
     /// the next commit: an old directory becomes format 3 on its first edit).
     pub checkpoint_format: u32,
-    /// Whether this manifest was read or written (`false`: made in memory, never stored).
-    pub stored: bool,
 }
 
 impl PartialEq for Lineage {

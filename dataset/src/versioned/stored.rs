@@ -208,12 +208,11 @@ pub(crate) fn encode_for_commit(m: &Manifest, base: Option<&Manifest>) -> (Vec<u
             delta_bytes: 0,
             checkpoint_bytes: bytes.len() as u64,
             checkpoint_format: FORMAT_VERSION,
-            stored: true,
         };
         (bytes, lineage)
     };
     let Some(base) = base.filter(|b| {
-        b.lineage.stored
+        b.lineage.checkpoint_bytes > 0
             && Some(b.version) == m.parent
             && b.lineage.checkpoint_format >= 3
             && b.lineage.depth < MAX_DEPTH
@@ -310,7 +309,6 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Parsed> {
             delta_bytes: 0,
             checkpoint_bytes: bytes.len() as u64,
             checkpoint_format: s.format_version,
-            stored: true,
         },
     };
     match delta {

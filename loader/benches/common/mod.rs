@@ -8,6 +8,18 @@ use beton_storage::{
     Dataset, FieldSpec, ImageOptions, ImageSource, SampleValue, WriteMode, Writer, WriterOptions,
 };
 
+/// The median of `v` (the mean of the middle two for an even count).
+#[allow(dead_code)] // (image.rs reports criterion's statistics instead)
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
 /// The JPEG and PNG files of an ImageFolder, sorted.
 pub fn sources() -> (String, Vec<PathBuf>) {
     let root = std::env::var_os("BETON_BENCH_CORPUS").map_or_else(
