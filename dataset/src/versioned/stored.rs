@@ -185,9 +185,9 @@ impl Manifest {
                 check(&m, path)?;
                 Ok(m)
             }
-            Parsed::Delta(m, _) => Err(Error::InvalidArgument {
+            Parsed::Delta(m, d) => Err(Error::InvalidArgument {
                 what: format!("manifest {}", path.display()),
-                why: format!("stores version {} as its changes to version {:?}", m.version, m.parent),
+                why: format!("stores version {} as its changes to version {}", m.version, d.base),
             }),
         }
     }
