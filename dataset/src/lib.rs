@@ -13,11 +13,13 @@
 
 #![deny(unsafe_code)]
 
+pub mod column_values;
 pub mod columnar;
 pub mod copy;
 pub mod error;
 mod gather;
 pub mod index_set;
+pub mod kept_rows;
 pub mod random;
 pub mod splits;
 pub mod store;

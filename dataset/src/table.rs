@@ -35,6 +35,7 @@ use crate::columnar::ColumnarCopy;
 use crate::error::{Error, Result};
 use crate::gather::{columns_of, fusable, gather, gather_fused, Column, GatherPart};
 use crate::index_set::IndexSet;
+use crate::kept_rows::KeptRows;
 
 /// The row ids of a part's data-file rows.
 #[derive(Debug, Clone)]
@@ -50,10 +51,11 @@ pub enum PartRowIds {
 pub struct Part<'a> {
     /// The data file.
     pub ds: &'a Dataset,
-    /// Its rows that are in the table, ascending; `None` for all of them.
-    pub rows: Option<Arc<Vec<u64>>>,
-    /// Values of fields that column files replace or add, by field name: one per data-file row.
-    pub columns: BTreeMap<String, ArrayRef>,
+    /// Its rows that are in the table (its rows less deleted ones); `None` for all of them.
+    pub rows: Option<Arc<KeptRows>>,
+    /// Values of fields that column files replace or add, by field name: one per data-file row,
+    /// made into one array when a query reads the field.
+    pub columns: crate::versioned::view::Columns,
     /// The fields with NULLs, and their validity over the data-file rows (`false`: NULL).
     pub nulls: BTreeMap<String, arrow_buffer::NullBuffer>,
     /// The row ids of its data-file rows.
@@ -73,7 +75,7 @@ pub type CopySlot = Arc<OnceLock<Option<Arc<ColumnarCopy>>>>;
 
 impl Part<'_> {
     fn num_rows(&self) -> u64 {
-        self.rows.as_ref().map_or(self.ds.num_samples(), |r| r.len() as u64)
+        self.rows.as_ref().map_or(self.ds.num_samples(), |r| r.len())
     }
 }
 
@@ -200,7 +202,7 @@ impl<'a> Table<'a> {
                     // Null cells stand for the data file's values (versioned::values).
                     let fallback = p.ds.field_index(name).is_ok_and(|f| p.ds.fields()[f].field_type() == ty);
                     let fits = *array.data_type() == crate::versioned::values::column_file_type(ty)
-                        && (array.null_count() == 0 || fallback || p.nulls.contains_key(name));
+                        && (fallback || p.nulls.contains_key(name) || !array.has_nulls());
                     if !fits || array.len() as u64 != p.ds.num_samples() {
                         return Err(Error::InvalidArgument {
                             what: what(),
@@ -228,15 +230,15 @@ impl<'a> Table<'a> {
                     }
                 }
             }
-            if let Some(rows) = &p.rows {
-                if rows.last().is_some_and(|&r| r >= p.ds.num_samples())
-                    || rows.windows(2).any(|w| w[0] >= w[1])
-                {
-                    return Err(Error::InvalidArgument {
-                        what: format!("rows of data file {k}"),
-                        why: "must be ascending and below its row count".into(),
-                    });
-                }
+            if let Some(rows) = p.rows.as_ref().filter(|r| r.file_rows() != p.ds.num_samples()) {
+                return Err(Error::InvalidArgument {
+                    what: format!("rows of data file {k}"),
+                    why: format!(
+                        "are of {} rows, the data file has {}",
+                        rows.file_rows(),
+                        p.ds.num_samples()
+                    ),
+                });
             }
         }
         let columns = columns_of(schema.iter().map(|(n, t)| (n.as_str(), t)), true);
@@ -353,7 +355,7 @@ impl<'a> Table<'a> {
             Some(p) if row < self.starts[k + 1] => {
                 let local = row - self.starts[k];
                 let file_row = match &p.rows {
-                    Some(rows) => rows[local as usize],
+                    Some(rows) => rows.get(local),
                     None => local,
                 };
                 Ok((k, file_row))
@@ -403,7 +405,7 @@ impl<'a> Table<'a> {
                 Some(rows) => out.extend(
                     rows.iter()
                         .enumerate()
-                        .filter(|(_, &r)| nulls.is_null(r as usize))
+                        .filter(|&(_, r)| nulls.is_null(r as usize))
                         .map(|(j, _)| start + j as u64),
                 ),
             }
@@ -554,8 +556,10 @@ impl<'a> Table<'a> {
         // Every part gives these columns from its rows unless a column file holds one of them.
         let fields: Vec<&str> =
             fused.iter().map(|&pos| self.columns[pos].field.as_deref().unwrap_or_default()).collect();
+        let lists: Vec<Option<Arc<Vec<u64>>>> =
+            self.parts.iter().map(|p| p.rows.as_ref().map(|r| r.list())).collect();
         let mut parts = Vec::with_capacity(self.parts.len());
-        for p in &self.parts {
+        for (p, list) in self.parts.iter().zip(&lists) {
             if fields.iter().any(|f| p.columns.contains_key(*f)) {
                 return; // left to `column`, which overlays column files
             }
@@ -566,7 +570,7 @@ impl<'a> Table<'a> {
                     Err(_) => return,
                 }
             }
-            parts.push(GatherPart { ds: p.ds, rows: p.rows.as_deref().map(Vec::as_slice), offsets });
+            parts.push(GatherPart { ds: p.ds, rows: list.as_deref().map(Vec::as_slice), offsets });
         }
         let sources: Vec<Source> = fused.iter().map(|&pos| self.columns[pos].source).collect();
         let arrays = gather_fused(&parts, &sources);
@@ -596,12 +600,14 @@ impl<'a> Table<'a> {
             let from_rows =
                 |(k, p): (usize, &Part<'_>)| !p.columns.contains_key(field) && self.copied(k, c).is_none();
             if self.parts.iter().enumerate().all(from_rows) {
+                let lists: Vec<Option<Arc<Vec<u64>>>> =
+                    self.parts.iter().map(|p| p.rows.as_ref().map(|r| r.list())).collect();
                 let mut parts = Vec::with_capacity(self.parts.len());
-                for p in &self.parts {
+                for (p, list) in self.parts.iter().zip(&lists) {
                     let k = p.ds.field_index(field)?;
                     parts.push(GatherPart {
                         ds: p.ds,
-                        rows: p.rows.as_deref().map(Vec::as_slice),
+                        rows: list.as_deref().map(Vec::as_slice),
                         offsets: vec![p.ds.fields()[k].offset()],
                     });
                 }
@@ -626,7 +632,7 @@ impl<'a> Table<'a> {
                 },
                 Some(field) => match (p.columns.get(field), &c.ty) {
                     (Some(a), Some(ty)) => {
-                        let derived = crate::versioned::values::table_column(a, ty, c.source)?;
+                        let derived = crate::versioned::values::table_column(&a.array()?, ty, c.source)?;
                         let in_file = p.ds.field_index(field).is_ok();
                         match derived.logical_nulls() {
                             // Rows a patch leaves alone: the data file's values.
@@ -669,11 +675,15 @@ fn with_nulls(array: ArrayRef, nulls: &arrow_buffer::NullBuffer) -> Result<Array
     Ok(arrow_array::make_array(data.into_builder().nulls(merged).build()?))
 }
 
-/// The rows `rows` of `array` (all of them for `None`).
-fn select_rows(array: ArrayRef, rows: Option<&Vec<u64>>) -> Result<ArrayRef> {
+/// The rows `rows` of `array` (all of them for `None`): the runs between deleted rows, copied
+/// whole (no list of kept rows to take).
+fn select_rows(array: ArrayRef, rows: Option<&KeptRows>) -> Result<ArrayRef> {
     match rows {
         None => Ok(array),
-        Some(rows) => Ok(arrow_select::take::take(array.as_ref(), &UInt64Array::from(rows.clone()), None)?),
+        Some(rows) => {
+            let mask = BooleanArray::new(rows.mask(), None);
+            Ok(arrow_select::filter::filter(array.as_ref(), &mask)?)
+        }
     }
 }
 
@@ -697,7 +707,7 @@ fn concat_parts(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
 /// A field the data file lacks, storage errors reading it, a column file's bad cell.
 pub(crate) fn part_value<'d>(
     ds: &'d Dataset,
-    columns: &'d BTreeMap<String, ArrayRef>,
+    columns: &'d crate::versioned::view::Columns,
     nulls: &BTreeMap<String, arrow_buffer::NullBuffer>,
     file_row: u64,
     field: &str,
@@ -706,8 +716,9 @@ pub(crate) fn part_value<'d>(
     if nulls.get(field).is_some_and(|n| n.is_null(file_row as usize)) {
         return Ok(None);
     }
-    if let Some(array) = columns.get(field) {
-        if let Some(v) = crate::versioned::values::cell(array, ty, file_row as usize)? {
+    // The row's cell alone: a patched field's whole column is not made to read one value.
+    if let Some((array, at)) = columns.get(field).and_then(|c| c.locate(file_row as usize)) {
+        if let Some(v) = crate::versioned::values::cell(array, ty, at)? {
             return Ok(Some(v));
         }
     }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef};
+use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
 use beton_storage::Dataset;
 
@@ -20,8 +20,9 @@ pub struct Part {
     pub ds: Arc<Dataset>,
     /// Its rows in the version, ascending; `None` for all of them.
     pub rows: Option<Arc<Vec<u64>>>,
-    /// Values of fields that column files replace or add, one per data-file row, by name.
-    pub columns: BTreeMap<String, ArrayRef>,
+    /// Values of fields that column files replace or add, one per data-file row, by name (each
+    /// made into one array when the loader reads the field).
+    pub columns: beton_dataset::versioned::view::Columns,
     /// The fields with NULLs (a row appended without the field) and their validity over the
     /// data-file rows (`false`: NULL).
     pub nulls: BTreeMap<String, NullBuffer>,
@@ -100,7 +101,7 @@ impl Parts {
         let parts = view
             .parts()?
             .into_iter()
-            .map(|(ds, rows, columns, nulls)| Part { ds, rows, columns, nulls })
+            .map(|(ds, rows, columns, nulls)| Part { ds, rows: rows.map(|r| r.list()), columns, nulls })
             .collect();
         Parts::new(parts, view.schema()?)
     }
@@ -148,7 +149,7 @@ impl Parts {
             .enumerate()
             .map(|(k, p)| match (p.columns.get(name), &ty) {
                 (Some(a), Some(ty)) => Ok(FieldSource::Column {
-                    values: a.clone(),
+                    values: a.array()?,
                     ty: ty.clone(),
                     field: p.ds.field_index(name).ok().filter(|&f| p.ds.fields()[f].field_type() == ty),
                     nulls: p.nulls.get(name).cloned(),

@@ -912,23 +912,34 @@ fn a_where_over_many_data_files_read_in_place_matches_one_file_of_the_same_rows(
         "label BETWEEN 10 AND 20",
         "label > 1000",
         "label >= 0",
+        // Conditions on the position: a range of rows, data files outside it skipped.
+        "label < 40 AND index >= 100 AND index < 2000",
+        "index IN (5, 700, 3000, 99999) AND label >= 0",
+        "index > 50 AND index <> 60 AND label < 50 AND index <= 1000.5",
+        "index >= 130 AND index < 131",
     ] {
         let (a, b) = (many.view().unwrap(), one.view().unwrap());
         let got = beton_query::select_indices(&a.table().unwrap(), sql).unwrap();
         let want = beton_query::select_indices(&b.table().unwrap(), sql).unwrap();
         assert_eq!(got, want, "{sql}");
-        let expected: Vec<u64> = (0..total).filter(|&i| matches_label(labels[i as usize], sql)).collect();
+        let expected: Vec<u64> = (0..total).filter(|&i| matches_label(i, labels[i as usize], sql)).collect();
         assert_eq!(got.as_slice(), expected.as_slice(), "{sql}");
     }
 }
 
-/// The predicates of the test above, evaluated in Rust.
-fn matches_label(x: i64, sql: &str) -> bool {
+/// The predicates of the test above, evaluated in Rust, of row `i` whose label is `x`.
+fn matches_label(i: u64, x: i64, sql: &str) -> bool {
     match sql {
         "label < 40 AND label >= 7" => (7..40).contains(&x),
         "label IN (3, 50, 99, 130)" => [3, 50, 99, 130].contains(&x),
         "label BETWEEN 10 AND 20" => (10..=20).contains(&x),
         "label > 1000" => false,
+        "label < 40 AND index >= 100 AND index < 2000" => x < 40 && (100..2000).contains(&i),
+        "index IN (5, 700, 3000, 99999) AND label >= 0" => [5, 700, 3000].contains(&i) && x >= 0,
+        "index > 50 AND index <> 60 AND label < 50 AND index <= 1000.5" => {
+            i > 50 && i != 60 && x < 50 && i <= 1000
+        }
+        "index >= 130 AND index < 131" => i == 130,
         _ => x >= 0,
     }
 }

@@ -11,21 +11,27 @@ use beton_storage::{Dataset, FieldType, OpenOptions};
 
 use super::manifest::{ColumnFile, RowIds};
 use super::{read_index_file, VersionedDataset};
+use crate::column_values::ColumnValues;
 use crate::error::{Error, Result};
+use crate::kept_rows::KeptRows;
 use crate::store::Store;
 use crate::table::{ColumnCache, CopySlot, Part, PartRowIds, Table};
 
 /// A data file of a version, its kept rows (`None`: all), the values column files give it, and
 /// the rows where a field is NULL ([`FragmentValues::nulls`]).
-pub type DataPart =
-    (Arc<Dataset>, Option<Arc<Vec<u64>>>, BTreeMap<String, ArrayRef>, BTreeMap<String, NullBuffer>);
+pub type DataPart = (Arc<Dataset>, Option<Arc<KeptRows>>, Columns, BTreeMap<String, NullBuffer>);
+
+/// The fields column files replace or add in a data file, by name, each as written (a full
+/// column and patches), made into one array on a reader's first use ([`ColumnValues`]).
+pub type Columns = BTreeMap<String, Arc<ColumnValues>>;
 
 /// What a fragment's column files give it, read and patched once.
 #[derive(Debug, Clone, Default)]
 pub struct FragmentValues {
     /// Values of fields that column files replace or add, by name: one per data-file row. A
     /// null cell is a row a patch leaves alone (the data file's value stands), or a NULL.
-    pub columns: BTreeMap<String, ArrayRef>,
+    /// Patches stay as written until a reader needs a field's whole column.
+    pub columns: Columns,
     /// The fields that are NULL in some rows (SQL's NULL: no value), with their validity over
     /// the data file's rows (`false`: NULL). A field absent here has a value in every row.
     /// NULLs come from column files: a null in a full column file, or in a patch's values, is
@@ -44,12 +50,10 @@ struct Opened {
     id: u64,
     file_rows: u64,
     data_bytes: Option<u64>,
-    /// Its deleted rows (positions in the data file, ascending), if any.
-    deleted: Option<crate::IndexSet>,
-    /// Its kept rows, made on the first use of the version's table or parts (an edit, `ds[i]`
-    /// and the row counts need only `deleted`: deleting 5 rows of a 100 M-row data file makes
-    /// no list of 100 M kept rows).
-    rows: OnceLock<Option<Arc<Vec<u64>>>>,
+    /// Its kept rows, held as its deleted ones (`None`: none deleted): an edit, `ds[i]`, the
+    /// row counts and queries of columnar copies never list them (deleting 5 rows of a 100 M-row
+    /// data file makes no list of 100 M kept rows).
+    kept: Option<Arc<KeptRows>>,
     /// Its column files, read on first use.
     column_files: Vec<ColumnFile>,
     row_ids: PartRowIds,
@@ -60,43 +64,17 @@ struct Opened {
 impl Opened {
     /// The rows it gives the version (its rows less its deletions).
     fn num_rows(&self) -> u64 {
-        self.file_rows - self.deleted.as_ref().map_or(0, |d| d.len() as u64)
+        self.kept.as_ref().map_or(self.file_rows, |k| k.len())
     }
 
-    /// Its kept rows (`None`: all), listed on first use: the runs between deleted ones.
-    fn rows(&self) -> Option<Arc<Vec<u64>>> {
-        let deleted = self.deleted.as_ref()?;
-        self.rows
-            .get_or_init(|| {
-                let mut rows = Vec::with_capacity(self.num_rows() as usize);
-                let mut next = 0u64;
-                for d in deleted.iter().take_while(|&d| d < self.file_rows) {
-                    rows.extend(next..d);
-                    next = d + 1;
-                }
-                rows.extend(next..self.file_rows);
-                Some(Arc::new(rows))
-            })
-            .clone()
+    /// Its kept rows (`None`: all).
+    fn rows(&self) -> Option<Arc<KeptRows>> {
+        self.kept.clone()
     }
 
-    /// The data-file row of its `local`-th kept row, without listing them: `local` plus the
-    /// deleted rows before it.
+    /// The data-file row of its `local`-th kept row, without listing them.
     fn file_row(&self, local: u64) -> u64 {
-        let Some(deleted) = &self.deleted else { return local };
-        // d[i] - i (the kept rows before the i-th deleted one) never decreases: the deleted
-        // rows before the answer are those with d[i] - i <= local.
-        let d = deleted.as_slice();
-        let (mut lo, mut hi) = (0usize, d.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if d[mid] - mid as u64 <= local {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        local + lo as u64
+        self.kept.as_ref().map_or(local, |k| k.get(local))
     }
 }
 
@@ -140,7 +118,10 @@ impl VersionView {
         let mut spans = Vec::with_capacity(m.fragments.len());
         for f in &m.fragments {
             let deleted = version.fragment_deletions(f)?;
-            let deleted = (!deleted.is_empty()).then_some(deleted);
+            let kept = match deleted.is_empty() {
+                true => None,
+                false => Some(Arc::new(KeptRows::new(f.num_rows, deleted)?)),
+            };
             let row_ids = match &f.row_ids {
                 RowIds::Range { start } => {
                     spans.push((f.num_rows > 0).then(|| (*start, start + f.num_rows - 1)));
@@ -158,8 +139,7 @@ impl VersionView {
                 id: f.id,
                 file_rows: f.num_rows,
                 data_bytes: f.data_bytes,
-                deleted,
-                rows: OnceLock::new(),
+                kept,
                 column_files: f.columns.clone(),
                 row_ids,
                 copy: CopySlot::default(),
@@ -255,8 +235,7 @@ impl VersionView {
             data_file: ds.path().display().to_string(),
             id: 0,
             ds: OnceLock::from(ds),
-            deleted: None,
-            rows: OnceLock::new(),
+            kept: None,
             column_files: Vec::new(),
             row_ids: PartRowIds::Range(0),
             copy: CopySlot::default(),
@@ -289,7 +268,7 @@ impl VersionView {
         for f in &self.fragments {
             let ds = self.ds(f)?;
             let num_rows = f.file_rows as usize;
-            let mut columns: BTreeMap<String, ArrayRef> = BTreeMap::new();
+            let mut columns: BTreeMap<String, ColumnValues> = BTreeMap::new();
             // Validity by field (false: NULL), for fields with a NULL so far.
             let mut valid: BTreeMap<String, Vec<bool>> = BTreeMap::new();
             for file in &f.column_files {
@@ -311,62 +290,57 @@ impl VersionView {
                     if !file.fields.contains(&name) || name == PATCH_ROWS {
                         continue;
                     }
-                    let array = match &patch_rows {
+                    match &patch_rows {
                         None => {
-                            if array.len() != num_rows {
-                                return Err(Error::InvalidArgument {
-                                    what: format!("column file {}", file.file),
-                                    why: format!(
-                                        "has {} values of '{name}' for {num_rows} rows",
-                                        array.len()
-                                    ),
-                                });
-                            }
                             match array.nulls().filter(|n| n.null_count() > 0) {
                                 Some(n) => valid.insert(name.clone(), n.iter().collect()),
                                 None => valid.remove(&name),
                             };
-                            array
+                            columns.insert(name, ColumnValues::full(array));
                         }
                         Some(rows) => {
-                            // Over the data file's values: nulls where the patch leaves a row alone
-                            // (values::cell), so a patch of 5 images holds 5 images in memory.
-                            let base = match columns.remove(&name) {
-                                Some(b) => b,
+                            // Kept as written, over the data file's values (nulls where the patch
+                            // leaves a row alone: values::cell) or a full column's: a patch of 5
+                            // images holds 5 images in memory, one of 10 labels 10 labels.
+                            let values = match columns.get_mut(&name) {
+                                Some(v) => v,
                                 None if schema.contains_key(&name) => {
-                                    arrow_array::new_null_array(array.data_type(), num_rows)
+                                    columns.entry(name.clone()).or_insert_with(|| {
+                                        ColumnValues::none(num_rows, array.data_type().clone())
+                                    })
                                 }
                                 None => continue,
                             };
-                            let patched = apply_patch(&base, rows, &array, &file.file)?;
                             if array.null_count() > 0 || valid.contains_key(&name) {
                                 let mask = valid.entry(name.clone()).or_insert_with(|| vec![true; num_rows]);
                                 let rows = rows.as_any().downcast_ref::<arrow_array::UInt64Array>();
                                 for (j, &r) in
                                     rows.map(|r| r.values().as_ref()).unwrap_or_default().iter().enumerate()
                                 {
-                                    mask[r as usize] = array.is_valid(j);
+                                    if let Some(m) = mask.get_mut(r as usize) {
+                                        *m = array.is_valid(j);
+                                    }
                                 }
                             }
-                            patched
+                            values.patch(rows, array, &file.file)?;
                         }
-                    };
-                    columns.insert(name, array);
+                    }
                 }
             }
-            // A field neither the data file nor a column file holds: NULL in every row.
-            for (name, ty) in &schema {
-                if !columns.contains_key(name) && ds.field_index(name).is_err() {
-                    let column_type = super::values::column_file_type(ty);
-                    columns.insert(name.clone(), arrow_array::new_null_array(&column_type, num_rows));
-                    valid.insert(name.clone(), vec![false; num_rows]);
-                }
-            }
-            let nulls = valid
+            let mut nulls: BTreeMap<String, NullBuffer> = valid
                 .into_iter()
                 .filter(|(_, v)| v.iter().any(|ok| !ok))
                 .map(|(name, v)| (name, NullBuffer::from(v)))
                 .collect();
+            // A field neither the data file nor a column file holds: NULL in every row.
+            for (name, ty) in &schema {
+                if !columns.contains_key(name) && ds.field_index(name).is_err() {
+                    let column_type = super::values::column_file_type(ty);
+                    columns.insert(name.clone(), ColumnValues::none(num_rows, column_type));
+                    nulls.insert(name.clone(), NullBuffer::new_null(num_rows));
+                }
+            }
+            let columns = columns.into_iter().map(|(name, v)| (name, Arc::new(v))).collect();
             all.push(FragmentValues { columns, nulls });
         }
         let _ = self.columns.set(all);
@@ -558,76 +532,6 @@ impl VersionView {
     }
 }
 
-/// `base` with the values at rows `rows` replaced by `values` (a patch column file `file`).
-fn apply_patch(base: &ArrayRef, rows: &ArrayRef, values: &ArrayRef, file: &str) -> Result<ArrayRef> {
-    let bad = |why: String| Error::InvalidArgument { what: format!("column file {file}"), why };
-    let rows = rows
-        .as_any()
-        .downcast_ref::<arrow_array::UInt64Array>()
-        .ok_or_else(|| bad(format!("its {PATCH_ROWS} column is not uint64")))?;
-    if rows.len() != values.len() || base.data_type() != values.data_type() {
-        return Err(bad(format!("{} rows for {} {} values", rows.len(), values.len(), values.data_type())));
-    }
-    if let Some(&r) = rows.values().iter().find(|&&r| r >= base.len() as u64) {
-        return Err(bad(format!("row {r} is past the data file's {}", base.len())));
-    }
-    // Ints and floats (labels, scores): written in place into a copy of the base, so patching
-    // 10 rows of a 100 M-row field over the data file's values (an all-null base) touches 10
-    // values, not a list of 100 M picks.
-    use arrow_array::types::{Float64Type, Int64Type};
-    if let Some(patched) = scatter::<Int64Type>(base, rows.values(), values) {
-        return Ok(patched);
-    }
-    if let Some(patched) = scatter::<Float64Type>(base, rows.values(), values) {
-        return Ok(patched);
-    }
-    let mut picks: Vec<(usize, usize)> = (0..base.len()).map(|r| (0, r)).collect();
-    for (j, &r) in rows.values().iter().enumerate() {
-        let slot = picks
-            .get_mut(r as usize)
-            .ok_or_else(|| bad(format!("row {r} is past the data file's {}", base.len())))?;
-        *slot = (1, j);
-    }
-    Ok(arrow_select::interleave::interleave(&[base.as_ref(), values.as_ref()], &picks)?)
-}
-
-/// [`apply_patch`] of a primitive column: `base`'s values (zeros allocated lazily for an
-/// all-null base) and validity with row `rows[j]` set to `values[j]`, the last of a row
-/// repeated winning, as `interleave` gives. `None` for another type. Rows are below the base's
-/// length (checked by the caller).
-fn scatter<T: arrow_array::ArrowPrimitiveType>(
-    base: &ArrayRef,
-    rows: &[u64],
-    values: &ArrayRef,
-) -> Option<ArrayRef> {
-    use arrow_array::cast::AsArray;
-    let (base, values) = (base.as_primitive_opt::<T>()?, values.as_primitive_opt::<T>()?);
-    let n = base.len();
-    let all_null = base.null_count() == n && n > 0;
-    let mut out: Vec<T::Native> = match all_null {
-        true => vec![T::Native::default(); n],
-        false => base.values().to_vec(),
-    };
-    let mut valid = (base.null_count() > 0 || values.null_count() > 0).then(|| {
-        let mut b = arrow_buffer::BooleanBufferBuilder::new(n);
-        match base.nulls() {
-            Some(nulls) => b.append_buffer(nulls.inner()),
-            None => b.append_n(n, true),
-        }
-        b
-    });
-    for (j, &r) in rows.iter().enumerate() {
-        out[r as usize] = values.value(j);
-        if let Some(v) = valid.as_mut() {
-            v.set_bit(r as usize, values.is_valid(j));
-        }
-    }
-    let nulls = valid.map(|mut v| NullBuffer::new(v.finish()));
-    Some(Arc::new(
-        arrow_array::PrimitiveArray::<T>::new(out.into(), nulls).with_data_type(base.data_type().clone()),
-    ))
-}
-
 /// Writes `columns` (each one value per data-file row) as a new Arrow IPC column file.
 pub(crate) fn write_column_file(dir: &Path, columns: Vec<(String, ArrayRef)>) -> Result<ColumnFile> {
     let rel = format!("{}/{}.arrow", super::COLUMNS_DIR, super::commit::unique_name());
@@ -688,95 +592,4 @@ fn read_column_file(store: &dyn Store, file: &ColumnFile) -> Result<Vec<(String,
         _ => arrow_select::concat::concat_batches(&schema, &batches)?,
     };
     Ok(schema.fields().iter().map(|f| f.name().clone()).zip(batch.columns().iter().cloned()).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fragment(file_rows: u64, deleted: Vec<u64>) -> Opened {
-        Opened {
-            ds: OnceLock::new(),
-            data_file: String::new(),
-            id: 0,
-            file_rows,
-            data_bytes: None,
-            deleted: (!deleted.is_empty()).then(|| crate::IndexSet::from_sorted(deleted).unwrap()),
-            rows: OnceLock::new(),
-            column_files: Vec::new(),
-            row_ids: PartRowIds::Range(0),
-            copy: CopySlot::default(),
-        }
-    }
-
-    #[test]
-    fn a_patch_written_in_place_equals_the_interleaved_one() {
-        use arrow_array::{Float64Array, Int64Array, UInt64Array};
-        let n = 1000;
-        let rows: ArrayRef = Arc::new(UInt64Array::from(vec![5u64, 999, 0, 5, 17]));
-        let bases: Vec<ArrayRef> = vec![
-            arrow_array::new_null_array(&arrow_schema::DataType::Int64, n),
-            Arc::new(Int64Array::from_iter_values(0..n as i64)),
-            Arc::new(Int64Array::from_iter((0..n as i64).map(|x| (x % 3 != 0).then_some(x)))),
-        ];
-        let values: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(vec![1, 2, 3, 4, 5])),
-            Arc::new(Int64Array::from(vec![Some(1), None, Some(3), Some(4), None])),
-        ];
-        let interleaved = |base: &ArrayRef, values: &ArrayRef| {
-            let mut picks: Vec<(usize, usize)> = (0..n).map(|r| (0, r)).collect();
-            for (j, r) in [5usize, 999, 0, 5, 17].into_iter().enumerate() {
-                picks[r] = (1, j);
-            }
-            arrow_select::interleave::interleave(&[base.as_ref(), values.as_ref()], &picks).unwrap()
-        };
-        for base in &bases {
-            for v in &values {
-                let got = apply_patch(base, &rows, v, "f").unwrap();
-                assert_eq!(got.as_ref(), interleaved(base, v).as_ref());
-            }
-        }
-        let floats: ArrayRef = Arc::new(Float64Array::from(vec![0.5, f64::NAN, -0.0, 1.0, 2.0]));
-        let base = arrow_array::new_null_array(&arrow_schema::DataType::Float64, n);
-        let got = apply_patch(&base, &rows, &floats, "f").unwrap();
-        let want = interleaved(&base, &floats);
-        assert_eq!(got.to_data().nulls(), want.to_data().nulls());
-        let (g, w) = (
-            got.as_any().downcast_ref::<Float64Array>().unwrap(),
-            want.as_any().downcast_ref::<Float64Array>().unwrap(),
-        );
-        assert!((0..n).all(|r| g.is_null(r) || g.value(r).to_bits() == w.value(r).to_bits()));
-        // A row past the end is an error naming it, as before.
-        let past: ArrayRef = Arc::new(UInt64Array::from(vec![n as u64]));
-        let one: ArrayRef = Arc::new(Int64Array::from(vec![1]));
-        assert!(apply_patch(&bases[1], &past, &one, "f")
-            .unwrap_err()
-            .to_string()
-            .contains("past the data file"));
-    }
-
-    #[test]
-    fn a_kept_row_is_found_without_listing_the_kept_rows_and_agrees_with_the_list() {
-        let mut state = 7u64;
-        for case in 0..200u64 {
-            let n = 1 + case % 97;
-            let mut deleted = Vec::new();
-            for r in 0..n {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                if (state >> 33) % 4 == case % 4 {
-                    deleted.push(r);
-                }
-            }
-            let f = fragment(n, deleted.clone());
-            let listed: Vec<u64> = (0..n).filter(|r| !deleted.contains(r)).collect();
-            assert_eq!(f.num_rows(), listed.len() as u64);
-            for (local, &row) in listed.iter().enumerate() {
-                assert_eq!(f.file_row(local as u64), row, "case {case}, deleted {deleted:?}");
-            }
-            match f.rows() {
-                Some(rows) => assert_eq!(*rows, listed),
-                None => assert!(deleted.is_empty()),
-            }
-        }
-    }
 }

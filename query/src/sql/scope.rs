@@ -110,6 +110,12 @@ impl<'t, 'a> Ctx<'t, 'a> {
         if self.groups.is_some() {
             return Err(sql_error(format!("'{name}' must appear in GROUP BY or inside an aggregate"), span));
         }
+        if let (Some(rows), "index") = (&self.rows, name) {
+            // The position column over some rows is those rows: not 100 M positions to take from.
+            return Ok(std::sync::Arc::new(arrow_array::UInt64Array::from_iter_values(
+                rows.values().iter().map(|&r| u64::from(r)),
+            )));
+        }
         let array = self.table.column(name).map_err(at(span))?;
         match &self.rows {
             None => Ok(array),
