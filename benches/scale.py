@@ -10,7 +10,8 @@ fresh process (so peak RSS is the step's own and nothing is warm that should not
   (``label < 10 AND score > 0.5``), GROUP BY (``label``: count and mean score);
 - loader construction + first batch (RANDOM and QUASI_RANDOM, batch 1,024) and peak RSS;
 - update of 10 rows, delete of 5 rows, append of 10 rows: seconds and bytes the edit wrote
-  (the directory's growth).
+  (the directory's growth), beside the edit's WHERE alone in a new process; then the first
+  WHERE after the write in the same process, and the same WHERE again.
 
     python benches/scale.py [--rows 100000000] [--files 1,2000] [--open-files 10000]
                             [--dir /tmp/beton-scale] [--rounds 3] [--only open,where,...]
@@ -136,6 +137,22 @@ def step_loader(d: str, order: str) -> dict:
             "batch": len(batch[0])}
 
 
+def edit_predicate(n: int, kind: str) -> str:
+    """The rows an edit of ``kind`` picks in a dataset of ``n`` rows."""
+    if kind == "update":
+        return f"index >= {n // 2} AND index < {n // 2 + 10}"
+    return f"index >= {n // 3} AND index < {n // 3 + 5}"
+
+
+def step_edit_where(d: str, kind: str) -> dict:
+    """The WHERE an edit evaluates, alone, in a new process (what the edit's cost is held to)."""
+    import beton
+    ds = beton.open(d)
+    t = time.perf_counter()
+    rows = ds.where(edit_predicate(len(ds), kind))
+    return {"s": time.perf_counter() - t, "rows": len(rows)}
+
+
 def step_edit(d: str, kind: str) -> dict:
     import numpy as np
     import pyarrow as pa
@@ -150,19 +167,28 @@ def step_edit(d: str, kind: str) -> dict:
         extra = Path(d).parent / "append-10.beton"
         w = DatasetWriter(str(extra), {"label": IntField(), "score": FloatField()})
         w.from_arrow(pa.table({"label": np.arange(10, dtype=np.int64), "score": np.zeros(10)}))
+    # The version as a curation script has it before editing: queried once.
+    ds.where(WHERE)
     before = du(Path(d))
     t = time.perf_counter()
     if kind == "update":
-        ds.update({"label": 999}, where=f"index >= {n // 2} AND index < {n // 2 + 10}")
+        ds.update({"label": 999}, where=edit_predicate(n, kind))
     elif kind == "delete":
-        ds.delete(f"index >= {n // 3} AND index < {n // 3 + 5}")
+        ds.delete(edit_predicate(n, kind))
     else:
         ds.append(str(extra))
     s = time.perf_counter() - t
     wrote = du(Path(d)) - before
+    # The first query after the write, in the same process, and the same query again.
+    t = time.perf_counter()
+    ds.where(WHERE)
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    ds.where(WHERE)
+    warm = time.perf_counter() - t
     if extra:
         extra.unlink()
-    return {"s": s, "bytes": wrote}
+    return {"s": s, "bytes": wrote, "first_s": first, "warm_s": warm}
 
 
 def child(step: str, d: str, *args: str) -> dict:
@@ -187,7 +213,8 @@ def main() -> None:
     a = p.parse_args()
     if a.step:
         name, d, *rest = a.step
-        fn = {"open": step_open, "where": step_where, "loader": step_loader, "edit": step_edit}[name]
+        fn = {"open": step_open, "where": step_where, "loader": step_loader, "edit": step_edit,
+              "edit_where": step_edit_where}[name]
         print(json.dumps(fn(d, *rest)))
         return
 
@@ -233,9 +260,16 @@ def main() -> None:
                       f"{best['first_batch_s'] * 1e3:7.1f} ms; peak RSS {max(r['rss_mb'] for r in rs):.0f} MB")
         if "edit" in only:
             for kind in ("update", "delete", "append"):
+                # Each round edits the version the last one made (a delete after updates).
                 rs = [child("edit", str(d), kind) for _ in range(a.rounds)]
-                print(f"{kind:<7} {min(r['s'] for r in rs) * 1e3:8.1f} ms, wrote "
-                      f"{min(r['bytes'] for r in rs):,} bytes")
+                s = min(r["s"] for r in rs)
+                alone = ""
+                if kind != "append":
+                    w = min(child("edit_where", str(d), kind)["s"] for _ in range(a.rounds))
+                    alone = f" (its WHERE alone {w * 1e3:.1f} ms: {s / w:.2f}x)"
+                first, warm = min(r["first_s"] for r in rs), min(r["warm_s"] for r in rs)
+                print(f"{kind:<7} {s * 1e3:8.1f} ms{alone}, wrote {min(r['bytes'] for r in rs):,} bytes;"
+                      f" next WHERE {first * 1e3:.1f} ms, again {warm * 1e3:.1f} ms ({first / warm:.2f}x)")
             # The next run measures the built version again, not the edited one.
             beton.open(str(d)).restore(1)
 

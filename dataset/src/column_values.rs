@@ -125,6 +125,18 @@ impl ColumnValues {
         &self.data_type
     }
 
+    /// The rows patches set over the data file's values (no full column under them), ascending,
+    /// each with where its cell is ([`ColumnValues::locate`]); `None` over a full column.
+    pub fn patched_rows(&self) -> Option<Vec<(u64, (&ArrayRef, usize))>> {
+        if self.base.is_some() {
+            return None;
+        }
+        let mut rows: Vec<u64> = self.patches.iter().flat_map(|p| p.rows.iter().copied()).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        rows.into_iter().map(|r| Some((r, self.locate(r as usize)?))).collect()
+    }
+
     /// Whether some cell is null: a row left to the data file (or NULL), without making the
     /// whole array.
     pub fn has_nulls(&self) -> bool {

@@ -29,5 +29,5 @@ pub mod versioned;
 
 pub use error::{Error, Result};
 pub use index_set::IndexSet;
-pub use table::Table;
+pub use table::{PartColumn, Table};
 pub use take::take;

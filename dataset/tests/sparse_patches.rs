@@ -56,3 +56,32 @@ fn a_patched_field_is_made_whole_only_when_a_reader_needs_the_column() {
     // The deletion is held as the deleted row: no list of the 999 kept ones was made.
     assert!(!view.parts().unwrap()[0].1.as_ref().unwrap().is_listed());
 }
+
+#[test]
+fn a_view_after_an_edit_shares_the_data_files_the_last_one_opened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.beton"), tmp.path().join("b.beton"));
+    for (path, first) in [(&a, 0i64), (&b, 100)] {
+        beton_testkit::write(path, beton_testkit::schema("label:int caption:text"), 50, |i| {
+            vec![SampleValue::Int(first + i as i64), SampleValue::Text(format!("row {i}"))]
+        });
+    }
+    let v1 = VersionedDataset::import(&tmp.path().join("ds"), &a).unwrap();
+    let before = v1.view().unwrap();
+    let old = Arc::clone(before.dataset(0).unwrap());
+    let v2 = v1.append_file(&b, "").unwrap();
+    let ints: Arc<dyn Array> = Arc::new(Int64Array::from(vec![-1]));
+    let v3 =
+        v2.update_rows(&IndexSet::from_sorted(vec![60]).unwrap(), vec![("label".into(), ints)], "").unwrap();
+    let after = v3.view_after(&before).unwrap();
+    assert!(Arc::ptr_eq(after.dataset(0).unwrap(), &old), "the shared data file is not opened again");
+    assert!(!Arc::ptr_eq(after.dataset(1).unwrap(), &old));
+    // And it reads the new version: the appended rows, the update.
+    let labels = after.table().unwrap().column("label").unwrap();
+    let labels = labels.as_any().downcast_ref::<Int64Array>().unwrap();
+    assert_eq!((labels.len(), labels.value(49), labels.value(50), labels.value(60)), (100, 49, 100, -1));
+    // A view of another directory shares nothing.
+    let other = VersionedDataset::import(&tmp.path().join("other"), &a).unwrap();
+    let unrelated = other.view_after(&before).unwrap();
+    assert!(!Arc::ptr_eq(unrelated.dataset(0).unwrap(), &old));
+}

@@ -537,6 +537,15 @@ impl VersionedDataset {
         VersionView::open(self)
     }
 
+    /// [`VersionedDataset::view`] sharing with `previous`, a view of an earlier version of this
+    /// directory, the data files and columnar copies both have open ([`VersionView::open_after`]).
+    ///
+    /// # Errors
+    /// As [`VersionView::open`].
+    pub fn view_after(&self, previous: &VersionView) -> Result<VersionView> {
+        VersionView::open_after(self, previous)
+    }
+
     /// The row ids of a fragment's data-file rows, in file order.
     ///
     /// # Errors

@@ -58,7 +58,10 @@ impl Dataset {
             + Send,
     ) -> PyResult<u64> {
         let (opened, current) = self.versioned()?;
-        let view = py.detach(|| f(&current, &opened).and_then(|next| next.view())).map_err(from_query)?;
+        // The next version's view shares what this one has open (data files, columnar copies).
+        let view = py
+            .detach(|| f(&current, &opened).and_then(|next| next.view_after(&opened)))
+            .map_err(from_query)?;
         let v = view.number();
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(view);
         Ok(v)

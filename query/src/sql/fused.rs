@@ -22,6 +22,7 @@
 
 use std::mem::MaybeUninit;
 use std::ops::Range;
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt16Type, UInt64Type};
@@ -350,10 +351,12 @@ fn word_at(bytes: &[u8], bit: usize) -> u64 {
     (u128::from_le_bytes(raw) >> shift) as u64
 }
 
-/// The conjunction over a table of many data files whose columns are read in place from their
-/// columnar copies ([`Table::column_parts`](crate::Table::column_parts)): each data file's rows
-/// evaluated on their own (data files in parallel), their masks appended in order: no column is
-/// concatenated. `None` when a column is not read that way.
+/// The conjunction over a table whose columns are read in place from each data file's columnar
+/// copy ([`Table::column_parts`](crate::Table::column_parts)): each data file's rows evaluated on
+/// their own (data files in parallel) over its file rows, the rows patches set compared one by
+/// one with their values, the deleted rows then dropped from its bits; the masks appended in
+/// order. No column is concatenated, filtered or patched whole. `None` when a column is not
+/// read that way.
 fn chunked(
     isa: Isa,
     ctx: &Ctx,
@@ -368,9 +371,9 @@ fn chunked(
     // Each data file's first row in the table: those holding no row `within` allows are skipped.
     let starts: Vec<usize> = per_column[0]
         .iter()
-        .scan(0, |at, a| {
+        .scan(0, |at, p| {
             let start = *at;
-            *at += a.len();
+            *at += p.num_rows();
             Some(start)
         })
         .collect();
@@ -378,24 +381,63 @@ fn chunked(
     let masks: Vec<BooleanBuffer> = (0..parts)
         .into_par_iter()
         .map(|k| {
-            let len = per_column[0][k].len();
-            if !(starts[k] < rows.end && rows.start < starts[k] + len) {
-                return Some(BooleanBuffer::new_unset(len));
+            let first = &per_column[0][k];
+            let (len, table_rows) = (first.values.len(), first.num_rows());
+            if !(starts[k] < rows.end && rows.start < starts[k] + table_rows) {
+                return Some(BooleanBuffer::new_unset(table_rows));
             }
             let leaves = per_column
                 .iter()
                 .zip(comparisons)
-                .map(|(arrays, (_, c))| {
-                    let a = arrays[k].as_ref();
+                .map(|(columns, (_, c))| {
+                    let a = columns[k].values.as_ref();
                     (a.len() == len && a.null_count() == 0).then(|| leaf(a, c)).flatten()
                 })
                 .collect::<Option<Vec<_>>>()?;
+            // Morsels in parallel too: one data file of 100 M rows keeps every core busy.
             let mut words = vec![u64::MAX; len.div_ceil(64)];
-            for (m, out) in words.chunks_mut(MORSEL / 64).enumerate() {
+            words.par_chunks_mut(MORSEL / 64).enumerate().for_each(|(m, out)| {
                 let start = m * MORSEL;
                 isa.and_morsel(&leaves, start..(start + MORSEL).min(len), out);
+            });
+            // The rows patches set: the conjunction of each, over its patched values.
+            let mut patched: Vec<u64> =
+                per_column.iter().flat_map(|columns| columns[k].patched.iter().map(|(r, _)| *r)).collect();
+            patched.sort_unstable();
+            patched.dedup();
+            for r in patched {
+                let cells: Vec<ArrayRef> = per_column
+                    .iter()
+                    .map(|columns| {
+                        let p = &columns[k];
+                        match p.patched.binary_search_by_key(&r, |(row, _)| *row) {
+                            Ok(j) => Arc::clone(&p.patched[j].1),
+                            Err(_) => p.values.slice(r as usize, 1),
+                        }
+                    })
+                    .collect();
+                let one = cells
+                    .iter()
+                    .zip(comparisons)
+                    .map(|(a, (_, c))| (a.null_count() == 0).then(|| leaf(a.as_ref(), c)).flatten())
+                    .collect::<Option<Vec<_>>>()?;
+                let mut bit = [u64::MAX];
+                isa.and_morsel(&one, 0..1, &mut bit);
+                let (w, b) = (r as usize / 64, r % 64);
+                words[w] = (words[w] & !(1 << b)) | ((bit[0] & 1) << b);
             }
-            Some(BooleanBuffer::new(Buffer::from_vec(words), 0, len))
+            let bits = BooleanBuffer::new(Buffer::from_vec(words), 0, len);
+            Some(match &first.kept {
+                None => bits,
+                Some(kept) => {
+                    // The kept rows' bits: their runs between deleted rows, appended whole.
+                    let mut out = arrow_buffer::BooleanBufferBuilder::new(table_rows);
+                    for run in kept.runs() {
+                        out.append_packed_range(run.start as usize..run.end as usize, bits.values());
+                    }
+                    out.finish()
+                }
+            })
         })
         .collect::<Option<_>>()?;
     let total: usize = masks.iter().map(BooleanBuffer::len).sum();
