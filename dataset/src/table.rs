@@ -494,7 +494,7 @@ impl<'a> Table<'a> {
     /// columns, or filtering and patching a copy of 100 M values after deleting 5 rows or
     /// updating 10. `None` where some part cannot be read so (a column to gather, a full
     /// column file, NULLs, patches of a derived column or of many rows), or the table has the
-    /// column already (one data file without edits, whose column is its copy's).
+    /// column already.
     pub fn column_parts(&self, name: &str) -> Option<Vec<PartColumn>> {
         let pos = self.position(name).ok()?;
         if self.cache.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&pos) {
@@ -502,10 +502,6 @@ impl<'a> Table<'a> {
         }
         let c = &self.columns[pos];
         let field = c.field.as_deref()?;
-        let edited = |p: &Part<'_>| p.rows.is_some() || p.columns.contains_key(field);
-        if self.parts.len() < 2 && !self.parts.iter().any(edited) {
-            return None;
-        }
         if self.parts.iter().any(|p| p.nulls.contains_key(field)) {
             return None;
         }

@@ -14,8 +14,8 @@ fn a_patched_field_is_made_whole_only_when_a_reader_needs_the_column() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("a.beton");
     let n = 1000u64;
-    beton_testkit::write(&file, beton_testkit::schema("label:int caption:text"), n, |i| {
-        vec![SampleValue::Int(i as i64), SampleValue::Text(format!("row {i}"))]
+    beton_testkit::write(&file, beton_testkit::schema("label:int score:float caption:text"), n, |i| {
+        vec![SampleValue::Int(i as i64), SampleValue::Float(i as f64), SampleValue::Text(format!("row {i}"))]
     });
     let v1 = VersionedDataset::import(&tmp.path().join("ds"), &file).unwrap();
     let rows = |r: &[u64]| IndexSet::from_sorted(r.to_vec()).unwrap();
@@ -39,6 +39,12 @@ fn a_patched_field_is_made_whole_only_when_a_reader_needs_the_column() {
     assert_eq!((label(4), label(6), label(499), label(998), label(5)), (55, 77, -500, -999, 6));
     assert!(!label_made(), "reading single rows made the whole column");
     let table = view.table().unwrap();
+    // The fused WHERE reads both in place from the one data file's copy: the patched field
+    // with its patched rows, the other as it is.
+    let (label_parts, score_parts) =
+        (table.column_parts("label").unwrap(), table.column_parts("score").unwrap());
+    assert_eq!((label_parts[0].patched.len(), score_parts[0].patched.len()), (4, 0));
+    assert!(label_parts[0].kept.is_some() && score_parts[0].values.len() == n as usize);
     let captions = table.column("caption").unwrap();
     let captions = captions.as_any().downcast_ref::<StringArray>().unwrap();
     assert_eq!((captions.value(2), captions.value(3)), ("three", "row 4"));
