@@ -12,6 +12,13 @@ use arrow_schema::DataType;
 
 use crate::error::{Error, Result};
 
+/// The column of file-row positions in a patch column file (`docs/FORMAT.md` §13).
+pub const PATCH_ROWS: &str = "_row";
+
+/// The fields column files replace or add in a data file, by name, each as written (a full
+/// column and patches), made into one array on a reader's first use ([`ColumnValues`]).
+pub type Columns = std::collections::BTreeMap<String, Arc<ColumnValues>>;
+
 /// One patch: the data-file rows it sets, ascending (the last of a repeated row kept), and for
 /// each the position of its value in `values`.
 #[derive(Debug)]
@@ -65,7 +72,7 @@ impl ColumnValues {
         let rows = rows
             .as_any()
             .downcast_ref::<UInt64Array>()
-            .ok_or_else(|| bad(format!("its {} column is not uint64", crate::versioned::view::PATCH_ROWS)))?;
+            .ok_or_else(|| bad(format!("its {PATCH_ROWS} column is not uint64")))?;
         if rows.len() != values.len() || values.data_type() != &self.data_type {
             return Err(bad(format!(
                 "{} rows for {} {} values",

@@ -57,7 +57,7 @@ pub struct Part<'a> {
     pub rows: Option<Arc<KeptRows>>,
     /// Values of fields that column files replace or add, by field name: one per data-file row,
     /// made into one array when a query reads the field.
-    pub columns: crate::versioned::view::Columns,
+    pub columns: crate::column_values::Columns,
     /// The fields with NULLs, and their validity over the data-file rows (`false`: NULL).
     pub nulls: BTreeMap<String, arrow_buffer::NullBuffer>,
     /// The row ids of its data-file rows.
@@ -750,7 +750,7 @@ fn concat_parts(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
 /// A field the data file lacks, storage errors reading it, a column file's bad cell.
 pub(crate) fn part_value<'d>(
     ds: &'d Dataset,
-    columns: &'d crate::versioned::view::Columns,
+    columns: &'d crate::column_values::Columns,
     nulls: &BTreeMap<String, arrow_buffer::NullBuffer>,
     file_row: u64,
     field: &str,

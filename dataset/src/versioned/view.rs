@@ -12,6 +12,7 @@ use beton_storage::{Dataset, FieldType, OpenOptions};
 use super::manifest::{ColumnFile, RowIds};
 use super::{read_index_file, VersionedDataset};
 use crate::column_values::ColumnValues;
+pub use crate::column_values::{Columns, PATCH_ROWS};
 use crate::error::{Error, Result};
 use crate::kept_rows::KeptRows;
 use crate::store::Store;
@@ -20,10 +21,6 @@ use crate::table::{ColumnCache, CopySlot, Part, PartRowIds, Table};
 /// A data file of a version, its kept rows (`None`: all), the values column files give it, and
 /// the rows where a field is NULL ([`FragmentValues::nulls`]).
 pub type DataPart = (Arc<Dataset>, Option<Arc<KeptRows>>, Columns, BTreeMap<String, NullBuffer>);
-
-/// The fields column files replace or add in a data file, by name, each as written (a full
-/// column and patches), made into one array on a reader's first use ([`ColumnValues`]).
-pub type Columns = BTreeMap<String, Arc<ColumnValues>>;
 
 /// What a fragment's column files give it, read and patched once.
 #[derive(Debug, Clone, Default)]
@@ -99,9 +96,6 @@ pub struct VersionView {
     /// The columns its tables materialised, kept for the next query (a version never changes).
     column_cache: ColumnCache,
 }
-
-/// The column of file-row positions in a patch column file (`docs/FORMAT.md` §13).
-pub const PATCH_ROWS: &str = "_row";
 
 impl VersionView {
     /// Opens `version`: reads its deletion and row-id files; its data files are opened (and
