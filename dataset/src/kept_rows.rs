@@ -71,6 +71,18 @@ impl KeptRows {
         local + lo as u64
     }
 
+    /// The position among the kept rows of data-file row `row`; `None` when it is deleted (or
+    /// past the end).
+    pub fn local(&self, row: u64) -> Option<u64> {
+        if row >= self.file_rows {
+            return None;
+        }
+        match self.deleted.as_slice().binary_search(&row) {
+            Ok(_) => None,
+            Err(before) => Some(row - before as u64),
+        }
+    }
+
     /// The kept rows as runs `start..end`, ascending.
     pub fn runs(&self) -> impl Iterator<Item = std::ops::Range<u64>> + '_ {
         let ends = self.deleted.iter().chain(std::iter::once(self.file_rows));
@@ -140,7 +152,12 @@ mod tests {
             assert!(!kept.is_listed());
             for (local, &row) in want.iter().enumerate() {
                 assert_eq!(kept.get(local as u64), row, "case {case}");
+                assert_eq!(kept.local(row), Some(local as u64), "case {case}");
             }
+            for &d in &deleted {
+                assert_eq!(kept.local(d), None);
+            }
+            assert_eq!(kept.local(n), None);
             let mask: Vec<u64> = kept.mask().set_indices().map(|i| i as u64).collect();
             assert_eq!(mask, want);
             assert_eq!(kept.list().as_slice(), want.as_slice());

@@ -659,6 +659,10 @@ impl<'a> Table<'a> {
         }
         let mut parts = Vec::with_capacity(self.parts.len());
         for (k, p) in self.parts.iter().enumerate() {
+            if let Some(array) = self.patched_copy(k, c) {
+                parts.push(array);
+                continue;
+            }
             // The data file's values: from its columnar copy, else gathered from its rows.
             let base = || match self.copied(k, c) {
                 Some(array) => Ok(array),
@@ -700,6 +704,78 @@ impl<'a> Table<'a> {
     }
 }
 
+impl Table<'_> {
+    /// Part `k`'s rows of column `c` when it is a field's own int or float values, edited (rows
+    /// deleted, or patches setting some rows over the data file's: no full column file, no
+    /// NULLs) and the copy holds it: the copy's kept values copied once, by runs, into memory
+    /// backed by huge pages, and the patched cells written over them (not a whole patched
+    /// column made, zipped with the copy's, then filtered). `None` for anything else.
+    fn patched_copy(&self, k: usize, c: &Column) -> Option<ArrayRef> {
+        use arrow_array::types::{Float64Type, Int64Type};
+        let p = &self.parts[k];
+        let field = c.field.as_deref()?;
+        if !matches!(c.source, Source::Int | Source::Float) || p.nulls.contains_key(field) {
+            return None;
+        }
+        let patched = match p.columns.get(field) {
+            Some(values) => {
+                let patched = values.patched_rows()?;
+                if patched.iter().any(|(_, (a, at))| a.is_null(*at) || a.data_type() != values.data_type()) {
+                    return None;
+                }
+                patched
+            }
+            // Unpatched: the copy's own column serves as it is, unless rows were deleted.
+            None if p.rows.is_none() => return None,
+            None => Vec::new(),
+        };
+        let base = self.copied(k, c)?;
+        if patched.first().is_some_and(|(_, (a, _))| a.data_type() != base.data_type())
+            || base.null_count() > 0
+        {
+            return None;
+        }
+        let kept = p.rows.as_deref();
+        match base.data_type() {
+            arrow_schema::DataType::Int64 => Some(overlay::<Int64Type>(&base, kept, &patched)),
+            arrow_schema::DataType::Float64 => Some(overlay::<Float64Type>(&base, kept, &patched)),
+            _ => None,
+        }
+    }
+}
+
+/// The `kept` rows (all for `None`) of `base`, with the cells of `patched` (data-file rows,
+/// ascending, and where each one's value is) written over them; a patched row deleted is left
+/// out like its row.
+fn overlay<T: arrow_array::ArrowPrimitiveType>(
+    base: &ArrayRef,
+    kept: Option<&KeptRows>,
+    patched: &[(u64, (&ArrayRef, usize))],
+) -> ArrayRef {
+    use arrow_array::cast::AsArray;
+    let src = base.as_primitive::<T>().values();
+    let mut out: Vec<T::Native> = Vec::with_capacity(kept.map_or(src.len(), |k| k.len() as usize));
+    beton_storage::advise_huge_pages(out.spare_capacity_mut());
+    match kept {
+        None => out.extend_from_slice(src),
+        Some(kept) => {
+            for run in kept.runs() {
+                out.extend_from_slice(&src[run.start as usize..run.end as usize]);
+            }
+        }
+    }
+    for &(row, (array, at)) in patched {
+        let local = match kept {
+            None => Some(row),
+            Some(kept) => kept.local(row),
+        };
+        if let Some(local) = local {
+            out[local as usize] = array.as_primitive::<T>().value(at);
+        }
+    }
+    Arc::new(arrow_array::PrimitiveArray::<T>::new(out.into(), None).with_data_type(base.data_type().clone()))
+}
+
 /// What reading some columns of a table reads ([`Table::scan_bytes`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanBytes {
@@ -730,8 +806,20 @@ fn select_rows(array: ArrayRef, rows: Option<&KeptRows>) -> Result<ArrayRef> {
     }
 }
 
-/// The parts' arrays, one after the other.
+/// The parts' arrays, one after the other: 64-bit numbers without NULLs copied into memory
+/// backed by huge pages (the 800 MB of one column over 2,000 data files is written once, in
+/// 2 MiB pages), anything else by arrow's `concat`.
 fn concat_parts(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
+    use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
+    use arrow_schema::DataType;
+    let plain =
+        parts.len() > 1 && parts.iter().all(|p| p.null_count() == 0 && p.data_type() == parts[0].data_type());
+    match (plain, parts.first().map(|p| p.data_type())) {
+        (true, Some(DataType::Int64)) => return Ok(concat_plain::<Int64Type>(&parts)),
+        (true, Some(DataType::Float64)) => return Ok(concat_plain::<Float64Type>(&parts)),
+        (true, Some(DataType::UInt64)) => return Ok(concat_plain::<UInt64Type>(&parts)),
+        _ => {}
+    }
     match parts.len() {
         1 => Ok(parts.into_iter().next().expect("one part")),
         _ => {
@@ -739,6 +827,19 @@ fn concat_parts(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
             Ok(arrow_select::concat::concat(&refs)?)
         }
     }
+}
+
+/// [`concat_parts`] of primitive arrays of one type without NULLs.
+fn concat_plain<T: arrow_array::ArrowPrimitiveType>(parts: &[ArrayRef]) -> ArrayRef {
+    use arrow_array::cast::AsArray;
+    let mut out: Vec<T::Native> = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    beton_storage::advise_huge_pages(out.spare_capacity_mut());
+    for p in parts {
+        out.extend_from_slice(p.as_primitive::<T>().values());
+    }
+    Arc::new(
+        arrow_array::PrimitiveArray::<T>::new(out.into(), None).with_data_type(parts[0].data_type().clone()),
+    )
 }
 
 /// The value of field `field` (of type `ty`) in row `file_row` of data file `ds`, whose column
