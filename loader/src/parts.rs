@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
+use beton_dataset::kept_rows::KeptRows;
 use beton_storage::Dataset;
 
 use crate::error::{Error, Result};
@@ -18,8 +19,9 @@ use crate::pages::PageMap;
 pub struct Part {
     /// The data file.
     pub ds: Arc<Dataset>,
-    /// Its rows in the version, ascending; `None` for all of them.
-    pub rows: Option<Arc<Vec<u64>>>,
+    /// Its rows in the version (its rows less deleted ones, held as those); `None` for all of
+    /// them. Deleting 5 rows of a 100 M-row data file makes no list of 100 M rows to load.
+    pub rows: Option<Arc<KeptRows>>,
     /// Values of fields that column files replace or add, one per data-file row, by name (each
     /// made into one array when the loader reads the field).
     pub columns: beton_dataset::versioned::view::Columns,
@@ -71,15 +73,16 @@ impl Parts {
         let mut starts = vec![0u64];
         for (k, p) in parts.iter().enumerate() {
             let n = p.ds.num_samples();
-            if let Some(rows) = &p.rows {
-                if rows.last().is_some_and(|&r| r >= n) || rows.windows(2).any(|w| w[0] >= w[1]) {
-                    return Err(invalid(format!("rows of data file {k} are not ascending below {n}")));
-                }
+            if let Some(rows) = p.rows.as_ref().filter(|r| r.file_rows() != n) {
+                return Err(invalid(format!(
+                    "rows of data file {k} are of {} rows, not {n}",
+                    rows.file_rows()
+                )));
             }
             if let Some((name, _)) = p.columns.iter().find(|(_, a)| a.len() as u64 != n) {
                 return Err(invalid(format!("column '{name}' of data file {k} has not {n} values")));
             }
-            starts.push(starts[k] + p.rows.as_ref().map_or(n, |r| r.len() as u64));
+            starts.push(starts[k] + p.rows.as_ref().map_or(n, |r| r.len()));
         }
         Ok(Parts { parts, schema, starts })
     }
@@ -101,7 +104,7 @@ impl Parts {
         let parts = view
             .parts()?
             .into_iter()
-            .map(|(ds, rows, columns, nulls)| Part { ds, rows: rows.map(|r| r.list()), columns, nulls })
+            .map(|(ds, rows, columns, nulls)| Part { ds, rows, columns, nulls })
             .collect();
         Parts::new(parts, view.schema()?)
     }
@@ -133,8 +136,7 @@ impl Parts {
         }
         let k = self.starts.partition_point(|&s| s <= index).saturating_sub(1).min(self.parts.len() - 1);
         let local = index - self.starts[k];
-        let row =
-            self.parts[k].rows.as_ref().map_or(local, |rows| rows.get(local as usize).copied().unwrap_or(0));
+        let row = self.parts[k].rows.as_ref().map_or(local, |rows| rows.get(local));
         (k, row)
     }
 
@@ -181,7 +183,7 @@ impl Parts {
                 for (k, p) in self.parts.iter().enumerate() {
                     let Some(nulls) = p.nulls.get(name) else { continue };
                     let rows: Box<dyn Iterator<Item = u64>> = match &p.rows {
-                        Some(rows) => Box::new(rows.iter().copied()),
+                        Some(rows) => Box::new(rows.iter()),
                         None => Box::new(0..p.ds.num_samples()),
                     };
                     for (j, row) in rows.enumerate() {
@@ -217,10 +219,14 @@ impl Parts {
         if let [Part { ds, rows: None, .. }] = self.parts.as_slice() {
             return PageMap::from_dataset(ds);
         }
+        // (The kept rows of files with deletions listed: QUASI_RANDOM's page map alone needs them.)
+        let lists: Vec<Option<Arc<Vec<u64>>>> =
+            self.parts.iter().map(|p| p.rows.as_ref().map(|r| r.list())).collect();
         PageMap::concat(
             self.parts
                 .iter()
-                .map(|p| (PageMap::from_dataset(&p.ds), p.rows.as_ref().map(|r| r.as_slice())))
+                .zip(&lists)
+                .map(|(p, list)| (PageMap::from_dataset(&p.ds), list.as_deref().map(Vec::as_slice)))
                 .collect(),
         )
     }

@@ -113,6 +113,21 @@ fn a_version_loads_as_one_table_and_as_its_compaction() {
         assert_eq!(seen, (0..n as u64).collect::<Vec<_>>(), "{order:?}: every sample once");
     }
 
+    // RANDOM never lists the kept rows of files with deletions: each sample's row is found by a
+    // binary search over the deleted ones.
+    let view = v.view().unwrap();
+    let parts = Parts::of_version(&view).unwrap();
+    let mut loader = Loader::builder_parts(parts)
+        .batch_size(4)
+        .order(OrderOption::Random)
+        .seed(7)
+        .drop_last(false)
+        .build()
+        .unwrap();
+    assert_eq!(loader.next_epoch().unwrap().map(|b| b.unwrap().indices().len()).sum::<usize>(), n);
+    let kept: Vec<_> = view.parts().unwrap().into_iter().filter_map(|p| p.1).collect();
+    assert!(!kept.is_empty() && kept.iter().all(|k| !k.is_listed()), "kept rows listed");
+
     // An older version loads as it was.
     let old = VersionedDataset::open(&dir, VersionRef::Number(2)).unwrap();
     let view = old.view().unwrap();
