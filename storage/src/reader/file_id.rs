@@ -29,6 +29,16 @@ impl FileId {
         FileId { device, inode, len: meta.len(), header }
     }
 
+    /// The device the file lives on (0 where the platform has none).
+    pub fn device(&self) -> u64 {
+        self.device
+    }
+
+    /// The file's inode (0 where the platform has none).
+    pub fn inode(&self) -> u64 {
+        self.inode
+    }
+
     /// The id of the file open as `file` now.
     ///
     /// # Errors

@@ -87,6 +87,8 @@ pub struct Dataset {
     path: PathBuf,
     /// The file this handle opened (`None` for bytes in memory).
     id: Option<FileId>,
+    /// Its modification time when it was opened (`None` for bytes in memory).
+    modified: Option<std::time::SystemTime>,
     /// The open file, for reads that must not go through the map (the split region, FORMAT.md
     /// §12, which may be a hole).
     file: Option<File>,
@@ -198,6 +200,12 @@ impl Dataset {
     /// a handle check that its path still holds this file.
     pub fn file_id(&self) -> Option<FileId> {
         self.id
+    }
+
+    /// The file's modification time when this handle opened it (`None` for bytes in memory, or
+    /// where the platform has none).
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        self.modified
     }
 
     /// Checks that every read through this handle so far read the file's bytes: `Err` when

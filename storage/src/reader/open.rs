@@ -82,6 +82,7 @@ impl OpenOptions {
         let bytes = Bytes::map(path, &file, meta.len())?;
         let mut ds = Dataset::validate(path.to_path_buf(), bytes, self)?;
         ds.id = Some(FileId::of(&meta, ds.header.to_bytes()));
+        ds.modified = meta.modified().ok();
         ds.file = Some(file);
         Ok(ds)
     }
@@ -266,6 +267,7 @@ impl Dataset {
         Ok(Dataset {
             path,
             id: None,
+            modified: None,
             file: None,
             bytes,
             header,
