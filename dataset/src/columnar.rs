@@ -101,7 +101,11 @@ pub fn beside_new_data_files(paths: &[PathBuf]) {
     }
     paths.par_iter().for_each(|path| {
         if let Ok(ds) = Dataset::open(path) {
-            make_unless_valid(&ds);
+            // A data file just added under a name of its own has no killed maker's temporary
+            // copy to remove: no listing of a directory of 10,000 data files per copy.
+            if ColumnarCopy::open(&ds).is_none() {
+                let _ = ColumnarCopy::build_with(&ds, false);
+            }
         }
     });
 }
@@ -417,6 +421,12 @@ impl ColumnarCopy {
     /// # Errors
     /// I/O errors writing it (naming the path), storage errors reading the rows.
     pub fn build(ds: &Dataset) -> Result<ColumnarCopy> {
+        ColumnarCopy::build_with(ds, true)
+    }
+
+    /// [`ColumnarCopy::build`], removing the temporary copies killed makers left beside it first
+    /// when `clean` (a listing of the data file's directory).
+    fn build_with(ds: &Dataset, clean: bool) -> Result<ColumnarCopy> {
         let path = path_of(ds.path());
         let io = |e: std::io::Error| crate::versioned::commit::io(&path, e);
         let stamp = Stamp::of(ds, Sampled::Yes).ok_or_else(|| Error::InvalidArgument {
@@ -429,7 +439,8 @@ impl ColumnarCopy {
         };
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         // Copies whose maker was killed half-way (their lock is gone): nobody else removes them.
-        for stale in beton_storage::stale_temp_files(&path) {
+        let stale = if clean { beton_storage::stale_temp_files(&path) } else { Vec::new() };
+        for stale in stale {
             let _ = std::fs::remove_file(stale);
         }
         // The temporary file first: a directory that cannot take it fails before any gather.
