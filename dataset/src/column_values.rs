@@ -149,10 +149,23 @@ impl ColumnValues {
     pub fn has_nulls(&self) -> bool {
         match (&self.base, self.whole.get()) {
             (_, Some(whole)) => whole.null_count() > 0,
-            (None, None) => self.len > 0,
+            (None, None) => self
+                .patched_rows()
+                .is_none_or(|rows| rows.len() < self.len || rows.iter().any(|(_, (a, at))| a.is_null(*at))),
             (Some(base), None) => {
-                base.null_count() > 0 || self.patches.iter().any(|p| p.values.null_count() > 0)
+                let maybe = base.null_count() > 0 || self.patches.iter().any(|p| p.values.null_count() > 0);
+                maybe && (0..self.len).any(|r| !self.is_valid(r))
             }
+        }
+    }
+
+    /// Every cell column files give (where each one's value is), without making the whole
+    /// array: the full column's rows and the patched ones, the latest value of each; null cells
+    /// included.
+    pub fn cells(&self) -> Vec<(&ArrayRef, usize)> {
+        match self.patched_rows() {
+            Some(rows) => rows.into_iter().map(|(_, cell)| cell).collect(),
+            None => (0..self.len).filter_map(|r| self.locate(r)).collect(),
         }
     }
 
@@ -303,6 +316,16 @@ mod tests {
                 (0..10).map(|r| whole.is_valid(r).then(|| format!("{:?}", whole.slice(r, 1)))).collect();
             assert_eq!(located, want, "case {k}");
             assert_eq!(c.has_nulls(), whole.null_count() > 0, "case {k}");
+            let mut cells: Vec<String> = c
+                .cells()
+                .iter()
+                .filter(|(a, j)| a.is_valid(*j))
+                .map(|(a, j)| format!("{:?}", a.slice(*j, 1)))
+                .collect();
+            let mut valid: Vec<String> = want.iter().flatten().cloned().collect();
+            cells.sort();
+            valid.sort();
+            assert_eq!(cells, valid, "case {k}");
             for r in 0..10 {
                 assert_eq!(c.is_valid(r), whole.is_valid(r), "case {k} row {r}");
             }

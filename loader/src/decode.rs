@@ -10,6 +10,7 @@
 //! of the dataset, as FFCV's `BytesDecoder` does, with a second column `NAME.len` holding each
 //! sample's length.
 
+use beton_dataset::column_values::ColumnValues;
 use beton_storage::field::LoadAs;
 use beton_storage::{Dataset, FieldType, Value};
 
@@ -142,7 +143,7 @@ pub(crate) fn stored_sizes(ds: &Dataset, field: usize) -> impl Iterator<Item = (
 }
 /// One data file's share of a [`FieldData`]: the field there (if the file has it) and the
 /// column-file values that replace it (null cells keep the data file's).
-pub(crate) type FieldSpan<'a> = (Option<(&'a Dataset, usize)>, Option<&'a arrow_array::ArrayRef>);
+pub(crate) type FieldSpan<'a> = (Option<(&'a Dataset, usize)>, Option<&'a ColumnValues>);
 
 /// A field as a decoder sizes its columns: its name, its type and the values it spans, in one
 /// data file ([`FieldData::of_file`]) or over a version's data files and column files.
@@ -185,12 +186,13 @@ impl<'a> FieldData<'a> {
 
     /// The data files whose field gives some of the values.
     pub fn files(&self) -> impl Iterator<Item = (&'a Dataset, usize)> + '_ {
-        self.parts.iter().filter(|(_, c)| c.is_none_or(|c| c.null_count() > 0)).filter_map(|(f, _)| *f)
+        self.parts.iter().filter(|(_, c)| c.is_none_or(|c| c.has_nulls())).filter_map(|(f, _)| *f)
     }
 
-    /// The column-file values (nulls where a data file's value stands).
-    pub fn column_values(&self) -> impl Iterator<Item = &'a arrow_array::ArrayRef> + '_ {
-        self.parts.iter().filter_map(|(_, c)| *c)
+    /// The cells column files give (an array and a position in it; null where a data file's
+    /// value stands), without making any column whole.
+    pub fn column_cells(&self) -> impl Iterator<Item = (&'a arrow_array::ArrayRef, usize)> + '_ {
+        self.parts.iter().filter_map(|(_, c)| *c).flat_map(|c| c.cells())
     }
 
     /// The longest value of a variable-length field, in bytes (JSON's NUL not counted).
@@ -202,18 +204,16 @@ impl<'a> FieldData<'a> {
         for (ds, field) in self.files() {
             max = max.max(longest(ds, field, decoder)?.0);
         }
-        for array in self.column_values() {
-            for row in 0..array.len() {
-                let value = beton_dataset::versioned::values::cell(array, self.ty, row)?;
-                let len = match value {
-                    Some(Value::Bytes(b) | Value::Array(b)) => b.len(),
-                    // Room for the NUL that ends JSON in a data file (as `longest` counts it).
-                    Some(Value::Json(t)) => t.len() + 1,
-                    Some(Value::Text(t)) => t.len(),
-                    _ => 0,
-                };
-                max = max.max(len);
-            }
+        for (array, row) in self.column_cells() {
+            let value = beton_dataset::versioned::values::cell(array, self.ty, row)?;
+            let len = match value {
+                Some(Value::Bytes(b) | Value::Array(b)) => b.len(),
+                // Room for the NUL that ends JSON in a data file (as `longest` counts it).
+                Some(Value::Json(t)) => t.len() + 1,
+                Some(Value::Text(t)) => t.len(),
+                _ => 0,
+            };
+            max = max.max(len);
         }
         Ok(max)
     }
@@ -227,12 +227,9 @@ impl<'a> FieldData<'a> {
         for (ds, field) in self.files() {
             sizes.extend(stored_sizes(ds, field));
         }
-        for array in self.column_values() {
-            for row in 0..array.len() {
-                if let Some(Value::Image(img)) = beton_dataset::versioned::values::cell(array, self.ty, row)?
-                {
-                    sizes.push((usize::from(img.height), usize::from(img.width)));
-                }
+        for (array, row) in self.column_cells() {
+            if let Some(Value::Image(img)) = beton_dataset::versioned::values::cell(array, self.ty, row)? {
+                sizes.push((usize::from(img.height), usize::from(img.width)));
             }
         }
         Ok(sizes)

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow_array::ArrayRef;
 use arrow_buffer::NullBuffer;
+use beton_dataset::column_values::ColumnValues;
 use beton_dataset::kept_rows::KeptRows;
 use beton_storage::Dataset;
 
@@ -48,8 +48,9 @@ pub(crate) enum FieldSource {
     /// A column file's values (`beton_dataset::versioned::values`), of the field's type; a null
     /// cell is the value of field `field` of the data file.
     Column {
-        /// One per data-file row.
-        values: ArrayRef,
+        /// One per data-file row, as column files give them (each sample's cell found in them,
+        /// no whole column made).
+        values: Arc<ColumnValues>,
         /// The field's type.
         ty: beton_storage::FieldType,
         /// The field in the data file, if it has it.
@@ -151,7 +152,7 @@ impl Parts {
             .enumerate()
             .map(|(k, p)| match (p.columns.get(name), &ty) {
                 (Some(a), Some(ty)) => Ok(FieldSource::Column {
-                    values: a.array()?,
+                    values: Arc::clone(a),
                     ty: ty.clone(),
                     field: p.ds.field_index(name).ok().filter(|&f| p.ds.fields()[f].field_type() == ty),
                     nulls: p.nulls.get(name).cloned(),

@@ -127,6 +127,10 @@ fn a_version_loads_as_one_table_and_as_its_compaction() {
     assert_eq!(loader.next_epoch().unwrap().map(|b| b.unwrap().indices().len()).sum::<usize>(), n);
     let kept: Vec<_> = view.parts().unwrap().into_iter().filter_map(|p| p.1).collect();
     assert!(!kept.is_empty() && kept.iter().all(|k| !k.is_listed()), "kept rows listed");
+    // Nor does it make a patched field's whole column: each sample's cell is found in the patch.
+    let patched: Vec<_> =
+        view.parts().unwrap().into_iter().filter_map(|p| p.2.get("label").cloned()).collect();
+    assert!(!patched.is_empty() && patched.iter().all(|c| !c.is_made()), "a patched column made whole");
 
     // An older version loads as it was.
     let old = VersionedDataset::open(&dir, VersionRef::Number(2)).unwrap();

@@ -390,7 +390,11 @@ impl Shared {
                         }
                     }
                     FieldSource::Column { values, ty, field, .. } => {
-                        match beton_dataset::versioned::values::cell(values, ty, row as usize)? {
+                        let cell = match values.locate(row as usize) {
+                            Some((array, at)) => beton_dataset::versioned::values::cell(array, ty, at)?,
+                            None => None,
+                        };
+                        match cell {
                             Some(v) => v,
                             // A row the patch leaves alone: the data file's value.
                             None => match field {
@@ -485,7 +489,9 @@ pub(super) fn version_columns(
         .zip(parts.parts())
         .map(|(source, part)| match source {
             FieldSource::Field(field) => (Some((part.ds.as_ref(), *field)), None),
-            FieldSource::Column { values, field, .. } => (field.map(|f| (part.ds.as_ref(), f)), Some(values)),
+            FieldSource::Column { values, field, .. } => {
+                (field.map(|f| (part.ds.as_ref(), f)), Some(values.as_ref()))
+            }
         })
         .collect();
     p.decoder.columns_of(&crate::decode::FieldData::of_parts(&p.name, ty, spans), epoch)
