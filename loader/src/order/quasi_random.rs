@@ -19,7 +19,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::sequence::{IdsView, PosArray, Positions, RankSeq, View};
+use super::sequence::{IdsView, PosArray, Positions, RankSeq, Slots, View};
 use crate::pages::PageMap;
 use crate::random::{lane, Stream};
 
@@ -159,8 +159,8 @@ struct Running {
     page_order: Vec<usize>,
     next_page: usize,
     buffer: Vec<Open>,
-    /// The positions handed out so far, in order.
-    out: Out,
+    /// The positions handed out so far, in order (in 32 bits where they fit).
+    out: Slots,
 }
 
 /// A buffered page: its group, the next of its slots to hand out, its shuffle's stream.
@@ -168,36 +168,6 @@ struct Open {
     group: usize,
     at: usize,
     stream: Stream,
-}
-
-/// The walk's output so far: positions in 32 bits where they fit.
-enum Out {
-    Narrow(Vec<u32>),
-    Wide(Vec<u64>),
-}
-
-impl Out {
-    fn len(&self) -> usize {
-        match self {
-            Out::Narrow(v) => v.len(),
-            Out::Wide(v) => v.len(),
-        }
-    }
-
-    fn push(&mut self, p: u64) {
-        match self {
-            // Narrow only when every position fits (`Walk::start`).
-            Out::Narrow(v) => v.push(p as u32),
-            Out::Wide(v) => v.push(p),
-        }
-    }
-
-    fn get(&self, k: usize) -> u64 {
-        match self {
-            Out::Narrow(v) => u64::from(v[k]),
-            Out::Wide(v) => v[k],
-        }
-    }
 }
 
 impl Walk {
@@ -222,8 +192,7 @@ impl Walk {
         });
         let mut page_order: Vec<usize> = (0..self.ranges.len()).collect();
         stream.shuffle(&mut page_order);
-        let narrow = self.slots.len() as u64 <= u64::from(u32::MAX) + 1;
-        let out = if narrow { Out::Narrow(Vec::new()) } else { Out::Wide(Vec::new()) };
+        let out = Slots::for_positions(self.slots.len());
         Running { starts, stream, page_order, next_page: 0, buffer: Vec::new(), out }
     }
 

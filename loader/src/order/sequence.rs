@@ -82,6 +82,41 @@ pub(crate) enum Slots {
     Wide(Vec<u64>),
 }
 
+impl Slots {
+    /// No slots yet, for positions below `n`: `u32` when they fit.
+    pub(crate) fn for_positions(n: usize) -> Self {
+        if fits_u32(n) {
+            Slots::Narrow(Vec::new())
+        } else {
+            Slots::Wide(Vec::new())
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Slots::Narrow(v) => v.len(),
+            Slots::Wide(v) => v.len(),
+        }
+    }
+
+    /// The value stored in slot `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        match self {
+            Slots::Narrow(v) => u64::from(v[i]),
+            Slots::Wide(v) => v[i],
+        }
+    }
+
+    /// Appends `value` (below the `n` of [`Slots::for_positions`], so it fits).
+    pub(crate) fn push(&mut self, value: u64) {
+        match self {
+            Slots::Narrow(v) => v.push(value as u32),
+            Slots::Wide(v) => v.push(value),
+        }
+    }
+}
+
 /// A permutation of positions being built in place; see the [module docs](self).
 #[derive(Debug)]
 pub(crate) struct PosArray {
@@ -110,19 +145,13 @@ impl PosArray {
 
     /// Number of slots.
     pub(crate) fn len(&self) -> usize {
-        match &self.slots {
-            Slots::Narrow(v) => v.len(),
-            Slots::Wide(v) => v.len(),
-        }
+        self.slots.len()
     }
 
     /// The value in slot `i`.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> u64 {
-        let stored = match &self.slots {
-            Slots::Narrow(v) => u64::from(v[i]),
-            Slots::Wide(v) => v[i],
-        };
+        let stored = self.slots.get(i);
         if self.relative {
             stored ^ i as u64
         } else {
