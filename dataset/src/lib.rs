@@ -21,6 +21,7 @@ mod gather;
 pub mod index_set;
 pub mod kept_rows;
 pub mod random;
+pub mod shared_vec;
 pub mod splits;
 pub mod store;
 pub mod table;

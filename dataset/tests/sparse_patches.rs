@@ -93,3 +93,75 @@ fn a_view_after_an_edit_shares_the_data_files_the_last_one_opened() {
     let unrelated = other.view_after(&before).unwrap();
     assert!(!Arc::ptr_eq(unrelated.dataset(0).unwrap(), &old));
 }
+
+/// Every column of a view's table (`index`, `row_id` and the fields), as text.
+fn table_text(view: &beton_dataset::versioned::VersionView) -> Vec<String> {
+    let table = view.table().unwrap();
+    let names = table.column_names();
+    names.iter().map(|n| format!("{n}: {:?}", table.column(n).unwrap())).collect()
+}
+
+#[test]
+fn a_view_after_any_edit_reads_what_a_view_opened_afresh_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..4).map(|k| tmp.path().join(format!("{k}.beton"))).collect();
+    for (k, path) in files.iter().enumerate() {
+        beton_testkit::write(path, beton_testkit::schema("label:int caption:text"), 20, |i| {
+            vec![SampleValue::Int((100 * k + i as usize) as i64), SampleValue::Text(format!("{k}/{i}"))]
+        });
+    }
+    let rows = |r: &[u64]| IndexSet::from_sorted(r.to_vec()).unwrap();
+    let ints = |v: &[i64]| -> Arc<dyn Array> { Arc::new(Int64Array::from(v.to_vec())) };
+    let v1 = VersionedDataset::import(&tmp.path().join("ds"), &files[0]).unwrap();
+    let mut version = v1.clone();
+    let mut view = version.view().unwrap();
+    // Each edit below changes the fragments in another way: appended, changed in place
+    // (deletions, patches, column files), all of them (a new column), moved or removed (a
+    // restore, a compaction).
+    type Edit<'a> = Box<dyn Fn(&VersionedDataset) -> VersionedDataset + 'a>;
+    let edits: Vec<(&str, Edit)> = vec![
+        ("append", Box::new(|v| v.append_files(&files[1..3], "").unwrap())),
+        ("delete in the first", Box::new(move |v| v.delete(&rows(&[0, 3]), None, "").unwrap())),
+        (
+            "update the second",
+            Box::new(move |v| {
+                v.update_rows(&rows(&[20, 21]), vec![("label".into(), ints(&[-1, -2]))], "").unwrap()
+            }),
+        ),
+        (
+            "add a column",
+            Box::new(move |v| {
+                v.add_column(
+                    "extra",
+                    &FieldType::Int,
+                    &ints(&(0..v.num_rows() as i64).collect::<Vec<_>>()),
+                    "",
+                )
+                .unwrap()
+            }),
+        ),
+        ("drop it", Box::new(|v| v.drop_column("extra", "").unwrap())),
+        (
+            "delete a whole file's rows",
+            Box::new(move |v| v.delete(&rows(&(18..38).collect::<Vec<_>>()), None, "").unwrap()),
+        ),
+        ("restore version 2", Box::new(|v| v.restore(2).unwrap())),
+        ("append again", Box::new(|v| v.append_file(&files[3], "").unwrap())),
+        (
+            "compact",
+            Box::new(|v| v.compact(&beton_dataset::versioned::ExportOptions::with_threads(1), "").unwrap()),
+        ),
+        ("append after the compaction", Box::new(|v| v.append_file(&files[1], "").unwrap())),
+    ];
+    for (what, edit) in edits {
+        let next = edit(&version);
+        // Queried before the edit, as a user's handle is: data files and copies open.
+        let _ = table_text(&view);
+        let after = next.view_after(&view).unwrap();
+        let fresh = next.view().unwrap();
+        assert_eq!(after.num_rows(), fresh.num_rows(), "{what}");
+        assert_eq!(after.data_file_rows(), fresh.data_file_rows(), "{what}");
+        assert_eq!(table_text(&after), table_text(&fresh), "{what}");
+        (version, view) = (next, after);
+    }
+}

@@ -211,7 +211,7 @@ fn manifests_naming_a_file_twice_or_contradicting_their_files_are_refused() {
         (
             "not in the schema",
             Box::new(|m| {
-                let c = m.fragments.iter_mut().find(|f| !f.columns.is_empty()).unwrap();
+                let c = m.fragments.find_mut(|f| !f.columns.is_empty()).unwrap();
                 c.columns[0].fields = vec!["nope".into()];
             }),
         ),

@@ -36,7 +36,12 @@ pub enum Published {
 /// the remote errors.
 pub fn publish(store: &dyn Store, manifest: &mut Manifest, base: Option<&Manifest>) -> Result<Published> {
     // What readers refuse is never written.
-    super::manifest::check_manifest(manifest).map_err(|why| Error::InvalidArgument {
+    // A base was read or committed, so checked: only what the edit changed is checked again.
+    let checked = match base {
+        Some(base) => super::manifest::check_child(manifest, base),
+        None => super::manifest::check_manifest(manifest),
+    };
+    checked.map_err(|why| Error::InvalidArgument {
         what: format!("commit to {}", store.location()),
         why: format!("{why}; nothing was committed"),
     })?;

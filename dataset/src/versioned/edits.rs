@@ -97,7 +97,7 @@ impl VersionedDataset {
         };
         self.commit(operation, message, &touches, |_, new| {
             for (id, file) in &files {
-                let f = new.fragments.iter_mut().find(|f| f.id == *id).expect("checked by Touches");
+                let f = new.fragments.find_mut(|f| f.id == *id).expect("checked by Touches");
                 f.columns.push(file.clone());
             }
             Ok(())
@@ -164,7 +164,7 @@ impl VersionedDataset {
         self.commit(Operation::AddColumn { name: name.to_string() }, message, &touches, |_, new| {
             new.schema.push(field.clone());
             for (id, file) in &files {
-                let f = new.fragments.iter_mut().find(|f| f.id == *id).expect("checked by Touches");
+                let f = new.fragments.find_mut(|f| f.id == *id).expect("checked by Touches");
                 f.columns.push(file.clone());
             }
             Ok(())
@@ -191,7 +191,12 @@ impl VersionedDataset {
         self.commit(Operation::DropColumn { name: name.to_string() }, message, &touches, |_, new| {
             new.schema.retain(|f| f.name != name);
             // A column of this name added later must not pick up these values.
-            for f in &mut new.fragments {
+            // Only the fragments with such a column file change (and are copied).
+            for k in 0..new.fragments.len() {
+                if !new.fragments[k].columns.iter().any(|c| c.fields.iter().any(|n| n == name)) {
+                    continue;
+                }
+                let f = &mut new.fragments[k];
                 for c in &mut f.columns {
                     c.fields.retain(|n| n != name);
                 }
@@ -278,7 +283,7 @@ impl VersionedDataset {
         let store = &*self.store;
         self.commit(operation, message, &touches, |_, new| {
             for (id, rows) in &per_fragment {
-                let f = new.fragments.iter_mut().find(|f| f.id == *id).expect("checked by Touches");
+                let f = new.fragments.find_mut(|f| f.id == *id).expect("checked by Touches");
                 let set = fragment_deletions(store, f)?.union(&IndexSet::from_sorted(rows.clone())?);
                 f.deletions = Some(write_index_file(store.root(), DELETIONS_DIR, &set)?);
             }

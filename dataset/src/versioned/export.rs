@@ -115,7 +115,8 @@ impl VersionedDataset {
                 row_ids: row_ids.clone(),
                 deletions: None,
                 columns: nulls.clone(),
-            }];
+            }]
+            .into();
             new.next_fragment_id = base.next_fragment_id + 1;
             Ok(())
         })

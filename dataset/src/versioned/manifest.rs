@@ -10,6 +10,7 @@ use beton_storage::FieldType;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+pub use crate::shared_vec::SharedVec;
 
 /// `format` of every manifest.
 pub const FORMAT: &str = "beton-dataset";
@@ -45,7 +46,7 @@ pub struct Manifest {
     /// The visible fields, in order.
     pub schema: Vec<SchemaField>,
     /// The data files, in order: a version's rows are theirs, concatenated, less deletions.
-    pub fragments: Vec<Fragment>,
+    pub fragments: SharedVec<Fragment>,
     /// Named splits: sets of row ids.
     #[serde(default)]
     pub splits: BTreeMap<String, FileRef>,
@@ -303,7 +304,7 @@ impl Manifest {
             next_row_id: 0,
             next_fragment_id: 0,
             schema,
-            fragments: Vec::new(),
+            fragments: SharedVec::new(),
             splits: BTreeMap::new(),
             classes: None,
             lineage: Lineage::default(),
@@ -372,129 +373,281 @@ pub(crate) fn is_relative_file(path: &str) -> bool {
 /// manifest's bounds, column files naming schema fields, no field twice in the schema, totals
 /// that fit in 64 bits. Returns what is wrong, naming the version and the entry.
 pub(crate) fn check_manifest(m: &Manifest) -> std::result::Result<(), String> {
-    let v = m.version;
-    let bad = |why: String| Err(format!("version {v}: {why}"));
-    match m.parent {
-        _ if v == 0 => return Err("version 0: versions start at 1".into()),
-        None if v != 1 => return bad("has no parent version; only version 1 has none".into()),
-        Some(p) if p.checked_add(1) != Some(v) => {
-            return bad(format!("its parent is version {p}, not {}", v - 1))
-        }
-        _ => {}
-    }
-    let mut names = BTreeMap::new();
-    for (k, field) in m.schema.iter().enumerate() {
-        if let Some(first) = names.insert(field.name.as_str(), k) {
-            return bad(format!("field '{}' is in the schema twice (fields {first} and {k})", field.name));
-        }
-    }
-    // Every file a version names, with what names it (a fragment's, by position, or a split's):
-    // the words of a message are made only for an error (a version of 10,000 data files is
-    // checked at every edit).
-    #[derive(Clone, Copy)]
-    enum Place<'m> {
-        DataFile(usize),
-        RowIds(usize),
-        Deletions(usize),
-        Column(usize),
-        Split(&'m str),
-    }
-    let entry = |k: usize| {
-        let f = &m.fragments[k];
-        format!("fragment {} (data file {})", f.id, f.data_file)
-    };
-    let place = |p: Place<'_>| match p {
-        Place::DataFile(k) => format!("the data file of {}", entry(k)),
-        Place::RowIds(k) => format!("the row-id file of {}", entry(k)),
-        Place::Deletions(k) => format!("the deletion file of {}", entry(k)),
-        Place::Column(k) => format!("a column file of {}", entry(k)),
-        Place::Split(name) => format!("the file of split '{name}'"),
-    };
+    check_header(m)?;
+    let names = schema_names(m)?;
     let mut files: HashMap<&str, Place<'_>> = HashMap::with_capacity(m.fragments.len() + m.splits.len());
     let mut ids: HashMap<u64, usize> = HashMap::with_capacity(m.fragments.len());
     let mut ranges: Vec<(u64, u64, usize)> = Vec::with_capacity(m.fragments.len());
     let mut total = 0u64;
     for (k, f) in m.fragments.iter().enumerate() {
         if let Some(first) = ids.insert(f.id, k) {
-            return bad(format!("fragments {first} and {k} both have id {}", f.id));
+            return bad(m, format!("fragments {first} and {k} both have id {}", f.id));
         }
-        if f.id >= m.next_fragment_id {
-            return bad(format!("{} has an id at or past next_fragment_id {}", entry(k), m.next_fragment_id));
-        }
-        let deleted = f.deletions.as_ref().map_or(0, |d| d.count);
-        if deleted > f.num_rows {
-            return bad(format!("{} deletes {deleted} rows of its {} rows", entry(k), f.num_rows));
-        }
-        total = match total.checked_add(f.num_rows - deleted) {
-            Some(t) => t,
-            None => return bad("its rows add up to more than 2^64".into()),
-        };
-        if let RowIds::Range { start } = f.row_ids {
-            match start.checked_add(f.num_rows) {
-                Some(end) if end <= m.next_row_id => {
-                    if f.num_rows > 0 {
-                        ranges.push((start, end, k));
-                    }
-                }
-                _ => {
-                    return bad(format!("{} has row ids at or past next_row_id {}", entry(k), m.next_row_id))
-                }
-            }
-        }
-        let mut named = vec![(f.data_file.as_str(), Place::DataFile(k))];
-        if let RowIds::File { file, .. } = &f.row_ids {
-            named.push((file.as_str(), Place::RowIds(k)));
-        }
-        if let Some(d) = &f.deletions {
-            named.push((d.file.as_str(), Place::Deletions(k)));
-        }
-        for c in &f.columns {
-            named.push((c.file.as_str(), Place::Column(k)));
-            if c.fields.is_empty() {
-                return bad(format!("column file {} of {} holds no field", c.file, entry(k)));
-            }
-            for name in &c.fields {
-                if !names.contains_key(name.as_str()) {
-                    return bad(format!(
-                        "column file {} of {} holds field '{name}', which is not in the schema",
-                        c.file,
-                        entry(k)
-                    ));
-                }
-            }
-        }
-        for (file, what) in named {
+        check_fragment(m, k, &names, &mut total, &mut ranges)?;
+        for (file, what) in named_files(f, k) {
             if let Some(first) = files.insert(file, what) {
-                return bad(format!(
-                    "{file} is both {} and {}; each file has one place in a version",
-                    place(first),
-                    place(what)
-                ));
+                return Err(twice(m, file, first, what));
             }
         }
     }
     for (name, s) in &m.splits {
         let what = Place::Split(name.as_str());
         if s.count > m.next_row_id {
-            return bad(format!(
-                "split '{name}' has {} row ids, more than next_row_id {}",
-                s.count, m.next_row_id
-            ));
+            return bad(
+                m,
+                format!("split '{name}' has {} row ids, more than next_row_id {}", s.count, m.next_row_id),
+            );
         }
         if let Some(first) = files.insert(s.file.as_str(), what) {
-            return bad(format!(
-                "{} is both {} and {}; each file has one place in a version",
-                s.file,
-                place(first),
-                place(what)
-            ));
+            return Err(twice(m, &s.file, first, what));
         }
     }
+    check_ranges(m, ranges)
+}
+
+/// [`check_manifest`] of `m`, made from `base` by an edit, where `base` passed it (read or
+/// committed): what the edit left alone (fragments shared with `base` in place, schema and
+/// splits equal) is not checked again, so that committing an edit of a version of 10,000 data
+/// files checks what it changed. Falls back to the whole check for anything else (a fragment
+/// moved or removed, ids or row ids that could meet the others').
+pub(crate) fn check_child(m: &Manifest, base: &Manifest) -> std::result::Result<(), String> {
+    let (old, new) = (&base.fragments, &m.fragments);
+    let fits = m.schema == base.schema
+        && m.splits == base.splits
+        && m.next_fragment_id >= base.next_fragment_id
+        && m.next_row_id >= base.next_row_id
+        && new.len() >= old.len();
+    if !fits {
+        return check_manifest(m);
+    }
+    check_header(m)?;
+    let names = schema_names(m)?;
+    let mut total = 0u64;
+    let mut ranges = Vec::new();
+    // Files the edit names that `base` did not name at the same place, and ids it gave out.
+    let mut fresh: HashMap<&str, Place<'_>> = HashMap::new();
+    let mut ids: HashMap<u64, usize> = HashMap::new();
+    for (k, f) in new.iter().enumerate() {
+        if new.same_item(k, old, k) {
+            let deleted = f.deletions.as_ref().map_or(0, |d| d.count);
+            total = total.checked_add(f.num_rows - deleted).ok_or_else(|| too_many_rows(m))?;
+            continue;
+        }
+        let was = old.get(k);
+        // In place (the same id and row ids), or new: ids and row ids past the base's, which
+        // no fragment left alone can have. Anything else is checked whole.
+        let in_place =
+            was.is_some_and(|w| w.id == f.id && w.row_ids == f.row_ids && w.num_rows == f.num_rows);
+        let new_ids = was.is_none()
+            && f.id >= base.next_fragment_id
+            && matches!(f.row_ids, RowIds::Range { start } if start >= base.next_row_id);
+        if !(in_place || new_ids) {
+            return check_manifest(m);
+        }
+        if let Some(first) = ids.insert(f.id, k) {
+            return bad(m, format!("fragments {first} and {k} both have id {}", f.id));
+        }
+        let mut own_ranges = Vec::new();
+        check_fragment(m, k, &names, &mut total, &mut own_ranges)?;
+        if new_ids {
+            ranges.extend(own_ranges);
+        }
+        let own: Vec<(&str, Place<'_>)> = named_files(f, k).collect();
+        for (j, &(file, what)) in own.iter().enumerate() {
+            if let Some(&(_, first)) = own[..j].iter().find(|(n, _)| *n == file) {
+                return Err(twice(m, file, first, what));
+            }
+            if was.is_some_and(|w| named_files(w, k).any(|(n, _)| n == file)) {
+                continue;
+            }
+            if let Some(first) = fresh.insert(file, what) {
+                return Err(twice(m, file, first, what));
+            }
+        }
+    }
+    // The new names against every other: a few names compared with each (no hashing of
+    // 10,000 names).
+    if !fresh.is_empty() {
+        let fresh: Vec<(&str, Place<'_>)> = fresh.into_iter().collect();
+        let meets =
+            |file: &str, what: Place<'_>| match fresh.iter().find(|(n, p)| *n == file && !p.same(&what)) {
+                Some(&(_, first)) => Err(twice(m, file, first, what)),
+                None => Ok(()),
+            };
+        for (k, f) in new.iter().enumerate() {
+            meets(&f.data_file, Place::DataFile(k))?;
+            if let RowIds::File { file, .. } = &f.row_ids {
+                meets(file, Place::RowIds(k))?;
+            }
+            if let Some(d) = &f.deletions {
+                meets(&d.file, Place::Deletions(k))?;
+            }
+            for c in &f.columns {
+                meets(&c.file, Place::Column(k))?;
+            }
+        }
+        for (name, s) in &m.splits {
+            meets(&s.file, Place::Split(name))?;
+        }
+    }
+    check_ranges(m, ranges)
+}
+
+/// Where a version names a file: a fragment's (by position) or a split's.
+#[derive(Clone, Copy, Debug)]
+enum Place<'m> {
+    DataFile(usize),
+    RowIds(usize),
+    Deletions(usize),
+    Column(usize),
+    Split(&'m str),
+}
+
+impl Place<'_> {
+    fn same(&self, other: &Place<'_>) -> bool {
+        use Place::*;
+        match (self, other) {
+            (DataFile(a), DataFile(b)) | (RowIds(a), RowIds(b)) | (Deletions(a), Deletions(b)) => a == b,
+            (Column(a), Column(b)) => a == b,
+            (Split(a), Split(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// "version V: why", the error of a manifest check.
+fn bad<T>(m: &Manifest, why: String) -> std::result::Result<T, String> {
+    Err(format!("version {}: {why}", m.version))
+}
+
+fn too_many_rows(m: &Manifest) -> String {
+    format!("version {}: its rows add up to more than 2^64", m.version)
+}
+
+/// Fragment `k` named in an error (the words are made only for an error: a version of 10,000
+/// data files is checked at every edit).
+fn entry(m: &Manifest, k: usize) -> String {
+    let f = &m.fragments[k];
+    format!("fragment {} (data file {})", f.id, f.data_file)
+}
+
+fn place(m: &Manifest, p: Place<'_>) -> String {
+    match p {
+        Place::DataFile(k) => format!("the data file of {}", entry(m, k)),
+        Place::RowIds(k) => format!("the row-id file of {}", entry(m, k)),
+        Place::Deletions(k) => format!("the deletion file of {}", entry(m, k)),
+        Place::Column(k) => format!("a column file of {}", entry(m, k)),
+        Place::Split(name) => format!("the file of split '{name}'"),
+    }
+}
+
+fn twice(m: &Manifest, file: &str, first: Place<'_>, what: Place<'_>) -> String {
+    format!(
+        "version {}: {file} is both {} and {}; each file has one place in a version",
+        m.version,
+        place(m, first),
+        place(m, what)
+    )
+}
+
+/// The version number, parent and format of `m`.
+fn check_header(m: &Manifest) -> std::result::Result<(), String> {
+    let v = m.version;
+    match m.parent {
+        _ if v == 0 => Err("version 0: versions start at 1".into()),
+        None if v != 1 => bad(m, "has no parent version; only version 1 has none".into()),
+        Some(p) if p.checked_add(1) != Some(v) => bad(m, format!("its parent is version {p}, not {}", v - 1)),
+        _ => Ok(()),
+    }
+}
+
+/// The schema's field names, each once.
+fn schema_names(m: &Manifest) -> std::result::Result<BTreeMap<&str, usize>, String> {
+    let mut names = BTreeMap::new();
+    for (k, field) in m.schema.iter().enumerate() {
+        if let Some(first) = names.insert(field.name.as_str(), k) {
+            return bad(m, format!("field '{}' is in the schema twice (fields {first} and {k})", field.name));
+        }
+    }
+    Ok(names)
+}
+
+/// The files fragment `f` (at position `k`) names, with their places.
+fn named_files<'a>(f: &'a Fragment, k: usize) -> impl Iterator<Item = (&'a str, Place<'a>)> {
+    let row_ids = match &f.row_ids {
+        RowIds::File { file, .. } => Some((file.as_str(), Place::RowIds(k))),
+        RowIds::Range { .. } => None,
+    };
+    std::iter::once((f.data_file.as_str(), Place::DataFile(k)))
+        .chain(row_ids)
+        .chain(f.deletions.iter().map(move |d| (d.file.as_str(), Place::Deletions(k))))
+        .chain(f.columns.iter().map(move |c| (c.file.as_str(), Place::Column(k))))
+}
+
+/// Fragment `k`'s own entries against the manifest's bounds and schema (`names`): its rows
+/// added to `total`, its row-id range (when a range) to `ranges`.
+fn check_fragment(
+    m: &Manifest,
+    k: usize,
+    names: &BTreeMap<&str, usize>,
+    total: &mut u64,
+    ranges: &mut Vec<(u64, u64, usize)>,
+) -> std::result::Result<(), String> {
+    let f = &m.fragments[k];
+    if f.id >= m.next_fragment_id {
+        return bad(
+            m,
+            format!("{} has an id at or past next_fragment_id {}", entry(m, k), m.next_fragment_id),
+        );
+    }
+    let deleted = f.deletions.as_ref().map_or(0, |d| d.count);
+    if deleted > f.num_rows {
+        return bad(m, format!("{} deletes {deleted} rows of its {} rows", entry(m, k), f.num_rows));
+    }
+    *total = total.checked_add(f.num_rows - deleted).ok_or_else(|| too_many_rows(m))?;
+    if let RowIds::Range { start } = f.row_ids {
+        match start.checked_add(f.num_rows) {
+            Some(end) if end <= m.next_row_id => {
+                if f.num_rows > 0 {
+                    ranges.push((start, end, k));
+                }
+            }
+            _ => {
+                return bad(
+                    m,
+                    format!("{} has row ids at or past next_row_id {}", entry(m, k), m.next_row_id),
+                )
+            }
+        }
+    }
+    for c in &f.columns {
+        if c.fields.is_empty() {
+            return bad(m, format!("column file {} of {} holds no field", c.file, entry(m, k)));
+        }
+        if let Some(name) = c.fields.iter().find(|n| !names.contains_key(n.as_str())) {
+            return bad(
+                m,
+                format!(
+                    "column file {} of {} holds field '{name}', which is not in the schema",
+                    c.file,
+                    entry(m, k)
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Row-id ranges `(start, end, position)` that must not overlap.
+fn check_ranges(m: &Manifest, mut ranges: Vec<(u64, u64, usize)>) -> std::result::Result<(), String> {
     ranges.sort_unstable();
     for pair in ranges.windows(2) {
         let ((_, end, a), (start, _, b)) = (pair[0], pair[1]);
         if start < end {
-            return bad(format!("{} and {} have overlapping row ids (from {start})", entry(a), entry(b)));
+            return bad(
+                m,
+                format!("{} and {} have overlapping row ids (from {start})", entry(m, a), entry(m, b)),
+            );
         }
     }
     Ok(())
@@ -502,9 +655,13 @@ pub(crate) fn check_manifest(m: &Manifest) -> std::result::Result<(), String> {
 
 /// Fails naming the fragment when the row-id spans of a version's fragments (first and last id
 /// of each, `None` for an empty one) overlap.
-pub(crate) fn check_spans(dir: &Path, m: &Manifest, spans: &[Option<(u64, u64)>]) -> Result<()> {
+pub(crate) fn check_spans(
+    dir: &Path,
+    m: &Manifest,
+    spans: impl IntoIterator<Item = (usize, Option<(u64, u64)>)>,
+) -> Result<()> {
     let mut sorted: Vec<(u64, u64, usize)> =
-        spans.iter().enumerate().filter_map(|(k, s)| s.map(|(a, b)| (a, b, k))).collect();
+        spans.into_iter().filter_map(|(k, s)| s.map(|(a, b)| (a, b, k))).collect();
     sorted.sort_unstable();
     for pair in sorted.windows(2) {
         let ((_, last, a), (first, _, b)) = (pair[0], pair[1]);
@@ -601,5 +758,99 @@ mod tests {
         let err = Manifest::from_json(newer.as_bytes(), Path::new("t")).unwrap_err().to_string();
         assert!(err.contains("newer"), "{err}");
         assert!(Manifest::from_json(b"{}", Path::new("t")).is_err());
+    }
+
+    /// A valid version of `n` fragments (some with deletions, column files, row-id files) and
+    /// a split.
+    fn valid(n: u64) -> Manifest {
+        let mut m = Manifest::first(vec![SchemaField::new("label", &FieldType::Int)], Operation::Create);
+        m.version = 7;
+        m.parent = Some(6);
+        for id in 0..n {
+            m.fragments.push(Fragment {
+                id,
+                data_file: format!("data/{id}.beton"),
+                num_rows: 10,
+                data_bytes: Some(100),
+                row_ids: match id % 4 {
+                    3 => RowIds::File { file: format!("row_ids/{id}.bidx"), checksum: None },
+                    _ => RowIds::Range { start: id * 10 },
+                },
+                deletions: (id % 3 == 1).then(|| FileRef {
+                    file: format!("deletions/{id}.bidx"),
+                    count: 2,
+                    checksum: None,
+                }),
+                columns: match id % 5 {
+                    2 => vec![ColumnFile {
+                        file: format!("columns/{id}.arrow"),
+                        fields: vec!["label".into()],
+                        checksum: None,
+                    }],
+                    _ => Vec::new(),
+                },
+            });
+        }
+        m.next_fragment_id = n;
+        m.next_row_id = n * 10;
+        m.splits
+            .insert("train".into(), FileRef { file: "splits/train.bidx".into(), count: 3, checksum: None });
+        check_manifest(&m).unwrap();
+        m
+    }
+
+    proptest::proptest! {
+        /// Checking only what an edit changed gives the whole check's answer, for edits that
+        /// keep a version valid and edits that break it in every way the check knows.
+        #[test]
+        fn checking_a_child_agrees_with_checking_it_whole(
+            n in 1u64..12,
+            edits in proptest::collection::vec((0u8..14, 0usize..16, 0usize..16), 1..4),
+        ) {
+            let base = valid(n);
+            let mut m = base.child(Operation::Create, "");
+            for (kind, a, b) in edits {
+                let len = m.fragments.len();
+                let (a, b) = (a % len.max(1), b % len.max(1));
+                let file = |m: &Manifest, k: usize| m.fragments[k].data_file.clone();
+                match kind {
+                    // Valid edits: an append, a deletion file, a column file, a new column file.
+                    0 => {
+                        let (id, start) = (m.next_fragment_id, m.next_row_id);
+                        m.fragments.push(Fragment {
+                            id, data_file: format!("data/n{id}.beton"), num_rows: 5, data_bytes: None,
+                            row_ids: RowIds::Range { start }, deletions: None, columns: Vec::new(),
+                        });
+                        m.next_fragment_id += 1;
+                        m.next_row_id += 5;
+                    }
+                    1 if len > 0 => m.fragments[a].deletions =
+                        Some(FileRef { file: format!("deletions/e{a}.bidx"), count: 1, checksum: None }),
+                    2 if len > 0 => m.fragments[a].columns.push(ColumnFile {
+                        file: format!("columns/e{a}-{b}.arrow"), fields: vec!["label".into()], checksum: None }),
+                    // Broken: a file named twice (in places of every kind), ids and row ids.
+                    3 if len > 1 => { let f = file(&m, b); m.fragments[a].data_file = f; }
+                    4 if len > 0 => { let f = file(&m, b); m.fragments[a].columns.push(
+                        ColumnFile { file: f, fields: vec!["label".into()], checksum: None }); }
+                    5 if len > 0 => m.fragments[a].deletions =
+                        Some(FileRef { file: "splits/train.bidx".into(), count: 1, checksum: None }),
+                    6 if len > 1 => { let id = m.fragments[b].id; m.fragments[a].id = id; }
+                    7 if len > 0 => m.fragments[a].row_ids = RowIds::Range { start: (b as u64) * 7 },
+                    8 if len > 0 => m.fragments[a].deletions =
+                        Some(FileRef { file: format!("deletions/x{a}.bidx"), count: 11, checksum: None }),
+                    9 if len > 0 => m.fragments[a].columns.push(ColumnFile {
+                        file: format!("columns/y{a}.arrow"), fields: vec!["nope".into()], checksum: None }),
+                    10 if len > 0 => { let f = m.fragments[b].clone(); m.fragments.push(f); }
+                    11 => m.next_row_id = m.next_row_id.saturating_sub(b as u64 * 3),
+                    12 if len > 0 => m.fragments.retain(|f| f.id as usize != a),
+                    13 if len > 0 => { let d = m.fragments[b].deletions.clone(); if let Some(d) = d {
+                        m.fragments[a].deletions = Some(d); } }
+                    _ => {}
+                }
+            }
+            let whole = check_manifest(&m);
+            let child = check_child(&m, &base);
+            proptest::prop_assert_eq!(whole.is_ok(), child.is_ok(), "whole {:?}, child {:?}", whole, child);
+        }
     }
 }

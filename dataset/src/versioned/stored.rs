@@ -19,11 +19,12 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{check_manifest, is_relative_file, FileRef, Fragment, Lineage, Manifest, Operation};
-use super::manifest::{SchemaField, FORMAT, FORMAT_VERSION};
+use super::manifest::{SchemaField, SharedVec, FORMAT, FORMAT_VERSION};
 use crate::error::{Error, Result};
 
 /// The most deltas between a version and its checkpoint: opening reads at most this many small
@@ -50,7 +51,43 @@ pub struct Delta {
 impl Delta {
     /// The delta turning `base`'s fragments into `new`'s; `None` when `new`'s order is not the
     /// parent's less removals plus new fragments at the end.
-    fn between(base: &[Fragment], new: &[Fragment]) -> Option<Delta> {
+    fn between(base: &SharedVec<Fragment>, new: &SharedVec<Fragment>, base_next_id: u64) -> Option<Delta> {
+        Self::in_place(base, new, base_next_id).unwrap_or_else(|| Self::by_id(base, new))
+    }
+
+    /// [`Delta::between`] for the edits most commits make, in one walk without hashing: the
+    /// parent's fragments in place (changed or not; one an edit did not touch is shared with
+    /// the parent's, so not even compared), then new ones (ids from `base_next_id` on, which
+    /// the parent cannot have). `None` for anything else (a removal, a restore's fragments).
+    fn in_place(
+        base: &SharedVec<Fragment>,
+        new: &SharedVec<Fragment>,
+        base_next_id: u64,
+    ) -> Option<Option<Delta>> {
+        if new.len() < base.len() {
+            return None;
+        }
+        let mut changed = Vec::new();
+        for (k, f) in new.iter().enumerate().take(base.len()) {
+            if new.same_item(k, base, k) {
+                continue;
+            }
+            if base[k].id != f.id {
+                return None;
+            }
+            if base[k] != *f {
+                changed.push(f.clone());
+            }
+        }
+        let added: Vec<Fragment> = new.iter().skip(base.len()).cloned().collect();
+        if added.iter().any(|f| f.id < base_next_id) {
+            return None;
+        }
+        Some(Some(Delta { base: 0, removed: Vec::new(), changed, added }))
+    }
+
+    /// [`Delta::between`] by fragment id, for any change of order.
+    fn by_id(base: &SharedVec<Fragment>, new: &SharedVec<Fragment>) -> Option<Delta> {
         let position: HashMap<u64, usize> = base.iter().enumerate().map(|(k, f)| (f.id, k)).collect();
         let mut last = None;
         let mut kept = HashSet::new();
@@ -74,12 +111,12 @@ impl Delta {
         Some(Delta { base: 0, removed, changed, added })
     }
 
-    /// `base`'s fragments with this delta applied.
+    /// `base`'s fragments with this delta applied (those it leaves alone shared with `base`).
     ///
     /// # Errors
     /// What is wrong (naming the fragment) when the delta removes or changes a fragment `base`
     /// lacks, or adds one it has.
-    fn apply(&self, base: &[Fragment]) -> std::result::Result<Vec<Fragment>, String> {
+    fn apply(&self, base: &SharedVec<Fragment>) -> std::result::Result<SharedVec<Fragment>, String> {
         let ids: HashSet<u64> = base.iter().map(|f| f.id).collect();
         let removed: HashSet<u64> = self.removed.iter().copied().collect();
         let mut changed: HashMap<u64, &Fragment> = HashMap::with_capacity(self.changed.len());
@@ -98,14 +135,14 @@ impl Delta {
             return Err(format!("its delta adds fragment {}, which version {} has", f.id, self.base));
         }
         let mut out = Vec::with_capacity(base.len() - removed.len() + self.added.len());
-        for f in base {
+        for f in base.shared() {
             if removed.contains(&f.id) {
                 continue;
             }
-            out.push(changed.get(&f.id).map_or_else(|| f.clone(), |c| (*c).clone()));
+            out.push(changed.get(&f.id).map_or_else(|| Arc::clone(f), |c| Arc::new((*c).clone())));
         }
-        out.extend(self.added.iter().cloned());
-        Ok(out)
+        out.extend(self.added.iter().cloned().map(Arc::new));
+        Ok(SharedVec::from_shared(out))
     }
 }
 
@@ -156,7 +193,7 @@ struct Written<'a> {
     next_fragment_id: u64,
     schema: &'a [SchemaField],
     #[serde(skip_serializing_if = "Option::is_none")]
-    fragments: Option<&'a [Fragment]>,
+    fragments: Option<&'a SharedVec<Fragment>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     delta: Option<&'a Delta>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -219,7 +256,9 @@ pub(crate) fn encode_for_commit(m: &Manifest, base: Option<&Manifest>) -> (Vec<u
     }) else {
         return whole(m);
     };
-    let Some(mut delta) = Delta::between(&base.fragments, &m.fragments) else { return whole(m) };
+    let Some(mut delta) = Delta::between(&base.fragments, &m.fragments, base.next_fragment_id) else {
+        return whole(m);
+    };
     delta.base = base.version;
     let bytes = encode(m, None, Some(&delta));
     let delta_bytes = base.lineage.delta_bytes + bytes.len() as u64;
@@ -230,7 +269,7 @@ pub(crate) fn encode_for_commit(m: &Manifest, base: Option<&Manifest>) -> (Vec<u
     (bytes, lineage)
 }
 
-fn encode(m: &Manifest, fragments: Option<&[Fragment]>, delta: Option<&Delta>) -> Vec<u8> {
+fn encode(m: &Manifest, fragments: Option<&SharedVec<Fragment>>, delta: Option<&Delta>) -> Vec<u8> {
     let written = Written {
         format: &m.format,
         format_version: FORMAT_VERSION,
@@ -285,8 +324,8 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Parsed> {
         verify_canonical(bytes, s.format_version, s.version).map_err(damaged)?;
     }
     let (fragments, delta) = match (s.fragments, s.delta) {
-        (Some(f), None) => (f, None),
-        (None, Some(d)) if s.format_version >= 3 => (Vec::new(), Some(d)),
+        (Some(f), None) => (SharedVec::from(f), None),
+        (None, Some(d)) if s.format_version >= 3 => (SharedVec::new(), Some(d)),
         (None, None) => return Err(bad("has neither fragments nor a delta".into())),
         _ => return Err(bad("has both fragments and a delta".into())),
     };
@@ -423,7 +462,7 @@ pub(crate) fn check(m: &Manifest, path: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::manifest::RowIds;
+    use super::super::manifest::{ColumnFile, RowIds};
     use super::*;
 
     fn fragment(id: u64) -> Fragment {
@@ -440,26 +479,61 @@ mod tests {
 
     #[test]
     fn deltas_express_removals_changes_in_place_and_appends_only() {
+        let list = |v: Vec<Fragment>| SharedVec::from(v);
         let base: Vec<Fragment> = (0..5).map(fragment).collect();
         let mut new = base.clone();
         new.remove(1);
         new[2].deletions = Some(FileRef { file: "deletions/x.bidx".into(), count: 1, checksum: None });
         new.push(fragment(7));
-        let d = Delta::between(&base, &new).unwrap();
+        let d = Delta::between(&list(base.clone()), &list(new.clone()), 5).unwrap();
         assert_eq!(d.removed, vec![1]);
         assert_eq!(d.changed.iter().map(|f| f.id).collect::<Vec<_>>(), vec![3]);
         assert_eq!(d.added.iter().map(|f| f.id).collect::<Vec<_>>(), vec![7]);
-        assert_eq!(d.apply(&base).unwrap(), new);
+        assert_eq!(d.apply(&list(base.clone())).unwrap(), list(new));
         // A reordering, or a new fragment before an old one, is not a delta.
         let mut swapped = base.clone();
         swapped.swap(0, 1);
-        assert!(Delta::between(&base, &swapped).is_none());
+        assert!(Delta::between(&list(base.clone()), &list(swapped), 5).is_none());
         let mut inserted = base.clone();
         inserted.insert(2, fragment(9));
-        assert!(Delta::between(&base, &inserted).is_none());
+        assert!(Delta::between(&list(base.clone()), &list(inserted), 10).is_none());
         // Applied to the wrong base, it says what does not fit.
-        let err = d.apply(&base[2..]).unwrap_err();
+        let err = d.apply(&list(base[2..].to_vec())).unwrap_err();
         assert!(err.contains("fragment"), "{err}");
+    }
+
+    #[test]
+    fn the_walk_in_place_gives_the_delta_by_id_gives() {
+        let base: SharedVec<Fragment> = (0..6).map(fragment).collect();
+        // An edit's copy: one fragment changed in place, two appended; the others shared.
+        let mut new = base.clone();
+        new[4].columns.push(ColumnFile {
+            file: "columns/c.arrow".into(),
+            fields: vec!["x".into()],
+            checksum: None,
+        });
+        new.push(fragment(6));
+        new.push(fragment(8));
+        let walked = Delta::in_place(&base, &new, 6).unwrap().unwrap();
+        assert_eq!(Some(walked.clone()), Delta::by_id(&base, &new));
+        assert_eq!(walked.changed.iter().map(|f| f.id).collect::<Vec<_>>(), vec![4]);
+        assert_eq!(walked.added.iter().map(|f| f.id).collect::<Vec<_>>(), vec![6, 8]);
+        let applied = walked.apply(&base).unwrap();
+        assert_eq!(applied, new);
+        assert!(applied.same_item(0, &base, 0) && !applied.same_item(4, &base, 4), "unchanged ones shared");
+        // Equal copies (not shared) are compared, and not changes.
+        let copied: SharedVec<Fragment> = base.to_vec().into();
+        assert_eq!(Delta::in_place(&base, &copied, 6).unwrap().unwrap().changed, vec![]);
+        // An "added" fragment with an id the parent could have had (a restore's) is left to
+        // by_id, which finds it in the parent.
+        let restored: SharedVec<Fragment> = (0..6).chain([2]).map(fragment).collect();
+        assert!(Delta::in_place(&base, &restored, 6).is_none());
+        assert!(Delta::between(&base, &restored, 6).is_none(), "fragment 2 twice is no delta");
+        // A removal is left to by_id.
+        let mut removed = base.clone();
+        removed.retain(|f| f.id != 3);
+        assert!(Delta::in_place(&base, &removed, 6).is_none());
+        assert_eq!(Delta::between(&base, &removed, 6).unwrap().removed, vec![3]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::NullBuffer;
 use beton_storage::{Dataset, FieldType, OpenOptions};
 
-use super::manifest::{ColumnFile, RowIds};
+use super::manifest::{ColumnFile, Fragment, RowIds};
 use super::{read_index_file, VersionedDataset};
 use crate::column_values::ColumnValues;
 pub use crate::column_values::{Columns, PATCH_ROWS};
@@ -38,30 +38,89 @@ pub struct FragmentValues {
 }
 
 /// One fragment: its data file, opened on first use, and what the version changes about it.
+/// Views of versions that share a fragment (the manifest's, unchanged by the edits between
+/// them) share its `Opened`: an edit's view costs what the edit changed.
 #[derive(Debug)]
 struct Opened {
+    /// The fragment as the manifest gives it (its data file, relative to the directory, or a
+    /// `.beton` file's path; its rows and bytes, checked when the file is opened).
+    fragment: Arc<Fragment>,
     ds: OnceLock<Arc<Dataset>>,
-    /// The data file, relative to the directory (a `.beton` file's view has it open already).
-    data_file: String,
-    /// The fragment's id, rows and bytes, as the manifest says (checked when it is opened).
-    id: u64,
-    file_rows: u64,
-    data_bytes: Option<u64>,
     /// Its kept rows, held as its deleted ones (`None`: none deleted): an edit, `ds[i]`, the
     /// row counts and queries of columnar copies never list them (deleting 5 rows of a 100 M-row
     /// data file makes no list of 100 M kept rows).
     kept: Option<Arc<KeptRows>>,
-    /// Its column files, read on first use.
-    column_files: Vec<ColumnFile>,
     row_ids: PartRowIds,
+    /// Its first and last row id (`None`: no rows).
+    span: Option<(u64, u64)>,
     /// Its data file's columnar copy, opened on the first query of the version.
     copy: CopySlot,
 }
 
 impl Opened {
+    /// Fragment `f` of `version`: its deletion and row-id files read, or taken from `like`, the
+    /// same fragment in an earlier version, where they are the same files; its data file and
+    /// columnar copy shared with `like`'s when it is the same data file.
+    fn new(version: &VersionedDataset, f: &Arc<Fragment>, like: Option<&Opened>) -> Result<Opened> {
+        let like = like.filter(|o| o.fragment.id == f.id);
+        let kept =
+            match like.filter(|o| o.fragment.deletions == f.deletions && o.fragment.num_rows == f.num_rows) {
+                Some(o) => o.kept.clone(),
+                None => {
+                    let deleted = version.fragment_deletions(f)?;
+                    match deleted.is_empty() {
+                        true => None,
+                        false => Some(Arc::new(KeptRows::new(f.num_rows, deleted)?)),
+                    }
+                }
+            };
+        let (row_ids, span) = match (&f.row_ids, like.filter(|o| o.fragment.row_ids == f.row_ids)) {
+            (_, Some(o)) if o.fragment.num_rows == f.num_rows => (o.row_ids.clone(), o.span),
+            (RowIds::Range { start }, _) => {
+                (PartRowIds::Range(*start), (f.num_rows > 0).then(|| (*start, start + f.num_rows - 1)))
+            }
+            (RowIds::File { .. }, _) => {
+                let ids = version.fragment_row_ids(f)?;
+                let span = ids.first().zip(ids.last()).map(|(a, b)| (*a, *b));
+                (PartRowIds::List(Arc::new(ids)), span)
+            }
+        };
+        let mut opened = Opened {
+            fragment: Arc::clone(f),
+            ds: OnceLock::new(),
+            kept,
+            row_ids,
+            span,
+            copy: CopySlot::default(),
+        };
+        if let Some(o) = like {
+            opened.share_file_of(o);
+        }
+        Ok(opened)
+    }
+
+    /// Takes `old`'s open data file and columnar copy when it is the same data file: data files
+    /// are written once under names of their own, so the same name, rows and bytes is the same
+    /// file, opened and checked already.
+    fn share_file_of(&mut self, old: &Opened) {
+        let (a, b) = (&*self.fragment, &*old.fragment);
+        if (&a.data_file, a.num_rows, a.data_bytes) != (&b.data_file, b.num_rows, b.data_bytes) {
+            return;
+        }
+        if let Some(ds) = old.ds.get() {
+            let _ = self.ds.set(Arc::clone(ds));
+        }
+        self.copy = Arc::clone(&old.copy);
+    }
+
+    /// Rows in its data file (deleted ones included).
+    fn file_rows(&self) -> u64 {
+        self.fragment.num_rows
+    }
+
     /// The rows it gives the version (its rows less its deletions).
     fn num_rows(&self) -> u64 {
-        self.kept.as_ref().map_or(self.file_rows, |k| k.len())
+        self.kept.as_ref().map_or(self.file_rows(), |k| k.len())
     }
 
     /// Its kept rows (`None`: all).
@@ -88,7 +147,7 @@ pub struct VersionView {
     version: Option<VersionedDataset>,
     /// The visible fields and their types.
     schema: Vec<(String, FieldType)>,
-    fragments: Vec<Opened>,
+    fragments: Vec<Arc<Opened>>,
     /// Each fragment's column-file values and NULLs, by field: read and patched once.
     columns: OnceLock<Vec<FragmentValues>>,
     /// The named splits (row ids), read once.
@@ -105,41 +164,19 @@ impl VersionView {
     /// # Errors
     /// [`Error::InvalidArgument`] for corrupt deletion or row-id files.
     pub fn open(version: &VersionedDataset) -> Result<VersionView> {
-        let store = &**version.store();
-        let dir = store.root();
         let m = version.manifest();
-        let mut fragments = Vec::with_capacity(m.fragments.len());
-        let mut spans = Vec::with_capacity(m.fragments.len());
-        for f in &m.fragments {
-            let deleted = version.fragment_deletions(f)?;
-            let kept = match deleted.is_empty() {
-                true => None,
-                false => Some(Arc::new(KeptRows::new(f.num_rows, deleted)?)),
-            };
-            let row_ids = match &f.row_ids {
-                RowIds::Range { start } => {
-                    spans.push((f.num_rows > 0).then(|| (*start, start + f.num_rows - 1)));
-                    PartRowIds::Range(*start)
-                }
-                RowIds::File { .. } => {
-                    let ids = version.fragment_row_ids(f)?;
-                    spans.push(ids.first().zip(ids.last()).map(|(a, b)| (*a, *b)));
-                    PartRowIds::List(Arc::new(ids))
-                }
-            };
-            fragments.push(Opened {
-                ds: OnceLock::new(),
-                data_file: f.data_file.clone(),
-                id: f.id,
-                file_rows: f.num_rows,
-                data_bytes: f.data_bytes,
-                kept,
-                column_files: f.columns.clone(),
-                row_ids,
-                copy: CopySlot::default(),
-            });
-        }
-        super::manifest::check_spans(dir, m, &spans)?;
+        let fragments = m
+            .fragments
+            .shared()
+            .iter()
+            .map(|f| Opened::new(version, f, None).map(Arc::new))
+            .collect::<Result<Vec<_>>>()?;
+        super::manifest::check_spans(version.dir(), m, fragments.iter().map(|f| f.span).enumerate())?;
+        Self::with_fragments(version, fragments)
+    }
+
+    fn with_fragments(version: &VersionedDataset, fragments: Vec<Arc<Opened>>) -> Result<VersionView> {
+        let m = version.manifest();
         let schema = m.schema.iter().map(|f| Ok((f.name.clone(), f.field_type()?))).collect::<Result<_>>()?;
         Ok(VersionView {
             version: Some(version.clone()),
@@ -152,33 +189,62 @@ impl VersionView {
     }
 
     /// [`VersionView::open`] of `version`, a later version of the directory `previous` is a view
-    /// of (the one an edit through `previous` committed): the data files both share are not
-    /// opened again, and their columnar copies (opened, their pages mapped) are shared, so the
-    /// first query after an edit costs what the edit changed, not a new process's first query.
+    /// of (the one an edit through `previous` committed): the fragments the edit left alone are
+    /// shared with `previous` as they are (their data files, columnar copies, kept rows, row
+    /// ids), the data files of those it changed are not opened again, so opening the view and
+    /// the first query after an edit cost what the edit changed, not what a new process pays.
     ///
     /// # Errors
     /// As [`VersionView::open`].
     pub fn open_after(version: &VersionedDataset, previous: &VersionView) -> Result<VersionView> {
-        let mut view = VersionView::open(version)?;
-        let same_dir = previous.version.as_ref().is_some_and(|p| p.dir() == version.dir());
-        if !same_dir {
-            return Ok(view);
-        }
-        let before: std::collections::HashMap<&str, &Opened> =
-            previous.fragments.iter().map(|f| (f.data_file.as_str(), f)).collect();
-        for f in &mut view.fragments {
-            // Data files are written once under names of their own: the same name, rows and
-            // bytes is the same file, opened and checked already.
-            let Some(old) = before.get(f.data_file.as_str()) else { continue };
-            if (old.file_rows, old.data_bytes) != (f.file_rows, f.data_bytes) {
+        let (Some(before), true) =
+            (previous.version.as_ref(), previous.version.as_ref().is_some_and(|p| p.dir() == version.dir()))
+        else {
+            return VersionView::open(version);
+        };
+        let m = version.manifest();
+        let old = &before.manifest().fragments;
+        // The previous view's fragments by data file, made only for a fragment not in place.
+        let mut by_file: Option<std::collections::HashMap<&str, &Opened>> = None;
+        let mut fragments = Vec::with_capacity(m.fragments.len());
+        // Row ids of fragments that are not the previous version's: checked against the others.
+        let mut fresh_spans = Vec::new();
+        for (k, f) in m.fragments.shared().iter().enumerate() {
+            if m.fragments.same_item(k, old, k) {
+                fragments.push(Arc::clone(&previous.fragments[k]));
                 continue;
             }
-            if let Some(ds) = old.ds.get() {
-                let _ = f.ds.set(Arc::clone(ds));
+            let in_place = previous.fragments.get(k).filter(|o| o.fragment.id == f.id).map(|o| &**o);
+            let opened = match in_place {
+                Some(o) => Opened::new(version, f, Some(o))?,
+                // A new fragment (an id the previous version could not have): a new data file.
+                None if f.id >= before.manifest().next_fragment_id => Opened::new(version, f, None)?,
+                None => {
+                    let map = by_file.get_or_insert_with(|| {
+                        previous.fragments.iter().map(|o| (o.fragment.data_file.as_str(), &**o)).collect()
+                    });
+                    let mut opened = Opened::new(version, f, None)?;
+                    if let Some(o) = map.get(f.data_file.as_str()) {
+                        opened.share_file_of(o);
+                    }
+                    opened
+                }
+            };
+            if in_place.is_none_or(|o| o.span != opened.span) {
+                fresh_spans.push((k, opened.span));
             }
-            f.copy = Arc::clone(&old.copy);
+            fragments.push(Arc::new(opened));
         }
-        Ok(view)
+        // The previous version's row ids are below its next_row_id and do not overlap: row ids
+        // past it need checking only among themselves.
+        let past = before.manifest().next_row_id;
+        match fresh_spans.iter().filter_map(|(_, s)| *s).all(|(first, _)| first >= past) {
+            true => super::manifest::check_spans(version.dir(), m, fresh_spans)?,
+            false => {
+                super::manifest::check_spans(version.dir(), m, fragments.iter().map(|f| f.span).enumerate())?
+            }
+        }
+        Self::with_fragments(version, fragments)
     }
 
     /// The data file of fragment `f`, opened on first use and checked against the manifest
@@ -192,18 +258,19 @@ impl VersionView {
         }
         let version = self.version.as_ref().expect("a .beton file's view has its data file open");
         let store = &**version.store();
-        let ds = open_data_file(store, &f.data_file)?;
-        let length = f.data_bytes.filter(|&n| n != ds.file_len());
-        if ds.num_samples() != f.file_rows || length.is_some() {
+        let frag = &f.fragment;
+        let ds = open_data_file(store, &frag.data_file)?;
+        let length = frag.data_bytes.filter(|&n| n != ds.file_len());
+        if ds.num_samples() != frag.num_rows || length.is_some() {
             return Err(super::integrity::corrupt(
-                &store.root().join(&f.data_file),
+                &store.root().join(&frag.data_file),
                 format!(
                     "version {}: data file of fragment {} has {} rows and {} bytes, the manifest says {} rows{}",
                     version.version(),
-                    f.id,
+                    frag.id,
                     ds.num_samples(),
                     ds.file_len(),
-                    f.file_rows,
+                    frag.num_rows,
                     length.map(|n| format!(" and {n} bytes")).unwrap_or_default()
                 ),
             ));
@@ -253,21 +320,28 @@ impl VersionView {
     /// being the indices).
     pub fn of_file(ds: Arc<Dataset>) -> VersionView {
         let schema = ds.fields().iter().map(|f| (f.name().to_string(), f.field_type().clone())).collect();
-        let fragment = Opened {
-            file_rows: ds.num_samples(),
-            data_bytes: Some(ds.file_len()),
-            data_file: ds.path().display().to_string(),
+        let fragment = Fragment {
             id: 0,
+            data_file: ds.path().display().to_string(),
+            num_rows: ds.num_samples(),
+            data_bytes: Some(ds.file_len()),
+            row_ids: RowIds::Range { start: 0 },
+            deletions: None,
+            columns: Vec::new(),
+        };
+        let span = (fragment.num_rows > 0).then(|| (0, fragment.num_rows - 1));
+        let fragment = Opened {
+            fragment: Arc::new(fragment),
             ds: OnceLock::from(ds),
             kept: None,
-            column_files: Vec::new(),
             row_ids: PartRowIds::Range(0),
+            span,
             copy: CopySlot::default(),
         };
         VersionView {
             version: None,
             schema,
-            fragments: vec![fragment],
+            fragments: vec![Arc::new(fragment)],
             columns: OnceLock::new(),
             splits: OnceLock::new(),
             column_cache: ColumnCache::default(),
@@ -291,11 +365,11 @@ impl VersionView {
         self.datasets()?;
         for f in &self.fragments {
             let ds = self.ds(f)?;
-            let num_rows = f.file_rows as usize;
+            let num_rows = f.file_rows() as usize;
             let mut columns: BTreeMap<String, ColumnValues> = BTreeMap::new();
             // Validity by field (false: NULL), for fields with a NULL so far.
             let mut valid: BTreeMap<String, Vec<bool>> = BTreeMap::new();
-            for file in &f.column_files {
+            for file in &f.fragment.columns {
                 let read = read_column_file(&**version.store(), file)?;
                 let rows = num_rows;
                 let full = read.iter().all(|(n, _)| n != PATCH_ROWS);
@@ -390,7 +464,7 @@ impl VersionView {
 
     /// Rows in this version (deleted ones left out).
     pub fn num_rows(&self) -> u64 {
-        self.fragments.iter().map(Opened::num_rows).sum()
+        self.fragments.iter().map(|f| f.num_rows()).sum()
     }
 
     /// The class names (label `k` names class `k`), if known: the manifest's, or a `.beton`
@@ -409,7 +483,7 @@ impl VersionView {
     /// The rows each data file gives the version (its rows less its deletions), in order: the
     /// version's row indices run through the data files in turn.
     pub fn data_file_rows(&self) -> Vec<u64> {
-        self.fragments.iter().map(Opened::num_rows).collect()
+        self.fragments.iter().map(|f| f.num_rows()).collect()
     }
 
     /// Each data file with its kept rows (`None`: all) and the values column files give it.
