@@ -120,6 +120,11 @@ impl VersionedDataset {
                 checkpoint_if_needed(store, v, &removed)?;
             }
         }
+        // Recorded before any goes: a commit then knows a missing version was removed, not
+        // never published (`latest_after`).
+        if let (Some(&newest), false) = (removed.last(), remote) {
+            commit::record_removed(store, newest)?;
+        }
         let mut report = CleanupReport::default();
         // Newest first: a version a tag made since the listing keeps (object storage) still has
         // its base, for its checkpoint.

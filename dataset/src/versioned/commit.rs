@@ -14,7 +14,9 @@ use crate::store::Store;
 pub use crate::store::{crash_point, pause_point, unique_name, write_new_file, TMP_DIR};
 pub(crate) use crate::store::{sync_dir, temp_file};
 
-pub use super::layout::{checkpoint_name, manifest_name, CHECKPOINTS_DIR, TAGS_DIR, VERSIONS_DIR};
+pub use super::layout::{
+    checkpoint_name, manifest_name, CHECKPOINTS_DIR, CLEANUP_FILE, TAGS_DIR, VERSIONS_DIR,
+};
 
 /// What publishing a manifest came to.
 #[derive(Debug)]
@@ -368,4 +370,29 @@ fn describe_versions(v: &[u64]) -> String {
         (Some(a), Some(b)) => format!("versions {a} to {b} ({} in all)", v.len()),
         _ => "no versions".into(),
     }
+}
+
+/// The newest version a cleanup of the dataset on a local disk removed ([`CLEANUP_FILE`]), if
+/// any did.
+///
+/// # Errors
+/// I/O errors; [`Error::InvalidArgument`] for a file that does not say.
+pub(crate) fn newest_removed(store: &dyn Store) -> Result<Option<u64>> {
+    #[derive(serde::Deserialize)]
+    struct Removed {
+        newest_removed_version: u64,
+    }
+    let Some(bytes) = store.read_fresh(CLEANUP_FILE)? else { return Ok(None) };
+    let read: Removed = serde_json::from_slice(&bytes).map_err(|e| Error::InvalidArgument {
+        what: format!("cleanup record {}", store.shown(CLEANUP_FILE)),
+        why: format!("{e} (remove the file: the next commit lists the versions instead)"),
+    })?;
+    Ok(Some(read.newest_removed_version))
+}
+
+/// Records that a cleanup is about to remove versions up to `newest` (kept when an earlier
+/// cleanup removed newer ones).
+pub(crate) fn record_removed(store: &dyn Store, newest: u64) -> Result<()> {
+    let newest = newest_removed(store).ok().flatten().map_or(newest, |before| before.max(newest));
+    store.put(CLEANUP_FILE, format!("{{\"newest_removed_version\": {newest}}}\n").as_bytes())
 }

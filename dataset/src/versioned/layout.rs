@@ -29,3 +29,9 @@ pub const CHECKPOINTS_DIR: &str = "_checkpoints";
 pub fn checkpoint_name(version: u64) -> String {
     format!("{CHECKPOINTS_DIR}/{version:020}.json")
 }
+
+/// What cleanups removed, written by each before it removes a version: the newest version any
+/// removed (`{"newest_removed_version": N}`). A commit on a local disk whose base's next
+/// version does not exist and was never removed knows its base is the latest without listing
+/// the versions (docs/FORMAT.md §13, "Cleanup").
+pub const CLEANUP_FILE: &str = "_cleanup.json";

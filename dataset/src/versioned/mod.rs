@@ -480,7 +480,7 @@ impl VersionedDataset {
             // A version newer than the base: rebase on it first. (Publishing base + 1 could
             // succeed all the same where cleanup removed that version, leaving this one out of
             // the line of versions.)
-            let newest = latest(store)?;
+            let newest = latest_after(store, base.version)?;
             if newest != base.version {
                 let latest = read_manifest(store, newest)?;
                 check_compatible(&self.manifest, &latest, touches)?;
@@ -673,6 +673,24 @@ fn has_versions(url: &Path) -> Result<bool> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The newest committed version of the dataset, given that version `known` was committed: on a
+/// local disk, `known` itself when the manifest of `known + 1` does not exist and no cleanup
+/// ever removed it (each version is published after its parent, so none after it exists
+/// either), found without listing the versions (one name per version of the directory's
+/// history); else from the listing. Called under the edit lock, so no cleanup runs meanwhile
+/// (lock.rs).
+fn latest_after(store: &dyn Store, known: u64) -> Result<u64> {
+    if store.url().is_none() {
+        if let Some(next) = known.checked_add(1) {
+            let absent = !store.root().join(commit::manifest_name(next)).exists();
+            if absent && commit::newest_removed(store)?.is_none_or(|removed| removed < next) {
+                return Ok(known);
+            }
+        }
+    }
+    latest(store)
 }
 
 /// The newest committed version of the dataset.
