@@ -84,6 +84,10 @@ enum Command {
         /// Print the indices of the matching samples, one a line.
         #[arg(long)]
         ids: bool,
+        /// A value for `$NAME` in the SQL: a JSON number, true, false, null or "string", else
+        /// the text as a string (`--param min=0.5 --param cls=dog`).
+        #[arg(long, value_name = "NAME=VALUE", value_parser = query::parse_param)]
+        param: Vec<(String, beton_query::Param)>,
         /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
         #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
         custom: Vec<String>,
@@ -196,7 +200,7 @@ fn main() {
         Command::Split { action } => ("split", split::run(&action)),
         Command::Versions(action) => (action.name(), versions::run(&action)),
         Command::Bench(args) => ("bench", bench::run(&args)),
-        Command::Query { file, version, sql, json, ids, custom } => {
+        Command::Query { file, version, sql, json, ids, param, custom } => {
             let output = if ids {
                 query::Output::Ids
             } else if json {
@@ -204,7 +208,7 @@ fn main() {
             } else {
                 query::Output::Table
             };
-            ("query", query::run(&file, version.as_deref(), &custom, &sql, output))
+            ("query", query::run(&file, version.as_deref(), &custom, &sql, &param, output))
         }
     };
     let failed = |e: anyhow::Error| -> ! {

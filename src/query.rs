@@ -8,7 +8,7 @@ use anyhow::Result;
 use arrow_array::{Array, RecordBatch};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::DataType;
-use beton_query::Table;
+use beton_query::{Param, Table};
 
 /// How `beton query` prints its result.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -28,28 +28,51 @@ pub fn run(
     version: Option<&str>,
     custom: &[String],
     sql: &str,
+    params: &[(String, Param)],
     output: Output,
 ) -> Result<String> {
     if crate::versions::is_dataset(file) {
         let v = beton_query::versioned::VersionedDataset::open(file, crate::versions::version_ref(version))?;
         let view = v.view()?;
-        return render(&view.table()?, sql, output);
+        return render(&view.table()?, sql, params, output);
     }
     crate::versions::file_version(file, version)?;
     let ds = crate::open::open_for_query(file, custom)?;
-    render(&Table::new(&ds), sql, output)
+    render(&Table::new(&ds), sql, params, output)
 }
 
-fn render(table: &Table<'_>, sql: &str, output: Output) -> Result<String> {
+/// `NAME=VALUE` of `--param`: VALUE as JSON when it is a JSON number (a BIGINT when it is an
+/// integer in range, else a DOUBLE), `true`, `false`, `null` or a quoted string; else the text
+/// itself, as a string.
+pub fn parse_param(text: &str) -> std::result::Result<(String, Param), String> {
+    let (name, value) = text.split_once('=').ok_or_else(|| format!("'{text}' is not NAME=VALUE"))?;
+    let name = name.trim_start_matches('$');
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return Err(format!("'{name}' is not a parameter name (a letter or _ first, as $name in the SQL)"));
+    }
+    let param = match serde_json::from_str::<serde_json::Value>(value) {
+        Ok(serde_json::Value::Null) => Param::Null,
+        Ok(serde_json::Value::Bool(b)) => Param::Bool(b),
+        Ok(serde_json::Value::Number(n)) => match n.as_i64() {
+            Some(i) => Param::Int(i),
+            None => Param::Float(n.as_f64().ok_or_else(|| format!("{value} is out of range"))?),
+        },
+        Ok(serde_json::Value::String(s)) => Param::Text(s),
+        _ => Param::Text(value.to_string()),
+    };
+    Ok((name.to_string(), param))
+}
+
+fn render(table: &Table<'_>, sql: &str, params: &[(String, Param)], output: Output) -> Result<String> {
     if output == Output::Ids {
-        let ids = beton_query::select_indices(table, sql)?;
+        let ids = beton_query::select_indices_with(table, sql, params)?;
         let mut out = String::with_capacity(ids.len() * 8);
         for id in ids.iter() {
             let _ = writeln!(out, "{id}");
         }
         return Ok(out);
     }
-    let batch = beton_query::query(table, sql)?;
+    let batch = beton_query::query_with(table, sql, params)?;
     Ok(match output {
         Output::Json => json_lines(&batch)?,
         _ => text_table(&batch)?,
@@ -117,4 +140,24 @@ fn json_lines(batch: &RecordBatch) -> Result<String> {
         let _ = writeln!(out, "{}", serde_json::Value::Object(obj));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_from_the_command_line_are_json_scalars_or_text() {
+        let p = parse_param;
+        assert_eq!(p("k=3"), Ok(("k".into(), Param::Int(3))));
+        assert_eq!(p("$x=-2.5"), Ok(("x".into(), Param::Float(-2.5))));
+        assert_eq!(p("big=1e300"), Ok(("big".into(), Param::Float(1e300))));
+        assert_eq!(p("c=dog"), Ok(("c".into(), Param::Text("dog".into()))));
+        assert_eq!(p("c=\"007\""), Ok(("c".into(), Param::Text("007".into()))));
+        assert_eq!(p("c=a=b"), Ok(("c".into(), Param::Text("a=b".into()))));
+        assert_eq!(p("n=null"), Ok(("n".into(), Param::Null)));
+        assert_eq!(p("f=false"), Ok(("f".into(), Param::Bool(false))));
+        assert!(p("novalue").unwrap_err().contains("NAME=VALUE"));
+        assert!(p("1x=2").unwrap_err().contains("not a parameter name"));
+    }
 }

@@ -131,3 +131,61 @@ def test_aggregates_over_no_rows_and_all_nulls(engines):
             raise
         want = db.execute(sql).fetchall()
         assert len(got) == 1 and all(close(a, b) for a, b in zip(got[0], want[0])), f"{sql}\n{got}\n{want}"
+
+
+def parameterised(sql):
+    """``sql`` with its numbers, strings and booleans as ``$pN`` parameters, and their values."""
+    import re
+
+    params = {}
+
+    def name(value):
+        key = f"p{len(params)}"
+        params[key] = value
+        return f"${key}"
+
+    def swap(m):
+        text = m.group(0)
+        if text.startswith("'"):
+            return name(text[1:-1])
+        if text.lower() in ("true", "false"):
+            return name(text.lower() == "true")
+        return name(float(text) if any(ch in text for ch in ".e") else int(text))
+
+    return re.sub(r"'[^']*'|\b(?:true|false)\b|\b\d+(?:\.\d+)?(?:e\d+)?\b", swap, sql), params
+
+
+def test_parameters_select_what_sqlite_selects_with_the_same_values(engines):
+    ds, db = engines
+    r = random.Random(3)
+    for case in range(300):
+        sql, params = parameterised(predicate(r))
+        want = [row[0] for row in db.execute(f"SELECT k FROM samples WHERE {sql} ORDER BY k", params)]
+        got = ds.where(sql, params=params).tolist()
+        assert got == want, f"case {case}: WHERE {sql} with {params}\nbeton {got[:20]}...\nsqlite {want[:20]}..."
+    # And in a SELECT's expressions, ORDER BY and LIMIT.
+    sql = "SELECT k, a * $m AS x FROM samples WHERE t = $t ORDER BY x, k LIMIT $n"
+    params = {"m": -2, "t": "ab", "n": 7}
+    got = [tuple(row.values()) for row in ds.query(sql, params=params).table.to_pylist()]
+    assert got == db.execute(sql, params).fetchall()
+
+
+def test_parameters_take_python_and_numpy_scalars_and_name_what_is_wrong(engines):
+    import numpy as np
+
+    ds, db = engines
+    for value in [3, np.int64(3), np.int32(3), 3.0, np.float32(3.0), True, np.bool_(True), None, "ab"]:
+        column = {bool: "c", np.bool_: "c", str: "t"}.get(type(value), "a")
+        plain = value.item() if hasattr(value, "item") else value  # SQLite binds no numpy scalar
+        want = [row[0] for row in db.execute(f"SELECT k FROM samples WHERE {column} = $v ORDER BY k", {"v": plain})]
+        assert ds.where(f"{column} = $v", params={"v": value}).tolist() == want, repr(value)
+    with pytest.raises(beton.QueryError, match=r"\$w has no value \(params has v\)"):
+        ds.where("a = $w", params={"v": 1})
+    with pytest.raises(beton.QueryError, match="never names as \\$extra"):
+        ds.where("a = $v", params={"v": 1, "extra": 2})
+    with pytest.raises(beton.QueryError, match="parameters are named"):
+        ds.where("a = ?", params={"v": 1})
+    with pytest.raises(TypeError, match=r"params\['v'\]: a list is not a query parameter"):
+        ds.where("a = $v", params={"v": [1, 2]})
+    with pytest.raises(TypeError, match="is not a str"):
+        ds.query("SELECT k FROM samples WHERE a = $v", params={1: 1})

@@ -400,3 +400,82 @@ fn arbitrary_token_soup_never_panics() {
         let _ = select_indices(&table, &format!("SELECT index FROM samples WHERE {sql}"));
     });
 }
+
+/// Parameters stand for the literals they are: every query with `$name`s gives what the same
+/// text with the values written in gives, whatever the value (negative, fractional, NaN, a
+/// string with quotes, NULL), in WHERE, SELECT, ORDER BY and LIMIT.
+#[test]
+fn parameters_give_what_the_literals_they_stand_for_give() {
+    use beton_query::{query_with, select_indices_with, Param};
+    let (_d, ds) = temp_dataset();
+    let table = Table::new(&ds);
+    let p = |v: Vec<(&str, Param)>| v.into_iter().map(|(n, p)| (n.to_string(), p)).collect::<Vec<_>>();
+    type Case = (&'static str, Vec<(String, Param)>, &'static str);
+    let cases: Vec<Case> = vec![
+        ("label = $l", p(vec![("l", Param::Int(3))]), "label = 3"),
+        ("label > $l", p(vec![("l", Param::Int(-1))]), "label > -1"),
+        (
+            "score >= $s AND label <> $l",
+            p(vec![("s", Param::Float(2.5)), ("l", Param::Int(0))]),
+            "score >= 2.5 AND label <> 0",
+        ),
+        ("score < $s", p(vec![("s", Param::Float(2.0))]), "score < 2.0"),
+        ("score < $s", p(vec![("s", Param::Float(1e-7))]), "score < 0.0000001"),
+        ("score = $s", p(vec![("s", Param::Float(f64::NAN))]), "score = CAST('NaN' AS DOUBLE)"),
+        (
+            "caption = $c OR caption = $d",
+            p(vec![("c", Param::Text("cat 4".into())), ("d", Param::Text("it's".into()))]),
+            "caption = 'cat 4' OR caption = 'it''s'",
+        ),
+        ("caption LIKE $pat", p(vec![("pat", Param::Text("Dog 1%".into()))]), "caption LIKE 'Dog 1%'"),
+        ("flag = $f", p(vec![("f", Param::Bool(true))]), "flag = TRUE"),
+        ("label IN ($a, $b, $a)", p(vec![("a", Param::Int(1)), ("b", Param::Int(4))]), "label IN (1, 4, 1)"),
+        ("label = $n", p(vec![("n", Param::Null)]), "label = NULL"),
+        (
+            "SELECT label, score * $k AS s FROM samples WHERE score > $min ORDER BY s DESC LIMIT $n",
+            p(vec![("k", Param::Float(-2.0)), ("min", Param::Float(1.0)), ("n", Param::Int(4))]),
+            "SELECT label, score * -2.0 AS s FROM samples WHERE score > 1.0 ORDER BY s DESC LIMIT 4",
+        ),
+    ];
+    for (sql, params, literal) in cases {
+        let want = query(&table, literal).unwrap_or_else(|e| panic!("{literal}: {e}"));
+        let got = query_with(&table, sql, &params).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(got, want, "{sql}");
+        if !sql.starts_with("SELECT") {
+            let ids = select_indices_with(&table, sql, &params).unwrap();
+            assert_eq!(ids, select_indices(&table, literal).unwrap(), "{sql}");
+        }
+    }
+    // A `$name` without a value, a positional placeholder and a value the text never names are
+    // errors at their position (the last at the first token).
+    let at = |sql: &str, params: &[(String, Param)]| match select_indices_with(&table, sql, params) {
+        Err(Error::Sql { message, line, column }) => (message, line, column),
+        other => panic!("{sql}: {other:?}"),
+    };
+    let (m, l, c) = at("label = 1 AND score > $min", &p(vec![("max", Param::Int(1))]));
+    assert!(m.contains("$min has no value (params has max)"), "{m}");
+    assert_eq!((l, c), (1, 23));
+    let (m, _, c) = at("label = ?", &[]);
+    assert!(m.contains("parameters are named, as $name"), "{m}");
+    assert_eq!(c, 9);
+    let (m, _, _) = at("label = $l", &p(vec![("l", Param::Int(1)), ("lable", Param::Int(2))]));
+    assert!(m.contains("params has 'lable', which the query never names"), "{m}");
+    let (m, _, _) = at("label = $l", &[]);
+    assert!(m.contains("no params were given"), "{m}");
+}
+
+/// A number parameter in ORDER BY or GROUP BY is a constant, never a column's position (as
+/// PostgreSQL has it); LIMIT and OFFSET take it as their number.
+#[test]
+fn a_number_parameter_is_never_an_ordinal() {
+    use beton_query::{query_with, Param};
+    let (_d, ds) = temp_dataset();
+    let table = Table::new(&ds);
+    let k = vec![("k".to_string(), Param::Int(2)), ("n".to_string(), Param::Int(3))];
+    let by_param =
+        query_with(&table, "SELECT index, score FROM samples ORDER BY $k DESC LIMIT $n OFFSET $n", &k);
+    let by_constant = query(&table, "SELECT index, score FROM samples ORDER BY (2) DESC LIMIT 3 OFFSET 3");
+    assert_eq!(by_param.unwrap(), by_constant.unwrap());
+    let ordinal = query(&table, "SELECT index, score FROM samples ORDER BY 2 DESC LIMIT 3 OFFSET 3").unwrap();
+    assert_eq!(u64s(&ordinal, 0), vec![46, 45, 44], "the literal is an ordinal");
+}

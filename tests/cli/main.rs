@@ -287,6 +287,15 @@ fn query_prints_tables_json_and_ids() {
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o).1;
     assert!(err.contains("line 1, column 8") && err.contains("no column named 'nope'"), "{err}");
+
+    // --param NAME=VALUE: the same rows as the values written in.
+    let with =
+        beton_ok(&["query", file, "bb < $lo OR a > $hi", "--ids", "--param", "lo=0", "--param", "hi=1e300"]);
+    assert_eq!(with, beton_ok(&["query", file, "bb < 0 OR a > 1e300", "--ids"]));
+    let o = beton(&["query", file, "bb < $lo", "--ids"]);
+    assert!(text(&o).1.contains("parameter $lo has no value"), "{}", text(&o).1);
+    let o = beton(&["query", file, "bb < 0", "--param", "nonsense"]);
+    assert_eq!(o.status.code(), Some(2), "a malformed --param is a usage error");
 }
 
 #[test]

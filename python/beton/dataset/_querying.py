@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Any, Dict, Optional
 
 from beton._native import IndexSet
 from beton.dataset._open import _DatasetBase
@@ -13,13 +13,18 @@ from beton.dataset._values import _Stream
 class _Querying(_DatasetBase):
     """``Dataset``'s SQL and named splits."""
 
-    def query(self, sql: str) -> QueryResult:
+    def query(self, sql: str, params: Optional[Dict[str, Any]] = None) -> QueryResult:
         """Runs ``SELECT ... FROM samples ...`` on the data table.
 
         Parameters
         ----------
         sql : str
             A ``SELECT`` over ``samples`` (columns as in ``columns()``).
+        params : dict, optional
+            Values for the query's parameters: ``$name`` in ``sql`` stands for ``params["name"]``
+            as the literal it is (``None``, a bool, an int, a float or a str; numpy scalars too),
+            so values are never quoted into the text. Every ``$name`` needs a value, and every
+            value a ``$name`` (a misspelt name is an error, not ignored).
 
         Returns
         -------
@@ -40,19 +45,25 @@ class _Querying(_DatasetBase):
         label  n
         0      21
         ...
+        >>> ds.query("SELECT index FROM samples WHERE label = $l ORDER BY score DESC LIMIT $k",
+        ...          params={"l": 3, "k": 5})  # doctest: +SKIP
         """
         import pyarrow as pa
 
-        table = pa.RecordBatchReader.from_stream(_Stream(self._native.query_stream(sql))).read_all()
+        stream = self._native.query_stream(sql, params)
+        table = pa.RecordBatchReader.from_stream(_Stream(stream)).read_all()
         return QueryResult(table, sql, self._native)
 
-    def where(self, predicate: str) -> IndexSet:
+    def where(self, predicate: str, params: Optional[Dict[str, Any]] = None) -> IndexSet:
         """The rows a predicate or ``SELECT`` matches.
 
         Parameters
         ----------
         predicate : str
             ``label < 5 AND image.width >= 224``, ``in_split('val')``, or a ``SELECT``.
+        params : dict, optional
+            Values for its ``$name`` parameters, as in ``query``: ``ds.where("score > $min",
+            params={"min": 0.5})``.
 
         Returns
         -------
@@ -69,7 +80,7 @@ class _Querying(_DatasetBase):
         >>> beton.open("photos.beton").where("label < 3")  # doctest: +SKIP
         IndexSet(77 ids: [0, 1, 2, 3, 4, 5, ...], fingerprint 0x...)
         """
-        return self._native.select(predicate)
+        return self._native.select(predicate, params)
 
     def explain(self, sql: str) -> Explain:
         """What a query touches and what a loader of its rows would read (``beton explain``).

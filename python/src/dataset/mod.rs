@@ -293,16 +293,28 @@ impl Dataset {
         Ok(table.column_names().into_iter().map(String::from).collect())
     }
 
-    /// `SELECT …` → an Arrow C stream capsule of the result.
-    fn query_stream<'py>(&self, py: Python<'py>, sql: String) -> ArrowStream<'py> {
+    /// `SELECT …` → an Arrow C stream capsule of the result; `params` the values of its
+    /// `$name`s.
+    #[pyo3(signature = (sql, params = None))]
+    fn query_stream<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        params: Option<&Bound<'py, PyDict>>,
+    ) -> ArrowStream<'py> {
+        let params = query_params(params)?;
         let opened = self.opened();
-        stream_capsule(py, || beton_query::query(&opened.table()?, &sql))
+        stream_capsule(py, || beton_query::query_with(&opened.table()?, &sql, &params))
     }
 
-    /// The indices a predicate or `SELECT` matches.
-    fn select(&self, py: Python<'_>, sql: String) -> PyResult<IndexSet> {
+    /// The indices a predicate or `SELECT` matches; `params` the values of its `$name`s.
+    #[pyo3(signature = (sql, params = None))]
+    fn select(&self, py: Python<'_>, sql: String, params: Option<&Bound<'_, PyDict>>) -> PyResult<IndexSet> {
+        let params = query_params(params)?;
         let opened = self.opened();
-        let set = py.detach(|| beton_query::select_indices(&opened.table()?, &sql)).map_err(from_query)?;
+        let set = py
+            .detach(|| beton_query::select_indices_with(&opened.table()?, &sql, &params))
+            .map_err(from_query)?;
         Ok(IndexSet::of(set, Source(opened)))
     }
 
@@ -461,4 +473,40 @@ impl Dataset {
             ),
         }
     }
+}
+
+/// A query's parameters from Python: `{name: value}` with values None, bool, int, float or str
+/// (numpy scalars of those kinds too).
+fn query_params(params: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, beton_query::Param)>> {
+    use beton_query::Param;
+    use pyo3::exceptions::PyTypeError;
+    use pyo3::types::{PyBool, PyFloat, PyString};
+    let Some(params) = params else { return Ok(Vec::new()) };
+    let mut out = Vec::with_capacity(params.len());
+    for (key, value) in params.iter() {
+        let name: String = key.extract().map_err(|_| {
+            PyTypeError::new_err(format!("params: the key {key:?} is not a str (names are $name in the SQL)"))
+        })?;
+        // numpy's bool and number scalars say what they are by their dtype's kind.
+        let kind: Option<String> =
+            value.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract()).ok();
+        let param = if value.is_none() {
+            Param::Null
+        } else if value.is_instance_of::<PyBool>() || kind.as_deref() == Some("b") {
+            Param::Bool(value.is_truthy()?)
+        } else if value.is_instance_of::<PyString>() {
+            Param::Text(value.extract()?)
+        } else if value.is_instance_of::<PyFloat>() || kind.as_deref() == Some("f") {
+            Param::Float(value.extract()?)
+        } else if let Ok(i) = value.extract::<i64>() {
+            Param::Int(i)
+        } else {
+            let ty = value.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            return Err(PyTypeError::new_err(format!(
+                "params['{name}']: a {ty} is not a query parameter (None, bool, int in BIGINT's range, float or str)"
+            )));
+        };
+        out.push((name, param));
+    }
+    Ok(out)
 }

@@ -49,7 +49,7 @@ mod parallel;
 mod parse;
 mod scope;
 
-pub use parse::{MAX_NESTING, MAX_OPERATORS};
+pub use parse::{Param, MAX_NESTING, MAX_OPERATORS};
 
 use arrow_array::RecordBatch;
 
@@ -69,7 +69,21 @@ use crate::table::Table;
 /// uses unsupported syntax (`GROUP BY` and aggregates included); storage errors from
 /// materialising columns.
 pub fn select_indices(table: &Table, predicate_or_query: &str) -> Result<IndexSet> {
-    let ids = run(predicate_or_query, |parsed| match parsed {
+    select_indices_with(table, predicate_or_query, &[])
+}
+
+/// [`select_indices`] with values for the text's parameters (`label = $l AND score > $min`,
+/// `params` `[("l", Param::Int(3)), ("min", Param::Float(0.5))]`).
+///
+/// # Errors
+/// As [`select_indices`]; [`Error::Sql`] at a `$name` `params` has no value for, and for a
+/// parameter the text never names.
+pub fn select_indices_with(
+    table: &Table,
+    predicate_or_query: &str,
+    params: &[(String, Param)],
+) -> Result<IndexSet> {
+    let ids = run(predicate_or_query, params, |parsed| match parsed {
         parse::Parsed::Predicate(expr) => exec::filter_ids(table, expr),
         parse::Parsed::Select(select) => exec::select_ids(table, select),
     })?;
@@ -87,7 +101,15 @@ pub fn select_indices(table: &Table, predicate_or_query: &str) -> Result<IndexSe
 /// # Errors
 /// As [`select_indices`].
 pub fn query(table: &Table, sql: &str) -> Result<RecordBatch> {
-    let batch = run(sql, |parsed| match parsed {
+    query_with(table, sql, &[])
+}
+
+/// [`query`] with values for the text's parameters ([`select_indices_with`]).
+///
+/// # Errors
+/// As [`select_indices_with`].
+pub fn query_with(table: &Table, sql: &str, params: &[(String, Param)]) -> Result<RecordBatch> {
+    let batch = run(sql, params, |parsed| match parsed {
         parse::Parsed::Predicate(e) => exec::filter_rows(table, e),
         parse::Parsed::Select(select) => exec::run(table, select),
     })?;
@@ -113,7 +135,7 @@ pub enum Selected {
 /// # Errors
 /// As [`query`].
 pub fn select_rows(table: &Table, predicate_or_query: &str) -> Result<Selected> {
-    run(predicate_or_query, |parsed| match parsed {
+    run(predicate_or_query, &[], |parsed| match parsed {
         parse::Parsed::Predicate(expr) => exec::filter_ids(table, expr).map(Selected::Rows),
         parse::Parsed::Select(select) => exec::run(table, select).map(Selected::Result),
     })
@@ -123,9 +145,10 @@ pub fn select_rows(table: &Table, predicate_or_query: &str) -> Result<Selected> 
 /// tree is taken apart without recursion, and all else recurses through [`ast::deeper`]; this is
 /// the guarantee for what remains: sqlparser's `Drop` of forms beton refuses); then places the
 /// error, if any, in the text.
-fn run<T>(sql: &str, f: impl FnOnce(&parse::Parsed) -> Result<T>) -> Result<T> {
+fn run<T>(sql: &str, params: &[(String, Param)], f: impl FnOnce(&parse::Parsed) -> Result<T>) -> Result<T> {
     let go = || {
-        let tokens = parse::tokenize(sql)?;
+        let mut tokens = parse::tokenize(sql)?;
+        tokens.bind(params)?;
         let stack = tokens.stack_bytes();
         stacker::maybe_grow(stack, stack, || f(&parse::parse(sql, tokens)?))
     };

@@ -51,7 +51,105 @@ pub(crate) struct Tokens {
     operators: usize,
 }
 
+/// A value for a query parameter: `$name` in the text stands for it as the literal it is (a
+/// number, a string, TRUE/FALSE or NULL), so values never need quoting into the text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// SQL's NULL.
+    Null,
+    /// TRUE or FALSE.
+    Bool(bool),
+    /// A BIGINT.
+    Int(i64),
+    /// A DOUBLE (NaN and infinities included).
+    Float(f64),
+    /// A string.
+    Text(String),
+}
+
+impl Param {
+    /// The literal token the parameter stands for.
+    fn token(&self) -> Token {
+        match self {
+            Param::Null => Token::make_keyword("NULL"),
+            Param::Bool(b) => Token::make_keyword(if *b { "TRUE" } else { "FALSE" }),
+            Param::Int(i) => Token::Number(i.to_string(), false),
+            // Debug keeps a fraction or an exponent ("2.0", "1e-7"): never read back as a BIGINT.
+            Param::Float(x) => Token::Number(format!("{x:?}"), false),
+            Param::Text(s) => Token::SingleQuotedString(s.clone()),
+        }
+    }
+}
+
 impl Tokens {
+    /// Puts each parameter's value where the text names it (`$name`), as the literal token it
+    /// stands for (at the name's position, for errors).
+    ///
+    /// # Errors
+    /// [`Error::Sql`] at a `$name` with no value, at a positional placeholder (`?`, `$1`), and
+    /// for a parameter the text never names (a misspelt name would otherwise be ignored).
+    pub(crate) fn bind(&mut self, params: &[(String, Param)]) -> Result<()> {
+        if !self.tokens.iter().any(|t| matches!(t.token, Token::Placeholder(_))) && params.is_empty() {
+            return Ok(());
+        }
+        let mut used = vec![false; params.len()];
+        let mut out = Vec::with_capacity(self.tokens.len());
+        // The keyword before the token (whitespace skipped): LIMIT and OFFSET take a bare number.
+        let mut last_keyword = Keyword::NoKeyword;
+        for t in std::mem::take(&mut self.tokens) {
+            let Token::Placeholder(p) = &t.token else {
+                match &t.token {
+                    Token::Whitespace(_) => {}
+                    Token::Word(w) => last_keyword = w.keyword,
+                    _ => last_keyword = Keyword::NoKeyword,
+                }
+                out.push(t);
+                continue;
+            };
+            let named =
+                p.strip_prefix('$').filter(|n| n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'));
+            let Some(name) = named else {
+                return Err(sql_error(
+                    format!(
+                        "parameter '{p}': parameters are named, as $name, with params={{\"name\": value}}"
+                    ),
+                    t.span,
+                ));
+            };
+            let Some(k) = params.iter().position(|(n, _)| n == name) else {
+                let given: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
+                let given = match given.is_empty() {
+                    true => "no params were given".to_string(),
+                    false => format!("params has {}", given.join(", ")),
+                };
+                return Err(sql_error(format!("parameter ${name} has no value ({given})"), t.span));
+            };
+            used[k] = true;
+            let value = &params[k].1;
+            // A number stands in parentheses, as an expression: `ORDER BY $k` sorts by a
+            // constant, never by the k-th column as `ORDER BY 2` does (PostgreSQL's rule).
+            let bare = !matches!(value, Param::Int(_) | Param::Float(_))
+                || matches!(last_keyword, Keyword::LIMIT | Keyword::OFFSET);
+            if !bare {
+                out.push(TokenWithSpan::new(Token::LParen, t.span));
+            }
+            out.push(TokenWithSpan::new(value.token(), t.span));
+            if !bare {
+                out.push(TokenWithSpan::new(Token::RParen, t.span));
+            }
+            last_keyword = Keyword::NoKeyword;
+        }
+        self.tokens = out;
+        if let Some(k) = used.iter().position(|u| !u) {
+            let name = &params[k].0;
+            return Err(sql_error(
+                format!("params has '{name}', which the query never names as ${name}"),
+                Span::empty(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The stack to run the text on: enough for a syntax tree as deep as the text has operators.
     pub fn stack_bytes(&self) -> usize {
         BASE_STACK_BYTES + STACK_BYTES_PER_LEVEL * self.operators
