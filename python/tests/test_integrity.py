@@ -48,8 +48,14 @@ def test_cleanup_in_another_process_keeps_every_committed_version(tmp_path):
     other.start()
     committed = {}
     gone = 0
+    stale_commits = 0
     try:
         for round_ in range(ROUNDS):
+            # A handle left on a tagged version while others commit and the other process
+            # cleans (the versions after its own go, it stays): its append must go after the
+            # latest, never into a removed version's place (_cleanup.json, FORMAT.md §13).
+            stale = beton.open(path)
+            stale.tag(f"stale{round_}")
             ds = beton.open(path)
             ds.append(src, progress=False)
             appended = ds.version
@@ -69,6 +75,12 @@ def test_cleanup_in_another_process_keeps_every_committed_version(tmp_path):
                 committed[ds.version] = everything(ds)
             if round_ % 3 == 0:
                 beton.open(path).tag(f"t{round_}")
+            latest = beton.open(path)
+            stale.append(src, progress=False)
+            assert stale.version == beton.open(path).version > latest.version, f"round {round_}"
+            assert len(stale) == len(latest) + 16, "rebased on the latest, not on its own version"
+            committed[stale.version] = everything(stale)
+            stale_commits += 1
     finally:
         open(stop, "w").close()
         other.join(60)
