@@ -409,6 +409,18 @@ impl ColumnarCopy {
         let path = path_of(ds.path());
         let map = Arc::new(MappedFile::open(&path).ok()?);
         let batch = locate(&map, stamp)?;
+        // A copy made before vector columns were held (a 1-D array field's column was its
+        // size) is made again, once, so that its vectors are read in place too.
+        let vectors = ds.fields().iter().filter(|f| {
+            f.field_type()
+                .kind()
+                .columns()
+                .iter()
+                .any(|c| matches!(c.source, beton_storage::field::ColumnSource::Vector(..)))
+        });
+        if vectors.map(|f| f.name()).any(|name| batch.schema.index_of(name).is_err()) {
+            return None;
+        }
         let rows = batch.decode(Vec::new())?.num_rows();
         if map.is_damaged() || rows as u64 != ds.num_samples() {
             return None;
@@ -502,12 +514,16 @@ impl ColumnarCopy {
             .entry(k)
             .or_insert_with(|| {
                 let array = self.batch.decode(vec![k])?.column(0).clone();
-                // Read from disk ahead of the scan that follows (a no-op when cached).
-                let data = array.to_data();
-                for buffer in data.buffers().iter().chain(data.nulls().map(|n| n.buffer())) {
-                    if !self.map.will_need(buffer.as_slice()) {
-                        return None; // the copy shrank under its map: the row gather gives it
+                // Read from disk ahead of the scan that follows (a no-op when cached), children
+                // (a vector column's values) included.
+                let mut pending = vec![array.to_data()];
+                while let Some(data) = pending.pop() {
+                    for buffer in data.buffers().iter().chain(data.nulls().map(|n| n.buffer())) {
+                        if !self.map.will_need(buffer.as_slice()) {
+                            return None; // the copy shrank under its map: the row gather gives it
+                        }
                     }
+                    pending.extend(data.child_data().iter().cloned());
                 }
                 Some(array)
             })
@@ -516,7 +532,11 @@ impl ColumnarCopy {
 
     /// The bytes of column `name` in the copy (what reading it reads), if the copy holds it.
     pub fn column_bytes(&self, name: &str) -> Option<u64> {
-        self.column(name).map(|a| a.to_data().buffers().iter().map(|b| b.len() as u64).sum())
+        fn bytes(data: &arrow_data::ArrayData) -> u64 {
+            data.buffers().iter().map(|b| b.len() as u64).sum::<u64>()
+                + data.child_data().iter().map(bytes).sum::<u64>()
+        }
+        self.column(name).map(|a| bytes(&a.to_data()))
     }
 
     /// Checks that every read of the copy's map read the file (see [`MappedFile::is_damaged`]).

@@ -273,5 +273,68 @@ pub(crate) fn gather(ds: &Dataset, field: usize, source: Source) -> Result<Array
             }
             Arc::new(b.finish())
         }
+        Source::Vector(element, dim) => {
+            let width = element.size() * dim as usize;
+            let mut bytes = arrow_buffer::MutableBuffer::with_capacity(width * n as usize);
+            for i in 0..n {
+                match ds.get(i, field)? {
+                    Value::NDArray(b) if b.len() == width => bytes.extend_from_slice(b),
+                    other => {
+                        return Err(Error::InvalidArgument {
+                            what: format!("sample {i}, field '{}'", ds.fields()[field].name()),
+                            why: format!(
+                                "a vector of {dim} {element:?} has {width} bytes, not {:?}",
+                                other.kind()
+                            ),
+                        })
+                    }
+                }
+            }
+            vectors(bytes.into(), element, dim)?
+        }
     })
+}
+
+/// A `FixedSizeList` of `dim` elements of `element` over `bytes` (little-endian values, one
+/// vector after the other, aligned for the element type), without copying them.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `bytes` is not a whole number of vectors or not aligned.
+pub(crate) fn vectors(
+    bytes: arrow_buffer::Buffer,
+    element: beton_storage::field::Element,
+    dim: u32,
+) -> Result<ArrayRef> {
+    use arrow_array::types::*;
+    use arrow_array::PrimitiveArray;
+    use beton_storage::field::Element as E;
+    let width = element.size() * dim as usize;
+    if width == 0 || bytes.len() % width != 0 || (bytes.as_ptr() as usize) % element.size() != 0 {
+        return Err(Error::InvalidArgument {
+            what: "vector column".into(),
+            why: format!("{} bytes are not whole, aligned vectors of {dim} {element:?}", bytes.len()),
+        });
+    }
+    let len = bytes.len() / element.size();
+    macro_rules! values {
+        ($t:ty) => {
+            Arc::new(PrimitiveArray::<$t>::new(arrow_buffer::ScalarBuffer::new(bytes, 0, len), None))
+                as ArrayRef
+        };
+    }
+    let values = match element {
+        E::I8 => values!(Int8Type),
+        E::U8 => values!(UInt8Type),
+        E::I16 => values!(Int16Type),
+        E::U16 => values!(UInt16Type),
+        E::I32 => values!(Int32Type),
+        E::U32 => values!(UInt32Type),
+        E::I64 => values!(Int64Type),
+        E::U64 => values!(UInt64Type),
+        E::F16 => values!(Float16Type),
+        E::F32 => values!(Float32Type),
+        E::F64 => values!(Float64Type),
+    };
+    let item = Arc::new(arrow_schema::Field::new("item", element.data_type(), false));
+    Ok(Arc::new(arrow_array::FixedSizeListArray::try_new(item, dim as i32, values, None)?))
 }

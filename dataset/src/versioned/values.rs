@@ -344,6 +344,28 @@ pub fn table_column(array: &ArrayRef, ty: &FieldType, source: ColumnSource) -> R
                 .map(|i| (valid(i) && b.value_length(i) as usize == size).then(|| b.value(i)));
             Arc::new(FixedSizeBinaryArray::try_from_sparse_iter_with_size(values, size as i32)?)
         }
+        (ColumnSource::Vector(element, dim), ValueKind::NDArray) => {
+            // Each value's bytes, copied once into an aligned buffer (zeros under a NULL).
+            let b = array.as_binary::<i64>();
+            let width = element.size() * dim as usize;
+            let mut bytes = arrow_buffer::MutableBuffer::with_capacity(width * array.len());
+            for i in 0..array.len() {
+                match valid(i) {
+                    true if b.value_length(i) as usize == width => bytes.extend_from_slice(b.value(i)),
+                    true => {
+                        return Err(bad(format!(
+                            "value {i} has {} bytes, a vector of {dim} {element:?} has {width}",
+                            b.value_length(i)
+                        )))
+                    }
+                    false => bytes.extend_zeros(width),
+                }
+            }
+            let list = crate::gather::vectors(bytes.into(), element, dim)?;
+            let list = list.as_fixed_size_list();
+            let (field, size, values, _) = list.clone().into_parts();
+            Arc::new(arrow_array::FixedSizeListArray::try_new(field, size, values, nulls.clone())?)
+        }
         (source, _) => return Err(bad(format!("a {} field has no {source:?} column", ty.name()))),
     })
 }

@@ -330,7 +330,11 @@ class _Versions(_DatasetBase):
         name : str
         values : str or array-like
             A SQL expression over each row (str), or one value per row (numpy, pyarrow,
-            polars, a list; int, float, bool or text).
+            polars, a list; int, float, bool or text). A 2-D numpy array (rows × d), an Arrow
+            ``FixedSizeList`` column, a polars ``Array`` column or a list of equal-length 1-D
+            arrays is a **vector column** (``NDArrayField(dtype, (d,))``, the dtype as given):
+            ``ds.vectors(name)`` reads it back, ``ds.table()`` shows it as a
+            ``fixed_size_list``.
         {message}
         field : beton.fields.Field, optional
             With it (``RGBImageField()``, ``NDArrayField(dtype, shape)``, ``JSONField()``, ...),
@@ -352,8 +356,11 @@ class _Versions(_DatasetBase):
         --------
         >>> ds.add_column("big", "image.width >= 224")  # doctest: +SKIP
         >>> ds.add_column("score", np.zeros(len(ds)))  # doctest: +SKIP
+        >>> ds.add_column("emb", embeddings)  # an (n, 64) float32 array: a vector column  # doctest: +SKIP
         """
         native = self._require_directory("add_column")
+        if field is None and not isinstance(values, str):
+            field, values = _as_vectors(name, values)
         if isinstance(values, str):
             native.add_column(name, sql=values, message=message)
         elif field is not None and _arrow_kind(field.type_name):
@@ -602,3 +609,49 @@ class _Versions(_DatasetBase):
         [4, 9, 17]
         """
         return self._require_directory("diff").diff(a, b)
+
+
+def _as_vectors(name: str, values):
+    """``(field, rows)`` when ``values`` are vectors: a 2-D numpy array, an Arrow
+    ``FixedSizeList`` (or polars ``Array``) column, or a list of equal-length 1-D numpy arrays,
+    as an ``NDArrayField(dtype, (d,))`` and one 1-D array a row; ``(None, values)`` for anything
+    else. An array of more dimensions raises naming ``NDArrayField``."""
+    import pyarrow as pa
+
+    from beton.fields import NDArrayField
+
+    if hasattr(values, "to_arrow") and not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_arrow()  # a polars Series
+    matrix = None
+    if isinstance(values, np.ndarray):
+        if values.ndim > 2:
+            raise ValueError(f"add_column: values for {name!r} are a {values.ndim}-D array: a vector column takes "
+                             f"a 2-D array (rows x d); for arrays of shape {values.shape[1:]} per row give "
+                             f"field=NDArrayField(dtype, shape)")
+        matrix = values if values.ndim == 2 else None
+    elif isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_fixed_size_list(values.type):
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if arr.null_count:
+            raise ValueError(f"add_column: values for {name!r} have {arr.null_count} NULL vectors; a vector "
+                             f"column added this way has a vector in every row")
+        d = values.type.list_size
+        matrix = arr.values.slice(arr.offset * d, len(arr) * d).to_numpy(zero_copy_only=False).reshape(len(arr), d)
+    elif isinstance(values, (list, tuple)) and values and all(isinstance(v, np.ndarray) for v in values):
+        shapes = {v.shape for v in values}
+        dtypes = {v.dtype for v in values}
+        if any(len(sh) != 1 for sh in shapes):
+            raise ValueError(f"add_column: values for {name!r} are arrays of shapes {sorted(shapes)[:3]}: a vector "
+                             f"column takes 1-D arrays; for others give field=NDArrayField(dtype, shape)")
+        if len(shapes) > 1 or len(dtypes) > 1:
+            raise ValueError(f"add_column: values for {name!r} are 1-D arrays of lengths "
+                             f"{sorted(s[0] for s in shapes)[:5]} and dtypes {sorted(map(str, dtypes))}: a vector "
+                             f"column's rows have one length and dtype")
+        matrix = np.stack(values)
+    if matrix is None:
+        return None, values
+    if matrix.dtype.kind not in "iuf":
+        raise ValueError(f"add_column: values for {name!r} are {matrix.dtype} vectors: a vector column holds "
+                         f"ints or floats (float32, float16, int8, uint8, ...)")
+    # Stored little-endian, as numpy has it on this machine's byte order or not.
+    matrix = np.ascontiguousarray(matrix, dtype=matrix.dtype.newbyteorder("<"))
+    return NDArrayField(matrix.dtype, (matrix.shape[1],)), list(matrix)

@@ -127,9 +127,20 @@ pub(crate) fn summarise(
     Ok(out)
 }
 
-/// One column's summary.
+/// One column's summary: a vector column's is the histogram of its vectors' L2 norms (a
+/// broken embedding is a norm of 0 or far from the others).
 fn summarise_column(name: &str, values: &dyn Array, classes: Option<&[String]>) -> Result<ColumnSummary> {
     let dt = values.data_type();
+    if let DataType::FixedSizeList(item, d) = dt {
+        let norms = l2_norms(values.as_fixed_size_list())?;
+        return Ok(ColumnSummary {
+            column: name.to_string(),
+            data_type: format!("vector of {d} {}, L2 norm", item.data_type().to_string().to_lowercase()),
+            rows: values.len() as u64,
+            nulls: values.null_count() as u64,
+            kind: histogram(&norms)?,
+        });
+    }
     let numeric = dt.is_integer() || dt.is_floating();
     let counted = if numeric && !dt.is_floating() { few_values(values, MAX_CATEGORIES)? } else { !numeric };
     let kind = if counted { counts(name, values, classes)? } else { histogram(values)? };
@@ -173,6 +184,22 @@ fn counts(name: &str, values: &dyn Array, classes: Option<&[String]>) -> Result<
     let other = all.iter().skip(TOP).map(|(_, c)| c).sum();
     let top = all.into_iter().take(TOP).map(|(k, c)| (with_class(name, k.to_string(), classes), c)).collect();
     Ok(SummaryKind::Counts { top, distinct, other })
+}
+
+/// The L2 norm of each vector of a vector column (NULL for a NULL vector), in f64.
+pub(crate) fn l2_norms(list: &arrow_array::FixedSizeListArray) -> Result<arrow_array::Float64Array> {
+    let d = list.value_length() as usize;
+    let values = arrow_cast::cast(list.values(), &DataType::Float64)?;
+    let values = values.as_primitive::<Float64Type>().values();
+    // A slice's values are sliced with it: its vector i starts at i * d.
+    Ok((0..list.len())
+        .map(|i| {
+            list.is_valid(i).then(|| {
+                let v = &values[i * d..(i + 1) * d];
+                v.iter().map(|x| x * x).sum::<f64>().sqrt()
+            })
+        })
+        .collect())
 }
 
 /// The histogram of a numeric column (no bins when every value is null).
@@ -256,5 +283,20 @@ mod tests {
         assert_eq!(top[0], ("w29".to_string(), 30));
         assert_eq!(top.len(), TOP);
         assert_eq!(other, (1..=20).sum::<u64>());
+    }
+
+    #[test]
+    fn vectors_are_summarised_by_their_norms_slices_included() {
+        use arrow_array::{FixedSizeListArray, Float32Array};
+        let values = Float32Array::from(vec![3.0, 4.0, 0.0, 0.0, 6.0, 8.0]);
+        let item = Arc::new(arrow_schema::Field::new("item", DataType::Float32, false));
+        let list = FixedSizeListArray::new(item, 2, Arc::new(values), None);
+        let norms = l2_norms(&list).unwrap();
+        assert_eq!(norms.values().to_vec(), vec![5.0, 0.0, 10.0]);
+        let sliced = list.slice(1, 2);
+        assert_eq!(l2_norms(&sliced).unwrap().values().to_vec(), vec![0.0, 10.0]);
+        let s = summarise_column("emb", &list, None).unwrap();
+        assert_eq!(s.data_type, "vector of 2 float32, L2 norm");
+        assert!(matches!(s.kind, SummaryKind::Histogram { min, max, .. } if min == 0.0 && max == 10.0));
     }
 }

@@ -752,6 +752,7 @@ pub(crate) fn sql_type_name(t: &DataType) -> &'static str {
         DataType::Float32 | DataType::Float64 => "DOUBLE",
         t if t.is_integer() => "INTEGER",
         DataType::FixedSizeBinary(_) => "BINARY",
+        DataType::FixedSizeList(..) => "VECTOR",
         _ => "unsupported type",
     }
 }

@@ -79,6 +79,86 @@ impl DType {
     }
 }
 
+/// The element type of a vector column: the numeric little-endian dtypes, as Arrow has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Element {
+    /// `int8`.
+    I8,
+    /// `uint8`.
+    U8,
+    /// `int16`.
+    I16,
+    /// `uint16`.
+    U16,
+    /// `int32`.
+    I32,
+    /// `uint32`.
+    U32,
+    /// `int64`.
+    I64,
+    /// `uint64`.
+    U64,
+    /// `float16`.
+    F16,
+    /// `float32`.
+    F32,
+    /// `float64`.
+    F64,
+}
+
+impl Element {
+    /// The element type of `dtype`: an integer or float dtype stored little-endian (`<`, or `|`
+    /// for one byte); `None` for anything else (bool, complex, big-endian, strings, datetimes).
+    pub fn of(dtype: &DType) -> Option<Element> {
+        let t = dtype.typestr().as_bytes();
+        if !(t[0] == b'<' || (t[0] == b'|' && dtype.itemsize() == 1)) || t.len() > 3 {
+            return None;
+        }
+        Some(match (t[1], dtype.itemsize()) {
+            (b'i', 1) => Element::I8,
+            (b'u', 1) => Element::U8,
+            (b'i', 2) => Element::I16,
+            (b'u', 2) => Element::U16,
+            (b'i', 4) => Element::I32,
+            (b'u', 4) => Element::U32,
+            (b'i', 8) => Element::I64,
+            (b'u', 8) => Element::U64,
+            (b'f', 2) => Element::F16,
+            (b'f', 4) => Element::F32,
+            (b'f', 8) => Element::F64,
+            _ => return None,
+        })
+    }
+
+    /// Its Arrow type.
+    pub fn data_type(self) -> arrow_schema::DataType {
+        use arrow_schema::DataType::*;
+        match self {
+            Element::I8 => Int8,
+            Element::U8 => UInt8,
+            Element::I16 => Int16,
+            Element::U16 => UInt16,
+            Element::I32 => Int32,
+            Element::U32 => UInt32,
+            Element::I64 => Int64,
+            Element::U64 => UInt64,
+            Element::F16 => Float16,
+            Element::F32 => Float32,
+            Element::F64 => Float64,
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Element::I8 | Element::U8 => 1,
+            Element::I16 | Element::U16 | Element::F16 => 2,
+            Element::I32 | Element::U32 | Element::F32 => 4,
+            Element::I64 | Element::U64 | Element::F64 => 8,
+        }
+    }
+}
+
 /// Shape and dtype of an NDArray or TorchTensor field.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ArraySpec {
@@ -104,6 +184,18 @@ impl ArraySpec {
         let spec = ArraySpec { dtype, shape };
         spec.checked_nbytes().ok_or_else(|| format!("shape {:?} is too large", spec.shape))?;
         Ok(spec)
+    }
+
+    /// The vector column an array of this spec is read as (docs/SQL.md, "Vectors"): one
+    /// dimension of a numeric little-endian dtype, its element type and length. `None` for
+    /// other arrays, whose column is their byte size.
+    pub fn vector(&self) -> Option<(Element, u32)> {
+        match self.shape[..] {
+            [d] => {
+                Some((Element::of(&self.dtype)?, u32::try_from(d).ok().filter(|&d| d <= i32::MAX as u32)?))
+            }
+            _ => None,
+        }
     }
 
     fn checked_nbytes(&self) -> Option<u64> {

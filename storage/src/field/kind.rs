@@ -211,6 +211,8 @@ pub enum ColumnSource {
     Text,
     /// The slot's bytes as they are.
     Raw(usize),
+    /// A 1-D array's payload as a vector of its elements (a `FixedSizeList`; reads heap pages).
+    Vector(super::dtype::Element, u32),
 }
 
 impl ColumnSource {
@@ -227,12 +229,16 @@ impl ColumnSource {
             ColumnSource::ImageMode | ColumnSource::Text => DataType::Utf8,
             ColumnSource::ImageWidth | ColumnSource::ImageHeight => DataType::UInt16,
             ColumnSource::Raw(size) => DataType::FixedSizeBinary((*size).min(i32::MAX as usize) as i32),
+            ColumnSource::Vector(element, dim) => DataType::FixedSizeList(
+                std::sync::Arc::new(arrow_schema::Field::new("item", element.data_type(), false)),
+                *dim as i32,
+            ),
         }
     }
 
     /// True when reading the column reads payload pages.
     pub fn reads_payloads(&self) -> bool {
-        matches!(self, ColumnSource::Text)
+        matches!(self, ColumnSource::Text | ColumnSource::Vector(..))
     }
 }
 

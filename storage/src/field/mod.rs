@@ -42,7 +42,7 @@ use crate::format::{Slot, ARGS_SIZE};
 use crate::image::ImageOptions;
 use crate::value::{SampleValue, Value};
 pub use custom::CustomField;
-pub use dtype::{ArraySpec, DType};
+pub use dtype::{ArraySpec, DType, Element};
 pub use extension::{Extension, ExtensionKind};
 pub use kind::{ColumnDef, ColumnSource, DecodeContext, Described, EncodeContext, FieldKind, Input, LoadAs};
 pub use kind::{BOOL_SLOT, IMAGE_SLOT, PTR_SIZE_SLOT, SCALAR_SLOT};

@@ -148,7 +148,11 @@ macro_rules! array_kind {
             }
 
             fn columns(&self) -> Vec<ColumnDef> {
-                vec![ColumnDef::plain(ColumnSource::Constant(self.0.nbytes()))]
+                // A 1-D numeric array is a vector; others are their byte size.
+                match self.0.vector() {
+                    Some((element, dim)) => vec![ColumnDef::plain(ColumnSource::Vector(element, dim))],
+                    None => vec![ColumnDef::plain(ColumnSource::Constant(self.0.nbytes()))],
+                }
             }
 
             fn load_as(&self) -> LoadAs {

@@ -1,0 +1,113 @@
+"""Vector columns (issue 40, item 1): a 1-D NDArrayField of numbers is a FixedSizeList column in
+the table, SQL and polars; ``ds.vectors`` gives the (n, d) matrix; ``add_column`` takes 2-D
+arrays, FixedSizeList and polars Array columns and lists of 1-D arrays; edits patch it; the
+gallery summarises norms. Every value is checked against the numpy matrix it was written from."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import beton
+from beton.fields import IntField, NDArrayField
+from beton.writer import DatasetWriter
+
+N = 60
+
+
+@pytest.fixture()
+def written(tmp_path):
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((N, 16)).astype(np.float32)
+    grid = rng.standard_normal((N, 2, 3)).astype(np.float32)
+    path = tmp_path / "v.beton"
+    fields = {"label": IntField(), "emb": NDArrayField(np.dtype("float32"), (16,)),
+              "grid": NDArrayField(np.dtype("float32"), (2, 3))}
+    DatasetWriter(path, fields, progress=False).from_indexed_dataset([(i % 4, emb[i], grid[i]) for i in range(N)])
+    return path, emb, grid
+
+
+def test_a_vector_field_reads_as_a_matrix_everywhere(written):
+    path, emb, grid = written
+    ds = beton.open(path)
+    t = ds.table()
+    assert t.schema.field("emb").type == pa.list_(pa.field("item", pa.float32(), nullable=False), 16)
+    assert t.schema.field("grid").type == pa.uint64(), "higher-dimensional arrays keep their byte size"
+    np.testing.assert_array_equal(np.stack(t.column("emb").to_numpy(zero_copy_only=False)), emb)
+    m = ds.vectors("emb")
+    assert m.shape == (N, 16) and m.dtype == np.float32
+    np.testing.assert_array_equal(m, emb)
+    np.testing.assert_array_equal(ds.vectors("emb", rows=[5, 2, 5]), emb[[5, 2, 5]])
+    np.testing.assert_array_equal(ds.vectors("emb", rows=ds.where("label = 3")), emb[3::4])
+    np.testing.assert_array_equal(ds[7]["emb"], emb[7])
+    np.testing.assert_array_equal(ds[7]["grid"], grid[7])
+    polars = pytest.importorskip("polars")
+    frame = ds.to_polars(["emb"])
+    assert frame.schema["emb"] == polars.Array(polars.Float32, 16)
+    got = ds.query("SELECT index, emb FROM samples WHERE label = 1 ORDER BY index LIMIT 3").table
+    np.testing.assert_array_equal(np.stack(got.column("emb").to_numpy(zero_copy_only=False)), emb[[1, 5, 9]])
+    with pytest.raises(beton.QueryError, match="VECTOR"):
+        ds.where("emb > 1")
+    with pytest.raises(TypeError, match="'grid' is a uint64 column, not a vector column"):
+        ds.vectors("grid")
+    with pytest.raises(IndexError, match="row 60 is out of range"):
+        ds.vectors("emb", rows=[60])
+
+
+@pytest.mark.parametrize("how", ["numpy", "fixed_size_list", "polars", "list"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint8"])
+def test_add_column_takes_vectors_without_a_field(written, tmp_path, how, dtype):
+    path, emb, _ = written
+    ds = beton.import_file(tmp_path / "ds", path)
+    rng = np.random.default_rng(1)
+    m = (rng.standard_normal((N, 8)) * (1 if dtype.startswith("float") else 40)).astype(dtype)
+    if how == "numpy":
+        values = m
+    elif how == "fixed_size_list":
+        values = pa.FixedSizeListArray.from_arrays(pa.array(m.ravel()), 8)
+    elif how == "polars":
+        polars = pytest.importorskip("polars")
+        values = polars.Series("v", m)
+    else:
+        values = list(m)
+    ds.add_column("v", values)
+    got = ds.vectors("v")
+    assert got.dtype == np.dtype(dtype) and got.shape == (N, 8)
+    np.testing.assert_array_equal(got, m)
+    np.testing.assert_array_equal(beton.open(tmp_path / "ds")[9]["v"], m[9])
+
+
+def test_edits_of_a_vector_column_and_what_is_refused(written, tmp_path):
+    path, emb, _ = written
+    ds = beton.import_file(tmp_path / "ds", path)
+    ds.update_rows([4, 9], {"emb": [np.ones(16, np.float32), np.zeros(16, np.float32)]})
+    want = emb.copy()
+    want[4], want[9] = 1, 0
+    np.testing.assert_array_equal(ds.vectors("emb"), want)
+    ds.delete("index < 3")
+    np.testing.assert_array_equal(ds.vectors("emb"), want[3:])
+    ds.restore(1)
+    np.testing.assert_array_equal(ds.vectors("emb"), emb)
+    # A file without the field: NULL vectors, named when a matrix is asked for.
+    other = tmp_path / "other.beton"
+    DatasetWriter(other, {"label": IntField(), "grid": NDArrayField(np.dtype("float32"), (2, 3))},
+                  progress=False).from_indexed_dataset([(7, np.zeros((2, 3), np.float32))] * 2)
+    ds.append(other)
+    with pytest.raises(ValueError, match=r"row 60 is NULL \(2 rows in all\)"):
+        ds.vectors("emb")
+    np.testing.assert_array_equal(ds.vectors("emb", rows=ds.where("emb IS NOT NULL")), emb)
+    with pytest.raises(ValueError, match="3-D array.*NDArrayField"):
+        ds.add_column("cube", np.zeros((N + 2, 2, 2)))
+    with pytest.raises(ValueError, match="one length and dtype"):
+        ds.add_column("ragged", [np.zeros(3, np.float32)] * (N + 1) + [np.zeros(4, np.float32)])
+    with pytest.raises(ValueError, match="holds ints or floats"):
+        ds.add_column("flags", np.zeros((N + 2, 3), bool))
+
+
+def test_the_gallery_summarises_vector_norms(written, tmp_path):
+    path, emb, _ = written
+    g = beton.open(path).gallery(n=2)
+    summary = next(s for s in g.summaries if s["column"] == "emb")
+    assert summary["data_type"] == "vector of 16 float32, L2 norm"
+    norms = np.linalg.norm(emb, axis=1)
+    assert summary["min"] == pytest.approx(norms.min(), rel=1e-6)
+    assert summary["max"] == pytest.approx(norms.max(), rel=1e-6)
