@@ -58,6 +58,10 @@ pub fn parse_param(text: &str) -> std::result::Result<(String, Param), String> {
             None => Param::Float(n.as_f64().ok_or_else(|| format!("{value} is out of range"))?),
         },
         Ok(serde_json::Value::String(s)) => Param::Text(s),
+        // A vector: a JSON array of numbers (`--param q=[0.1,0.2,0.3]`).
+        Ok(serde_json::Value::Array(items)) if !items.is_empty() && items.iter().all(|x| x.is_number()) => {
+            Param::Vector(items.iter().filter_map(serde_json::Value::as_f64).collect())
+        }
         _ => Param::Text(value.to_string()),
     };
     Ok((name.to_string(), param))
@@ -157,6 +161,7 @@ mod tests {
         assert_eq!(p("c=a=b"), Ok(("c".into(), Param::Text("a=b".into()))));
         assert_eq!(p("n=null"), Ok(("n".into(), Param::Null)));
         assert_eq!(p("f=false"), Ok(("f".into(), Param::Bool(false))));
+        assert_eq!(p("q=[1, -2.5]"), Ok(("q".into(), Param::Vector(vec![1.0, -2.5]))));
         assert!(p("novalue").unwrap_err().contains("NAME=VALUE"));
         assert!(p("1x=2").unwrap_err().contains("not a parameter name"));
     }

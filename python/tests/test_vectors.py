@@ -83,6 +83,7 @@ def test_edits_of_a_vector_column_and_what_is_refused(written, tmp_path):
     want = emb.copy()
     want[4], want[9] = 1, 0
     np.testing.assert_array_equal(ds.vectors("emb"), want)
+    assert list(ds.diff(1, ds.version)["changed"]["emb"]) == [4, 9]
     ds.delete("index < 3")
     np.testing.assert_array_equal(ds.vectors("emb"), want[3:])
     ds.restore(1)
@@ -111,3 +112,79 @@ def test_the_gallery_summarises_vector_norms(written, tmp_path):
     norms = np.linalg.norm(emb, axis=1)
     assert summary["min"] == pytest.approx(norms.min(), rel=1e-6)
     assert summary["max"] == pytest.approx(norms.max(), rel=1e-6)
+
+
+def numpy_nearest(matrix, q, k, metric, keep=None):
+    """The reference: numpy distances over float64, best first, ties by index."""
+    m = matrix.astype(np.float64)
+    q = np.asarray(q, np.float64)
+    if metric == "l2":
+        score = np.sqrt(((m - q) ** 2).sum(axis=1))
+    elif metric == "cosine":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score = 1 - (m @ q) / (np.linalg.norm(m, axis=1) * np.linalg.norm(q))
+    else:
+        score = -(m @ q)
+    rows = np.arange(len(m))
+    ok = np.isfinite(score) if keep is None else np.isfinite(score) & keep
+    order = sorted(rows[ok], key=lambda i: (score[i], i))[:k]
+    return order, [abs(score[i]) if metric == "dot" else score[i] for i in order]
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint8"])
+def test_nearest_is_numpys_exact_search(tmp_path, metric, dtype):
+    rng = np.random.default_rng(2)
+    n, d = 300, 12
+    base = rng.standard_normal((n, d)) * (1 if dtype.startswith("float") else 20)
+    base[10] = base[3]  # a tie: the lower index first
+    base[20] = 0  # a zero vector: no cosine distance
+    if dtype == "uint8":
+        base = np.abs(base)
+    m = base.astype(dtype)
+    path = tmp_path / "v.beton"
+    DatasetWriter(path, {"label": IntField(), "emb": NDArrayField(np.dtype(dtype), (d,))},
+                  progress=False).from_indexed_dataset([(i % 3, m[i]) for i in range(n)])
+    ds = beton.open(path)
+    queries = np.stack([m[3].astype(np.float64), rng.standard_normal(d) * 5])
+    got = ds.nearest("emb", queries, k=7, metric=metric).to_pydict()
+    assert set(got) == {"query", "index", "row_id", "distance"}
+    for j, q in enumerate(queries):
+        rows = [i for i, qq in zip(got["index"], got["query"]) if qq == j]
+        dist = [x for x, qq in zip(got["distance"], got["query"]) if qq == j]
+        want, want_dist = numpy_nearest(m, q, 7, metric)
+        assert rows == want, f"query {j}"
+        np.testing.assert_allclose(np.abs(dist), want_dist, rtol=1e-9, atol=1e-9)
+    # With a filter: only its rows.
+    got = ds.nearest("emb", queries[1], k=5, metric=metric, where="label = 1").to_pydict()
+    want, _ = numpy_nearest(m, queries[1], 5, metric, keep=np.arange(n) % 3 == 1)
+    assert got["index"] == want
+
+
+def test_vector_functions_in_sql(written):
+    path, emb, _ = written
+    ds = beton.open(path)
+    q = np.linspace(-1, 1, 16)
+    got = ds.query("SELECT index, l2_distance(emb, $q) AS d, inner_product(emb, $q) AS p, l2_norm(emb) AS n "
+                   "FROM samples ORDER BY index", params={"q": q}).table.to_pydict()
+    e = emb.astype(np.float64)
+    np.testing.assert_allclose(got["d"], np.linalg.norm(e - q, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(got["p"], e @ q, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got["n"], np.linalg.norm(e, axis=1), rtol=1e-12)
+    norms = np.linalg.norm(e, axis=1)
+    assert ds.where("l2_norm(emb) < 3.5").tolist() == np.flatnonzero(norms < 3.5).tolist()
+    # Literals, lists as parameters, and two columns.
+    assert ds.where("l2_distance(emb, emb) = 0").tolist() == list(range(N))
+    lit = "[" + ", ".join(map(repr, q.tolist())) + "]"
+    assert ds.where(f"cosine_distance(emb, {lit}) < 0.8").tolist() == ds.where(
+        "cosine_distance(emb, $q) < 0.8", params={"q": list(q)}).tolist()
+    with pytest.raises(beton.QueryError, match=r"l2_distance\(\) of vectors of 16 and 3 elements"):
+        ds.where("l2_distance(emb, $q) < 1", params={"q": [1, 2, 3]})
+    with pytest.raises(beton.QueryError, match=r"l2_norm\(\) takes vectors, got INTEGER"):
+        ds.where("l2_norm(label) > 1")
+    with pytest.raises(TypeError, match="a vector is a non-empty 1-D array"):
+        ds.where("l2_norm(emb) > $q", params={"q": np.zeros((2, 2))})
+    with pytest.raises(ValueError, match="metric 'hamming'"):
+        ds.nearest("emb", q, metric="hamming")
+    with pytest.raises(TypeError, match="not a vector column"):
+        ds.nearest("label", q)

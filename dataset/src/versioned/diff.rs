@@ -115,8 +115,8 @@ pub fn diff(a: &VersionedDataset, b: &VersionedDataset) -> Result<Diff> {
         } else {
             let x = arrow_select::take::take(ca.as_ref(), &in_a, None)?;
             let y = arrow_select::take::take(cb.as_ref(), &in_b, None)?;
-            let differs = arrow_ord::cmp::distinct(&x, &y)?;
-            ids.iter().zip(differs.iter()).filter(|(_, d)| d.unwrap_or(true)).map(|(id, _)| *id).collect()
+            let differs = distinct(&x, &y)?;
+            ids.iter().zip(differs).filter(|(_, d)| *d).map(|(id, _)| *id).collect()
         };
         if !rows.is_empty() {
             changed.insert(name.to_string(), rows);
@@ -155,6 +155,21 @@ pub fn diff(a: &VersionedDataset, b: &VersionedDataset) -> Result<Diff> {
         dropped_columns: names_a.iter().filter(|n| !names_b.contains(n)).map(|n| n.to_string()).collect(),
         changed,
     })
+}
+
+/// Whether each row of `x` differs from the same row of `y` (IS DISTINCT FROM: two NULLs are the
+/// same): Arrow's kernel for flat types, a row comparator for nested ones (vector columns).
+fn distinct(x: &dyn arrow_array::Array, y: &dyn arrow_array::Array) -> Result<Vec<bool>> {
+    if !x.data_type().is_nested() {
+        return Ok(arrow_ord::cmp::distinct(&x, &y)?.iter().map(|d| d.unwrap_or(true)).collect());
+    }
+    let cmp = arrow_ord::ord::make_comparator(x, y, arrow_schema::SortOptions::default())?;
+    Ok((0..x.len())
+        .map(|i| match (x.is_valid(i), y.is_valid(i)) {
+            (true, true) => cmp(i, i) != std::cmp::Ordering::Equal,
+            (a, b) => a != b,
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+import numpy as np
+
 from beton._native import IndexSet
 from beton.dataset._open import _DatasetBase
 from beton.dataset._results import Explain, QueryResult
@@ -81,6 +83,72 @@ class _Querying(_DatasetBase):
         IndexSet(77 ids: [0, 1, 2, 3, 4, 5, ...], fingerprint 0x...)
         """
         return self._native.select(predicate, params)
+
+    def nearest(self, column: str, vectors, k: int = 10, where: Optional[str] = None, metric: str = "l2"):
+        """The ``k`` rows whose vectors are nearest each query vector: exact search.
+
+        Parameters
+        ----------
+        column : str
+            A vector column (a 1-D ``NDArrayField`` of numbers; ``ds.vectors`` reads it).
+        vectors : array-like
+            One query vector (length ``d``) or several (``(m, d)``).
+        k : int, default 10
+            Rows per query vector (fewer when fewer rows have a vector).
+        where : str, optional
+            A predicate the rows must match (``"label = 3"``, ``"in_split('train')"``).
+        metric : {"l2", "cosine", "dot"}
+            ``l2``: Euclidean distance (``l2_distance``), nearest first; ``cosine``: one minus
+            the cosine similarity (``cosine_distance``; rows with a zero vector are left out);
+            ``dot``: the inner product (``inner_product``), largest first.
+
+        Returns
+        -------
+        pyarrow.Table
+            ``query`` (the query vector's position), ``index``, ``row_id`` (the index for a
+            ``.beton`` file) and ``distance``, each query's rows best first, ties broken by index.
+
+        Raises
+        ------
+        ValueError
+            For an unknown metric, ``k`` below 1, or query vectors of another length than the
+            column's (the SQL error names both).
+        TypeError
+            For a column that is not a vector column.
+
+        Examples
+        --------
+        >>> ds.nearest("emb", ds.vectors("emb", rows=[7]), k=5)  # doctest: +SKIP
+        """
+        import pyarrow as pa
+
+        functions = {"l2": ("l2_distance", "ASC"), "cosine": ("cosine_distance", "ASC"), "dot": ("inner_product", "DESC")}
+        if metric not in functions:
+            raise ValueError(f"nearest: metric {metric!r} is not one of {sorted(functions)}")
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"nearest: k must be an int of at least 1, not {k!r}")
+        fn, order = functions[metric]
+        queries = np.asarray(vectors)
+        if queries.ndim == 1:
+            queries = queries[None, :]
+        if queries.ndim != 2 or queries.dtype.kind not in "iuf":
+            raise ValueError(f"nearest: vectors must be one vector or an (m, d) array of numbers, not {queries.shape} "
+                             f"{queries.dtype}")
+        schema = self.table([column]).schema  # a KeyError naming the columns for an unknown one
+        if not pa.types.is_fixed_size_list(schema.field(column).type):
+            raise TypeError(f"nearest: '{column}' is a {schema.field(column).type} column, not a vector column")
+        has_row_id = "row_id" in self.columns()
+        ids = "index, row_id" if has_row_id else "index"
+        condition = f"{fn}({column}, $q) IS NOT NULL" + (f" AND ({where})" if where else "")
+        sql = (f"SELECT {ids}, {fn}({column}, $q) AS distance FROM samples WHERE {condition} "
+               f"ORDER BY distance {order}, index LIMIT {int(k)}")
+        parts = []
+        for j, q in enumerate(queries):
+            t = self.query(sql, params={"q": q}).table
+            if not has_row_id:
+                t = t.add_column(1, "row_id", t.column("index"))
+            parts.append(t.add_column(0, "query", pa.array(np.full(t.num_rows, j, np.int64))))
+        return pa.concat_tables(parts) if parts else None
 
     def explain(self, sql: str) -> Explain:
         """What a query touches and what a loader of its rows would read (``beton explain``).

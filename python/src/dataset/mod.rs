@@ -490,7 +490,22 @@ fn query_params(params: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, bet
         // numpy's bool and number scalars say what they are by their dtype's kind.
         let kind: Option<String> =
             value.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract()).ok();
-        let param = if value.is_none() {
+        // numpy arrays (ndim >= 1) are vectors or nothing; numpy scalars have ndim 0.
+        let array = value.getattr("ndim").and_then(|n| n.extract::<usize>()).is_ok_and(|n| n >= 1);
+        let param = if array
+            || value.is_instance_of::<pyo3::types::PyList>()
+            || value.is_instance_of::<pyo3::types::PyTuple>()
+        {
+            match vector_param(&value) {
+                Some(v) => Param::Vector(v),
+                None => {
+                    let ty = value.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+                    return Err(PyTypeError::new_err(format!(
+                        "params['{name}']: a {ty} is not a query parameter: a vector is a non-empty 1-D array or list of numbers"
+                    )));
+                }
+            }
+        } else if value.is_none() {
             Param::Null
         } else if value.is_instance_of::<PyBool>() || kind.as_deref() == Some("b") {
             Param::Bool(value.is_truthy()?)
@@ -503,10 +518,35 @@ fn query_params(params: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, bet
         } else {
             let ty = value.get_type().name().map(|n| n.to_string()).unwrap_or_default();
             return Err(PyTypeError::new_err(format!(
-                "params['{name}']: a {ty} is not a query parameter (None, bool, int in BIGINT's range, float or str)"
+                "params['{name}']: a {ty} is not a query parameter (None, bool, int in BIGINT's range, float, str, or a vector: a 1-D array or list of numbers)"
             )));
         };
         out.push((name, param));
     }
     Ok(out)
+}
+
+/// A vector parameter: a 1-D numpy array of numbers, or a list or tuple of numbers.
+fn vector_param(value: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
+    use pyo3::types::{PyList, PyTuple};
+    let ndim: Option<usize> = value.getattr("ndim").and_then(|n| n.extract()).ok();
+    let kind: Option<String> =
+        value.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract()).ok();
+    let listed = match (ndim, kind.as_deref()) {
+        (Some(1), Some("i" | "u" | "f")) => value.call_method0("tolist").ok()?,
+        (Some(_), _) => return None,
+        _ if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() => value.clone(),
+        _ => return None,
+    };
+    let items: Vec<Bound<'_, PyAny>> = listed.try_iter().ok()?.collect::<PyResult<_>>().ok()?;
+    if items.is_empty() {
+        return None;
+    }
+    items
+        .iter()
+        .map(|x| match x.is_instance_of::<pyo3::types::PyBool>() {
+            true => None,
+            false => x.extract::<f64>().ok(),
+        })
+        .collect()
 }

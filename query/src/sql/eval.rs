@@ -291,6 +291,32 @@ impl Ctx<'_, '_> {
                 }
                 Ok(out)
             }
+            Expr::Array(a) => {
+                // A vector literal (`[1, 2.5, -3]`, or a vector parameter): numbers only.
+                let mut values = Vec::with_capacity(a.elem.len());
+                for e in &a.elem {
+                    let v = widen(self.eval(e)?, pos(e))?;
+                    let x = match v.data_type() {
+                        DataType::Int64 if v.scalar && v.array.is_valid(0) => {
+                            v.array.as_primitive::<arrow_array::types::Int64Type>().value(0) as f64
+                        }
+                        DataType::Float64 if v.scalar && v.array.is_valid(0) => {
+                            v.array.as_primitive::<arrow_array::types::Float64Type>().value(0)
+                        }
+                        _ => {
+                            return Err(sql_error(
+                                "a vector's elements are numbers (not NULL, not columns)",
+                                pos(e),
+                            ))
+                        }
+                    };
+                    values.push(x);
+                }
+                if values.is_empty() {
+                    return Err(sql_error("a vector has at least one element", span));
+                }
+                Ok(Val::scalar(functions::vector_literal(values)?))
+            }
             Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => {
                 Err(unsupported("subqueries", span))
             }
@@ -320,6 +346,15 @@ impl Ctx<'_, '_> {
             Kind::Text(apply) => apply(string(one()?, span)?, span),
             Kind::Number(apply) => apply(widen(one()?, span)?, span),
             Kind::Exprs { eval, .. } => eval(self, args, span),
+            Kind::Vector(apply) => apply(vector(one()?, name, span)?, span),
+            Kind::Vectors(apply) => match args {
+                [a, b] => {
+                    apply(vector(self.eval(a)?, name, pos(a))?, vector(self.eval(b)?, name, pos(b))?, span)
+                }
+                _ => {
+                    Err(sql_error(format!("{name}() takes two vectors, got {} arguments", args.len()), span))
+                }
+            },
         }
     }
 
@@ -741,6 +776,14 @@ fn arrow_type(t: &SqlType, span: Span) -> Result<DataType> {
         SqlType::Boolean | SqlType::Bool => DataType::Boolean,
         other => return Err(unsupported(&format!("CAST to {other}"), span)),
     })
+}
+
+/// `v` when it is a vector (or NULL), else an error naming the function.
+fn vector(v: Val, name: &str, span: Span) -> Result<Val> {
+    match v.data_type() {
+        DataType::FixedSizeList(..) | DataType::Null => Ok(v),
+        t => Err(sql_error(format!("{name}() takes vectors, got {}", sql_type_name(t)), span)),
+    }
 }
 
 /// SQL's name for an Arrow type, in messages.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
-use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray};
+use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float64Array, Int64Array, StringArray};
 use arrow_schema::DataType;
 use beton_storage::{FieldType, Value as StorageValue};
 use sqlparser::ast::{Expr, Value};
@@ -46,6 +46,10 @@ pub(crate) enum Kind {
         /// Its first argument names a field whose payloads it reads, not a column to load.
         field_first: bool,
     },
+    /// One argument, a vector (a vector column or `[x, y, ...]`; NULL: a null vector).
+    Vector(fn(Val, Span) -> Result<Val>),
+    /// Two vectors of one length (a column and a literal or parameter, or two columns).
+    Vectors(fn(Val, Val, Span) -> Result<Val>),
 }
 
 /// Every scalar function, in the order an unknown name's error lists them.
@@ -57,7 +61,170 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function { names: &["round"], kind: Kind::Number(round) },
     Function { names: &["json_extract"], kind: Kind::Exprs { eval: json_extract, field_first: true } },
     Function { names: &["in_split"], kind: Kind::Exprs { eval: in_split, field_first: false } },
+    Function { names: &["l2_norm"], kind: Kind::Vector(l2_norm) },
+    Function { names: &["l2_distance"], kind: Kind::Vectors(l2_distance) },
+    Function { names: &["cosine_distance"], kind: Kind::Vectors(cosine_distance) },
+    Function { names: &["inner_product"], kind: Kind::Vectors(inner_product) },
 ];
+
+/// A vector literal: one row of a `FixedSizeList<Float64>`.
+pub(crate) fn vector_literal(values: Vec<f64>) -> Result<ArrayRef> {
+    let d = values.len() as i32;
+    let item = Arc::new(arrow_schema::Field::new("item", DataType::Float64, false));
+    Ok(Arc::new(FixedSizeListArray::try_new(item, d, Arc::new(Float64Array::from(values)), None)?))
+}
+
+/// Arrow's half-precision float (the `half` crate's, through Arrow).
+type F16 = <arrow_array::types::Float16Type as arrow_array::ArrowPrimitiveType>::Native;
+
+/// A vector column's elements, whatever their type, read as f64 one row at a time.
+enum Elements<'a> {
+    I8(&'a [i8]),
+    U8(&'a [u8]),
+    I16(&'a [i16]),
+    U16(&'a [u16]),
+    I32(&'a [i32]),
+    U32(&'a [u32]),
+    I64(&'a [i64]),
+    U64(&'a [u64]),
+    F16(&'a [F16]),
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+impl<'a> Elements<'a> {
+    fn of(values: &'a ArrayRef, span: Span) -> Result<Elements<'a>> {
+        use arrow_array::types::*;
+        Ok(match values.data_type() {
+            DataType::Int8 => Elements::I8(values.as_primitive::<Int8Type>().values()),
+            DataType::UInt8 => Elements::U8(values.as_primitive::<UInt8Type>().values()),
+            DataType::Int16 => Elements::I16(values.as_primitive::<Int16Type>().values()),
+            DataType::UInt16 => Elements::U16(values.as_primitive::<UInt16Type>().values()),
+            DataType::Int32 => Elements::I32(values.as_primitive::<Int32Type>().values()),
+            DataType::UInt32 => Elements::U32(values.as_primitive::<UInt32Type>().values()),
+            DataType::Int64 => Elements::I64(values.as_primitive::<Int64Type>().values()),
+            DataType::UInt64 => Elements::U64(values.as_primitive::<UInt64Type>().values()),
+            DataType::Float16 => Elements::F16(values.as_primitive::<Float16Type>().values()),
+            DataType::Float32 => Elements::F32(values.as_primitive::<Float32Type>().values()),
+            DataType::Float64 => Elements::F64(values.as_primitive::<Float64Type>().values()),
+            t => return Err(sql_error(format!("a vector of {t} elements is not a vector of numbers"), span)),
+        })
+    }
+
+    /// Elements `start..start + out.len()` into `out`.
+    fn fill(&self, start: usize, out: &mut [f64]) {
+        let end = start + out.len();
+        macro_rules! copy {
+            ($v:expr) => {
+                for (o, x) in out.iter_mut().zip(&$v[start..end]) {
+                    *o = *x as f64;
+                }
+            };
+        }
+        match self {
+            Elements::I8(v) => copy!(v),
+            Elements::U8(v) => copy!(v),
+            Elements::I16(v) => copy!(v),
+            Elements::U16(v) => copy!(v),
+            Elements::I32(v) => copy!(v),
+            Elements::U32(v) => copy!(v),
+            Elements::I64(v) => copy!(v),
+            Elements::U64(v) => copy!(v),
+            Elements::F16(v) => {
+                for (o, x) in out.iter_mut().zip(&v[start..end]) {
+                    *o = x.to_f64();
+                }
+            }
+            Elements::F32(v) => copy!(v),
+            Elements::F64(v) => out.copy_from_slice(&v[start..end]),
+        }
+    }
+}
+
+fn l2_norm(v: Val, span: Span) -> Result<Val> {
+    let zero = match vector_len(&v) {
+        0 => Val { array: v.array.clone(), scalar: true },
+        d => Val::scalar(vector_literal(vec![0.0; d])?),
+    };
+    pairwise(v, zero, span, "l2_norm", |a, _| a.iter().map(|x| x * x).sum::<f64>().sqrt().into())
+}
+
+fn l2_distance(a: Val, b: Val, span: Span) -> Result<Val> {
+    pairwise(a, b, span, "l2_distance", |a, b| {
+        a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt().into()
+    })
+}
+
+fn cosine_distance(a: Val, b: Val, span: Span) -> Result<Val> {
+    pairwise(a, b, span, "cosine_distance", |a, b| {
+        let (mut dot, mut na, mut nb) = (0.0, 0.0, 0.0);
+        for (x, y) in a.iter().zip(b) {
+            dot += x * y;
+            na += x * x;
+            nb += y * y;
+        }
+        // A zero vector has no direction: no distance (NULL).
+        (na > 0.0 && nb > 0.0).then(|| 1.0 - dot / (na.sqrt() * nb.sqrt()))
+    })
+}
+
+fn inner_product(a: Val, b: Val, span: Span) -> Result<Val> {
+    pairwise(a, b, span, "inner_product", |a, b| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>().into())
+}
+
+/// The length of a vector value's vectors (0 for NULL).
+fn vector_len(v: &Val) -> usize {
+    match v.data_type() {
+        DataType::FixedSizeList(_, d) => *d as usize,
+        _ => 0,
+    }
+}
+
+/// `f` of each row's two vectors (one side may be one vector for every row), in f64: NULL
+/// where either is NULL or `f` gives none.
+fn pairwise(
+    a: Val,
+    b: Val,
+    span: Span,
+    name: &str,
+    f: impl Fn(&[f64], &[f64]) -> Option<f64>,
+) -> Result<Val> {
+    let scalar = a.scalar && b.scalar;
+    let rows = if a.scalar { b.array.len() } else { a.array.len() };
+    if matches!(a.data_type(), DataType::Null) || matches!(b.data_type(), DataType::Null) {
+        return Ok(Val { array: Arc::new(Float64Array::new_null(rows)), scalar });
+    }
+    let (da, db) = (vector_len(&a), vector_len(&b));
+    if da != db {
+        return Err(sql_error(format!("{name}() of vectors of {da} and {db} elements"), span));
+    }
+    let (la, lb) = (a.array.as_fixed_size_list(), b.array.as_fixed_size_list());
+    let (ea, eb) = (Elements::of(la.values(), span)?, Elements::of(lb.values(), span)?);
+    let (mut x, mut y) = (vec![0.0; da], vec![0.0; da]);
+    let row = |scalar: bool, i: usize| if scalar { 0 } else { i };
+    if b.scalar {
+        eb.fill(0, &mut y);
+    }
+    if a.scalar {
+        ea.fill(0, &mut x);
+    }
+    let mut out = arrow_array::builder::Float64Builder::with_capacity(rows);
+    for i in 0..rows {
+        let (ia, ib) = (row(a.scalar, i), row(b.scalar, i));
+        if la.is_null(ia) || lb.is_null(ib) {
+            out.append_null();
+            continue;
+        }
+        if !a.scalar {
+            ea.fill(ia * da, &mut x);
+        }
+        if !b.scalar {
+            eb.fill(ib * db, &mut y);
+        }
+        out.append_option(f(&x, &y));
+    }
+    Ok(Val { array: Arc::new(out.finish()), scalar })
+}
 
 /// The function called `name` (lowercase).
 pub(crate) fn find(name: &str) -> Option<&'static Function> {

@@ -65,12 +65,33 @@ pub enum Param {
     Float(f64),
     /// A string.
     Text(String),
+    /// A vector (`[x, y, ...]`): what `l2_distance(emb, $q)` compares a vector column with.
+    Vector(Vec<f64>),
 }
 
 impl Param {
-    /// The literal token the parameter stands for.
+    /// The literal tokens the parameter stands for.
+    fn tokens(&self) -> Vec<Token> {
+        match self {
+            Param::Vector(v) => {
+                let mut out = vec![Token::LBracket];
+                for (k, x) in v.iter().enumerate() {
+                    if k > 0 {
+                        out.push(Token::Comma);
+                    }
+                    out.push(Param::Float(*x).token());
+                }
+                out.push(Token::RBracket);
+                out
+            }
+            other => vec![other.token()],
+        }
+    }
+
+    /// The literal token a scalar parameter stands for.
     fn token(&self) -> Token {
         match self {
+            Param::Vector(_) => unreachable!("a vector is several tokens (Param::tokens)"),
             Param::Null => Token::make_keyword("NULL"),
             Param::Bool(b) => Token::make_keyword(if *b { "TRUE" } else { "FALSE" }),
             Param::Int(i) => Token::Number(i.to_string(), false),
@@ -133,7 +154,7 @@ impl Tokens {
             if !bare {
                 out.push(TokenWithSpan::new(Token::LParen, t.span));
             }
-            out.push(TokenWithSpan::new(value.token(), t.span));
+            out.extend(value.tokens().into_iter().map(|token| TokenWithSpan::new(token, t.span)));
             if !bare {
                 out.push(TokenWithSpan::new(Token::RParen, t.span));
             }
