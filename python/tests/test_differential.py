@@ -288,6 +288,15 @@ def same_value(kind, got, want):
     return type(got) is type(want) and got == want
 
 
+def is_vector(field):
+    """Whether ``ds.table()`` shows the field as a vector column: a 1-D array of ints or floats
+    (beton stores them little-endian whatever the dtype's order; docs/SQL.md, "Vectors")."""
+    if field.type_name not in ("ndarray", "torch_tensor"):
+        return False
+    dtype = np.dtype(field.dtype)
+    return len(field.shape) == 1 and dtype.kind in "iuf"
+
+
 def table_value(field, want):
     """What ``ds.table()`` shows of a value: ints, floats, bools, text themselves; a payload its
     size (bytes in bytes, JSON text in bytes with its closing NUL (docs/FORMAT.md), an ndarray
@@ -326,6 +335,17 @@ def check_reads(path, rows, fields=FIELDS, version=None, ffcv=True):
             assert table[f"{name}.width"].to_pylist() == [r[name].shape[1] for r in rows]
             assert table[f"{name}.height"].to_pylist() == [r[name].shape[0] for r in rows]
             assert table[f"{name}.nbytes"].to_pylist() == [r[name].nbytes for r in rows]  # raw pixels
+            continue
+        if is_vector(field):
+            # A vector column (issue 40): each row's elements, bit for bit.
+            vectors = table[name].combine_chunks()
+            for k, row in enumerate(rows):
+                if row[name] is NULL:
+                    assert not vectors[k].is_valid, f"table row {k}, {name!r}: a vector for NULL"
+                    continue
+                got, want = vectors[k].values.to_numpy(zero_copy_only=False), little(np.asarray(row[name]))
+                assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), \
+                    f"table row {k}, {name!r}: {got!r} != {want!r}"
             continue
         col = table[name].to_pylist()
         for k, row in enumerate(rows):

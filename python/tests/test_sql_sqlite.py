@@ -185,7 +185,9 @@ def test_parameters_take_python_and_numpy_scalars_and_name_what_is_wrong(engines
         ds.where("a = $v", params={"v": 1, "extra": 2})
     with pytest.raises(beton.QueryError, match="parameters are named"):
         ds.where("a = ?", params={"v": 1})
-    with pytest.raises(TypeError, match=r"params\['v'\]: a list is not a query parameter"):
-        ds.where("a = $v", params={"v": [1, 2]})
+    with pytest.raises(TypeError, match=r"params\['v'\]: a dict is not a query parameter"):
+        ds.where("a = $v", params={"v": {"x": 1}})
+    with pytest.raises(beton.QueryError, match="INTEGER = VECTOR"):
+        ds.where("a = $v", params={"v": [1, 2]})  # a list of numbers is a vector
     with pytest.raises(TypeError, match="is not a str"):
         ds.query("SELECT k FROM samples WHERE a = $v", params={1: 1})

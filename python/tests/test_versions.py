@@ -157,7 +157,9 @@ def test_images_arrays_and_json_are_editable_columns(folder_ds, tmp_path):
     assert ds[7]["meta"] == {"i": 7}
     np.testing.assert_array_equal(ds[7]["emb"], np.arange(4, dtype=np.float32) + 7)
     np.testing.assert_array_equal(ds[7]["thumb"], thumbs[7])
-    assert ds.where("\"thumb.width\" = 8 AND emb = 16").tolist() == list(range(n))
+    # emb, a 1-D array of floats, is a vector column (issue 40): its vectors, not its size.
+    assert ds.where("\"thumb.width\" = 8 AND l2_distance(emb, [0, 1, 2, 3]) = 2 * index").tolist() == list(range(n))
+    np.testing.assert_array_equal(ds.vectors("emb")[9], np.arange(4, dtype=np.float32) + 9)
 
     # The loader reads added and replaced values as stored ones.
     loader = Loader(ds, batch_size=5, order=OrderOption.SEQUENTIAL, drop_last=False,

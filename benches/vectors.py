@@ -1,0 +1,90 @@
+"""Exact nearest neighbours: ``ds.nearest`` against numpy's blocked brute force on the same
+vectors, the same cores, one process, rounds interleaved.
+
+numpy's reference is the usual one: per block of rows, ``‖x‖² - 2 X·q + ‖q‖²`` by a matrix
+product (BLAS) and ``argpartition`` for the block's k best, then the best k of those. beton's
+is ``ds.nearest(column, queries, k)``: the SQL kernel ``l2_distance`` over the vector column,
+read in place from the columnar copy, and a top-k sort, once per query vector.
+
+Usage: ``python benches/vectors.py [--rows 1000000] [--dim 128] [--queries 1,16] [--rounds 3]
+[--dir /tmp/beton-vectors]`` (writes the file once per size; never commit it).
+"""
+
+import argparse
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def numpy_nearest(matrix, norms, queries, k, block=65536):
+    out = []
+    for q in queries:
+        best_d, best_i = [], []
+        for start in range(0, len(matrix), block):
+            x = matrix[start:start + block]
+            d = norms[start:start + block] - 2 * (x @ q) + q @ q
+            kk = min(k, len(d))
+            part = np.argpartition(d, kk - 1)[:kk]
+            best_d.append(d[part])
+            best_i.append(part + start)
+        d, i = np.concatenate(best_d), np.concatenate(best_i)
+        order = np.lexsort((i, d))[:k]
+        out.append(i[order])
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--dim", type=int, default=128)
+    p.add_argument("--queries", default="1,16")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--dir", default="/tmp/beton-vectors")
+    a = p.parse_args()
+    import beton
+    from beton.fields import NDArrayField
+    from beton.writer import DatasetWriter
+    sys.path.insert(0, str(Path(__file__).parent))
+    from machine import machine  # benches/machine.py
+    print(machine())
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((a.rows, a.dim)).astype(np.float32)
+    path = Path(a.dir) / f"v-{a.rows}-{a.dim}.beton"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        DatasetWriter(str(path), {"emb": NDArrayField(np.dtype("float32"), (a.dim,))}, progress=False) \
+            .from_indexed_dataset([(row,) for row in matrix])
+        print(f"wrote {path} in {time.perf_counter() - t:.1f} s")
+    ds = beton.open(path)
+    ds.nearest("emb", matrix[0], k=a.k)  # the columnar copy, made once, then read in place
+    norms = (matrix.astype(np.float32) ** 2).sum(axis=1)
+    for m in [int(x) for x in a.queries.split(",")]:
+        queries = rng.standard_normal((m, a.dim)).astype(np.float32)
+        ratios = []
+        for r in range(a.rounds):
+            runs = {}
+            for who in (("numpy", "beton") if r % 2 == 0 else ("beton", "numpy")):
+                t = time.perf_counter()
+                if who == "numpy":
+                    want = numpy_nearest(matrix, norms, queries, a.k)
+                else:
+                    got = ds.nearest("emb", queries, k=a.k).to_pydict()
+                runs[who] = time.perf_counter() - t
+            got_rows = [[i for i, q in zip(got["index"], got["query"]) if q == j] for j in range(m)]
+            same = sum(g == list(w) for g, w in zip(got_rows, want))
+            ratios.append(runs["numpy"] / runs["beton"])
+            print(f"{m} queries, round {r}: numpy {runs['numpy'] * 1e3:.1f} ms, beton {runs['beton'] * 1e3:.1f} ms "
+                  f"(beton {ratios[-1]:.2f}x numpy's speed; {same}/{m} queries give numpy's rows)")
+        print(f"{m} queries over {a.rows:,} x {a.dim} float32: beton at {np.median(ratios):.2f}x numpy's speed "
+              f"(rounds {min(ratios):.2f}-{max(ratios):.2f}); peak RSS "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB; threads {os.cpu_count()}")
+
+
+if __name__ == "__main__":
+    main()
