@@ -134,10 +134,11 @@ class _Querying(_DatasetBase):
         if queries.ndim != 2 or queries.dtype.kind not in "iuf":
             raise ValueError(f"nearest: vectors must be one vector or an (m, d) array of numbers, not {queries.shape} "
                              f"{queries.dtype}")
-        schema = self.table([column]).schema  # a KeyError naming the columns for an unknown one
+        # A KeyError naming the columns for an unknown one.
+        schema = pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream([column]))).schema
         if not pa.types.is_fixed_size_list(schema.field(column).type):
             raise TypeError(f"nearest: '{column}' is a {schema.field(column).type} column, not a vector column")
-        has_row_id = "row_id" in self.columns()
+        has_row_id = "row_id" in self._native.column_names()
         ids = "index, row_id" if has_row_id else "index"
         condition = f"{fn}({column}, $q) IS NOT NULL" + (f" AND ({where})" if where else "")
         sql = (f"SELECT {ids}, {fn}({column}, $q) AS distance FROM samples WHERE {condition} "
