@@ -49,6 +49,10 @@ pub use layout::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
 /// Commits given up after this many lost races in a row.
 pub const MAX_RETRIES: usize = 64;
 
+/// How long opening the latest version keeps looking when each latest it lists is gone by the
+/// time it reads it (`open_latest`).
+const OPEN_LATEST_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What [`VersionedDataset::cleanup`] removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CleanupReport {
@@ -338,13 +342,25 @@ impl VersionedDataset {
     /// The latest version: a cleanup may remove the version listed as the latest once a newer
     /// one is committed, so one removed between the listing and the read is looked for again.
     fn open_latest(store: Arc<dyn Store>) -> Result<VersionedDataset> {
-        let mut tries = 0;
+        // The version listed as the latest can be gone when it is read: a newer one was committed
+        // and a cleanup elsewhere removed it. Look again while each look finds a newer one,
+        // pausing a little after the first tries (a reader on a loaded machine, racing a writer
+        // and two cleanups, lost 64 tries in a row once), for at most OPEN_LATEST_PATIENCE.
+        let start = std::time::Instant::now();
+        let mut tries = 0u64;
         loop {
             let version = latest(&*store)?;
             match read_manifest(&*store, version) {
                 Ok(manifest) => return Ok(VersionedDataset { store, manifest }),
-                Err(_) if tries < MAX_RETRIES && latest(&*store)? > version => tries += 1,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if latest(&*store)? <= version || start.elapsed() > OPEN_LATEST_PATIENCE {
+                        return Err(e);
+                    }
+                    tries += 1;
+                    if tries > 8 {
+                        std::thread::sleep(std::time::Duration::from_millis(tries.min(20)));
+                    }
+                }
             }
         }
     }
