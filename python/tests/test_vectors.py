@@ -96,6 +96,8 @@ def test_edits_of_a_vector_column_and_what_is_refused(written, tmp_path):
     with pytest.raises(ValueError, match=r"row 60 is NULL \(2 rows in all\)"):
         ds.vectors("emb")
     np.testing.assert_array_equal(ds.vectors("emb", rows=ds.where("emb IS NOT NULL")), emb)
+    assert ds.where("l2_distance(emb, $q) IS NULL", params={"q": np.zeros(16)}).tolist() == [60, 61]
+    assert ds.where("l2_norm(emb) IS NULL").tolist() == [60, 61]
     with pytest.raises(ValueError, match="3-D array.*NDArrayField"):
         ds.add_column("cube", np.zeros((N + 2, 2, 2)))
     with pytest.raises(ValueError, match="one length and dtype"):

@@ -146,30 +146,73 @@ fn l2_norm(v: Val, span: Span) -> Result<Val> {
         0 => Val { array: v.array.clone(), scalar: true },
         d => Val::scalar(vector_literal(vec![0.0; d])?),
     };
-    pairwise(v, zero, span, "l2_norm", |a, _| a.iter().map(|x| x * x).sum::<f64>().sqrt().into())
+    pairwise(v, zero, span, Metric::Norm)
 }
 
 fn l2_distance(a: Val, b: Val, span: Span) -> Result<Val> {
-    pairwise(a, b, span, "l2_distance", |a, b| {
-        a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt().into()
-    })
+    pairwise(a, b, span, Metric::L2)
 }
 
 fn cosine_distance(a: Val, b: Val, span: Span) -> Result<Val> {
-    pairwise(a, b, span, "cosine_distance", |a, b| {
-        let (mut dot, mut na, mut nb) = (0.0, 0.0, 0.0);
-        for (x, y) in a.iter().zip(b) {
-            dot += x * y;
-            na += x * x;
-            nb += y * y;
-        }
-        // A zero vector has no direction: no distance (NULL).
-        (na > 0.0 && nb > 0.0).then(|| 1.0 - dot / (na.sqrt() * nb.sqrt()))
-    })
+    pairwise(a, b, span, Metric::Cosine)
 }
 
 fn inner_product(a: Val, b: Val, span: Span) -> Result<Val> {
-    pairwise(a, b, span, "inner_product", |a, b| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>().into())
+    pairwise(a, b, span, Metric::Dot)
+}
+
+/// What a vector function computes from two vectors `x` and `y`.
+#[derive(Clone, Copy)]
+enum Metric {
+    /// `‖x‖` (`y` is the zero vector).
+    Norm,
+    /// `‖x - y‖`.
+    L2,
+    /// `1 - x·y / (‖x‖ ‖y‖)`; none for a zero vector.
+    Cosine,
+    /// `x·y`.
+    Dot,
+}
+
+impl Metric {
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Norm => "l2_norm",
+            Metric::L2 => "l2_distance",
+            Metric::Cosine => "cosine_distance",
+            Metric::Dot => "inner_product",
+        }
+    }
+
+    /// The metric of `x` and `y` (the element-wise loop is the metric's own, so that the
+    /// compiler vectorises it).
+    fn of<T: Copy + Into<f64>>(self, x: &[T], y: &[f64]) -> Option<f64> {
+        match self {
+            Metric::Norm => Some(x.iter().map(|&a| a.into() * a.into()).sum::<f64>().sqrt()),
+            Metric::L2 => Some(
+                x.iter()
+                    .zip(y)
+                    .map(|(&a, b)| {
+                        let d = a.into() - b;
+                        d * d
+                    })
+                    .sum::<f64>()
+                    .sqrt(),
+            ),
+            Metric::Dot => Some(x.iter().zip(y).map(|(&a, b)| a.into() * b).sum()),
+            Metric::Cosine => {
+                let (mut dot, mut na, mut nb) = (0.0, 0.0, 0.0);
+                for (&a, &b) in x.iter().zip(y) {
+                    let a = a.into();
+                    dot += a * b;
+                    na += a * a;
+                    nb += b * b;
+                }
+                // A zero vector has no direction: no distance (NULL).
+                (na > 0.0 && nb > 0.0).then(|| 1.0 - dot / (na.sqrt() * nb.sqrt()))
+            }
+        }
+    }
 }
 
 /// The length of a vector value's vectors (0 for NULL).
@@ -180,15 +223,15 @@ fn vector_len(v: &Val) -> usize {
     }
 }
 
-/// `f` of each row's two vectors (one side may be one vector for every row), in f64: NULL
-/// where either is NULL or `f` gives none.
-fn pairwise(
-    a: Val,
-    b: Val,
-    span: Span,
-    name: &str,
-    f: impl Fn(&[f64], &[f64]) -> Option<f64>,
-) -> Result<Val> {
+/// Rows a task of the parallel loops computes.
+const ROWS_PER_TASK: usize = 8192;
+
+/// `metric` of each row's two vectors (one side may be one vector for every row), in f64: NULL
+/// where either is NULL or the metric has no value. A column of float32 vectors against one
+/// vector (a query's commonest form) is computed from the column in place, in parallel.
+fn pairwise(a: Val, b: Val, span: Span, metric: Metric) -> Result<Val> {
+    use rayon::prelude::*;
+    let name = metric.name();
     let scalar = a.scalar && b.scalar;
     let rows = if a.scalar { b.array.len() } else { a.array.len() };
     if matches!(a.data_type(), DataType::Null) || matches!(b.data_type(), DataType::Null) {
@@ -198,9 +241,32 @@ fn pairwise(
     if da != db {
         return Err(sql_error(format!("{name}() of vectors of {da} and {db} elements"), span));
     }
+    let d = da;
+    // Every metric here is symmetric: the column first, the one vector second.
+    let (a, b) = if a.scalar && !b.scalar { (b, a) } else { (a, b) };
     let (la, lb) = (a.array.as_fixed_size_list(), b.array.as_fixed_size_list());
     let (ea, eb) = (Elements::of(la.values(), span)?, Elements::of(lb.values(), span)?);
-    let (mut x, mut y) = (vec![0.0; da], vec![0.0; da]);
+    if let (Elements::F32(values), true, false) = (&ea, b.scalar, a.scalar) {
+        let mut q = vec![0.0; d];
+        eb.fill(0, &mut q);
+        let query_null = lb.is_null(0);
+        let mut out = vec![0.0f64; rows];
+        let mut valid = vec![true; rows];
+        out.par_chunks_mut(ROWS_PER_TASK).zip(valid.par_chunks_mut(ROWS_PER_TASK)).enumerate().for_each(
+            |(c, (out, valid))| {
+                for (j, (o, v)) in out.iter_mut().zip(valid.iter_mut()).enumerate() {
+                    let i = c * ROWS_PER_TASK + j;
+                    match (query_null || la.is_null(i), metric.of(&values[i * d..(i + 1) * d], &q)) {
+                        (false, Some(x)) => *o = x,
+                        _ => *v = false,
+                    }
+                }
+            },
+        );
+        let nulls = valid.iter().any(|v| !v).then(|| arrow_buffer::NullBuffer::from(valid));
+        return Ok(Val { array: Arc::new(Float64Array::new(out.into(), nulls)), scalar });
+    }
+    let (mut x, mut y) = (vec![0.0; d], vec![0.0; d]);
     let row = |scalar: bool, i: usize| if scalar { 0 } else { i };
     if b.scalar {
         eb.fill(0, &mut y);
@@ -216,12 +282,12 @@ fn pairwise(
             continue;
         }
         if !a.scalar {
-            ea.fill(ia * da, &mut x);
+            ea.fill(ia * d, &mut x);
         }
         if !b.scalar {
-            eb.fill(ib * db, &mut y);
+            eb.fill(ib * d, &mut y);
         }
-        out.append_option(f(&x, &y));
+        out.append_option(metric.of(&x, &y));
     }
     Ok(Val { array: Arc::new(out.finish()), scalar })
 }
