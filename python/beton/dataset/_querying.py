@@ -140,12 +140,15 @@ class _Querying(_DatasetBase):
             raise TypeError(f"nearest: '{column}' is a {schema.field(column).type} column, not a vector column")
         has_row_id = "row_id" in self._native.column_names()
         ids = "index, row_id" if has_row_id else "index"
-        condition = f"{fn}({column}, $q) IS NOT NULL" + (f" AND ({where})" if where else "")
-        sql = (f"SELECT {ids}, {fn}({column}, $q) AS distance FROM samples WHERE {condition} "
-               f"ORDER BY distance {order}, index LIMIT {int(k)}")
+        # Rows without a distance (a NULL vector, a zero vector for cosine) sort last and are
+        # dropped after: the distances are computed once, not again for a WHERE.
+        sql = (f"SELECT {ids}, {fn}({column}, $q) AS distance FROM samples"
+               + (f" WHERE ({where})" if where else "")
+               + f" ORDER BY distance {order} NULLS LAST, index LIMIT {int(k)}")
         parts = []
         for j, q in enumerate(queries):
             t = self.query(sql, params={"q": q}).table
+            t = t.filter(t.column("distance").is_valid())
             if not has_row_id:
                 t = t.add_column(1, "row_id", t.column("index"))
             parts.append(t.add_column(0, "query", pa.array(np.full(t.num_rows, j, np.int64))))
