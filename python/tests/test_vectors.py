@@ -190,3 +190,20 @@ def test_vector_functions_in_sql(written):
         ds.nearest("emb", q, metric="hamming")
     with pytest.raises(TypeError, match="not a vector column"):
         ds.nearest("label", q)
+
+
+def test_nearest_gives_what_sql_orders_on_a_version_with_edits(written, tmp_path):
+    path, emb, _ = written
+    ds = beton.import_file(tmp_path / "ds", path)
+    ds.delete("index % 7 = 0")
+    ds.update_rows([3], {"emb": [emb[10]]})  # a tie with row 10's vector (index 8 after the delete)
+    queries = np.stack([emb[10], np.linspace(-1, 1, 16)])
+    for metric, fn, order in [("l2", "l2_distance", "ASC"), ("cosine", "cosine_distance", "ASC"),
+                              ("dot", "inner_product", "DESC")]:
+        got = ds.nearest("emb", queries, k=6, metric=metric, where="label <> 2").to_pydict()
+        for j, q in enumerate(queries):
+            want = ds.query(f"SELECT index, row_id, {fn}(emb, $q) AS d FROM samples WHERE label <> 2 "
+                            f"ORDER BY d {order}, index LIMIT 6", params={"q": q}).table.to_pydict()
+            rows = [(i, r, d) for qq, i, r, d in zip(got["query"], got["index"], got["row_id"], got["distance"])
+                    if qq == j]
+            assert rows == list(zip(want["index"], want["row_id"], want["d"])), (metric, j)

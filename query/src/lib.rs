@@ -19,4 +19,4 @@ pub mod sql;
 pub use beton_dataset::{columnar, copy, error, index_set, random, splits, store, table, take, versioned};
 pub use beton_dataset::{Error, IndexSet, Result, Table};
 pub use edits::SqlEdits;
-pub use sql::{query, query_with, select_indices, select_indices_with, Param};
+pub use sql::{nearest, query, query_with, select_indices, select_indices_with, Neighbour, Param};

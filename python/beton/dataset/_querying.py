@@ -122,12 +122,10 @@ class _Querying(_DatasetBase):
         """
         import pyarrow as pa
 
-        functions = {"l2": ("l2_distance", "ASC"), "cosine": ("cosine_distance", "ASC"), "dot": ("inner_product", "DESC")}
-        if metric not in functions:
-            raise ValueError(f"nearest: metric {metric!r} is not one of {sorted(functions)}")
+        if metric not in ("cosine", "dot", "l2"):
+            raise ValueError(f"nearest: metric {metric!r} is not one of ['cosine', 'dot', 'l2']")
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise ValueError(f"nearest: k must be an int of at least 1, not {k!r}")
-        fn, order = functions[metric]
         queries = np.asarray(vectors)
         if queries.ndim == 1:
             queries = queries[None, :]
@@ -138,21 +136,18 @@ class _Querying(_DatasetBase):
         schema = pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream([column]))).schema
         if not pa.types.is_fixed_size_list(schema.field(column).type):
             raise TypeError(f"nearest: '{column}' is a {schema.field(column).type} column, not a vector column")
-        has_row_id = "row_id" in self._native.column_names()
-        ids = "index, row_id" if has_row_id else "index"
-        # Rows without a distance (a NULL vector, a zero vector for cosine) sort last and are
-        # dropped after: the distances are computed once, not again for a WHERE.
-        sql = (f"SELECT {ids}, {fn}({column}, $q) AS distance FROM samples"
-               + (f" WHERE ({where})" if where else "")
-               + f" ORDER BY distance {order} NULLS LAST, index LIMIT {int(k)}")
-        parts = []
-        for j, q in enumerate(queries):
-            t = self.query(sql, params={"q": q}).table
-            t = t.filter(t.column("distance").is_valid())
-            if not has_row_id:
-                t = t.add_column(1, "row_id", t.column("index"))
-            parts.append(t.add_column(0, "query", pa.array(np.full(t.num_rows, j, np.int64))))
-        return pa.concat_tables(parts) if parts else None
+        # One pass over the column for all the query vectors (beton_query::nearest: the SQL
+        # functions' distances, each row block read once, in parallel).
+        query, index, distance = self._native.nearest(column, queries.astype(np.float64).tolist(), int(k), metric,
+                                                      where)
+        index = np.asarray(index, np.uint64)
+        if "row_id" in self._native.column_names():
+            ids = pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream(["row_id"]))).read_all()
+            row_id = ids.column("row_id").combine_chunks().take(pa.array(index))
+        else:
+            row_id = pa.array(index)
+        return pa.table({"query": pa.array(query, pa.int64()), "index": pa.array(index), "row_id": row_id,
+                         "distance": pa.array(distance, pa.float64())})
 
     def explain(self, sql: str) -> Explain:
         """What a query touches and what a loader of its rows would read (``beton explain``).

@@ -318,6 +318,34 @@ impl Dataset {
         Ok(IndexSet::of(set, Source(opened)))
     }
 
+    /// Exact nearest neighbours (`beton_query::nearest`): per query vector of `queries`, the
+    /// `k` best rows of those `where_` selects (all for `None`) by `metric`, as
+    /// `(query, index, distance)` lists.
+    #[pyo3(signature = (column, queries, k, metric, where_ = None))]
+    fn nearest(
+        &self,
+        py: Python<'_>,
+        column: String,
+        queries: Vec<Vec<f64>>,
+        k: usize,
+        metric: String,
+        where_: Option<String>,
+    ) -> PyResult<(Vec<u64>, Vec<u64>, Vec<f64>)> {
+        let opened = self.opened();
+        let found = py
+            .detach(|| {
+                let table = opened.table()?;
+                let rows = where_.as_deref().map(|w| beton_query::select_indices(&table, w)).transpose()?;
+                beton_query::nearest(&table, &column, &queries, k, rows.as_ref(), &metric)
+            })
+            .map_err(from_query)?;
+        Ok((
+            found.iter().map(|n| n.query as u64).collect(),
+            found.iter().map(|n| n.index).collect(),
+            found.iter().map(|n| n.distance).collect(),
+        ))
+    }
+
     /// The named splits (as indices), by name.
     fn splits(&self, py: Python<'_>) -> PyResult<BTreeMap<String, IndexSet>> {
         let opened = self.opened();

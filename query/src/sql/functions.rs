@@ -78,7 +78,7 @@ pub(crate) fn vector_literal(values: Vec<f64>) -> Result<ArrayRef> {
 type F16 = <arrow_array::types::Float16Type as arrow_array::ArrowPrimitiveType>::Native;
 
 /// A vector column's elements, whatever their type, read as f64 one row at a time.
-enum Elements<'a> {
+pub(crate) enum Elements<'a> {
     I8(&'a [i8]),
     U8(&'a [u8]),
     I16(&'a [i16]),
@@ -93,7 +93,7 @@ enum Elements<'a> {
 }
 
 impl<'a> Elements<'a> {
-    fn of(values: &'a ArrayRef, span: Span) -> Result<Elements<'a>> {
+    pub(crate) fn of(values: &'a ArrayRef, span: Span) -> Result<Elements<'a>> {
         use arrow_array::types::*;
         Ok(match values.data_type() {
             DataType::Int8 => Elements::I8(values.as_primitive::<Int8Type>().values()),
@@ -112,7 +112,7 @@ impl<'a> Elements<'a> {
     }
 
     /// Elements `start..start + out.len()` into `out`.
-    fn fill(&self, start: usize, out: &mut [f64]) {
+    pub(crate) fn fill(&self, start: usize, out: &mut [f64]) {
         let end = start + out.len();
         macro_rules! copy {
             ($v:expr) => {
@@ -162,8 +162,8 @@ fn inner_product(a: Val, b: Val, span: Span) -> Result<Val> {
 }
 
 /// What a vector function computes from two vectors `x` and `y`.
-#[derive(Clone, Copy)]
-enum Metric {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Metric {
     /// `‖x‖` (`y` is the zero vector).
     Norm,
     /// `‖x - y‖`.
@@ -187,7 +187,7 @@ impl Metric {
     /// The metric of `x` and `y`, in f64. The sums run in 8 lanes (8 independent chains the
     /// compiler vectorises, not one sequential add per element), so their last bits can differ
     /// from a sequential sum's.
-    fn of<T: Copy + Into<f64>>(self, x: &[T], y: &[f64]) -> Option<f64> {
+    pub(crate) fn of<T: Copy + Into<f64>>(self, x: &[T], y: &[f64]) -> Option<f64> {
         match self {
             Metric::Norm => Some(lanes(x, y, |a, _| a * a).sqrt()),
             Metric::L2 => Some(lanes(x, y, |a, b| (a - b) * (a - b)).sqrt()),

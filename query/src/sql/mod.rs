@@ -45,10 +45,12 @@ mod eval;
 mod exec;
 mod functions;
 mod fused;
+mod nearest;
 mod parallel;
 mod parse;
 mod scope;
 
+pub use nearest::{nearest, Neighbour};
 pub use parse::{Param, MAX_NESTING, MAX_OPERATORS};
 
 use arrow_array::RecordBatch;
