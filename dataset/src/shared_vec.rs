@@ -72,14 +72,9 @@ impl<T> SharedVec<T> {
         }
     }
 
-    /// Adds an item shared with another list at the end.
-    pub fn push_shared(&mut self, item: Arc<T>) {
-        Arc::make_mut(&mut self.0).push(item);
-    }
-
     /// Adds `item` at the end.
     pub fn push(&mut self, item: T) {
-        self.push_shared(Arc::new(item));
+        Arc::make_mut(&mut self.0).push(Arc::new(item));
     }
 
     /// Keeps the items for which `keep` is true, in order.

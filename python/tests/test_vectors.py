@@ -188,8 +188,10 @@ def test_vector_functions_in_sql(written):
         ds.where("l2_norm(emb) > $q", params={"q": np.zeros((2, 2))})
     with pytest.raises(ValueError, match="metric 'hamming'"):
         ds.nearest("emb", q, metric="hamming")
-    with pytest.raises(TypeError, match="not a vector column"):
+    with pytest.raises(beton.InvalidArgumentError, match="'label': the column is Int64, not a vector column"):
         ds.nearest("label", q)
+    with pytest.raises(beton.InvalidArgumentError, match="query vector 0 has 3 elements, the column's vectors 16"):
+        ds.nearest("emb", [1.0, 2.0, 3.0])
 
 
 def test_nearest_gives_what_sql_orders_on_a_version_with_edits(written, tmp_path):

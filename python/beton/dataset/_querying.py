@@ -111,10 +111,8 @@ class _Querying(_DatasetBase):
         Raises
         ------
         ValueError
-            For an unknown metric, ``k`` below 1, or query vectors of another length than the
-            column's (the SQL error names both).
-        TypeError
-            For a column that is not a vector column.
+            For an unknown metric, ``k`` below 1, a column that is not a vector column, or query
+            vectors of another length than the column's (naming both lengths).
 
         Examples
         --------
@@ -132,10 +130,6 @@ class _Querying(_DatasetBase):
         if queries.ndim != 2 or queries.dtype.kind not in "iuf":
             raise ValueError(f"nearest: vectors must be one vector or an (m, d) array of numbers, not {queries.shape} "
                              f"{queries.dtype}")
-        # A KeyError naming the columns for an unknown one.
-        schema = pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream([column]))).schema
-        if not pa.types.is_fixed_size_list(schema.field(column).type):
-            raise TypeError(f"nearest: '{column}' is a {schema.field(column).type} column, not a vector column")
         # One pass over the column for all the query vectors (beton_query::nearest: the SQL
         # functions' distances, each row block read once, in parallel).
         query, index, distance = self._native.nearest(column, queries.astype(np.float64).tolist(), int(k), metric,

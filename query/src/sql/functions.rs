@@ -111,6 +111,18 @@ impl<'a> Elements<'a> {
         })
     }
 
+    /// Row `i` of `d` elements: in place for float32 and float64, else copied into `buf`.
+    pub(crate) fn row<'b>(&'b self, i: usize, d: usize, buf: &'b mut [f64]) -> Row<'b> {
+        match self {
+            Elements::F32(v) => Row::F32(&v[i * d..(i + 1) * d]),
+            Elements::F64(v) => Row::F64(&v[i * d..(i + 1) * d]),
+            _ => {
+                self.fill(i * d, buf);
+                Row::F64(buf)
+            }
+        }
+    }
+
     /// Elements `start..start + out.len()` into `out`.
     pub(crate) fn fill(&self, start: usize, out: &mut [f64]) {
         let end = start + out.len();
@@ -137,6 +149,22 @@ impl<'a> Elements<'a> {
             }
             Elements::F32(v) => copy!(v),
             Elements::F64(v) => out.copy_from_slice(&v[start..end]),
+        }
+    }
+}
+
+/// One vector of a column, as its elements are stored (float32) or as f64.
+pub(crate) enum Row<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+impl Row<'_> {
+    /// `metric` of this vector and `q`.
+    pub(crate) fn metric(&self, metric: Metric, q: &[f64]) -> Option<f64> {
+        match self {
+            Row::F32(x) => metric.of(x, q),
+            Row::F64(x) => metric.of(x, q),
         }
     }
 }
@@ -193,8 +221,25 @@ impl Metric {
             Metric::L2 => Some(lanes(x, y, |a, b| (a - b) * (a - b)).sqrt()),
             Metric::Dot => Some(lanes(x, y, |a, b| a * b)),
             Metric::Cosine => {
-                let dot = lanes(x, y, |a, b| a * b);
-                let (na, nb) = (lanes(x, y, |a, _| a * a), lanes(x, y, |_, b| b * b));
+                // The three sums in one pass over the two vectors.
+                let (mut dot, mut na, mut nb) = ([0.0f64; 8], [0.0f64; 8], [0.0f64; 8]);
+                let (cx, cy) = (x.chunks_exact(8), y.chunks_exact(8));
+                let (rx, ry) = (cx.remainder(), cy.remainder());
+                for (a, b) in cx.zip(cy) {
+                    for k in 0..8 {
+                        let (a, b) = (a[k].into(), b[k]);
+                        dot[k] += a * b;
+                        na[k] += a * a;
+                        nb[k] += b * b;
+                    }
+                }
+                for (&a, &b) in rx.iter().zip(ry) {
+                    let a = a.into();
+                    dot[0] += a * b;
+                    na[0] += a * a;
+                    nb[0] += b * b;
+                }
+                let (dot, na, nb) = (dot.iter().sum::<f64>(), na.iter().sum::<f64>(), nb.iter().sum::<f64>());
                 // A zero vector has no direction: no distance (NULL).
                 (na > 0.0 && nb > 0.0).then(|| 1.0 - dot / (na.sqrt() * nb.sqrt()))
             }
@@ -229,8 +274,8 @@ fn vector_len(v: &Val) -> usize {
 const ROWS_PER_TASK: usize = 8192;
 
 /// `metric` of each row's two vectors (one side may be one vector for every row), in f64: NULL
-/// where either is NULL or the metric has no value. A column of float32 vectors against one
-/// vector (a query's commonest form) is computed from the column in place, in parallel.
+/// where either is NULL or the metric has no value. A column against one vector (a query's
+/// commonest form) is computed in parallel, float32 and float64 columns read in place.
 fn pairwise(a: Val, b: Val, span: Span, metric: Metric) -> Result<Val> {
     use rayon::prelude::*;
     let name = metric.name();
@@ -248,7 +293,7 @@ fn pairwise(a: Val, b: Val, span: Span, metric: Metric) -> Result<Val> {
     let (a, b) = if a.scalar && !b.scalar { (b, a) } else { (a, b) };
     let (la, lb) = (a.array.as_fixed_size_list(), b.array.as_fixed_size_list());
     let (ea, eb) = (Elements::of(la.values(), span)?, Elements::of(lb.values(), span)?);
-    if let (Elements::F32(values), true, false) = (&ea, b.scalar, a.scalar) {
+    if b.scalar && !a.scalar {
         let mut q = vec![0.0; d];
         eb.fill(0, &mut q);
         let query_null = lb.is_null(0);
@@ -256,11 +301,16 @@ fn pairwise(a: Val, b: Val, span: Span, metric: Metric) -> Result<Val> {
         let mut valid = vec![true; rows];
         out.par_chunks_mut(ROWS_PER_TASK).zip(valid.par_chunks_mut(ROWS_PER_TASK)).enumerate().for_each(
             |(c, (out, valid))| {
+                let mut buf = vec![0.0; d];
                 for (j, (o, v)) in out.iter_mut().zip(valid.iter_mut()).enumerate() {
                     let i = c * ROWS_PER_TASK + j;
-                    match (query_null || la.is_null(i), metric.of(&values[i * d..(i + 1) * d], &q)) {
-                        (false, Some(x)) => *o = x,
-                        _ => *v = false,
+                    let value = match query_null || la.is_null(i) {
+                        true => None,
+                        false => ea.row(i, d, &mut buf).metric(metric, &q),
+                    };
+                    match value {
+                        Some(x) => *o = x,
+                        None => *v = false,
                     }
                 }
             },
@@ -268,6 +318,7 @@ fn pairwise(a: Val, b: Val, span: Span, metric: Metric) -> Result<Val> {
         let nulls = valid.iter().any(|v| !v).then(|| arrow_buffer::NullBuffer::from(valid));
         return Ok(Val { array: Arc::new(Float64Array::new(out.into(), nulls)), scalar });
     }
+    // Two columns, or two single vectors.
     let (mut x, mut y) = (vec![0.0; d], vec![0.0; d]);
     let row = |scalar: bool, i: usize| if scalar { 0 } else { i };
     if b.scalar {

@@ -118,15 +118,9 @@ pub fn nearest(
                 continue;
             }
             // The row is read once for every query vector (it stays in cache across them).
-            if !matches!(elements, Elements::F32(_)) {
-                elements.fill(i * d, &mut x);
-            }
-            let score = |q: &Vec<f64>| match &elements {
-                Elements::F32(v) => metric.of(&v[i * d..(i + 1) * d], q),
-                _ => metric.of(&x, q),
-            };
+            let row = elements.row(i, d, &mut x);
             for (heap, q) in heaps.iter_mut().zip(queries) {
-                if let Some(s) = score(q) {
+                if let Some(s) = row.metric(metric, q) {
                     keep(heap, k, Candidate { score: if negate { -s } else { s }, index: i as u64 });
                 }
             }

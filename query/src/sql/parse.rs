@@ -70,36 +70,33 @@ pub enum Param {
 }
 
 impl Param {
-    /// The literal tokens the parameter stands for.
+    /// The literal tokens the parameter stands for (a vector: `[`, its numbers, `]`).
     fn tokens(&self) -> Vec<Token> {
         match self {
+            Param::Null => vec![Token::make_keyword("NULL")],
+            Param::Bool(b) => vec![Token::make_keyword(if *b { "TRUE" } else { "FALSE" })],
+            Param::Int(i) => vec![Token::Number(i.to_string(), false)],
+            Param::Float(x) => vec![float_token(*x)],
+            Param::Text(s) => vec![Token::SingleQuotedString(s.clone())],
             Param::Vector(v) => {
                 let mut out = vec![Token::LBracket];
                 for (k, x) in v.iter().enumerate() {
                     if k > 0 {
                         out.push(Token::Comma);
                     }
-                    out.push(Param::Float(*x).token());
+                    out.push(float_token(*x));
                 }
                 out.push(Token::RBracket);
                 out
             }
-            other => vec![other.token()],
         }
     }
+}
 
-    /// The literal token a scalar parameter stands for.
-    fn token(&self) -> Token {
-        match self {
-            Param::Vector(_) => unreachable!("a vector is several tokens (Param::tokens)"),
-            Param::Null => Token::make_keyword("NULL"),
-            Param::Bool(b) => Token::make_keyword(if *b { "TRUE" } else { "FALSE" }),
-            Param::Int(i) => Token::Number(i.to_string(), false),
-            // Debug keeps a fraction or an exponent ("2.0", "1e-7"): never read back as a BIGINT.
-            Param::Float(x) => Token::Number(format!("{x:?}"), false),
-            Param::Text(s) => Token::SingleQuotedString(s.clone()),
-        }
-    }
+/// A DOUBLE literal: Debug keeps a fraction or an exponent ("2.0", "1e-7"), so it is never read
+/// back as a BIGINT.
+fn float_token(x: f64) -> Token {
+    Token::Number(format!("{x:?}"), false)
 }
 
 impl Tokens {
