@@ -102,6 +102,8 @@ def test_edits_of_a_vector_column_and_what_is_refused(written, tmp_path):
         ds.add_column("cube", np.zeros((N + 2, 2, 2)))
     with pytest.raises(ValueError, match="one length and dtype"):
         ds.add_column("ragged", [np.zeros(3, np.float32)] * (N + 1) + [np.zeros(4, np.float32)])
+    with pytest.raises(ValueError, match="1 NULL elements"):
+        ds.add_column("holes", pa.FixedSizeListArray.from_arrays(pa.array([1.0, None] + [0.0] * (2 * N + 2)), 2))
     with pytest.raises(ValueError, match="holds ints or floats"):
         ds.add_column("flags", np.zeros((N + 2, 3), bool))
 

@@ -393,6 +393,8 @@ pub(crate) fn newest_removed(store: &dyn Store) -> Result<Option<u64>> {
 /// Records that a cleanup is about to remove versions up to `newest` (kept when an earlier
 /// cleanup removed newer ones).
 pub(crate) fn record_removed(store: &dyn Store, newest: u64) -> Result<()> {
-    let newest = newest_removed(store).ok().flatten().map_or(newest, |before| before.max(newest));
+    // An unreadable record is an error, not overwritten: a lower mark would let a commit take
+    // a removed version for one never published.
+    let newest = newest_removed(store)?.map_or(newest, |before| before.max(newest));
     store.put(CLEANUP_FILE, format!("{{\"newest_removed_version\": {newest}}}\n").as_bytes())
 }

@@ -197,21 +197,19 @@ impl VersionView {
     /// # Errors
     /// As [`VersionView::open`].
     pub fn open_after(version: &VersionedDataset, previous: &VersionView) -> Result<VersionView> {
-        let (Some(before), true) =
-            (previous.version.as_ref(), previous.version.as_ref().is_some_and(|p| p.dir() == version.dir()))
-        else {
+        let Some(before) = previous.version.as_ref().filter(|p| p.dir() == version.dir()) else {
             return VersionView::open(version);
         };
         let m = version.manifest();
-        let old = &before.manifest().fragments;
         // The previous view's fragments by data file, made only for a fragment not in place.
         let mut by_file: Option<std::collections::HashMap<&str, &Opened>> = None;
         let mut fragments = Vec::with_capacity(m.fragments.len());
         // Row ids of fragments that are not the previous version's: checked against the others.
         let mut fresh_spans = Vec::new();
         for (k, f) in m.fragments.shared().iter().enumerate() {
-            if m.fragments.same_item(k, old, k) {
-                fragments.push(Arc::clone(&previous.fragments[k]));
+            // The very fragment the previous view has in place (the edit left it alone).
+            if let Some(o) = previous.fragments.get(k).filter(|o| Arc::ptr_eq(&o.fragment, f)) {
+                fragments.push(Arc::clone(o));
                 continue;
             }
             let in_place = previous.fragments.get(k).filter(|o| o.fragment.id == f.id).map(|o| &**o);

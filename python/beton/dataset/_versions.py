@@ -631,11 +631,13 @@ def _as_vectors(name: str, values):
         matrix = values if values.ndim == 2 else None
     elif isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_fixed_size_list(values.type):
         arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-        if arr.null_count:
-            raise ValueError(f"add_column: values for {name!r} have {arr.null_count} NULL vectors; a vector "
-                             f"column added this way has a vector in every row")
         d = values.type.list_size
-        matrix = arr.values.slice(arr.offset * d, len(arr) * d).to_numpy(zero_copy_only=False).reshape(len(arr), d)
+        flat = arr.values.slice(arr.offset * d, len(arr) * d)
+        if arr.null_count or flat.null_count:
+            raise ValueError(f"add_column: values for {name!r} have {arr.null_count} NULL vectors and "
+                             f"{flat.null_count} NULL elements; a vector column added this way has a whole "
+                             f"vector in every row")
+        matrix = flat.to_numpy(zero_copy_only=False).reshape(len(arr), d)
     elif isinstance(values, (list, tuple)) and values and all(isinstance(v, np.ndarray) for v in values):
         shapes = {v.shape for v in values}
         dtypes = {v.dtype for v in values}
