@@ -1,10 +1,11 @@
 """Exact nearest neighbours: ``ds.nearest`` against numpy's blocked brute force on the same
 vectors, the same cores, one process, rounds interleaved.
 
-numpy's reference is the usual one: per block of rows, ``‖x‖² - 2 X·q + ‖q‖²`` by a matrix
-product (BLAS) and ``argpartition`` for the block's k best, then the best k of those. beton's
-is ``ds.nearest(column, queries, k)``: the SQL kernel ``l2_distance`` over the vector column,
-read in place from the columnar copy, and a top-k sort, once per query vector.
+numpy's reference is the usual one: per block of rows, ``‖q‖² - 2 Q·Xᵀ + ‖x‖²`` by one
+matrix product (BLAS) for all the query vectors and ``argpartition`` for each query's k best of
+the block, then the best k of those. beton's is ``ds.nearest(column, queries, k)``: the vector
+column read in place from the columnar copy, float32 scores with an error bound for all the
+query vectors in one pass, and the candidates ranked by the exact float64 ``l2_distance``.
 
 Usage: ``python benches/vectors.py [--rows 1000000] [--dim 128] [--queries 1,16] [--rounds 3]
 [--dir /tmp/beton-vectors]`` (writes the file once per size; never commit it).
@@ -21,20 +22,21 @@ import numpy as np
 
 
 def numpy_nearest(matrix, norms, queries, k, block=65536):
-    out = []
-    for q in queries:
-        best_d, best_i = [], []
-        for start in range(0, len(matrix), block):
-            x = matrix[start:start + block]
-            d = norms[start:start + block] - 2 * (x @ q) + q @ q
-            kk = min(k, len(d))
-            part = np.argpartition(d, kk - 1)[:kk]
-            best_d.append(d[part])
-            best_i.append(part + start)
-        d, i = np.concatenate(best_d), np.concatenate(best_i)
-        order = np.lexsort((i, d))[:k]
-        out.append(i[order])
-    return out
+    """Blocked brute force: per block of rows, ``‖q‖² - 2 Q·Xᵀ + ‖x‖²`` for all the query
+    vectors in one matrix product (BLAS; laid out query-major, so that ``argpartition`` runs
+    along contiguous rows: 4x faster than along columns), each query's k best of the block,
+    then the best k of those."""
+    qn = (queries.astype(np.float32) ** 2).sum(axis=1)
+    best_d, best_i = [], []
+    for start in range(0, len(matrix), block):
+        x = matrix[start:start + block]
+        d = qn[:, None] - 2 * (queries @ x.T) + norms[None, start:start + block]
+        kk = min(k, d.shape[1])
+        part = np.argpartition(d, kk - 1, axis=1)[:, :kk]
+        best_d.append(np.take_along_axis(d, part, axis=1))
+        best_i.append(part + start)
+    d, i = np.concatenate(best_d, axis=1), np.concatenate(best_i, axis=1)
+    return [i[j, np.lexsort((i[j], d[j]))[:k]] for j in range(len(queries))]
 
 
 def main():
@@ -70,6 +72,9 @@ def main():
         for r in range(a.rounds):
             runs = {}
             for who in (("numpy", "beton") if r % 2 == 0 else ("beton", "numpy")):
+                # OpenBLAS's threads spin for ~0.1 s after a call, taking the cores from
+                # whatever runs next: let them sleep first, so neither side pays for the other.
+                time.sleep(0.3)
                 t = time.perf_counter()
                 if who == "numpy":
                     want = numpy_nearest(matrix, norms, queries, a.k)

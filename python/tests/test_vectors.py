@@ -211,3 +211,31 @@ def test_nearest_gives_what_sql_orders_on_a_version_with_edits(written, tmp_path
             rows = [(i, r, d) for qq, i, r, d in zip(got["query"], got["index"], got["row_id"], got["distance"])
                     if qq == j]
             assert rows == list(zip(want["index"], want["row_id"], want["d"])), (metric, j)
+
+
+@pytest.mark.parametrize("metric, fn, order", [("l2", "l2_distance", "ASC"), ("cosine", "cosine_distance", "ASC"),
+                                               ("dot", "inner_product", "DESC")])
+def test_nearest_over_float32_is_exact_on_near_ties_and_extreme_values(tmp_path, metric, fn, order):
+    # float32 columns are scored in float32 first, then the candidates exactly: rows whose
+    # distances differ below float32's precision, overflowing squares and NaN must still come
+    # out in the float64 kernel's order, as SQL ranks them.
+    rng = np.random.default_rng(5)
+    n, d = 2000, 40
+    centers = rng.standard_normal((5, d)) * 10
+    m = (centers[rng.integers(0, 5, n)] + rng.standard_normal((n, d)) * 1e-5).astype(np.float32)
+    m[100] = m[7]  # exact ties
+    m[200] = 3e30  # its squared norm overflows float32
+    m[201, 0] = np.nan
+    path = tmp_path / "t.beton"
+    DatasetWriter(path, {"emb": NDArrayField(np.dtype("float32"), (d,))}, progress=False) \
+        .from_indexed_dataset([(row,) for row in m])
+    ds = beton.open(path)
+    queries = np.stack([m[7].astype(np.float64), centers[2], np.full(d, 1e29)])
+    got = ds.nearest("emb", queries, k=25, metric=metric).to_pydict()
+    for j, q in enumerate(queries):
+        want = ds.query(f"SELECT index, {fn}(emb, $q) AS d FROM samples WHERE {fn}(emb, $q) IS NOT NULL "
+                        f"ORDER BY d {order}, index LIMIT 25", params={"q": q}).table.to_pydict()
+        rows = [(i, x) for qq, i, x in zip(got["query"], got["index"], got["distance"]) if qq == j]
+        finite = [(i, x) for i, x in rows if x == x]
+        want_rows = [(i, x) for i, x in zip(want["index"], want["d"]) if x == x]
+        assert finite == want_rows[:len(finite)] and len(finite) >= min(len(want_rows), 20), (metric, j)

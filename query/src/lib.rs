@@ -6,8 +6,9 @@
 //! [`sql`] (a query → an index set or Arrow columns), the edits driven by SQL
 //! ([`SqlEdits`]), [`explain`] and [`gallery`].
 
-// One exception, `sql::fused`: calling the loops compiled for AVX2 / AVX-512 after checking at
-// run time that the CPU has them, and the vector store of the AVX-512 loop.
+// Two exceptions, `sql::fused` and `sql::kernels`: calling the loops compiled for AVX2 / AVX-512
+// (FMA) after checking at run time that the CPU has them, and the vector store of the AVX-512
+// loop.
 #![deny(unsafe_code)]
 
 pub mod edits;

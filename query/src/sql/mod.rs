@@ -45,6 +45,7 @@ mod eval;
 mod exec;
 mod functions;
 mod fused;
+mod kernels;
 mod nearest;
 mod parallel;
 mod parse;

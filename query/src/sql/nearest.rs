@@ -106,6 +106,10 @@ pub fn nearest(
     let n = list.len();
     let picked: Option<Vec<u64>> = rows.map(|r| r.iter().filter(|&i| (i as usize) < n).collect());
     let count = picked.as_ref().map_or(n, Vec::len);
+    let row_at = |p: usize| picked.as_ref().map_or(p, |rows| rows[p] as usize);
+    if let Elements::F32(values) = elements {
+        return Ok(nearest_f32(list, values, d, queries, k, count, &row_at, metric, negate));
+    }
     let m = queries.len();
     let per_block = |block: usize| -> Vec<Vec<Candidate>> {
         let mut heaps: Vec<BinaryHeap<Candidate>> =
@@ -113,7 +117,7 @@ pub fn nearest(
         let mut x = vec![0.0f64; d];
         let start = block * ROWS_PER_TASK;
         for p in start..count.min(start + ROWS_PER_TASK) {
-            let i = picked.as_ref().map_or(p, |rows| rows[p] as usize);
+            let i = row_at(p);
             if list.is_null(i) {
                 continue;
             }
@@ -130,9 +134,14 @@ pub fn nearest(
     use rayon::prelude::*;
     let blocks: Vec<Vec<Vec<Candidate>>> =
         (0..count.div_ceil(ROWS_PER_TASK)).into_par_iter().map(per_block).collect();
-    let mut out = Vec::with_capacity(m * k);
-    for j in 0..m {
-        let mut all: Vec<Candidate> = blocks.iter().flat_map(|b| b[j].iter().copied()).collect();
+    let per_query = (0..m).map(|j| blocks.iter().flat_map(|b| b[j].iter().copied()).collect());
+    Ok(best(per_query, k, negate))
+}
+
+/// The `k` best of each query's candidates, as neighbours.
+fn best(per_query: impl Iterator<Item = Vec<Candidate>>, k: usize, negate: bool) -> Vec<Neighbour> {
+    let mut out = Vec::new();
+    for (j, mut all) in per_query.enumerate() {
         all.sort_unstable();
         out.extend(all.into_iter().take(k).map(|c| Neighbour {
             query: j,
@@ -140,5 +149,179 @@ pub fn nearest(
             distance: if negate { -c.score } else { c.score },
         }));
     }
-    Ok(out)
+    out
+}
+
+/// A float with a total order, for heaps of bounds.
+#[derive(Clone, Copy, PartialEq)]
+struct Bound(f64);
+
+impl Eq for Bound {}
+
+impl Ord for Bound {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl PartialOrd for Bound {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// One query vector's selection over float32 scores with error bounds: the `k` smallest upper
+/// bounds seen (their largest is a threshold no true top-`k` row's score exceeds) and the rows
+/// whose lower bound is within it, to score exactly.
+struct Selection {
+    k: usize,
+    uppers: BinaryHeap<Bound>,
+    /// The largest of `uppers` once it holds `k`, else infinity.
+    threshold: f64,
+    candidates: Vec<(f64, u64)>,
+}
+
+impl Selection {
+    fn new(k: usize) -> Selection {
+        Selection {
+            k,
+            uppers: BinaryHeap::with_capacity(k + 1),
+            threshold: f64::INFINITY,
+            candidates: Vec::new(),
+        }
+    }
+
+    /// A row whose score lies in `[lower, upper]`.
+    #[inline]
+    fn push(&mut self, lower: f64, upper: f64, row: u64) {
+        if lower > self.threshold {
+            return; // the common case, once `k` rows are in
+        }
+        if upper < self.threshold {
+            self.uppers.push(Bound(upper));
+            if self.uppers.len() > self.k {
+                self.uppers.pop();
+            }
+            if self.uppers.len() == self.k {
+                self.threshold = self.uppers.peek().map_or(f64::INFINITY, |b| b.0);
+            }
+        }
+        self.candidates.push((lower, row));
+        if self.candidates.len() >= 4 * self.k + 1024 {
+            let t = self.threshold;
+            self.candidates.retain(|c| c.0 <= t);
+        }
+    }
+}
+
+/// Rows of float32 vectors scored per task by [`nearest_f32`].
+const F32_ROWS_PER_TASK: usize = 8192;
+/// Rows scored per call of the float32 kernel (their vectors stay in L1 across the queries).
+const F32_TILE: usize = 32;
+
+/// [`nearest`] over a float32 column: float32 scores (the fast kernel) with a rigorous error
+/// bound pick the candidates, which the exact float64 metric then ranks, so the rows and
+/// distances are exactly those of the float64 path (and of SQL's functions).
+#[allow(clippy::too_many_arguments)]
+fn nearest_f32(
+    list: &arrow_array::FixedSizeListArray,
+    values: &[f32],
+    d: usize,
+    queries: &[Vec<f64>],
+    k: usize,
+    count: usize,
+    row_at: &(dyn Fn(usize) -> usize + Sync),
+    metric: Metric,
+    negate: bool,
+) -> Vec<Neighbour> {
+    use rayon::prelude::*;
+    let m = queries.len();
+    let q32: Vec<Vec<f32>> = queries.iter().map(|q| q.iter().map(|&v| v as f32).collect()).collect();
+    let q32s: Vec<&[f32]> = q32.iter().map(Vec::as_slice).collect();
+    let qnorm2: Vec<f64> = queries.iter().map(|q| q.iter().map(|v| v * v).sum()).collect();
+    let qnorm: Vec<f64> = qnorm2.iter().map(|n| n.sqrt()).collect();
+    let g = super::kernels::error_bound(d);
+    // A cosine query of a zero vector has no neighbours (no direction).
+    let live: Vec<bool> = qnorm2.iter().map(|&n| metric != Metric::Cosine || n > 0.0).collect();
+    let per_task = |task: usize| -> Vec<Selection> {
+        let mut picks: Vec<Selection> = (0..m).map(|_| Selection::new(k)).collect();
+        let (mut norms, mut dots) = (vec![0.0f32; F32_TILE], vec![0.0f32; F32_TILE * m]);
+        let mut rows: Vec<&[f32]> = Vec::with_capacity(F32_TILE);
+        let mut ids: Vec<u64> = Vec::with_capacity(F32_TILE);
+        let start = task * F32_ROWS_PER_TASK;
+        let end = count.min(start + F32_ROWS_PER_TASK);
+        let mut p = start;
+        while p < end {
+            rows.clear();
+            ids.clear();
+            while p < end && rows.len() < F32_TILE {
+                let i = row_at(p);
+                p += 1;
+                if !list.is_null(i) {
+                    rows.push(&values[i * d..(i + 1) * d]);
+                    ids.push(i as u64);
+                }
+            }
+            super::kernels::block(&rows, &q32s, &mut norms, &mut dots, d);
+            for (r, &i) in ids.iter().enumerate() {
+                let nx2 = f64::from(norms[r]);
+                let nx = nx2.sqrt();
+                let dots = &dots[r * m..(r + 1) * m];
+                // Per query: the score and its error bound; most rows fail the first test.
+                let mut offer = |j: usize, score: f64, err: f64| {
+                    let pick = &mut picks[j];
+                    if score - err > pick.threshold {
+                        return;
+                    }
+                    if score.is_finite() && err.is_finite() {
+                        pick.push(score - err, score + err, i);
+                    } else {
+                        // Out of float32's range, NaN, or a zero vector: scored exactly.
+                        pick.push(f64::NEG_INFINITY, f64::INFINITY, i);
+                    }
+                };
+                match metric {
+                    Metric::L2 => {
+                        for j in 0..m {
+                            let (nq, dot) = (qnorm[j], f64::from(dots[j]));
+                            offer(j, nx2 - 2.0 * dot + qnorm2[j], g * (nx + nq) * (nx + nq));
+                        }
+                    }
+                    Metric::Dot => {
+                        for j in 0..m {
+                            offer(j, -f64::from(dots[j]), g * nx * qnorm[j]);
+                        }
+                    }
+                    _ => {
+                        for j in (0..m).filter(|&j| live[j]) {
+                            offer(j, 1.0 - f64::from(dots[j]) / (nx * qnorm[j]), 4.0 * g);
+                        }
+                    }
+                }
+            }
+        }
+        picks
+    };
+    let tasks: Vec<Vec<Selection>> =
+        (0..count.div_ceil(F32_ROWS_PER_TASK)).into_par_iter().map(per_task).collect();
+    // Per query: the threshold over all tasks, then the candidates within it scored exactly.
+    let scored: Vec<Vec<Candidate>> = (0..m)
+        .into_par_iter()
+        .map(|j| {
+            let mut uppers: Vec<Bound> = tasks.iter().flat_map(|t| t[j].uppers.iter().copied()).collect();
+            uppers.sort_unstable();
+            let t = if uppers.len() < k { f64::INFINITY } else { uppers[k - 1].0 };
+            tasks
+                .iter()
+                .flat_map(|task| task[j].candidates.iter())
+                .filter(|c| c.0 <= t)
+                .filter_map(|&(_, i)| {
+                    let i = i as usize;
+                    let s = metric.of(&values[i * d..(i + 1) * d], &queries[j])?;
+                    Some(Candidate { score: if negate { -s } else { s }, index: i as u64 })
+                })
+                .collect()
+        })
+        .collect();
+    best(scored.into_iter(), k, negate)
 }
