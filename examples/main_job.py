@@ -11,6 +11,9 @@ trains on it with beton's Loader.
 3. A small model trains for a few epochs on `train` with beton.loader.Loader (QUASI_RANDOM order,
    the image decoded natively) and is evaluated on `val`: accuracy, images/s, and where the time
    went (waiting for the loader vs computing).
+4. Curation on versioned dataset directories: relabel and delete suspects found with SQL, append,
+   train on the new version, diff and time travel; and dedup: near-duplicate photos found by
+   perceptual hash, shown in a gallery and deleted as one version.
 
 The model is a torch MLP on the CPU (scripts/main-job.sh installs torch into target/py-venv);
 where torch is not installed, a softmax regression written in numpy takes its place.
@@ -197,6 +200,33 @@ def main(out):
                             *([RandomHorizontalFlip()] if training else []),
                             NormalizeImage(mean, std, np.float32)],
           list(range(len(report["classes"]))), epochs=3, batch_size=16, lr=0.0005)
+    dedup(out, pf)
+
+
+def dedup(out, pf):
+    """Near-duplicates of the photos: a second scrape brings 10 of them again, re-encoded at
+    quality 70 and smaller; their perceptual hashes find them, a gallery shows each group, and
+    one commit deletes all but the largest image of each (``restore`` would undo it)."""
+    import shutil
+
+    print("\n== dedup: near-duplicate photos ==")
+    d = os.path.join(out, "photos.dataset")
+    shutil.rmtree(d, ignore_errors=True)
+    ds = beton.import_file(d, pf)
+    again = [(ds[i]["image"][::2, ::2].copy(), ds[i]["label"]) for i in range(0, 100, 10)]
+    DatasetWriter(d + os.sep, {"image": RGBImageField(write_mode="jpg", jpeg_quality=70), "label": IntField()},
+                  progress=False).from_indexed_dataset(again)
+    ds = beton.open(d)
+    t0 = time.perf_counter()
+    groups = ds.near_duplicates(by="image")  # pHash from the 1/8-scale decode, within 8 bits
+    print(f"{len(ds)} photos: {groups.num_groups} groups of near-duplicates, {len(groups)} photos, "
+          f"in {time.perf_counter() - t0:.2f} s")
+    page = os.path.join(out, "duplicates.html")
+    ds.gallery(groups, size=96, summaries=False, title="near-duplicate photos").save(page)
+    print(f"wrote {page}: one line per group, each photo with its pHash distance")
+    ds.delete(groups.extras(keep="largest"), message="dedup: keep the largest photo of each group")
+    print(f"version {ds.version}: {len(ds)} photos, {ds.near_duplicates(by='image').num_groups} groups left; "
+          f"ds.restore({ds.version - 1}) undoes it")
 
 
 def curate(out, fm, model, pipeline, clothes, images, labels):

@@ -143,13 +143,13 @@ pub fn grid(
 }
 
 /// A file's name, as a page title.
-fn file_title(file: &Path) -> String {
+pub(crate) fn file_title(file: &Path) -> String {
     file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into())
 }
 
 /// Runs `f` on the table of `file` (a version of it, for a dataset directory) with its class
 /// names.
-fn with_table<T>(
+pub(crate) fn with_table<T>(
     file: &Path,
     version: Option<&str>,
     custom: &[String],
@@ -167,7 +167,7 @@ fn with_table<T>(
 }
 
 /// Builds the gallery with a progress bar of the thumbnails made.
-fn build(table: &Table<'_>, selection: &Selection, options: &GalleryOptions) -> Result<Gallery> {
+pub(crate) fn build(table: &Table<'_>, selection: &Selection, options: &GalleryOptions) -> Result<Gallery> {
     let bar = crate::progress::bar(0, "thumbnails");
     let moved = bar.clone();
     let gallery = Gallery::build(table, selection, options, &move |done, total| {
@@ -180,7 +180,7 @@ fn build(table: &Table<'_>, selection: &Selection, options: &GalleryOptions) -> 
 
 /// Writes `bytes` to `path` through a temporary file beside it, renamed into place: the
 /// destination is never half-written.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -24,6 +24,7 @@ mod output;
 mod progress;
 mod query;
 mod show;
+mod similar;
 mod split;
 mod versions;
 
@@ -119,6 +120,11 @@ enum Command {
     /// Look at the rows a query selects: a self-contained HTML page (--out) and/or a PNG contact
     /// sheet (--png) of their images, grouped by a column (--by), with per-column summaries.
     Gallery(gallery::GalleryArgs),
+    /// Near-duplicate groups: by an image field's perceptual hash (--by image, the default) or a
+    /// vector column within --threshold; printed, and shown one line per group (--out/--png).
+    Dups(similar::DupsArgs),
+    /// A row's nearest neighbours by a vector column, printed and shown (--out).
+    Nearest(similar::NearestArgs),
     /// Show what a query touches and reads: columns, heap columns, rows matched, pages and bytes.
     Explain {
         /// The .beton file or dataset directory.
@@ -188,6 +194,8 @@ fn main() {
             )
         }
         Command::Gallery(args) => ("gallery", gallery::run(&args)),
+        Command::Dups(args) => ("dups", similar::dups(&args)),
+        Command::Nearest(args) => ("nearest", similar::nearest(&args)),
         Command::Explain { file, version, sql, custom } => {
             let explained = match versions::is_dataset(&file) {
                 true => explain::run_version(&file, version.as_deref(), &sql),

@@ -20,4 +20,7 @@ pub mod sql;
 pub use beton_dataset::{columnar, copy, error, index_set, random, splits, store, table, take, versioned};
 pub use beton_dataset::{Error, IndexSet, Result, Table};
 pub use edits::SqlEdits;
-pub use sql::{nearest, query, query_with, select_indices, select_indices_with, Neighbour, Param};
+pub use sql::{
+    groups, image_hashes, image_pairs, image_pairs_between, near_pairs, near_pairs_between, nearest, query,
+    query_with, select_indices, select_indices_with, Neighbour, Pair, Param,
+};

@@ -10,6 +10,7 @@ mod alpha;
 mod gallery;
 mod progress;
 mod show_explain;
+mod similar;
 
 fn beton(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_beton")).args(args).output().expect("run beton")

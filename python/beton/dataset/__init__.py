@@ -24,7 +24,7 @@ from beton.dataset._reading import _Reading
 from beton.dataset._results import Explain, QueryResult
 from beton.dataset._versions import _Versions
 
-__all__ = ["Dataset", "open", "import_file", "concat", "QueryResult", "Explain", "IndexSet",
+__all__ = ["Dataset", "open", "import_file", "concat", "near_duplicates", "QueryResult", "Explain", "IndexSet",
            "FFCVCompatibilityWarning", "NullsFilledWarning"]
 
 # The public classes defined in this package's parts are beton.dataset's (their documented
@@ -194,3 +194,45 @@ def concat(sources, out, message: str = "", progress: bool = True) -> Dataset:
     paths = [str(s.path if isinstance(s, Dataset) else s) for s in sources]
     with _progress(None, progress) as report:
         return Dataset._of(_native.Dataset.concat(str(out), paths, message, report))
+
+
+def near_duplicates(a: Dataset, b: Dataset, by: str, threshold=None, metric: str = "l2", where: Optional[str] = None,
+                    other_where: Optional[str] = None):
+    """Near-duplicates across two datasets: leakage between splits or datasets.
+
+    Parameters
+    ----------
+    a, b : Dataset
+        The datasets (``b`` may be another version of ``a``, or a split's rows via the
+        ``where``s); both need the column ``by``.
+    by : str
+        A vector column (of one length in both) or an image field (perceptual hash).
+    threshold : float or int, optional
+        As ``Dataset.near_duplicates`` (required for vectors; 8 pHash bits for images, 0: the
+        same pixels).
+    metric : {"l2", "cosine"}
+        The vectors' distance.
+    where, other_where : str, optional
+        Predicates choosing the rows of ``a`` and of ``b`` searched.
+
+    Returns
+    -------
+    CrossDuplicates
+        ``index``, ``row_id`` (in ``a``), ``other_index``, ``other_row_id`` (in ``b``),
+        ``distance``: every pair within the threshold. ``.extras()`` is ``a``'s rows in a pair,
+        ``.other_rows()`` ``b``'s.
+
+    Raises
+    ------
+    ValueError
+        As ``Dataset.near_duplicates``; vectors of two lengths.
+
+    Examples
+    --------
+    >>> train, test = beton.open("train.beton"), beton.open("test.beton")  # doctest: +SKIP
+    >>> leaks = beton.near_duplicates(train, test, by="image")  # doctest: +SKIP
+    >>> train_dir.delete(leaks.extras(), message="drop test images from train")  # doctest: +SKIP
+    """
+    from beton.dataset._duplicates import cross
+
+    return cross(a, b, by, threshold, metric, where, other_where)

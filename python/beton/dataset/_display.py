@@ -63,6 +63,8 @@ class _Display(_DatasetBase):
             The rows: a predicate (``"label = 3"``), ``"SELECT index, ... FROM samples ORDER BY
             ... LIMIT k"`` (its order; its columns become captions), an ``IndexSet``, a query's
             result with an ``index`` column, or row numbers in order. Default: every row.
+            A ``near_duplicates`` result or a ``nearest`` table shows one line per group or
+            query vector (``by`` defaults to ``group`` / ``query``), captioned with distances.
         by : str, optional
             Group by this column (``"label"``, ``"image.width"``, ...).
         n : int, default 8
@@ -104,6 +106,13 @@ class _Display(_DatasetBase):
         """
         if isinstance(where, QueryResult):
             where = where.table
+        names = set(getattr(where, "column_names", None) or ())
+        # A nearest or near_duplicates result: one line per query vector or group, each row's
+        # distance under its thumbnail.
+        for key in ("group", "query"):
+            if {key, "index", "distance"} <= names and by is None:
+                by = key
+                columns = ["distance"] if columns is None else columns
         bars: list = []  # made on the first call, when the number of thumbnails is known
 
         def report(done, total):

@@ -134,14 +134,62 @@ class _Querying(_DatasetBase):
         # functions' distances, each row block read once, in parallel).
         query, index, distance = self._native.nearest(column, queries.astype(np.float64).tolist(), int(k), metric,
                                                       where)
+        from beton.dataset._duplicates import _row_ids
+
         index = np.asarray(index, np.uint64)
-        if "row_id" in self._native.column_names():
-            ids = pa.RecordBatchReader.from_stream(_Stream(self._native.table_stream(["row_id"]))).read_all()
-            row_id = ids.column("row_id").combine_chunks().take(pa.array(index))
-        else:
-            row_id = pa.array(index)
-        return pa.table({"query": pa.array(query, pa.int64()), "index": pa.array(index), "row_id": row_id,
+        return pa.table({"query": pa.array(query, pa.int64()), "index": pa.array(index),
+                         "row_id": _row_ids(self._native, index),
                          "distance": pa.array(distance, pa.float64())})
+
+    def near_duplicates(self, by: str, threshold=None, metric: str = "l2", where: Optional[str] = None):
+        """Groups of rows that are near-duplicates of each other: by a vector column (exact,
+        all pairs) or by an image field's perceptual hash.
+
+        Parameters
+        ----------
+        by : str
+            A vector column (``"emb"``) or an image field (``"image"``: the 64-bit DCT hash of
+            each stored image, from its 1/8-scale decode).
+        threshold : float or int, optional
+            Most distance between two rows of a group: by ``metric`` for vectors (required), a
+            number of pHash bits for images (default 8; 0 asks for exact duplicates, the same
+            decoded pixels).
+        metric : {"l2", "cosine"}
+            The vectors' distance (``l2_distance``, ``cosine_distance``).
+        where : str, optional
+            Search only the rows this predicate selects.
+
+        Returns
+        -------
+        NearDuplicates
+            ``group``, ``index``, ``row_id``, ``distance`` (each row's to its nearest other
+            member): a row joins a group when it is within ``threshold`` of any member.
+            ``.extras(keep="first")`` is every row but one per group, for ``ds.delete``;
+            ``ds.gallery(groups)`` shows them.
+
+        Raises
+        ------
+        ValueError
+            For a vector search without a threshold, an unknown metric, a column that is
+            neither a vector column nor an image field.
+        beton.InvalidArgumentError
+            For an image that does not decode (naming its sample).
+
+        Examples
+        --------
+        >>> groups = ds.near_duplicates(by="image")  # doctest: +SKIP
+        >>> ds.delete(groups.extras(keep="largest"), message="dedup")  # doctest: +SKIP
+        >>> ds.near_duplicates(by="emb", threshold=0.05, metric="cosine")  # doctest: +SKIP
+        """
+        import pyarrow as pa
+
+        from beton.dataset._duplicates import NearDuplicates, _is_image, _row_ids, search_args
+
+        threshold = search_args(self._native, by, threshold, metric)
+        group, index, distance = self._native.near_duplicates(by, threshold, metric, where)
+        table = pa.table({"group": pa.array(group, pa.int64()), "index": pa.array(index, pa.uint64()),
+                          "row_id": _row_ids(self._native, index), "distance": pa.array(distance, pa.float64())})
+        return NearDuplicates(table, self, by, threshold, None if _is_image(self._native, by) else metric)
 
     def explain(self, sql: str) -> Explain:
         """What a query touches and what a loader of its rows would read (``beton explain``).

@@ -346,6 +346,81 @@ impl Dataset {
         ))
     }
 
+    /// Near-duplicate groups (`beton_query::near_pairs` / `image_pairs`, then `groups`): by a
+    /// vector column within `threshold` by `metric`, or by an image field's perceptual hash
+    /// within `threshold` bits (0: the same pixels), over the rows `where_` selects; as
+    /// `(group, index, distance)` lists.
+    #[pyo3(signature = (by, threshold, metric, where_ = None))]
+    fn near_duplicates(
+        &self,
+        py: Python<'_>,
+        by: String,
+        threshold: f64,
+        metric: String,
+        where_: Option<String>,
+    ) -> PyResult<(Vec<u64>, Vec<u64>, Vec<f64>)> {
+        let opened = self.opened();
+        let found = py
+            .detach(|| {
+                let table = opened.table()?;
+                let rows = where_.as_deref().map(|w| beton_query::select_indices(&table, w)).transpose()?;
+                let pairs = match bits(&table, &by, threshold)? {
+                    Some(bits) => beton_query::image_pairs(&table, &by, bits, rows.as_ref())?,
+                    None => beton_query::near_pairs(&table, &by, threshold, &metric, rows.as_ref())?,
+                };
+                Ok::<_, beton_query::Error>(beton_query::groups(&pairs))
+            })
+            .map_err(from_query)?;
+        Ok((
+            found.iter().map(|g| g.0 as u64).collect(),
+            found.iter().map(|g| g.1).collect(),
+            found.iter().map(|g| g.2).collect(),
+        ))
+    }
+
+    /// Pairs of a row of this dataset and a row of `other` that are near-duplicates (as
+    /// [`Dataset::near_duplicates`]), as `(index, other_index, distance)` lists.
+    #[pyo3(signature = (other, by, threshold, metric, where_ = None, other_where = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn near_pairs_with(
+        &self,
+        py: Python<'_>,
+        other: &Dataset,
+        by: String,
+        threshold: f64,
+        metric: String,
+        where_: Option<String>,
+        other_where: Option<String>,
+    ) -> PyResult<(Vec<u64>, Vec<u64>, Vec<f64>)> {
+        let (a, b) = (self.opened(), other.opened());
+        let pairs = py
+            .detach(|| {
+                let (ta, tb) = (a.table()?, b.table()?);
+                let ra = where_.as_deref().map(|w| beton_query::select_indices(&ta, w)).transpose()?;
+                let rb = other_where.as_deref().map(|w| beton_query::select_indices(&tb, w)).transpose()?;
+                match bits(&ta, &by, threshold)? {
+                    Some(bits) => {
+                        beton_query::image_pairs_between(&ta, ra.as_ref(), &tb, rb.as_ref(), &by, bits)
+                    }
+                    None => beton_query::near_pairs_between(
+                        &ta,
+                        ra.as_ref(),
+                        &tb,
+                        rb.as_ref(),
+                        &by,
+                        threshold,
+                        &metric,
+                    ),
+                }
+            })
+            .map_err(from_query)?;
+        Ok((
+            pairs.iter().map(|p| p.a).collect(),
+            pairs.iter().map(|p| p.b).collect(),
+            pairs.iter().map(|p| p.distance).collect(),
+        ))
+    }
+
     /// The named splits (as indices), by name.
     fn splits(&self, py: Python<'_>) -> PyResult<BTreeMap<String, IndexSet>> {
         let opened = self.opened();
@@ -577,4 +652,22 @@ fn vector_param(value: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
             false => x.extract::<f64>().ok(),
         })
         .collect()
+}
+
+/// For a search by `by`: `Some(bits)` when it is an image field (its threshold a whole number
+/// of pHash bits), `None` for a vector column.
+fn bits(table: &beton_query::Table, by: &str, threshold: f64) -> Result<Option<u32>, beton_query::Error> {
+    let image = table.fields().into_iter().any(|(name, ty)| {
+        name == by && matches!(ty, beton_storage::FieldType::RgbImage | beton_storage::FieldType::GreyImage)
+    });
+    if !image {
+        return Ok(None);
+    }
+    if threshold.fract() != 0.0 || !(0.0..=64.0).contains(&threshold) {
+        return Err(beton_query::Error::InvalidArgument {
+            what: format!("near-duplicates by '{by}'"),
+            why: format!("an image's threshold is a number of pHash bits from 0 to 64, not {threshold}"),
+        });
+    }
+    Ok(Some(threshold as u32))
 }

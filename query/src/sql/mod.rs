@@ -40,6 +40,7 @@
 //! about the statement as a whole points at its first token).
 
 mod ast;
+mod duplicates;
 mod error;
 mod eval;
 mod exec;
@@ -51,6 +52,9 @@ mod parallel;
 mod parse;
 mod scope;
 
+pub use duplicates::{
+    groups, image_hashes, image_pairs, image_pairs_between, near_pairs, near_pairs_between, Pair,
+};
 pub use nearest::{nearest, Neighbour};
 pub use parse::{Param, MAX_NESTING, MAX_OPERATORS};
 

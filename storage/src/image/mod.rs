@@ -67,11 +67,13 @@ use crate::error::{Error, Result};
 
 mod jpeg;
 mod orient;
+mod phash;
 mod pixels;
 mod png;
 mod resize;
 mod thumbnail;
 
+pub use phash::phash_grey;
 pub use pixels::Pixels;
 pub use thumbnail::{encode_jpeg, fit_size};
 #[cfg(test)]
