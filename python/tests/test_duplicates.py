@@ -199,3 +199,26 @@ def test_cross_dataset_vectors_and_errors(tmp_path):
     photos = write_photos(tmp_path / "p.beton")
     with pytest.raises(beton.InvalidArgumentError, match="number of pHash bits from 0 to 64, not 65"):
         photos.near_duplicates(by="image", threshold=65)
+
+
+def test_phash_and_hamming_in_sql(tmp_path):
+    a = write_photos(tmp_path / "a.beton", jpeg_quality=95)
+    b = write_photos(tmp_path / "b.beton", jpeg_quality=75, max_resolution=200)
+    ha = a.query("SELECT index, phash(image) AS h FROM samples ORDER BY index").table
+    hb = b.query("SELECT index, phash(image) AS h FROM samples ORDER BY index").table
+    assert str(ha.schema.field("h").type) == "uint64"
+    x, y = ha.column("h").to_pylist(), hb.column("h").to_pylist()
+    # The SQL hashes are the ones near_duplicates compares: the same distances.
+    pairs = beton.near_duplicates(a, b, by="image", threshold=64).table.to_pydict()
+    for i, j, d in list(zip(pairs["index"], pairs["other_index"], pairs["distance"]))[:500]:
+        assert bin(x[i] ^ y[j]).count("1") == d
+    # A filter by distance to one photo's hash (a parameter holds a signed 64-bit int).
+    h = int(np.array([x[7]], np.uint64).view(np.int64)[0])
+    near = a.where("hamming(phash(image), $h) <= 8", params={"h": h}).tolist()
+    assert near == [7]
+    got = a.query("SELECT index, hamming(phash(image), $h) AS d FROM samples WHERE index < 3", params={"h": h})
+    assert got.table.column("d").to_pylist() == [bin(x[i] ^ x[7]).count("1") for i in range(3)]
+    with pytest.raises(beton.QueryError, match="'label' is not an image field"):
+        a.where("phash(label) = 0")
+    with pytest.raises(beton.QueryError, match=r"hamming\(\) takes integers"):
+        a.where("hamming(label, 1.5) = 0")

@@ -355,6 +355,12 @@ impl Ctx<'_, '_> {
                     Err(sql_error(format!("{name}() takes two vectors, got {} arguments", args.len()), span))
                 }
             },
+            Kind::Bits(apply) => match args {
+                [a, b] => apply(self.eval(a)?, self.eval(b)?, span),
+                _ => {
+                    Err(sql_error(format!("{name}() takes two integers, got {} arguments", args.len()), span))
+                }
+            },
         }
     }
 

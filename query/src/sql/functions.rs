@@ -50,6 +50,8 @@ pub(crate) enum Kind {
     Vector(fn(Val, Span) -> Result<Val>),
     /// Two vectors of one length (a column and a literal or parameter, or two columns).
     Vectors(fn(Val, Val, Span) -> Result<Val>),
+    /// Two integers, as their 64 bits (a signed one's two's complement).
+    Bits(fn(Val, Val, Span) -> Result<Val>),
 }
 
 /// Every scalar function, in the order an unknown name's error lists them.
@@ -65,7 +67,73 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function { names: &["l2_distance"], kind: Kind::Vectors(l2_distance) },
     Function { names: &["cosine_distance"], kind: Kind::Vectors(cosine_distance) },
     Function { names: &["inner_product"], kind: Kind::Vectors(inner_product) },
+    Function { names: &["phash"], kind: Kind::Exprs { eval: phash, field_first: true } },
+    Function { names: &["hamming"], kind: Kind::Bits(hamming) },
 ];
+
+/// A value's integers as their 64 bits (NULL stays NULL), or what it is instead.
+pub(crate) fn bits_of(v: &Val, name: &str, span: Span) -> Result<arrow_array::UInt64Array> {
+    use arrow_array::types::UInt64Type;
+    let t = v.data_type();
+    if matches!(t, DataType::Null) {
+        return Ok(arrow_array::UInt64Array::new_null(v.array.len()));
+    }
+    if !t.is_integer() {
+        return Err(sql_error(format!("{name}() takes integers (64-bit hashes), got {t}"), span));
+    }
+    if t == &DataType::UInt64 {
+        return Ok(v.array.as_primitive::<UInt64Type>().clone());
+    }
+    let wide = arrow_cast::cast(&v.array, &DataType::Int64).map_err(|e| sql_error(e.to_string(), span))?;
+    Ok(wide.as_primitive::<Int64Type>().unary(|x| x as u64))
+}
+
+/// `hamming(a, b)`: the number of bits in which two 64-bit integers differ (pHashes, say).
+fn hamming(a: Val, b: Val, span: Span) -> Result<Val> {
+    let scalar = a.scalar && b.scalar;
+    let (x, y) = (bits_of(&a, "hamming", span)?, bits_of(&b, "hamming", span)?);
+    let rows = if a.scalar { y.len() } else { x.len() };
+    let at = |v: &arrow_array::UInt64Array, s: bool, i: usize| {
+        let i = if s { 0 } else { i };
+        (!v.is_null(i)).then(|| v.value(i))
+    };
+    let out: Int64Array = (0..rows)
+        .map(|i| Some(i64::from((at(&x, a.scalar, i)? ^ at(&y, b.scalar, i)?).count_ones())))
+        .collect();
+    Ok(Val { array: Arc::new(out), scalar })
+}
+
+/// `phash(image)`: each row's 64-bit perceptual hash of its image (the DCT hash of
+/// `ImageRef::phash`, from a 1/8-scale grey decode), as UBIGINT; NULL for a NULL image.
+fn phash(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
+    use rayon::prelude::*;
+    let [field] = args else {
+        return Err(sql_error(format!("phash() takes an image field, got {} arguments", args.len()), span));
+    };
+    let name = column_name(field)
+        .ok_or_else(|| sql_error("phash() takes an image field, like phash(image)", pos(field)))?;
+    let table = ctx.table();
+    let ty = table
+        .fields()
+        .into_iter()
+        .find(|(n, t)| *n == name && matches!(t, FieldType::RgbImage | FieldType::GreyImage))
+        .map(|(_, t)| t)
+        .ok_or_else(|| sql_error(format!("'{name}' is not an image field"), pos(field)))?;
+    let ids = ctx.column("index", span)?;
+    let ids = ids.as_primitive::<arrow_array::types::UInt64Type>();
+    let hashes: Vec<Option<u64>> = ids
+        .values()
+        .par_iter()
+        .map(|&i| match table.value(i, &name, &ty)? {
+            Some(StorageValue::Image(image)) => image
+                .phash()
+                .map(Some)
+                .map_err(|e| sql_error(format!("sample {i}: field '{name}': {e}"), span)),
+            _ => Ok(None),
+        })
+        .collect::<Result<_>>()?;
+    Ok(Val { array: Arc::new(arrow_array::UInt64Array::from(hashes)), scalar: false })
+}
 
 /// A vector literal: one row of a `FixedSizeList<Float64>`.
 pub(crate) fn vector_literal(values: Vec<f64>) -> Result<ArrayRef> {
