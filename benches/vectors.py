@@ -122,6 +122,55 @@ def bench_phash(a, beton):
           f"(rounds {min(ratios):.1f}-{max(ratios):.1f}; per thread: {np.median(ratios) / 2:.1f}x)")
 
 
+def bench_index(a, beton, NDArrayField, DatasetWriter):
+    """The IVF index (``ds.create_index``) over ``--rows`` x ``--dim`` float32: its build time,
+    then recall@10 against exact search and the speed of one query at a time against exact's,
+    for several ``nprobe``; on clustered vectors (2,000 overlapping Gaussian clusters, as
+    embeddings are) and on plain Gaussian noise (no structure at all: IVF's worst case)."""
+    rng = np.random.default_rng(7)
+    n, d = a.rows, a.dim
+    for kind in ("clustered", "gaussian"):
+        if kind == "clustered":
+            centers = rng.standard_normal((2000, d)).astype(np.float32)
+            # Clusters that overlap (a point's spread is as large as the distance between two
+            # centers), not well-separated blobs, which any index finds in one list.
+            matrix = centers[rng.integers(0, 2000, n)] + rng.standard_normal((n, d)).astype(np.float32)
+            queries = centers[rng.integers(0, 2000, 50)] + rng.standard_normal((50, d)).astype(np.float32)
+        else:
+            matrix = rng.standard_normal((n, d)).astype(np.float32)
+            queries = rng.standard_normal((50, d)).astype(np.float32)
+        path = Path(a.dir) / f"ivf-{kind}2-{n}-{d}.beton"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            DatasetWriter(str(path), {"emb": NDArrayField(np.dtype("float32"), (d,))}, progress=False) \
+                .from_indexed_dataset([(row,) for row in matrix])
+        ds = beton.open(path)
+        ds.drop_index("emb")
+        t = time.perf_counter()
+        info = ds.create_index("emb")
+        build = time.perf_counter() - t
+        print(f"{kind}: index of {n:,} x {d} built in {build:.1f} s ({info['lists']} lists; tuned nprobe "
+              f"{info['nprobe']}, recall@10 {info['recall']:.3f} on a sample of its own rows)")
+        exact, exact_t = [], []
+        for q in queries:
+            t = time.perf_counter()
+            exact.append(ds.nearest("emb", q, k=10, exact=True).column("index").to_pylist())
+            exact_t.append(time.perf_counter() - t)
+        for nprobe in (None, 2, 4, 8, 16, 32, 64, 128):
+            got, got_t = [], []
+            for q in queries:
+                t = time.perf_counter()
+                r = ds.nearest("emb", q, k=10, nprobe=nprobe)
+                got_t.append(time.perf_counter() - t)
+                got.append(r.column("index").to_pylist())
+                assert r.schema.metadata[b"beton.search"] == b"ivf"
+            recall = np.mean([len(set(g) & set(e)) / 10 for g, e in zip(got, exact)])
+            shown = f"{info['nprobe']} (tuned)" if nprobe is None else nprobe
+            print(f"{kind}, nprobe {shown}: recall@10 {recall:.3f}, one query {np.median(got_t) * 1e3:.2f} ms against "
+                  f"exact's {np.median(exact_t) * 1e3:.1f} ms: {np.median(exact_t) / np.median(got_t):.1f}x exact's "
+                  f"speed")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=1_000_000)
@@ -131,7 +180,7 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--dir", default="/tmp/beton-vectors")
     p.add_argument("--dup-rows", type=int, default=100_000)
-    p.add_argument("--only", choices=["nearest", "dups", "phash"], help="one part of the bench")
+    p.add_argument("--only", choices=["nearest", "dups", "phash", "index"], help="one part of the bench")
     a = p.parse_args()
     import beton
     from beton.fields import NDArrayField
@@ -143,6 +192,8 @@ def main():
         bench_dups(a, beton, NDArrayField, DatasetWriter)
     if a.only in (None, "phash"):
         bench_phash(a, beton)
+    if a.only in (None, "index"):
+        bench_index(a, beton, NDArrayField, DatasetWriter)
     if a.only not in (None, "nearest"):
         return
     rng = np.random.default_rng(0)

@@ -3,6 +3,8 @@ the table, SQL and polars; ``ds.vectors`` gives the (n, d) matrix; ``add_column`
 arrays, FixedSizeList and polars Array columns and lists of 1-D arrays; edits patch it; the
 gallery summarises norms. Every value is checked against the numpy matrix it was written from."""
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -239,3 +241,90 @@ def test_nearest_over_float32_is_exact_on_near_ties_and_extreme_values(tmp_path,
         finite = [(i, x) for i, x in rows if x == x]
         want_rows = [(i, x) for i, x in zip(want["index"], want["d"]) if x == x]
         assert finite == want_rows[:len(finite)] and len(finite) >= min(len(want_rows), 20), (metric, j)
+
+
+def clustered(n, d, seed=0, clusters=12):
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((clusters, d)) * 4
+    return (centers[rng.integers(0, clusters, n)] + rng.standard_normal((n, d))).astype(np.float32)
+
+
+def indexes(result):
+    return result.column("index").to_pylist()
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+def test_an_ivf_index_reading_every_list_is_exact_and_fewer_lists_keep_recall(tmp_path, metric):
+    m = clustered(3000, 16)
+    path = tmp_path / "c.beton"
+    DatasetWriter(path, {"label": IntField(), "emb": NDArrayField(np.dtype("float32"), (16,))},
+                  progress=False).from_indexed_dataset([(i % 3, m[i]) for i in range(len(m))])
+    ds = beton.open(path)
+    info = ds.create_index("emb", metric=metric, lists=30)
+    assert info["lists"] == 30 and info["rows"] == 3000 and not info["extended"]
+    assert info["recall"] >= 0.95 and 1 <= info["nprobe"] <= 30, info
+    assert os.path.exists(str(path) + ".emb.ivf") and ds.index_info("emb")["serves"]
+    queries = clustered(20, 16, seed=1)
+    exact = ds.nearest("emb", queries, k=10, metric=metric, exact=True)
+    assert exact.schema.metadata[b"beton.search"] == b"exact"
+    full = ds.nearest("emb", queries, k=10, metric=metric, nprobe=30)
+    assert full.schema.metadata[b"beton.search"] == b"ivf"
+    assert full.to_pydict() == exact.to_pydict()  # every list read: the same rows and distances
+    # The tuned nprobe, on queries the index has not seen: its recall is measured on a sample
+    # of its own rows, so new queries get about as much (here 20 of them: a noisy estimate).
+    got = ds.nearest("emb", queries, k=10, metric=metric)
+    recall = np.mean([len(set(g) & set(e)) / 10 for g, e in
+                      zip(np.array(indexes(got)).reshape(20, 10), np.array(indexes(exact)).reshape(20, 10))])
+    assert recall >= 0.85, (recall, info)
+    # A filter: its rows only (a selective one falls back to exact search for its queries).
+    for where in ("label = 1", "index < 40"):
+        got = ds.nearest("emb", queries[:3], k=10, metric=metric, where=where, nprobe=30)
+        assert got.to_pydict() == ds.nearest("emb", queries[:3], k=10, metric=metric, where=where,
+                                             exact=True).to_pydict()
+    # Another metric than the index's: exact.
+    other = "l2" if metric != "l2" else "cosine"
+    assert ds.nearest("emb", queries[0], metric=other).schema.metadata[b"beton.search"] == b"exact"
+    assert ds.drop_index("emb") and not ds.drop_index("emb") and ds.index_info("emb") is None
+
+
+def test_an_index_follows_appends_and_goes_unused_after_other_edits(tmp_path):
+    m = clustered(2000, 8, seed=3)
+    path = tmp_path / "c.beton"
+    DatasetWriter(path, {"emb": NDArrayField(np.dtype("float32"), (8,))}, progress=False) \
+        .from_indexed_dataset([(row,) for row in m])
+    ds = beton.import_file(tmp_path / "dir", path)
+    info = ds.create_index("emb", lists=20)
+    assert info["path"].endswith(os.path.join("_indexes", "emb.ivf"))
+    new = clustered(50, 8, seed=4) + 100  # far from every old row
+    DatasetWriter(str(tmp_path / "dir") + os.sep, {"emb": NDArrayField(np.dtype("float32"), (8,))},
+                  progress=False).from_indexed_dataset([(row,) for row in new])
+    ds = beton.open(tmp_path / "dir")
+    assert ds.index_info("emb")["serves"] and ds.index_info("emb")["covered"] == 2000
+    got = ds.nearest("emb", new[7], k=3, nprobe=1)
+    assert got.schema.metadata[b"beton.search"] == b"ivf" and indexes(got)[0] == 2007  # appended rows are read
+    assert got.column("distance").to_pylist()[0] == 0.0
+    info = ds.create_index("emb")
+    assert info["extended"] and info["covered"] == 2050 and info["rows"] == 2050 and info["lists"] == 20
+    assert indexes(ds.nearest("emb", new[7], k=3, nprobe=20)) == indexes(ds.nearest("emb", new[7], k=3, exact=True))
+    # An update of the vectors makes the index stale: searches go exact until it is built again.
+    ds.update_rows([5], {"emb": [new[0]]})
+    assert not ds.index_info("emb")["serves"]
+    got = ds.nearest("emb", new[0], k=2)
+    assert got.schema.metadata[b"beton.search"] == b"exact" and sorted(indexes(got)) == [5, 2000]
+    info = ds.create_index("emb")
+    assert not info["extended"] and ds.index_info("emb")["serves"]
+    ds.delete("index < 10")
+    assert not ds.index_info("emb")["serves"]
+    # A damaged index file is named, not read as an index.
+    ds.create_index("emb", rebuild=True)
+    index_file = ds.index_info("emb")["path"]
+    with open(index_file, "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(beton.InvalidArgumentError, match="CRC does not match"):
+        ds.nearest("emb", new[0], k=2)
+    assert ds.nearest("emb", new[0], k=2, exact=True).num_rows == 2
+    with pytest.raises(ValueError, match="kind 'hnsw' is not one of"):
+        ds.create_index("emb", kind="hnsw")

@@ -22,5 +22,5 @@ pub use beton_dataset::{Error, IndexSet, Result, Table};
 pub use edits::SqlEdits;
 pub use sql::{
     groups, image_hashes, image_pairs, image_pairs_between, near_pairs, near_pairs_between, nearest, query,
-    query_with, select_indices, select_indices_with, Neighbour, Pair, Param,
+    query_with, select_indices, select_indices_with, IvfIndex, Neighbour, Pair, Param,
 };

@@ -84,8 +84,10 @@ class _Querying(_DatasetBase):
         """
         return self._native.select(predicate, params)
 
-    def nearest(self, column: str, vectors, k: int = 10, where: Optional[str] = None, metric: str = "l2"):
-        """The ``k`` rows whose vectors are nearest each query vector: exact search.
+    def nearest(self, column: str, vectors, k: int = 10, where: Optional[str] = None, metric: str = "l2",
+                nprobe: Optional[int] = None, exact: bool = False):
+        """The ``k`` rows whose vectors are nearest each query vector: exact search, or through
+        the column's IVF index (``create_index``) when it has one for this metric.
 
         Parameters
         ----------
@@ -101,12 +103,20 @@ class _Querying(_DatasetBase):
             ``l2``: Euclidean distance (``l2_distance``), nearest first; ``cosine``: one minus
             the cosine similarity (``cosine_distance``; rows with a zero vector are left out);
             ``dot``: the inner product (``inner_product``), largest first.
+        nprobe : int, optional
+            With an index: the lists each query reads (default: the number ``create_index``
+            tuned to its ``target_recall``; more lists, better recall, slower). Rows appended
+            since the index was built are always read.
+        exact : bool, default False
+            Search every row even when an index exists.
 
         Returns
         -------
         pyarrow.Table
             ``query`` (the query vector's position), ``index``, ``row_id`` (the index for a
             ``.beton`` file) and ``distance``, each query's rows best first, ties broken by index.
+            Through an index, the rows are those of the lists read (with their exact distances);
+            the table's ``schema.metadata[b"beton.search"]`` says ``ivf`` or ``exact``.
 
         Raises
         ------
@@ -132,14 +142,78 @@ class _Querying(_DatasetBase):
                              f"{queries.dtype}")
         # One pass over the column for all the query vectors (beton_query::nearest: the SQL
         # functions' distances, each row block read once, in parallel).
-        query, index, distance = self._native.nearest(column, queries.astype(np.float64).tolist(), int(k), metric,
-                                                      where)
+        query, index, distance, indexed = self._native.nearest(column, queries.astype(np.float64).tolist(), int(k),
+                                                               metric, where, nprobe, bool(exact))
         from beton.dataset._duplicates import _row_ids
 
         index = np.asarray(index, np.uint64)
         return pa.table({"query": pa.array(query, pa.int64()), "index": pa.array(index),
                          "row_id": _row_ids(self._native, index),
-                         "distance": pa.array(distance, pa.float64())})
+                         "distance": pa.array(distance, pa.float64())},
+                        metadata={"beton.search": "ivf" if indexed else "exact"})
+
+    def create_index(self, column: str, kind: str = "ivf", metric: str = "l2", lists: Optional[int] = None,
+                     seed: int = 0, rebuild: bool = False, target_recall: float = 0.95) -> Dict[str, Any]:
+        """Builds an approximate-search index of a vector column, which ``nearest`` then uses.
+
+        IVF: k-means splits the rows into ``lists`` lists; a search reads the rows of the
+        ``nprobe`` lists nearest the query and ranks them exactly. The index is a file of its own
+        (``DIR/_indexes/COLUMN.ivf``; ``FILE.COLUMN.ivf`` beside a ``.beton`` file). It serves
+        later versions that only append rows (those are read exactly until ``create_index``
+        extends it, which assigns them to their lists without a new k-means); any other edit
+        of the indexed rows leaves it unused (searches go exact) until it is built again.
+
+        Parameters
+        ----------
+        column : str
+            A vector column.
+        kind : {"ivf"}
+            The index.
+        metric : {"l2", "cosine", "dot"}
+            The distance it serves (``nearest`` with another metric searches exactly).
+        lists : int, optional
+            Number of lists (default ``√n``: 1,000 for a million rows).
+        seed : int, default 0
+            The k-means sample and start (same seed, same index).
+        rebuild : bool, default False
+            Build from scratch even where the existing index could be extended.
+        target_recall : float, default 0.95
+            ``nearest``'s default ``nprobe`` is tuned to it: the fewest lists (1, 2, 4, ...)
+            at which 100 of the index's own rows, searched through it, find at least this share
+            of their 10 nearest other rows on average. Data with no cluster structure needs
+            many lists for it (up to all of them: exact search's speed), and says so.
+
+        Returns
+        -------
+        dict
+            ``path``, ``lists``, ``rows`` (indexed), ``covered``, ``metric``, ``extended``
+            (appended rows added to an existing index), ``nprobe`` (``nearest``'s default) and
+            ``recall`` (the recall@10 measured there).
+
+        Examples
+        --------
+        >>> ds.create_index("emb", metric="cosine")  # doctest: +SKIP
+        >>> ds.nearest("emb", q, k=10, metric="cosine")  # doctest: +SKIP
+        """
+        if kind != "ivf":
+            raise ValueError(f"create_index: kind {kind!r} is not one of ['ivf']")
+        if metric not in ("cosine", "dot", "l2"):
+            raise ValueError(f"create_index: metric {metric!r} is not one of ['cosine', 'dot', 'l2']")
+        if lists is not None and (isinstance(lists, bool) or not isinstance(lists, (int, np.integer)) or lists < 1):
+            raise ValueError(f"create_index: lists must be an int of at least 1, not {lists!r}")
+        if not 0 < float(target_recall) <= 1:
+            raise ValueError(f"create_index: target_recall must be in (0, 1], not {target_recall!r}")
+        return self._native.create_index(column, metric, None if lists is None else int(lists), int(seed),
+                                         bool(rebuild), float(target_recall))
+
+    def index_info(self, column: str) -> Optional[Dict[str, Any]]:
+        """The column's index (``path``, ``lists``, ``rows``, ``covered``, ``metric``,
+        ``serves``: whether it serves this version, ``nprobe``), or None."""
+        return self._native.index_info(column)
+
+    def drop_index(self, column: str) -> bool:
+        """Removes the column's index; whether there was one."""
+        return self._native.drop_index(column)
 
     def near_duplicates(self, by: str, threshold=None, metric: str = "l2", where: Optional[str] = None):
         """Groups of rows that are near-duplicates of each other: by a vector column (exact,

@@ -318,10 +318,13 @@ impl Dataset {
         Ok(IndexSet::of(set, Source(opened)))
     }
 
-    /// Exact nearest neighbours (`beton_query::nearest`): per query vector of `queries`, the
-    /// `k` best rows of those `where_` selects (all for `None`) by `metric`, as
-    /// `(query, index, distance)` lists.
-    #[pyo3(signature = (column, queries, k, metric, where_ = None))]
+    /// Nearest neighbours: through the column's IVF index when one serves this version and
+    /// `exact` is false (`beton_query::IvfIndex::search`, `nprobe` lists a query), else exact
+    /// (`beton_query::nearest`); per query vector of `queries`, the `k` best rows of those
+    /// `where_` selects (all for `None`) by `metric`, as `(query, index, distance)` lists and
+    /// whether the index answered.
+    #[pyo3(signature = (column, queries, k, metric, where_ = None, nprobe = None, exact = false))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn nearest(
         &self,
         py: Python<'_>,
@@ -330,20 +333,119 @@ impl Dataset {
         k: usize,
         metric: String,
         where_: Option<String>,
-    ) -> PyResult<(Vec<u64>, Vec<u64>, Vec<f64>)> {
+        nprobe: Option<usize>,
+        exact: bool,
+    ) -> PyResult<(Vec<u64>, Vec<u64>, Vec<f64>, bool)> {
         let opened = self.opened();
-        let found = py
+        let (found, indexed) = py
             .detach(|| {
                 let table = opened.table()?;
                 let rows = where_.as_deref().map(|w| beton_query::select_indices(&table, w)).transpose()?;
-                beton_query::nearest(&table, &column, &queries, k, rows.as_ref(), &metric)
+                if !exact {
+                    let (path, key) = beton_query::IvfIndex::location(&opened, &column)?;
+                    if let Some(index) = beton_query::IvfIndex::load_shared(&path)? {
+                        if index.serves(&key) && index.metric == metric {
+                            let nprobe = nprobe.unwrap_or_else(|| default_nprobe(&index));
+                            let found = index.search(&table, &queries, k, nprobe, rows.as_ref(), &metric)?;
+                            return Ok::<_, beton_query::Error>((found, true));
+                        }
+                    }
+                }
+                Ok((beton_query::nearest(&table, &column, &queries, k, rows.as_ref(), &metric)?, false))
             })
             .map_err(from_query)?;
         Ok((
             found.iter().map(|n| n.query as u64).collect(),
             found.iter().map(|n| n.index).collect(),
             found.iter().map(|n| n.distance).collect(),
+            indexed,
         ))
+    }
+
+    /// Builds (or, when one serves an ancestor of this version by appends and `rebuild` is
+    /// false, extends) the IVF index of `column`; returns `{path, lists, rows, covered,
+    /// extended}`.
+    #[pyo3(signature = (column, metric, lists = None, seed = 0, rebuild = false, target_recall = 0.95))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_index<'py>(
+        &self,
+        py: Python<'py>,
+        column: String,
+        metric: String,
+        lists: Option<usize>,
+        seed: u64,
+        rebuild: bool,
+        target_recall: f64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let opened = self.opened();
+        let (path, index, extended) = py
+            .detach(|| {
+                let table = opened.table()?;
+                let (path, key) = beton_query::IvfIndex::location(&opened, &column)?;
+                let old = if rebuild { None } else { beton_query::IvfIndex::load(&path).ok().flatten() };
+                let (index, extended) = match old {
+                    Some(mut index)
+                        if index.serves(&key)
+                            && index.metric == metric
+                            && lists.is_none_or(|l| l == index.num_lists()) =>
+                    {
+                        index.extend(&table, key)?;
+                        (index, true)
+                    }
+                    _ => (beton_query::IvfIndex::build(&table, &column, &metric, lists, seed, key)?, false),
+                };
+                let mut index = index;
+                index.tune(&table, target_recall, seed)?;
+                index.save(&path)?;
+                Ok::<_, beton_query::Error>((path, index, extended))
+            })
+            .map_err(from_query)?;
+        let out = PyDict::new(py);
+        out.set_item("path", path.display().to_string())?;
+        out.set_item("lists", index.num_lists())?;
+        out.set_item("rows", index.rows.len())?;
+        out.set_item("covered", index.covered)?;
+        out.set_item("metric", &index.metric)?;
+        out.set_item("extended", extended)?;
+        out.set_item("nprobe", default_nprobe(&index))?;
+        out.set_item("recall", index.recall)?;
+        Ok(out)
+    }
+
+    /// The IVF index of `column` and whether it serves this version: `{path, lists, rows,
+    /// covered, metric, serves}`, or None when there is none.
+    fn index_info<'py>(&self, py: Python<'py>, column: String) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let opened = self.opened();
+        let found = py
+            .detach(|| {
+                let (path, key) = beton_query::IvfIndex::location(&opened, &column)?;
+                Ok::<_, beton_query::Error>(
+                    beton_query::IvfIndex::load(&path)?.map(|i| (path, i.serves(&key), i)),
+                )
+            })
+            .map_err(from_query)?;
+        let Some((path, serves, index)) = found else { return Ok(None) };
+        let out = PyDict::new(py);
+        out.set_item("path", path.display().to_string())?;
+        out.set_item("lists", index.num_lists())?;
+        out.set_item("rows", index.rows.len())?;
+        out.set_item("covered", index.covered)?;
+        out.set_item("metric", &index.metric)?;
+        out.set_item("serves", serves)?;
+        out.set_item("nprobe", default_nprobe(&index))?;
+        out.set_item("recall", index.recall)?;
+        Ok(Some(out))
+    }
+
+    /// Removes the IVF index of `column`; whether there was one.
+    fn drop_index(&self, column: String) -> PyResult<bool> {
+        let opened = self.opened();
+        let (path, _) = beton_query::IvfIndex::location(&opened, &column).map_err(from_query)?;
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(PyErr::from(e)),
+        }
     }
 
     /// Near-duplicate groups (`beton_query::near_pairs` / `image_pairs`, then `groups`): by a
@@ -670,4 +772,13 @@ fn bits(table: &beton_query::Table, by: &str, threshold: f64) -> Result<Option<u
         });
     }
     Ok(Some(threshold as u32))
+}
+
+/// Lists an IVF search reads by default: those its tuning chose (`IvfIndex::tune`: the fewest
+/// reaching the recall asked for on a sample of its rows), else a sixteenth of them.
+fn default_nprobe(index: &beton_query::IvfIndex) -> usize {
+    match index.nprobe {
+        0 => (index.num_lists() / 16).max(8).min(index.num_lists().max(1)),
+        n => n,
+    }
 }

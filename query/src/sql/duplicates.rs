@@ -207,7 +207,7 @@ fn search(a: &Side, b: &Side, same: bool, d: usize, metric: Metric, threshold: f
 
 /// `out[i * mb + j] = a[i] · b[j]` for `ma` rows of `a` and `mb` rows of `b`, each of `d`
 /// floats, row-major.
-fn gemm(a: &[f32], b: &[f32], ma: usize, mb: usize, d: usize, out: &mut [f32]) {
+pub(crate) fn gemm(a: &[f32], b: &[f32], ma: usize, mb: usize, d: usize, out: &mut [f32]) {
     assert!(a.len() >= ma * d && b.len() >= mb * d && out.len() >= ma * mb);
     #[allow(unsafe_code)] // a foreign kernel's raw-pointer interface (see the crate's note)
     // SAFETY: `a` holds ma × d floats (row stride d, column stride 1), `b` as bᵀ holds d × mb

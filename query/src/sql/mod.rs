@@ -46,6 +46,7 @@ mod eval;
 mod exec;
 mod functions;
 mod fused;
+mod ivf;
 mod kernels;
 mod nearest;
 mod parallel;
@@ -55,6 +56,7 @@ mod scope;
 pub use duplicates::{
     groups, image_hashes, image_pairs, image_pairs_between, near_pairs, near_pairs_between, Pair,
 };
+pub use ivf::IvfIndex;
 pub use nearest::{nearest, Neighbour};
 pub use parse::{Param, MAX_NESTING, MAX_OPERATORS};
 

@@ -83,6 +83,18 @@ pub fn nearest(
     rows: Option<&IndexSet>,
     metric: &str,
 ) -> Result<Vec<Neighbour>> {
+    nearest_among(table, column, queries, k, rows.map(IndexSet::as_slice), metric)
+}
+
+/// [`nearest`] over `rows` in any order (an index's lists; each row once), or all rows.
+pub(crate) fn nearest_among(
+    table: &Table,
+    column: &str,
+    queries: &[Vec<f64>],
+    k: usize,
+    rows: Option<&[u64]>,
+    metric: &str,
+) -> Result<Vec<Neighbour>> {
     let bad = |why: String| Error::InvalidArgument { what: format!("nearest in '{column}'"), why };
     let (metric, negate) = match metric {
         "l2" => (Metric::L2, false),
@@ -104,7 +116,7 @@ pub fn nearest(
     let list = values.as_fixed_size_list();
     let elements = Elements::of(list.values(), Span::empty())?;
     let n = list.len();
-    let picked: Option<Vec<u64>> = rows.map(|r| r.iter().filter(|&i| (i as usize) < n).collect());
+    let picked: Option<Vec<u64>> = rows.map(|r| r.iter().copied().filter(|&i| (i as usize) < n).collect());
     let count = picked.as_ref().map_or(n, Vec::len);
     let row_at = |p: usize| picked.as_ref().map_or(p, |rows| rows[p] as usize);
     if let Elements::F32(values) = elements {
@@ -324,4 +336,146 @@ fn nearest_f32(
         })
         .collect();
     best(scored.into_iter(), k, negate)
+}
+
+/// One query's search over float32 vectors held outside the table (an index's copies, in its
+/// lists' order): [`Selection`] over their float32 scores, then the candidates scored exactly
+/// from the table's column, as in [`nearest_f32`].
+pub(crate) struct CopySearch<'a> {
+    metric: Metric,
+    negate: bool,
+    q: &'a [f64],
+    q32: Vec<f32>,
+    qnorm2: f64,
+    qnorm: f64,
+    g: f64,
+    d: usize,
+    pick: Selection,
+}
+
+impl<'a> CopySearch<'a> {
+    /// A search for the `k` nearest to `q` by `metric` (`"l2"`, `"cosine"`, `"dot"`).
+    ///
+    /// # Errors
+    /// An unknown metric.
+    pub(crate) fn new(q: &'a [f64], k: usize, metric: &str) -> Result<CopySearch<'a>> {
+        let (metric, negate) = match metric {
+            "l2" => (Metric::L2, false),
+            "cosine" => (Metric::Cosine, false),
+            "dot" => (Metric::Dot, true),
+            other => {
+                return Err(Error::InvalidArgument {
+                    what: "nearest".into(),
+                    why: format!("metric '{other}' is not one of cosine, dot, l2"),
+                })
+            }
+        };
+        let qnorm2: f64 = q.iter().map(|v| v * v).sum();
+        Ok(CopySearch {
+            metric,
+            negate,
+            q,
+            q32: q.iter().map(|&v| v as f32).collect(),
+            qnorm2,
+            qnorm: qnorm2.sqrt(),
+            g: super::kernels::error_bound(q.len()),
+            d: q.len(),
+            pick: Selection::new(k),
+        })
+    }
+
+    /// Offers the rows `ids` whose vectors are `vectors` (`ids.len() × d`, float32), those
+    /// `keep` accepts.
+    pub(crate) fn offer(&mut self, ids: &[u64], vectors: &[f32], keep: impl Fn(u64) -> bool) {
+        let d = self.d;
+        if self.metric == Metric::Cosine && self.qnorm == 0.0 {
+            return; // no direction: no neighbours
+        }
+        let (mut norms, mut dots) = ([0.0f32; F32_TILE], [0.0f32; F32_TILE]);
+        let mut rows: Vec<&[f32]> = Vec::with_capacity(F32_TILE);
+        let mut tile_ids: Vec<u64> = Vec::with_capacity(F32_TILE);
+        let q32 = [self.q32.as_slice()];
+        for (chunk_ids, chunk) in ids.chunks(F32_TILE).zip(vectors.chunks(F32_TILE * d)) {
+            rows.clear();
+            tile_ids.clear();
+            for (&i, v) in chunk_ids.iter().zip(chunk.chunks_exact(d)) {
+                if keep(i) {
+                    rows.push(v);
+                    tile_ids.push(i);
+                }
+            }
+            super::kernels::block(&rows, &q32, &mut norms, &mut dots, d);
+            for (r, &i) in tile_ids.iter().enumerate() {
+                let nx2 = f64::from(norms[r]);
+                let nx = nx2.sqrt();
+                let dot = f64::from(dots[r]);
+                let (score, err) = match self.metric {
+                    Metric::L2 => {
+                        (nx2 - 2.0 * dot + self.qnorm2, self.g * (nx + self.qnorm) * (nx + self.qnorm))
+                    }
+                    Metric::Dot => (-dot, self.g * nx * self.qnorm),
+                    _ => (1.0 - dot / (nx * self.qnorm), 4.0 * self.g),
+                };
+                if score - err > self.pick.threshold {
+                    continue;
+                }
+                if score.is_finite() && err.is_finite() {
+                    self.pick.push(score - err, score + err, i);
+                } else {
+                    self.pick.push(f64::NEG_INFINITY, f64::INFINITY, i);
+                }
+            }
+        }
+    }
+
+    /// Takes in what `other` (a search of the same query over other rows) was offered.
+    pub(crate) fn merge(&mut self, other: CopySearch<'_>) {
+        let k = self.pick.k;
+        for b in other.pick.uppers {
+            self.pick.uppers.push(b);
+            if self.pick.uppers.len() > k {
+                self.pick.uppers.pop();
+            }
+        }
+        if self.pick.uppers.len() == k {
+            self.pick.threshold = self.pick.uppers.peek().map_or(f64::INFINITY, |b| b.0);
+        }
+        let t = self.pick.threshold;
+        self.pick.candidates.extend(other.pick.candidates.into_iter().filter(|c| c.0 <= t));
+    }
+
+    /// The `k` best rows offered, scored exactly from `list` (the table's vector column), best
+    /// first (ties by index), as neighbours of query `query`; and `extra` (exact neighbours of
+    /// the same query found elsewhere) merged in.
+    ///
+    /// # Errors
+    /// A column whose elements are not numbers.
+    pub(crate) fn finish(
+        self,
+        list: &arrow_array::FixedSizeListArray,
+        query: usize,
+        extra: &[Neighbour],
+    ) -> Result<Vec<Neighbour>> {
+        let elements = Elements::of(list.values(), Span::empty())?;
+        let k = self.pick.k;
+        let t = self.pick.threshold;
+        let mut buf = vec![0.0f64; self.d];
+        let mut all: Vec<Candidate> = self
+            .pick
+            .candidates
+            .iter()
+            .filter(|c| c.0 <= t)
+            .filter_map(|&(_, i)| {
+                let s = elements.row(i as usize, self.d, &mut buf).metric(self.metric, self.q)?;
+                Some(Candidate { score: if self.negate { -s } else { s }, index: i })
+            })
+            .collect();
+        all.extend(extra.iter().map(|n| Candidate {
+            score: if self.negate { -n.distance } else { n.distance },
+            index: n.index,
+        }));
+        let mut out = best(std::iter::once(all), k, self.negate);
+        out.iter_mut().for_each(|n| n.query = query);
+        Ok(out)
+    }
 }
