@@ -178,10 +178,11 @@ class _Querying(_DatasetBase):
         rebuild : bool, default False
             Build from scratch even where the existing index could be extended.
         target_recall : float, default 0.95
-            ``nearest``'s default ``nprobe`` is tuned to it: the fewest lists (1, 2, 4, ...)
-            at which 100 of the index's own rows, searched through it, find at least this share
-            of their 10 nearest other rows on average. Data with no cluster structure needs
-            many lists for it (up to all of them: exact search's speed), and says so.
+            ``nearest``'s default ``nprobe`` is tuned to it: twice the fewest lists (1, 2, 4,
+            ...) at which 100 of the index's own rows, searched through it, find at least this
+            share of their 10 nearest other rows on average (doubled because new queries find
+            less than the index's own rows). Data with no cluster structure needs many lists
+            for it (up to all of them: exact search's speed), and ``recall`` says what it got.
 
         Returns
         -------

@@ -311,9 +311,10 @@ impl IvfIndex {
         Ok(added)
     }
 
-    /// Sets [`IvfIndex::nprobe`] to the fewest lists (1, 2, 4, ... all) at which searches for
-    /// a sample of the index's own rows (seeded by `seed`) find at least `target` of each
-    /// one's 10 nearest other rows, on average, and [`IvfIndex::recall`] to what they found.
+    /// Sets [`IvfIndex::nprobe`] to twice the fewest lists (1, 2, 4, ... all) at which
+    /// searches for a sample of the index's own rows (seeded by `seed`) find at least `target`
+    /// of each one's 10 nearest other rows on average, and [`IvfIndex::recall`] to what they
+    /// find there.
     ///
     /// # Errors
     /// As [`IvfIndex::search`].
@@ -342,28 +343,28 @@ impl IvfIndex {
         };
         let truth = others(nearest(table, &self.column, &queries, K + 1, None, &self.metric)?);
         let lists = self.num_lists();
-        let mut nprobe = 1;
-        loop {
+        let recall_at = |nprobe: usize| -> Result<f64> {
             let found = others(self.search(table, &queries, K + 1, nprobe, None, &self.metric)?);
-            let recall = truth
+            Ok(truth
                 .iter()
                 .zip(&found)
-                .map(|(t, f)| {
-                    if t.is_empty() {
-                        1.0
-                    } else {
-                        f.iter().filter(|r| t.contains(r)).count() as f64 / t.len() as f64
-                    }
+                .map(|(t, f)| match t.is_empty() {
+                    true => 1.0,
+                    false => f.iter().filter(|r| t.contains(r)).count() as f64 / t.len() as f64,
                 })
                 .sum::<f64>()
-                / truth.len().max(1) as f64;
-            if recall >= target || nprobe >= lists {
-                self.nprobe = nprobe;
-                self.recall = recall;
-                return Ok(());
-            }
+                / truth.len().max(1) as f64)
+        };
+        let mut nprobe = 1;
+        while nprobe < lists && recall_at(nprobe)? < target {
             nprobe = (nprobe * 2).min(lists);
         }
+        // One doubling more: the index's own rows are easier queries than new ones (at 1 M
+        // rows of overlapping clusters, 0.957 on its rows was 0.924 on new queries).
+        let nprobe = (nprobe * 2).min(lists);
+        let recall = recall_at(nprobe)?;
+        (self.nprobe, self.recall) = (nprobe, recall);
+        Ok(())
     }
 
     /// Whether the index serves a version whose rows are identified by `key`: its own rows
