@@ -218,7 +218,13 @@ def test_phash_and_hamming_in_sql(tmp_path):
     assert near == [7]
     got = a.query("SELECT index, hamming(phash(image), $h) AS d FROM samples WHERE index < 3", params={"h": h})
     assert got.table.column("d").to_pylist() == [bin(x[i] ^ x[7]).count("1") for i in range(3)]
+    # `image.phash` is the same hash as a column name.
+    both = a.query("SELECT image.phash AS c, phash(image) AS f FROM samples ORDER BY index").table.to_pydict()
+    assert both["c"] == both["f"] == x
+    assert a.where("hamming(image.phash, $h) <= 8", params={"h": h}).tolist() == [7]
     with pytest.raises(beton.QueryError, match="'label' is not an image field"):
         a.where("phash(label) = 0")
+    with pytest.raises(beton.QueryError, match="no column named .label.phash."):
+        a.where("label.phash = 0")
     with pytest.raises(beton.QueryError, match=r"hamming\(\) takes integers"):
         a.where("hamming(label, 1.5) = 0")

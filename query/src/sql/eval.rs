@@ -239,8 +239,13 @@ impl Ctx<'_, '_> {
                 Err(sql_error(format!("'{e}' must appear in GROUP BY or inside an aggregate"), span))
             }
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
-                let name = column_name(e).unwrap_or_default();
-                Ok(Val { array: self.column(&self.resolve(&name), span)?, scalar: false })
+                let name = self.resolve(&column_name(e).unwrap_or_default());
+                if let Some(field) = functions::phash_column(self.table(), &name) {
+                    // `image.phash`: the image's perceptual hash, computed (not a stored column).
+                    let arg = Expr::Identifier(sqlparser::ast::Ident::new(field));
+                    return functions::phash(self, &[&arg], span);
+                }
+                Ok(Val { array: self.column(&name, span)?, scalar: false })
             }
             Expr::Value(v) => literal(&v.value, span),
             Expr::Function(f) => {

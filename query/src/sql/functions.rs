@@ -103,9 +103,23 @@ fn hamming(a: Val, b: Val, span: Span) -> Result<Val> {
     Ok(Val { array: Arc::new(out), scalar })
 }
 
+/// For `NAME.phash` where `NAME` is an image field and the table has no column of that name,
+/// the field: `image.phash` is `phash(image)`.
+pub(crate) fn phash_column(table: &crate::table::Table, name: &str) -> Option<String> {
+    let field = name.strip_suffix(".phash")?;
+    if table.column_names().contains(&name) {
+        return None;
+    }
+    table
+        .fields()
+        .into_iter()
+        .find(|(n, t)| n == field && matches!(t, FieldType::RgbImage | FieldType::GreyImage))
+        .map(|(n, _)| n)
+}
+
 /// `phash(image)`: each row's 64-bit perceptual hash of its image (the DCT hash of
 /// `ImageRef::phash`, from a 1/8-scale grey decode), as UBIGINT; NULL for a NULL image.
-fn phash(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
+pub(crate) fn phash(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
     use rayon::prelude::*;
     let [field] = args else {
         return Err(sql_error(format!("phash() takes an image field, got {} arguments", args.len()), span));
