@@ -151,6 +151,17 @@ def bench_index(a, beton, NDArrayField, DatasetWriter):
         build = time.perf_counter() - t
         print(f"{kind}: index of {n:,} x {d} built in {build:.1f} s ({info['lists']} lists; tuned nprobe "
               f"{info['nprobe']}, recall@10 {info['recall']:.3f} on a sample of its own rows)")
+        try:
+            import faiss
+            quantizer = faiss.IndexFlatL2(d)
+            ivf = faiss.IndexIVFFlat(quantizer, d, info["lists"])
+            t = time.perf_counter()
+            ivf.train(matrix[np.random.default_rng(0).choice(n, min(n, info["lists"] * 64), replace=False)])
+            ivf.add(matrix)
+            faiss_build = time.perf_counter() - t
+            ivf.nprobe = info["nprobe"]
+        except ImportError:
+            ivf = None
         exact, exact_t = [], []
         for q in queries:
             t = time.perf_counter()
@@ -166,6 +177,15 @@ def bench_index(a, beton, NDArrayField, DatasetWriter):
                 assert r.schema.metadata[b"beton.search"] == b"ivf"
             recall = np.mean([len(set(g) & set(e)) / 10 for g, e in zip(got, exact)])
             shown = f"{info['nprobe']} (tuned)" if nprobe is None else nprobe
+            if nprobe is None and ivf is not None:
+                f_got, f_t = [], []
+                for q in queries:
+                    t = time.perf_counter()
+                    f_got.append(ivf.search(q[None, :], 10)[1][0].tolist())
+                    f_t.append(time.perf_counter() - t)
+                f_recall = np.mean([len(set(g) & set(e)) / 10 for g, e in zip(f_got, exact)])
+                print(f"{kind}: faiss IndexIVFFlat, {info['lists']} lists, nprobe {info['nprobe']}: built in "
+                      f"{faiss_build:.1f} s, recall@10 {f_recall:.3f}, one query {np.median(f_t) * 1e3:.2f} ms")
             print(f"{kind}, nprobe {shown}: recall@10 {recall:.3f}, one query {np.median(got_t) * 1e3:.2f} ms against "
                   f"exact's {np.median(exact_t) * 1e3:.1f} ms: {np.median(exact_t) / np.median(got_t):.1f}x exact's "
                   f"speed")
@@ -206,31 +226,48 @@ def main():
             .from_indexed_dataset([(row,) for row in matrix])
         print(f"wrote {path} in {time.perf_counter() - t:.1f} s")
     ds = beton.open(path)
-    ds.nearest("emb", matrix[0], k=a.k)  # the columnar copy, made once, then read in place
+    ds.nearest("emb", matrix[0], k=a.k, exact=True)  # the columnar copy, made once, then read in place
     norms = (matrix.astype(np.float32) ** 2).sum(axis=1)
+    try:
+        import faiss  # optional: pip install faiss-cpu
+        flat = faiss.IndexFlatL2(a.dim)
+        flat.add(matrix)
+    except ImportError:
+        flat = None
+        print("faiss is not installed: its IndexFlatL2 is left out (pip install faiss-cpu)")
     for m in [int(x) for x in a.queries.split(",")]:
         queries = rng.standard_normal((m, a.dim)).astype(np.float32)
-        ratios = []
+        ratios, faiss_ratios = [], []
         for r in range(a.rounds):
             runs = {}
-            for who in (("numpy", "beton") if r % 2 == 0 else ("beton", "numpy")):
+            sides = ("numpy", "beton", "faiss") if flat is not None else ("numpy", "beton")
+            for who in (sides if r % 2 == 0 else tuple(reversed(sides))):
                 # OpenBLAS's threads spin for ~0.1 s after a call, taking the cores from
                 # whatever runs next: let them sleep first, so neither side pays for the other.
                 time.sleep(0.3)
                 t = time.perf_counter()
                 if who == "numpy":
                     want = numpy_nearest(matrix, norms, queries, a.k)
+                elif who == "faiss":
+                    flat.search(queries, a.k)
                 else:
-                    got = ds.nearest("emb", queries, k=a.k).to_pydict()
+                    got = ds.nearest("emb", queries, k=a.k, exact=True).to_pydict()
                 runs[who] = time.perf_counter() - t
             got_rows = [[i for i, q in zip(got["index"], got["query"]) if q == j] for j in range(m)]
             same = sum(g == list(w) for g, w in zip(got_rows, want))
             ratios.append(runs["numpy"] / runs["beton"])
-            print(f"{m} queries, round {r}: numpy {runs['numpy'] * 1e3:.1f} ms, beton {runs['beton'] * 1e3:.1f} ms "
-                  f"(beton {ratios[-1]:.2f}x numpy's speed; {same}/{m} queries give numpy's rows)")
+            faiss_said = ""
+            if "faiss" in runs:
+                faiss_ratios.append(runs["faiss"] / runs["beton"])
+                faiss_said = f", faiss IndexFlatL2 {runs['faiss'] * 1e3:.1f} ms"
+            print(f"{m} queries, round {r}: numpy {runs['numpy'] * 1e3:.1f} ms, beton {runs['beton'] * 1e3:.1f} ms"
+                  f"{faiss_said} (beton {ratios[-1]:.2f}x numpy's speed; {same}/{m} queries give numpy's rows)")
         print(f"{m} queries over {a.rows:,} x {a.dim} float32: beton at {np.median(ratios):.2f}x numpy's speed "
               f"(rounds {min(ratios):.2f}-{max(ratios):.2f}); peak RSS "
               f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB; threads {os.cpu_count()}")
+        if faiss_ratios:
+            print(f"{m} queries: beton at {np.median(faiss_ratios):.2f}x faiss IndexFlatL2's speed "
+                  f"(rounds {min(faiss_ratios):.2f}-{max(faiss_ratios):.2f})")
 
 
 if __name__ == "__main__":
