@@ -208,12 +208,46 @@ class _Querying(_DatasetBase):
                                          bool(rebuild), float(target_recall))
 
     def index_info(self, column: str) -> Optional[Dict[str, Any]]:
-        """The column's index (``path``, ``lists``, ``rows``, ``covered``, ``metric``,
-        ``serves``: whether it serves this version, ``nprobe``), or None."""
+        """The column's index, if it has one.
+
+        Parameters
+        ----------
+        column : str
+            A vector column.
+
+        Returns
+        -------
+        dict or None
+            ``path``, ``lists``, ``rows`` (indexed), ``covered`` (rows ``0..covered`` at build
+            or last extension), ``metric``, ``serves`` (whether it serves this version: False
+            after an update or delete of indexed rows, when ``nearest`` searches exactly),
+            ``nprobe`` (``nearest``'s default) and ``recall`` (measured there at build).
+
+        Examples
+        --------
+        >>> ds.index_info("emb")["serves"]  # doctest: +SKIP
+        True
+        """
         return self._native.index_info(column)
 
     def drop_index(self, column: str) -> bool:
-        """Removes the column's index; whether there was one."""
+        """Removes the column's index (``nearest`` then searches exactly).
+
+        Parameters
+        ----------
+        column : str
+            A vector column.
+
+        Returns
+        -------
+        bool
+            Whether there was one.
+
+        Examples
+        --------
+        >>> ds.drop_index("emb")  # doctest: +SKIP
+        True
+        """
         return self._native.drop_index(column)
 
     def near_duplicates(self, by: str, threshold=None, metric: str = "l2", where: Optional[str] = None):
