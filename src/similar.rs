@@ -81,9 +81,7 @@ pub struct NearestArgs {
 
 /// Whether `name` is an image field of `table`.
 fn is_image(table: &Table<'_>, name: &str) -> bool {
-    table.fields().into_iter().any(|(n, ty)| {
-        n == name && matches!(ty, beton_storage::FieldType::RgbImage | beton_storage::FieldType::GreyImage)
-    })
+    table.fields().into_iter().any(|(n, ty)| n == name && ty.is_image())
 }
 
 /// Writes the gallery of `batch` (an `index` column, a grouping column `by`, `distance`).

@@ -328,3 +328,8 @@ def test_an_index_follows_appends_and_goes_unused_after_other_edits(tmp_path):
     assert ds.nearest("emb", new[0], k=2, exact=True).num_rows == 2
     with pytest.raises(ValueError, match="kind 'hnsw' is not one of"):
         ds.create_index("emb", kind="hnsw")
+    # An index file is named after its column: a name leading elsewhere is refused, nothing removed.
+    (tmp_path / "dir" / "victim.ivf").write_bytes(b"x")
+    with pytest.raises(beton.InvalidArgumentError, match="not a column name"):
+        ds.drop_index("../victim")
+    assert (tmp_path / "dir" / "victim.ivf").exists()

@@ -342,9 +342,13 @@ impl Dataset {
                 let table = opened.table()?;
                 let rows = where_.as_deref().map(|w| beton_query::select_indices(&table, w)).transpose()?;
                 if !exact {
-                    let (path, key) = beton_query::IvfIndex::location(&opened, &column)?;
+                    // The rows' identity only when there is an index to check it against: a
+                    // string per data file, not worth building on every search without one.
+                    let path = beton_query::IvfIndex::path(&opened, &column)?;
                     if let Some(index) = beton_query::IvfIndex::load_shared(&path)? {
-                        if index.serves(&key) && index.metric == metric {
+                        if index.metric == metric
+                            && index.serves(&beton_query::IvfIndex::key(&opened, &column)?)
+                        {
                             let nprobe = nprobe.unwrap_or_else(|| default_nprobe(&index));
                             let found = index.search(&table, &queries, k, nprobe, rows.as_ref(), &metric)?;
                             return Ok::<_, beton_query::Error>((found, true));
@@ -400,15 +404,8 @@ impl Dataset {
                 Ok::<_, beton_query::Error>((path, index, extended))
             })
             .map_err(from_query)?;
-        let out = PyDict::new(py);
-        out.set_item("path", path.display().to_string())?;
-        out.set_item("lists", index.num_lists())?;
-        out.set_item("rows", index.rows.len())?;
-        out.set_item("covered", index.covered)?;
-        out.set_item("metric", &index.metric)?;
+        let out = index_dict(py, &path, &index)?;
         out.set_item("extended", extended)?;
-        out.set_item("nprobe", default_nprobe(&index))?;
-        out.set_item("recall", index.recall)?;
         Ok(out)
     }
 
@@ -420,27 +417,20 @@ impl Dataset {
             .detach(|| {
                 let (path, key) = beton_query::IvfIndex::location(&opened, &column)?;
                 Ok::<_, beton_query::Error>(
-                    beton_query::IvfIndex::load(&path)?.map(|i| (path, i.serves(&key), i)),
+                    beton_query::IvfIndex::load_shared(&path)?.map(|i| (path, i.serves(&key), i)),
                 )
             })
             .map_err(from_query)?;
         let Some((path, serves, index)) = found else { return Ok(None) };
-        let out = PyDict::new(py);
-        out.set_item("path", path.display().to_string())?;
-        out.set_item("lists", index.num_lists())?;
-        out.set_item("rows", index.rows.len())?;
-        out.set_item("covered", index.covered)?;
-        out.set_item("metric", &index.metric)?;
+        let out = index_dict(py, &path, &index)?;
         out.set_item("serves", serves)?;
-        out.set_item("nprobe", default_nprobe(&index))?;
-        out.set_item("recall", index.recall)?;
         Ok(Some(out))
     }
 
     /// Removes the IVF index of `column`; whether there was one.
     fn drop_index(&self, column: String) -> PyResult<bool> {
         let opened = self.opened();
-        let (path, _) = beton_query::IvfIndex::location(&opened, &column).map_err(from_query)?;
+        let path = beton_query::IvfIndex::path(&opened, &column).map_err(from_query)?;
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -759,9 +749,7 @@ fn vector_param(value: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
 /// For a search by `by`: `Some(bits)` when it is an image field (its threshold a whole number
 /// of pHash bits), `None` for a vector column.
 fn bits(table: &beton_query::Table, by: &str, threshold: f64) -> Result<Option<u32>, beton_query::Error> {
-    let image = table.fields().into_iter().any(|(name, ty)| {
-        name == by && matches!(ty, beton_storage::FieldType::RgbImage | beton_storage::FieldType::GreyImage)
-    });
+    let image = table.fields().into_iter().any(|(name, ty)| name == by && ty.is_image());
     if !image {
         return Ok(None);
     }
@@ -772,6 +760,24 @@ fn bits(table: &beton_query::Table, by: &str, threshold: f64) -> Result<Option<u
         });
     }
     Ok(Some(threshold as u32))
+}
+
+/// What `create_index` and `index_info` say of an index: `{path, lists, rows, covered,
+/// metric, nprobe, recall}`.
+fn index_dict<'py>(
+    py: Python<'py>,
+    path: &Path,
+    index: &beton_query::IvfIndex,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("path", path.display().to_string())?;
+    out.set_item("lists", index.num_lists())?;
+    out.set_item("rows", index.rows.len())?;
+    out.set_item("covered", index.covered)?;
+    out.set_item("metric", &index.metric)?;
+    out.set_item("nprobe", default_nprobe(index))?;
+    out.set_item("recall", index.recall)?;
+    Ok(out)
 }
 
 /// Lists an IVF search reads by default: those its tuning chose (`IvfIndex::tune`: the fewest

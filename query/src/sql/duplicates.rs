@@ -75,7 +75,7 @@ impl<'a> Side<'a> {
 }
 
 /// The vector column `column` of `table`, checked, and its length.
-fn vector_column(table: &Table, column: &str, what: &str) -> Result<(FixedSizeListArray, usize)> {
+pub(crate) fn vector_column(table: &Table, column: &str, what: &str) -> Result<(FixedSizeListArray, usize)> {
     let values = table.column(column)?;
     let DataType::FixedSizeList(_, d) = values.data_type() else {
         return Err(Error::InvalidArgument {
@@ -284,17 +284,14 @@ fn image_field(table: &Table, field: &str) -> Result<beton_storage::FieldType> {
                 "no such field; the image fields are: {}",
                 fields
                     .iter()
-                    .filter(|(_, t)| matches!(
-                        t,
-                        beton_storage::FieldType::RgbImage | beton_storage::FieldType::GreyImage
-                    ))
+                    .filter(|(_, t)| t.is_image())
                     .map(|(n, _)| n.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
         });
     };
-    if !matches!(ty, beton_storage::FieldType::RgbImage | beton_storage::FieldType::GreyImage) {
+    if !ty.is_image() {
         return Err(Error::InvalidArgument {
             what: format!("near-duplicates by '{field}'"),
             why: format!("'{field}' is a {} field, not an image field", ty.kind().name()),

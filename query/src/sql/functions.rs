@@ -110,11 +110,7 @@ pub(crate) fn phash_column(table: &crate::table::Table, name: &str) -> Option<St
     if table.column_names().contains(&name) {
         return None;
     }
-    table
-        .fields()
-        .into_iter()
-        .find(|(n, t)| n == field && matches!(t, FieldType::RgbImage | FieldType::GreyImage))
-        .map(|(n, _)| n)
+    table.fields().into_iter().find(|(n, t)| n == field && t.is_image()).map(|(n, _)| n)
 }
 
 /// `phash(image)`: each row's 64-bit perceptual hash of its image (the DCT hash of
@@ -130,7 +126,7 @@ pub(crate) fn phash(ctx: &Ctx, args: &[&Expr], span: Span) -> Result<Val> {
     let ty = table
         .fields()
         .into_iter()
-        .find(|(n, t)| *n == name && matches!(t, FieldType::RgbImage | FieldType::GreyImage))
+        .find(|(n, t)| *n == name && t.is_image())
         .map(|(_, t)| t)
         .ok_or_else(|| sql_error(format!("'{name}' is not an image field"), pos(field)))?;
     let ids = ctx.column("index", span)?;

@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
-use arrow_schema::DataType;
 use sqlparser::tokenizer::Span;
 
 use super::functions::Elements;
@@ -78,15 +77,7 @@ fn vectors_of(
     metric: &str,
     rows: std::ops::Range<u64>,
 ) -> Result<(Vec<u64>, Vec<f32>, usize)> {
-    let values = table.column(column)?;
-    let DataType::FixedSizeList(_, d) = values.data_type() else {
-        return Err(Error::InvalidArgument {
-            what: format!("an index of '{column}'"),
-            why: format!("the column is {}, not a vector column", values.data_type()),
-        });
-    };
-    let d = *d as usize;
-    let list = values.as_fixed_size_list();
+    let (list, d) = super::duplicates::vector_column(table, column, "an index")?;
     let elements = Elements::of(list.values(), Span::empty())?;
     let mut ids = Vec::new();
     let mut out = Vec::new();
@@ -594,8 +585,46 @@ impl IvfIndex {
     /// # Errors
     /// The `.beton` file's metadata cannot be read.
     pub fn location(view: &crate::versioned::VersionView, column: &str) -> Result<(PathBuf, Vec<String>)> {
+        Ok((IvfIndex::path(view, column)?, IvfIndex::key(view, column)?))
+    }
+
+    /// Where the index of `column` for `view` lives (a column name with a path separator in it
+    /// is refused: it would name a file elsewhere).
+    ///
+    /// # Errors
+    /// Such a name; a view that is neither a file nor a directory's version.
+    pub fn path(view: &crate::versioned::VersionView, column: &str) -> Result<PathBuf> {
+        if column.is_empty() || column.contains(['/', '\\']) || column.starts_with('.') {
+            return Err(Error::InvalidArgument {
+                what: format!("an index of '{column}'"),
+                why: "not a column name (an index file is named after its column)".into(),
+            });
+        }
         if let Some(v) = view.version() {
-            let key = v
+            return Ok(IvfIndex::path_for(v.dir(), true, column));
+        }
+        Ok(IvfIndex::path_for(IvfIndex::file_of(view, column)?.path(), false, column))
+    }
+
+    fn file_of<'v>(
+        view: &'v crate::versioned::VersionView,
+        column: &str,
+    ) -> Result<&'v beton_storage::Dataset> {
+        view.file().map(|ds| ds.as_ref()).ok_or_else(|| Error::InvalidArgument {
+            what: format!("an index of '{column}'"),
+            why: "the dataset is neither a .beton file nor a version of a directory".into(),
+        })
+    }
+
+    /// The identity of `view`'s rows of `column` (see the module's note): per data file, its
+    /// deletions and the column file holding `column`; for a `.beton` file, its path, length,
+    /// modification time and inode.
+    ///
+    /// # Errors
+    /// The `.beton` file's metadata cannot be read.
+    pub fn key(view: &crate::versioned::VersionView, column: &str) -> Result<Vec<String>> {
+        if let Some(v) = view.version() {
+            return Ok(v
                 .manifest()
                 .fragments
                 .iter()
@@ -608,14 +637,9 @@ impl IvfIndex {
                         f.num_live_rows()
                     )
                 })
-                .collect();
-            return Ok((IvfIndex::path_for(v.dir(), true, column), key));
+                .collect());
         }
-        let ds = view.file().ok_or_else(|| Error::InvalidArgument {
-            what: format!("an index of '{column}'"),
-            why: "the dataset is neither a .beton file nor a version of a directory".into(),
-        })?;
-        let path = ds.path();
+        let path = IvfIndex::file_of(view, column)?.path();
         let meta = std::fs::metadata(path).map_err(|e| io_error(path, e))?;
         let mtime = meta
             .modified()
@@ -626,8 +650,7 @@ impl IvfIndex {
         let inode = std::os::unix::fs::MetadataExt::ino(&meta);
         #[cfg(not(unix))]
         let inode = 0;
-        let key = vec![format!("{}|{}|{mtime}|{inode}", path.display(), meta.len())];
-        Ok((IvfIndex::path_for(path, false, column), key))
+        Ok(vec![format!("{}|{}|{mtime}|{inode}", path.display(), meta.len())])
     }
 
     /// The index at `path`, if there is one.

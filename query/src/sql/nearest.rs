@@ -58,6 +58,31 @@ impl PartialEq for Candidate {
 
 impl Eq for Candidate {}
 
+/// A search's metric by name, and whether its scores are negated (`dot`: the largest first).
+fn search_metric(name: &str, what: &str) -> Result<(Metric, bool)> {
+    match name {
+        "l2" => Ok((Metric::L2, false)),
+        "cosine" => Ok((Metric::Cosine, false)),
+        "dot" => Ok((Metric::Dot, true)),
+        other => Err(Error::InvalidArgument {
+            what: what.to_string(),
+            why: format!("metric '{other}' is not one of cosine, dot, l2"),
+        }),
+    }
+}
+
+/// A float32 score of `metric` (smaller is nearer) from a row's squared norm `nx2` and its dot
+/// product with the query, and the bound on its error (`g`: `kernels::error_bound`).
+#[inline]
+fn score_bound(metric: Metric, nx2: f64, dot: f64, qnorm2: f64, qnorm: f64, g: f64) -> (f64, f64) {
+    let nx = nx2.sqrt();
+    match metric {
+        Metric::L2 => (nx2 - 2.0 * dot + qnorm2, g * (nx + qnorm) * (nx + qnorm)),
+        Metric::Dot => (-dot, g * nx * qnorm),
+        _ => (1.0 - dot / (nx * qnorm), 4.0 * g),
+    }
+}
+
 /// Keeps the `k` smallest candidates pushed.
 fn keep(heap: &mut BinaryHeap<Candidate>, k: usize, c: Candidate) {
     if heap.len() < k {
@@ -96,12 +121,7 @@ pub(crate) fn nearest_among(
     metric: &str,
 ) -> Result<Vec<Neighbour>> {
     let bad = |why: String| Error::InvalidArgument { what: format!("nearest in '{column}'"), why };
-    let (metric, negate) = match metric {
-        "l2" => (Metric::L2, false),
-        "cosine" => (Metric::Cosine, false),
-        "dot" => (Metric::Dot, true),
-        other => return Err(bad(format!("metric '{other}' is not one of cosine, dot, l2"))),
-    };
+    let (metric, negate) = search_metric(metric, &format!("nearest in '{column}'"))?;
     if k == 0 {
         return Err(bad("k must be at least 1".into()));
     }
@@ -203,6 +223,19 @@ impl Selection {
         }
     }
 
+    /// A row's float32 `score` with its error bound `err` (most rows fail the first test);
+    /// one out of float32's range, NaN or of a zero vector is scored exactly.
+    #[inline]
+    fn offer(&mut self, score: f64, err: f64, row: u64) {
+        if score - err > self.threshold {
+            return;
+        }
+        match score.is_finite() && err.is_finite() {
+            true => self.push(score - err, score + err, row),
+            false => self.push(f64::NEG_INFINITY, f64::INFINITY, row),
+        }
+    }
+
     /// A row whose score lies in `[lower, upper]`.
     #[inline]
     fn push(&mut self, lower: f64, upper: f64, row: u64) {
@@ -277,38 +310,10 @@ fn nearest_f32(
             super::kernels::block(&rows, &q32s, &mut norms, &mut dots, d);
             for (r, &i) in ids.iter().enumerate() {
                 let nx2 = f64::from(norms[r]);
-                let nx = nx2.sqrt();
                 let dots = &dots[r * m..(r + 1) * m];
-                // Per query: the score and its error bound; most rows fail the first test.
-                let mut offer = |j: usize, score: f64, err: f64| {
-                    let pick = &mut picks[j];
-                    if score - err > pick.threshold {
-                        return;
-                    }
-                    if score.is_finite() && err.is_finite() {
-                        pick.push(score - err, score + err, i);
-                    } else {
-                        // Out of float32's range, NaN, or a zero vector: scored exactly.
-                        pick.push(f64::NEG_INFINITY, f64::INFINITY, i);
-                    }
-                };
-                match metric {
-                    Metric::L2 => {
-                        for j in 0..m {
-                            let (nq, dot) = (qnorm[j], f64::from(dots[j]));
-                            offer(j, nx2 - 2.0 * dot + qnorm2[j], g * (nx + nq) * (nx + nq));
-                        }
-                    }
-                    Metric::Dot => {
-                        for j in 0..m {
-                            offer(j, -f64::from(dots[j]), g * nx * qnorm[j]);
-                        }
-                    }
-                    _ => {
-                        for j in (0..m).filter(|&j| live[j]) {
-                            offer(j, 1.0 - f64::from(dots[j]) / (nx * qnorm[j]), 4.0 * g);
-                        }
-                    }
+                for j in (0..m).filter(|&j| live[j]) {
+                    let (score, err) = score_bound(metric, nx2, f64::from(dots[j]), qnorm2[j], qnorm[j], g);
+                    picks[j].offer(score, err, i);
                 }
             }
         }
@@ -359,17 +364,7 @@ impl<'a> CopySearch<'a> {
     /// # Errors
     /// An unknown metric.
     pub(crate) fn new(q: &'a [f64], k: usize, metric: &str) -> Result<CopySearch<'a>> {
-        let (metric, negate) = match metric {
-            "l2" => (Metric::L2, false),
-            "cosine" => (Metric::Cosine, false),
-            "dot" => (Metric::Dot, true),
-            other => {
-                return Err(Error::InvalidArgument {
-                    what: "nearest".into(),
-                    why: format!("metric '{other}' is not one of cosine, dot, l2"),
-                })
-            }
-        };
+        let (metric, negate) = search_metric(metric, "nearest")?;
         let qnorm2: f64 = q.iter().map(|v| v * v).sum();
         Ok(CopySearch {
             metric,
@@ -406,24 +401,15 @@ impl<'a> CopySearch<'a> {
             }
             super::kernels::block(&rows, &q32, &mut norms, &mut dots, d);
             for (r, &i) in tile_ids.iter().enumerate() {
-                let nx2 = f64::from(norms[r]);
-                let nx = nx2.sqrt();
-                let dot = f64::from(dots[r]);
-                let (score, err) = match self.metric {
-                    Metric::L2 => {
-                        (nx2 - 2.0 * dot + self.qnorm2, self.g * (nx + self.qnorm) * (nx + self.qnorm))
-                    }
-                    Metric::Dot => (-dot, self.g * nx * self.qnorm),
-                    _ => (1.0 - dot / (nx * self.qnorm), 4.0 * self.g),
-                };
-                if score - err > self.pick.threshold {
-                    continue;
-                }
-                if score.is_finite() && err.is_finite() {
-                    self.pick.push(score - err, score + err, i);
-                } else {
-                    self.pick.push(f64::NEG_INFINITY, f64::INFINITY, i);
-                }
+                let (score, err) = score_bound(
+                    self.metric,
+                    f64::from(norms[r]),
+                    f64::from(dots[r]),
+                    self.qnorm2,
+                    self.qnorm,
+                    self.g,
+                );
+                self.pick.offer(score, err, i);
             }
         }
     }
