@@ -71,11 +71,18 @@ fn search_metric(name: &str, what: &str) -> Result<(Metric, bool)> {
     }
 }
 
-/// A float32 score of `metric` (smaller is nearer) from a row's squared norm `nx2` and its dot
-/// product with the query, and the bound on its error (`g`: `kernels::error_bound`).
+/// A float32 score of `metric` (smaller is nearer) from a row's squared norm `nx2` (and its
+/// root `nx`, computed once per row, not per query) and its dot product with the query, and the
+/// bound on its error (`g`: `kernels::error_bound`).
 #[inline]
-fn score_bound(metric: Metric, nx2: f64, dot: f64, qnorm2: f64, qnorm: f64, g: f64) -> (f64, f64) {
-    let nx = nx2.sqrt();
+fn score_bound(
+    metric: Metric,
+    (nx2, nx): (f64, f64),
+    dot: f64,
+    qnorm2: f64,
+    qnorm: f64,
+    g: f64,
+) -> (f64, f64) {
     match metric {
         Metric::L2 => (nx2 - 2.0 * dot + qnorm2, g * (nx + qnorm) * (nx + qnorm)),
         Metric::Dot => (-dot, g * nx * qnorm),
@@ -310,9 +317,10 @@ fn nearest_f32(
             super::kernels::block(&rows, &q32s, &mut norms, &mut dots, d);
             for (r, &i) in ids.iter().enumerate() {
                 let nx2 = f64::from(norms[r]);
+                let norm = (nx2, nx2.sqrt());
                 let dots = &dots[r * m..(r + 1) * m];
                 for j in (0..m).filter(|&j| live[j]) {
-                    let (score, err) = score_bound(metric, nx2, f64::from(dots[j]), qnorm2[j], qnorm[j], g);
+                    let (score, err) = score_bound(metric, norm, f64::from(dots[j]), qnorm2[j], qnorm[j], g);
                     picks[j].offer(score, err, i);
                 }
             }
@@ -401,9 +409,10 @@ impl<'a> CopySearch<'a> {
             }
             super::kernels::block(&rows, &q32, &mut norms, &mut dots, d);
             for (r, &i) in tile_ids.iter().enumerate() {
+                let nx2 = f64::from(norms[r]);
                 let (score, err) = score_bound(
                     self.metric,
-                    f64::from(norms[r]),
+                    (nx2, nx2.sqrt()),
                     f64::from(dots[r]),
                     self.qnorm2,
                     self.qnorm,
