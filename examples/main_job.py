@@ -231,8 +231,9 @@ def dedup(out, pf):
 
 def curate(out, fm, model, pipeline, clothes, images, labels):
     """A curation session on a versioned dataset directory: find suspect samples with SQL,
-    relabel and delete some, add a score column, append new images, train again on the new
-    version, print the log and the diff, then travel back in time."""
+    relabel some on a branch (reviewed with its diff and a gallery, then merged), delete some,
+    add a score column, append new images, train again on the new version, print the log and
+    the diff, then travel back in time."""
     import shutil
 
     print("\n== curation: a versioned dataset directory ==")
@@ -254,8 +255,18 @@ def curate(out, fm, model, pipeline, clothes, images, labels):
     suspects = ds.where("label IN (0, 1, 2, 3, 4, 6) AND label != pred AND score > 0.9")
     print(f"suspects (confidently misclassified clothing): {len(suspects)}")
     fix = suspects.tolist()[:5]
-    ds.update_rows(fix, {"label": [int(v) for v in ds.table(["pred"]).column("pred").to_numpy()[fix]]},
-                   message="relabel 5 suspects")
+    # The relabel goes on a branch, is reviewed there (diff and gallery), then merged into main.
+    review = ds.branch("relabel-suspects")
+    review.update_rows(fix, {"label": [int(v) for v in ds.table(["pred"]).column("pred").to_numpy()[fix]]},
+                       message="relabel 5 suspects")
+    changed = ds.diff("main", "relabel-suspects")["changed"].get("label", [])
+    page = os.path.join(out, "relabel-review.html")
+    review.gallery(f"row_id IN ({', '.join(map(str, changed))})", size=64, summaries=False,
+                   title="relabelled on branch relabel-suspects").save(page)
+    print(f"branch relabel-suspects: {len(changed)} labels changed; review page {page}")
+    report = ds.merge("relabel-suspects", message="merge the reviewed relabels")
+    print(f"merged into main as version {report['version']}: {report['cells_set']} cells set, "
+          f"{len(report['resolved'])} conflicts")
     drop = suspects.tolist()[5:8]
     ds.delete(beton.IndexSet(drop), message="drop 3 suspects")
     # 20 new images: mirrored copies of the first clothing images, written into the directory.

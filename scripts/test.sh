@@ -26,13 +26,22 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "cargo test (workspace)"
 mkdir -p target
 cargo test --workspace --quiet 2>&1 | tee target/test-output.log
+# Disk: the workspace's test executables (GBs; nothing after this step runs them) go when the
+# disk is short (CI machines have had under 20 GB free), before pip unpacks torch and ray there.
+# They are relinked (not recompiled) by the next `cargo test`.
+free_gb=$(df -Pk "$target_dir" | awk 'NR == 2 { print int($4 / 1048576) }')
+if [ "${free_gb:-0}" -lt "${BETON_PRUNE_BELOW_GB:-20}" ]; then
+  pruned=$(find "$target_dir/debug/deps" -maxdepth 1 -type f -perm -u+x ! -name '*.*' -print -delete | wc -l)
+  echo "disk: ${free_gb} GB free; removed $pruned test executables ($(df -Pk "$target_dir" | awk 'NR == 2 { print int($4 / 1048576) }') GB free now)"
+fi
 step "python: build beton._native (maturin, shared target dir), then pytest"
 # The tests' own venv, holding a debug build of the extension: target/py-venv, where the main
 # job and users run, keeps its release build (a debug build there made every figure ~7x worse).
 venv=target/test-venv
 py=$venv/bin/python
 [ -x "$py" ] || python3 -m venv "$venv"
-"$py" -m pip install --quiet --disable-pip-version-check -r python/requirements-test.txt
+# No pip cache (a GB of wheels kept for nothing on a CI machine).
+"$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir -r python/requirements-test.txt
 # torch (CPU use; a no-op once installed): without it the DDP and ToTensor tests cannot run, and
 # BETON_REQUIRE_TORCH=1 makes them fail rather than skip (python/tests/conftest.py).
 t_torch=$SECONDS

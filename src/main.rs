@@ -16,6 +16,7 @@ use beton_storage::{
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod branches;
 mod encode;
 mod explain;
 mod gallery;
@@ -206,7 +207,9 @@ fn main() {
         }
         Command::WriteImagefolder(args) => ("write-imagefolder", write_imagefolder(&args)),
         Command::Split { action } => ("split", split::run(&action)),
-        Command::Versions(action) => (action.name(), versions::run(&action)),
+        Command::Versions(action) => {
+            (action.name(), branches::run(&action).unwrap_or_else(|| versions::run(&action)))
+        }
         Command::Bench(args) => ("bench", bench::run(&args)),
         Command::Query { file, version, sql, json, ids, param, custom } => {
             let output = if ids {

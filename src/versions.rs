@@ -73,6 +73,57 @@ pub enum Action {
         /// Print JSON (the manifests) instead of a table.
         #[arg(long)]
         json: bool,
+        /// The branch whose versions to list (default main).
+        #[arg(long, conflicts_with = "graph")]
+        branch: Option<String>,
+        /// Every branch's versions, newest first, one column per branch, merges drawn.
+        #[arg(long, conflicts_with = "json")]
+        graph: bool,
+    },
+    /// Start a branch (at the latest version of --from, or at --version of it); `-d` deletes
+    /// one instead (its versions go with the next cleanup).
+    Branch {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The branch's name.
+        name: String,
+        /// The branch to start from.
+        #[arg(long, default_value = "main", conflicts_with = "delete")]
+        from: String,
+        /// The version of --from to start at (default its latest).
+        #[arg(long, conflicts_with = "delete")]
+        version: Option<u64>,
+        /// Delete the branch.
+        #[arg(short, long)]
+        delete: bool,
+    },
+    /// List the branches: name, latest version, where each started.
+    Branches {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge a branch's latest version into another branch (main by default), cell by cell;
+    /// conflicts are listed and nothing is committed unless --strategy settles them.
+    Merge {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The branch to merge in.
+        source: String,
+        /// The branch to merge into.
+        #[arg(long, default_value = "main")]
+        into: String,
+        /// fail (list conflicts, commit nothing), ours or theirs.
+        #[arg(long, default_value = "fail")]
+        strategy: String,
+        /// A message for the log.
+        #[arg(short, long, default_value = "")]
+        message: String,
+        /// Print JSON (the report, or the conflicts).
+        #[arg(long)]
+        json: bool,
     },
     /// Name a version (the latest by default); tagged versions are kept by cleanup. `-d`
     /// deletes the tag instead (the version it named can then be cleaned up).
@@ -146,9 +197,9 @@ pub enum Action {
     Diff {
         /// The dataset directory.
         dir: PathBuf,
-        /// The older version (number or tag; default: the newer one's parent).
+        /// The older version (number, tag or branch; default: the newer one's parent).
         from: Option<String>,
-        /// The newer version (number or tag; default: the latest).
+        /// The newer version (number, tag or branch; default: the latest).
         to: Option<String>,
         /// Print JSON with every row id.
         #[arg(long)]
@@ -312,6 +363,9 @@ impl Action {
             Action::Append { .. } => "append",
             Action::Classes { .. } => "classes",
             Action::Log { .. } => "log",
+            Action::Branch { .. } => "branch",
+            Action::Branches { .. } => "branches",
+            Action::Merge { .. } => "merge",
             Action::Tag { .. } => "tag",
             Action::Restore { .. } => "restore",
             Action::Update { .. } => "update",
@@ -395,7 +449,14 @@ pub fn run(action: &Action) -> Result<String> {
         Action::Classes { dir, add, rename, version, message } => {
             classes(dir, add, rename.as_deref(), version, message)
         }
-        Action::Log { dir, json } => log(dir, *json),
+        Action::Log { dir, json, branch, graph: false } => log(dir, branch.as_deref(), *json),
+        // branches.rs runs these (main.rs asks it first).
+        Action::Log { graph: true, .. }
+        | Action::Branch { .. }
+        | Action::Branches { .. }
+        | Action::Merge { .. } => {
+            bail!("beton {}: not a command of versions.rs", action.name())
+        }
         Action::Tag { dir, name, delete: true, .. } => {
             let was = open(dir, VersionRef::Latest)?.delete_tag(name)?;
             Ok(format!("{}: tag '{name}' deleted (it named version {was})\n", dir.display()))
@@ -517,10 +578,10 @@ fn filled_line(f: &beton_query::copy::Filled) -> String {
 }
 
 fn diff(dir: &Path, from: Option<&str>, to: Option<&str>, json: bool) -> Result<String> {
-    let b = open(dir, version_ref(to))?;
+    let b = version_or_branch(dir, to)?;
     let a = match (from, b.manifest().parent) {
-        (Some(f), _) => open(dir, version_ref(Some(f)))?,
-        (None, Some(p)) => open(dir, VersionRef::Number(p))?,
+        (Some(f), _) => version_or_branch(dir, Some(f))?,
+        (None, Some(p)) => b.open_at(VersionRef::Number(p))?,
         (None, None) => b.clone(),
     };
     let d = beton_query::versioned::diff(&a, &b)?;
@@ -547,7 +608,25 @@ fn diff(dir: &Path, from: Option<&str>, to: Option<&str>, json: bool) -> Result<
     Ok(out)
 }
 
-fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
+/// The version `at` names: a number or tag (as `--version`), or a branch's name (its latest;
+/// a tag of the same name wins); main's latest for `None`.
+pub fn version_or_branch(dir: &Path, at: Option<&str>) -> Result<VersionedDataset> {
+    let latest = open(dir, VersionRef::Latest)?;
+    let r = version_ref(at);
+    if let VersionRef::Tag(name) = &r {
+        if !latest.tags()?.contains_key(name) {
+            return match latest.on_branch(name, VersionRef::Latest) {
+                Ok(v) => Ok(v),
+                Err(e) => {
+                    bail!("{name:?} is neither a version, a tag nor a branch of {}: {e}", dir.display())
+                }
+            };
+        }
+    }
+    Ok(latest.open_at(r)?)
+}
+
+pub(crate) fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
     if dir.is_file() {
         bail!(
             "{} is a .beton file, not a dataset directory; make one with `beton import DIR {}`",
@@ -589,8 +668,12 @@ fn classes(
     Ok(out)
 }
 
-fn log(dir: &Path, json: bool) -> Result<String> {
+fn log(dir: &Path, branch: Option<&str>, json: bool) -> Result<String> {
     let v = open(dir, VersionRef::Latest)?;
+    let v = match branch {
+        Some(b) => v.on_branch(b, VersionRef::Latest)?,
+        None => v,
+    };
     let versions = v.versions()?;
     if json {
         return Ok(serde_json::to_string_pretty(&versions)? + "\n");
@@ -632,7 +715,7 @@ fn log(dir: &Path, json: bool) -> Result<String> {
 }
 
 /// Commit time as `YYYY-MM-DD HH:MM:SS` UTC.
-fn time(m: &Manifest) -> String {
+pub(crate) fn time(m: &Manifest) -> String {
     let secs = m.timestamp_ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

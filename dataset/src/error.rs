@@ -70,6 +70,13 @@ pub enum Error {
         why: String,
     },
 
+    /// A merge found conflicts its strategy leaves to the user: nothing was committed.
+    #[error("merge conflict: {} conflict(s), nothing was committed; first: {}", conflicts.len(), conflicts.first().map(|c| c.to_string()).unwrap_or_default())]
+    MergeConflict {
+        /// The conflicts, sorted by row id and column.
+        conflicts: Vec<crate::versioned::merge::Conflict>,
+    },
+
     /// A file of a dataset directory whose bytes changed after they were written (a checksum
     /// that does not match), or a manifest whose entries contradict each other or the files
     /// they name (a data file named twice, overlapping row ids, a count that does not fit), or

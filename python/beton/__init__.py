@@ -9,8 +9,8 @@ directory (``beton.import_file``) is versioned and editable: ``update``, ``delet
 """
 
 from beton._native import (AccessDeniedError, BetonError, BetonIOError, ConflictError, CorruptFileError, GpuError,
-                           IndexSet, InvalidArgumentError, MissingFileError, NotFoundError, QueryError, SampleError,
-                           __version__)
+                           IndexSet, InvalidArgumentError, MergeConflictError, MissingFileError, NotFoundError,
+                           QueryError, SampleError, __version__)
 from beton.dataset import (Dataset, FFCVCompatibilityWarning, NullsFilledWarning, concat, import_file,
                            near_duplicates, open)
 from beton.loader import Loader
@@ -18,5 +18,5 @@ from beton.loader.code import InvalidDecoderError
 from beton.writer import DatasetWriter
 
 __all__ = ["Loader", "DatasetWriter", "open", "import_file", "concat", "near_duplicates", "Dataset", "IndexSet", "BetonError", "CorruptFileError", "QueryError", "SampleError",
-           "InvalidArgumentError", "InvalidDecoderError", "NotFoundError", "BetonIOError", "MissingFileError", "AccessDeniedError", "ConflictError", "GpuError",
+           "InvalidArgumentError", "InvalidDecoderError", "NotFoundError", "BetonIOError", "MissingFileError", "AccessDeniedError", "ConflictError", "MergeConflictError", "GpuError",
            "FFCVCompatibilityWarning", "NullsFilledWarning", "__version__"]

@@ -12,6 +12,7 @@
 //! | `MissingFileError` | `FileNotFoundError` | a file that does not exist (ENOENT), an object at a URL that does not (404) |
 //! | `AccessDeniedError` | `PermissionError` | remote storage refused the credentials (401/403) |
 //! | `ConflictError` | `RuntimeError` | a concurrent commit changed what an edit read |
+//! | `MergeConflictError` | `ConflictError` | a merge's conflicts, left to the user (`.conflicts`) |
 //! | `GpuError` | `RuntimeError` | the CUDA path |
 //!
 //! Each carries what the Rust error knows of where: `path`, `sample` (row id), `field`,
@@ -85,6 +86,12 @@ subclass!(
     PyRuntimeError,
     "Another writer committed a version that changed what this edit read; nothing was committed."
 );
+subclass!(
+    MergeConflictError,
+    ConflictError::type_object,
+    PyRuntimeError,
+    "A merge found conflicts its strategy leaves to the user; nothing was committed (`.conflicts`)."
+);
 subclass!(GpuError, PyRuntimeError, "The CUDA path failed (no driver, no device, a failed kernel).");
 
 /// The classes, for `register` and for `raise`.
@@ -97,7 +104,17 @@ enum Kind {
     NotFound,
     Io,
     Conflict,
+    MergeConflict,
     Gpu,
+}
+
+/// A merge conflict as Python gets it: `(row_id, column, base, ours, theirs, kind)`.
+pub(crate) type ConflictTuple =
+    (Option<u64>, Option<String>, Option<String>, Option<String>, Option<String>, &'static str);
+
+/// [`ConflictTuple`] of `c`.
+pub(crate) fn conflict_tuple(c: &beton_query::versioned::merge::Conflict) -> ConflictTuple {
+    (c.row_id, c.column.clone(), c.base.clone(), c.ours.clone(), c.theirs.clone(), c.kind.name())
 }
 
 /// Where an error happened, as far as it is known.
@@ -109,6 +126,7 @@ struct Where {
     offset: Option<u64>,
     sql_position: Option<(u64, u64)>,
     errno: Option<i32>,
+    conflicts: Option<Vec<ConflictTuple>>,
 }
 
 const ATTRIBUTES: [&str; 5] = ["path", "sample", "field", "offset", "sql_position"];
@@ -129,6 +147,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MissingFileError", MissingFileError::type_object(py)?)?;
     m.add("AccessDeniedError", AccessDeniedError::type_object(py)?)?;
     m.add("ConflictError", ConflictError::type_object(py)?)?;
+    m.add("MergeConflictError", MergeConflictError::type_object(py)?)?;
     m.add("GpuError", GpuError::type_object(py)?)
 }
 
@@ -146,6 +165,7 @@ fn raise(kind: Kind, message: String, at: Where) -> PyErr {
                 Kind::Io if at.errno == Some(13) => AccessDeniedError::type_object(py)?,
                 Kind::Io => BetonIOError::type_object(py)?,
                 Kind::Conflict => ConflictError::type_object(py)?,
+                Kind::MergeConflict => MergeConflictError::type_object(py)?,
                 Kind::Gpu => GpuError::type_object(py)?,
             };
             // OSError(errno, strerror) sets `errno`; one argument for the others.
@@ -158,6 +178,9 @@ fn raise(kind: Kind, message: String, at: Where) -> PyErr {
             value.setattr("field", at.field)?;
             value.setattr("offset", at.offset)?;
             value.setattr("sql_position", at.sql_position)?;
+            if let Some(conflicts) = at.conflicts {
+                value.setattr("conflicts", conflicts)?;
+            }
             Ok(PyErr::from_value(value))
         })();
         made.unwrap_or_else(|e| e)
@@ -258,6 +281,10 @@ fn query_kind(e: &beton_query::Error) -> (Kind, Where) {
             (Kind::Query, Where { sql_position: Some((*line, *column)), ..Where::default() })
         }
         E::Conflict { .. } => (Kind::Conflict, Where::default()),
+        E::MergeConflict { conflicts } => (
+            Kind::MergeConflict,
+            Where { conflicts: Some(conflicts.iter().map(conflict_tuple).collect()), ..Where::default() },
+        ),
         E::Corrupt { path: p, .. } => (Kind::Corrupt, Where { path: path(p), ..Where::default() }),
         _ => (Kind::Argument, Where::default()),
     }

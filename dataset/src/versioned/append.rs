@@ -272,11 +272,11 @@ impl NewDataFile {
             data_file: self.data_file.clone(),
             num_rows: self.num_rows,
             data_bytes: Some(self.data_bytes),
-            row_ids: RowIds::Range { start: m.next_row_id },
+            row_ids: RowIds::Range { start: m.line_next_row_id() },
             deletions: None,
             columns: self.columns.clone(),
         });
-        m.next_row_id += self.num_rows;
+        m.give_row_ids(self.num_rows);
         m.next_fragment_id += 1;
         Ok(())
     }

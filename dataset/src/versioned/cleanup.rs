@@ -20,8 +20,9 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::commit::{self, io, list_versions, read_manifest};
-use super::{lock, marks, read_tags, CleanupReport, VersionedDataset};
+use super::commit::{self, io, list_own_versions, read_manifest_on, Line};
+use super::layout::{LINES_DIR, MAIN};
+use super::{branch, lock, marks, read_tag_targets, CleanupReport, VersionedDataset};
 use super::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -29,16 +30,19 @@ use crate::store::Store;
 /// The files the versions a cleanup keeps (and any published while it runs) reference.
 struct Reachable {
     files: HashSet<String>,
-    /// Versions read into `files` or removed.
-    seen: BTreeSet<u64>,
+    /// Versions read into `files` or removed, by line key.
+    seen: BTreeSet<(String, u64)>,
 }
 
 impl Reachable {
-    /// Reads the manifests of versions not seen yet: those published since the last look.
+    /// Reads the manifests of versions not seen yet: those published since the last look, on
+    /// any line (a branch made since included).
     fn refresh(&mut self, store: &dyn Store) -> Result<()> {
-        for v in list_versions(store)? {
-            if self.seen.insert(v) {
-                self.files.extend(files_of(store, v)?);
+        for line in lines_of(store)? {
+            for v in list_own_versions(store, &line)? {
+                if self.seen.insert((line.key().to_string(), v)) {
+                    self.files.extend(files_of(store, &line, v)?);
+                }
             }
         }
         Ok(())
@@ -49,23 +53,42 @@ impl Reachable {
     }
 }
 
-/// The files version `v` names. On object storage, none when a cleanup on another machine
-/// removed the version since it was listed: a version that is gone needs no file kept (and
-/// what a newer one names, the next listing shows). On a local disk no other cleanup runs
-/// (lock.rs).
-fn files_of(store: &dyn Store, v: u64) -> Result<Vec<String>> {
-    if !store.fetch(&commit::manifest_name(v))? {
-        return Ok(Vec::new());
+/// Main and every line with a record (of a branch or of one deleted).
+fn lines_of(store: &dyn Store) -> Result<Vec<Line>> {
+    let mut out = vec![Line::main()];
+    for id in store.list(LINES_DIR)? {
+        if id.starts_with('_') || id.contains('.') {
+            continue;
+        }
+        match Line::by_id(store, Some(&id)) {
+            Ok(line) => out.push(line),
+            // A folder whose record is not there yet (a branch being made writes it first).
+            Err(_) if commit::read_file(store, &format!("{LINES_DIR}/{id}/line.json"))?.is_none() => {}
+            Err(e) => return Err(e),
+        }
     }
-    Ok(read_manifest(store, v)?.files().map(str::to_string).collect())
+    Ok(out)
 }
 
-/// Writes the checkpoint of version `v` (its manifest whole) when its manifest is a delta on a
-/// version in `removed`, unless there is one.
-fn checkpoint_if_needed(store: &dyn Store, v: u64, removed: &BTreeSet<u64>) -> Result<()> {
-    let m = read_manifest(store, v)?;
-    if m.lineage.depth > 0 && m.parent.is_some_and(|p| removed.contains(&p)) {
-        store.put_new(&commit::checkpoint_name(v), &m.to_json())?;
+/// The files version `v` of `line` names. On object storage, none when a cleanup on another
+/// machine removed the version since it was listed: a version that is gone needs no file kept
+/// (and what a newer one names, the next listing shows). On a local disk no other cleanup runs
+/// (lock.rs).
+fn files_of(store: &dyn Store, line: &Line, v: u64) -> Result<Vec<String>> {
+    if !store.fetch(&line.manifest_name(v))? {
+        return Ok(Vec::new());
+    }
+    Ok(read_manifest_on(store, line, v)?.files().map(str::to_string).collect())
+}
+
+/// Writes the checkpoint of version `v` of `line` (its manifest whole) when its manifest is a
+/// delta on a version in `removed`, unless there is one.
+fn checkpoint_if_needed(store: &dyn Store, line: &Line, v: u64, removed: &BTreeSet<u64>) -> Result<()> {
+    let m = read_manifest_on(store, line, v)?;
+    if m.lineage.depth > 0
+        && m.parent.is_some_and(|p| removed.contains(&p) && line.owner(p) == line.id.as_deref())
+    {
+        store.put_new(&line.checkpoint_name(v), &m.to_json())?;
     }
     Ok(())
 }
@@ -101,50 +124,78 @@ impl VersionedDataset {
         let dir = self.dir();
         let remote = store.url().is_some();
         let _cleanup = lock::cleanup(dir)?;
-        let all = list_versions(store)?;
-        let tagged: BTreeSet<u64> = read_tags(store)?.into_values().collect();
-        let kept = |k: usize, v: u64| k.saturating_add(keep_versions) >= all.len() || tagged.contains(&v);
+        let tags = read_tag_targets(store)?;
+        let live: Vec<Line> = std::iter::once(Line::main()).chain(self.branch_lines()?).collect();
+        // Versions other lines need: the starts of branches, the ancestry of every head (a
+        // merge's common ancestor is among them), tagged ones.
+        let mut needed: HashSet<(String, u64)> = HashSet::new();
+        for line in &live {
+            for (id, v) in &line.starts {
+                needed.insert((id.clone().unwrap_or_else(|| MAIN.to_string()), *v));
+            }
+            let head = super::latest(store, line)?;
+            let m = read_manifest_on(store, line, head)?;
+            needed.extend(branch::ancestry(&m, line.line_of(head).key()));
+        }
+        for tag in tags.values() {
+            needed.insert((tag.line.clone().unwrap_or_else(|| MAIN.to_string()), tag.version));
+        }
         let mut reachable = Reachable { files: HashSet::new(), seen: BTreeSet::new() };
-        for (k, &v) in all.iter().enumerate() {
-            if kept(k, v) {
-                reachable.files.extend(files_of(store, v)?);
-            }
-            reachable.seen.insert(v);
-        }
-        // A version kept whose manifest is a delta on one removed gets its checkpoint first, so
-        // that readers find it whole before its base goes (stored.rs).
-        let removed: BTreeSet<u64> =
-            all.iter().enumerate().filter(|&(k, &v)| !kept(k, v)).map(|(_, &v)| v).collect();
-        for (k, &v) in all.iter().enumerate() {
-            if kept(k, v) {
-                checkpoint_if_needed(store, v, &removed)?;
-            }
-        }
-        // Recorded before any goes: a commit then knows a missing version was removed, not
-        // never published (`latest_after`).
-        if let (Some(&newest), false) = (removed.last(), remote) {
-            commit::record_removed(store, newest)?;
-        }
         let mut report = CleanupReport::default();
-        // Newest first: a version a tag made since the listing keeps (object storage) still has
-        // its base, for its checkpoint.
-        for (k, &v) in all.iter().enumerate().rev() {
-            if kept(k, v) {
-                continue;
+        for line in lines_of(store)? {
+            let key = line.key().to_string();
+            let is_live = live.iter().any(|l| l.id == line.id);
+            let all = list_own_versions(store, &line)?;
+            let kept = |k: usize, v: u64| {
+                (is_live && k.saturating_add(keep_versions) >= all.len())
+                    || needed.contains(&(key.clone(), v))
+            };
+            for (k, &v) in all.iter().enumerate() {
+                if kept(k, v) {
+                    reachable.files.extend(files_of(store, &line, v)?);
+                }
+                reachable.seen.insert((key.clone(), v));
             }
-            // On object storage a tag made since the listing keeps its version (on a local disk
-            // tags are made under the lock this cleanup holds).
-            if remote && read_tags(store)?.values().any(|&t| t == v) {
-                checkpoint_if_needed(store, v, &removed)?;
-                reachable.files.extend(files_of(store, v)?);
-                continue;
+            // A version kept whose manifest is a delta on one removed gets its checkpoint first,
+            // so that readers find it whole before its base goes (stored.rs).
+            let removed: BTreeSet<u64> =
+                all.iter().enumerate().filter(|&(k, &v)| !kept(k, v)).map(|(_, &v)| v).collect();
+            for (k, &v) in all.iter().enumerate() {
+                if kept(k, v) {
+                    checkpoint_if_needed(store, &line, v, &removed)?;
+                }
             }
-            commit::crash_point();
-            store.remove(&commit::manifest_name(v))?;
-            store.remove(&commit::checkpoint_name(v))?;
-            report.versions.push(v);
+            // Recorded before any goes: a commit then knows a missing version was removed, not
+            // never published (`latest_after`).
+            if let (Some(&newest), false) = (removed.last(), remote) {
+                commit::record_removed(store, &line, newest)?;
+            }
+            let mut gone = Vec::new();
+            // Newest first: a version a tag made since the listing keeps (object storage)
+            // still has its base, for its checkpoint.
+            for (k, &v) in all.iter().enumerate().rev() {
+                if kept(k, v) {
+                    continue;
+                }
+                // On object storage a tag made since the listing keeps its version (on a local
+                // disk tags are made under the lock this cleanup holds).
+                let tagged = |t: &branch::Tag| t.version == v && t.line.as_deref().unwrap_or(MAIN) == key;
+                if remote && read_tag_targets(store)?.values().any(tagged) {
+                    checkpoint_if_needed(store, &line, v, &removed)?;
+                    reachable.files.extend(files_of(store, &line, v)?);
+                    continue;
+                }
+                commit::crash_point();
+                store.remove(&line.manifest_name(v))?;
+                store.remove(&line.checkpoint_name(v))?;
+                gone.push(v);
+            }
+            // The report names main's versions (a branch's are removed alongside).
+            if line.is_main() {
+                gone.reverse();
+                report.versions = gone;
+            }
         }
-        report.versions.reverse();
         // Versions published since the listing (by a writer that does not take the lock).
         reachable.refresh(store)?;
         let now = SystemTime::now();

@@ -15,7 +15,7 @@ pub use crate::store::{crash_point, pause_point, unique_name, write_new_file, TM
 pub(crate) use crate::store::{sync_dir, temp_file};
 
 pub use super::layout::{
-    checkpoint_name, manifest_name, CHECKPOINTS_DIR, CLEANUP_FILE, TAGS_DIR, VERSIONS_DIR,
+    checkpoint_name, manifest_name, Line, CHECKPOINTS_DIR, CLEANUP_FILE, TAGS_DIR, VERSIONS_DIR,
 };
 
 /// What publishing a manifest came to.
@@ -37,6 +37,20 @@ pub enum Published {
 /// I/O errors naming the path; [`Error::InvalidArgument`] on a file system without hard links;
 /// the remote errors.
 pub fn publish(store: &dyn Store, manifest: &mut Manifest, base: Option<&Manifest>) -> Result<Published> {
+    publish_on(store, &Line::main(), manifest, base)
+}
+
+/// [`publish`] on `line`: as its version `manifest.version` (`_lines/ID/_versions/N.json` for
+/// a branch's).
+///
+/// # Errors
+/// As [`publish`].
+pub fn publish_on(
+    store: &dyn Store,
+    line: &Line,
+    manifest: &mut Manifest,
+    base: Option<&Manifest>,
+) -> Result<Published> {
     // What readers refuse is never written.
     // A base was read or committed, so checked: only what the edit changed is checked again.
     let checked = match base {
@@ -48,14 +62,14 @@ pub fn publish(store: &dyn Store, manifest: &mut Manifest, base: Option<&Manifes
         why: format!("{why}; nothing was committed"),
     })?;
     let keep = match store.url() {
-        Some(_) => before_publish(store, manifest)?,
+        Some(_) => before_publish(store, line, manifest)?,
         None => None,
     };
     if keep.is_some() {
         crash_point();
         pause_point();
     }
-    let name = manifest_name(manifest.version);
+    let name = line.manifest_name(manifest.version);
     let (json, lineage) = stored::encode_for_commit(manifest, base);
     let published = store.put_new(&name, &json)?;
     // Only now: a cleanup that no longer sees the marker sees the version (marks.rs).
@@ -79,12 +93,16 @@ pub fn publish(store: &dyn Store, manifest: &mut Manifest, base: Option<&Manifes
 /// # Errors
 /// [`Error::InvalidArgument`] when a file the manifest names is gone for good ([`gone`]) or
 /// the checks outlived the marker; the remote errors.
-fn before_publish<'a>(store: &'a dyn Store, manifest: &Manifest) -> Result<Option<marks::Keep<'a>>> {
+fn before_publish<'a>(
+    store: &'a dyn Store,
+    line: &Line,
+    manifest: &Manifest,
+) -> Result<Option<marks::Keep<'a>>> {
     let files: Vec<&str> = manifest.files().collect();
     store.upload_missing(&files)?;
     let parent: HashSet<String> = manifest
         .parent
-        .and_then(|p| read_manifest(store, p).ok())
+        .and_then(|p| read_manifest_on(store, line, p).ok())
         .map(|m| m.files().map(str::to_string).collect())
         .unwrap_or_default();
     let fresh: Vec<&str> = files.into_iter().filter(|f| !parent.contains(*f)).collect();
@@ -150,8 +168,34 @@ fn gone(store: &dyn Store, manifest: &Manifest, rel: &str) -> Error {
 /// # Errors
 /// I/O errors reading `_versions/`; the remote errors.
 pub fn list_versions(store: &dyn Store) -> Result<Vec<u64>> {
+    list_own_versions(store, &Line::main())
+}
+
+/// The versions of `line`: its own and those of the lines it starts from up to where it starts,
+/// ascending.
+///
+/// # Errors
+/// As [`list_versions`].
+pub fn list_versions_on(store: &dyn Store, line: &Line) -> Result<Vec<u64>> {
+    let mut out = match line.parent_line() {
+        Some(parent) => {
+            let mut v = list_versions_on(store, &parent)?;
+            v.retain(|&n| n <= line.start());
+            v
+        }
+        None => Vec::new(),
+    };
+    out.extend(list_own_versions(store, line)?);
+    Ok(out)
+}
+
+/// The versions in `line`'s own folder, ascending.
+///
+/// # Errors
+/// As [`list_versions`].
+pub fn list_own_versions(store: &dyn Store, line: &Line) -> Result<Vec<u64>> {
     let mut out = Vec::new();
-    for name in store.list(VERSIONS_DIR)? {
+    for name in store.list(&line.versions_dir())? {
         let Some(stem) = name.strip_suffix(".json") else { continue };
         if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
             if let Ok(v) = stem.parse() {
@@ -208,16 +252,24 @@ pub(crate) fn read_file(store: &dyn Store, rel: &str) -> Result<Option<Vec<u8>>>
 /// manifest is not valid; [`Error::Corrupt`] for a delta whose base is gone with no checkpoint
 /// in its place, or that does not fit its base.
 pub fn read_manifest(store: &dyn Store, version: u64) -> Result<Manifest> {
+    read_manifest_on(store, &Line::main(), version)
+}
+
+/// [`read_manifest`] of version `version` of `line` (its own, or of a line it starts from).
+///
+/// # Errors
+/// As [`read_manifest`].
+pub fn read_manifest_on(store: &dyn Store, line: &Line, version: u64) -> Result<Manifest> {
     let mut deltas: Vec<(Manifest, stored::Delta, std::path::PathBuf, u64)> = Vec::new();
     let mut top = None;
     let mut v = version;
     let mut base = loop {
-        let name = manifest_name(v);
+        let name = line.manifest_name(v);
         let path = store.root().join(&name);
         let read = match read_stored(store, &name)? {
             Some(read) => read,
             None if deltas.is_empty() => {
-                let there = list_versions(store)?;
+                let there = list_versions_on(store, line)?;
                 return Err(Error::InvalidArgument {
                     what: "version".into(),
                     why: format!(
@@ -227,7 +279,7 @@ pub fn read_manifest(store: &dyn Store, version: u64) -> Result<Manifest> {
                     ),
                 });
             }
-            None => break checkpoint_of(store, version, v, &mut deltas)?,
+            None => break checkpoint_of(store, line, version, v, &mut deltas)?,
         };
         let bytes = match read {
             Stored::Cached(m) => break m,
@@ -270,13 +322,14 @@ pub fn read_manifest(store: &dyn Store, version: u64) -> Result<Manifest> {
 /// `deltas`).
 fn checkpoint_of(
     store: &dyn Store,
+    line: &Line,
     version: u64,
     gone: u64,
     deltas: &mut Vec<(Manifest, stored::Delta, std::path::PathBuf, u64)>,
 ) -> Result<std::sync::Arc<Manifest>> {
     let (m, _, path, _) = deltas.last().expect("a delta was read");
     let on = m.version;
-    let name = checkpoint_name(on);
+    let name = line.checkpoint_name(on);
     let Some(bytes) = read_file(store, &name)? else {
         return Err(super::integrity::corrupt(
             path,
@@ -377,14 +430,15 @@ fn describe_versions(v: &[u64]) -> String {
 ///
 /// # Errors
 /// I/O errors; [`Error::InvalidArgument`] for a file that does not say.
-pub(crate) fn newest_removed(store: &dyn Store) -> Result<Option<u64>> {
+pub(crate) fn newest_removed(store: &dyn Store, line: &Line) -> Result<Option<u64>> {
     #[derive(serde::Deserialize)]
     struct Removed {
         newest_removed_version: u64,
     }
-    let Some(bytes) = store.read_fresh(CLEANUP_FILE)? else { return Ok(None) };
+    let file = line.cleanup_file();
+    let Some(bytes) = store.read_fresh(&file)? else { return Ok(None) };
     let read: Removed = serde_json::from_slice(&bytes).map_err(|e| Error::InvalidArgument {
-        what: format!("cleanup record {}", store.shown(CLEANUP_FILE)),
+        what: format!("cleanup record {}", store.shown(&file)),
         why: format!("{e} (remove the file: the next commit lists the versions instead)"),
     })?;
     Ok(Some(read.newest_removed_version))
@@ -392,9 +446,9 @@ pub(crate) fn newest_removed(store: &dyn Store) -> Result<Option<u64>> {
 
 /// Records that a cleanup is about to remove versions up to `newest` (kept when an earlier
 /// cleanup removed newer ones).
-pub(crate) fn record_removed(store: &dyn Store, newest: u64) -> Result<()> {
+pub(crate) fn record_removed(store: &dyn Store, line: &Line, newest: u64) -> Result<()> {
     // An unreadable record is an error, not overwritten: a lower mark would let a commit take
     // a removed version for one never published.
-    let newest = newest_removed(store)?.map_or(newest, |before| before.max(newest));
-    store.put(CLEANUP_FILE, format!("{{\"newest_removed_version\": {newest}}}\n").as_bytes())
+    let newest = newest_removed(store, line)?.map_or(newest, |before| before.max(newest));
+    store.put(&line.cleanup_file(), format!("{{\"newest_removed_version\": {newest}}}\n").as_bytes())
 }

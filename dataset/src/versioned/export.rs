@@ -82,45 +82,75 @@ impl VersionedDataset {
     pub fn compact(&self, options: &ExportOptions, message: &str) -> Result<VersionedDataset> {
         let _edit = lock::edit(self.dir())?;
         manifest::room_for_version(&self.manifest)?;
-        let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
-        let (report, ids, nulls) = {
+        // One data file per run of ascending row ids (a data file's ids ascend; a version's
+        // rows need not, once a branch was merged into it): one for a version without merges.
+        let mut written: Vec<(String, beton_storage::WriteReport, RowIds, Vec<ColumnFile>)> = Vec::new();
+        {
             let view = self.view()?;
             let table = view.table()?;
             std::fs::create_dir_all(self.dir().join(DATA_DIR)).map_err(|e| io(self.dir(), e))?;
             let schema = view.schema()?;
-            let copied = export_table(&view, &table, &schema, &self.dir().join(&rel), None, options)?;
-            // The NULLs the data file holds fillers for stay NULLs: a patch marks them.
-            let nulls = null_patches(self.dir(), &schema, &copied.filled)?;
-            (copied.report, table.row_ids()?, nulls)
-        };
-        let row_ids = match (ids.first(), ids.last()) {
-            (Some(&a), Some(&b)) if b.checked_sub(a) == Some(ids.len() as u64 - 1) => {
-                RowIds::Range { start: a }
+            let ids = table.row_ids()?;
+            let runs = ascending_runs(&ids);
+            let whole = runs.len() == 1;
+            for run in runs {
+                let rel = format!("{DATA_DIR}/{}.beton", commit::unique_name());
+                let rows = IndexSet::from(run.start as u64..run.end as u64);
+                let rows = (!whole).then_some(&rows);
+                let copied = export_table(&view, &table, &schema, &self.dir().join(&rel), rows, options)?;
+                // The NULLs the data file holds fillers for stay NULLs: a patch marks them.
+                let nulls = null_patches(self.dir(), &schema, &copied.filled)?;
+                let ids = &ids[run];
+                let row_ids = match (ids.first(), ids.last()) {
+                    (Some(&a), Some(&b)) if b.checked_sub(a) == Some(ids.len() as u64 - 1) => {
+                        RowIds::Range { start: a }
+                    }
+                    (None, _) => RowIds::Range { start: self.manifest.line_next_row_id() },
+                    _ => {
+                        let set = IndexSet::from_sorted(ids.to_vec())?;
+                        let file = write_index_file(self.dir(), ROW_IDS_DIR, &set)?;
+                        RowIds::File { file: file.file, checksum: file.checksum }
+                    }
+                };
+                written.push((rel, copied.report, row_ids, nulls));
             }
-            (None, _) => RowIds::Range { start: self.manifest.next_row_id },
-            _ => {
-                let written = write_index_file(self.dir(), ROW_IDS_DIR, &IndexSet::from_sorted(ids)?)?;
-                RowIds::File { file: written.file, checksum: written.checksum }
-            }
-        };
+        }
         let touches = Touches { everything: true, ..Touches::default() };
         let folded = self.manifest.fragments.iter().map(|f| f.id).collect();
         self.commit(Operation::Compact { fragments: folded }, message, &touches, |base, new| {
-            manifest::room_for(base, [0])?;
-            new.fragments = vec![Fragment {
-                id: base.next_fragment_id,
-                data_file: rel.clone(),
-                num_rows: report.num_samples,
-                data_bytes: Some(report.file_len),
-                row_ids: row_ids.clone(),
-                deletions: None,
-                columns: nulls.clone(),
-            }]
-            .into();
-            new.next_fragment_id = base.next_fragment_id + 1;
+            manifest::room_for(base, written.iter().map(|_| 0))?;
+            new.fragments = written
+                .iter()
+                .enumerate()
+                .map(|(k, (rel, report, row_ids, nulls))| Fragment {
+                    id: base.next_fragment_id + k as u64,
+                    data_file: rel.clone(),
+                    num_rows: report.num_samples,
+                    data_bytes: Some(report.file_len),
+                    row_ids: row_ids.clone(),
+                    deletions: None,
+                    columns: nulls.clone(),
+                })
+                .collect::<Vec<_>>()
+                .into();
+            new.next_fragment_id = base.next_fragment_id + written.len() as u64;
             Ok(())
         })
     }
+}
+
+/// The runs of strictly ascending ids of `ids`, in order (one, possibly empty, at least).
+pub(super) fn ascending_runs(ids: &[u64]) -> Vec<std::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for k in 1..ids.len() {
+        if ids[k] <= ids[k - 1] {
+            runs.push(start..k);
+            start = k;
+        }
+    }
+    runs.push(start..ids.len());
+    runs
 }
 
 /// Writes the table rows `rows` (all for `None`) of a version's table to `path`.

@@ -17,8 +17,12 @@ pub const FORMAT: &str = "beton-dataset";
 /// The manifest layout this crate writes; a reader refuses a newer one. Version 2 added the
 /// manifest's own checksum (required from 2 on) and the checksums of the files it references;
 /// version 3 stores a manifest as the changes to its parent's fragments (a delta) or whole (a
-/// checkpoint), compact, its checksum over its bytes (stored.rs).
-pub const FORMAT_VERSION: u32 = 3;
+/// checkpoint), compact, its checksum over its bytes (stored.rs); version 4 adds the state of
+/// branches ([`LineState`]), written only by a manifest that has it.
+pub const FORMAT_VERSION: u32 = 4;
+/// The format of a manifest without [`LineState`] (every manifest of a dataset that never had a
+/// branch merged into its main line): readable by the betons of format 3.
+pub const FORMAT_WITHOUT_LINES: u32 = 3;
 
 /// One version of a dataset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +59,12 @@ pub struct Manifest {
     /// every other edit, written into exported files ([`super::classes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<String>>,
+    /// Branches: the line of versions this one is on, the row ids it gives out and the versions
+    /// of other lines it holds (a merge's). Absent on a dataset that never had a branch merged
+    /// into it (its main line gives out row ids from `next_row_id`); such a manifest is format 3,
+    /// one with it format 4 (super::branch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<LineState>,
     /// How this manifest is stored (not part of its value: never serialised, equal to any other).
     #[serde(skip)]
     pub lineage: Lineage,
@@ -81,6 +91,46 @@ impl PartialEq for Lineage {
     fn eq(&self, _: &Lineage) -> bool {
         true
     }
+}
+
+/// A version's place among the dataset's lines of versions (super::branch): which branch it is
+/// on, the row ids its line gives out, its merged-in parent and the other lines' versions it
+/// holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineState {
+    /// The branch it is on; absent on `main`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The next row id this line gives out (each line gives out ids from its own range, so that
+    /// rows appended on two branches never share an id).
+    pub next_row_id: u64,
+    /// The end of this line's range of row ids.
+    pub row_id_end: u64,
+    /// A merge's second parent: the version merged in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergedParent>,
+    /// The newest version of each other line this version holds (by line id; `main` for the
+    /// main line): its ancestry, with its own line's versions up to itself.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub holds: BTreeMap<String, u64>,
+}
+
+impl LineState {
+    /// The state of a child version on the same line: no merged parent.
+    fn child(&self) -> LineState {
+        LineState { merged: None, ..self.clone() }
+    }
+}
+
+/// The version a merge merged in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergedParent {
+    /// Its branch's name (`main` for the main line).
+    pub branch: String,
+    /// Its line's id.
+    pub line: String,
+    /// Its number.
+    pub version: u64,
 }
 
 /// A field of the schema, by its short type name (`FieldType::from_short_name`).
@@ -260,6 +310,13 @@ pub enum Operation {
         /// Fragments folded.
         fragments: Vec<u64>,
     },
+    /// A branch's head merged in (its version is the second parent: [`LineState::merged`]).
+    Merge {
+        /// The branch merged.
+        branch: String,
+        /// Its head that was merged.
+        version: u64,
+    },
     /// Class names added or renamed (`set_classes`, `rename_class`).
     Classes {
         /// Names added at the end of the list.
@@ -286,6 +343,7 @@ impl Operation {
             Operation::Restore { .. } => "restore",
             Operation::Compact { .. } => "compact",
             Operation::Classes { .. } => "classes",
+            Operation::Merge { .. } => "merge",
         }
     }
 }
@@ -295,7 +353,7 @@ impl Manifest {
     pub fn first(schema: Vec<SchemaField>, operation: Operation) -> Manifest {
         Manifest {
             format: FORMAT.to_string(),
-            format_version: FORMAT_VERSION,
+            format_version: FORMAT_WITHOUT_LINES,
             version: 1,
             parent: None,
             timestamp_ms: now_ms(),
@@ -307,8 +365,33 @@ impl Manifest {
             fragments: SharedVec::new(),
             splits: BTreeMap::new(),
             classes: None,
+            lines: None,
             lineage: Lineage::default(),
         }
+    }
+
+    /// The first of `n` row ids given out to new rows of this version, from its line's range
+    /// (`next_row_id` on a dataset without branches), `next_row_id` kept past every id given
+    /// out. [`room_for`] checks that there are `n` left first.
+    pub fn give_row_ids(&mut self, n: u64) -> u64 {
+        match &mut self.lines {
+            None => {
+                let start = self.next_row_id;
+                self.next_row_id += n;
+                start
+            }
+            Some(line) => {
+                let start = line.next_row_id;
+                line.next_row_id += n;
+                self.next_row_id = self.next_row_id.max(line.next_row_id);
+                start
+            }
+        }
+    }
+
+    /// The row id this version's line gives out next.
+    pub fn line_next_row_id(&self) -> u64 {
+        self.lines.as_ref().map_or(self.next_row_id, |l| l.next_row_id)
     }
 
     /// The next version made from this one by `operation`: same contents, to be edited.
@@ -317,13 +400,14 @@ impl Manifest {
     /// When this is version `u64::MAX` (edits check [`Manifest::next_version`] first).
     pub fn child(&self, operation: Operation, message: &str) -> Manifest {
         Manifest {
-            format_version: FORMAT_VERSION,
+            format_version: if self.lines.is_some() { FORMAT_VERSION } else { FORMAT_WITHOUT_LINES },
             version: self.next_version().expect("edits check that a version is left"),
             parent: Some(self.version),
             timestamp_ms: now_ms(),
             operation,
             message: message.to_string(),
             lineage: Lineage::default(),
+            lines: self.lines.as_ref().map(LineState::child),
             ..self.clone()
         }
     }
@@ -653,28 +737,36 @@ fn check_ranges(m: &Manifest, mut ranges: Vec<(u64, u64, usize)>) -> std::result
     Ok(())
 }
 
-/// Fails naming the fragment when the row-id spans of a version's fragments (first and last id
-/// of each, `None` for an empty one) overlap.
+/// Fails naming the fragments when two of a version's fragments share a row id: their spans
+/// (first and last id of each, `None` for an empty one) are compared, and where two overlap
+/// (a fragment of ids from two lines' ranges spans the others' after a merge) `shared(a, b)`
+/// gives the first id fragments `a` and `b` really share, if any.
 pub(crate) fn check_spans(
     dir: &Path,
     m: &Manifest,
     spans: impl IntoIterator<Item = (usize, Option<(u64, u64)>)>,
+    shared: impl Fn(usize, usize) -> Option<u64>,
 ) -> Result<()> {
     let mut sorted: Vec<(u64, u64, usize)> =
         spans.into_iter().filter_map(|(k, s)| s.map(|(a, b)| (a, b, k))).collect();
     sorted.sort_unstable();
-    for pair in sorted.windows(2) {
-        let ((_, last, a), (first, _, b)) = (pair[0], pair[1]);
-        if first <= last {
-            let (fa, fb) = (&m.fragments[a], &m.fragments[b]);
-            return Err(super::integrity::corrupt(
-                &dir.join(super::layout::manifest_name(m.version)),
-                format!(
-                    "version {}: fragments {} and {} have overlapping row ids (row id {first})",
-                    m.version, fa.id, fb.id
-                ),
-            ));
+    // Spans still open at the current one's first id.
+    let mut open: Vec<(u64, usize)> = Vec::new();
+    for &(first, last, b) in &sorted {
+        open.retain(|&(end, _)| end >= first);
+        for &(_, a) in &open {
+            if let Some(id) = shared(a, b) {
+                let (fa, fb) = (&m.fragments[a], &m.fragments[b]);
+                return Err(super::integrity::corrupt(
+                    &dir.join(super::layout::manifest_name(m.version)),
+                    format!(
+                        "version {}: fragments {} and {} have overlapping row ids (row id {id})",
+                        m.version, fa.id, fb.id
+                    ),
+                ));
+            }
         }
+        open.push((last, b));
     }
     Ok(())
 }
@@ -684,6 +776,7 @@ pub(crate) fn check_spans(
 /// edit writes anything.
 pub(crate) fn room_for(m: &Manifest, rows: impl IntoIterator<Item = u64>) -> Result<()> {
     let mut next_row_id = m.next_row_id;
+    let mut line_next = m.lines.as_ref().map(|l| (l.next_row_id, l.row_id_end));
     let mut next_fragment_id = m.next_fragment_id;
     let refuse = |why: String| Error::InvalidArgument {
         what: format!("an edit of version {}", m.version),
@@ -693,6 +786,13 @@ pub(crate) fn room_for(m: &Manifest, rows: impl IntoIterator<Item = u64>) -> Res
         next_row_id = next_row_id.checked_add(n).ok_or_else(|| {
             refuse(format!("{n} more rows would take row ids past 2^64 - 1 (the next is {})", m.next_row_id))
         })?;
+        if let Some((next, end)) = &mut line_next {
+            *next = next.checked_add(n).filter(|after| after <= end).ok_or_else(|| {
+                refuse(format!(
+                    "{n} more rows would take this branch's row ids past the end of its range ({end})"
+                ))
+            })?;
+        }
         next_fragment_id = next_fragment_id.checked_add(1).ok_or_else(|| {
             refuse(format!(
                 "a data file more would take fragment ids past 2^64 - 1 (the next is {})",
@@ -752,7 +852,7 @@ mod tests {
             assert!(err.contains("not a plain path"), "{bad}: {err}");
         }
         let newer = String::from_utf8(m.to_json()).unwrap().replace(
-            &format!("\"format_version\":{FORMAT_VERSION}"),
+            &format!("\"format_version\":{FORMAT_WITHOUT_LINES}"),
             &format!("\"format_version\":{}", FORMAT_VERSION + 1),
         );
         let err = Manifest::from_json(newer.as_bytes(), Path::new("t")).unwrap_err().to_string();

@@ -9,6 +9,7 @@
 //! re-applied on the newer version and retried; others fail with [`Error::Conflict`].
 
 mod append;
+pub mod branch;
 pub mod classes;
 mod cleanup;
 pub mod commit;
@@ -22,6 +23,7 @@ pub mod layout;
 pub mod lock;
 pub mod manifest;
 mod marks;
+pub mod merge;
 mod stored;
 pub mod values;
 pub mod verify;
@@ -36,7 +38,10 @@ use beton_storage::FieldType;
 use crate::error::{Error, Result};
 use crate::index_set::IndexSet;
 use crate::store::{self, ObjectStore, Store};
-use commit::{io, list_versions, publish, read_manifest, write_new_file, Published, TAGS_DIR};
+use commit::{
+    io, list_versions, list_versions_on, publish_on, read_manifest_on, write_new_file, Line, Published,
+    TAGS_DIR,
+};
 pub use diff::{diff, Diff};
 use export::null_patches;
 pub use imagefolder::{ImageFolderOptions, ImageFolderReport};
@@ -119,6 +124,8 @@ pub struct Touches {
 pub struct VersionedDataset {
     /// Where its files are: the handle's store, shared by the versions opened from it.
     store: Arc<dyn Store>,
+    /// The line of versions it is on: main, or a branch's (branch.rs).
+    line: Line,
     manifest: Manifest,
 }
 
@@ -179,8 +186,8 @@ impl VersionedDataset {
         }
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let _edit = lock::edit(dir)?;
-        match publish(&*store, &mut manifest, None)? {
-            Published::Done => Ok(VersionedDataset { store, manifest }),
+        match publish_on(&*store, &Line::main(), &mut manifest, None)? {
+            Published::Done => Ok(VersionedDataset { store, line: Line::main(), manifest }),
             Published::Taken => Err(Error::InvalidArgument {
                 what: format!("dataset directory {}", store.location()),
                 why: "is a dataset already".into(),
@@ -314,10 +321,15 @@ impl VersionedDataset {
     /// # Errors
     /// As [`VersionedDataset::open`].
     pub fn open_at(&self, at: VersionRef) -> Result<VersionedDataset> {
-        Self::open_in(Arc::clone(&self.store), at)
+        Self::open_on(Arc::clone(&self.store), self.line.clone(), at)
     }
 
     fn open_in(store: Arc<dyn Store>, at: VersionRef) -> Result<VersionedDataset> {
+        Self::open_on(store, Line::main(), at)
+    }
+
+    /// Version `at` of `line` (a tag names its own line).
+    pub(crate) fn open_on(store: Arc<dyn Store>, line: Line, at: VersionRef) -> Result<VersionedDataset> {
         // (A mirror's versions are listed once, below: reading the latest or the manifest.)
         if store.url().is_none() && !store.root().join(commit::VERSIONS_DIR).is_dir() {
             return Err(Error::InvalidArgument {
@@ -325,23 +337,24 @@ impl VersionedDataset {
                 why: "is not a dataset directory (it has no _versions folder)".into(),
             });
         }
-        let version = match at {
-            VersionRef::Latest => return Self::open_latest(store),
-            VersionRef::Number(n) => n,
+        let (line, version) = match at {
+            VersionRef::Latest => return Self::open_latest(store, line),
+            VersionRef::Number(n) => (line, n),
             VersionRef::Tag(name) => {
-                *read_tags(&*store)?.get(&name).ok_or_else(|| Error::InvalidArgument {
+                let tag = read_tag_targets(&*store)?.remove(&name).ok_or_else(|| Error::InvalidArgument {
                     what: "tag".into(),
                     why: format!("{} has no tag '{name}'", store.location()),
-                })?
+                })?;
+                (branch::tag_line(&*store, &tag)?, tag.version)
             }
         };
-        let manifest = read_manifest(&*store, version)?;
-        Ok(VersionedDataset { store, manifest })
+        let manifest = read_manifest_on(&*store, &line, version)?;
+        Ok(VersionedDataset { store, line, manifest })
     }
 
     /// The latest version: a cleanup may remove the version listed as the latest once a newer
     /// one is committed, so one removed between the listing and the read is looked for again.
-    fn open_latest(store: Arc<dyn Store>) -> Result<VersionedDataset> {
+    fn open_latest(store: Arc<dyn Store>, line: Line) -> Result<VersionedDataset> {
         // The version listed as the latest can be gone when it is read: a newer one was committed
         // and a cleanup elsewhere removed it. Look again while each look finds a newer one,
         // pausing a little after the first tries (a reader on a loaded machine, racing a writer
@@ -349,11 +362,11 @@ impl VersionedDataset {
         let start = std::time::Instant::now();
         let mut tries = 0u64;
         loop {
-            let version = latest(&*store)?;
-            match read_manifest(&*store, version) {
-                Ok(manifest) => return Ok(VersionedDataset { store, manifest }),
+            let version = latest(&*store, &line)?;
+            match read_manifest_on(&*store, &line, version) {
+                Ok(manifest) => return Ok(VersionedDataset { store, line, manifest }),
                 Err(e) => {
-                    if latest(&*store)? <= version || start.elapsed() > OPEN_LATEST_PATIENCE {
+                    if latest(&*store, &line)? <= version || start.elapsed() > OPEN_LATEST_PATIENCE {
                         return Err(e);
                     }
                     tries += 1;
@@ -396,7 +409,21 @@ impl VersionedDataset {
     /// # Errors
     /// I/O errors; invalid manifests.
     pub fn versions(&self) -> Result<Vec<Manifest>> {
-        list_versions(&*self.store)?.into_iter().map(|v| read_manifest(&*self.store, v)).collect()
+        let line = &self.line;
+        list_versions_on(&*self.store, line)?
+            .into_iter()
+            .map(|v| read_manifest_on(&*self.store, line, v))
+            .collect()
+    }
+
+    /// The line of versions this handle is on (main, or a branch's).
+    pub fn line(&self) -> &Line {
+        &self.line
+    }
+
+    /// The branch this handle is on: `main`, or the branch it was opened on.
+    pub fn branch_name(&self) -> &str {
+        self.line.branch.as_deref().unwrap_or(layout::MAIN)
     }
 
     /// The tags and the versions they name.
@@ -423,11 +450,14 @@ impl VersionedDataset {
                 why: "must be 1 to 64 ASCII letters, digits, '_', '-' or '.', not starting with '.'".into(),
             });
         }
-        let json = format!("{{\"version\": {}}}\n", self.version());
+        let owner = self.line.line_of(self.version());
+        let json =
+            branch::Tag { version: self.version(), line: owner.id.clone(), branch: owner.branch.clone() }
+                .to_json();
         // A cleanup decides which versions to keep from the tags: the tag is made under the
         // lock it waits for, naming a version that is still there.
         let _edit = lock::edit(self.dir())?;
-        read_manifest(&*self.store, self.version())?;
+        read_manifest_on(&*self.store, &self.line, self.version())?;
         let rel = format!("{TAGS_DIR}/{name}.json");
         if !self.store.put_new(&rel, json.as_bytes())? {
             return Err(Error::InvalidArgument {
@@ -440,7 +470,9 @@ impl VersionedDataset {
         }
         // On object storage (no lock across machines) a cleanup that read the tags before the
         // put may have removed the version since: then the tag names nothing and goes.
-        if self.store.url().is_some() && !list_versions(&*self.store)?.contains(&self.version()) {
+        if self.store.url().is_some()
+            && !list_versions_on(&*self.store, &self.line)?.contains(&self.version())
+        {
             self.store.remove(&rel)?;
             return Err(Error::InvalidArgument {
                 what: format!("tag '{name}'"),
@@ -496,22 +528,28 @@ impl VersionedDataset {
             // A version newer than the base: rebase on it first. (Publishing base + 1 could
             // succeed all the same where cleanup removed that version, leaving this one out of
             // the line of versions.)
-            let newest = latest_after(store, base.version)?;
+            let line = &self.line;
+            let newest = latest_after(store, line, base.version)?;
             if newest != base.version {
-                let latest = read_manifest(store, newest)?;
+                let latest = read_manifest_on(store, line, newest)?;
                 check_compatible(&self.manifest, &latest, touches)?;
                 base = latest;
                 continue;
             }
             manifest::room_for_version(&base)?;
             let mut new = base.child(operation.clone(), message);
+            branch::adopt(line, &base, &mut new);
             edit(&base, &mut new)?;
-            match publish(store, &mut new, Some(&base))? {
+            match publish_on(store, line, &mut new, Some(&base))? {
                 Published::Done => {
-                    return Ok(VersionedDataset { store: Arc::clone(&self.store), manifest: new })
+                    return Ok(VersionedDataset {
+                        store: Arc::clone(&self.store),
+                        line: self.line.clone(),
+                        manifest: new,
+                    })
                 }
                 Published::Taken => {
-                    let latest = read_manifest(store, latest(store)?)?;
+                    let latest = read_manifest_on(store, line, latest(store, line)?)?;
                     check_compatible(&self.manifest, &latest, touches)?;
                     base = latest;
                 }
@@ -531,7 +569,7 @@ impl VersionedDataset {
         // The old version's files are referenced again: read it under the lock a cleanup waits
         // for, so that it is either gone (an error) or whole until the restore is published.
         let _edit = lock::edit(self.dir())?;
-        let old = read_manifest(&*self.store, version)?;
+        let old = read_manifest_on(&*self.store, &self.line, version)?;
         let touches = Touches { everything: true, ..Touches::default() };
         let latest = self.open_at(VersionRef::Latest)?;
         latest.commit(Operation::Restore { version }, "", &touches, |_, new| {
@@ -697,21 +735,23 @@ fn has_versions(url: &Path) -> Result<bool> {
 /// either), found without listing the versions (one name per version of the directory's
 /// history); else from the listing. Called under the edit lock, so no cleanup runs meanwhile
 /// (lock.rs).
-fn latest_after(store: &dyn Store, known: u64) -> Result<u64> {
+fn latest_after(store: &dyn Store, line: &Line, known: u64) -> Result<u64> {
     if store.url().is_none() {
         if let Some(next) = known.checked_add(1) {
-            let absent = !store.root().join(commit::manifest_name(next)).exists();
-            if absent && commit::newest_removed(store)?.is_none_or(|removed| removed < next) {
+            let absent = !store.root().join(line.manifest_name(next)).exists();
+            if absent && commit::newest_removed(store, line)?.is_none_or(|removed| removed < next) {
                 return Ok(known);
             }
         }
     }
-    latest(store)
+    latest(store, line)
 }
 
-/// The newest committed version of the dataset.
-fn latest(store: &dyn Store) -> Result<u64> {
-    list_versions(store)?.last().copied().ok_or_else(|| Error::InvalidArgument {
+/// The newest committed version of `line`: its newest own one, else (a branch with no commit
+/// of its own yet) the version it starts from.
+fn latest(store: &dyn Store, line: &Line) -> Result<u64> {
+    let own = commit::list_own_versions(store, line)?.last().copied();
+    own.or((!line.is_main()).then(|| line.start())).ok_or_else(|| Error::InvalidArgument {
         what: format!("dataset {}", store.location()),
         why: "has no committed version".into(),
     })
@@ -719,21 +759,20 @@ fn latest(store: &dyn Store) -> Result<u64> {
 
 /// The tags and the versions they name, read afresh (tags are the one mutable file).
 fn read_tags(store: &dyn Store) -> Result<BTreeMap<String, u64>> {
-    #[derive(serde::Deserialize)]
-    struct Tag {
-        version: u64,
-    }
+    Ok(read_tag_targets(store)?.into_iter().map(|(name, tag)| (name, tag.version)).collect())
+}
+
+/// The tags and what they name: a version, of a branch's line when `line` says.
+fn read_tag_targets(store: &dyn Store) -> Result<BTreeMap<String, branch::Tag>> {
     let mut out = BTreeMap::new();
     for file in store.list(TAGS_DIR)? {
         let Some(name) = file.strip_suffix(".json") else { continue };
         let rel = format!("{TAGS_DIR}/{file}");
         // A tag removed between the listing and the read is no tag.
         let Some(bytes) = store.read_fresh(&rel)? else { continue };
-        let tag: Tag = serde_json::from_slice(&bytes).map_err(|e| Error::InvalidArgument {
-            what: format!("tag file {}", store.shown(&rel)),
-            why: e.to_string(),
-        })?;
-        out.insert(name.to_string(), tag.version);
+        let tag = branch::Tag::parse(&bytes)
+            .map_err(|why| Error::InvalidArgument { what: format!("tag file {}", store.shown(&rel)), why })?;
+        out.insert(name.to_string(), tag);
     }
     Ok(out)
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{check_manifest, is_relative_file, FileRef, Fragment, Lineage, Manifest, Operation};
-use super::manifest::{SchemaField, SharedVec, FORMAT, FORMAT_VERSION};
+use super::manifest::{LineState, SchemaField, SharedVec, FORMAT, FORMAT_VERSION, FORMAT_WITHOUT_LINES};
 use crate::error::{Error, Result};
 
 /// The most deltas between a version and its checkpoint: opening reads at most this many small
@@ -177,6 +177,8 @@ struct Stored {
     splits: BTreeMap<String, FileRef>,
     #[serde(default)]
     classes: Option<Vec<String>>,
+    #[serde(default)]
+    lines: Option<LineState>,
 }
 
 /// A format-3 manifest as written: borrowed from the manifest, with its fragments or its delta.
@@ -200,6 +202,8 @@ struct Written<'a> {
     splits: &'a BTreeMap<String, FileRef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     classes: &'a Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lines: &'a Option<LineState>,
 }
 
 /// What ends a format-3 manifest: `,"checksum":"crc32:` 8 hex digits `"}` newline.
@@ -272,7 +276,9 @@ pub(crate) fn encode_for_commit(m: &Manifest, base: Option<&Manifest>) -> (Vec<u
 fn encode(m: &Manifest, fragments: Option<&SharedVec<Fragment>>, delta: Option<&Delta>) -> Vec<u8> {
     let written = Written {
         format: &m.format,
-        format_version: FORMAT_VERSION,
+        // Format 3 unless the manifest has branches' state: readers of format 3 know nothing of
+        // lines and would give out row ids another line has.
+        format_version: if m.lines.is_some() { FORMAT_VERSION } else { FORMAT_WITHOUT_LINES },
         version: m.version,
         parent: m.parent,
         timestamp_ms: m.timestamp_ms,
@@ -285,6 +291,7 @@ fn encode(m: &Manifest, fragments: Option<&SharedVec<Fragment>>, delta: Option<&
         delta,
         splits: &m.splits,
         classes: &m.classes,
+        lines: &m.lines,
     };
     let mut out = serde_json::to_vec(&written).expect("a manifest serialises");
     debug_assert_eq!(out.last(), Some(&b'}'));
@@ -343,6 +350,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Parsed> {
         fragments,
         splits: s.splits,
         classes: s.classes,
+        lines: s.lines,
         lineage: Lineage {
             depth: 0,
             delta_bytes: 0,

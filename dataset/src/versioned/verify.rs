@@ -92,7 +92,11 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
         }
         // The version whole: row counts, ids, column lengths, splits, against the files.
         if sound {
-            let version = VersionedDataset { store: Arc::clone(&store), manifest: m };
+            let version = VersionedDataset {
+                store: Arc::clone(&store),
+                line: super::layout::Line::main(),
+                manifest: m,
+            };
             let whole = version.view().and_then(|view| view.table().map(|_| ()));
             if let Err(e) = whole {
                 report.problems.push(format!("version {v}: {e}"));

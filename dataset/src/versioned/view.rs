@@ -171,7 +171,10 @@ impl VersionView {
             .iter()
             .map(|f| Opened::new(version, f, None).map(Arc::new))
             .collect::<Result<Vec<_>>>()?;
-        super::manifest::check_spans(version.dir(), m, fragments.iter().map(|f| f.span).enumerate())?;
+        let spans = fragments.iter().map(|f| f.span).enumerate();
+        super::manifest::check_spans(version.dir(), m, spans, |a, b| {
+            shared_id(&fragments[a], &fragments[b])
+        })?;
         Self::with_fragments(version, fragments)
     }
 
@@ -236,10 +239,12 @@ impl VersionView {
         // The previous version's row ids are below its next_row_id and do not overlap: row ids
         // past it need checking only among themselves.
         let past = before.manifest().next_row_id;
+        let shared = |a: usize, b: usize| shared_id(&fragments[a], &fragments[b]);
         match fresh_spans.iter().filter_map(|(_, s)| *s).all(|(first, _)| first >= past) {
-            true => super::manifest::check_spans(version.dir(), m, fresh_spans)?,
+            true => super::manifest::check_spans(version.dir(), m, fresh_spans, shared)?,
             false => {
-                super::manifest::check_spans(version.dir(), m, fragments.iter().map(|f| f.span).enumerate())?
+                let spans = fragments.iter().map(|f| f.span).enumerate();
+                super::manifest::check_spans(version.dir(), m, spans, shared)?
             }
         }
         Self::with_fragments(version, fragments)
@@ -625,6 +630,35 @@ impl VersionView {
             first += n;
         }
         out
+    }
+}
+
+/// The first row id fragments `a` and `b` both have (their data-file rows, deleted ones
+/// included), if any: ascending ids, merged in one pass (a range against a list by search).
+fn shared_id(a: &Opened, b: &Opened) -> Option<u64> {
+    let (na, nb) = (a.fragment.num_rows, b.fragment.num_rows);
+    match (&a.row_ids, &b.row_ids) {
+        (PartRowIds::Range(x), PartRowIds::Range(y)) => {
+            let (lo, hi) = ((*x).max(*y), (x + na).min(y + nb));
+            (lo < hi).then_some(lo)
+        }
+        (PartRowIds::Range(start), PartRowIds::List(ids))
+        | (PartRowIds::List(ids), PartRowIds::Range(start)) => {
+            let n = if matches!(a.row_ids, PartRowIds::Range(_)) { na } else { nb };
+            let k = ids.partition_point(|&id| id < *start);
+            ids.get(k).copied().filter(|&id| id < start + n)
+        }
+        (PartRowIds::List(x), PartRowIds::List(y)) => {
+            let (mut i, mut j) = (0, 0);
+            while i < x.len() && j < y.len() {
+                match x[i].cmp(&y[j]) {
+                    std::cmp::Ordering::Less => i += 1,
+                    std::cmp::Ordering::Greater => j += 1,
+                    std::cmp::Ordering::Equal => return Some(x[i]),
+                }
+            }
+            None
+        }
     }
 }
 

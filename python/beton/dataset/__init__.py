@@ -61,6 +61,8 @@ class Dataset(_Display, _Reading, _Querying, _Versions, _Exporting):
     version : int or str, optional
         A directory's version number or tag (default: the latest). A ``.beton`` file has
         version 1 only.
+    branch : str, optional
+        A directory's branch (default ``main``; docs/VERSIONS.md).
 
     Raises
     ------
@@ -83,7 +85,8 @@ class Dataset(_Display, _Reading, _Querying, _Versions, _Exporting):
 
 
 @_open_errors
-def open(path, custom: Optional[Dict[str, Any]] = None, version=None) -> Dataset:  # noqa: A001
+def open(path, custom: Optional[Dict[str, Any]] = None, version=None,  # noqa: A001
+         branch: Optional[str] = None) -> Dataset:
     """Opens and validates a ``.beton`` file or a version of a dataset directory.
 
     The returned ``Dataset`` answers SQL (``query``, ``where``, ``explain``), gives the data
@@ -102,6 +105,9 @@ def open(path, custom: Optional[Dict[str, Any]] = None, version=None) -> Dataset
         ``metadata_type``; or ``{field: (size, align)}``, its row layout, read as bytes.
     version : int or str, optional
         A directory's version number or tag (default: the latest).
+    branch : str, optional
+        A directory's branch (default ``main``): its latest version, or its ``version``; edits
+        through the Dataset commit to that branch (docs/VERSIONS.md).
 
     Returns
     -------
@@ -111,7 +117,7 @@ def open(path, custom: Optional[Dict[str, Any]] = None, version=None) -> Dataset
     ------
     {open_errors}
     ValueError
-        For a version that does not exist, or a custom field without a layout.
+        For a version or branch that does not exist, or a custom field without a layout.
 
     Examples
     --------
@@ -121,8 +127,9 @@ def open(path, custom: Optional[Dict[str, Any]] = None, version=None) -> Dataset
     >>> val = ds.where("in_split('val') AND image.width >= 200")  # doctest: +SKIP
     >>> print(ds.explain("label < 3"))  # doctest: +SKIP
     >>> old = beton.open("ds_dir", version=1)  # doctest: +SKIP
+    >>> fix = beton.open("ds_dir", branch="relabel")  # doctest: +SKIP
     """
-    return Dataset(path, custom, version=version)
+    return Dataset(path, custom, version=version, branch=branch)
 
 
 def import_file(dir, file) -> Dataset:  # noqa: A002

@@ -45,16 +45,19 @@ class _DatasetBase:
     _native: Any
     _kinds: Dict[str, str]
 
-    def __init__(self, path, custom: Optional[Dict[str, Any]] = None, version=None):
+    def __init__(self, path, custom: Optional[Dict[str, Any]] = None, version=None, branch: Optional[str] = None):
         where = os.fspath(path)
         if os.path.isdir(where) or (_is_dataset_url(where) and _native.Dataset.is_dataset_dir(where)):
             if custom:
                 raise NotImplementedError(f"{path} is a dataset directory: custom (FFCV type-255) field layouts "
                                           "apply to a .beton file only")
-            self._native = _native.Dataset(str(path), version)
+            self._native = _native.Dataset(str(path), version, None, branch)
         else:
             if version not in (None, 1):
                 raise ValueError(f"{path} is a .beton file: it has version 1 only")
+            if branch not in (None, "main"):
+                raise ValueError(f"{path} is a .beton file: it has no branches (branch {branch!r}); branches are a "
+                                 f"dataset directory's (beton.import_file)")
             layouts, self._custom_dtypes = custom_layouts(path, custom)
             self._native = _native.Dataset(str(path), None, layouts or None)
         self._refresh()

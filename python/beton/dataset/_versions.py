@@ -50,15 +50,23 @@ class _Versions(_DatasetBase):
     """``Dataset``'s versions and edits (a dataset directory's; a ``.beton`` file has one
     version and is read-only)."""
 
-    def versions(self) -> List[Dict[str, Any]]:
-        """Every version's log entry, oldest first (``beton log``).
+    def versions(self, branch: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Every version's log entry on this Dataset's branch (or on ``branch``), oldest first
+        (``beton log``): a branch's own versions after those of the branch it started from, up
+        to its start.
+
+        Parameters
+        ----------
+        branch : str, optional
+            Another branch's log (default: this Dataset's branch).
 
         Returns
         -------
         list of dict
             ``version``, ``parent``, ``timestamp_ms``, ``operation``, ``details``,
-            ``message``, ``num_rows``, ``data_files``, ``deleted_rows``; a ``.beton`` file has
-            one entry.
+            ``message``, ``num_rows``, ``data_files``, ``deleted_rows``, ``branch``, and
+            ``merged`` (``(branch, version)`` of a merge's second parent, else None); a
+            ``.beton`` file has one entry.
 
         Examples
         --------
@@ -67,7 +75,158 @@ class _Versions(_DatasetBase):
         """
         if not self._is_directory:
             return [{"version": 1, "parent": None, "operation": "file", "num_rows": len(self)}]
-        return self._native.versions()
+        return self._native.versions(branch)
+
+    @property
+    def branch_name(self) -> Optional[str]:
+        """The branch this Dataset reads and edits: ``main`` or a branch's name (None for a
+        ``.beton`` file).
+
+        Examples
+        --------
+        >>> beton.open("ds", branch="relabel").branch_name  # doctest: +SKIP
+        'relabel'
+        """
+        return self._native.branch_name
+
+    def branch(self, name: str, version: Optional[int] = None) -> Self:
+        """Starts branch ``name`` at ``version`` of this Dataset's branch (this version by
+        default), and returns a Dataset on it: its edits commit to the branch, this Dataset's
+        stay on its own (docs/VERSIONS.md).
+
+        Parameters
+        ----------
+        name : str
+            1 to 64 ASCII letters, digits, ``_ - .`` (not ``main``, not starting with ``.`` or
+            ``_``).
+        version : int, optional
+            The version to start from.
+
+        Returns
+        -------
+        Dataset
+            The new branch's latest version (its start).
+
+        Raises
+        ------
+        ValueError
+            For a bad name, a name in use, or a version this branch does not have.
+        TypeError
+            For a ``.beton`` file.
+
+        Examples
+        --------
+        >>> fix = ds.branch("relabel")  # doctest: +SKIP
+        >>> fix.update("label = 3", where="row_id IN (4, 9)")  # doctest: +SKIP
+        >>> ds.merge("relabel")  # doctest: +SKIP
+        """
+        return self._of(self._require_directory("branch").branch(name, version))
+
+    def branches(self) -> List[Dict[str, Any]]:
+        """The dataset's branches, ``main`` first.
+
+        Returns
+        -------
+        list of dict
+            ``name``, ``head`` (its latest version), ``start`` (``(branch, version)`` it started
+            from; None for main), ``created_ms``, ``line`` (its line's id).
+
+        Raises
+        ------
+        TypeError
+            For a ``.beton`` file.
+
+        Examples
+        --------
+        >>> [b["name"] for b in beton.open("ds").branches()]  # doctest: +SKIP
+        ['main', 'relabel']
+        """
+        return self._require_directory("branches").branches()
+
+    def delete_branch(self, name: str) -> int:
+        """Deletes branch ``name``: its name goes; its versions stay readable through its tags
+        and the branches started from it, and ``cleanup`` removes the rest.
+
+        Parameters
+        ----------
+        name : str
+            A branch (not ``main``).
+
+        Returns
+        -------
+        int
+            The branch's latest version.
+
+        Raises
+        ------
+        ValueError
+            For ``main`` or a branch that does not exist.
+
+        Examples
+        --------
+        >>> ds.delete_branch("relabel")  # doctest: +SKIP
+        4
+        """
+        return self._require_directory("delete_branch").delete_branch(name)
+
+    @_edit
+    def merge(self, source: str, message: str = "", strategy: str = "fail", resolve=None) -> Dict[str, Any]:
+        """Merges the latest version of branch ``source`` into this Dataset's branch, as one new
+        version (two parents), which this Dataset then shows: both sides' changes since their
+        common ancestor combine row by row and cell by cell; the same cell set to different
+        values, an update of a row the other side deleted, a column dropped on one side and
+        changed on the other, the same column added with different values are conflicts
+        (docs/VERSIONS.md has the rules).
+
+        Parameters
+        ----------
+        source : str
+            The branch to merge in (``main`` too).
+        {message}
+        strategy : {{'fail', 'ours', 'theirs'}}
+            For conflicts ``resolve`` leaves: ``fail`` commits nothing and raises
+            ``MergeConflictError``; ``ours`` keeps this branch's side, ``theirs`` takes
+            ``source``'s.
+        resolve : table or list of dict, optional
+            Conflicts settled one by one: rows of ``row_id``, ``column`` and either ``value``
+            (the cell's new value) or ``take`` (``'ours'`` / ``'theirs'``); a pyarrow or polars
+            table, or a list of dicts (the ``conflicts`` table of a failed merge, with a
+            ``take`` or ``value`` column added, fits).
+
+        Returns
+        -------
+        dict
+            ``version``, ``committed`` (False when ``source`` was merged already: nothing to
+            do), ``base`` (``(line, version)`` of the common ancestor), ``theirs``,
+            ``rows_added``, ``rows_deleted``, ``cells_set``, ``resolved`` (the conflicts the
+            strategy or ``resolve`` settled).
+
+        Raises
+        ------
+        beton.MergeConflictError
+            With ``strategy='fail'`` and conflicts left: ``.conflicts`` is a pyarrow Table of
+            ``row_id``, ``column``, ``base``, ``ours``, ``theirs``, ``kind``.
+        beton.ConflictError
+            When this branch moved meanwhile (merge again).
+        {read_only}
+
+        Examples
+        --------
+        >>> main = beton.open("ds")  # doctest: +SKIP
+        >>> try:  # doctest: +SKIP
+        ...     main.merge("relabel")
+        ... except beton.MergeConflictError as e:
+        ...     print(e.conflicts.to_pylist())
+        >>> main.merge("relabel", strategy="theirs")  # doctest: +SKIP
+        """
+        from beton import MergeConflictError
+
+        rows = _resolutions(resolve)
+        try:
+            return self._require_directory("merge").merge(source, message, strategy, rows)
+        except MergeConflictError as e:
+            e.conflicts = _conflict_table(getattr(e, "conflicts", []))
+            raise
 
     def tags(self) -> Dict[str, int]:
         """The tags of a dataset directory: ``{tag: version}``.
@@ -609,6 +768,45 @@ class _Versions(_DatasetBase):
         [4, 9, 17]
         """
         return self._require_directory("diff").diff(a, b)
+
+
+_CONFLICT_COLUMNS = ("row_id", "column", "base", "ours", "theirs", "kind")
+
+
+def _conflict_table(rows):
+    """A merge's conflicts (tuples from the native layer) as a pyarrow Table."""
+    import pyarrow as pa
+
+    columns = list(zip(*rows)) if rows else [[] for _ in _CONFLICT_COLUMNS]
+    types = [pa.uint64(), pa.string(), pa.string(), pa.string(), pa.string(), pa.string()]
+    return pa.table({n: pa.array(list(c), type=t) for n, c, t in zip(_CONFLICT_COLUMNS, columns, types)})
+
+
+def _resolutions(resolve):
+    """``resolve`` (a pyarrow/polars table or a list of dicts of ``row_id``, ``column`` and
+    ``take`` or ``value``) as ``[(row_id, column, take, value)]`` for the native merge."""
+    if resolve is None:
+        return None
+    if hasattr(resolve, "to_pylist"):
+        rows = resolve.to_pylist()
+    elif hasattr(resolve, "to_dicts"):
+        rows = resolve.to_dicts()
+    else:
+        rows = list(resolve)
+    out = []
+    for k, r in enumerate(rows):
+        if not isinstance(r, dict) or "row_id" not in r or "column" not in r:
+            raise ValueError(f"resolve[{k}]: expected row_id, column and take or value, got {r!r}")
+        take = r.get("take")
+        if take is None:
+            if "value" not in r:
+                raise ValueError(f"resolve[{k}]: give take ('ours' or 'theirs') or value")
+            out.append((r["row_id"], r["column"], "value", r["value"]))
+        elif take in ("ours", "theirs"):
+            out.append((r["row_id"], r["column"], take, None))
+        else:
+            raise ValueError(f"resolve[{k}]: take {take!r}: expected 'ours' or 'theirs'")
+    return out
 
 
 def _as_vectors(name: str, values):

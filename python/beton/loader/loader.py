@@ -234,6 +234,9 @@ class Loader:
         type; beton's). A dataset directory's rows appended without a field added later hold
         NULL in it: without a value here, a field the loader decodes that has NULLs among the
         samples to load is an error at creation, naming the field and the samples.
+    branch : str, optional
+        The branch of a dataset directory to load (its latest version, or its ``version``;
+        beton's; docs/VERSIONS.md). Default ``main``.
 
     Examples
     --------
@@ -255,7 +258,8 @@ class Loader:
                  indices: Optional[Sequence[int]] = None, pipelines: Dict[str, Any] = {},  # noqa: B006 (FFCV's)
                  custom_fields: Dict[str, Any] = {}, drop_last: bool = True,  # noqa: B006
                  batches_ahead: int = 3, recompile: bool = False, version=None,
-                 fields: Optional[Any] = None, fill_nulls: Optional[Dict[str, Any]] = None):
+                 fields: Optional[Any] = None, fill_nulls: Optional[Dict[str, Any]] = None,
+                 branch: Optional[str] = None):
         from beton.dataset import Dataset
 
         custom_fields = dict(custom_fields or {})
@@ -263,7 +267,7 @@ class Loader:
             raise ValueError("custom_fields: give the file's path, not an open Dataset, so that it is "
                              "opened with the custom fields' layouts")
         self.dataset = fname if isinstance(fname, Dataset) else Dataset(
-            fname, version=version, custom=custom_fields or None)
+            fname, version=version, custom=custom_fields or None, branch=branch)
         self.fname = str(self.dataset.path)
         if isinstance(order, str):
             if order.upper() not in OrderOption.__members__:  # FFCV's error (a ValueError) for any other order

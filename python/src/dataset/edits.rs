@@ -17,6 +17,21 @@ use super::{version_ref, Dataset};
 use crate::errors::from_query;
 use crate::index_set::IndexSet;
 
+/// The version `at` names for this handle: a number (on its branch), a tag, or a branch's
+/// name (its head; a tag of the same name wins).
+fn resolve_ref(version: &VersionedDataset, at: &Bound<'_, PyAny>) -> PyResult<VersionedDataset> {
+    let r = version_ref(Some(at))?;
+    if let VersionRef::Tag(name) = &r {
+        let tags = version.tags().map_err(from_query)?;
+        if !tags.contains_key(name) {
+            return version.on_branch(name, VersionRef::Latest).map_err(|e| {
+                PyValueError::new_err(format!("{name:?} is neither a tag nor a branch of this dataset: {e}"))
+            });
+        }
+    }
+    version.open_at(r).map_err(from_query)
+}
+
 /// A manifest as a dict (`beton log`'s fields).
 fn manifest_dict<'py>(py: Python<'py>, m: &Manifest) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -26,6 +41,9 @@ fn manifest_dict<'py>(py: Python<'py>, m: &Manifest) -> PyResult<Bound<'py, PyDi
     d.set_item("operation", m.operation.name())?;
     d.set_item("details", serde_json::to_string(&m.operation).unwrap_or_default())?;
     d.set_item("message", &m.message)?;
+    let lines = m.lines.as_ref();
+    d.set_item("branch", lines.and_then(|l| l.branch.clone()).unwrap_or_else(|| "main".into()))?;
+    d.set_item("merged", lines.and_then(|l| l.merged.as_ref()).map(|p| (p.branch.clone(), p.version)))?;
     d.set_item("num_rows", m.num_rows())?;
     d.set_item("data_files", m.fragments.len())?;
     d.set_item(
@@ -70,7 +88,10 @@ impl Dataset {
 
 /// A column-file array of `spec`'s type from Python values (what the field class's `encode`
 /// gives, as the writer takes them): images encoded per the field's options.
-fn object_column(spec: &beton_storage::FieldSpec, objects: &[Bound<'_, PyAny>]) -> PyResult<ArrayRef> {
+pub(super) fn object_column(
+    spec: &beton_storage::FieldSpec,
+    objects: &[Bound<'_, PyAny>],
+) -> PyResult<ArrayRef> {
     let mut b = beton_query::versioned::values::ValuesBuilder::new(&spec.ty);
     for (i, obj) in objects.iter().enumerate() {
         let value = crate::fields::sample_value(&spec.ty, obj)
@@ -100,10 +121,17 @@ fn one_column(values: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
 
 #[pymethods]
 impl Dataset {
-    /// Every committed version's log entry, oldest first.
-    fn versions<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    /// Every committed version's log entry on this handle's branch (or on `branch`), oldest
+    /// first.
+    #[pyo3(signature = (branch = None))]
+    fn versions<'py>(&self, py: Python<'py>, branch: Option<String>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let (_, version) = self.versioned()?;
-        let all = py.detach(|| version.versions()).map_err(from_query)?;
+        let all = py
+            .detach(|| match &branch {
+                None => version.versions(),
+                Some(b) => version.on_branch(b, VersionRef::Latest)?.versions(),
+            })
+            .map_err(from_query)?;
         all.iter().map(|m| manifest_dict(py, m)).collect()
     }
 
@@ -403,10 +431,10 @@ impl Dataset {
         let (_, version) = self.versioned()?;
         let vb = match b {
             None => version.clone(),
-            Some(b) => version.open_at(version_ref(Some(b))?).map_err(from_query)?,
+            Some(b) => resolve_ref(&version, b)?,
         };
         let va = match a {
-            Some(a) => version.open_at(version_ref(Some(a))?).map_err(from_query)?,
+            Some(a) => resolve_ref(&version, a)?,
             None => match vb.manifest().parent {
                 Some(p) => version.open_at(VersionRef::Number(p)).map_err(from_query)?,
                 None => vb.clone(),

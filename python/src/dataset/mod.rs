@@ -4,6 +4,7 @@
 //! splits, explain and galleries here; the edits of a dataset directory, each committing a new
 //! version that the object then shows, in [`edits`].
 
+mod branches;
 mod convert;
 mod edits;
 
@@ -109,17 +110,31 @@ impl Dataset {
     /// `custom` maps a foreign custom field's name to its row layout `(size, align)`), or version
     /// `version` (a number, a tag, or None for the latest) of the dataset directory there.
     #[new]
-    #[pyo3(signature = (path, version = None, custom = None))]
+    #[pyo3(signature = (path, version = None, custom = None, branch = None))]
     fn open(
         py: Python<'_>,
         path: PathBuf,
         version: Option<&Bound<'_, PyAny>>,
         custom: Option<BTreeMap<String, (usize, usize)>>,
+        branch: Option<String>,
     ) -> PyResult<Self> {
         let at = version_ref(version)?;
         if py.detach(|| is_directory(&path))? {
-            let view = py.detach(|| VersionedDataset::open(&path, at).and_then(|v| v.view()));
+            let view = py.detach(|| {
+                match &branch {
+                    None => VersionedDataset::open(&path, at),
+                    Some(b) => VersionedDataset::open_branch(&path, b, at),
+                }
+                .and_then(|v| v.view())
+            });
             return Ok(Dataset::of(view.map_err(from_query)?));
+        }
+        if let Some(b) = &branch {
+            return Err(PyValueError::new_err(format!(
+                "{}: a .beton file has no branches (branch {b:?}); branches are a dataset directory's \
+                 (beton.import_file)",
+                path.display()
+            )));
         }
         if version.is_some() && at != VersionRef::Number(0) {
             return Err(PyValueError::new_err(format!(

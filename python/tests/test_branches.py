@@ -1,0 +1,131 @@
+"""Branches from Python as curators use them: a branch per curator, edits on each, a merge with
+its conflicts table and resolutions, the Loader and SQL on a branch, two processes committing to
+two branches while a third merges, and an export of a merged version that FFCV's reader takes."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import beton
+from beton.fields import IntField, RGBImageField
+from beton.loader import Loader, OrderOption
+from beton.writer import DatasetWriter
+
+IMAGEFOLDER = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data", "imagefolder")
+
+
+def labels_by_id(ds):
+    t = ds.table(["label"])
+    return dict(zip(t.column("row_id").to_pylist(), t.column("label").to_pylist()))
+
+
+@pytest.fixture()
+def ds_dir(tmp_path):
+    out = tmp_path / "a.beton"
+    DatasetWriter(out, {"image": RGBImageField(max_resolution=48), "label": IntField()},
+                  progress=False).from_imagefolder(IMAGEFOLDER)
+    beton.import_file(tmp_path / "ds", out)
+    return tmp_path / "ds"
+
+
+def test_two_curators_branch_and_merge(ds_dir, tmp_path):
+    main = beton.open(ds_dir)
+    base = labels_by_id(main)
+    alice = main.branch("relabel")
+    assert alice.branch_name == "relabel" and main.branch_name == "main"
+    alice.update({"label": 42}, where="row_id IN (3, 4)")
+    bob = beton.open(ds_dir).branch("cleanup")
+    bob.delete("row_id = 10")
+    bob.append(IMAGEFOLDER, max_resolution=48)
+    # Each branch sees its own edits only; main none.
+    assert labels_by_id(beton.open(ds_dir)) == base
+    assert beton.open(ds_dir, branch="relabel")[3]["label"] == 42
+    assert [b["name"] for b in main.branches()] == ["main", "relabel", "cleanup"]
+    assert main.diff("main", "relabel")["changed"] == {"label": [3, 4]}
+    # Merges: different cells and rows combine; appended rows keep their (disjoint) ids.
+    r = main.merge("relabel", message="labels fixed")
+    assert r["committed"] and r["cells_set"] == 2 and main.version == 2
+    r = main.merge("cleanup")
+    assert r["rows_added"] == 155 and r["rows_deleted"] == 1
+    merged = labels_by_id(main)
+    assert merged[3] == merged[4] == 42 and 10 not in merged and len(main) == 155 + 154
+    assert main.versions()[-1]["merged"] == ("cleanup", bob.version)
+    # Images came over byte for byte.
+    ids = main.table(["label"]).column("row_id").to_pylist()
+    k = ids.index(max(ids))
+    assert np.array_equal(main[k]["image"], bob[len(bob) - 1]["image"])
+    # The Loader and SQL on a branch.
+    loader = Loader(ds_dir, batch_size=8, order=OrderOption.SEQUENTIAL, drop_last=False, branch="relabel",
+                    pipelines={"image": None}, fields=["label"])
+    got = [int(x) for b in loader for x in np.asarray(b[0]).reshape(-1)]
+    assert got.count(42) == 2 and len(got) == 155
+    assert len(beton.open(ds_dir, branch="relabel").where("label = 42")) == 2
+    # An export of the merged version is a plain .beton file.
+    main.export(tmp_path / "merged.beton")
+    assert len(beton.open(tmp_path / "merged.beton")) == len(main)
+
+
+def test_conflicts_table_and_resolutions(ds_dir):
+    main = beton.open(ds_dir)
+    fix = main.branch("fix")
+    fix.update({"label": 7}, where="row_id IN (1, 2)")
+    fix.delete("row_id = 5")
+    main.update({"label": 9}, where="row_id IN (1, 5)")
+    with pytest.raises(beton.MergeConflictError) as err:
+        main.merge("fix")
+    assert isinstance(err.value, beton.ConflictError)
+    t = err.value.conflicts
+    assert isinstance(t, pa.Table) and t.column_names == ["row_id", "column", "base", "ours", "theirs", "kind"]
+    rows = t.to_pylist()
+    assert [(c["row_id"], c["column"], c["kind"]) for c in rows] == [(1, "label", "cell"), (5, None, "update_delete")]
+    assert (rows[0]["ours"], rows[0]["theirs"]) == ("9", "7")
+    assert main.version == 2, "nothing committed"
+    # One by one: a value for the cell, a side for the row.
+    resolve = [{"row_id": 1, "column": "label", "value": 100}, {"row_id": 5, "column": None, "take": "theirs"}]
+    r = main.merge("fix", resolve=resolve)
+    assert len(r["resolved"]) == 2
+    got = labels_by_id(main)
+    assert got[1] == 100 and got[2] == 7 and 5 not in got
+    with pytest.raises(ValueError, match="strategy"):
+        main.merge("fix", strategy="mine")
+    with pytest.raises(ValueError, match="no such branch"):
+        main.merge("nope")
+    assert main.merge("fix")["committed"] is False
+
+
+def test_two_processes_on_two_branches_and_a_merging_third(ds_dir):
+    main = beton.open(ds_dir)
+    main.branch("a")
+    main.branch("b")
+    script = textwrap.dedent("""
+        import sys, beton
+        ds = beton.open(sys.argv[1], branch=sys.argv[2])
+        for k in range(int(sys.argv[3])):
+            ds.update({"label": 1000 + k}, where=f"row_id = {sys.argv[4]}")
+    """)
+    rounds = 20
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(ds_dir), b, str(rounds), rid])
+             for b, rid in (("a", "20"), ("b", "30"))]
+    merged = 0
+    while any(p.poll() is None for p in procs):
+        for b in ("a", "b"):
+            try:
+                merged += beton.open(ds_dir).merge(b, strategy="theirs")["committed"]
+            except beton.ConflictError:
+                pass  # main moved while merging: the next round merges again
+    assert [p.wait() for p in procs] == [0, 0]
+    for b in ("a", "b"):
+        beton.open(ds_dir).merge(b)
+    got = labels_by_id(beton.open(ds_dir))
+    assert got[20] == got[30] == 1000 + rounds - 1
+    heads = {b["name"]: b["head"] for b in beton.open(ds_dir).branches()}
+    assert heads["a"] == heads["b"] == 1 + rounds
+    # Every version of every branch still reads.
+    for b in ("main", "a", "b"):
+        for v in beton.open(ds_dir, branch=b).versions():
+            assert len(beton.open(ds_dir, branch=b, version=v["version"])) == 155
