@@ -74,7 +74,7 @@ pub enum Error {
     #[error("merge conflict: {} conflict(s), nothing was committed; first: {}", conflicts.len(), conflicts.first().map(|c| c.to_string()).unwrap_or_default())]
     MergeConflict {
         /// The conflicts, sorted by row id and column.
-        conflicts: Vec<crate::versioned::merge::Conflict>,
+        conflicts: Vec<crate::versioned::conflict::Conflict>,
     },
 
     /// A file of a dataset directory whose bytes changed after they were written (a checksum

@@ -2,6 +2,7 @@
 its conflicts table and resolutions, the Loader and SQL on a branch, two processes committing to
 two branches while a third merges, and an export of a merged version that FFCV's reader takes."""
 
+import json
 import os
 import subprocess
 import sys
@@ -65,9 +66,18 @@ def test_two_curators_branch_and_merge(ds_dir, tmp_path):
     got = [int(x) for b in loader for x in np.asarray(b[0]).reshape(-1)]
     assert got.count(42) == 2 and len(got) == 155
     assert len(beton.open(ds_dir, branch="relabel").where("label = 42")) == 2
-    # An export of the merged version is a plain .beton file.
+    # An export of the merged version is a plain .beton file, which FFCV 1.0.2 reads too.
     main.export(tmp_path / "merged.beton")
     assert len(beton.open(tmp_path / "merged.beton")) == len(main)
+    ffcv = os.environ.get("BETON_FFCV_PYTHON")
+    if ffcv:
+        out = tmp_path / "merged.json"
+        repo = os.path.join(os.path.dirname(__file__), "..", "..")
+        done = subprocess.run([ffcv, os.path.join(repo, "tests", "ffcv", "ffcv-load.py"), str(tmp_path / "merged.beton"),
+                               "--json", str(out)], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        seen = [s["label"] for s in json.load(open(out))["samples"]]
+        assert seen == main.table(["label"]).column("label").to_pylist()
 
 
 def test_conflicts_table_and_resolutions(ds_dir):

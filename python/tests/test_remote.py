@@ -427,3 +427,51 @@ def test_opening_an_unreachable_url_lets_other_threads_run(s3env, monkeypatch):
         assert took >= 1.5 and baseline >= 4, (url, got[url])
         # Holding the GIL the thread ticks ~0 times a second (at most once, at the edges).
         assert rate >= 0.25 * baseline, (url, got[url])
+
+
+BRANCH_WRITER = r"""
+import sys, beton
+url, branch, rid, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+ds = beton.open(url, branch=branch)
+for k in range(n):
+    ds.update({"label": 1000 + k}, where=f"row_id = {rid}")
+"""
+
+
+def test_branches_on_s3_two_writers_and_a_merging_third(moto, s3env, small, tmp_path):
+    """Two processes (each its own cache) commit to two branches of a dataset on S3 while this
+    one merges both into main: every commit lands, the merges take both, and the branch records,
+    lines and manifests are keys of the store."""
+    import subprocess
+    import sys
+
+    s3env(moto.url)
+    url = "s3://data/dirs/branches"
+    main = beton.import_file(url, small)
+    main.branch("a")
+    main.branch("b")
+    script = tmp_path / "writer.py"
+    script.write_text(BRANCH_WRITER)
+    rounds = 5
+    procs = [subprocess.Popen([sys.executable, str(script), url, b, rid, str(rounds)], stderr=subprocess.PIPE,
+                              text=True, env=dict(os.environ, BETON_CACHE_DIR=str(tmp_path / f"cache-{b}")))
+             for b, rid in (("a", "7"), ("b", "8"))]
+    while any(p.poll() is None for p in procs):
+        for b in ("a", "b"):
+            try:
+                beton.open(url).merge(b, strategy="theirs")
+            except beton.ConflictError:
+                pass  # main moved meanwhile: merge again
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    for b in ("a", "b"):
+        beton.open(url).merge(b)
+    ds = beton.open(url)
+    t = ds.table(["label"])
+    got = dict(zip(t.column("row_id").to_pylist(), t.column("label").to_pylist()))
+    assert got[7] == got[8] == 1000 + rounds - 1 and len(ds) == len(beton.open(small))
+    assert {b["name"]: b["head"] for b in ds.branches()} == {"main": ds.version, "a": 1 + rounds, "b": 1 + rounds}
+    keys = {o["Key"] for o in moto.client().list_objects_v2(Bucket="data", Prefix="dirs/branches/")["Contents"]}
+    assert {"dirs/branches/_branches/a.json", "dirs/branches/_branches/b.json"} <= keys
+    assert sum("/_lines/" in k and "/_versions/" in k for k in keys) == 2 * rounds

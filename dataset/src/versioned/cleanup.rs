@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::commit::{self, io, list_own_versions, read_manifest_on, Line};
 use super::layout::{LINES_DIR, MAIN};
-use super::{branch, lock, marks, read_tag_targets, CleanupReport, VersionedDataset};
+use super::{lines, lock, marks, read_tag_targets, CleanupReport, VersionedDataset};
 use super::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -135,7 +135,7 @@ impl VersionedDataset {
             }
             let head = super::latest(store, line)?;
             let m = read_manifest_on(store, line, head)?;
-            needed.extend(branch::ancestry(&m, line.line_of(head).key()));
+            needed.extend(lines::ancestry(&m, line.line_of(head).key()));
         }
         for tag in tags.values() {
             needed.insert((tag.line.clone().unwrap_or_else(|| MAIN.to_string()), tag.version));
@@ -179,7 +179,7 @@ impl VersionedDataset {
                 }
                 // On object storage a tag made since the listing keeps its version (on a local
                 // disk tags are made under the lock this cleanup holds).
-                let tagged = |t: &branch::Tag| t.version == v && t.line.as_deref().unwrap_or(MAIN) == key;
+                let tagged = |t: &lines::Tag| t.version == v && t.line.as_deref().unwrap_or(MAIN) == key;
                 if remote && read_tag_targets(store)?.values().any(tagged) {
                     checkpoint_if_needed(store, &line, v, &removed)?;
                     reachable.files.extend(files_of(store, &line, v)?);

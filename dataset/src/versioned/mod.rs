@@ -13,6 +13,7 @@ pub mod branch;
 pub mod classes;
 mod cleanup;
 pub mod commit;
+pub mod conflict;
 pub mod diff;
 mod edits;
 mod export;
@@ -20,6 +21,7 @@ mod fit;
 pub mod imagefolder;
 pub mod integrity;
 pub mod layout;
+pub mod lines;
 pub mod lock;
 pub mod manifest;
 mod marks;
@@ -345,7 +347,7 @@ impl VersionedDataset {
                     what: "tag".into(),
                     why: format!("{} has no tag '{name}'", store.location()),
                 })?;
-                (branch::tag_line(&*store, &tag)?, tag.version)
+                (lines::tag_line(&*store, &tag)?, tag.version)
             }
         };
         let manifest = read_manifest_on(&*store, &line, version)?;
@@ -452,7 +454,7 @@ impl VersionedDataset {
         }
         let owner = self.line.line_of(self.version());
         let json =
-            branch::Tag { version: self.version(), line: owner.id.clone(), branch: owner.branch.clone() }
+            lines::Tag { version: self.version(), line: owner.id.clone(), branch: owner.branch.clone() }
                 .to_json();
         // A cleanup decides which versions to keep from the tags: the tag is made under the
         // lock it waits for, naming a version that is still there.
@@ -538,7 +540,7 @@ impl VersionedDataset {
             }
             manifest::room_for_version(&base)?;
             let mut new = base.child(operation.clone(), message);
-            branch::adopt(line, &base, &mut new);
+            lines::adopt(line, &base, &mut new);
             edit(&base, &mut new)?;
             match publish_on(store, line, &mut new, Some(&base))? {
                 Published::Done => {
@@ -763,14 +765,14 @@ fn read_tags(store: &dyn Store) -> Result<BTreeMap<String, u64>> {
 }
 
 /// The tags and what they name: a version, of a branch's line when `line` says.
-fn read_tag_targets(store: &dyn Store) -> Result<BTreeMap<String, branch::Tag>> {
+fn read_tag_targets(store: &dyn Store) -> Result<BTreeMap<String, lines::Tag>> {
     let mut out = BTreeMap::new();
     for file in store.list(TAGS_DIR)? {
         let Some(name) = file.strip_suffix(".json") else { continue };
         let rel = format!("{TAGS_DIR}/{file}");
         // A tag removed between the listing and the read is no tag.
         let Some(bytes) = store.read_fresh(&rel)? else { continue };
-        let tag = branch::Tag::parse(&bytes)
+        let tag = lines::Tag::parse(&bytes)
             .map_err(|why| Error::InvalidArgument { what: format!("tag file {}", store.shown(&rel)), why })?;
         out.insert(name.to_string(), tag);
     }
