@@ -169,6 +169,11 @@ fn merges_combine_edits_of_different_cells_rows_and_columns() {
     // Merging main back into the branch brings ours' changes over: both lines now agree.
     let (fix_after, _) = fix.merge("main", "", &MergeOptions::default()).unwrap();
     assert_eq!(rows(&fix_after), rows(&more));
+    // `verify` reads every version of both lines, the tag on the branch included.
+    fix_after.tag("both").unwrap();
+    let report = beton_dataset::versioned::verify_dir(more.dir(), false, &|_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.versions, more.version() + fix_after.version() - 1);
 }
 
 #[test]

@@ -102,14 +102,17 @@ class BetonDatasource(Datasource):
         A dataset directory's version number or tag (default: the latest, fixed when planned).
     custom : dict, optional
         As ``beton.open``'s ``custom``.
+    branch : str, optional
+        A dataset directory's branch (default ``main``).
     """
 
     def __init__(self, uri, where: Optional[str] = None, columns: Optional[List[str]] = None, version=None,
-                 custom: Optional[Dict[str, tuple]] = None):
+                 custom: Optional[Dict[str, tuple]] = None, branch: Optional[str] = None):
         super().__init__()
         self._uri = _location(uri)
         self._custom = custom
-        ds = beton.open(self._uri, custom=custom, version=version)
+        self._branch = branch
+        ds = beton.open(self._uri, custom=custom, version=version, branch=branch)
         # A dataset directory is read at one version, whatever commits happen meanwhile.
         self._version = ds.version if ds._is_directory else None
         self._fields = list(ds._kinds)
@@ -135,7 +138,7 @@ class BetonDatasource(Datasource):
 
     def _sizes(self) -> Dict[str, Any]:
         if self._row_bytes is None:
-            ds = beton.open(self._uri, custom=self._custom, version=self._version)
+            ds = beton.open(self._uri, custom=self._custom, version=self._version, branch=self._branch)
             self._row_bytes = self._row_sizes(ds, self._rows)
         return self._row_bytes
 
@@ -187,7 +190,7 @@ class BetonDatasource(Datasource):
         sql = _predicate_sql(predicate_expr, self._kinds)
         if sql is None:
             return self
-        ds = beton.open(self._uri, custom=self._custom, version=self._version)
+        ds = beton.open(self._uri, custom=self._custom, version=self._version, branch=self._branch)
         chosen = np.asarray(ds.where(sql)).astype(np.int64)
         if len(self._rows) != len(ds):
             # Both ascending: the rows chosen by both.
@@ -372,7 +375,8 @@ def _reader(uri: str, version, custom, rows, columns: List[str], per_block: int)
 
 def read_beton(uri, *, where: Optional[str] = None, columns: Optional[List[str]] = None, version=None,
                custom: Optional[Dict[str, tuple]] = None, override_num_blocks: Optional[int] = None,
-               concurrency: Optional[int] = None, ray_remote_args: Optional[Dict[str, Any]] = None):
+               concurrency: Optional[int] = None, ray_remote_args: Optional[Dict[str, Any]] = None,
+               branch: Optional[str] = None):
     """A beton dataset's rows as a Ray ``Dataset``.
 
     Parameters
@@ -388,6 +392,8 @@ def read_beton(uri, *, where: Optional[str] = None, columns: Optional[List[str]]
         A dataset directory's version number or tag (default: the latest when called).
     custom : dict, optional
         As ``beton.open``'s ``custom``.
+    branch : str, optional
+        A dataset directory's branch (default ``main``; docs/VERSIONS.md).
     override_num_blocks, concurrency, ray_remote_args
         As ``ray.data.read_datasource``'s.
 
@@ -410,7 +416,7 @@ def read_beton(uri, *, where: Optional[str] = None, columns: Optional[List[str]]
     >>> ds.count()  # doctest: +SKIP
     77
     """
-    source = BetonDatasource(uri, where=where, columns=columns, version=version, custom=custom)
+    source = BetonDatasource(uri, where=where, columns=columns, version=version, custom=custom, branch=branch)
     return ray.data.read_datasource(source, override_num_blocks=override_num_blocks, concurrency=concurrency,
                                     ray_remote_args=ray_remote_args)
 

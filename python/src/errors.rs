@@ -147,7 +147,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MissingFileError", MissingFileError::type_object(py)?)?;
     m.add("AccessDeniedError", AccessDeniedError::type_object(py)?)?;
     m.add("ConflictError", ConflictError::type_object(py)?)?;
-    m.add("MergeConflictError", MergeConflictError::type_object(py)?)?;
+    let merge = MergeConflictError::type_object(py)?;
+    // The conflicts of the merge that raised it (the Python layer makes them a table).
+    merge.setattr("conflicts", py.None())?;
+    m.add("MergeConflictError", merge)?;
     m.add("GpuError", GpuError::type_object(py)?)
 }
 

@@ -46,6 +46,10 @@ def test_two_curators_branch_and_merge(ds_dir, tmp_path):
     # Each branch sees its own edits only; main none.
     assert labels_by_id(beton.open(ds_dir)) == base
     assert beton.open(ds_dir, branch="relabel")[3]["label"] == 42
+    # History of a branch stays on it: its version 1 is main's, its version 2 its own.
+    assert alice.checkout(2).branch_name == "relabel" and alice.checkout(2)[3]["label"] == 42
+    assert labels_by_id(alice.checkout(1)) == base
+    assert [v["branch"] for v in alice.versions()] == ["main", "relabel"]
     assert [b["name"] for b in main.branches()] == ["main", "relabel", "cleanup"]
     assert main.diff("main", "relabel")["changed"] == {"label": [3, 4]}
     # Merges: different cells and rows combine; appended rows keep their (disjoint) ids.

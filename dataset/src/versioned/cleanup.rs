@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::commit::{self, io, list_own_versions, read_manifest_on, Line};
-use super::layout::{LINES_DIR, MAIN};
+use super::layout::MAIN;
 use super::{lines, lock, marks, read_tag_targets, CleanupReport, VersionedDataset};
 use super::{COLUMNS_DIR, DATA_DIR, DELETIONS_DIR, ROW_IDS_DIR, SPLITS_DIR};
 use crate::error::{Error, Result};
@@ -38,7 +38,7 @@ impl Reachable {
     /// Reads the manifests of versions not seen yet: those published since the last look, on
     /// any line (a branch made since included).
     fn refresh(&mut self, store: &dyn Store) -> Result<()> {
-        for line in lines_of(store)? {
+        for line in lines::all_lines(store)? {
             for v in list_own_versions(store, &line)? {
                 if self.seen.insert((line.key().to_string(), v)) {
                     self.files.extend(files_of(store, &line, v)?);
@@ -51,23 +51,6 @@ impl Reachable {
     fn contains(&self, rel: &str) -> bool {
         named(&self.files, rel)
     }
-}
-
-/// Main and every line with a record (of a branch or of one deleted).
-fn lines_of(store: &dyn Store) -> Result<Vec<Line>> {
-    let mut out = vec![Line::main()];
-    for id in store.list(LINES_DIR)? {
-        if id.starts_with('_') || id.contains('.') {
-            continue;
-        }
-        match Line::by_id(store, Some(&id)) {
-            Ok(line) => out.push(line),
-            // A folder whose record is not there yet (a branch being made writes it first).
-            Err(_) if commit::read_file(store, &format!("{LINES_DIR}/{id}/line.json"))?.is_none() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(out)
 }
 
 /// The files version `v` of `line` names. On object storage, none when a cleanup on another
@@ -142,7 +125,7 @@ impl VersionedDataset {
         }
         let mut reachable = Reachable { files: HashSet::new(), seen: BTreeSet::new() };
         let mut report = CleanupReport::default();
-        for line in lines_of(store)? {
+        for line in lines::all_lines(store)? {
             let key = line.key().to_string();
             let is_live = live.iter().any(|l| l.id == line.id);
             let all = list_own_versions(store, &line)?;

@@ -241,3 +241,20 @@ pub(crate) fn tag_line(store: &dyn Store, tag: &Tag) -> Result<Line> {
     }
     Ok(line)
 }
+
+/// Main and every line with a record (of a branch or of one deleted).
+pub(crate) fn all_lines(store: &dyn Store) -> Result<Vec<Line>> {
+    let mut out = vec![Line::main()];
+    for id in store.list(LINES_DIR)? {
+        if id.starts_with('_') || id.contains('.') {
+            continue;
+        }
+        match Line::by_id(store, Some(&id)) {
+            Ok(line) => out.push(line),
+            // A folder whose record is not there yet (a branch being made writes it first).
+            Err(_) if commit::read_file(store, &format!("{LINES_DIR}/{id}/line.json"))?.is_none() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use beton_storage::{Dataset, OpenOptions};
 
-use super::commit::{list_versions, read_manifest};
+use super::commit::{list_versions, read_manifest_on, Line};
 use super::manifest::Manifest;
-use super::{integrity, read_tags, view, VersionedDataset};
+use super::{integrity, read_tag_targets, view, VersionedDataset};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -49,22 +49,34 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
     }
     let store = crate::store::open(dir)?;
     let mut report = DirReport::default();
-    let versions = list_versions(&*store)?;
-    if versions.is_empty() {
+    if list_versions(&*store)?.is_empty() {
         report.problems.push("no committed version (_versions/ holds no manifest)".into());
+    }
+    // Main's versions, then each branch's own (a deleted branch's too, while it has some).
+    let mut versions: Vec<(Line, u64)> = Vec::new();
+    for line in super::lines::all_lines(&*store)? {
+        for v in super::commit::list_own_versions(&*store, &line)? {
+            versions.push((line.clone(), v));
+        }
     }
     // Each file's problem (None: sound), by (file, checksum): a file named by many versions is
     // read once.
     let mut files: HashMap<(String, Option<String>), Option<String>> = HashMap::new();
     let mut data_files: HashMap<String, Option<String>> = HashMap::new();
     let mut presence = Presence::new(&*store);
-    for &v in &versions {
-        progress(&format!("version {v}"));
+    for (line, v) in &versions {
+        let v = *v;
+        // "version 7" on main, "line bXXXX (branch fix) version 7" on a branch's line.
+        let label = match &line.id {
+            None => format!("version {v}"),
+            Some(id) => format!("line {id} (branch {}) version {v}", line.branch.as_deref().unwrap_or("?")),
+        };
+        progress(&label);
         report.versions += 1;
-        let m = match read_manifest(&*store, v) {
+        let m = match read_manifest_on(&*store, line, v) {
             Ok(m) => m,
             Err(e) => {
-                report.problems.push(format!("version {v}: {e}"));
+                report.problems.push(format!("{label}: {e}"));
                 continue;
             }
         };
@@ -75,7 +87,7 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
                 check_file(&*store, rel, checksum.as_deref(), &mut presence).err()
             });
             if let Some(p) = problem {
-                report.problems.push(format!("version {v}: {p}"));
+                report.problems.push(format!("{label}: {p}"));
                 sound = false;
             }
         }
@@ -86,29 +98,32 @@ pub fn verify_dir(dir: &Path, decode_images: bool, progress: &dyn Fn(&str)) -> R
                 check_data_file(&*store, &f.data_file, decode_images, &mut report, &mut presence).err()
             });
             if let Some(p) = problem {
-                report.problems.push(format!("version {v}: {p}"));
+                report.problems.push(format!("{label}: {p}"));
                 sound = false;
             }
         }
         // The version whole: row counts, ids, column lengths, splits, against the files.
         if sound {
-            let version = VersionedDataset {
-                store: Arc::clone(&store),
-                line: super::layout::Line::main(),
-                manifest: m,
-            };
+            let version = VersionedDataset { store: Arc::clone(&store), line: line.clone(), manifest: m };
             let whole = version.view().and_then(|view| view.table().map(|_| ()));
             if let Err(e) = whole {
-                report.problems.push(format!("version {v}: {e}"));
+                report.problems.push(format!("{label}: {e}"));
             }
         }
     }
-    let there: BTreeSet<u64> = versions.iter().copied().collect();
-    match read_tags(&*store) {
+    let there: BTreeSet<(Option<String>, u64)> = versions.iter().map(|(l, v)| (l.id.clone(), *v)).collect();
+    match read_tag_targets(&*store) {
         Ok(tags) => {
-            for (name, v) in tags {
-                if !there.contains(&v) {
-                    report.problems.push(format!("tag '{name}' names version {v}, which is not there"));
+            for (name, tag) in tags {
+                // A tag on a branch's line may name a version of a line it starts from.
+                let found = match Line::by_id(&*store, tag.line.as_deref()) {
+                    Ok(line) => there.contains(&(line.line_of(tag.version).id, tag.version)),
+                    Err(_) => false,
+                };
+                if !found {
+                    report
+                        .problems
+                        .push(format!("tag '{name}' names version {}, which is not there", tag.version));
                 }
             }
         }

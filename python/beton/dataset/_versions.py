@@ -183,7 +183,7 @@ class _Versions(_DatasetBase):
         source : str
             The branch to merge in (``main`` too).
         {message}
-        strategy : {{'fail', 'ours', 'theirs'}}
+        strategy : {'fail', 'ours', 'theirs'}
             For conflicts ``resolve`` leaves: ``fail`` commits nothing and raises
             ``MergeConflictError``; ``ours`` keeps this branch's side, ``theirs`` takes
             ``source``'s.
@@ -294,7 +294,7 @@ class _Versions(_DatasetBase):
         return self._require_directory("delete_tag").delete_tag(name)
 
     def checkout(self, version) -> Self:
-        """Another version of this dataset, read-only history.
+        """Another version of this dataset (of this Dataset's branch), read-only history.
 
         Parameters
         ----------
@@ -314,7 +314,8 @@ class _Versions(_DatasetBase):
         --------
         >>> old = ds.checkout(1)  # doctest: +SKIP
         """
-        return type(self)(self._require_directory("checkout").path, version=version)
+        native = self._require_directory("checkout")
+        return type(self)(native.path, version=version, branch=native.branch_name)
 
     @_edit
     def restore(self, version) -> Self:
