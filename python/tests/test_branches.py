@@ -50,8 +50,13 @@ def test_two_curators_branch_and_merge(ds_dir, tmp_path):
     assert alice.checkout(2).branch_name == "relabel" and alice.checkout(2)[3]["label"] == 42
     assert labels_by_id(alice.checkout(1)) == base
     assert [v["branch"] for v in alice.versions()] == ["main", "relabel"]
-    assert [b["name"] for b in main.branches()] == ["main", "relabel", "cleanup"]
+    assert [b["name"] for b in main.branches()] == ["main", "cleanup", "relabel"]
     assert main.diff("main", "relabel")["changed"] == {"label": [3, 4]}
+    # The merge preview: the branch's changed and added rows, their changed cells captioned.
+    page = main.gallery(diff=("main", "relabel"), size=32).to_html()
+    assert f"label: {base[3]} → 42" in page and f"label: {base[4]} → 42" in page and "2 rows changed" in page
+    preview = main.gallery(diff=("main", "cleanup"), size=32)
+    assert preview.matched == 155 and "added" in preview.to_html() and "1 deleted" in preview.to_html()
     # Merges: different cells and rows combine; appended rows keep their (disjoint) ids.
     r = main.merge("relabel", message="labels fixed")
     assert r["committed"] and r["cells_set"] == 2 and main.version == 2

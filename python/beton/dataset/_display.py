@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+import numpy as np
+
 from beton._writing import _progress_bar
 from beton.dataset._open import _DatasetBase
 from beton.dataset._results import QueryResult
@@ -49,7 +51,7 @@ class _Display(_DatasetBase):
 
     def gallery(self, where=None, by: Optional[str] = None, n: int = 8, columns: Optional[List[str]] = None,
                 size: int = 128, image: Optional[str] = None, summaries: bool = True, max_groups: int = 50,
-                title: Optional[str] = None, progress: bool = False):
+                title: Optional[str] = None, progress: bool = False, diff=None):
         """Thumbnails of the rows ``where`` selects, grouped by a column, with per-column
         summaries: shown in a notebook, saved as a page or a contact sheet (``.save``).
 
@@ -83,6 +85,12 @@ class _Display(_DatasetBase):
             The page's title (default: the file's name).
         progress : bool, default False
             Show a tqdm bar of the thumbnails made (when tqdm is installed).
+        diff : tuple, optional
+            ``(a, b)``: versions, tags or branch names (as ``diff`` takes them). Shows the rows
+            changed from ``a`` to ``b`` as ``b`` has them, grouped as ``changed`` and ``added``,
+            each captioned with its row id and its changed cells, ``column: before -> after``
+            (``where`` narrows them; rows deleted are counted in the title): a merge preview
+            with ``(this branch, other branch)``.
 
         Returns
         -------
@@ -103,7 +111,13 @@ class _Display(_DatasetBase):
         >>> ds.gallery("label IN (1, 3)", by="label", n=4)  # doctest: +SKIP
         >>> ds.gallery("SELECT index, image.width FROM samples ORDER BY image.width LIMIT 8")  # doctest: +SKIP
         >>> ds.gallery(ds.split("val"), by="label").save("val.html")  # doctest: +SKIP
+        >>> ds.gallery(diff=("main", "relabel"))  # doctest: +SKIP
         """
+        if diff is not None:
+            after, where, title = self._diff_rows(diff, where, title)
+            return after.gallery(where, by="change" if by is None else by, n=n, columns=columns or ["row_id", "cells"],
+                                 size=size, image=image, summaries=summaries, max_groups=max_groups, title=title,
+                                 progress=progress)
         if isinstance(where, QueryResult):
             where = where.table
         names = set(getattr(where, "column_names", None) or ())
@@ -129,3 +143,61 @@ class _Display(_DatasetBase):
             if bars and bars[0] is not None:
                 bars[0].close()
         return Gallery(native)
+
+    def _diff_rows(self, diff, where, title):
+        """The version ``diff[1]`` names, the rows changed or added since ``diff[0]`` as a table
+        (``index``, ``row_id``, ``change``, ``cells``: ``column: before -> after``), narrowed
+        to ``where``, and the page's title."""
+        import pyarrow as pa
+
+        a, b = diff
+        native = self._require_directory("gallery(diff=...)")
+        d = native.diff(a, b)
+        path = native.path
+
+        def version(at):
+            names = {br["name"] for br in native.branches()}
+            if isinstance(at, str) and at in names and at not in native.tags():
+                return type(self)(path, branch=at)
+            return type(self)(path, version=at, branch=native.branch_name)
+
+        before, after = version(a), version(b)
+        changed = sorted({i for rows in d["changed"].values() for i in rows})
+        added = sorted(d["added"])
+        ids = changed + added
+        cols = sorted(d["changed"])
+
+        def values(ds, wanted):
+            t = ds.table(cols or [next(iter(ds._kinds))])
+            pos = dict(zip(t.column("row_id").to_pylist(), range(t.num_rows)))
+            got = {c: t.column(c).to_pylist() for c in cols}
+            return pos, {i: {c: got[c][pos[i]] for c in cols} for i in wanted if i in pos}
+
+        after_pos, after_vals = values(after, ids)
+        _, before_vals = values(before, changed)
+        changed_in = {c: set(rows) for c, rows in d["changed"].items()}
+        cells = []
+        for i in ids:
+            if i in before_vals:
+                parts = [_change(c, before_vals[i][c], after_vals[i][c]) for c in cols if i in changed_in[c]]
+                cells.append("; ".join(parts))
+            else:
+                cells.append("added")
+        table = pa.table({"index": pa.array([after_pos[i] for i in ids], pa.uint64()),
+                          "row_id": pa.array(ids, pa.uint64()),
+                          "change": ["changed"] * len(changed) + ["added"] * len(added),
+                          "cells": cells})
+        if where is not None:
+            keep = set(np.asarray(after.where(where) if isinstance(where, str) else where).tolist())
+            mask = [int(k) in keep for k in table.column("index").to_pylist()]
+            table = table.filter(pa.array(mask))
+        if title is None:
+            title = (f"{a} → {b}: {len(changed)} rows changed, {len(added)} added, {len(d['deleted'])} deleted"
+                     f"{' (columns ' + ', '.join(cols) + ')' if cols else ''}")
+        return after, table, title
+
+
+def _change(column, before, after) -> str:
+    """A changed cell as a caption: ``label: 7 → 3`` (``image: changed`` for long values)."""
+    text = f"{column}: {before!r} → {after!r}"
+    return text if len(text) <= 60 else f"{column}: changed"
