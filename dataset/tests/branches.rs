@@ -163,6 +163,15 @@ fn merges_combine_edits_of_different_cells_rows_and_columns() {
     let (same, again) = merged.merge("fix", "", &MergeOptions::default()).unwrap();
     assert!(!again.committed);
     assert_eq!(same.version(), merged.version());
+    // A restore of the version before the merge is a new version on main (as git's revert): the
+    // merge stays in main's history, so merging the branch again has nothing to do; restoring
+    // the merge's version brings it back.
+    let undone = merged.restore(merged.version() - 1).unwrap();
+    assert_eq!(label(&rows(&undone), 5), Some(5));
+    let (_, report) = undone.merge("fix", "", &MergeOptions::default()).unwrap();
+    assert!(!report.committed);
+    let merged = undone.restore(merged.version()).unwrap();
+    assert_eq!(rows(&merged), got);
     // Main's next append still takes main's ids; the branch keeps its range.
     let more = merged.append_file(&labels_file(tmp.path(), "m2.beton", 950, 1), "").unwrap();
     assert!(rows(&more).contains_key(&11));
@@ -361,6 +370,7 @@ enum Op {
     AddColumn { branch: usize, k: usize },
     DropColumn { branch: usize, column: usize },
     Compact { branch: usize },
+    Restore { branch: usize, back: usize },
     Merge { into: usize, from: usize, strategy: u8 },
 }
 
@@ -373,6 +383,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (b.clone(), 0usize..2).prop_map(|(branch, k)| Op::AddColumn { branch, k }),
         1 => (b.clone(), 1usize..3).prop_map(|(branch, column)| Op::DropColumn { branch, column }),
         1 => b.clone().prop_map(|branch| Op::Compact { branch }),
+        1 => (b.clone(), 1usize..4).prop_map(|(branch, back)| Op::Restore { branch, back }),
         4 => (b.clone(), b, 0u8..3).prop_map(|(into, from, strategy)| Op::Merge { into, from, strategy }),
     ]
 }
@@ -563,6 +574,8 @@ fn run_model(ops: &[Op]) {
     main.create_branch("b1", None).unwrap();
     main.create_branch("b2", None).unwrap();
     let mut heads = [0usize; 3];
+    // Each branch's versions so far (number, node), its start first.
+    let mut history: [Vec<(u64, usize)>; 3] = [vec![(1, 0)], vec![(1, 0)], vec![(1, 0)]];
     let mut seen_ids: BTreeSet<u64> = nodes[0].rows.keys().copied().collect();
     let mut files = 0;
     for (step, op) in ops.iter().enumerate() {
@@ -573,7 +586,8 @@ fn run_model(ops: &[Op]) {
             | Op::Append { branch, .. }
             | Op::AddColumn { branch, .. }
             | Op::DropColumn { branch, .. }
-            | Op::Compact { branch } => *branch,
+            | Op::Compact { branch }
+            | Op::Restore { branch, .. } => *branch,
             Op::Merge { into, .. } => *into,
         };
         let v = open(branch);
@@ -640,6 +654,15 @@ fn run_model(ops: &[Op]) {
                 v.drop_column(&c, "").unwrap()
             }
             Op::Compact { .. } => v.compact(&ExportOptions::with_threads(1), "").unwrap(),
+            Op::Restore { back, .. } => {
+                let h = &history[branch];
+                let Some(&(version, node)) = h.len().checked_sub(1 + back).and_then(|k| h.get(k)) else {
+                    continue;
+                };
+                next.rows = nodes[node].rows.clone();
+                next.columns = nodes[node].columns.clone();
+                v.restore(version).unwrap()
+            }
             Op::Merge { from, strategy, .. } => {
                 if *from == branch {
                     continue;
@@ -702,6 +725,7 @@ fn run_model(ops: &[Op]) {
         assert_eq!(mine, want, "step {step} {op:?} on {}", NAMES[branch]);
         nodes.push(next);
         heads[branch] = nodes.len() - 1;
+        history[branch].push((new_version.version(), nodes.len() - 1));
     }
     // Every head reads as the model says, after a cleanup too.
     main.cleanup(1, std::time::Duration::ZERO).unwrap();
