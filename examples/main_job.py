@@ -261,8 +261,7 @@ def curate(out, fm, model, pipeline, clothes, images, labels):
                        message="relabel 5 suspects")
     changed = ds.diff("main", "relabel-suspects")["changed"].get("label", [])
     page = os.path.join(out, "relabel-review.html")
-    review.gallery(f"row_id IN ({', '.join(map(str, changed))})", size=64, summaries=False,
-                   title="relabelled on branch relabel-suspects").save(page)
+    ds.gallery(diff=("main", "relabel-suspects"), size=64, summaries=False).save(page)
     print(f"branch relabel-suspects: {len(changed)} labels changed; review page {page}")
     report = ds.merge("relabel-suspects", message="merge the reviewed relabels")
     print(f"merged into main as version {report['version']}: {report['cells_set']} cells set, "

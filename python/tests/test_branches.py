@@ -21,7 +21,7 @@ IMAGEFOLDER = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "d
 
 
 def labels_by_id(ds):
-    t = ds.table(["label"])
+    t = ds.table(["row_id", "label"])
     return dict(zip(t.column("row_id").to_pylist(), t.column("label").to_pylist()))
 
 
@@ -66,7 +66,7 @@ def test_two_curators_branch_and_merge(ds_dir, tmp_path):
     assert merged[3] == merged[4] == 42 and 10 not in merged and len(main) == 155 + 154
     assert main.versions()[-1]["merged"] == ("cleanup", bob.version)
     # Images came over byte for byte.
-    ids = main.table(["label"]).column("row_id").to_pylist()
+    ids = main.table(["row_id"]).column("row_id").to_pylist()
     k = ids.index(max(ids))
     assert np.array_equal(main[k]["image"], bob[len(bob) - 1]["image"])
     # The Loader and SQL on a branch.

@@ -452,7 +452,7 @@ def test_branches_on_s3_two_writers_and_a_merging_third(moto, s3env, small, tmp_
     main.branch("b")
     script = tmp_path / "writer.py"
     script.write_text(BRANCH_WRITER)
-    rounds = 5
+    rounds = 20
     procs = [subprocess.Popen([sys.executable, str(script), url, b, rid, str(rounds)], stderr=subprocess.PIPE,
                               text=True, env=dict(os.environ, BETON_CACHE_DIR=str(tmp_path / f"cache-{b}")))
              for b, rid in (("a", "7"), ("b", "8"))]
@@ -468,7 +468,7 @@ def test_branches_on_s3_two_writers_and_a_merging_third(moto, s3env, small, tmp_
     for b in ("a", "b"):
         beton.open(url).merge(b)
     ds = beton.open(url)
-    t = ds.table(["label"])
+    t = ds.table(["row_id", "label"])
     got = dict(zip(t.column("row_id").to_pylist(), t.column("label").to_pylist()))
     assert got[7] == got[8] == 1000 + rounds - 1 and len(ds) == len(beton.open(small))
     assert {b["name"]: b["head"] for b in ds.branches()} == {"main": ds.version, "a": 1 + rounds, "b": 1 + rounds}

@@ -168,7 +168,7 @@ class _Display(_DatasetBase):
         cols = sorted(d["changed"])
 
         def values(ds, wanted):
-            t = ds.table(cols or [next(iter(ds._kinds))])
+            t = ds.table(["row_id", *cols])
             pos = dict(zip(t.column("row_id").to_pylist(), range(t.num_rows)))
             got = {c: t.column(c).to_pylist() for c in cols}
             return pos, {i: {c: got[c][pos[i]] for c in cols} for i in wanted if i in pos}
