@@ -219,7 +219,7 @@ class _Versions(_DatasetBase):
         ...     print(e.conflicts.to_pylist())
         >>> main.merge("relabel", strategy="theirs")  # doctest: +SKIP
         """
-        from beton import MergeConflictError
+        from beton._native import MergeConflictError
 
         rows = _resolutions(resolve)
         try:
