@@ -117,15 +117,14 @@ struct Side {
     v: VersionedDataset,
     view: VersionView,
     /// Row id → table index (live rows).
-    index: HashMap<u64, u64>,
+    index: RowIndex,
     schema: Vec<(String, FieldType)>,
 }
 
 impl Side {
     fn open(v: VersionedDataset) -> Result<Side> {
         let view = v.view()?;
-        let ids = view.table()?.row_ids()?;
-        let index = ids.iter().enumerate().map(|(k, &id)| (id, k as u64)).collect();
+        let index = RowIndex::new(view.table()?.row_ids()?);
         let schema = view.schema()?;
         Ok(Side { v, view, index, schema })
     }
@@ -135,12 +134,47 @@ impl Side {
     }
 
     fn value(&self, id: u64, field: &str) -> Result<Option<Value<'_>>> {
-        let (Some(&k), Some(ty)) = (self.index.get(&id), self.ty(field)) else { return Ok(None) };
+        let (Some(k), Some(ty)) = (self.index.get(id), self.ty(field)) else { return Ok(None) };
         self.view.value(k, field, ty)
     }
 
     fn show(&self, id: u64, field: &str) -> Result<Option<String>> {
         Ok(self.value(id, field)?.map(|v| show(&v)))
+    }
+}
+
+/// Where each row id of a version is (its table index): its row ids as the table gives them,
+/// searched where they ascend (almost always: a version's rows are its fragments' in order, each
+/// fragment's ids ascending), else through a sorted copy. No hashing of every row.
+struct RowIndex {
+    ids: Vec<u64>,
+    /// `(id, index)` sorted by id, when `ids` does not ascend.
+    sorted: Option<Vec<(u64, u64)>>,
+}
+
+impl RowIndex {
+    fn new(ids: Vec<u64>) -> RowIndex {
+        let sorted = (!ids.windows(2).all(|w| w[0] < w[1])).then(|| {
+            let mut pairs: Vec<(u64, u64)> = ids.iter().enumerate().map(|(k, &id)| (id, k as u64)).collect();
+            pairs.sort_unstable();
+            pairs
+        });
+        RowIndex { ids, sorted }
+    }
+
+    fn get(&self, id: u64) -> Option<u64> {
+        match &self.sorted {
+            None => self.ids.binary_search(&id).ok().map(|k| k as u64),
+            Some(pairs) => pairs.binary_search_by_key(&id, |p| p.0).ok().map(|k| pairs[k].1),
+        }
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        self.get(id).is_some()
+    }
+
+    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.ids.iter().copied()
     }
 }
 
@@ -378,7 +412,7 @@ impl Plan {
                                 kind,
                             })
                         };
-                        if !o.index.contains_key(&id) {
+                        if !o.index.contains(id) {
                             continue;
                         }
                         let changed_too = changed_o.is_some_and(|r| r.contains(&id));
@@ -452,7 +486,7 @@ impl Plan {
                 }
                 // Added by both, of one type: the rows both have must agree.
                 (false, Some(_), Some(_)) => {
-                    for (&id, _) in t.index.iter().filter(|(id, _)| o.index.contains_key(id)) {
+                    for id in t.index.ids().filter(|&id| o.index.contains(id)) {
                         let (ov, tv) = (o.value(id, name)?, t.value(id, name)?);
                         if same(&ov, &tv) {
                             continue;
@@ -486,7 +520,7 @@ impl Plan {
         // Rows theirs deleted.
         let mut deletes = BTreeSet::new();
         for &id in &d_t.deleted {
-            if !o.index.contains_key(&id) {
+            if !o.index.contains(id) {
                 continue;
             }
             if changed_by_o.contains(&id) {
@@ -507,7 +541,7 @@ impl Plan {
         }
         // Rows ours deleted that theirs changed.
         for &id in deleted_o.intersection(&changed_by_t) {
-            if !t.index.contains_key(&id) {
+            if !t.index.contains(id) {
                 continue;
             }
             let column = ct.iter().find(|(_, r)| r.contains(&id)).map(|(c, _)| c.clone());
@@ -527,7 +561,7 @@ impl Plan {
         // must agree.
         let mut new_rows = BTreeSet::new();
         for &id in &d_t.added {
-            if !o.index.contains_key(&id) {
+            if !o.index.contains(id) {
                 new_rows.insert(id);
                 continue;
             }
@@ -683,11 +717,21 @@ impl Plan {
         let dir = ours.dir();
         let store = &**ours.store();
         let m = ours.manifest();
-        // Every data-file row of ours (deleted ones too) by row id.
+        // The data-file row of ours (deleted ones too) of each row id the merge touches.
+        let mut touched: std::collections::HashSet<u64> =
+            self.deletes.iter().chain(&self.undeletes).copied().collect();
+        touched.extend(&self.new_rows);
+        for by_id in self.cells.values() {
+            touched.extend(by_id.keys());
+        }
         let mut place: HashMap<u64, (usize, u64)> = HashMap::new();
-        for (k, f) in m.fragments.iter().enumerate() {
-            for (row, id) in ours.fragment_row_ids(f)?.into_iter().enumerate() {
-                place.insert(id, (k, row as u64));
+        if !touched.is_empty() {
+            for (k, f) in m.fragments.iter().enumerate() {
+                for (row, id) in ours.fragment_row_ids(f)?.into_iter().enumerate() {
+                    if touched.contains(&id) {
+                        place.insert(id, (k, row as u64));
+                    }
+                }
             }
         }
         // A row theirs has that ours deleted (and the base did not have: deleted before it, on
@@ -772,7 +816,7 @@ impl Plan {
         let tm = theirs.manifest();
         let mut first = 0u64;
         let tview = &self.theirs.view;
-        for f in tm.fragments.iter() {
+        for f in tm.fragments.iter().filter(|_| !new_rows.is_empty()) {
             let live = f.num_live_rows();
             let ids = theirs.fragment_row_ids(f)?;
             let deleted = fragment_deletions(store, f)?;
