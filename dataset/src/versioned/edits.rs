@@ -189,19 +189,7 @@ impl VersionedDataset {
         self.schema_field(name)?;
         let touches = Touches { everything: true, ..Touches::default() };
         self.commit(Operation::DropColumn { name: name.to_string() }, message, &touches, |_, new| {
-            new.schema.retain(|f| f.name != name);
-            // A column of this name added later must not pick up these values.
-            // Only the fragments with such a column file change (and are copied).
-            for k in 0..new.fragments.len() {
-                if !new.fragments[k].columns.iter().any(|c| c.fields.iter().any(|n| n == name)) {
-                    continue;
-                }
-                let f = &mut new.fragments[k];
-                for c in &mut f.columns {
-                    c.fields.retain(|n| n != name);
-                }
-                f.columns.retain(|c| !c.fields.is_empty());
-            }
+            drop_field(new, name);
             Ok(())
         })
     }
@@ -289,6 +277,23 @@ impl VersionedDataset {
             }
             Ok(())
         })
+    }
+}
+
+/// Removes field `name` from `m`'s schema and from its column files, so that a column of this
+/// name added later does not pick up these values (only the fragments with such a column file
+/// change, and are copied). A drop and a merge that drops a column share it.
+pub(super) fn drop_field(m: &mut Manifest, name: &str) {
+    m.schema.retain(|f| f.name != name);
+    for k in 0..m.fragments.len() {
+        if !m.fragments[k].columns.iter().any(|c| c.fields.iter().any(|n| n == name)) {
+            continue;
+        }
+        let f = &mut m.fragments[k];
+        for c in &mut f.columns {
+            c.fields.retain(|n| n != name);
+        }
+        f.columns.retain(|c| !c.fields.is_empty());
     }
 }
 

@@ -418,17 +418,9 @@ impl Plan {
                         let changed_too = changed_o.is_some_and(|r| r.contains(&id));
                         if changed_too && !same(&o.value(id, name)?, &t.value(id, name)?) {
                             let c = conflict(ConflictKind::Cell, o.show(id, name)?)?;
-                            match decide.take(c)? {
-                                Decided::Ours => {}
-                                Decided::Theirs => {
-                                    cells.entry(name.clone()).or_default().insert(id, Source::Theirs(id));
-                                }
-                                Decided::Given(a) => {
-                                    cells.entry(name.clone()).or_default().insert(id, Source::Given(a));
-                                }
-                            }
+                            set_cell(&mut cells, name, id, decide.take(c)?);
                         } else if !changed_too {
-                            cells.entry(name.clone()).or_default().insert(id, Source::Theirs(id));
+                            set_cell(&mut cells, name, id, Decided::Theirs);
                         }
                     }
                 }
@@ -499,15 +491,7 @@ impl Plan {
                             theirs: tv.map(|v| show(&v)),
                             kind: ConflictKind::AddAdd,
                         };
-                        match decide.take(c)? {
-                            Decided::Ours => {}
-                            Decided::Theirs => {
-                                cells.entry(name.clone()).or_default().insert(id, Source::Theirs(id));
-                            }
-                            Decided::Given(a) => {
-                                cells.entry(name.clone()).or_default().insert(id, Source::Given(a));
-                            }
-                        }
+                        set_cell(&mut cells, name, id, decide.take(c)?);
                     }
                 }
                 // Added by theirs.
@@ -581,15 +565,7 @@ impl Plan {
                     theirs: tv.map(|v| show(&v)),
                     kind: ConflictKind::Cell,
                 };
-                match decide.take(c)? {
-                    Decided::Ours => {}
-                    Decided::Theirs => {
-                        cells.entry(name.clone()).or_default().insert(id, Source::Theirs(id));
-                    }
-                    Decided::Given(a) => {
-                        cells.entry(name.clone()).or_default().insert(id, Source::Given(a));
-                    }
-                }
+                set_cell(&mut cells, name, id, decide.take(c)?);
             }
         }
 
@@ -998,17 +974,7 @@ struct Written {
 impl Written {
     fn apply(&self, new: &mut Manifest) {
         for name in &self.drop_columns {
-            new.schema.retain(|f| f.name != *name);
-            for k in 0..new.fragments.len() {
-                if !new.fragments[k].columns.iter().any(|c| c.fields.iter().any(|n| n == name)) {
-                    continue;
-                }
-                let f = &mut new.fragments[k];
-                for c in &mut f.columns {
-                    c.fields.retain(|n| n != name);
-                }
-                f.columns.retain(|c| !c.fields.is_empty());
-            }
+            super::edits::drop_field(new, name);
         }
         for (name, ty) in &self.add_columns {
             new.schema.push(super::manifest::SchemaField::new(name, ty));
@@ -1040,6 +1006,16 @@ impl Written {
             new.classes = classes.clone();
         }
     }
+}
+
+/// Records how a cell conflict was settled: theirs' value or a given one replaces ours'.
+fn set_cell(cells: &mut BTreeMap<String, BTreeMap<u64, Source>>, name: &str, id: u64, decided: Decided) {
+    let source = match decided {
+        Decided::Ours => return,
+        Decided::Theirs => Source::Theirs(id),
+        Decided::Given(a) => Source::Given(a),
+    };
+    cells.entry(name.to_string()).or_default().insert(id, source);
 }
 
 /// What settling a conflict came to.
