@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use beton_query::gallery::{Gallery, GalleryOptions, Selection};
+use beton_query::gallery::{diff_gallery, DiffRows, Gallery, GalleryOptions, Selection};
 use beton_query::Table;
+
+use crate::versions::version_or_branch;
 
 /// `beton gallery`'s arguments.
 #[derive(clap::Args)]
@@ -50,6 +52,11 @@ pub struct GalleryArgs {
     /// The version of a dataset directory (a number or a tag; default the latest).
     #[arg(long)]
     version: Option<String>,
+    /// Show what changed from version A to B of a dataset directory (numbers, tags or branch
+    /// names): changed rows before beside after, their changed cells highlighted, added and
+    /// deleted rows. SQL narrows them (in each version).
+    #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with_all = ["version", "by"])]
+    diff: Option<Vec<String>>,
     /// Row layout of a foreign custom (type 255) field: NAME=SIZE[:ALIGN].
     #[arg(long, value_name = "NAME=SIZE[:ALIGN]")]
     custom: Vec<String>,
@@ -60,7 +67,11 @@ pub fn run(a: &GalleryArgs) -> Result<String> {
     if a.out.is_none() && a.png.is_none() {
         bail!("say where to write it: --out page.html (a page to open in a browser) and/or --png sheet.png");
     }
-    let title = a.title.clone().unwrap_or_else(|| file_title(&a.file));
+    let title = match (&a.title, &a.diff) {
+        (Some(t), _) => t.clone(),
+        (None, Some(_)) => String::new(), // the diff's: what changed
+        (None, None) => file_title(&a.file),
+    };
     let options = GalleryOptions {
         by: a.by.clone(),
         per_group: a.n,
@@ -72,13 +83,21 @@ pub fn run(a: &GalleryArgs) -> Result<String> {
         classes: None,
         title,
     };
-    let gallery = with_table(&a.file, a.version.as_deref(), &a.custom, |table, classes| {
-        let selection = match &a.sql {
-            Some(sql) => Selection::of_sql(table, sql)?,
-            None => Selection::all(table),
-        };
-        build(table, &selection, &GalleryOptions { classes, ..options.clone() })
-    })?;
+    let gallery = match a.diff.as_deref() {
+        Some([from, to]) => {
+            let (older, newer) =
+                (version_or_branch(&a.file, Some(from))?, version_or_branch(&a.file, Some(to))?);
+            let rows = a.sql.as_deref().map_or(DiffRows::All, DiffRows::Sql);
+            diff_gallery(&older, &newer, (from.clone(), to.clone()), rows, &options, &|_, _| {})?
+        }
+        _ => with_table(&a.file, a.version.as_deref(), &a.custom, |table, classes| {
+            let selection = match &a.sql {
+                Some(sql) => Selection::of_sql(table, sql)?,
+                None => Selection::all(table),
+            };
+            build(table, &selection, &GalleryOptions { classes, ..options.clone() })
+        })?,
+    };
     let mut out = String::new();
     let groups = match &gallery.by {
         Some(by) => format!(" in {} groups of {by}", gallery.groups.len() as u64 + gallery.hidden_groups.0),

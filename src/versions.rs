@@ -39,6 +39,9 @@ pub enum Action {
     Append {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// The .beton file or ImageFolder to add.
         file: PathBuf,
         /// A message for the log.
@@ -53,6 +56,9 @@ pub enum Action {
     Classes {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// A class name to add at the end; repeat for several.
         #[arg(long)]
         add: Vec<String>,
@@ -130,6 +136,9 @@ pub enum Action {
     Tag {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// The tag.
         name: String,
         /// The version to tag.
@@ -143,6 +152,9 @@ pub enum Action {
     Restore {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// The version to restore.
         version: u64,
     },
@@ -151,6 +163,9 @@ pub enum Action {
     Update {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// FIELD=SQL expression; repeat for several fields.
         #[arg(long = "set", value_name = "FIELD=EXPR", required = true)]
         set: Vec<String>,
@@ -165,6 +180,9 @@ pub enum Action {
     Delete {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// The predicate.
         predicate: String,
         /// A message for the log.
@@ -175,6 +193,9 @@ pub enum Action {
     AddColumn {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// The new field's name.
         name: String,
         /// The SQL expression (its type decides the field's: int, float, bool, text).
@@ -187,6 +208,9 @@ pub enum Action {
     DropColumn {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// The field.
         name: String,
         /// A message for the log.
@@ -209,6 +233,9 @@ pub enum Action {
     Compact {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// Encoding threads (0: all cores).
         #[arg(long, default_value_t = 0)]
         workers: usize,
@@ -231,6 +258,9 @@ pub enum Action {
     Export {
         /// The dataset directory.
         dir: PathBuf,
+        /// The branch to work on (default main).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
         /// The .beton file to write.
         out: PathBuf,
         /// The rows: a SQL predicate.
@@ -412,8 +442,9 @@ pub fn run(action: &Action) -> Result<String> {
                 sources.len()
             ))
         }
-        Action::Append { dir, file, message, encode } => {
-            let latest = open(dir, VersionRef::Latest)?;
+        Action::Append { dir, branch, file, message, encode } => {
+            let latest = open_on(dir, branch.as_deref(), VersionRef::Latest)?;
+            let dir = &place(dir, branch.as_deref());
             if !file.is_dir() {
                 let v = latest.append_file(file, message)?;
                 return Ok(format!("{}: version {}, {} rows\n", dir.display(), v.version(), v.num_rows()));
@@ -446,8 +477,8 @@ pub fn run(action: &Action) -> Result<String> {
             }
             Ok(out)
         }
-        Action::Classes { dir, add, rename, version, message } => {
-            classes(dir, add, rename.as_deref(), version, message)
+        Action::Classes { dir, branch, add, rename, version, message } => {
+            classes(dir, branch.as_deref(), add, rename.as_deref(), version, message)
         }
         Action::Log { dir, json, branch, graph: false } => log(dir, branch.as_deref(), *json),
         // branches.rs runs these (main.rs asks it first).
@@ -457,17 +488,19 @@ pub fn run(action: &Action) -> Result<String> {
         | Action::Merge { .. } => {
             bail!("beton {}: not a command of versions.rs", action.name())
         }
-        Action::Tag { dir, name, delete: true, .. } => {
-            let was = open(dir, VersionRef::Latest)?.delete_tag(name)?;
+        Action::Tag { dir, branch, name, delete: true, .. } => {
+            let was = open_on(dir, branch.as_deref(), VersionRef::Latest)?.delete_tag(name)?;
             Ok(format!("{}: tag '{name}' deleted (it named version {was})\n", dir.display()))
         }
-        Action::Tag { dir, name, version, .. } => {
-            let v = open(dir, version.map_or(VersionRef::Latest, VersionRef::Number))?;
+        Action::Tag { dir, branch, name, version, .. } => {
+            let v = open_on(dir, branch.as_deref(), version.map_or(VersionRef::Latest, VersionRef::Number))?;
+            let dir = &place(dir, branch.as_deref());
             v.tag(name)?;
             Ok(format!("{}: tag '{name}' names version {}\n", dir.display(), v.version()))
         }
-        Action::Restore { dir, version } => {
-            let v = open(dir, VersionRef::Latest)?.restore(*version)?;
+        Action::Restore { dir, branch, version } => {
+            let v = open_on(dir, branch.as_deref(), VersionRef::Latest)?.restore(*version)?;
+            let dir = &place(dir, branch.as_deref());
             Ok(format!(
                 "{}: version {} restores version {version} ({} rows)\n",
                 dir.display(),
@@ -475,7 +508,7 @@ pub fn run(action: &Action) -> Result<String> {
                 v.num_rows()
             ))
         }
-        Action::Update { dir, set, predicate, message } => {
+        Action::Update { dir, branch, set, predicate, message } => {
             let set = set
                 .iter()
                 .map(|s| match s.split_once('=') {
@@ -483,15 +516,21 @@ pub fn run(action: &Action) -> Result<String> {
                     _ => bail!("--set {s:?}: expected FIELD=EXPR"),
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let v = open(dir, VersionRef::Latest)?.update(predicate.as_deref(), &set, message)?;
+            let v = open_on(dir, branch.as_deref(), VersionRef::Latest)?.update(
+                predicate.as_deref(),
+                &set,
+                message,
+            )?;
+            let dir = &place(dir, branch.as_deref());
             let rows = match &v.manifest().operation {
                 beton_query::versioned::Operation::Update { rows, .. } => *rows,
                 _ => 0,
             };
             Ok(format!("{}: version {}, {rows} rows updated\n", dir.display(), v.version()))
         }
-        Action::Delete { dir, predicate, message } => {
-            let before = open(dir, VersionRef::Latest)?;
+        Action::Delete { dir, branch, predicate, message } => {
+            let before = open_on(dir, branch.as_deref(), VersionRef::Latest)?;
+            let dir = &place(dir, branch.as_deref());
             let v = before.delete_where(predicate, message)?;
             Ok(format!(
                 "{}: version {}, {} rows deleted, {} left\n",
@@ -501,17 +540,21 @@ pub fn run(action: &Action) -> Result<String> {
                 v.num_rows()
             ))
         }
-        Action::AddColumn { dir, name, expr, message } => {
-            let v = open(dir, VersionRef::Latest)?.add_column_sql(name, expr, message)?;
+        Action::AddColumn { dir, branch, name, expr, message } => {
+            let v =
+                open_on(dir, branch.as_deref(), VersionRef::Latest)?.add_column_sql(name, expr, message)?;
+            let dir = &place(dir, branch.as_deref());
             Ok(format!("{}: version {}, column '{name}' added\n", dir.display(), v.version()))
         }
-        Action::DropColumn { dir, name, message } => {
-            let v = open(dir, VersionRef::Latest)?.drop_column(name, message)?;
+        Action::DropColumn { dir, branch, name, message } => {
+            let v = open_on(dir, branch.as_deref(), VersionRef::Latest)?.drop_column(name, message)?;
+            let dir = &place(dir, branch.as_deref());
             Ok(format!("{}: version {}, column '{name}' dropped\n", dir.display(), v.version()))
         }
         Action::Diff { dir, from, to, json } => diff(dir, from.as_deref(), to.as_deref(), *json),
-        Action::Compact { dir, workers, message } => {
-            let v = open(dir, VersionRef::Latest)?;
+        Action::Compact { dir, branch, workers, message } => {
+            let v = open_on(dir, branch.as_deref(), VersionRef::Latest)?;
+            let dir = &place(dir, branch.as_deref());
             let bar = crate::progress::bar(v.num_rows(), "rows");
             let options = ExportOptions {
                 num_threads: *workers,
@@ -539,8 +582,8 @@ pub fn run(action: &Action) -> Result<String> {
                 r.bytes
             ))
         }
-        Action::Export { dir, out, predicate, version } => {
-            let v = open(dir, version_ref(version.as_deref()))?;
+        Action::Export { dir, branch, out, predicate, version } => {
+            let v = open_on(dir, branch.as_deref(), version_ref(version.as_deref()))?;
             let rows = match predicate {
                 Some(p) => Some(beton_query::select_indices(&v.view()?.table()?, p)?),
                 None => None,
@@ -626,6 +669,25 @@ pub fn version_or_branch(dir: &Path, at: Option<&str>) -> Result<VersionedDatase
     Ok(latest.open_at(r)?)
 }
 
+/// The version `at` of branch `branch` (main when `None`) of `dir`.
+pub(crate) fn open_on(dir: &Path, branch: Option<&str>, at: VersionRef) -> Result<VersionedDataset> {
+    match branch {
+        None | Some("main") => open(dir, at),
+        Some(name) => {
+            open(dir, VersionRef::Latest)?;
+            Ok(VersionedDataset::open_branch(dir, name, at)?)
+        }
+    }
+}
+
+/// Where an edit went, as its report says it: `DIR`, or `DIR (branch NAME)`.
+fn place(dir: &Path, branch: Option<&str>) -> PathBuf {
+    match branch {
+        None | Some("main") => dir.to_path_buf(),
+        Some(name) => PathBuf::from(format!("{} (branch {name})", dir.display())),
+    }
+}
+
 pub(crate) fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
     if dir.is_file() {
         bail!(
@@ -640,12 +702,14 @@ pub(crate) fn open(dir: &Path, at: VersionRef) -> Result<VersionedDataset> {
 /// `beton classes DIR`: the class names, one a line with its label; or an edit of them.
 fn classes(
     dir: &Path,
+    branch: Option<&str>,
     add: &[String],
     rename: Option<&str>,
     version: &Option<String>,
     message: &str,
 ) -> Result<String> {
-    let v = open(dir, version_ref(version.as_deref()))?;
+    let v = open_on(dir, branch, version_ref(version.as_deref()))?;
+    let dir = &place(dir, branch);
     let v = match (add.is_empty(), rename) {
         (true, None) => v,
         (false, _) => {

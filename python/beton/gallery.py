@@ -16,12 +16,26 @@ class Group(NamedTuple):
     indices: List[int]
 
 
+class Change(NamedTuple):
+    """One row of a diff's gallery: its row id, ``"changed"``, ``"added"`` or ``"deleted"``, its
+    row number in the older and in the newer version (None where it is not), and the columns
+    whose cells differ."""
+
+    row_id: int
+    kind: str
+    before: Optional[int]
+    after: Optional[int]
+    changed: List[str]
+
+
 class Gallery:
     """Thumbnails of a selection of a dataset's rows, grouped by a column, with per-column
     summaries. Made by ``Dataset.gallery``; a notebook shows it (``_repr_html_``).
 
     Attributes
     ----------
+    title : str
+        The page's title.
     matched : int
         Rows selected.
     num_rows : int
@@ -32,6 +46,8 @@ class Gallery:
         The groups drawn: ``(key, rows, indices)``.
     hidden_groups : tuple of int
         Groups not drawn (over ``max_groups``) and their rows.
+    changes : list of Change
+        A diff's gallery (``gallery(diff=(a, b))``): the rows shown, how each changed.
     summaries : list of dict
         Per column: ``column``, ``data_type``, ``rows``, ``nulls`` and ``kind``: ``"counts"``
         (``top``, ``distinct``, ``other``) or ``"histogram"`` (``min``, ``max``, ``mean``, ``bins``).
@@ -45,6 +61,10 @@ class Gallery:
 
     def __init__(self, native):
         self._native = native
+
+    @property
+    def title(self) -> str:
+        return self._native.title
 
     @property
     def matched(self) -> int:
@@ -69,6 +89,10 @@ class Gallery:
     @property
     def hidden_groups(self) -> Tuple[int, int]:
         return self._native.hidden_groups
+
+    @property
+    def changes(self) -> List[Change]:
+        return [Change(*c) for c in self._native.changes()]
 
     @property
     def summaries(self) -> List[Dict[str, Any]]:

@@ -5,9 +5,12 @@
 use std::sync::Mutex;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
-use beton_query::gallery::{Gallery as RustGallery, GalleryOptions, Selection, SummaryKind};
+use beton_query::gallery::{
+    diff_gallery, ChangeKind, DiffRows, Gallery as RustGallery, GalleryOptions, Selection, SummaryKind,
+};
+use beton_query::versioned::VersionedDataset;
 use beton_query::Table;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
@@ -52,13 +55,14 @@ impl Rows {
         }
     }
 
-    fn selection(self, table: &Table<'_>) -> beton_query::Result<Selection> {
+    /// The selection over `table` (a diff's gallery applies one to two tables).
+    fn selection(&self, table: &Table<'_>) -> beton_query::Result<Selection> {
         Ok(match self {
             Rows::All => Selection::all(table),
-            Rows::Sql(sql) => Selection::of_sql(table, &sql)?,
-            Rows::Set(set) => Selection::of_set(&set),
-            Rows::Result(batch) => Selection::of_result(batch)?,
-            Rows::List(list) => Selection::of_rows(list),
+            Rows::Sql(sql) => Selection::of_sql(table, sql)?,
+            Rows::Set(set) => Selection::of_set(set),
+            Rows::Result(batch) => Selection::of_result(batch.clone())?,
+            Rows::List(list) => Selection::of_rows(list.clone()),
         })
     }
 }
@@ -121,6 +125,56 @@ pub(crate) fn build(
             let options = GalleryOptions { classes, ..options };
             RustGallery::build(table, &rows.selection(table)?, &options, &report)
         })
+    });
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(Gallery { inner: built.map_err(from_query)? })
+}
+
+/// Builds the gallery of what changed from `versions.0` to `versions.1` (named `sides`):
+/// `Dataset.gallery(diff=(a, b))`. `rows` narrows the rows shown: SQL selects in each version
+/// (the newer for changed and added rows, the older for deleted ones); an index set, a query's
+/// result or row numbers are rows of the newer version (deleted rows are then left out).
+pub(crate) fn build_diff(
+    py: Python<'_>,
+    versions: (&VersionedDataset, &VersionedDataset),
+    sides: (String, String),
+    rows: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Gallery> {
+    let rows = Rows::extract(rows)?;
+    let given = |key: &str| options.and_then(|o| o.get_item(key).ok().flatten()).filter(|v| !v.is_none());
+    if let Some(by) = given("by") {
+        if by.extract::<String>().ok().as_deref() != Some("change") {
+            return Err(PyValueError::new_err(format!(
+                "gallery(diff=...) groups by change (changed, added, deleted); by={by} is not supported: narrow the rows with where= instead"
+            )));
+        }
+    }
+    let after = std::sync::Arc::new(versions.1.view().map_err(from_query)?);
+    let mut options = self::options(options, &Source(after.clone()))?;
+    options.by = None;
+    if given("title").is_none() {
+        options.title = String::new(); // diff_gallery's: what changed
+    }
+    let failed: Mutex<Option<PyErr>> = Mutex::new(None);
+    let report = |done: u64, total: u64| {
+        let Some(callback) = &progress else { return };
+        Python::attach(|py| {
+            if let Err(e) = callback.call1(py, (done, total)) {
+                failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+            }
+        });
+    };
+    let built = py.detach(|| {
+        let narrowed = match &rows {
+            Rows::All => DiffRows::All,
+            Rows::Sql(sql) => DiffRows::Sql(sql),
+            other => DiffRows::Newer(other.selection(&after.table()?)?.rows().to_vec()),
+        };
+        diff_gallery(versions.0, versions.1, sides, narrowed, &options, &report)
     });
     if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
@@ -229,6 +283,24 @@ impl Gallery {
             .groups
             .iter()
             .map(|g| (g.key.clone(), g.count, g.tiles.iter().map(|t| t.index).collect()))
+            .collect()
+    }
+
+    /// A diff's gallery: its tiles' changes, `(row_id, kind, index before, index after,
+    /// columns changed)` in the order shown; empty for other galleries.
+    #[allow(clippy::type_complexity)]
+    fn changes(&self) -> Vec<(u64, &'static str, Option<u64>, Option<u64>, Vec<String>)> {
+        let tiles = self.inner.groups.iter().flat_map(|g| &g.tiles);
+        tiles
+            .filter_map(|t| {
+                let c = t.change.as_ref()?;
+                let (before, after) = match c.kind {
+                    ChangeKind::Deleted => (Some(t.index), None),
+                    ChangeKind::Added => (None, Some(t.index)),
+                    ChangeKind::Changed => (c.before.as_ref().map(|b| b.index), Some(t.index)),
+                };
+                Some((c.row_id, c.kind.name(), before, after, c.changed.clone()))
+            })
             .collect()
     }
 

@@ -52,11 +52,31 @@ def test_two_curators_branch_and_merge(ds_dir, tmp_path):
     assert [v["branch"] for v in alice.versions()] == ["main", "relabel"]
     assert [b["name"] for b in main.branches()] == ["main", "cleanup", "relabel"]
     assert main.diff("main", "relabel")["changed"] == {"label": [3, 4]}
-    # The merge preview: the branch's changed and added rows, their changed cells captioned.
-    page = main.gallery(diff=("main", "relabel"), size=32).to_html()
-    assert f"label: {base[3]} → 42" in page and f"label: {base[4]} → 42" in page and "2 rows changed" in page
+    # The merge preview: each changed row's thumbnail on main beside its thumbnail on the
+    # branch, the changed cell highlighted in a table of both versions' values.
+    g = main.gallery(diff=("main", "relabel"), size=32)
+    page = g.to_html()
+    assert "2 rows changed, 0 added, 0 deleted (columns label)" in g.to_html()
+    pos = {rid: i for i, rid in enumerate(main.table(["row_id"]).column("row_id").to_pylist())}
+    assert g.changes == [(3, "changed", pos[3], pos[3], ["label"]), (4, "changed", pos[4], pos[4], ["label"])]
+    for rid in (3, 4):
+        tile = page[page.index(f'data-row-id="{rid}"'):]
+        tile = tile[:tile.index("</figure>")]
+        assert tile.count("<img ") == 2 and 'data-change="changed"' in tile and ">main · #" in tile
+        old = f"{base[rid]} ({main.classes[base[rid]]})"  # a label shows its class name
+        assert f'<tr class="changed" data-column="label"><td>label</td><td>{old}</td><td>42</td></tr>' in tile
     preview = main.gallery(diff=("main", "cleanup"), size=32)
-    assert preview.matched == 155 and "added" in preview.to_html() and "1 deleted" in preview.to_html()
+    html = preview.to_html()
+    assert preview.matched == 156 and "0 rows changed, 155 added, 1 deleted" in html
+    assert [(k, r) for k, r, _ in preview.groups] == [("added", 155), ("deleted", 1)]
+    assert preview.changes[-1] == (10, "deleted", pos[10], None, [])
+    assert 'class="badge deleted"' in html and 'class="badge added"' in html
+    # Narrowed by SQL (in each version), and as a PNG contact sheet.
+    narrowed = main.gallery(diff=("main", "cleanup"), where="row_id = 10")
+    assert [c.kind for c in narrowed.changes] == ["deleted"]
+    assert main.gallery(diff=("main", "relabel"), size=32).to_png().startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="groups by change"):
+        main.gallery(diff=("main", "relabel"), by="label")
     # Merges: different cells and rows combine; appended rows keep their (disjoint) ids.
     r = main.merge("relabel", message="labels fixed")
     assert r["committed"] and r["cells_set"] == 2 and main.version == 2
@@ -87,6 +107,13 @@ def test_two_curators_branch_and_merge(ds_dir, tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         seen = [s["label"] for s in json.load(open(out))["samples"]]
         assert seen == main.table(["label"]).column("label").to_pylist()
+        # Every data file of every branch, the merged ones' included, is a file FFCV reads.
+        files = sorted(p for p in ds_dir.rglob("*.beton"))
+        assert len(files) >= 2
+        for f in files:
+            done = subprocess.run([ffcv, os.path.join(repo, "tests", "ffcv", "ffcv-load.py"), str(f)],
+                                  capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, (f, done.stderr[-3000:])
 
 
 def test_conflicts_table_and_resolutions(ds_dir):
@@ -148,3 +175,18 @@ def test_two_processes_on_two_branches_and_a_merging_third(ds_dir):
     for b in ("main", "a", "b"):
         for v in beton.open(ds_dir, branch=b).versions():
             assert len(beton.open(ds_dir, branch=b, version=v["version"])) == 155
+
+
+def test_the_diff_gallery_outlines_a_changed_image(ds_dir):
+    main = beton.open(ds_dir)
+    branch = main.branch("recolor")
+    red = np.zeros((20, 30, 3), np.uint8)
+    red[..., 0] = 255
+    branch.update_rows([5], {"image": [red]}, message="a red image")
+    g = main.gallery(diff=("main", "recolor"), size=32)
+    (change,) = g.changes
+    assert change.kind == "changed" and change.row_id == 5 and "image" in change.changed
+    # Both frames outlined: the thumbnails are the change.
+    assert g.to_html().count('class="frame changed"') == 2
+    # Versions by number on the handle's branch: the same rows.
+    assert [c.row_id for c in branch.gallery(diff=(1, 2)).changes] == [5]

@@ -416,6 +416,8 @@ def ffcv_cannot_read(rows, fields):
     if any(f.type_name in ("ndarray", "torch_tensor") and np.dtype(f.dtype).kind == "u" and np.dtype(f.dtype).itemsize > 1
            for f in fields.values()):
         return True  # FFCV's default pipeline ends in ToTensor, and torch 2.2 has no uint16/32/64 tensors
+    if any(f.type_name in ("ndarray", "torch_tensor") and tuple(f.shape) == () for f in fields.values()):
+        return True  # a 0-d array: FFCV's writer never finishes on one, its Loader raises IndexError
     for row in rows:
         sizes = [0 if row[n] is NULL else len(row[n]) if isinstance(row[n], (bytes, str)) else np.asarray(row[n]).size
                  for n in names]
@@ -428,8 +430,8 @@ def check_with_ffcv(path, rows, fields):
     """FFCV 1.0.2 (BETON_FFCV_PYTHON) reads the same ints, floats and arrays. FFCV has no bool,
     text or variable-length array field: a file with one is read with stubs (--custom)."""
     ffcv = os.environ.get("BETON_FFCV_PYTHON")
-    if not ffcv or ffcv_cannot_read(rows, fields):
-        return
+    if not ffcv or ffcv_cannot_read(rows, fields) or os.path.isdir(path):
+        return  # (FFCV reads files; a dataset directory's rows are checked through beton's reader)
     out = str(path) + ".ffcv.json"
     custom = []
     for name, f in fields.items():

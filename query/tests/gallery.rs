@@ -260,3 +260,100 @@ fn a_column_that_cannot_be_read_is_said_so_and_the_rest_still_shows() {
     assert_eq!(tiles[0].captions[2].1, "<row 0> & \"co\"");
     assert!(g.to_html(true).contains("cannot read: "));
 }
+
+#[test]
+fn a_diff_shows_changed_rows_before_beside_after_and_added_and_deleted_rows() {
+    use beton_query::gallery::{diff_rows, ChangeKind};
+    use beton_query::versioned::{diff, VersionedDataset};
+    use beton_query::{IndexSet, SqlEdits};
+
+    let (tmp, file) = temp_file(12, None);
+    let dir = tmp.path().join("ds");
+    let v1 = VersionedDataset::import(&dir, &file).unwrap();
+    let v2 = v1.update(Some("index IN (2, 7)"), &[("label".into(), "label + 10".into())], "").unwrap();
+    let v3 = v2.delete(&IndexSet::from_sorted(vec![4]).unwrap(), None, "").unwrap();
+    let more = tmp.path().join("more.beton");
+    write(&more, 2, None);
+    let v4 = v3.append_file(&more, "").unwrap();
+
+    let d = diff(&v1, &v4).unwrap();
+    let (va, vb) = (v1.view().unwrap(), v4.view().unwrap());
+    let (older, newer) = (va.table().unwrap(), vb.table().unwrap());
+    let rows = diff_rows(&d, &older, &newer).unwrap();
+    let kinds: Vec<(u64, ChangeKind, Option<u64>, Option<u64>)> =
+        rows.iter().map(|r| (r.row_id, r.kind, r.before, r.after)).collect();
+    // Row 7 moved up one place (row 4 went); the appended rows are at the end.
+    assert_eq!(
+        kinds,
+        [
+            (2, ChangeKind::Changed, Some(2), Some(2)),
+            (7, ChangeKind::Changed, Some(7), Some(6)),
+            (12, ChangeKind::Added, None, Some(11)),
+            (13, ChangeKind::Added, None, Some(12)),
+            (4, ChangeKind::Deleted, Some(4), None),
+        ]
+    );
+    assert!(rows[0].changed == ["label"] && rows[2].changed.is_empty());
+
+    let options = GalleryOptions { per_group: 8, size: 40, ..GalleryOptions::default() };
+    let sides = ("v1".to_string(), "v4".to_string());
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let g = Gallery::build_diff(&older, &newer, &rows, sides.clone(), &options, &|d, t| {
+        assert!(d <= t && t == 7, "two thumbnails per changed row, one per other: {d}/{t}");
+        done.fetch_max(d, std::sync::atomic::Ordering::Relaxed);
+    })
+    .unwrap();
+    assert_eq!(done.into_inner(), 7);
+    let groups: Vec<(&str, u64, usize)> =
+        g.groups.iter().map(|gr| (gr.key.as_deref().unwrap(), gr.count, gr.tiles.len())).collect();
+    assert_eq!(groups, [("changed", 2, 2), ("added", 2, 2), ("deleted", 1, 1)]);
+    // A changed row: both thumbnails, both versions' captions, the label highlighted.
+    let t = &g.groups[0].tiles[1];
+    let change = t.change.as_ref().unwrap();
+    let before = change.before.as_ref().unwrap();
+    assert_eq!((t.index, before.index, change.row_id), (6, 7, 7));
+    assert!(matches!(t.image, Some(Ok(_))) && matches!(before.image, Some(Ok(_))));
+    assert_eq!(change.changed, ["label"]);
+    assert_eq!(before.captions[0], ("label".to_string(), "1".to_string()));
+    assert_eq!(t.captions[0], ("label".to_string(), "11".to_string()));
+    // Its captions: the changed column, then scalar fields (up to four).
+    let names: Vec<&str> = t.captions.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["label", "score", "name"]);
+    // The deleted row is shown as it was.
+    let gone = &g.groups[2].tiles[0];
+    assert_eq!((gone.index, gone.change.as_ref().unwrap().kind), (4, ChangeKind::Deleted));
+    assert_eq!(gone.captions[1], ("score".to_string(), "0.4".to_string()));
+
+    let html = g.to_html(true);
+    let pair = &html[html[..html.find("data-row-id=\"7\"").unwrap()].rfind("<figure").unwrap()..];
+    let pair = &pair[..pair.find("</figure>").unwrap()];
+    assert_eq!(pair.matches("<img ").count(), 2, "{pair}");
+    assert!(pair.contains("data-before-index=\"7\"") && pair.contains("v1 · #7") && pair.contains("v4 · #6"));
+    assert!(
+        pair.contains("<tr class=\"changed\" data-column=\"label\"><td>label</td><td>1</td><td>11</td></tr>")
+    );
+    assert!(pair.contains("<tr data-column=\"score\"><td>score</td><td>0.7</td><td>0.7</td></tr>"));
+    assert!(!pair.contains("frame changed"), "the image did not change");
+    assert!(html.contains("<span class=\"badge deleted\">deleted</span>"));
+    assert_eq!(html.matches("class=\"badge added\"").count(), 2);
+
+    // The contact sheet: changed rows' cells are two thumbnails wide.
+    let larger = GalleryOptions { size: 120, ..options.clone() };
+    let png =
+        Gallery::build_diff(&older, &newer, &rows, sides.clone(), &larger, &|_, _| {}).unwrap().to_png();
+    let reader = png::Decoder::new(std::io::Cursor::new(png.unwrap())).read_info().unwrap();
+    assert_eq!(reader.info().width, 8 + 2 * (2 * 120 + 4 + 8));
+
+    // Caption columns neither version has are refused, naming the columns there are.
+    let bad = GalleryOptions { columns: Some(vec!["nope".into()]), ..options.clone() };
+    let e = Gallery::build_diff(&older, &newer, &rows, sides.clone(), &bad, &|_, _| {}).unwrap_err();
+    assert!(matches!(e, Error::NoSuchColumn { .. }) && e.to_string().contains("label"), "{e}");
+    // A diff of other versions is refused, not shown wrong.
+    let e = diff_rows(&d, &newer, &older).unwrap_err().to_string();
+    assert!(e.contains("row id") && e.contains("other versions"), "{e}");
+    // Rows past a table's end are refused.
+    let mut past = rows.clone();
+    past[0].after = Some(99);
+    let e = Gallery::build_diff(&older, &newer, &past, sides, &options, &|_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("row 99 is past the end of the newer version"), "{e}");
+}

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-import numpy as np
-
 from beton._writing import _progress_bar
 from beton.dataset._open import _DatasetBase
 from beton.dataset._results import QueryResult
@@ -87,10 +85,14 @@ class _Display(_DatasetBase):
             Show a tqdm bar of the thumbnails made (when tqdm is installed).
         diff : tuple, optional
             ``(a, b)``: versions, tags or branch names (as ``diff`` takes them). Shows the rows
-            changed from ``a`` to ``b`` as ``b`` has them, grouped as ``changed`` and ``added``,
-            each captioned with its row id and its changed cells, ``column: before -> after``
-            (``where`` narrows them; rows deleted are counted in the title): a merge preview
-            with ``(this branch, other branch)``.
+            that differ from ``a`` to ``b``, grouped as ``changed``, ``added`` and ``deleted``:
+            a changed row's thumbnail in ``a`` beside its thumbnail in ``b`` above a table of
+            its captions in both, the cells that differ highlighted (the frames outlined when
+            the image changed); added rows as ``b`` has them, deleted rows as ``a`` had them.
+            Captions default to the changed columns, then up to four scalar fields. ``where``
+            narrows the rows (SQL in each version; an ``IndexSet`` or row numbers are rows of
+            ``b``, and leave deleted rows out); ``by`` may only be ``"change"``. A merge
+            preview is ``(this branch, other branch)``.
 
         Returns
         -------
@@ -114,10 +116,7 @@ class _Display(_DatasetBase):
         >>> ds.gallery(diff=("main", "relabel"))  # doctest: +SKIP
         """
         if diff is not None:
-            after, where, title = self._diff_rows(diff, where, title)
-            return after.gallery(where, by="change" if by is None else by, n=n, columns=columns or ["row_id", "cells"],
-                                 size=size, image=image, summaries=summaries, max_groups=max_groups, title=title,
-                                 progress=progress)
+            return self._diff_gallery(diff, where, by, n, columns, size, image, summaries, title, progress)
         if isinstance(where, QueryResult):
             where = where.table
         names = set(getattr(where, "column_names", None) or ())
@@ -127,77 +126,36 @@ class _Display(_DatasetBase):
             if {key, "index", "distance"} <= names and by is None:
                 by = key
                 columns = ["distance"] if columns is None else columns
-        bars: list = []  # made on the first call, when the number of thumbnails is known
+        options = {"by": by, "n": n, "columns": columns, "size": size, "image": image, "summaries": summaries,
+                   "max_groups": max_groups, "title": title}
+        return _with_progress(lambda report: self._native.gallery(where, options, report), progress)
 
-        def report(done, total):
-            if not bars:
-                bars.append(_progress_bar(total, True, unit="thumbnails"))
-            if bars[0] is not None:
-                bars[0].update(done - bars[0].n)
-
+    def _diff_gallery(self, diff, where, by, n, columns, size, image, summaries, title, progress):
+        """``gallery(diff=(a, b))``: the rows that differ from ``a`` to ``b``."""
         try:
-            options = {"by": by, "n": n, "columns": columns, "size": size, "image": image, "summaries": summaries,
-                       "max_groups": max_groups, "title": title}
-            native = self._native.gallery(where, options, report if progress else None)
-        finally:
-            if bars and bars[0] is not None:
-                bars[0].close()
-        return Gallery(native)
-
-    def _diff_rows(self, diff, where, title):
-        """The version ``diff[1]`` names, the rows changed or added since ``diff[0]`` as a table
-        (``index``, ``row_id``, ``change``, ``cells``: ``column: before -> after``), narrowed
-        to ``where``, and the page's title."""
-        import pyarrow as pa
-
-        a, b = diff
+            a, b = diff
+        except (TypeError, ValueError):
+            raise TypeError(f"diff: expected (a, b), two versions, tags or branch names; got {diff!r}") from None
         native = self._require_directory("gallery(diff=...)")
-        d = native.diff(a, b)
-        path = native.path
-
-        def version(at):
-            names = {br["name"] for br in native.branches()}
-            if isinstance(at, str) and at in names and at not in native.tags():
-                return type(self)(path, branch=at)
-            return type(self)(path, version=at, branch=native.branch_name)
-
-        before, after = version(a), version(b)
-        changed = sorted({i for rows in d["changed"].values() for i in rows})
-        added = sorted(d["added"])
-        ids = changed + added
-        cols = sorted(d["changed"])
-
-        def values(ds, wanted):
-            t = ds.table(["row_id", *cols])
-            pos = dict(zip(t.column("row_id").to_pylist(), range(t.num_rows)))
-            got = {c: t.column(c).to_pylist() for c in cols}
-            return pos, {i: {c: got[c][pos[i]] for c in cols} for i in wanted if i in pos}
-
-        after_pos, after_vals = values(after, ids)
-        _, before_vals = values(before, changed)
-        changed_in = {c: set(rows) for c, rows in d["changed"].items()}
-        cells = []
-        for i in ids:
-            if i in before_vals:
-                parts = [_change(c, before_vals[i][c], after_vals[i][c]) for c in cols if i in changed_in[c]]
-                cells.append("; ".join(parts))
-            else:
-                cells.append("added")
-        table = pa.table({"index": pa.array([after_pos[i] for i in ids], pa.uint64()),
-                          "row_id": pa.array(ids, pa.uint64()),
-                          "change": ["changed"] * len(changed) + ["added"] * len(added),
-                          "cells": cells})
-        if where is not None:
-            keep = set(np.asarray(after.where(where) if isinstance(where, str) else where).tolist())
-            mask = [int(k) in keep for k in table.column("index").to_pylist()]
-            table = table.filter(pa.array(mask))
-        if title is None:
-            title = (f"{a} → {b}: {len(changed)} rows changed, {len(added)} added, {len(d['deleted'])} deleted"
-                     f"{' (columns ' + ', '.join(cols) + ')' if cols else ''}")
-        return after, table, title
+        options = {"by": by, "n": n, "columns": columns, "size": size, "image": image, "summaries": summaries,
+                   "title": title}
+        return _with_progress(lambda report: native.diff_gallery(a, b, where, options, report), progress)
 
 
-def _change(column, before, after) -> str:
-    """A changed cell as a caption: ``label: 7 → 3`` (``image: changed`` for long values)."""
-    text = f"{column}: {before!r} → {after!r}"
-    return text if len(text) <= 60 else f"{column}: changed"
+def _with_progress(build, progress: bool):
+    """A ``Gallery`` from ``build(report)``, with a tqdm bar of the thumbnails made when
+    ``progress`` (``report`` is None otherwise)."""
+    bars: list = []  # made on the first call, when the number of thumbnails is known
+
+    def report(done, total):
+        if not bars:
+            bars.append(_progress_bar(total, True, unit="thumbnails"))
+        if bars[0] is not None:
+            bars[0].update(done - bars[0].n)
+
+    try:
+        native = build(report if progress else None)
+    finally:
+        if bars and bars[0] is not None:
+            bars[0].close()
+    return Gallery(native)

@@ -445,4 +445,29 @@ impl Dataset {
         set_fields!(out, d; from, to, added, deleted, added_columns, dropped_columns, changed);
         Ok(out)
     }
+
+    /// The gallery of the rows that differ from `a` to `b` (as `diff` names them): changed rows
+    /// before beside after, their differing cells highlighted; added and deleted rows.
+    /// `rows` narrows them (SQL applies to each version; an index set or row numbers are rows
+    /// of `b`); `options` and `progress` as `gallery`'s.
+    #[pyo3(signature = (a, b, rows = None, options = None, progress = None))]
+    fn diff_gallery(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        b: &Bound<'_, PyAny>,
+        rows: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<crate::gallery::Gallery> {
+        let (_, version) = self.versioned()?;
+        let (va, vb) = (resolve_ref(&version, a)?, resolve_ref(&version, b)?);
+        let name = |at: &Bound<'_, PyAny>| -> PyResult<String> {
+            Ok(match at.extract::<u64>() {
+                Ok(n) => format!("v{n}"),
+                Err(_) => at.str()?.to_string(),
+            })
+        };
+        crate::gallery::build_diff(py, (&va, &vb), (name(a)?, name(b)?), rows, options, progress)
+    }
 }

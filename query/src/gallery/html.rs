@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 
-use super::model::{Gallery, Tile};
+use beton_storage::Pixels;
+
+use super::model::{Change, ChangeKind, Gallery, Tile};
 use super::summary::{ColumnSummary, SummaryKind};
 use super::text::cut;
 
@@ -37,7 +39,19 @@ const STYLE: &str = "\
 .beton-gallery .col .bar div{height:9px;background:#4a90d9}\
 .beton-gallery .col svg rect{fill:#4a90d9}\
 .beton-gallery .col svg text{font-size:9px;fill:#555}\
-.beton-gallery .note{color:#666;font-style:italic}";
+.beton-gallery .note{color:#666;font-style:italic}\
+.beton-gallery .sides{display:flex;gap:6px}\
+.beton-gallery .side{display:flex;flex-direction:column;align-items:center;font-size:10px;color:#666}\
+.beton-gallery .frame.changed{outline:3px solid #f0a020;outline-offset:-3px}\
+.beton-gallery .added .frame{outline:3px solid #2a2;outline-offset:-3px}\
+.beton-gallery .deleted .frame{outline:3px solid #c33;outline-offset:-3px;opacity:.6}\
+.beton-gallery .badge{display:inline-block;padding:0 4px;border-radius:3px;color:#fff;font-size:10px}\
+.beton-gallery .badge.added{background:#2a2}.beton-gallery .badge.deleted{background:#c33}\
+.beton-gallery table.cells{border-collapse:collapse;font-size:11px;margin:2px auto 0;text-align:left}\
+.beton-gallery table.cells th{color:#666;font-weight:normal;padding:0 4px}\
+.beton-gallery table.cells td{padding:0 4px;overflow-wrap:anywhere}\
+.beton-gallery table.cells td:first-child{white-space:nowrap;color:#555}\
+.beton-gallery table.cells tr.changed td{background:#fff1b8;font-weight:600}";
 
 /// Escapes text for HTML content and attribute values.
 pub(crate) fn escape(text: &str) -> String {
@@ -118,7 +132,12 @@ pub(crate) fn render(g: &Gallery, page: bool) -> String {
         }
         body.push_str("<div class=\"grid\">");
         for tile in &group.tiles {
-            self::tile(&mut body, tile, g.size);
+            match (&tile.change, &g.sides) {
+                (Some(change), Some(sides)) => {
+                    changed_tile(&mut body, tile, change, sides, g.image_field.as_deref(), g.size)
+                }
+                _ => self::tile(&mut body, tile, g.size),
+            }
         }
         body.push_str("</div></section>");
     }
@@ -183,16 +202,110 @@ fn tile(out: &mut String, t: &Tile, size: u32) {
         t.index,
         size.max(64)
     );
-    match &t.image {
+    frame(out, &t.image, t.index, size, false);
+    let _ = write!(out, "<figcaption><b>#{}</b>", t.index);
+    for (name, value) in &t.captions {
+        let _ = write!(out, "<br>{}: {}", escape(name), escape(value));
+    }
+    out.push_str("</figcaption></figure>");
+}
+
+/// A diff gallery's tile: a changed row's older and newer thumbnails side by side above a
+/// table of its captions in both versions, the cells that differ highlighted; an added or a
+/// deleted row as one thumbnail with a badge. `sides` names the two versions; the frames are
+/// outlined when `image_field` changed.
+fn changed_tile(
+    out: &mut String,
+    t: &Tile,
+    change: &Change,
+    sides: &(String, String),
+    image_field: Option<&str>,
+    size: u32,
+) {
+    let kind = change.kind.name();
+    let Some(before) = &change.before else {
+        let _ = write!(
+            out,
+            "<figure class=\"tile {kind}\" data-index=\"{}\" data-row-id=\"{}\" data-change=\"{kind}\" style=\"width:{}px\">",
+            t.index,
+            change.row_id,
+            size.max(64)
+        );
+        frame(out, &t.image, t.index, size, false);
+        let side = if change.kind == ChangeKind::Deleted { &sides.0 } else { &sides.1 };
+        let _ = write!(
+            out,
+            "<figcaption><span class=\"badge {kind}\">{kind}</span> <b>row {}</b> <small>#{} in {}</small>",
+            change.row_id,
+            t.index,
+            escape(side)
+        );
+        for (name, value) in &t.captions {
+            let _ = write!(out, "<br>{}: {}", escape(name), escape(value));
+        }
+        out.push_str("</figcaption></figure>");
+        return;
+    };
+    let _ = write!(
+        out,
+        "<figure class=\"tile pair\" data-index=\"{}\" data-before-index=\"{}\" data-row-id=\"{}\" data-change=\"{kind}\" data-changed=\"{}\" style=\"width:{}px\"><div class=\"sides\">",
+        t.index,
+        before.index,
+        change.row_id,
+        escape(&change.changed.join(",")),
+        2 * size.max(64) + 6
+    );
+    // The image changed when its field (or one of its columns, `image.width`, ...) did.
+    let image_changed = image_field.is_some_and(|f| {
+        change.changed.iter().any(|c| c == f || c.strip_prefix(f).is_some_and(|rest| rest.starts_with('.')))
+    });
+    for (image, index, name) in [(&before.image, before.index, &sides.0), (&t.image, t.index, &sides.1)] {
+        out.push_str("<div class=\"side\">");
+        frame(out, image, index, size, image_changed);
+        let _ = write!(out, "{} · #{index}</div>", escape(name));
+    }
+    let _ = write!(
+        out,
+        "</div><figcaption><b>row {}</b><table class=\"cells\"><tr><th></th><th>{}</th><th>{}</th></tr>",
+        change.row_id,
+        escape(&sides.0),
+        escape(&sides.1)
+    );
+    for ((name, old), (_, new)) in before.captions.iter().zip(&t.captions) {
+        let changed = change.changed.contains(name);
+        let _ = write!(
+            out,
+            "<tr{} data-column=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if changed { " class=\"changed\"" } else { "" },
+            escape(name),
+            escape(name),
+            escape(old),
+            escape(new)
+        );
+    }
+    out.push_str("</table></figcaption></figure>");
+}
+
+/// A `size`-square frame holding a thumbnail (inlined as JPEG), or saying why there is none;
+/// nothing for a table without images. `changed` outlines it.
+fn frame(
+    out: &mut String,
+    image: &Option<std::result::Result<Pixels, String>>,
+    index: u64,
+    size: u32,
+    changed: bool,
+) {
+    let class = if changed { "frame changed" } else { "frame" };
+    match image {
         Some(Ok(pixels)) => match beton_storage::image::encode_jpeg(pixels, QUALITY) {
             Ok(jpeg) => {
                 let _ = write!(
                     out,
-                    "<div class=\"frame\" style=\"width:{size}px;height:{size}px\"><img src=\"data:image/jpeg;base64,{}\" width=\"{}\" height=\"{}\" alt=\"sample {}\"></div>",
+                    "<div class=\"{class}\" style=\"width:{size}px;height:{size}px\"><img src=\"data:image/jpeg;base64,{}\" width=\"{}\" height=\"{}\" alt=\"sample {}\"></div>",
                     base64::engine::general_purpose::STANDARD.encode(jpeg),
                     pixels.width,
                     pixels.height,
-                    t.index
+                    index
                 );
             }
             Err(e) => broken_frame(out, &e.to_string(), size),
@@ -200,11 +313,6 @@ fn tile(out: &mut String, t: &Tile, size: u32) {
         Some(Err(why)) => broken_frame(out, why, size),
         None => {}
     }
-    let _ = write!(out, "<figcaption><b>#{}</b>", t.index);
-    for (name, value) in &t.captions {
-        let _ = write!(out, "<br>{}: {}", escape(name), escape(value));
-    }
-    out.push_str("</figcaption></figure>");
 }
 
 /// The frame of an image that could not be shown, saying why.

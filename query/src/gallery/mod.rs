@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::Table;
 
+mod diff;
 mod html;
 mod key;
 mod model;
@@ -28,8 +29,9 @@ mod sheet;
 mod summary;
 mod text;
 
+pub use diff::{diff_gallery, diff_rows, DiffRow, DiffRows};
 pub use html::{index_set_html, table_html};
-pub use model::{Gallery, Group, Tile};
+pub use model::{Before, Change, ChangeKind, Gallery, Group, Tile};
 pub use selection::Selection;
 pub use summary::{ColumnSummary, SummaryKind};
 
@@ -167,7 +169,12 @@ impl Gallery {
                         (c.clone(), columns.caption(c, p).unwrap_or_else(|e| format!("unreadable: {e}")))
                     })
                     .collect();
-                tiles.push(Tile { index: selection.rows[p], captions, image: thumbnails.next().flatten() });
+                tiles.push(Tile {
+                    index: selection.rows[p],
+                    captions,
+                    image: thumbnails.next().flatten(),
+                    change: None,
+                });
             }
             drawn.push(Group { key, count, tiles });
         }
@@ -186,6 +193,7 @@ impl Gallery {
             hidden_groups: hidden,
             summaries,
             size: options.size,
+            sides: None,
         })
     }
 

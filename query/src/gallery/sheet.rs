@@ -2,6 +2,8 @@
 //! in a grid, each labelled with its index and its first caption (8×8 bitmap glyphs from
 //! `font8x8`, ASCII; other characters print as `?`).
 
+use beton_storage::Pixels;
+
 use super::model::{Gallery, Tile};
 use crate::error::{Error, Result};
 
@@ -41,6 +43,8 @@ impl Canvas {
     fn text(&mut self, x: u32, y: u32, text: &str, scale: u32, max_width: u32, color: [u8; 3]) {
         let advance = 8 * scale;
         let fits = (max_width / advance) as usize;
+        // The font is ASCII: arrows and dashes of captions and titles as their ASCII look-alikes.
+        let text = text.replace('→', "->").replace(['—', '–'], "-").replace('·', "|");
         let chars: Vec<char> = text.chars().collect();
         let shown: Vec<char> = match chars.len() > fits {
             true => chars.iter().take(fits.saturating_sub(1)).copied().chain(std::iter::once('~')).collect(),
@@ -59,9 +63,9 @@ impl Canvas {
         }
     }
 
-    /// The thumbnail of `tile` centred in the `size`-square cell at (x, y).
-    fn image(&mut self, x: u32, y: u32, size: u32, tile: &Tile) {
-        match &tile.image {
+    /// A thumbnail centred in the `size`-square cell at (x, y).
+    fn image(&mut self, x: u32, y: u32, size: u32, image: &Option<std::result::Result<Pixels, String>>) {
+        match image {
             Some(Ok(p)) => {
                 let (ox, oy) =
                     (x + (size.saturating_sub(p.width)) / 2, y + (size.saturating_sub(p.height)) / 2);
@@ -91,7 +95,13 @@ impl Canvas {
 pub(crate) fn render(g: &Gallery) -> Result<Vec<u8>> {
     let size = g.size.max(1);
     let has_images = g.image_field.is_some();
-    let cell_w = size.max(64);
+    // A diff's changed rows show their older thumbnail beside the newer one.
+    let pairs = g
+        .groups
+        .iter()
+        .flat_map(|gr| &gr.tiles)
+        .any(|t| t.change.as_ref().is_some_and(|c| c.before.is_some()));
+    let cell_w = if pairs { 2 * size + 4 } else { size }.max(64);
     let image_h = if has_images { size } else { 0 };
     let cell_h = image_h + 2 * LINE + 4;
     let widest = g.groups.iter().map(|gr| gr.tiles.len() as u32).max().unwrap_or(1).max(1);
@@ -135,10 +145,16 @@ pub(crate) fn render(g: &Gallery) -> Result<Vec<u8>> {
             let (col, row) = (k as u32 % columns, k as u32 / columns);
             let (x, ty) = (PAD + col * (cell_w + PAD), y + row * (cell_h + PAD));
             canvas.fill(x, ty, cell_w, cell_h, CELL);
-            canvas.image(x + (cell_w - size.min(cell_w)) / 2, ty, size, tile);
+            match tile.change.as_ref().and_then(|c| c.before.as_ref()) {
+                Some(before) => {
+                    canvas.image(x, ty, size, &before.image);
+                    canvas.image(x + size + 4, ty, size, &tile.image);
+                }
+                None => canvas.image(x + (cell_w - size.min(cell_w)) / 2, ty, size, &tile.image),
+            }
             canvas.text(x + 2, ty + image_h + 3, &format!("#{}", tile.index), 1, cell_w - 4, TEXT);
-            if let Some((_, value)) = tile.captions.first() {
-                canvas.text(x + 2, ty + image_h + 3 + LINE, value, 1, cell_w - 4, DIM);
+            if let Some(line) = second_line(tile) {
+                canvas.text(x + 2, ty + image_h + 3 + LINE, &line, 1, cell_w - 4, DIM);
             }
         }
         y += (group.tiles.len() as u32).div_ceil(columns) * (cell_h + PAD);
@@ -148,6 +164,20 @@ pub(crate) fn render(g: &Gallery) -> Result<Vec<u8>> {
         canvas.text(PAD, y, &note, 1, text_w, DIM);
     }
     encode_png(&canvas)
+}
+
+/// A tile's second line: its first caption; in a diff, its first changed cell (`label: 3 -> 7`)
+/// or `added` / `deleted`.
+fn second_line(tile: &Tile) -> Option<String> {
+    let Some(change) = &tile.change else {
+        return tile.captions.first().map(|(_, v)| v.clone());
+    };
+    let Some(before) = &change.before else { return Some(change.kind.name().to_string()) };
+    let cell = before.captions.iter().zip(&tile.captions).find(|((n, _), _)| change.changed.contains(n));
+    Some(match cell {
+        Some(((name, old), (_, new))) => format!("{name}: {old} -> {new}"),
+        None => format!("changed: {}", change.changed.join(", ")),
+    })
 }
 
 /// The canvas as an RGB PNG.
