@@ -11,7 +11,15 @@
 #   cargo build --release --bin beton
 #   bash benches/ab_loader.sh /tmp/base/target/release/beton target/release/beton 7 \
 #     "blob.beton:--order random --batch-size 64 --epochs 12" \
-#     "img.beton:--images rrc:160 --order quasi-random --batch-size 256 --epochs 4"
+#     "img.beton:--images rrc:160 --order quasi-random --batch-size 256 --epochs 4" \
+#     "ffcv.beton:--images rrc:160 --order quasi-random --batch-size 256 --epochs 4"
+#
+# Every change to the image path is measured on two files: beton's own (a restart marker every
+# MCU) and one FFCV wrote, the file most users start from (no restart markers). Make the latter
+# with FFCV 1.0.2 (`benches/python_loader_ab.py --ffcv-written DIR --ffcv-python PY` writes it the
+# same way) or, without FFCV's venv, in the same layout with
+#   beton write-imagefolder DIR ffcv.beton --mode jpg --quality 90 --max-resolution 256 \
+#     --restart-interval 0 --no-passthrough
 set -euo pipefail
 # shellcheck source=benches/ab_rounds.sh
 source "$(dirname "$0")/ab_rounds.sh"
