@@ -253,7 +253,7 @@ fn changed_tile(
         before.index,
         change.row_id,
         escape(&change.changed.join(",")),
-        2 * size.max(64) + 6
+        (2 * size.max(64) + 6).max(240)
     );
     // The image changed when its field (or one of its columns, `image.width`, ...) did.
     let image_changed = image_field.is_some_and(|f| {

@@ -1,6 +1,7 @@
 //! The commonest WHERE, fused: a conjunction of comparisons of a numeric column with a number
 //! (`label < 500 AND score > 0.25 AND "image.width" >= 2`, `score BETWEEN 0.2 AND 0.8`,
-//! `label IN (3, 5, 8)`, `label IN (` a hundred classes `)`) over every row of the table,
+//! `label IN (3, 5, 8)`, `label IN (` a hundred classes `)`) or with another numeric column
+//! (`score < weight`, `label <> pred`) over every row of the table,
 //! evaluated in one pass into the selection bitmap (no boolean column per comparison, no AND
 //! kernel between them), in morsels of rows spread over all cores (rayon), written in row order:
 //! the same bits whatever the number of threads. The set bits then become row ids, morsels in
@@ -35,6 +36,7 @@ use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator};
 use super::ast::{column_name, negated_number};
 use super::scope::Ctx;
 use crate::error::Result;
+use crate::table::PartColumn;
 
 /// Rows per morsel: a multiple of 64 (whole bitmap words), small enough that its words stay in
 /// L1 while each comparison ANDs into them.
@@ -63,6 +65,26 @@ enum Leaf<'a> {
     InU64(&'a [u64], Vec<u64>),
     /// A longer list of integers whose range is small: a bit per value from the smallest.
     InBits(IntValues<'a>, Bits),
+    /// `column OP column`, row by row.
+    Cols(Pair<'a>, Cmp),
+}
+
+/// Two columns compared row by row, as the evaluator compares them (`coerce`): integers of two
+/// types as `i64`s (i64 and u16; two u64 columns as `u64`s), a float column with any number
+/// column as `f64`s in SQL order. A u64 column against another integer type is left to the
+/// evaluator (its cast to `i64` can fail). Each pair is put in one order (the comparison
+/// flipped to match), so that fewer loops are compiled.
+enum Pair<'a> {
+    /// i64 with i64.
+    Int(&'a [i64], &'a [i64]),
+    /// i64 with u16.
+    IntU16(&'a [i64], &'a [u16]),
+    /// u16 with u16.
+    U16(&'a [u16], &'a [u16]),
+    /// u64 with u64.
+    U64(&'a [u64], &'a [u64]),
+    /// A float column with a number column of any type.
+    Float(&'a [f64], Values<'a>),
 }
 
 /// The values of an integer column, compared as mathematical integers.
@@ -117,6 +139,18 @@ const MAX_IN_RANGE: usize = 1 << 24;
 enum Condition {
     Cmp(Cmp, Number),
     In(Vec<i64>),
+    /// Compared with another column (its name).
+    Col(Cmp, String),
+}
+
+impl Condition {
+    /// The other column a condition reads, if any.
+    fn other(&self) -> Option<&str> {
+        match self {
+            Condition::Col(_, name) => Some(name),
+            _ => None,
+        }
+    }
 }
 
 /// The values of a column compared as floats.
@@ -187,6 +221,11 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
     if !comparisons_of(predicate, &mut comparisons) || comparisons.is_empty() {
         return None;
     }
+    // A comparison of `index` with another column reads it as a column: left to the evaluator.
+    let is_index = |name: &str| ctx.resolve(name) == INDEX;
+    if comparisons.iter().any(|(name, c)| c.other().is_some_and(|o| is_index(o) || is_index(name))) {
+        return None;
+    }
     // Conditions on `index` (the row's position) are a range of rows, not a column to read:
     // `index >= 50000000 AND index < 50000010` touches 10 rows of 100 M, whatever else is asked.
     let (index, comparisons): (Vec<_>, Vec<_>) =
@@ -199,15 +238,20 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
         return Some(Ok(mask));
     }
     // The columns first (materialised, cached), then the leaves borrowing them.
-    let mut columns: Vec<(ArrayRef, Condition)> = Vec::with_capacity(comparisons.len());
+    let read = |name: &str| -> Option<ArrayRef> {
+        let array = ctx.table().column(&ctx.resolve(name)).ok()?;
+        (array.null_count() == 0 && array.len() == ctx.num_rows()).then_some(array)
+    };
+    let mut columns: Vec<(ArrayRef, Option<ArrayRef>, Condition)> = Vec::with_capacity(comparisons.len());
     for (name, condition) in comparisons {
-        let array = ctx.table().column(&ctx.resolve(&name)).ok()?;
-        if array.null_count() > 0 || array.len() != ctx.num_rows() {
-            return None;
-        }
-        columns.push((array, condition));
+        let other = match condition.other() {
+            Some(o) => Some(read(o)?),
+            None => None,
+        };
+        columns.push((read(&name)?, other, condition));
     }
-    let leaves = columns.iter().map(|(a, c)| leaf(a.as_ref(), c)).collect::<Option<Vec<_>>>()?;
+    let leaves =
+        columns.iter().map(|(a, b, c)| leaf(a.as_ref(), b.as_deref(), c)).collect::<Option<Vec<_>>>()?;
     let mask = evaluate_with(isa, &leaves, ctx.num_rows(), within.rows());
     Some(Ok(within.mask(Some(&mask))))
 }
@@ -253,6 +297,8 @@ impl IndexRange {
                         None => rows,
                     });
                 }
+                // (Comparisons between columns never reach here: `conjunction_mask_with`.)
+                Condition::Col(..) => return None,
                 Condition::Cmp(cmp, number) => {
                     let x = match *number {
                         Number::Int(i) => i as f64,
@@ -363,9 +409,18 @@ fn chunked(
     comparisons: &[(String, Condition)],
     within: &IndexRange,
 ) -> Option<BooleanBuffer> {
+    // Each comparison's column, and the other column it reads (a comparison between columns).
     let mut per_column = Vec::with_capacity(comparisons.len());
-    for (name, _) in comparisons {
+    let mut per_other = Vec::with_capacity(comparisons.len());
+    for (name, condition) in comparisons {
         per_column.push(ctx.table().column_parts(&ctx.resolve(name))?);
+        per_other.push(match condition.other() {
+            Some(o) => Some(ctx.table().column_parts(&ctx.resolve(o))?),
+            None => None,
+        });
+    }
+    if per_column.iter().chain(per_other.iter().flatten()).any(|c| c.len() != per_column[0].len()) {
+        return None;
     }
     let parts = per_column[0].len();
     // Each data file's first row in the table: those holding no row `within` allows are skipped.
@@ -386,12 +441,15 @@ fn chunked(
             if !(starts[k] < rows.end && rows.start < starts[k] + table_rows) {
                 return Some(BooleanBuffer::new_unset(table_rows));
             }
+            let whole = |a: &'_ dyn Array| a.len() == len && a.null_count() == 0;
             let leaves = per_column
                 .iter()
+                .zip(&per_other)
                 .zip(comparisons)
-                .map(|(columns, (_, c))| {
+                .map(|((columns, other), (_, c))| {
                     let a = columns[k].values.as_ref();
-                    (a.len() == len && a.null_count() == 0).then(|| leaf(a, c)).flatten()
+                    let b = other.as_ref().map(|o| o[k].values.as_ref());
+                    (whole(a) && b.is_none_or(whole)).then(|| leaf(a, b, c)).flatten()
                 })
                 .collect::<Option<Vec<_>>>()?;
             // Morsels in parallel too: one data file of 100 M rows keeps every core busy.
@@ -401,25 +459,31 @@ fn chunked(
                 isa.and_morsel(&leaves, start..(start + MORSEL).min(len), out);
             });
             // The rows patches set: the conjunction of each, over its patched values.
-            let mut patched: Vec<u64> =
-                per_column.iter().flat_map(|columns| columns[k].patched.iter().map(|(r, _)| *r)).collect();
+            let mut patched: Vec<u64> = per_column
+                .iter()
+                .chain(per_other.iter().flatten())
+                .flat_map(|columns| columns[k].patched.iter().map(|(r, _)| *r))
+                .collect();
             patched.sort_unstable();
             patched.dedup();
             for r in patched {
-                let cells: Vec<ArrayRef> = per_column
-                    .iter()
-                    .map(|columns| {
-                        let p = &columns[k];
-                        match p.patched.binary_search_by_key(&r, |(row, _)| *row) {
-                            Ok(j) => Arc::clone(&p.patched[j].1),
-                            Err(_) => p.values.slice(r as usize, 1),
-                        }
-                    })
-                    .collect();
+                // Row `r`'s cell of a column: its patched value, or the data file's.
+                let cell = |columns: &Vec<PartColumn>| -> ArrayRef {
+                    let p = &columns[k];
+                    match p.patched.binary_search_by_key(&r, |(row, _)| *row) {
+                        Ok(j) => Arc::clone(&p.patched[j].1),
+                        Err(_) => p.values.slice(r as usize, 1),
+                    }
+                };
+                let cells: Vec<(ArrayRef, Option<ArrayRef>)> =
+                    per_column.iter().zip(&per_other).map(|(c, o)| (cell(c), o.as_ref().map(cell))).collect();
                 let one = cells
                     .iter()
                     .zip(comparisons)
-                    .map(|(a, (_, c))| (a.null_count() == 0).then(|| leaf(a.as_ref(), c)).flatten())
+                    .map(|((a, b), (_, c))| {
+                        let valid = a.null_count() == 0 && b.as_ref().is_none_or(|b| b.null_count() == 0);
+                        valid.then(|| leaf(a.as_ref(), b.as_deref(), c)).flatten()
+                    })
                     .collect::<Option<Vec<_>>>()?;
                 let mut bit = [u64::MAX];
                 isa.and_morsel(&one, 0..1, &mut bit);
@@ -451,8 +515,8 @@ fn chunked(
     Some(within.mask(Some(&all.finish())))
 }
 
-/// Appends the conditions of an AND-tree of `column OP number`, `column BETWEEN number AND
-/// number` and `column IN (integers)` to `out`; false for any other form.
+/// Appends the conditions of an AND-tree of `column OP number`, `column OP column`, `column
+/// BETWEEN number AND number` and `column IN (integers)` to `out`; false for any other form.
 fn comparisons_of(e: &Expr, out: &mut Vec<(String, Condition)>) -> bool {
     // An AND chain leans left (`a AND b AND c` is `(a AND b) AND c`): walked in a loop.
     let mut e = e;
@@ -492,7 +556,10 @@ fn comparisons_of(e: &Expr, out: &mut Vec<(String, Condition)>) -> bool {
                     (Some(c), Some(n)) => Some((c, Condition::Cmp(cmp, n))),
                     _ => match (number(unnested(left)), column_name(unnested(right))) {
                         (Some(n), Some(c)) => Some((c, Condition::Cmp(cmp.flipped(), n))),
-                        _ => None,
+                        _ => match (column_name(unnested(left)), column_name(unnested(right))) {
+                            (Some(a), Some(b)) => Some((a, Condition::Col(cmp, b))),
+                            _ => None,
+                        },
                     },
                 };
                 let Some(found) = found else { return false };
@@ -523,11 +590,12 @@ fn number(e: &Expr) -> Option<Number> {
     }
 }
 
-/// The comparison of `array` with `number`, as the evaluator makes it; `None` where values
-/// could make the two disagree.
-fn leaf<'a>(array: &'a dyn Array, condition: &Condition) -> Option<Leaf<'a>> {
+/// The comparison of `array` with a number or a list, or with `other` (a comparison between
+/// columns), as the evaluator makes it; `None` where values could make the two disagree.
+fn leaf<'a>(array: &'a dyn Array, other: Option<&'a dyn Array>, condition: &Condition) -> Option<Leaf<'a>> {
     let (cmp, number) = match condition {
         Condition::Cmp(cmp, number) => (*cmp, *number),
+        Condition::Col(cmp, _) => return pair(array, other?, *cmp),
         // in_set: integer items of an integer column are a set of i128s, so the mathematical
         // equality.
         Condition::In(list) if list.len() > MAX_IN_LIST => {
@@ -575,6 +643,36 @@ fn leaf<'a>(array: &'a dyn Array, condition: &Condition) -> Option<Leaf<'a>> {
         }
         _ => return None,
     })
+}
+
+/// `a OP b` row by row, as the evaluator's `coerce` compares two number columns; `None` for
+/// types it does not take here.
+fn pair<'a>(a: &'a dyn Array, b: &'a dyn Array, cmp: Cmp) -> Option<Leaf<'a>> {
+    let i64s = |x: &'a dyn Array| x.as_primitive::<Int64Type>().values().as_ref();
+    let u16s = |x: &'a dyn Array| x.as_primitive::<UInt16Type>().values().as_ref();
+    let u64s = |x: &'a dyn Array| x.as_primitive::<UInt64Type>().values().as_ref();
+    let f64s = |x: &'a dyn Array| x.as_primitive::<Float64Type>().values().as_ref();
+    let values = |x: &'a dyn Array| -> Option<Values<'a>> {
+        Some(match x.data_type() {
+            DataType::Int64 => Values::Int(i64s(x)),
+            DataType::UInt16 => Values::U16(u16s(x)),
+            DataType::UInt64 => Values::U64(u64s(x)),
+            DataType::Float64 => Values::Float(f64s(x)),
+            _ => return None,
+        })
+    };
+    use DataType::{Float64, Int64, UInt16, UInt64};
+    let (pair, cmp) = match (a.data_type(), b.data_type()) {
+        (Int64, Int64) => (Pair::Int(i64s(a), i64s(b)), cmp),
+        (Int64, UInt16) => (Pair::IntU16(i64s(a), u16s(b)), cmp),
+        (UInt16, Int64) => (Pair::IntU16(i64s(b), u16s(a)), cmp.flipped()),
+        (UInt16, UInt16) => (Pair::U16(u16s(a), u16s(b)), cmp),
+        (UInt64, UInt64) => (Pair::U64(u64s(a), u64s(b)), cmp),
+        (Float64, _) => (Pair::Float(f64s(a), values(b)?), cmp),
+        (_, Float64) => (Pair::Float(f64s(b), values(a)?), cmp.flipped()),
+        _ => return None,
+    };
+    Some(Leaf::Cols(pair, cmp))
 }
 
 fn as_float(n: Number) -> f64 {
@@ -703,6 +801,43 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
             Leaf::InInt(v, list) => and_in(out, &v[start..end], |x| *x, list),
             Leaf::InU16(v, list) => and_in(out, &v[start..end], |x| i64::from(*x), list),
             Leaf::InU64(v, list) => and_in(out, &v[start..end], |x| *x, list),
+            Leaf::Cols(pair, cmp) => {
+                let cmp = *cmp;
+                match pair {
+                    Pair::Int(x, y) => {
+                        and_cmp_pairs(out, &x[start..end], &y[start..end], |v| *v, |v| *v, cmp)
+                    }
+                    Pair::IntU16(x, y) => {
+                        and_cmp_pairs(out, &x[start..end], &y[start..end], |v| *v, |v| i64::from(*v), cmp)
+                    }
+                    Pair::U16(x, y) => {
+                        and_cmp_pairs(out, &x[start..end], &y[start..end], |v| *v, |v| *v, cmp)
+                    }
+                    Pair::U64(x, y) => {
+                        and_cmp_pairs(out, &x[start..end], &y[start..end], |v| *v, |v| *v, cmp)
+                    }
+                    Pair::Float(x, other) => {
+                        let (x, float) = (&x[start..end], |v: &f64| order_key(sql_order(*v)));
+                        match other {
+                            Values::Float(y) => and_cmp_pairs(out, x, &y[start..end], float, float, cmp),
+                            Values::Int(y) => {
+                                and_cmp_pairs(out, x, &y[start..end], float, |v| order_key(*v as f64), cmp)
+                            }
+                            Values::U16(y) => and_cmp_pairs(
+                                out,
+                                x,
+                                &y[start..end],
+                                float,
+                                |v| order_key(f64::from(*v)),
+                                cmp,
+                            ),
+                            Values::U64(y) => {
+                                and_cmp_pairs(out, x, &y[start..end], float, |v| order_key(*v as f64), cmp)
+                            }
+                        }
+                    }
+                }
+            }
             Leaf::InBits(values, bits) => match values {
                 IntValues::Int(v) => and_into(out, &v[start..end], |x| bits.contains(*x)),
                 IntValues::U16(v) => and_into(out, &v[start..end], |x| bits.contains(i64::from(*x))),
@@ -763,6 +898,45 @@ fn and_cmp<T, K: Ord + Copy>(out: &mut [u64], values: &[T], key: impl Fn(&T) -> 
         Cmp::LtEq => and_into(out, values, move |x| key(x) <= n),
         Cmp::Gt => and_into(out, values, move |x| key(x) > n),
         Cmp::GtEq => and_into(out, values, move |x| key(x) >= n),
+    }
+}
+
+/// `out &= key_a(a) OP key_b(b)`, row by row, one loop per operator.
+#[inline(always)]
+fn and_cmp_pairs<A, B, K: Ord + Copy>(
+    out: &mut [u64],
+    a: &[A],
+    b: &[B],
+    key_a: impl Fn(&A) -> K + Copy,
+    key_b: impl Fn(&B) -> K + Copy,
+    cmp: Cmp,
+) {
+    match cmp {
+        Cmp::Eq => and_pairs(out, a, b, move |x, y| key_a(x) == key_b(y)),
+        Cmp::NotEq => and_pairs(out, a, b, move |x, y| key_a(x) != key_b(y)),
+        Cmp::Lt => and_pairs(out, a, b, move |x, y| key_a(x) < key_b(y)),
+        Cmp::LtEq => and_pairs(out, a, b, move |x, y| key_a(x) <= key_b(y)),
+        Cmp::Gt => and_pairs(out, a, b, move |x, y| key_a(x) > key_b(y)),
+        Cmp::GtEq => and_pairs(out, a, b, move |x, y| key_a(x) >= key_b(y)),
+    }
+}
+
+/// `out[w] &= bits of test(a[i], b[i])` over rows `64w..64w+64`: whole words as loops of
+/// exactly 64 (vector compares), the last, partial word row by row.
+#[inline(always)]
+fn and_pairs<A, B>(out: &mut [u64], a: &[A], b: &[B], test: impl Fn(&A, &B) -> bool + Copy) {
+    for ((x, y), word) in a.chunks(64).zip(b.chunks(64)).zip(out.iter_mut()) {
+        let mut bits = 0u64;
+        if let (Ok(x), Ok(y)) = (<&[A; 64]>::try_from(x), <&[B; 64]>::try_from(y)) {
+            for k in 0..64 {
+                bits |= u64::from(test(&x[k], &y[k])) << k;
+            }
+        } else {
+            for (k, (p, q)) in x.iter().zip(y).enumerate() {
+                bits |= u64::from(test(p, q)) << k;
+            }
+        }
+        *word &= bits;
     }
 }
 
@@ -1021,12 +1195,22 @@ mod tests {
             "\"image.width\" > 2 AND index <> 4",
             "f BETWEEN 0.1 AND 3 AND a < 2",
             "a IN (1, 2, -3) AND \"image.width\" IN (2, 70000) AND b IN (-1, 3)",
+            // Comparisons between columns: i64 with i64 or u16, u64 with u64, floats with any.
+            "a < f",
+            "f >= a AND a <> 3",
+            "\"image.width\" <= a AND a = a",
+            "b = b AND f > b",
+            "\"image.width\" < f AND f < 2",
         ] {
             assert!(conjunction_mask(&ctx, &predicate(sql)).is_some(), "{sql}");
         }
         for sql in [
             "a < 1 OR b > 2",
+            // A u64 against another integer type: the evaluator casts it to i64, which can fail.
             "a < b",
+            "\"image.width\" = b",
+            // `index` against a column.
+            "index < a",
             "a + 1 < 2",
             "a < 1 AND TRUE",
             "a IN (1, 2.5)",
@@ -1071,8 +1255,9 @@ mod tests {
     /// Random conjunctions: the fused rows (with the loops compiled for `isa`) are the general
     /// evaluator's.
     fn same_rows_as_the_evaluator(ctx: &Ctx, isa: Isa) {
-        // Operators past OPS: `column BETWEEN number AND number`, `column IN (numbers)`.
-        let leaf = (0..COLUMNS.len(), 0..OPS.len() + 2, 0..NUMBERS.len(), any::<bool>());
+        // Operators past OPS: `column BETWEEN number AND number`, `column IN (numbers)`,
+        // `column OP column`.
+        let leaf = (0..COLUMNS.len(), 0..OPS.len() + 3, 0..NUMBERS.len(), any::<bool>());
         let config = ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() };
         let taken = std::sync::atomic::AtomicUsize::new(0);
         proptest!(config, |(leaves in proptest::collection::vec(leaf, 1..4))| {
@@ -1083,6 +1268,10 @@ mod tests {
                     if o == OPS.len() {
                         let high = NUMBERS[(n * 7 + usize::from(flip) * 5) % NUMBERS.len()];
                         return format!("{column} BETWEEN {} AND {high}", NUMBERS[n]);
+                    }
+                    if o == OPS.len() + 2 {
+                        let other = format!("\"{}\"", COLUMNS[(n + usize::from(flip)) % COLUMNS.len()]);
+                        return format!("{column} {} {other}", OPS[(n + c) % OPS.len()]);
                     }
                     if o == OPS.len() + 1 {
                         // Integer items (taken: some out of the column's range), or one float
@@ -1107,6 +1296,39 @@ mod tests {
         });
         // Most cases take the fused path (the others: a u64 column against a negative number).
         assert!(taken.into_inner() > 256, "the fused path was hardly taken");
+    }
+
+    #[test]
+    fn comparisons_between_columns_give_the_evaluators_rows() {
+        // Every pair of columns, every operator, with NaN and -0.0 in `f` and without, with the
+        // loops of every instruction set: the fused rows are the evaluator's; a u64 column
+        // against another integer type, and `index`, are left to it.
+        for nan in [false, true] {
+            let (_tmp, ds) = opened(nan);
+            let table = Table::new(&ds);
+            let ctx = Ctx::all(&table);
+            for x in COLUMNS {
+                for y in COLUMNS {
+                    for op in OPS {
+                        let sql = format!("\"{x}\" {op} \"{y}\" AND \"image.width\" >= 1");
+                        let e = predicate(&sql);
+                        let u64_with_int =
+                            [x, y].contains(&"b") && [x, y].iter().any(|c| ["a", "image.width"].contains(c));
+                        let expect_fused = !u64_with_int && x != "index" && y != "index";
+                        for isa in Isa::available() {
+                            match conjunction_mask_with(isa, &ctx, &e) {
+                                Some(fused) => {
+                                    assert!(expect_fused, "{sql}: fused");
+                                    let fused: Vec<usize> = fused.unwrap().set_indices().collect();
+                                    assert_eq!(Ok(fused), general(&ctx, &e), "{sql} ({isa:?}, nan {nan})");
+                                }
+                                None => assert!(!expect_fused, "{sql}: not fused"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
