@@ -479,3 +479,36 @@ fn a_number_parameter_is_never_an_ordinal() {
     let ordinal = query(&table, "SELECT index, score FROM samples ORDER BY 2 DESC LIMIT 3 OFFSET 3").unwrap();
     assert_eq!(u64s(&ordinal, 0), vec![46, 45, 44], "the literal is an ordinal");
 }
+
+#[test]
+fn in_lists_of_any_length_under_or_and_not_give_the_rows_of_their_definition() {
+    // `IN` outside the fused conjunction (under OR, NOT, `= TRUE`) over int and u16 columns: short
+    // lists searched member by member, long ones by binary search, against the rows computed here.
+    let (_tmp, path) = beton_testkit::temp_path("in.beton");
+    let a = |i: u64| (i * 7919 % 113) as i64 - 50;
+    beton_testkit::write(&path, schema("a:int image:raw"), 1000, |i| {
+        let w = 1 + (i % 9) as u32;
+        vec![SampleValue::Int(a(i)), rgb(w, 1, vec![1; w as usize * 3])]
+    });
+    let ds = Dataset::open(&path).unwrap();
+    let table = Table::new(&ds);
+    let short: Vec<i64> = vec![-50, -3, 0, 7, 62, 1000];
+    let long: Vec<i64> = (-60..70).step_by(3).chain([i64::MIN, i64::MAX]).collect();
+    for list in [&short, &long] {
+        let items: Vec<String> = list.iter().map(i64::to_string).collect();
+        let items = items.join(", ");
+        let member = |x: i64| list.contains(&x);
+        let width = |i: u64| 1 + (i % 9) as i64;
+        let cases: [(String, Box<dyn Fn(u64) -> bool>); 4] = [
+            (format!("a IN ({items}) OR a > 60"), Box::new(move |i| member(a(i)) || a(i) > 60)),
+            (format!("NOT (a IN ({items}))"), Box::new(move |i| !member(a(i)))),
+            (format!("(a NOT IN ({items})) = TRUE"), Box::new(move |i| !member(a(i)))),
+            (format!("\"image.width\" IN ({items}) OR FALSE"), Box::new(move |i| member(width(i)))),
+        ];
+        for (sql, want) in cases {
+            let got = select_indices(&table, &sql).unwrap();
+            let expected: Vec<u64> = (0..1000).filter(|&i| want(i)).collect();
+            assert_eq!(got.as_slice(), expected.as_slice(), "{sql}");
+        }
+    }
+}
