@@ -499,7 +499,8 @@ fn in_lists_of_any_length_under_or_and_not_give_the_rows_of_their_definition() {
         let items = items.join(", ");
         let member = |x: i64| list.contains(&x);
         let width = |i: u64| 1 + (i % 9) as i64;
-        let cases: [(String, Box<dyn Fn(u64) -> bool>); 4] = [
+        type Rows<'a> = Box<dyn Fn(u64) -> bool + 'a>;
+        let cases: [(String, Rows<'_>); 4] = [
             (format!("a IN ({items}) OR a > 60"), Box::new(move |i| member(a(i)) || a(i) > 60)),
             (format!("NOT (a IN ({items}))"), Box::new(move |i| !member(a(i)))),
             (format!("(a NOT IN ({items})) = TRUE"), Box::new(move |i| !member(a(i)))),
