@@ -76,9 +76,9 @@ fn read_batch(stream: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
 }
 
 /// Gallery options from a Python dict (`by`, `n`, `columns`, `size`, `image`, `summaries`,
-/// `max_groups`, `title`; missing keys keep their defaults).
-fn options(given: Option<&Bound<'_, PyDict>>, source: &Source) -> PyResult<GalleryOptions> {
-    let mut o = GalleryOptions { title: source.title(), ..GalleryOptions::default() };
+/// `max_groups`, `title`; missing keys keep their defaults, the title `title`).
+fn options(given: Option<&Bound<'_, PyDict>>, title: String) -> PyResult<GalleryOptions> {
+    let mut o = GalleryOptions { title, ..GalleryOptions::default() };
     for (key, value) in given.into_iter().flat_map(|d| d.iter()) {
         let key: String = key.extract()?;
         if value.is_none() && key != "summaries" {
@@ -99,6 +99,32 @@ fn options(given: Option<&Bound<'_, PyDict>>, source: &Source) -> PyResult<Galle
     Ok(o)
 }
 
+/// A gallery's `progress(done, total)` callable, called from the threads making thumbnails:
+/// the first exception it raises is kept, and raised once the gallery is built.
+struct Reporter {
+    callback: Option<Py<PyAny>>,
+    failed: Mutex<Option<PyErr>>,
+}
+
+impl Reporter {
+    fn report(&self, done: u64, total: u64) {
+        let Some(callback) = &self.callback else { return };
+        Python::attach(|py| {
+            if let Err(e) = callback.call1(py, (done, total)) {
+                self.failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+            }
+        });
+    }
+
+    /// What was built, or the callable's exception (first), or the build's error.
+    fn finish<T>(self, built: beton_query::Result<T>) -> PyResult<T> {
+        match self.failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => built.map_err(from_query),
+        }
+    }
+}
+
 /// Builds a gallery of `rows` of `source` (`Dataset.gallery`, `Version.gallery`) with
 /// `options` (a dict, see [`options`]), calling `progress(done, total)` (a Python callable) as
 /// thumbnails are made; an exception it raises is raised once the gallery is built.
@@ -110,26 +136,16 @@ pub(crate) fn build(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Gallery> {
     let rows = Rows::extract(rows)?;
-    let options = self::options(options, source)?;
-    let failed: Mutex<Option<PyErr>> = Mutex::new(None);
-    let report = |done: u64, total: u64| {
-        let Some(callback) = &progress else { return };
-        Python::attach(|py| {
-            if let Err(e) = callback.call1(py, (done, total)) {
-                failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
-            }
-        });
-    };
+    let options = self::options(options, source.title())?;
+    let reporter = Reporter { callback: progress, failed: Mutex::new(None) };
+    let report = |done: u64, total: u64| reporter.report(done, total);
     let built = py.detach(|| {
         source.with_table(|table, classes| {
             let options = GalleryOptions { classes, ..options };
             RustGallery::build(table, &rows.selection(table)?, &options, &report)
         })
     });
-    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
-    }
-    Ok(Gallery { inner: built.map_err(from_query)? })
+    Ok(Gallery { inner: reporter.finish(built)? })
 }
 
 /// Builds the gallery of what changed from `versions.0` to `versions.1` (named `sides`):
@@ -153,33 +169,20 @@ pub(crate) fn build_diff(
             )));
         }
     }
-    let after = std::sync::Arc::new(versions.1.view().map_err(from_query)?);
-    let mut options = self::options(options, &Source(after.clone()))?;
+    // No title given: diff_gallery's, what changed.
+    let mut options = self::options(options, String::new())?;
     options.by = None;
-    if given("title").is_none() {
-        options.title = String::new(); // diff_gallery's: what changed
-    }
-    let failed: Mutex<Option<PyErr>> = Mutex::new(None);
-    let report = |done: u64, total: u64| {
-        let Some(callback) = &progress else { return };
-        Python::attach(|py| {
-            if let Err(e) = callback.call1(py, (done, total)) {
-                failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
-            }
-        });
-    };
+    let reporter = Reporter { callback: progress, failed: Mutex::new(None) };
+    let report = |done: u64, total: u64| reporter.report(done, total);
     let built = py.detach(|| {
         let narrowed = match &rows {
             Rows::All => DiffRows::All,
             Rows::Sql(sql) => DiffRows::Sql(sql),
-            other => DiffRows::Newer(other.selection(&after.table()?)?.rows().to_vec()),
+            other => DiffRows::Newer(other.selection(&versions.1.view()?.table()?)?.rows().to_vec()),
         };
         diff_gallery(versions.0, versions.1, sides, narrowed, &options, &report)
     });
-    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
-    }
-    Ok(Gallery { inner: built.map_err(from_query)? })
+    Ok(Gallery { inner: reporter.finish(built)? })
 }
 
 /// A dataset's card (`Dataset._repr_html_`): `facts` above a strip of `n` thumbnails.

@@ -190,3 +190,7 @@ def test_the_diff_gallery_outlines_a_changed_image(ds_dir):
     assert g.to_html().count('class="frame changed"') == 2
     # Versions by number on the handle's branch: the same rows.
     assert [c.row_id for c in branch.gallery(diff=(1, 2)).changes] == [5]
+    # Row numbers narrow to rows of the newer version.
+    assert [c.row_id for c in branch.gallery(diff=(1, 2), where=[4, 5]).changes] == [5]
+    assert branch.gallery(diff=(1, 2), where=[6]).changes == []
+    assert branch.gallery(diff=(1, 2), progress=True).matched == 1

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use arrow_array::{Array, UInt64Array};
 
-use super::{values, VersionedDataset};
+use super::{values, VersionView, VersionedDataset};
 use crate::error::Result;
 
 /// The changes from one version to another.
@@ -93,7 +93,19 @@ fn match_by_search(ida: &[u64], idb: &[u64]) -> Matched {
 /// # Errors
 /// Errors opening either version's data.
 pub fn diff(a: &VersionedDataset, b: &VersionedDataset) -> Result<Diff> {
-    let (va, vb) = (a.view()?, b.view()?);
+    diff_views((a, &a.view()?), (b, &b.view()?))
+}
+
+/// [`diff`] over views of the two versions a caller has open already (a diff's gallery reads
+/// its rows from the same views).
+///
+/// # Errors
+/// Errors reading either version's data.
+pub fn diff_views(
+    a: (&VersionedDataset, &VersionView),
+    b: (&VersionedDataset, &VersionView),
+) -> Result<Diff> {
+    let ((a, va), (b, vb)) = (a, b);
     let (ta, tb) = (va.table()?, vb.table()?);
     let (ida, idb) = (ta.row_ids()?, tb.row_ids()?);
     let (added, deleted, in_a, in_b, ids) = match is_ascending(&ida) && is_ascending(&idb) {

@@ -44,7 +44,7 @@ use commit::{
     io, list_versions, list_versions_on, publish_on, read_manifest_on, write_new_file, Line, Published,
     TAGS_DIR,
 };
-pub use diff::{diff, Diff};
+pub use diff::{diff, diff_views, Diff};
 use export::null_patches;
 pub use imagefolder::{ImageFolderOptions, ImageFolderReport};
 pub use manifest::{ColumnFile, FileRef, Fragment, Manifest, Operation, RowIds, SchemaField};

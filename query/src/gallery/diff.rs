@@ -16,7 +16,7 @@ use super::{
     default_captions, image_field, pick, summary, thumbnail, Columns, GalleryOptions, Selection, MAX_TILES,
 };
 use crate::error::{Error, Result};
-use crate::versioned::{diff, Diff, VersionedDataset};
+use crate::versioned::{diff_views, Diff, VersionedDataset};
 use crate::Table;
 
 /// Which rows of a diff a gallery shows.
@@ -32,12 +32,12 @@ pub enum DiffRows<'a> {
 }
 
 /// The gallery of what changed from `older` to `newer` (named `sides`, as the title and the
-/// tiles say): [`diff`], [`diff_rows`], narrowed to `rows`, then [`Gallery::build_diff`]. An
+/// tiles say): [`diff_views`], [`diff_rows`], narrowed to `rows`, then [`Gallery::build_diff`]. An
 /// empty `options.title` becomes `a → b: 3 rows changed, 1 added, 0 deleted (columns label)`;
 /// `options.classes` defaults to the newer version's class names.
 ///
 /// # Errors
-/// As [`diff`], [`Selection::of_sql`] and [`Gallery::build_diff`].
+/// As [`diff_views`], [`Selection::of_sql`] and [`Gallery::build_diff`].
 pub fn diff_gallery(
     older: &VersionedDataset,
     newer: &VersionedDataset,
@@ -46,8 +46,8 @@ pub fn diff_gallery(
     options: &GalleryOptions,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Gallery> {
-    let d = diff(older, newer)?;
     let (view_before, view_after) = (older.view()?, newer.view()?);
+    let d = diff_views((older, &view_before), (newer, &view_after))?;
     let (before, after) = (view_before.table()?, view_after.table()?);
     let mut found = diff_rows(&d, &before, &after)?;
     let sorted = |mut rows: Vec<u64>| {
@@ -118,20 +118,12 @@ pub struct DiffRow {
 /// Errors reading either table's row ids; [`Error::InvalidArgument`] when a row id of the diff
 /// is not in the table it should be in (the diff is of other versions).
 pub fn diff_rows(diff: &Diff, before: &Table<'_>, after: &Table<'_>) -> Result<Vec<DiffRow>> {
-    let positions = |table: &Table<'_>| -> Result<Vec<(u64, u64)>> {
-        let mut by_id: Vec<(u64, u64)> = table.row_ids()?.into_iter().zip(0u64..).collect();
-        by_id.sort_unstable();
-        Ok(by_id)
-    };
-    let (in_before, in_after) = (positions(before)?, positions(after)?);
-    let find = |by_id: &[(u64, u64)], id: u64, which: &str| -> Result<u64> {
-        match by_id.binary_search_by_key(&id, |p| p.0) {
-            Ok(k) => Ok(by_id[k].1),
-            Err(_) => Err(Error::InvalidArgument {
-                what: "diff".into(),
-                why: format!("row id {id} is not in the {which} version: the diff is of other versions"),
-            }),
-        }
+    let (in_before, in_after) = (Positions::of(before)?, Positions::of(after)?);
+    let find = |positions: &Positions, id: u64, which: &str| -> Result<u64> {
+        positions.find(id).ok_or_else(|| Error::InvalidArgument {
+            what: "diff".into(),
+            why: format!("row id {id} is not in the {which} version: the diff is of other versions"),
+        })
     };
     let mut changed: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for (column, ids) in &diff.changed {
@@ -166,6 +158,33 @@ pub fn diff_rows(diff: &Diff, before: &Table<'_>, after: &Table<'_>) -> Result<V
     Ok(rows)
 }
 
+/// Where each row id is in a table: its row ids themselves when they ascend (the usual case:
+/// binary search, no copy sorted), else `(id, row)` pairs sorted by id.
+enum Positions {
+    Ascending(Vec<u64>),
+    Sorted(Vec<(u64, u64)>),
+}
+
+impl Positions {
+    fn of(table: &Table<'_>) -> Result<Positions> {
+        let ids = table.row_ids()?;
+        if ids.windows(2).all(|w| w[0] < w[1]) {
+            return Ok(Positions::Ascending(ids));
+        }
+        let mut by_id: Vec<(u64, u64)> = ids.into_iter().zip(0u64..).collect();
+        by_id.sort_unstable();
+        Ok(Positions::Sorted(by_id))
+    }
+
+    /// The row holding `id`.
+    fn find(&self, id: u64) -> Option<u64> {
+        match self {
+            Positions::Ascending(ids) => ids.binary_search(&id).ok().map(|k| k as u64),
+            Positions::Sorted(by_id) => by_id.binary_search_by_key(&id, |p| p.0).ok().map(|k| by_id[k].1),
+        }
+    }
+}
+
 /// Most caption columns a diff's tile shows by default.
 const DEFAULT_CAPTIONS: usize = 4;
 
@@ -189,12 +208,7 @@ impl Gallery {
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Gallery> {
         let invalid = |what: &str, why: String| Error::InvalidArgument { what: what.into(), why };
-        if options.per_group == 0 {
-            return Err(invalid("rows per group", "must be at least 1".into()));
-        }
-        if options.size == 0 {
-            return Err(invalid("thumbnail size", "must be at least 1 pixel".into()));
-        }
+        options.check()?;
         for (row, table, which) in rows
             .iter()
             .flat_map(|r| [(r.before, before, "older"), (r.after, after, "newer")])
@@ -218,9 +232,10 @@ impl Gallery {
             None => default_diff_captions(rows, &fields_after, image.as_ref().map(|i| i.0.as_str())),
         };
         let nothing = Selection::of_rows(Vec::new());
-        let has = |table: &Table<'_>, name: &str| table.column_names().contains(&name);
+        // Each version's table with its column names.
+        let (older, newer) = ((before, before.column_names()), (after, after.column_names()));
         for c in &captions {
-            if !has(after, c) && !has(before, c) {
+            if !newer.1.contains(&c.as_str()) && !older.1.contains(&c.as_str()) {
                 // The newer version's error, listing its columns.
                 Columns { table: after, selection: &nothing, classes: None }.check(c)?;
             }
@@ -273,8 +288,8 @@ impl Gallery {
             .collect();
 
         // Captions of each side, read row by row (a few dozen values).
-        let caption = |table: &Table<'_>, row: u64, name: &str| -> String {
-            if !has(table, name) {
+        let caption = |(table, names): &(&Table<'_>, Vec<&str>), row: u64, name: &str| -> String {
+            if !names.contains(&name) {
                 return "—".to_string();
             }
             let selection = Selection::of_rows(vec![row]);
@@ -289,12 +304,12 @@ impl Gallery {
             for k in shown {
                 let r = &rows[k];
                 let (thumb_before, thumb_after) = thumbnails.next().unwrap_or((None, None));
-                let side = |table: &Table<'_>, row: u64| -> Vec<(String, String)> {
-                    captions.iter().map(|c| (c.clone(), caption(table, row, c))).collect()
+                let side = |version: &(&Table<'_>, Vec<&str>), row: u64| -> Vec<(String, String)> {
+                    captions.iter().map(|c| (c.clone(), caption(version, row, c))).collect()
                 };
                 let tile = match (r.before, r.after) {
                     (Some(b), Some(a)) => {
-                        let (old, new) = (side(before, b), side(after, a));
+                        let (old, new) = (side(&older, b), side(&newer, a));
                         // Highlighted: the diff's columns, and any caption that reads differently
                         // (a column one version lacks).
                         let mut changed = r.changed.clone();
@@ -309,13 +324,13 @@ impl Gallery {
                     }
                     (None, Some(a)) => Tile {
                         index: a,
-                        captions: side(after, a),
+                        captions: side(&newer, a),
                         image: thumb_after,
                         change: Some(Change { row_id: r.row_id, kind, before: None, changed: Vec::new() }),
                     },
                     (Some(b), None) => Tile {
                         index: b,
-                        captions: side(before, b),
+                        captions: side(&older, b),
                         image: thumb_before,
                         change: Some(Change { row_id: r.row_id, kind, before: None, changed: Vec::new() }),
                     },

@@ -79,6 +79,19 @@ impl Default for GalleryOptions {
     }
 }
 
+impl GalleryOptions {
+    /// Fails with [`Error::InvalidArgument`] for `per_group` or `size` 0.
+    fn check(&self) -> Result<()> {
+        let invalid =
+            |what: &str, why: &str| Err(Error::InvalidArgument { what: what.into(), why: why.into() });
+        match (self.per_group, self.size) {
+            (0, _) => invalid("rows per group", "must be at least 1"),
+            (_, 0) => invalid("thumbnail size", "must be at least 1 pixel"),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Gallery {
     /// Builds the gallery of `selection` over `table`; `progress(done, total)` is called as
     /// thumbnails are made (from worker threads).
@@ -94,12 +107,7 @@ impl Gallery {
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Gallery> {
         let invalid = |what: &str, why: String| Error::InvalidArgument { what: what.into(), why };
-        if options.per_group == 0 {
-            return Err(invalid("rows per group", "must be at least 1".into()));
-        }
-        if options.size == 0 {
-            return Err(invalid("thumbnail size", "must be at least 1 pixel".into()));
-        }
+        options.check()?;
         let num_rows = table.num_rows();
         if let Some(&bad) = selection.rows.iter().find(|&&r| r >= num_rows) {
             return Err(invalid(
