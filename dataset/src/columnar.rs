@@ -255,6 +255,22 @@ pub fn refresh(path: &Path) {
     }
 }
 
+/// What the file a [`Dataset`] maps holds now, as far as a cache of its values must know: its
+/// identity (device, inode, length, modification time) and a CRC of samples of its bytes, as
+/// columnar copies are matched. Two states of one open file differ when it was written in place
+/// meanwhile (named splits saved into it, another program's rewrite).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileState(Stamp);
+
+impl FileState {
+    /// The state of the file `ds` maps; `None` when its path holds another file now, or it has
+    /// none (in memory, remote).
+    pub fn of(ds: &Dataset) -> Option<FileState> {
+        ds.file_id()?;
+        Stamp::of(ds, Sampled::Yes).map(FileState)
+    }
+}
+
 /// What a copy was made from: the data file's identity and a CRC of samples of its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Stamp {

@@ -205,3 +205,45 @@ fn explain_file(path: &std::path::Path, sql: &str) -> beton_query::Result<explai
     let ds = std::sync::Arc::new(Dataset::open(path).unwrap());
     explain::explain(&beton_query::versioned::VersionView::of_file(ds), sql)
 }
+
+/// A `.beton` file's view keeps the columns its queries materialised (its text columns are
+/// gathered from the heap, a `LIKE` at every query otherwise), and drops them when the file is
+/// written in place: named splits saved into it, or another program rewriting bytes of it. A
+/// query never reads values of the file as it was.
+#[test]
+fn a_files_view_keeps_its_columns_until_the_file_is_written_in_place() {
+    let (_tmp, path) = beton_testkit::temp_path("t.beton");
+    beton_testkit::write(&path, schema("n:int t:text"), 50, |i| {
+        vec![SampleValue::Int(i as i64), SampleValue::Text(format!("row-{i:03}-abc"))]
+    });
+    let view =
+        beton_query::versioned::VersionView::of_file(std::sync::Arc::new(Dataset::open(&path).unwrap()));
+    let column = |view: &beton_query::versioned::VersionView| view.table().unwrap().column("t").unwrap();
+    let first = column(&view);
+    assert!(std::sync::Arc::ptr_eq(&first, &column(&view)), "kept between queries");
+    assert_eq!(select_indices(&view.table().unwrap(), "t LIKE 'row-00%'").unwrap().len(), 10);
+
+    // Splits saved into the file (in place): the kept columns are dropped, read again the same.
+    beton_storage::update_splits(&path, None, |s| {
+        s.insert("val".into(), vec![1, 2, 3]);
+        Ok(())
+    })
+    .unwrap();
+    let after_splits = column(&view);
+    assert!(!std::sync::Arc::ptr_eq(&first, &after_splits));
+    assert_eq!(&first, &after_splits);
+
+    // Another program rewrites a text in place (same length): the next query reads the new text.
+    std::thread::sleep(std::time::Duration::from_millis(20)); // a new modification time
+    let bytes = std::fs::read(&path).unwrap();
+    let at = bytes.windows(11).position(|w| w == b"row-007-abc").unwrap();
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.seek(SeekFrom::Start(at as u64)).unwrap();
+        f.write_all(b"ROW-007-abc").unwrap();
+    }
+    let rewritten = column(&view);
+    assert_eq!(rewritten.as_string::<i32>().value(7), "ROW-007-abc");
+    assert_eq!(select_indices(&view.table().unwrap(), "t LIKE 'row-00%'").unwrap().len(), 9);
+}

@@ -53,6 +53,64 @@ fn matching_mask(ctx: &Ctx, predicate: &Expr) -> Result<arrow_buffer::BooleanBuf
             return mask;
         }
     }
+    if let Some(mask) = in_morsels(ctx, predicate) {
+        return mask;
+    }
+    whole_mask(ctx, predicate)
+}
+
+/// Rows per morsel of a WHERE the fused pass does not take: as the fused pass's and the
+/// aggregates' (a multiple of 64, so each morsel's bits are whole words of the mask).
+const WHERE_MORSEL: usize = super::parallel::MORSEL;
+
+/// [`matching_mask`] of every row of the table, evaluated morsel by morsel on all cores: each
+/// morsel's columns are slices of the table's ([`Ctx::window`]), so an arithmetic, `OR`,
+/// `LIKE` or `CASE` makes arrays of 65,536 values that stay in cache instead of whole columns,
+/// and the cores share the rows. Every expression the evaluator takes is row by row (no
+/// aggregate, window or subquery is allowed in WHERE, and `index` is the window's positions),
+/// so the bits are the whole table's evaluation, at any thread count. The first morsel is
+/// evaluated alone first: it materialises the columns the predicate reads (once, cached by the
+/// table) and gives the errors a whole evaluation gives (a wrong type, an unknown column); an
+/// error in a later morsel (a division by zero, a cast) is the first one in row order. `None`
+/// where it does not apply (a subset of rows, groups, a small table).
+fn in_morsels(ctx: &Ctx, predicate: &Expr) -> Option<Result<arrow_buffer::BooleanBuffer>> {
+    in_morsels_of(ctx, predicate, WHERE_MORSEL)
+}
+
+/// [`in_morsels`] with `morsel` rows per morsel (a multiple of 64).
+fn in_morsels_of(ctx: &Ctx, predicate: &Expr, morsel: usize) -> Option<Result<arrow_buffer::BooleanBuffer>> {
+    use rayon::prelude::*;
+    debug_assert!(morsel > 0 && morsel % 64 == 0);
+    let n = ctx.num_rows();
+    if ctx.is_grouped() || n as u64 != ctx.table().num_rows() || n < 2 * morsel {
+        return None;
+    }
+    let table = ctx.table();
+    let words_per = morsel / 64;
+    let mut words = vec![0u64; n.div_ceil(64)];
+    let fill = |k: usize, out: &mut [u64]| -> Result<()> {
+        let start = k * morsel;
+        let rows = start..(start + morsel).min(n);
+        let bits = whole_mask(&Ctx::window(table, rows), predicate)?;
+        for (w, chunk) in out.iter_mut().zip(bits.bit_chunks().iter_padded()) {
+            *w = chunk;
+        }
+        Ok(())
+    };
+    let (first, rest) = words.split_at_mut(words_per);
+    if let Err(e) = fill(0, first) {
+        return Some(Err(e));
+    }
+    let results: Vec<Result<()>> =
+        rest.par_chunks_mut(words_per).enumerate().map(|(k, out)| fill(k + 1, out)).collect();
+    if let Some(e) = results.into_iter().find_map(Result::err) {
+        return Some(Err(e));
+    }
+    Some(Ok(arrow_buffer::BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, n)))
+}
+
+/// [`matching_mask`] by the general evaluator, over the rows of `ctx` at once.
+fn whole_mask(ctx: &Ctx, predicate: &Expr) -> Result<arrow_buffer::BooleanBuffer> {
     let v = ctx.eval(predicate)?;
     let span = pos(predicate);
     if v.array.data_type() != &DataType::Boolean && v.array.data_type() != &DataType::Null {
@@ -647,6 +705,111 @@ fn aggregate(
 mod tests {
     use super::*;
     use arrow_array::{StringArray, UInt16Array, UInt64Array};
+    use beton_storage::SampleValue;
+
+    fn predicate(sql: &str) -> Expr {
+        let tokens = super::super::parse::tokenize(sql).unwrap();
+        match &super::super::parse::parse(sql, tokens).unwrap() {
+            super::super::parse::Parsed::Predicate(e) => (**e).clone(),
+            super::super::parse::Parsed::Select(_) => unreachable!("{sql}"),
+        }
+    }
+
+    /// A WHERE evaluated morsel by morsel on several threads gives the rows, or the error, the
+    /// evaluator gives over the whole table at once: every kind of expression it takes (the
+    /// fused pass declines them all), NULLs, NaN, `index`, text, JSON, errors in a late morsel.
+    #[test]
+    fn a_where_in_morsels_is_the_whole_tables_evaluation() {
+        let (_tmp, path) = beton_testkit::temp_path("m.beton");
+        let n = 1000u64;
+        beton_testkit::write(&path, beton_testkit::schema("a:int f:float t:text j:json b:bytes"), n, |i| {
+            let f = match i % 97 {
+                7 => f64::NAN,
+                8 => -0.0,
+                k => (k as f64 - 40.0) / 8.0,
+            };
+            // A text that is not a number in one late row, to fail a cast there.
+            let t = match i {
+                901 => "x901".to_string(),
+                _ => format!("{}", (i * 37) % 1000),
+            };
+            let j = match i % 5 {
+                0 => "{}".to_string(),
+                k => format!("{{\"k\": {k}}}"),
+            };
+            vec![
+                SampleValue::Int((i as i64 * 7919) % 23 - 11),
+                SampleValue::Float(f),
+                SampleValue::Text(t),
+                SampleValue::Json(j),
+                SampleValue::Bytes(vec![0; (i % 6) as usize]),
+            ]
+        });
+        let ds = beton_storage::Dataset::open(&path).unwrap();
+        let table = Table::new(&ds);
+        let whole = |e: &Expr| -> std::result::Result<Vec<usize>, String> {
+            whole_mask(&Ctx::all(&table), e).map(|b| b.set_indices().collect()).map_err(|e| e.to_string())
+        };
+        let mut errors = 0;
+        for sql in [
+            "a + 1 < 2",
+            "f * 2 > a",
+            "a - f <= 0.5 AND a * a > 3",
+            "a < 1 OR f > 0.5",
+            "NOT (a < 3) OR t = '74'",
+            "t LIKE '1%'",
+            "t NOT LIKE '%9' AND a > 0",
+            "lower(t) = t AND length(t) = 2",
+            "CASE WHEN a > 0 THEN f > 0.5 ELSE t LIKE '%1' END",
+            "CASE WHEN a > 0 THEN 1 END = 1",
+            "index % 7 = 3 OR index > 990",
+            "index BETWEEN 100 AND 700 AND a <> 2",
+            "abs(a) < 2 OR f IS NULL",
+            "f <> f OR f = -0.0",
+            "f IS NOT NULL AND a IN (1, 5, 9)",
+            "a IN (1, 5, 9) OR f > 0.99",
+            "json_extract(j, '$.k') = '3' OR json_extract(j, '$.k') IS NULL",
+            "b > 3",
+            "1 = 1",
+            "1 = 0",
+            "NULL",
+            "a > NULL",
+            "a",
+            "nope > 1",
+            "CAST(t AS BIGINT) > 500",
+            "a / (a - a) > 0",
+        ] {
+            let e = predicate(sql);
+            let expected = whole(&e);
+            errors += usize::from(expected.is_err());
+            for morsel in [64, 128, 320] {
+                for threads in [1, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    let got = pool
+                        .install(|| in_morsels_of(&Ctx::all(&table), &e, morsel))
+                        .expect("a table of several morsels")
+                        .map(|b| {
+                            assert_eq!(b.len(), n as usize);
+                            b.set_indices().collect::<Vec<_>>()
+                        })
+                        .map_err(|e| e.to_string());
+                    assert_eq!(got, expected, "{sql}: morsels of {morsel}, {threads} threads");
+                }
+            }
+            // What users call: the same through the public entry point.
+            let public =
+                crate::sql::select_indices(&table, sql).map(|s| s.iter().map(|i| i as usize).collect());
+            assert_eq!(public.map_err(|e| e.to_string()), expected, "{sql}");
+        }
+        // The list holds errors of the first morsel (a type, an unknown column) and of a late one
+        // (the cast at row 901).
+        assert!(errors >= 4, "{errors}");
+        assert!(whole(&predicate("CAST(t AS BIGINT) > 500")).unwrap_err().contains("x901"));
+        // A subset of rows, a grouped scope or a table of one morsel is left to the evaluator.
+        assert!(in_morsels_of(&Ctx::all(&table), &predicate("a < 1"), 512).is_none());
+        let rows = Ctx::rows(&table, UInt32Array::from(vec![1, 2, 3]));
+        assert!(in_morsels_of(&rows, &predicate("a < 1"), 64).is_none());
+    }
 
     /// The reference order: a full sort on (value, position), first `k`.
     fn reference(values: &ArrayRef, k: usize, descending: bool) -> Vec<u32> {

@@ -50,6 +50,9 @@ impl Val {
 pub(crate) struct Ctx<'t, 'a> {
     table: &'t Table<'a>,
     rows: Option<UInt32Array>,
+    /// The table rows `[start, end)` ([`Ctx::window`]): a morsel of a WHERE evaluated on all
+    /// cores. Columns are the table's, sliced (no copy); `rows` is then `None`.
+    window: Option<std::ops::Range<usize>>,
     num_rows: usize,
     /// In a grouped query: one row per group, and the values of the group keys and aggregates
     /// by their SQL text ([`expr_text`]); any other column reference is an error.
@@ -64,6 +67,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
         Ctx {
             table,
             rows: None,
+            window: None,
             num_rows: table.num_rows() as usize,
             groups: None,
             key_lengths: HashSet::new(),
@@ -77,14 +81,34 @@ impl<'t, 'a> Ctx<'t, 'a> {
             // Every row, in order: the columns as cached, without a copy.
             return Ctx::all(table);
         }
-        Ctx { table, num_rows: rows.len(), rows: Some(rows), groups: None, key_lengths: HashSet::new() }
+        Ctx {
+            table,
+            num_rows: rows.len(),
+            rows: Some(rows),
+            window: None,
+            groups: None,
+            key_lengths: HashSet::new(),
+        }
+    }
+
+    /// The table rows `rows` (a range of positions), every column a slice of the table's.
+    pub fn window(table: &'t Table<'a>, rows: std::ops::Range<usize>) -> Self {
+        debug_assert!(rows.end as u64 <= table.num_rows());
+        Ctx {
+            table,
+            num_rows: rows.len(),
+            rows: None,
+            window: Some(rows),
+            groups: None,
+            key_lengths: HashSet::new(),
+        }
     }
 
     /// One row per group: expressions whose SQL text ([`expr_text`]) is a key of `values`
     /// evaluate to it.
     pub fn groups(table: &'t Table<'a>, num_groups: usize, values: HashMap<String, ArrayRef>) -> Self {
         let key_lengths = values.keys().map(String::len).collect();
-        Ctx { table, rows: None, num_rows: num_groups, groups: Some(values), key_lengths }
+        Ctx { table, rows: None, window: None, num_rows: num_groups, groups: Some(values), key_lengths }
     }
 
     /// The group values of a grouped context.
@@ -115,6 +139,16 @@ impl<'t, 'a> Ctx<'t, 'a> {
             return Ok(std::sync::Arc::new(arrow_array::UInt64Array::from_iter_values(
                 rows.values().iter().map(|&r| u64::from(r)),
             )));
+        }
+        if let Some(window) = &self.window {
+            if name == "index" {
+                // Positions, made for the window alone (not 100 M made to slice 65,536 of).
+                return Ok(std::sync::Arc::new(arrow_array::UInt64Array::from_iter_values(
+                    window.clone().map(|r| r as u64),
+                )));
+            }
+            let array = self.table.column(name).map_err(at(span))?;
+            return Ok(array.slice(window.start, window.len()));
         }
         let array = self.table.column(name).map_err(at(span))?;
         match &self.rows {
