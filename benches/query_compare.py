@@ -14,7 +14,9 @@
 3. Loads that IPC file (pyarrow memory-mapped; polars from that Arrow table, outside the timing),
    times the same three queries with polars (eager API, and its SQLContext), DuckDB (SQL over the
    Arrow table, registered without a copy; results fetched as Arrow) and pyarrow.compute,
-   median of K runs, checks that the results agree with beton's, and prints a table of ratios.
+   median of K runs, checks that the results agree with beton's, and prints a table of ratios;
+   then every form of WHERE (between columns, arithmetic, BETWEEN, IN, LIKE, IS NOT NULL, OR,
+   NOT) against polars SQL and DuckDB, row counts checked.
 
 Usage: python3 benches/query_compare.py [--rows N] [--runs K] [--file PATH] [--threads T]
 """
@@ -233,6 +235,17 @@ def main():
         got = frame_count(results[name][2])
         assert got == (g["groups"], g["total"], g["count_label_7"]), (name, got, g)
 
+    # Every form of WHERE: polars SQL and DuckDB on the same rows, the same row counts.
+    form_results = []
+    for form in beton["forms"]:
+        sql = f"SELECT index FROM samples WHERE {form['sql']}"
+        pl_ms, _, pl_out = timed(lambda: ctx.execute(sql, eager=True), args.runs)
+        duck_ms, _, duck_out = timed(lambda: duck_sql(sql), args.runs)
+        assert pl_out.height == form["rows"], (form["sql"], "polars SQL", pl_out.height, form["rows"])
+        assert duck_out.num_rows == form["rows"], (form["sql"], "DuckDB", duck_out.num_rows, form["rows"])
+        retained_form = next(f for f in retained["forms"] if f["sql"] == form["sql"])
+        form_results.append((form, retained_form, pl_ms, duck_ms))
+
     top = q["top"]["result"]["ids"]
     assert results["polars/top"][2]["index"].to_list() == top, "polars top-100 ids"
     assert results["polars-sql/top"][2]["index"].to_list() == top, "polars SQL top-100 ids"
@@ -286,6 +299,15 @@ def main():
             f"| {label_} | {warm:.1f} | {r['warm_ms']:.1f} | {cold:.1f} | {r['cold_ms']:.1f} "
             f"| {pol:.1f} | {sql:.1f} | {duck_:.1f} | {pa_:.1f} "
             f"| {warm / pol:.2f} | {warm / sql:.2f} | {warm / duck_:.2f} | {warm / pa_:.2f} |"
+        )
+    print()
+    print("| WHERE form | beton warm | beton warm, malloc retaining | polars SQL | DuckDB | beton/polars SQL | beton/DuckDB |")
+    print("|---|" + "---:|" * 6)
+    for form, r, pl_ms, duck_ms in form_results:
+        warm = form["warm_ms"]
+        print(
+            f"| `{form['sql']}` | {warm:.1f} | {r['warm_ms']:.1f} | {pl_ms:.1f} | {duck_ms:.1f} "
+            f"| {warm / pl_ms:.2f} | {warm / duck_ms:.2f} |"
         )
     print()
     print("ratios: beton warm (malloc defaults) / the other engine; below 1 means beton is faster")

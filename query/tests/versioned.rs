@@ -1070,9 +1070,18 @@ fn comparisons_between_columns_over_many_patched_data_files_match_the_evaluator(
     let (many, one) = (edit(many), edit(one));
     let (a, b) = (many.view().unwrap(), one.view().unwrap());
     let (ta, tb) = (a.table().unwrap(), b.table().unwrap());
-    for sql in
-        ["a < b", "a = b", "a <> b AND f >= a", "f < b AND a >= -3", "f = a", "b >= f AND f >= a AND a < 4"]
-    {
+    for sql in [
+        "a < b",
+        "a = b",
+        "a <> b AND f >= a",
+        "f < b AND a >= -3",
+        "f = a",
+        "b >= f AND f >= a AND a < 4",
+        // OR and NOT over patched cells, fused too.
+        "a < b OR f > 2",
+        "NOT (a = b) AND (f < 0 OR b IN (1, 2, 3))",
+        "a NOT BETWEEN -2 AND 2 OR NOT (f >= a)",
+    ] {
         let fused = beton_query::select_indices(&ta, sql).unwrap();
         let general = beton_query::select_indices(&ta, &format!("({sql}) = TRUE")).unwrap();
         assert_eq!(fused, general, "{sql}");
