@@ -106,81 +106,135 @@ impl Input<'_> {
         matches!(self, Input::Float(_) | Input::FloatNum(_))
     }
 
-    /// Its values at `rows` (at most 64) into `out` as `f64`s (`as`, the evaluator's cast).
+    /// Its values at `rows` into `out` as `f64`s (`as`: the evaluator's cast).
     #[inline(always)]
-    fn load_f64(self, rows: Range<usize>, out: &mut [f64; 64]) {
-        let n = rows.len();
+    fn load_f64(self, rows: Range<usize>, out: &mut Vec<f64>) {
+        out.clear();
         match self {
-            Input::Int(v) => out.iter_mut().zip(&v[rows]).for_each(|(o, x)| *o = *x as f64),
-            Input::U16(v) => out.iter_mut().zip(&v[rows]).for_each(|(o, x)| *o = f64::from(*x)),
-            Input::Float(v) => out[..n].copy_from_slice(&v[rows]),
-            Input::IntNum(i) => out[..n].fill(i as f64),
-            Input::FloatNum(x) => out[..n].fill(x),
+            Input::Int(v) => out.extend(v[rows].iter().map(|x| *x as f64)),
+            Input::U16(v) => out.extend(v[rows].iter().map(|x| f64::from(*x))),
+            Input::Float(v) => out.extend_from_slice(&v[rows]),
+            Input::IntNum(i) => out.resize(rows.len(), i as f64),
+            Input::FloatNum(x) => out.resize(rows.len(), x),
         }
     }
 
-    /// Its values at `rows` (at most 64) into `out` as `i64`s (never a float).
+    /// Its values at `rows` into `out` as `i64`s (never a float).
     #[inline(always)]
-    fn load_i64(self, rows: Range<usize>, out: &mut [i64; 64]) {
-        let n = rows.len();
+    fn load_i64(self, rows: Range<usize>, out: &mut Vec<i64>) {
+        out.clear();
         match self {
-            Input::Int(v) => out[..n].copy_from_slice(&v[rows]),
-            Input::U16(v) => out.iter_mut().zip(&v[rows]).for_each(|(o, x)| *o = i64::from(*x)),
-            Input::IntNum(i) => out[..n].fill(i),
+            Input::Int(v) => out.extend_from_slice(&v[rows]),
+            Input::U16(v) => out.extend(v[rows].iter().map(|x| i64::from(*x))),
+            Input::IntNum(i) => out.resize(rows.len(), i),
             Input::Float(_) | Input::FloatNum(_) => unreachable!("an integer side has no float"),
+        }
+    }
+
+    /// A number's value as an `f64`; `None` for a column.
+    fn number(self) -> Option<f64> {
+        match self {
+            Input::IntNum(i) => Some(i as f64),
+            Input::FloatNum(x) => Some(x),
+            _ => None,
         }
     }
 }
 
+/// Buffers of one block of an arithmetic comparison: each side's values, and an operand's.
+#[derive(Default)]
+struct Scratch {
+    ints: [Vec<i64>; 3],
+    floats: [Vec<f64>; 3],
+}
+
 impl Side<'_> {
-    /// Its values at `rows` (at most 64) as `f64`s: a float side computed in `f64`s, an integer
+    /// Its values at `rows` into `out` as `f64`s: a float side computed in `f64`s, an integer
     /// side in `i64`s (checked: false on overflow) then cast.
     #[inline(always)]
-    fn f64s(&self, rows: Range<usize>, out: &mut [f64; 64]) -> bool {
+    fn f64s(
+        &self,
+        rows: Range<usize>,
+        out: &mut Vec<f64>,
+        other: &mut Vec<f64>,
+        ints: &mut [Vec<i64>],
+    ) -> bool {
         if !self.float {
-            let mut ints = [0i64; 64];
-            let ok = self.i64s(rows.clone(), &mut ints);
-            out.iter_mut().zip(&ints[..rows.len()]).for_each(|(o, x)| *o = *x as f64);
+            let [values, more, ..] = ints else { unreachable!("two buffers") };
+            let ok = self.i64s(rows, values, more);
+            out.clear();
+            out.extend(values.iter().map(|x| *x as f64));
             return ok;
         }
-        let n = rows.len();
         self.a.load_f64(rows.clone(), out);
-        if let Some((op, b)) = self.op {
-            let mut other = [0f64; 64];
-            b.load_f64(rows, &mut other);
-            let (out, other) = (&mut out[..n], &other[..n]);
-            match op {
-                ArithOp::Add => out.iter_mut().zip(other).for_each(|(x, y)| *x += y),
-                ArithOp::Sub => out.iter_mut().zip(other).for_each(|(x, y)| *x -= y),
-                ArithOp::Mul => out.iter_mut().zip(other).for_each(|(x, y)| *x *= y),
+        let Some((op, b)) = self.op else { return true };
+        match b.number() {
+            // A number: no column of it made.
+            Some(y) => match op {
+                ArithOp::Add => out.iter_mut().for_each(|x| *x += y),
+                ArithOp::Sub => out.iter_mut().for_each(|x| *x -= y),
+                ArithOp::Mul => out.iter_mut().for_each(|x| *x *= y),
+            },
+            None => {
+                b.load_f64(rows, other);
+                let pairs = out.iter_mut().zip(other.iter());
+                match op {
+                    ArithOp::Add => pairs.for_each(|(x, y)| *x += y),
+                    ArithOp::Sub => pairs.for_each(|(x, y)| *x -= y),
+                    ArithOp::Mul => pairs.for_each(|(x, y)| *x *= y),
+                }
             }
         }
         true
     }
 
-    /// Its values at `rows` (at most 64) as `i64`s (an integer side); false on overflow.
+    /// Its values at `rows` into `out` as `i64`s (an integer side); false on overflow.
     #[inline(always)]
-    fn i64s(&self, rows: Range<usize>, out: &mut [i64; 64]) -> bool {
-        let n = rows.len();
+    fn i64s(&self, rows: Range<usize>, out: &mut Vec<i64>, other: &mut Vec<i64>) -> bool {
         self.a.load_i64(rows.clone(), out);
         let Some((op, b)) = self.op else { return true };
-        let mut other = [0i64; 64];
-        b.load_i64(rows, &mut other);
-        let mut over = false;
-        let (out, other) = (&mut out[..n], &other[..n]);
-        let mut apply = |f: fn(i64, i64) -> (i64, bool)| {
-            for (x, y) in out.iter_mut().zip(other) {
-                let (v, o) = f(*x, *y);
-                *x = v;
-                over |= o;
+        let y: &[i64] = match b {
+            Input::Int(v) => &v[rows],
+            _ => {
+                b.load_i64(rows, other);
+                other
             }
         };
+        // Wrapping results, and the overflows told by their signs (a sum overflows when it
+        // differs in sign from both operands; a difference when the operands differ in sign
+        // and it differs from the first), ORed without a branch so that the loops vectorise.
+        let mut signs = 0i64;
+        let pairs = out.iter_mut().zip(y);
         match op {
-            ArithOp::Add => apply(i64::overflowing_add),
-            ArithOp::Sub => apply(i64::overflowing_sub),
-            ArithOp::Mul => apply(i64::overflowing_mul),
+            ArithOp::Add => pairs.for_each(|(x, y)| {
+                let r = x.wrapping_add(*y);
+                signs |= (*x ^ r) & (*y ^ r);
+                *x = r;
+            }),
+            ArithOp::Sub => pairs.for_each(|(x, y)| {
+                let r = x.wrapping_sub(*y);
+                signs |= (*x ^ *y) & (*x ^ r);
+                *x = r;
+            }),
+            ArithOp::Mul => {
+                let mut over = false;
+                pairs.for_each(|(x, y)| {
+                    let (r, o) = x.overflowing_mul(*y);
+                    over |= o;
+                    *x = r;
+                });
+                signs |= -i64::from(over);
+            }
         }
-        !over
+        signs >= 0
+    }
+
+    /// The number it is, when it is one (no column, no arithmetic).
+    fn number(&self) -> Option<Input<'_>> {
+        match (self.op, self.a) {
+            (None, n @ (Input::IntNum(_) | Input::FloatNum(_))) => Some(n),
+            _ => None,
+        }
     }
 }
 
@@ -1214,51 +1268,65 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
     }
 }
 
-/// `out &= left OP right` of an arithmetic comparison over `rows`, a block of 64 rows at a time.
+/// Rows of an arithmetic comparison's block: its sides computed into buffers of this many
+/// values (in L1/L2), then compared by the vectorised pair loops.
+const ARITH_BLOCK: usize = 4096;
+
+/// `out &= left OP right` of an arithmetic comparison over `rows`, a block at a time.
 #[inline(always)]
 fn and_arith(out: &mut [u64], x: &ArithLeaf<'_>, rows: Range<usize>) {
     let mut ok = true;
-    for (w, word) in out.iter_mut().enumerate() {
-        let block = rows.start + 64 * w..(rows.start + 64 * w + 64).min(rows.end);
+    let mut scratch = Scratch::default();
+    let Scratch { ints, floats } = &mut scratch;
+    for (b, words) in out.chunks_mut(ARITH_BLOCK / 64).enumerate() {
+        let start = rows.start + b * ARITH_BLOCK;
+        let block = start..(start + ARITH_BLOCK).min(rows.end);
         if block.is_empty() {
             break;
         }
-        let n = block.len();
-        let (mut l, mut r) = ([0i64; 64], [0i64; 64]);
-        if x.left.float || x.right.float {
-            // Compared in SQL order: as the order keys of the canonical floats.
-            let (mut lf, mut rf) = ([0f64; 64], [0f64; 64]);
-            ok &= x.left.f64s(block.clone(), &mut lf);
-            ok &= x.right.f64s(block, &mut rf);
-            l.iter_mut().zip(&lf[..n]).for_each(|(k, v)| *k = order_key(sql_order(*v)));
-            r.iter_mut().zip(&rf[..n]).for_each(|(k, v)| *k = order_key(sql_order(*v)));
-        } else {
-            ok &= x.left.i64s(block.clone(), &mut l);
-            ok &= x.right.i64s(block, &mut r);
-        }
-        let (l, r) = (&l[..n], &r[..n]);
-        *word &= match x.cmp {
-            Cmp::Eq => pair_bits(l, r, |a, b| a == b),
-            Cmp::NotEq => pair_bits(l, r, |a, b| a != b),
-            Cmp::Lt => pair_bits(l, r, |a, b| a < b),
-            Cmp::LtEq => pair_bits(l, r, |a, b| a <= b),
-            Cmp::Gt => pair_bits(l, r, |a, b| a > b),
-            Cmp::GtEq => pair_bits(l, r, |a, b| a >= b),
+        // A number on a side (`label + size < 500`) is compared as one.
+        let (side, number, cmp) = match (x.left.number(), x.right.number()) {
+            (_, Some(n)) => (&x.left, Some(n), x.cmp),
+            (Some(n), _) => (&x.right, Some(n), x.cmp.flipped()),
+            _ => (&x.left, None, x.cmp),
         };
+        let float = x.left.float || x.right.float;
+        match (number, float) {
+            (Some(n), true) => {
+                let [l, _, more] = floats;
+                ok &= side.f64s(block, l, more, ints);
+                let n = match n {
+                    Input::IntNum(i) => i as f64,
+                    Input::FloatNum(f) => f,
+                    _ => unreachable!("a number"),
+                };
+                and_cmp(words, l, |v| order_key(sql_order(*v)), cmp, order_key(sql_order(n)));
+            }
+            (Some(n), false) => {
+                let [l, _, more] = ints;
+                ok &= side.i64s(block, l, more);
+                let Input::IntNum(n) = n else { unreachable!("an integer side's number") };
+                and_cmp(words, l, |v| *v, cmp, n);
+            }
+            // Compared in SQL order: as the order keys of the canonical floats.
+            (None, true) => {
+                let [l, r, more] = floats;
+                ok &= x.left.f64s(block.clone(), l, more, ints);
+                ok &= x.right.f64s(block, r, more, ints);
+                let key = |v: &f64| order_key(sql_order(*v));
+                and_cmp_pairs(words, l, r, key, key, x.cmp);
+            }
+            (None, false) => {
+                let [l, r, more] = ints;
+                ok &= x.left.i64s(block.clone(), l, more);
+                ok &= x.right.i64s(block, r, more);
+                and_cmp_pairs(words, l, r, |v| *v, |v| *v, x.cmp);
+            }
+        }
     }
     if !ok {
         x.overflow.store(true, std::sync::atomic::Ordering::Relaxed);
     }
-}
-
-/// The bits of `test` over up to 64 pairs.
-#[inline(always)]
-fn pair_bits<T>(a: &[T], b: &[T], test: impl Fn(&T, &T) -> bool) -> u64 {
-    let mut bits = 0u64;
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        bits |= u64::from(test(x, y)) << i;
-    }
-    bits
 }
 
 /// `out &= key(values) IN list`: per word of 64 rows, one vectorised compare per item, ORed.
