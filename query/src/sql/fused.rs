@@ -141,92 +141,141 @@ impl Input<'_> {
     }
 }
 
-/// Buffers of one block of an arithmetic comparison: each side's values, and an operand's.
+/// Buffers of one side of an arithmetic comparison's block: its values and its operands'.
 #[derive(Default)]
-struct Scratch {
-    ints: [Vec<i64>; 3],
-    floats: [Vec<f64>; 3],
+struct SideScratch {
+    out_i: Vec<i64>,
+    a_i: Vec<i64>,
+    b_i: Vec<i64>,
+    out_f: Vec<f64>,
+    a_f: Vec<f64>,
+    b_f: Vec<f64>,
 }
 
-impl Side<'_> {
-    /// Its values at `rows` into `out` as `f64`s: a float side computed in `f64`s, an integer
-    /// side in `i64`s (checked: false on overflow) then cast.
+/// An operand's values at `rows` as `i64`s: an i64 column's own (no copy), else loaded into
+/// `buffer`.
+#[inline(always)]
+fn int_operand<'b>(input: Input<'b>, rows: Range<usize>, buffer: &'b mut Vec<i64>) -> &'b [i64] {
+    match input {
+        Input::Int(v) => &v[rows],
+        other => {
+            other.load_i64(rows, buffer);
+            buffer
+        }
+    }
+}
+
+/// An operand's values at `rows` as `f64`s: a float column's own (no copy), else loaded into
+/// `buffer`.
+#[inline(always)]
+fn float_operand<'b>(input: Input<'b>, rows: Range<usize>, buffer: &'b mut Vec<f64>) -> &'b [f64] {
+    match input {
+        Input::Float(v) => &v[rows],
+        other => {
+            other.load_f64(rows, buffer);
+            buffer
+        }
+    }
+}
+
+impl<'a> Side<'a> {
+    /// Its values at `rows` as `i64`s (an integer side), into `out` unless a column's own;
+    /// `ok` is cleared on overflow.
     #[inline(always)]
-    fn f64s(
+    fn int_values<'b>(
         &self,
         rows: Range<usize>,
-        out: &mut Vec<f64>,
-        other: &mut Vec<f64>,
-        ints: &mut [Vec<i64>],
-    ) -> bool {
-        if !self.float {
-            let [values, more, ..] = ints else { unreachable!("two buffers") };
-            let ok = self.i64s(rows, values, more);
-            out.clear();
-            out.extend(values.iter().map(|x| *x as f64));
-            return ok;
-        }
-        self.a.load_f64(rows.clone(), out);
-        let Some((op, b)) = self.op else { return true };
-        match b.number() {
-            // A number: no column of it made.
-            Some(y) => match op {
-                ArithOp::Add => out.iter_mut().for_each(|x| *x += y),
-                ArithOp::Sub => out.iter_mut().for_each(|x| *x -= y),
-                ArithOp::Mul => out.iter_mut().for_each(|x| *x *= y),
-            },
-            None => {
-                b.load_f64(rows, other);
-                let pairs = out.iter_mut().zip(other.iter());
-                match op {
-                    ArithOp::Add => pairs.for_each(|(x, y)| *x += y),
-                    ArithOp::Sub => pairs.for_each(|(x, y)| *x -= y),
-                    ArithOp::Mul => pairs.for_each(|(x, y)| *x *= y),
-                }
-            }
-        }
-        true
-    }
-
-    /// Its values at `rows` into `out` as `i64`s (an integer side); false on overflow.
-    #[inline(always)]
-    fn i64s(&self, rows: Range<usize>, out: &mut Vec<i64>, other: &mut Vec<i64>) -> bool {
-        self.a.load_i64(rows.clone(), out);
-        let Some((op, b)) = self.op else { return true };
-        let y: &[i64] = match b {
-            Input::Int(v) => &v[rows],
-            _ => {
-                b.load_i64(rows, other);
-                other
-            }
-        };
+        out: &'b mut Vec<i64>,
+        a: &'b mut Vec<i64>,
+        b: &mut Vec<i64>,
+        ok: &mut bool,
+    ) -> &'b [i64]
+    where
+        'a: 'b,
+    {
+        let Some((op, second)) = self.op else { return int_operand(self.a, rows, out) };
+        let n = rows.len();
+        let x = &int_operand(self.a, rows.clone(), a)[..n];
+        let y = &int_operand(second, rows, b)[..n];
+        out.clear();
+        out.resize(n, 0);
+        let o = &mut out[..n];
         // Wrapping results, and the overflows told by their signs (a sum overflows when it
         // differs in sign from both operands; a difference when the operands differ in sign
         // and it differs from the first), ORed without a branch so that the loops vectorise.
         let mut signs = 0i64;
-        let pairs = out.iter_mut().zip(y);
         match op {
-            ArithOp::Add => pairs.for_each(|(x, y)| {
-                let r = x.wrapping_add(*y);
-                signs |= (*x ^ r) & (*y ^ r);
-                *x = r;
+            ArithOp::Add => (0..n).for_each(|i| {
+                let r = x[i].wrapping_add(y[i]);
+                signs |= (x[i] ^ r) & (y[i] ^ r);
+                o[i] = r;
             }),
-            ArithOp::Sub => pairs.for_each(|(x, y)| {
-                let r = x.wrapping_sub(*y);
-                signs |= (*x ^ *y) & (*x ^ r);
-                *x = r;
+            ArithOp::Sub => (0..n).for_each(|i| {
+                let r = x[i].wrapping_sub(y[i]);
+                signs |= (x[i] ^ y[i]) & (x[i] ^ r);
+                o[i] = r;
             }),
             ArithOp::Mul => {
                 let mut over = false;
-                pairs.for_each(|(x, y)| {
-                    let (r, o) = x.overflowing_mul(*y);
-                    over |= o;
-                    *x = r;
+                (0..n).for_each(|i| {
+                    let (r, v) = x[i].overflowing_mul(y[i]);
+                    over |= v;
+                    o[i] = r;
                 });
                 signs |= -i64::from(over);
             }
         }
-        signs >= 0
+        *ok &= signs >= 0;
+        out
+    }
+
+    /// Its values at `rows` as `i64`s (an integer side); `ok` is cleared on overflow.
+    #[inline(always)]
+    fn i64s<'b>(&self, rows: Range<usize>, s: &'b mut SideScratch, ok: &mut bool) -> &'b [i64]
+    where
+        'a: 'b,
+    {
+        let SideScratch { out_i, a_i, b_i, .. } = s;
+        self.int_values(rows, out_i, a_i, b_i, ok)
+    }
+
+    /// Its values at `rows` as `f64`s: a float side computed in `f64`s, an integer side in
+    /// `i64`s (checked: `ok` cleared on overflow) then cast.
+    #[inline(always)]
+    fn f64s<'b>(&self, rows: Range<usize>, s: &'b mut SideScratch, ok: &mut bool) -> &'b [f64]
+    where
+        'a: 'b,
+    {
+        let SideScratch { out_i, a_i, b_i, out_f, a_f, b_f } = s;
+        if !self.float {
+            let values = self.int_values(rows, out_i, a_i, b_i, ok);
+            out_f.clear();
+            out_f.extend(values.iter().map(|x| *x as f64));
+            return out_f;
+        }
+        let Some((op, second)) = self.op else { return float_operand(self.a, rows, out_f) };
+        let n = rows.len();
+        let x = &float_operand(self.a, rows.clone(), a_f)[..n];
+        out_f.clear();
+        out_f.resize(n, 0.0);
+        let o = &mut out_f[..n];
+        match second.number() {
+            // A number: no column of it made.
+            Some(y) => match op {
+                ArithOp::Add => (0..n).for_each(|i| o[i] = x[i] + y),
+                ArithOp::Sub => (0..n).for_each(|i| o[i] = x[i] - y),
+                ArithOp::Mul => (0..n).for_each(|i| o[i] = x[i] * y),
+            },
+            None => {
+                let y = &float_operand(second, rows, b_f)[..n];
+                match op {
+                    ArithOp::Add => (0..n).for_each(|i| o[i] = x[i] + y[i]),
+                    ArithOp::Sub => (0..n).for_each(|i| o[i] = x[i] - y[i]),
+                    ArithOp::Mul => (0..n).for_each(|i| o[i] = x[i] * y[i]),
+                }
+            }
+        }
+        out_f
     }
 
     /// The number it is, when it is one (no column, no arithmetic).
@@ -1276,25 +1325,23 @@ const ARITH_BLOCK: usize = 4096;
 #[inline(always)]
 fn and_arith(out: &mut [u64], x: &ArithLeaf<'_>, rows: Range<usize>) {
     let mut ok = true;
-    let mut scratch = Scratch::default();
-    let Scratch { ints, floats } = &mut scratch;
+    let (mut left, mut right) = (SideScratch::default(), SideScratch::default());
+    // A number on a side (`label + size < 500`) is compared as one.
+    let (side, number, cmp) = match (x.left.number(), x.right.number()) {
+        (_, Some(n)) => (&x.left, Some(n), x.cmp),
+        (Some(n), _) => (&x.right, Some(n), x.cmp.flipped()),
+        _ => (&x.left, None, x.cmp),
+    };
+    let float = x.left.float || x.right.float;
     for (b, words) in out.chunks_mut(ARITH_BLOCK / 64).enumerate() {
         let start = rows.start + b * ARITH_BLOCK;
         let block = start..(start + ARITH_BLOCK).min(rows.end);
         if block.is_empty() {
             break;
         }
-        // A number on a side (`label + size < 500`) is compared as one.
-        let (side, number, cmp) = match (x.left.number(), x.right.number()) {
-            (_, Some(n)) => (&x.left, Some(n), x.cmp),
-            (Some(n), _) => (&x.right, Some(n), x.cmp.flipped()),
-            _ => (&x.left, None, x.cmp),
-        };
-        let float = x.left.float || x.right.float;
         match (number, float) {
             (Some(n), true) => {
-                let [l, _, more] = floats;
-                ok &= side.f64s(block, l, more, ints);
+                let l = side.f64s(block, &mut left, &mut ok);
                 let n = match n {
                     Input::IntNum(i) => i as f64,
                     Input::FloatNum(f) => f,
@@ -1303,23 +1350,20 @@ fn and_arith(out: &mut [u64], x: &ArithLeaf<'_>, rows: Range<usize>) {
                 and_cmp(words, l, |v| order_key(sql_order(*v)), cmp, order_key(sql_order(n)));
             }
             (Some(n), false) => {
-                let [l, _, more] = ints;
-                ok &= side.i64s(block, l, more);
+                let l = side.i64s(block, &mut left, &mut ok);
                 let Input::IntNum(n) = n else { unreachable!("an integer side's number") };
                 and_cmp(words, l, |v| *v, cmp, n);
             }
             // Compared in SQL order: as the order keys of the canonical floats.
             (None, true) => {
-                let [l, r, more] = floats;
-                ok &= x.left.f64s(block.clone(), l, more, ints);
-                ok &= x.right.f64s(block, r, more, ints);
+                let l = x.left.f64s(block.clone(), &mut left, &mut ok);
+                let r = x.right.f64s(block, &mut right, &mut ok);
                 let key = |v: &f64| order_key(sql_order(*v));
                 and_cmp_pairs(words, l, r, key, key, x.cmp);
             }
             (None, false) => {
-                let [l, r, more] = ints;
-                ok &= x.left.i64s(block.clone(), l, more);
-                ok &= x.right.i64s(block, r, more);
+                let l = x.left.i64s(block.clone(), &mut left, &mut ok);
+                let r = x.right.i64s(block, &mut right, &mut ok);
                 and_cmp_pairs(words, l, r, |v| *v, |v| *v, x.cmp);
             }
         }
