@@ -69,6 +69,8 @@ enum Leaf<'a> {
     Cols(Pair<'a>, Cmp),
     /// A comparison with arithmetic on a side.
     Arith(Box<ArithLeaf<'a>>),
+    /// The same in every row (`IS NOT NULL` of a column without NULLs).
+    Const(bool),
 }
 
 /// `left OP right`, each side an operand or two combined, computed as the evaluator computes
@@ -362,6 +364,9 @@ enum Condition {
     /// `left OP right` where a side is arithmetic (`label + size < 500`, `score * 2 > weight`):
     /// the condition's column is the first one either side reads.
     Arith(Term, Cmp, Term),
+    /// `column IS NULL` (`true`) or `IS NOT NULL` (`false`): constant over the columns the fused
+    /// pass reads, which have no NULLs (it declines those that have).
+    IsNull(bool),
 }
 
 impl Condition {
@@ -673,7 +678,7 @@ impl IndexRange {
                     });
                 }
                 // (Comparisons between columns never reach here: `conjunction_mask_with`.)
-                Condition::Col(..) | Condition::Arith(..) => return None,
+                Condition::Col(..) | Condition::Arith(..) | Condition::IsNull(_) => return None,
                 Condition::Cmp(cmp, number) => {
                     let x = match *number {
                         Number::Int(i) => i as f64,
@@ -922,6 +927,8 @@ fn shape_of(e: &Expr, out: &mut Vec<(String, Condition)>) -> Option<Shape> {
             }
         }
         Expr::UnaryOp { op: UnaryOperator::Not, expr } => Shape::Not(Box::new(shape_of(expr, out)?)),
+        Expr::IsNull(expr) => atom(column_name(unnested(expr))?, Condition::IsNull(true)),
+        Expr::IsNotNull(expr) => atom(column_name(unnested(expr))?, Condition::IsNull(false)),
         // `c BETWEEN low AND high` is `c >= low AND c <= high` (as the evaluator takes it).
         Expr::Between { expr, negated, low, high } => {
             let (c, low, high) =
@@ -1019,6 +1026,9 @@ fn leaf<'a>(
         Condition::Arith(l, cmp, r) => return arith_leaf(l, *cmp, r, arith),
         // in_set: integer items of an integer column are a set of i128s, so the mathematical
         // equality.
+        // Read only when the column has no NULL (the callers check): its value in every row.
+        Condition::IsNull(is_null) if array.null_count() == 0 => return Some(Leaf::Const(!is_null)),
+        Condition::IsNull(_) => return None,
         Condition::In(list) if list.len() > MAX_IN_LIST => {
             let values = match array.data_type() {
                 DataType::Int64 => IntValues::Int(array.as_primitive::<Int64Type>().values()),
@@ -1305,6 +1315,8 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
                 }
             }
             Leaf::Arith(x) => and_arith(out, x, start..end),
+            Leaf::Const(true) => {}
+            Leaf::Const(false) => out.fill(0),
             Leaf::InBits(values, bits) => match values {
                 IntValues::Int(v) => and_into(out, &v[start..end], |x| bits.contains(*x)),
                 IntValues::U16(v) => and_into(out, &v[start..end], |x| bits.contains(i64::from(*x))),
@@ -1736,6 +1748,9 @@ mod tests {
             "a - a = 0 AND f + 1 > 2.5",
             "f - \"image.width\" < a OR 3 * \"image.width\" >= 2 + f",
             "a * 0 < \"image.width\" - 2",
+            // NULL tests of columns without NULLs.
+            "f IS NOT NULL AND a < 1",
+            "a IS NULL OR NOT (b IS NULL)",
         ] {
             assert!(conjunction_mask(&ctx, &predicate(sql)).is_some(), "{sql}");
         }
@@ -1798,7 +1813,7 @@ mod tests {
     fn same_rows_as_the_evaluator(ctx: &Ctx, isa: Isa) {
         // Operators past OPS: `column BETWEEN number AND number`, `column IN (numbers)`,
         // `column OP column`.
-        let leaf = (0..COLUMNS.len(), 0..OPS.len() + 5, 0..NUMBERS.len(), any::<bool>());
+        let leaf = (0..COLUMNS.len(), 0..OPS.len() + 6, 0..NUMBERS.len(), any::<bool>());
         let config = ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() };
         let taken = std::sync::atomic::AtomicUsize::new(0);
         // Each leaf joined to the ones before by AND or OR, negated or not, parenthesised
@@ -1812,6 +1827,9 @@ mod tests {
                     if o == OPS.len() {
                         let high = NUMBERS[(n * 7 + usize::from(flip) * 5) % NUMBERS.len()];
                         return format!("{column} BETWEEN {} AND {high}", NUMBERS[n]);
+                    }
+                    if o == OPS.len() + 5 {
+                        return format!("{column} IS {}NULL", if flip { "NOT " } else { "" });
                     }
                     if o >= OPS.len() + 3 {
                         // Arithmetic: `column ARITH (number | column) OP (column | number)`.
