@@ -716,8 +716,9 @@ mod tests {
     }
 
     /// A WHERE evaluated morsel by morsel on several threads gives the rows, or the error, the
-    /// evaluator gives over the whole table at once: every kind of expression it takes (the
-    /// fused pass declines them all), NULLs, NaN, `index`, text, JSON, errors in a late morsel.
+    /// evaluator gives over the whole table at once: every kind of expression it takes (called
+    /// here directly, whether or not the fused pass would take it first), NULLs, NaN, `index`,
+    /// text, JSON, errors in a late morsel.
     #[test]
     fn a_where_in_morsels_is_the_whole_tables_evaluation() {
         let (_tmp, path) = beton_testkit::temp_path("m.beton");

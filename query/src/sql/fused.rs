@@ -108,31 +108,6 @@ impl Input<'_> {
         matches!(self, Input::Float(_) | Input::FloatNum(_))
     }
 
-    /// Its values at `rows` into `out` as `f64`s (`as`: the evaluator's cast).
-    #[inline(always)]
-    fn load_f64(self, rows: Range<usize>, out: &mut Vec<f64>) {
-        out.clear();
-        match self {
-            Input::Int(v) => out.extend(v[rows].iter().map(|x| *x as f64)),
-            Input::U16(v) => out.extend(v[rows].iter().map(|x| f64::from(*x))),
-            Input::Float(v) => out.extend_from_slice(&v[rows]),
-            Input::IntNum(i) => out.resize(rows.len(), i as f64),
-            Input::FloatNum(x) => out.resize(rows.len(), x),
-        }
-    }
-
-    /// Its values at `rows` into `out` as `i64`s (never a float).
-    #[inline(always)]
-    fn load_i64(self, rows: Range<usize>, out: &mut Vec<i64>) {
-        out.clear();
-        match self {
-            Input::Int(v) => out.extend_from_slice(&v[rows]),
-            Input::U16(v) => out.extend(v[rows].iter().map(|x| i64::from(*x))),
-            Input::IntNum(i) => out.resize(rows.len(), i),
-            Input::Float(_) | Input::FloatNum(_) => unreachable!("an integer side has no float"),
-        }
-    }
-
     /// A number's value as an `f64`; `None` for a column.
     fn number(self) -> Option<f64> {
         match self {
@@ -154,30 +129,33 @@ struct SideScratch {
     b_f: Vec<f64>,
 }
 
-/// An operand's values at `rows` as `i64`s: an i64 column's own (no copy), else loaded into
-/// `buffer`.
+/// An operand's values at `rows` as `i64`s (an integer operand): an i64 column's own (no
+/// copy), else widened or repeated into `buffer`.
 #[inline(always)]
 fn int_operand<'b>(input: Input<'b>, rows: Range<usize>, buffer: &'b mut Vec<i64>) -> &'b [i64] {
+    buffer.clear();
     match input {
-        Input::Int(v) => &v[rows],
-        other => {
-            other.load_i64(rows, buffer);
-            buffer
-        }
+        Input::Int(v) => return &v[rows],
+        Input::U16(v) => buffer.extend(v[rows].iter().map(|x| i64::from(*x))),
+        Input::IntNum(i) => buffer.resize(rows.len(), i),
+        Input::Float(_) | Input::FloatNum(_) => unreachable!("an integer side has no float"),
     }
+    buffer
 }
 
-/// An operand's values at `rows` as `f64`s: a float column's own (no copy), else loaded into
-/// `buffer`.
+/// An operand's values at `rows` as `f64`s: a float column's own (no copy), else cast (`as`,
+/// the evaluator's cast) or repeated into `buffer`.
 #[inline(always)]
 fn float_operand<'b>(input: Input<'b>, rows: Range<usize>, buffer: &'b mut Vec<f64>) -> &'b [f64] {
+    buffer.clear();
     match input {
-        Input::Float(v) => &v[rows],
-        other => {
-            other.load_f64(rows, buffer);
-            buffer
-        }
+        Input::Float(v) => return &v[rows],
+        Input::Int(v) => buffer.extend(v[rows].iter().map(|x| *x as f64)),
+        Input::U16(v) => buffer.extend(v[rows].iter().map(|x| f64::from(*x))),
+        Input::IntNum(i) => buffer.resize(rows.len(), i as f64),
+        Input::FloatNum(x) => buffer.resize(rows.len(), x),
     }
+    buffer
 }
 
 impl<'a> Side<'a> {
@@ -281,7 +259,7 @@ impl<'a> Side<'a> {
     }
 
     /// The number it is, when it is one (no column, no arithmetic).
-    fn number(&self) -> Option<Input<'_>> {
+    fn constant(&self) -> Option<Input<'_>> {
         match (self.op, self.a) {
             (None, n @ (Input::IntNum(_) | Input::FloatNum(_))) => Some(n),
             _ => None,
@@ -568,29 +546,38 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
         Shape::And(all) => all,
         one => vec![one],
     };
-    // A comparison of `index` with another column reads it as a column: left to the evaluator.
+    // A comparison of `index` with another column, or arithmetic on it, reads it as a column:
+    // left to the evaluator (before a column of positions is made only to be declined).
     let is_index = |name: &str| ctx.resolve(name) == INDEX;
-    if atoms.iter().any(|(name, c)| c.other().is_some_and(|o| is_index(o) || is_index(name))) {
+    let others_index = |c: &Condition| c.other().into_iter().chain(c.arith_columns()).any(is_index);
+    if atoms.iter().any(|(name, c)| others_index(c) || (is_index(name) && c.other().is_some())) {
         return None;
     }
     // Conditions on `index` (the row's position) are a range of rows, not a column to read:
     // `index >= 50000000 AND index < 50000010` touches 10 rows of 100 M, whatever else is asked.
     // Only those of the top conjunction are; one under OR or NOT is left to the evaluator.
-    let (index, top): (Vec<Shape>, Vec<Shape>) =
-        top.into_iter().partition(|s| matches!(s, Shape::Atom(i) if is_index(&atoms[*i].0)));
+    let mut range = vec![false; atoms.len()];
+    let top: Vec<Shape> = top
+        .into_iter()
+        .filter(|s| match s {
+            Shape::Atom(i) if is_index(&atoms[*i].0) => {
+                range[*i] = true;
+                false
+            }
+            _ => true,
+        })
+        .collect();
     let mut map = vec![None; atoms.len()];
     let (mut conditions, mut comparisons) = (Vec::new(), Vec::new());
     for (i, atom) in atoms.into_iter().enumerate() {
-        match index.contains(&Shape::Atom(i)) {
+        match range[i] {
             true => conditions.push(atom),
+            false if is_index(&atom.0) => return None,
             false => {
                 map[i] = Some(comparisons.len());
                 comparisons.push(atom);
             }
         }
-    }
-    if comparisons.iter().any(|(name, _)| is_index(name)) {
-        return None;
     }
     let shape = Shape::And(top).renumbered(&map)?;
     let within = IndexRange::of(&conditions, ctx.num_rows())?;
@@ -1339,7 +1326,7 @@ fn and_arith(out: &mut [u64], x: &ArithLeaf<'_>, rows: Range<usize>) {
     let mut ok = true;
     let (mut left, mut right) = (SideScratch::default(), SideScratch::default());
     // A number on a side (`label + size < 500`) is compared as one.
-    let (side, number, cmp) = match (x.left.number(), x.right.number()) {
+    let (side, number, cmp) = match (x.left.constant(), x.right.constant()) {
         (_, Some(n)) => (&x.left, Some(n), x.cmp),
         (Some(n), _) => (&x.right, Some(n), x.cmp.flipped()),
         _ => (&x.left, None, x.cmp),
@@ -1354,11 +1341,7 @@ fn and_arith(out: &mut [u64], x: &ArithLeaf<'_>, rows: Range<usize>) {
         match (number, float) {
             (Some(n), true) => {
                 let l = side.f64s(block, &mut left, &mut ok);
-                let n = match n {
-                    Input::IntNum(i) => i as f64,
-                    Input::FloatNum(f) => f,
-                    _ => unreachable!("a number"),
-                };
+                let n = n.number().unwrap_or_else(|| unreachable!("a number"));
                 and_cmp(words, l, |v| order_key(sql_order(*v)), cmp, order_key(sql_order(n)));
             }
             (Some(n), false) => {
@@ -1765,6 +1748,9 @@ mod tests {
             "a / 2 < 1",
             // Arithmetic with a condition on `index`: every row is computed, as the evaluator does.
             "index < 10 AND f * 2 > 1",
+            // Arithmetic on `index` reads it as a column.
+            "a + index < 3",
+            "index * 2 > a AND index < 5",
             // A u64 against another integer type: the evaluator casts it to i64, which can fail.
             "a < b",
             "\"image.width\" = b",

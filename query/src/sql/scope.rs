@@ -46,13 +46,20 @@ impl Val {
     }
 }
 
-/// The rows an expression is evaluated over: the whole table, or the rows at `rows`.
+/// Which rows of the table a context's columns hold.
+enum Rows {
+    /// Every row.
+    All,
+    /// The rows at these positions (ascending, unique), taken.
+    At(UInt32Array),
+    /// The rows `[start, end)`, sliced (no copy): a morsel of a WHERE evaluated on all cores.
+    Window(std::ops::Range<usize>),
+}
+
+/// The rows an expression is evaluated over: the whole table, some of its rows, or a window.
 pub(crate) struct Ctx<'t, 'a> {
     table: &'t Table<'a>,
-    rows: Option<UInt32Array>,
-    /// The table rows `[start, end)` ([`Ctx::window`]): a morsel of a WHERE evaluated on all
-    /// cores. Columns are the table's, sliced (no copy); `rows` is then `None`.
-    window: Option<std::ops::Range<usize>>,
+    rows: Rows,
     num_rows: usize,
     /// In a grouped query: one row per group, and the values of the group keys and aggregates
     /// by their SQL text ([`expr_text`]); any other column reference is an error.
@@ -66,8 +73,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
     pub fn all(table: &'t Table<'a>) -> Self {
         Ctx {
             table,
-            rows: None,
-            window: None,
+            rows: Rows::All,
             num_rows: table.num_rows() as usize,
             groups: None,
             key_lengths: HashSet::new(),
@@ -81,14 +87,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
             // Every row, in order: the columns as cached, without a copy.
             return Ctx::all(table);
         }
-        Ctx {
-            table,
-            num_rows: rows.len(),
-            rows: Some(rows),
-            window: None,
-            groups: None,
-            key_lengths: HashSet::new(),
-        }
+        Ctx { table, num_rows: rows.len(), rows: Rows::At(rows), groups: None, key_lengths: HashSet::new() }
     }
 
     /// The table rows `rows` (a range of positions), every column a slice of the table's.
@@ -97,8 +96,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
         Ctx {
             table,
             num_rows: rows.len(),
-            rows: None,
-            window: Some(rows),
+            rows: Rows::Window(rows),
             groups: None,
             key_lengths: HashSet::new(),
         }
@@ -108,7 +106,7 @@ impl<'t, 'a> Ctx<'t, 'a> {
     /// evaluate to it.
     pub fn groups(table: &'t Table<'a>, num_groups: usize, values: HashMap<String, ArrayRef>) -> Self {
         let key_lengths = values.keys().map(String::len).collect();
-        Ctx { table, rows: None, window: None, num_rows: num_groups, groups: Some(values), key_lengths }
+        Ctx { table, rows: Rows::All, num_rows: num_groups, groups: Some(values), key_lengths }
     }
 
     /// The group values of a grouped context.
@@ -134,26 +132,20 @@ impl<'t, 'a> Ctx<'t, 'a> {
         if self.groups.is_some() {
             return Err(sql_error(format!("'{name}' must appear in GROUP BY or inside an aggregate"), span));
         }
-        if let (Some(rows), "index") = (&self.rows, name) {
-            // The position column over some rows is those rows: not 100 M positions to take from.
-            return Ok(std::sync::Arc::new(arrow_array::UInt64Array::from_iter_values(
-                rows.values().iter().map(|&r| u64::from(r)),
-            )));
-        }
-        if let Some(window) = &self.window {
-            if name == "index" {
-                // Positions, made for the window alone (not 100 M made to slice 65,536 of).
-                return Ok(std::sync::Arc::new(arrow_array::UInt64Array::from_iter_values(
-                    window.clone().map(|r| r as u64),
-                )));
+        // The position column over some rows is those rows' positions: not 100 M positions made
+        // to take or slice a few of.
+        let positions = |p: &mut dyn Iterator<Item = u64>| -> ArrayRef {
+            std::sync::Arc::new(arrow_array::UInt64Array::from_iter_values(p))
+        };
+        match (&self.rows, name) {
+            (Rows::At(rows), "index") => Ok(positions(&mut rows.values().iter().map(|&r| u64::from(r)))),
+            (Rows::Window(w), "index") => Ok(positions(&mut w.clone().map(|r| r as u64))),
+            (Rows::All, _) => self.table.column(name).map_err(at(span)),
+            (Rows::At(rows), _) => {
+                let array = self.table.column(name).map_err(at(span))?;
+                Ok(take(array.as_ref(), rows, None).map_err(|e| at(span)(e.into()))?)
             }
-            let array = self.table.column(name).map_err(at(span))?;
-            return Ok(array.slice(window.start, window.len()));
-        }
-        let array = self.table.column(name).map_err(at(span))?;
-        match &self.rows {
-            None => Ok(array),
-            Some(rows) => Ok(take(array.as_ref(), rows, None).map_err(|e| at(span)(e.into()))?),
+            (Rows::Window(w), _) => Ok(self.table.column(name).map_err(at(span))?.slice(w.start, w.len())),
         }
     }
 
