@@ -5,20 +5,20 @@
    itself in it.
 2. Runs `cargo bench --bench query_compare -- --rows N ...`: it writes the .beton file (once),
    times beton (open-to-first-result; each query warm and cold) and exports the queried columns
-   as an Arrow IPC file. Its last stdout line is a JSON report. It runs twice: with glibc malloc's
-   defaults, and with malloc keeping freed memory (GLIBC_TUNABLES, below), which is what the
-   allocators bundled with polars (jemalloc) and pyarrow (its memory pool) do. On the VM this was
-   written on, touching fresh pages costs more than the queries' arithmetic, and glibc returns
-   every block over 32 MiB to the kernel on free, so the default run pays page faults for every
-   large result (row ids, widened columns) on every repetition.
+   as an Arrow IPC file. Its last stdout line is a JSON report. The binary allocates with mimalloc,
+   as beton's CLI and Python extension do (and as a program embedding beton should): it keeps
+   freed memory for the next query, where glibc returns every block over 32 MiB to the kernel on
+   free and each repetition would pay page faults for its large results (row ids, widened
+   columns); polars (jemalloc) and pyarrow (its memory pool) keep theirs too.
 3. Loads that IPC file (pyarrow memory-mapped; polars from that Arrow table, outside the timing),
    times the same three queries with polars (eager API, and its SQLContext), DuckDB (SQL over the
    Arrow table, registered without a copy; results fetched as Arrow) and pyarrow.compute,
    median of K runs, checks that the results agree with beton's, and prints a table of ratios;
    then every form of WHERE (between columns, arithmetic, BETWEEN, IN, LIKE, IS NOT NULL, OR,
-   NOT) against polars SQL and DuckDB, row counts checked.
+   NOT) against polars SQL and DuckDB, row counts checked, in `--form-rounds` interleaved rounds
+   (the binary again with `--forms-only`, then polars SQL, then DuckDB), the ratio per round.
 
-Usage: python3 benches/query_compare.py [--rows N] [--runs K] [--file PATH] [--threads T]
+Usage: python3 benches/query_compare.py [--rows N] [--runs K] [--file PATH] [--threads T] [--form-rounds R]
 """
 
 import argparse
@@ -52,21 +52,16 @@ def ensure_venv():
     os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
 
 
-# Large blocks from the heap and never trimmed: freed memory is reused without new page faults.
-RETAIN = "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295"
-
-
-def run_beton(args, tunables=None):
-    cmd = ["cargo", "bench", "--bench", "query_compare", "--", "--rows", str(args.rows), "--runs", str(args.runs)]
+def run_beton(args, *extra):
+    cmd = ["cargo", "bench", "--bench", "query_compare", "--", "--rows", str(args.rows), "--runs", str(args.runs),
+           *extra]
     if args.file:
         cmd += ["--file", args.file]
     env = dict(os.environ)
     if args.threads:
         # beton's parallel kernels run on rayon's pool.
         env["RAYON_NUM_THREADS"] = str(args.threads)
-    if tunables:
-        env["GLIBC_TUNABLES"] = tunables
-    print("$", f"GLIBC_TUNABLES={tunables}" if tunables else "", " ".join(cmd), file=sys.stderr)
+    print("$", " ".join(cmd), file=sys.stderr)
     out = subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     return json.loads(line)
@@ -89,6 +84,8 @@ def main():
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--file", help="the .beton file (default: target/bench-data/query-<rows>.beton)")
+    p.add_argument("--form-rounds", type=int, default=5,
+                   help="interleaved rounds of the WHERE forms (beton's binary, then polars SQL, then DuckDB)")
     p.add_argument("--threads", type=int,
                    help="threads for polars, DuckDB, pyarrow and beton (default: all cores)")
     args = p.parse_args()
@@ -111,7 +108,6 @@ def main():
                f"(fused WHERE, parallel GROUP BY and ORDER BY)")
 
     beton = run_beton(args)
-    retained = run_beton(args, RETAIN)
     ipc = ROOT / beton["ipc"] if not Path(beton["ipc"]).is_absolute() else Path(beton["ipc"])
 
     t = time.perf_counter()
@@ -235,16 +231,23 @@ def main():
         got = frame_count(results[name][2])
         assert got == (g["groups"], g["total"], g["count_label_7"]), (name, got, g)
 
-    # Every form of WHERE: polars SQL and DuckDB on the same rows, the same row counts.
-    form_results = []
-    for form in beton["forms"]:
-        sql = f"SELECT index FROM samples WHERE {form['sql']}"
-        pl_ms, _, pl_out = timed(lambda: ctx.execute(sql, eager=True), args.runs)
-        duck_ms, _, duck_out = timed(lambda: duck_sql(sql), args.runs)
-        assert pl_out.height == form["rows"], (form["sql"], "polars SQL", pl_out.height, form["rows"])
-        assert duck_out.num_rows == form["rows"], (form["sql"], "DuckDB", duck_out.num_rows, form["rows"])
-        retained_form = next(f for f in retained["forms"] if f["sql"] == form["sql"])
-        form_results.append((form, retained_form, pl_ms, duck_ms))
+    # Every form of WHERE: polars SQL and DuckDB on the same rows, the same row counts; in
+    # interleaved rounds (beton's binary with --forms-only, then polars SQL, then DuckDB: each the
+    # median of --runs), the ratio taken per round.
+    rounds = {f["sql"]: {"beton": [], "polars SQL": [], "DuckDB": [], "rows": f["rows"]} for f in beton["forms"]}
+    for r in range(args.form_rounds):
+        forms = beton["forms"] if r == 0 else run_beton(args, "--forms-only")["forms"]
+        for form in forms:
+            got = rounds[form["sql"]]
+            assert form["rows"] == got["rows"], form
+            sql = f"SELECT index FROM samples WHERE {form['sql']}"
+            pl_ms, _, pl_out = timed(lambda: ctx.execute(sql, eager=True), args.runs)
+            duck_ms, _, duck_out = timed(lambda: duck_sql(sql), args.runs)
+            assert pl_out.height == form["rows"], (form["sql"], "polars SQL", pl_out.height, form["rows"])
+            assert duck_out.num_rows == form["rows"], (form["sql"], "DuckDB", duck_out.num_rows, form["rows"])
+            got["beton"].append(form["warm_ms"])
+            got["polars SQL"].append(pl_ms)
+            got["DuckDB"].append(duck_ms)
 
     top = q["top"]["result"]["ids"]
     assert results["polars/top"][2]["index"].to_list() == top, "polars top-100 ids"
@@ -259,9 +262,9 @@ def main():
     rows = beton["rows"]
     print()
     print(f"rows {rows:,}; .beton {beton['file_bytes'] / 1e6:.0f} MB; median of {args.runs} runs, ms; {threads}")
-    for name, b in [("malloc defaults", beton), ("malloc retaining", retained)]:
+    for b in [beton]:
         print(
-            f"beton open-to-first-result ({name}): {b['open_to_first_result_ms']:.1f} ms "
+            f"beton open-to-first-result: {b['open_to_first_result_ms']:.1f} ms "
             f"(open {b['open_ms']:.1f} + Table::new {b['table_new_ms']:.2f} + first WHERE "
             f"{b['first_query_ms']:.1f}; materialising label, score, image.width alone: "
             f"{sum(b['materialise_ms'][c] for c in ('label', 'score', 'image.width')):.1f})"
@@ -285,35 +288,39 @@ def main():
         print("columnar copy: off (BETON_COLUMNAR=off): columns gathered from the rows")
     print()
     header = (
-        "| query | beton warm | beton warm, malloc retaining | beton cold | beton cold, retaining "
+        "| query | beton warm | beton cold "
         "| polars | polars SQL | DuckDB | pyarrow | beton/polars | beton/polars SQL | beton/DuckDB | beton/pyarrow |"
     )
     print(header)
-    print("|---|" + "---:|" * 12)
+    print("|---|" + "---:|" * 10)
     for key, label_ in [("where", "3-predicate WHERE"), ("group_by", "GROUP BY label count"), ("top", "ORDER BY score LIMIT 100")]:
         warm, cold = q[key]["warm_ms"], q[key]["cold_ms"]
-        r = retained["queries"][key]
-        assert r["result"] == q[key]["result"]
         pol, sql, duck_, pa_ = (results[f"{e}/{key}"][0] for e in ("polars", "polars-sql", "duckdb", "pyarrow"))
         print(
-            f"| {label_} | {warm:.1f} | {r['warm_ms']:.1f} | {cold:.1f} | {r['cold_ms']:.1f} "
+            f"| {label_} | {warm:.1f} | {cold:.1f} "
             f"| {pol:.1f} | {sql:.1f} | {duck_:.1f} | {pa_:.1f} "
             f"| {warm / pol:.2f} | {warm / sql:.2f} | {warm / duck_:.2f} | {warm / pa_:.2f} |"
         )
     print()
-    print("| WHERE form | beton warm | beton warm, malloc retaining | polars SQL | DuckDB | beton/polars SQL | beton/DuckDB |")
+    print(f"every form of WHERE: {args.form_rounds} interleaved rounds, each engine the median of {args.runs} runs "
+          "a round; ms are medians over the rounds; ratios the median of the per-round ratios (min-max)")
+    print("| WHERE form | rows | beton warm | polars SQL | DuckDB | beton/polars SQL | beton/DuckDB |")
     print("|---|" + "---:|" * 6)
-    for form, r, pl_ms, duck_ms in form_results:
-        warm = form["warm_ms"]
+    for sql, got in rounds.items():
+        cells = []
+        for other in ("polars SQL", "DuckDB"):
+            ratios = [b / o for b, o in zip(got["beton"], got[other])]
+            cells.append(f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
         print(
-            f"| `{form['sql']}` | {warm:.1f} | {r['warm_ms']:.1f} | {pl_ms:.1f} | {duck_ms:.1f} "
-            f"| {warm / pl_ms:.2f} | {warm / duck_ms:.2f} |"
+            f"| `{sql}` | {got['rows']:,} | {statistics.median(got['beton']):.1f} "
+            f"| {statistics.median(got['polars SQL']):.1f} | {statistics.median(got['DuckDB']):.1f} "
+            f"| {cells[0]} | {cells[1]} |"
         )
     print()
-    print("ratios: beton warm (malloc defaults) / the other engine; below 1 means beton is faster")
+    print("ratios: beton warm / the other engine; below 1 means beton is faster")
     print()
     print("all four engines agree on every result")
-    print(json.dumps({"beton": beton, "beton_retaining": retained, "python": {k: {"median_ms": v[0], "min_ms": v[1]} for k, v in results.items()}}))
+    print(json.dumps({"beton": beton, "python": {k: {"median_ms": v[0], "min_ms": v[1]} for k, v in results.items()}}))
 
 
 if __name__ == "__main__":

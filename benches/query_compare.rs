@@ -18,11 +18,12 @@
 //! `select_indices`), `SELECT label, count(*) FROM samples GROUP BY label`, and
 //! `SELECT index, score FROM samples ORDER BY score DESC LIMIT 100`; then every form of WHERE in
 //! `FORMS` (between columns, arithmetic, BETWEEN, IN under OR, LIKE, IS NOT NULL, OR, NOT), warm.
+//! With `--forms-only`, only those (one round of the Python side's interleaved comparison).
 //!
 //! Then the columns the queries use (label, score, image.width, image.height, caption) are written
 //! as an Arrow IPC file at `--ipc`, for the Python side to load.
 //!
-//! Run: `cargo bench --bench query_compare -- [--rows N] [--file PATH] [--ipc PATH] [--runs K]`.
+//! Run: `cargo bench --bench query_compare -- [--rows N] [--file PATH] [--ipc PATH] [--runs K] [--forms-only]`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +36,11 @@ use arrow_schema::{Field, Schema};
 use beton_query::{query, select_indices, Table};
 use beton_storage::{Dataset, Progress, SampleValue, WriterOptions};
 use serde_json::json;
+
+/// The allocator a program embedding beton should choose, as the CLI and the Python extension do:
+/// mimalloc keeps freed memory for the next query's row ids (docs/PERFORMANCE.md "Memory").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The seed of every generated value.
 const SEED: u64 = 0x005e_ed0f_be70;
@@ -71,11 +77,14 @@ struct Args {
     file: PathBuf,
     ipc: PathBuf,
     runs: usize,
+    /// Only time every form of WHERE (the file written before): one round of the interleaved
+    /// comparison that `query_compare.py` runs against polars SQL and DuckDB.
+    forms_only: bool,
 }
 
 fn parse_args() -> Args {
     let mut rows = 10_000_000u64;
-    let (mut file, mut ipc, mut runs) = (None, None, 5usize);
+    let (mut file, mut ipc, mut runs, mut forms_only) = (None, None, 5usize, false);
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -84,9 +93,12 @@ fn parse_args() -> Args {
             "--file" => file = Some(PathBuf::from(value())),
             "--ipc" => ipc = Some(PathBuf::from(value())),
             "--runs" => runs = value().parse().expect("--runs K"),
+            "--forms-only" => forms_only = true,
             // cargo bench passes --bench to harness = false targets.
             "--bench" => {}
-            other => panic!("unknown argument {other}; expected --rows N --file PATH --ipc PATH --runs K"),
+            other => {
+                panic!("unknown argument {other}; expected --rows N --file PATH --ipc PATH --runs K [--forms-only]")
+            }
         }
     }
     let tag = match rows {
@@ -96,7 +108,7 @@ fn parse_args() -> Args {
     };
     let file = file.unwrap_or_else(|| PathBuf::from(format!("target/bench-data/query-{tag}.beton")));
     let ipc = ipc.unwrap_or_else(|| file.with_extension("arrow"));
-    Args { rows, file, ipc, runs: runs.max(1) }
+    Args { rows, file, ipc, runs: runs.max(1), forms_only }
 }
 
 /// splitmix64 of (seed, sample, draw): every value depends on the sample index only.
@@ -255,6 +267,13 @@ fn open_to_first_result(path: &Path) -> (f64, f64, f64, f64, Outcome) {
 
 fn main() {
     let args = parse_args();
+    if args.forms_only {
+        let ds = Dataset::open(&args.file).expect("open the file a full run wrote");
+        assert_eq!(ds.num_samples(), args.rows, "{} holds another row count", args.file.display());
+        let table = Table::new(&ds);
+        println!("{}", json!({ "forms": time_forms(&table, args.runs) }));
+        return;
+    }
     let mut generate_s = None;
     let stale = match Dataset::open(&args.file) {
         Ok(ds) => ds.num_samples() != args.rows,
@@ -354,26 +373,7 @@ fn main() {
     }
 
     // (c) Every form of WHERE, warm.
-    let mut forms = Vec::new();
-    for sql in FORMS {
-        let rows = select_indices(&warm_table, sql).expect(sql).len();
-        let times: Vec<f64> = (0..args.runs)
-            .map(|_| {
-                let t = Instant::now();
-                let n = select_indices(&warm_table, sql).expect(sql).len();
-                let elapsed = ms(t);
-                assert_eq!(n, rows);
-                elapsed
-            })
-            .collect();
-        eprintln!("  {sql}: warm {:.1} ms, {rows} rows", median(times.clone()));
-        forms.push(json!({
-            "sql": sql,
-            "rows": rows,
-            "warm_ms": median(times.clone()),
-            "warm_min_ms": times.iter().copied().fold(f64::INFINITY, f64::min),
-        }));
-    }
+    let forms = time_forms(&warm_table, args.runs);
 
     let ipc_s = if std::fs::metadata(&args.ipc).is_ok_and(|m| m.len() > 0) && !stale {
         None
@@ -408,4 +408,29 @@ fn main() {
         "forms": forms,
     });
     println!("{report}");
+}
+
+/// Every form of WHERE on `table`, warm (each run once first): rows and the median of `runs`.
+fn time_forms(table: &Table, runs: usize) -> Vec<serde_json::Value> {
+    let mut forms = Vec::new();
+    for sql in FORMS {
+        let rows = select_indices(table, sql).expect(sql).len();
+        let times: Vec<f64> = (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                let n = select_indices(table, sql).expect(sql).len();
+                let elapsed = ms(t);
+                assert_eq!(n, rows);
+                elapsed
+            })
+            .collect();
+        eprintln!("  {sql}: warm {:.1} ms, {rows} rows", median(times.clone()));
+        forms.push(json!({
+            "sql": sql,
+            "rows": rows,
+            "warm_ms": median(times.clone()),
+            "warm_min_ms": times.iter().copied().fold(f64::INFINITY, f64::min),
+        }));
+    }
+    forms
 }

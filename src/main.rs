@@ -165,6 +165,12 @@ struct WriteArgs {
     encode: EncodeArgs,
 }
 
+/// mimalloc keeps freed memory for the next allocation: a query's 64 MB of row ids lands in pages
+/// already mapped (glibc unmaps every block of 32 MiB or more on free, and a fresh page costs a
+/// fault each; docs/PERFORMANCE.md "Memory").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = Cli::parse();
     let (name, result) = match cli.command {
