@@ -9,6 +9,12 @@
 //!   memcpy of the file bytes, and writing + fsyncing as many bytes as beton's output (I/O floor).
 //! - `write_images/corpus`: the same over `$BETON_BENCH_CORPUS` (an ImageFolder, e.g. made by
 //!   `benches/bench-corpus.sh`), skipped with a note when unset.
+//! - `passthrough/{bundled,corpus}`: what storing a source JPEG as it is costs per image (the
+//!   writer's passthrough: appends, `write_mode="jpg"` of images that fit): the entropy-level
+//!   check with restart markers every MCU (`jpeg::entropy::check_with_restarts`, what the writer
+//!   runs), the same check alone (interval 0), and the path it replaced (a strict whole decode,
+//!   then libjpeg-turbo's lossless transform to add the markers). Baselines: a plain turbojpeg
+//!   decode to RGB (the decode wall) and a memcpy of the bytes.
 //! - `open`: `Dataset::open` of a 10M-row and a 1M-row Int+Float file and of a 1M-image file
 //!   (1M allocation entries, 2 MiB pages), and open + first access of one sample (for images:
 //!   its payload, which builds the lazy allocation index). Baselines: `File::open` + mmap of the
@@ -158,6 +164,73 @@ fn write_group(c: &mut Criterion, name: &str, root: &Path) {
     g.finish();
 }
 
+/// The JPEGs of an ImageFolder, read into memory.
+fn jpeg_files(root: &Path) -> Vec<Vec<u8>> {
+    let samples = imagefolder::scan(root).expect("an ImageFolder").samples;
+    samples
+        .iter()
+        .map(|(path, _)| std::fs::read(path).expect("readable"))
+        .filter(|b| b.starts_with(&[0xFF, 0xD8]))
+        .collect()
+}
+
+fn passthrough_group(c: &mut Criterion, name: &str, root: &Path) {
+    use beton_storage::jpeg::entropy::{check_with_restarts, Checked};
+    let files = jpeg_files(root);
+    let mut g = c.benchmark_group(format!("passthrough/{name}"));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .throughput(Throughput::Elements(files.len() as u64));
+    let taken = files.iter().filter(|b| check_with_restarts(b, 1).is_some()).count();
+    eprintln!("passthrough/{name}: {} JPEGs, {taken} taken by the entropy pass", files.len());
+    g.bench_function("entropy check + restart markers (beton)", |b| {
+        b.iter(|| {
+            files
+                .iter()
+                .map(|f| match check_with_restarts(f, 1) {
+                    Some(Checked::Rewritten(v)) => v.len(),
+                    Some(Checked::AsIs) => f.len(),
+                    None => 0,
+                })
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("entropy check alone", |b| {
+        b.iter(|| files.iter().filter(|f| check_with_restarts(f, 0).is_some()).count())
+    });
+    g.bench_function("whole decode + libjpeg-turbo transform (before)", |b| {
+        b.iter(|| {
+            files
+                .iter()
+                .map(|f| {
+                    black_box(turbojpeg::decompress(f, PixelFormat::RGB).expect("decodes"));
+                    beton_storage::jpeg::with_restarts(f, 1).expect("transforms").len()
+                })
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("baseline: plain turbojpeg decode", |b| {
+        b.iter(|| {
+            files
+                .iter()
+                .map(|f| turbojpeg::decompress(f, PixelFormat::RGB).expect("decodes").pixels.len())
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("baseline: memcpy", |b| {
+        b.iter(|| files.iter().map(|f| black_box(f.to_vec()).len()).sum::<usize>())
+    });
+    g.finish();
+}
+
+fn passthrough(c: &mut Criterion) {
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
+    passthrough_group(c, "bundled", &bundled);
+    if let Some(dir) = std::env::var_os("BETON_BENCH_CORPUS") {
+        passthrough_group(c, "corpus", Path::new(&dir));
+    }
+}
+
 fn write_images(c: &mut Criterion) {
     let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/imagefolder");
     write_group(c, "bundled", &bundled);
@@ -285,5 +358,5 @@ fn open(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, write_images, open);
+criterion_group!(benches, write_images, passthrough, open);
 criterion_main!(benches);

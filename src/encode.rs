@@ -39,6 +39,10 @@ pub(crate) struct EncodeArgs {
     /// Re-encode source JPEGs even when they could be stored as they are.
     #[arg(long)]
     no_passthrough: bool,
+    /// Store passed-through JPEGs exactly as given: only their header is read (no check of
+    /// their data, no restart markers added); a corrupt one fails when it is loaded.
+    #[arg(long)]
+    no_verify: bool,
     /// A JPEG restart marker every N MCUs (0: none, FFCV's bytes). With markers, crop decoders
     /// entropy-decode only the part of each JPEG around the crop.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -94,6 +98,7 @@ impl EncodeArgs {
             jpeg_quality: self.quality,
             jpeg_passthrough: !self.no_passthrough,
             jpeg_restart_interval: self.restart_interval,
+            verify: !self.no_verify,
             alpha_background: self.alpha_background,
         })
     }

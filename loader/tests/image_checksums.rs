@@ -76,6 +76,7 @@ fn writer_configs() -> Vec<(&'static str, FieldSpec)> {
         jpeg_quality: 90,
         jpeg_passthrough: passthrough,
         jpeg_restart_interval: restart,
+        verify: true,
         alpha_background: None,
     };
     vec![

@@ -300,13 +300,15 @@ class ArrayField(Field):
 class RGBImageField(Field):
     def __new__(cls, write_mode: str = "raw", max_resolution: Optional[int] = None,
                  smart_threshold: Optional[int] = None, jpeg_quality: int = 90, compress_probability: float = 0.5,
-                 jpeg_passthrough: bool = True, jpeg_restart_interval: int = 1) -> Self: ...
+                 jpeg_passthrough: bool = True, jpeg_restart_interval: int = 1,
+                 verify: bool = True) -> Self: ...
 
 @final
 class GreyImageField(Field):
     def __new__(cls, write_mode: str = "raw", max_resolution: Optional[int] = None,
                  smart_threshold: Optional[int] = None, jpeg_quality: int = 90, compress_probability: float = 0.5,
-                 jpeg_passthrough: bool = True, jpeg_restart_interval: int = 1) -> Self: ...
+                 jpeg_passthrough: bool = True, jpeg_restart_interval: int = 1,
+                 verify: bool = True) -> Self: ...
 
 # Decoders, image operations and image pipelines (the Loader takes these).
 @disjoint_base

@@ -200,7 +200,8 @@ macro_rules! image_field {
     ($name:ident, $short:literal, $doc:literal) => {
         field_class!($name, $doc,
             #[pyo3(signature = (write_mode = "raw", max_resolution = None, smart_threshold = None, jpeg_quality = 90,
-                                compress_probability = 0.5, jpeg_passthrough = true, jpeg_restart_interval = 1))]
+                                compress_probability = 0.5, jpeg_passthrough = true, jpeg_restart_interval = 1,
+                                verify = true))]
             #[allow(clippy::too_many_arguments)]
             fn new(
                 write_mode: &str,
@@ -210,6 +211,7 @@ macro_rules! image_field {
                 compress_probability: f64,
                 jpeg_passthrough: bool,
                 jpeg_restart_interval: i64,
+                verify: bool,
             ) {
                 let mut field = Field::of($short, None, None)?;
                 let bad = |what: String| PyValueError::new_err(format!("{}: {what}", stringify!($name)));
@@ -258,6 +260,7 @@ macro_rules! image_field {
                     jpeg_quality,
                     jpeg_passthrough,
                     jpeg_restart_interval,
+                    verify,
                     // Set for every image field by the writer (`DatasetWriter(alpha_background=)`).
                     alpha_background: None,
                 };

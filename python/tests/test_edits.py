@@ -268,3 +268,31 @@ def test_random_updates_match_a_plain_model(table_ds, seed):
                 call()
             assert ds.version == before and versions(ds.path)[-1] == before
         assert read(ds) == model
+
+
+def test_appended_jpegs_are_checked_unless_verify_is_off(animals, tmp_path):
+    ds, _ = animals
+    photo = open(os.path.join(PHOTOS, sorted(os.listdir(PHOTOS))[0]), "rb").read()
+    cut = photo[: len(photo) // 2] + b"\xff\xd9"  # the scan cut short, an EOI after it
+    for name, data in [("good", photo), ("cut", cut)]:
+        os.makedirs(tmp_path / name / "cow")
+        (tmp_path / name / "cow" / f"{name}.jpg").write_bytes(data)
+
+    def stored(row):
+        return ds.take([row], ["image"]).column("image")[0]["data"].as_py()
+
+    # Checked (the default): the corrupt JPEG is refused, naming it, and nothing is committed.
+    with pytest.raises(ValueError, match=r"cut\.jpg.*corrupt JPEG"):
+        ds.append(tmp_path / "cut", write_mode="jpg", progress=False)
+    assert versions(tmp_path / "ds") == [1]
+    # verify=False: stored exactly as given, corrupt or not.
+    ds.append(tmp_path / "cut", write_mode="jpg", verify=False, progress=False)
+    assert stored(len(ds) - 1) == cut
+    ds.append(tmp_path / "good", write_mode="jpg", verify=False, progress=False)
+    assert stored(len(ds) - 1) == photo
+    # Checked and given a restart marker per MCU (a DRI segment): other bytes, the same pixels.
+    ds.append(tmp_path / "good", write_mode="jpg", progress=False)
+    checked = stored(len(ds) - 1)
+    assert checked != photo and b"\xff\xdd\x00\x04\x00\x01" in checked
+    assert np.array_equal(ds[len(ds) - 1]["image"], ds[len(ds) - 2]["image"])
+    assert versions(tmp_path / "ds") == [1, 2, 3, 4]

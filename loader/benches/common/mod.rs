@@ -59,6 +59,7 @@ pub fn dataset_paged(
         max_resolution: Some(max_res),
         jpeg_quality: 90,
         jpeg_passthrough: true,
+        verify: true,
         alpha_background: None,
     };
     let writer = WriterOptions { page_size, ..WriterOptions::default() };

@@ -590,7 +590,10 @@ class _Versions(_DatasetBase):
             ``UserWarning`` when an image had transparency), ``(r, g, b)`` composites.
         **writer_options
             ``RGBImageField`` options for an ImageFolder's images (``write_mode``,
-            ``max_resolution``, ``jpeg_quality``, ...).
+            ``max_resolution``, ``jpeg_quality``, ``verify``, ...). A JPEG that fits is stored
+            as it is, checked at the entropy level (every Huffman code; a corrupt one is
+            refused, naming it) and given restart markers; ``verify=False`` stores its bytes
+            exactly as given, unchecked, as Lance and Hugging Face datasets do.
 
         {returns}
 

@@ -18,14 +18,22 @@ from beton.pipeline.state import State  # noqa: F401 (FFCV's module binds it)
 @register("rgb_image", _native.RGBImageField, SimpleRGBImageDecoder, type_id=2, value=image_value)
 class RGBImageField(Field):
     """An RGB image per sample: numpy HWC uint8 arrays, PIL images, encoded JPEG/PNG bytes, or
-    file paths. ``write_mode`` is ``raw``, ``jpg``, ``smart`` or ``proportion`` (FFCV's)."""
+    file paths. ``write_mode`` is ``raw``, ``jpg``, ``smart`` or ``proportion`` (FFCV's).
+
+    beton's own options: ``jpeg_passthrough`` stores a source JPEG that needs no resize, rotation or
+    colour change as it is (no re-encoding loss); ``jpeg_restart_interval`` gives the JPEGs written
+    a restart marker every that many MCUs (0: none), which the loader's crop decoders use;
+    ``verify`` (default True) checks every Huffman code of a passed-through JPEG in one
+    entropy-level pass (no pixels decoded), so a corrupt JPEG is refused at write time. With
+    ``verify=False`` a passed-through JPEG is stored exactly as given (only its header is read: no
+    check of its data, no restart markers added; a corrupt one fails when it is loaded)."""
 
     metadata_type = np.dtype([("mode", "<u1"), ("width", "<u2"), ("height", "<u2"), ("data_ptr", "<u8")])
 
     def __init__(self, write_mode: str = "raw", max_resolution: Optional[int] = None,
                  smart_threshold: Optional[int] = None, jpeg_quality: int = 90,
                  compress_probability: float = 0.5, jpeg_passthrough: bool = True,
-                 jpeg_restart_interval: int = 1):
+                 jpeg_restart_interval: int = 1, verify: bool = True):
         self.write_mode = write_mode
         self.max_resolution = max_resolution
         self.smart_threshold = smart_threshold
@@ -33,11 +41,12 @@ class RGBImageField(Field):
         self.compress_probability = compress_probability
         self.jpeg_passthrough = jpeg_passthrough
         self.jpeg_restart_interval = int(jpeg_restart_interval)
+        self.verify = bool(verify)
 
     def options(self):
         o = {"write_mode": self.write_mode, "jpeg_quality": self.jpeg_quality,
              "compress_probability": self.compress_probability, "jpeg_passthrough": self.jpeg_passthrough,
-             "jpeg_restart_interval": self.jpeg_restart_interval}
+             "jpeg_restart_interval": self.jpeg_restart_interval, "verify": self.verify}
         if self.max_resolution is not None:
             o["max_resolution"] = int(self.max_resolution)
         if self.smart_threshold is not None:

@@ -155,6 +155,13 @@ pub struct ImageOptions {
     /// (about 1.3× faster random resized crops at 512 px) for about 3 % more bytes. A passed-
     /// through JPEG with another interval is rewritten losslessly (same pixels) to have it.
     pub jpeg_restart_interval: u16,
+    /// Check a passed-through JPEG before storing it (default true): every Huffman code of its
+    /// scan is decoded (an entropy-level pass, no pixels; a JPEG that pass cannot vouch for is
+    /// decoded whole), so a corrupt JPEG is refused at write time, and it is given restart
+    /// markers as `jpeg_restart_interval` says. `false` stores a passed-through JPEG's bytes
+    /// exactly as given, after reading only its header: no check of its data (a corrupt one
+    /// fails when the loader decodes it) and no restart markers added.
+    pub verify: bool,
     /// What transparency is flattened onto: `None` (the default) drops alpha and keeps the
     /// colour channels as they are, as FFCV does; `Some([r, g, b])` composites each pixel onto
     /// that colour (`out = (a·c + (255 − a)·bg + 127) / 255`, straight alpha). See step 4 of
@@ -170,6 +177,7 @@ impl Default for ImageOptions {
             jpeg_quality: 90,
             jpeg_passthrough: true,
             jpeg_restart_interval: 1,
+            verify: true,
             alpha_background: None,
         }
     }
@@ -276,9 +284,19 @@ fn encode(
             check_pixels(p)?;
             (None, Loaded::Pixels(p))
         }
-        ImageSource::Encoded(b) => (Some(b.as_slice()), decode_source(b)?),
+        ImageSource::Encoded(b) => {
+            if let Some((width, height, data)) = fast_passthrough(b, options, channels, draw) {
+                let data = data.unwrap_or_else(|| b.clone());
+                return Ok((EncodedImage { mode: ImageMode::Jpg, width, height, data }, false));
+            }
+            (Some(b.as_slice()), decode_source(b)?)
+        }
         ImageSource::File(path) => {
             file_bytes = read_file(path)?;
+            if let Some((width, height, data)) = fast_passthrough(&file_bytes, options, channels, draw) {
+                let data = data.unwrap_or(file_bytes);
+                return Ok((EncodedImage { mode: ImageMode::Jpg, width, height, data }, false));
+            }
             (Some(file_bytes.as_slice()), decode_source(&file_bytes)?)
         }
     };
@@ -324,15 +342,7 @@ fn encode(
     let (width, height) = resize::target_size(pixels.width, pixels.height, options.max_resolution);
     let (w16, h16) = check_size(width, height)?;
     let needs_resize = (width, height) != (pixels.width, pixels.height);
-    let raw_bytes = u64::from(width) * u64::from(height) * channels as u64;
-    let mode = match options.write_mode {
-        WriteMode::Raw => ImageMode::Raw,
-        WriteMode::Jpg => ImageMode::Jpg,
-        WriteMode::Smart { threshold } if raw_bytes > threshold => ImageMode::Jpg,
-        WriteMode::Smart { .. } => ImageMode::Raw,
-        WriteMode::Proportion { probability } if draw < probability => ImageMode::Jpg,
-        WriteMode::Proportion { .. } => ImageMode::Raw,
-    };
+    let mode = mode_of(options.write_mode, (width, height), channels, draw);
 
     if mode == ImageMode::Jpg && passthrough_ok && !needs_resize {
         if let Some(b) = bytes {
@@ -352,6 +362,63 @@ fn encode(
         ImageMode::Jpg => jpeg::encode(&pixels, options.jpeg_quality, options.jpeg_restart_interval)?,
     };
     Ok((EncodedImage { mode, width: w16, height: h16, data }, flattened))
+}
+
+/// The mode an image of `width × height` is stored in: what `write_mode` says, for smart by its
+/// raw size, for proportion by the sample's `draw`.
+fn mode_of(write_mode: WriteMode, (width, height): (u32, u32), channels: Channels, draw: f64) -> ImageMode {
+    let raw_bytes = u64::from(width) * u64::from(height) * channels as u64;
+    match write_mode {
+        WriteMode::Raw => ImageMode::Raw,
+        WriteMode::Jpg => ImageMode::Jpg,
+        WriteMode::Smart { threshold } if raw_bytes > threshold => ImageMode::Jpg,
+        WriteMode::Smart { .. } => ImageMode::Raw,
+        WriteMode::Proportion { probability } if draw < probability => ImageMode::Jpg,
+        WriteMode::Proportion { .. } => ImageMode::Raw,
+    }
+}
+
+/// The passthrough of a JPEG without decoding it, when it applies (step 8 of the [module
+/// docs](self)): what the whole decode would decide from the JPEG's header (its colour, size,
+/// orientation, precision, the write mode), then the entropy-level check and restart rewrite
+/// ([`crate::jpeg::entropy`]), or with [`ImageOptions::verify`] off nothing more. Gives the
+/// stored size and the bytes to store (`None`: `bytes` as they are); `None` when the JPEG must
+/// be decoded: no passthrough, or one the entropy pass cannot vouch for (the whole decode then
+/// gives the verdict and the error's message).
+fn fast_passthrough(
+    bytes: &[u8],
+    options: &ImageOptions,
+    channels: Channels,
+    draw: f64,
+) -> Option<(u16, u16, Option<Vec<u8>>)> {
+    if !options.jpeg_passthrough || !bytes.starts_with(&JPEG_MAGIC) {
+        return None;
+    }
+    let header = crate::jpeg::Decompressor::new().ok()?.header(bytes).ok()?;
+    let colour = match channels {
+        Channels::Rgb => jpeg::JpegColor::YCbCr,
+        Channels::Grey => jpeg::JpegColor::Grey,
+    };
+    if header.lossless || header.precision != 8 || header.color != colour {
+        return None;
+    }
+    if crate::jpeg::markers::parse(bytes).orientation().is_some_and(|o| o != 1) {
+        return None;
+    }
+    let size = (header.width, header.height);
+    if resize::target_size(size.0, size.1, options.max_resolution) != size
+        || mode_of(options.write_mode, size, channels, draw) != ImageMode::Jpg
+    {
+        return None;
+    }
+    let (width, height) = check_size(size.0, size.1).ok()?;
+    if !options.verify {
+        return Some((width, height, None));
+    }
+    match crate::jpeg::entropy::check_with_restarts(bytes, options.jpeg_restart_interval)? {
+        crate::jpeg::entropy::Checked::AsIs => Some((width, height, None)),
+        crate::jpeg::entropy::Checked::Rewritten(data) => Some((width, height, Some(data))),
+    }
 }
 
 /// Whether pixels carry an alpha channel (2 or 4 channels).

@@ -454,6 +454,71 @@ fn restart_markers_are_added_losslessly_and_written_by_the_encoder() {
     }
 }
 
+#[test]
+fn verify_off_stores_a_passed_through_jpeg_exactly_as_given() {
+    let bytes = corpus("baseline-420.jpg");
+    let jpg = opts(WriteMode::Jpg);
+    let as_given = ImageOptions { verify: false, ..jpg.clone() };
+    // Kept byte for byte: no restart markers added (the default interval is 1).
+    let out = encode_image(&ImageSource::Encoded(bytes.clone()), &as_given, Channels::Rgb, 0.).unwrap();
+    assert_eq!((out.mode, out.width, out.height), (ImageMode::Jpg, 96, 64));
+    assert_eq!(out.data, bytes);
+    assert_ne!(
+        encode_image(&ImageSource::Encoded(bytes.clone()), &jpg, Channels::Rgb, 0.).unwrap().data,
+        bytes
+    );
+    // Damage in the scan (a bit flipped, the last 100 bytes cut): refused with the check, stored
+    // as given without it. A damaged header is refused either way (the header is read).
+    let data_at = crate::jpeg::markers::parse(&bytes).scan.unwrap().data_at;
+    let mut cut = bytes[..bytes.len() - 100].to_vec();
+    cut.extend_from_slice(&[0xFF, 0xD9]);
+    let mut bad_code = bytes.clone();
+    bad_code[data_at + 40..data_at + 48].fill(0xFE);
+    for (what, bad) in [("cut", cut), ("bad codes", bad_code)] {
+        let src = ImageSource::Encoded(bad.clone());
+        let msg = err_text(encode_image(&src, &jpg, Channels::Rgb, 0.));
+        assert!(msg.starts_with("corrupt JPEG"), "{what}: {msg}");
+        assert_eq!(encode_image(&src, &as_given, Channels::Rgb, 0.).unwrap().data, bad, "{what}");
+    }
+    let header_cut = ImageSource::Encoded(bytes[..data_at - 20].to_vec());
+    assert!(encode_image(&header_cut, &as_given, Channels::Rgb, 0.).is_err());
+    // What passthrough needs is still checked from the header: a rotated, a CMYK and a too large
+    // JPEG are decoded and re-encoded as with the check.
+    for name in ["exif-orientation-6.jpg", "cmyk-adobe.jpg"] {
+        let b = corpus(name);
+        let out = encode_image(&ImageSource::Encoded(b.clone()), &as_given, Channels::Rgb, 0.).unwrap();
+        assert_ne!(out.data, b, "{name}");
+    }
+    let small = ImageOptions { max_resolution: Some(50), ..as_given.clone() };
+    assert_eq!(
+        encode_image(&ImageSource::Encoded(bytes.clone()), &small, Channels::Rgb, 0.).unwrap().width,
+        50
+    );
+}
+
+#[test]
+fn the_fast_passthrough_gives_the_bytes_of_the_entropy_pass_and_the_slow_path_the_rest() {
+    let jpg = opts(WriteMode::Jpg);
+    // Baseline JPEGs: the entropy pass's rewrite (the source's own Huffman tables, restart markers).
+    for name in ["baseline-420.jpg", "baseline-444.jpg", "odd-17x9.jpg", "restart-3mcu.jpg"] {
+        let b = corpus(name);
+        let out = encode_image(&ImageSource::Encoded(b.clone()), &jpg, Channels::Rgb, 0.).unwrap();
+        let Some(crate::jpeg::entropy::Checked::Rewritten(want)) =
+            crate::jpeg::entropy::check_with_restarts(&b, 1)
+        else {
+            panic!("{name}: not rewritten by the entropy pass")
+        };
+        assert_eq!(out.data, want, "{name}");
+    }
+    // Progressive and arithmetic: libjpeg-turbo's transform, as before.
+    for name in ["progressive.jpg", "arithmetic.jpg"] {
+        let b = corpus(name);
+        assert_eq!(crate::jpeg::entropy::check_with_restarts(&b, 1), None, "{name}");
+        let out = encode_image(&ImageSource::Encoded(b.clone()), &jpg, Channels::Rgb, 0.).unwrap();
+        assert_eq!(out.data, crate::jpeg::with_restarts(&b, 1).unwrap(), "{name}");
+    }
+}
+
 // ---------------------------------------------------------------- channels
 
 #[test]

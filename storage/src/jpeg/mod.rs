@@ -10,6 +10,8 @@
 //!   header (SOF), the restart interval (DRI), the scan header (SOS), EXIF and the Adobe segment
 //!   say. The writer reads orientation, CMYK inversion and the restart interval from it; the
 //!   loader's restart-marker slicing reads the frame and scan from it.
+//! - [`entropy`]: one entropy-level pass over a baseline JPEG that checks every Huffman code and
+//!   gives it restart markers (the writer's fast passthrough; no IDCT, no colour conversion).
 //! - [`with_restarts`]: the lossless rewrite that gives a JPEG a restart marker every few MCUs
 //!   (the writer's passthrough; the loader's tests make such JPEGs with it). Encoding (the
 //!   writer's `jpg` mode) is crate-private: only the writer encodes.
@@ -21,6 +23,7 @@
 //! Everything here takes untrusted bytes and never panics: bad input is an
 //! [`Error::Image`](crate::Error::Image).
 
+pub mod entropy;
 pub mod markers;
 mod turbo;
 

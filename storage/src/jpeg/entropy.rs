@@ -1,0 +1,722 @@
+//! One entropy-level pass over a baseline JPEG: checks every Huffman code of its scan and, when
+//! asked, writes it again with a restart marker every `interval` MCUs — without an inverse DCT,
+//! without colour conversion and without re-encoding pixels. The writer's JPEG passthrough
+//! (appends, `from_imagefolder` with `write_mode="jpg"`) runs it instead of a whole decode plus
+//! libjpeg-turbo's lossless transform, which it is about 5× faster than.
+//!
+//! # What it takes, and what it leaves to libjpeg-turbo
+//!
+//! It takes a JPEG only when it can tell that libjpeg-turbo, with every warning made an error
+//! (as the writer decodes), decodes it without complaint: 8-bit baseline or extended sequential
+//! Huffman (SOF0/SOF1), one scan holding every component in frame order, tables all defined and
+//! well formed, restart markers (if any) exactly where DRI puts them, every MCU's codes valid, no
+//! coefficient past the 64th, the scan ending within its last byte and EOI right after it. For
+//! anything else — progressive, arithmetic, 12-bit, several scans, a code that is not in its
+//! table, data that stops early, bytes between the scan and a marker, a DC difference the table
+//! cannot write after a restart — it answers `None` and the caller takes the slow path (a whole
+//! strict decode, then libjpeg-turbo's transform), which gives the verdict and its message. So
+//! a JPEG this pass accepts is one the whole decode accepts, and a corrupt JPEG is refused either
+//! way. The header itself (markers before the scan) is read by libjpeg-turbo first (the caller's
+//! [`Decompressor::header`](super::Decompressor::header)).
+//!
+//! # The rewrite
+//!
+//! A restart marker resets the DC predictions and byte-aligns the stream; nothing else in it
+//! depends on where restarts are. So the rewritten scan is the original bit for bit except the
+//! DC difference of each component's first block after a restart (written again from the
+//! block's absolute DC value, with the same table), the one-bits that pad to the marker and the
+//! markers. The AC codes of every block are copied as they are. The Huffman tables, the
+//! quantisation tables and every other segment are kept; a DRI segment with the new interval
+//! stands just before the SOS. The coefficients, and so the decoded pixels, are exactly the
+//! original's; libjpeg-turbo's transform (which the slow path uses) also writes optimised
+//! Huffman tables, so its output is a few per cent smaller than this pass's.
+//!
+//! This code never panics for any input: it reads with checked indexing, and an anomaly is a
+//! `None`.
+
+use super::MAX_PIXELS;
+
+/// What [`check_with_restarts`] did with a JPEG it took.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// Every code checked; the JPEG already has the interval asked for (or none was asked for):
+    /// store it as it is.
+    AsIs,
+    /// Every code checked; the JPEG with a restart marker every `interval` MCUs.
+    Rewritten(Vec<u8>),
+}
+
+/// Checks the scan of `data` at the entropy level and gives it a restart marker every `interval`
+/// MCUs (`0`: checks only, whatever restart markers it has). `None`: not a JPEG this pass can
+/// vouch for (see the [module docs](self)); the caller decodes it whole.
+pub fn check_with_restarts(data: &[u8], interval: u16) -> Option<Checked> {
+    let header = Header::parse(data)?;
+    let layout = Layout::of(&header)?;
+    let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, header.interval)?;
+    let rewrite = interval != 0 && interval != header.interval;
+    if !rewrite {
+        decode(&header, &layout, &scan, None)?;
+        return Some(Checked::AsIs);
+    }
+    // The header up to the SOS without its DRI segments, a DRI segment of `interval`, the SOS.
+    let mut out = Vec::with_capacity(data.len() + layout.mcus as usize * 2 + 64);
+    let mut at = 0;
+    for dri in &header.dri_segments {
+        out.extend_from_slice(data.get(at..dri.start)?);
+        at = dri.end;
+    }
+    out.extend_from_slice(data.get(at..header.sos_at)?);
+    out.extend_from_slice(&[0xFF, 0xDD, 0, 4]);
+    out.extend_from_slice(&interval.to_be_bytes());
+    out.extend_from_slice(data.get(header.sos_at..header.data_at)?);
+    let mut writer = BitWriter { out, acc: 0, bits: 0 };
+    decode(&header, &layout, &scan, Some((&mut writer, u32::from(interval))))?;
+    let mut out = writer.finish();
+    out.extend_from_slice(&[0xFF, 0xD9]);
+    Some(Checked::Rewritten(out))
+}
+
+/// A Huffman table as DHT gives it: how many codes of each length 1–16, and their symbols.
+#[derive(Clone)]
+struct Spec {
+    counts: [u8; 16],
+    symbols: Vec<u8>,
+}
+
+/// Bits looked up at once when decoding; longer codes take the canonical walk.
+const LOOKUP_BITS: u32 = 10;
+
+/// A decoding table: `fast[next LOOKUP_BITS bits]` is `(length, symbol)` of a code of at most
+/// that many bits (length 0: a longer code, or no code), and the canonical ranges per length
+/// for the rest (as libjpeg's `maxcode`/`valoffset`).
+struct Decoder {
+    fast: Vec<(u8, u8)>,
+    /// For an AC table, per next `LOOKUP_BITS` bits: the bits one run/size code takes with
+    /// the coefficient bits after it (low 5 bits) and how far it moves along the block (bits
+    /// 5–9: run + 1, 16 for ZRL, 0 for EOB); 0 for a code longer than the lookup, or none.
+    steps: Box<[u16; 1 << LOOKUP_BITS]>,
+    /// Largest code of each length 1..=16 (index 0 unused), -1 where there is none.
+    max_code: [i32; 17],
+    /// Symbol index of code `c` of length `l`: `c + offset[l]`.
+    offset: [i32; 17],
+    symbols: Vec<u8>,
+}
+
+impl Decoder {
+    /// Builds a table; `None` for one libjpeg refuses (codes that overflow their length, or
+    /// with `dc`, a symbol above 15) or whose symbols are too few for its counts.
+    fn new(spec: &Spec, dc: bool) -> Option<Decoder> {
+        let codes = canonical(spec)?;
+        if dc && spec.symbols.iter().any(|&s| s > 15) {
+            return None;
+        }
+        let mut fast = vec![(0u8, 0u8); 1 << LOOKUP_BITS];
+        let mut max_code = [-1i32; 17];
+        let mut offset = [0i32; 17];
+        let mut k = 0usize;
+        for len in 1..=16usize {
+            let n = usize::from(spec.counts[len - 1]);
+            if n == 0 {
+                continue;
+            }
+            let first = codes.get(k)?.0;
+            offset[len] = k as i32 - first as i32;
+            max_code[len] = codes.get(k + n - 1)?.0 as i32;
+            k += n;
+        }
+        for (i, &(code, len)) in codes.iter().enumerate() {
+            let len = u32::from(len);
+            if len <= LOOKUP_BITS {
+                let shift = LOOKUP_BITS - len;
+                let start = (code << shift) as usize;
+                for slot in fast.get_mut(start..start + (1 << shift))? {
+                    *slot = (len as u8, *spec.symbols.get(i)?);
+                }
+            }
+        }
+        let steps: Vec<u16> = fast
+            .iter()
+            .map(|&(len, rs)| match len {
+                0 => 0,
+                _ => {
+                    let (total, advance) = step(u32::from(len), rs);
+                    (total | advance << 5) as u16
+                }
+            })
+            .collect();
+        let steps = steps.into_boxed_slice().try_into().ok()?;
+        Some(Decoder { fast, steps, max_code, offset, symbols: spec.symbols.clone() })
+    }
+
+    /// Reads the AC codes of one block (an AC table) to its EOB or its 63rd coefficient, their
+    /// coefficients' bits skipped; gives the position reached (64: all 63 read; above 64: past
+    /// the block, which libjpeg takes silently and this pass declines). In locals, not through
+    /// the reader, so that the loop's state stays in registers.
+    #[inline(always)]
+    fn skip_block(&self, r: &mut Reader<'_>) -> Option<u32> {
+        let (bytes, mut next, mut acc, mut n) = (r.bytes, r.next, r.acc, r.n);
+        let mut k = 1u32;
+        loop {
+            // As Reader::refill, every step: no branch to mispredict.
+            let word = match bytes.get(next..next + 8) {
+                Some(b) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+                None => 0,
+            };
+            acc |= word >> n;
+            next += ((63 - n) >> 3) as usize;
+            n |= 56;
+            let e = u32::from(self.steps[(acc >> (64 - LOOKUP_BITS)) as usize & ((1 << LOOKUP_BITS) - 1)]);
+            let (bits, advance) = if e != 0 { (e & 31, e >> 5) } else { self.ac_step_long(acc)? };
+            acc <<= bits;
+            n -= bits;
+            if advance == 0 {
+                break;
+            }
+            k += advance;
+            if k >= 64 {
+                break;
+            }
+        }
+        (r.next, r.acc, r.n) = (next, acc, n);
+        Some(k)
+    }
+
+    #[cold]
+    fn ac_step_long(&self, word: u64) -> Option<(u32, u32)> {
+        let (len, rs) = self.decode_long(word)?;
+        Some(step(len, rs))
+    }
+
+    /// The `(length, symbol)` of the code at the top of `word` (its 16 high bits are the next
+    /// bits of the stream); `None` when they start no code of the table.
+    #[inline(always)]
+    fn decode(&self, word: u64) -> Option<(u32, u8)> {
+        let (len, symbol) = self.fast[(word >> (64 - LOOKUP_BITS)) as usize];
+        if len != 0 {
+            return Some((u32::from(len), symbol));
+        }
+        self.decode_long(word)
+    }
+
+    #[cold]
+    fn decode_long(&self, word: u64) -> Option<(u32, u8)> {
+        for len in LOOKUP_BITS as usize + 1..=16 {
+            let code = (word >> (64 - len)) as i32;
+            if code <= self.max_code[len] {
+                let at = usize::try_from(code + self.offset[len]).ok()?;
+                return Some((len as u32, *self.symbols.get(at)?));
+            }
+        }
+        None
+    }
+}
+
+/// A run/size code of `len` bits as a step along a block: its bits with the coefficient's (the
+/// low four bits of `rs` say how many) and the positions it moves (EOB: 0, ZRL: 16).
+fn step(len: u32, rs: u8) -> (u32, u32) {
+    let (r, s) = (u32::from(rs >> 4), u32::from(rs & 15));
+    let advance = match (r, s) {
+        (_, 1..) => r + 1,
+        (15, 0) => 16,
+        // EOB, and run/size codes with size 0 other than ZRL, which libjpeg ends a block at too.
+        _ => 0,
+    };
+    (len + s, advance)
+}
+
+/// The canonical codes `(code, length)` of a table in symbol order (JPEG Annex C); `None` when
+/// the table has fewer or more symbols than its counts say, or when, as libjpeg checks it
+/// (`jpeg_make_d_derived_tbl`), the codes of a length up to the longest used fill or overflow
+/// that length's code space ("Bogus Huffman table definition").
+fn canonical(spec: &Spec) -> Option<Vec<(u32, u8)>> {
+    let total: usize = spec.counts.iter().map(|&c| usize::from(c)).sum();
+    if total > 256 || spec.symbols.len() != total {
+        return None;
+    }
+    let longest = spec.counts.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+    let mut codes = Vec::with_capacity(total);
+    let mut code = 0u32;
+    for len in 1..=16u8 {
+        for _ in 0..spec.counts[usize::from(len) - 1] {
+            codes.push((code, len));
+            code += 1;
+        }
+        if usize::from(len) <= longest && code >= 1 << len {
+            return None;
+        }
+        code <<= 1;
+    }
+    Some(codes)
+}
+
+/// An encoding table for DC categories: `(code, length)` of each category 0..=11 the table has.
+fn dc_encoder(spec: &Spec) -> Option<[Option<(u32, u32)>; 12]> {
+    let mut enc = [None; 12];
+    for (&(code, len), &symbol) in canonical(spec)?.iter().zip(&spec.symbols) {
+        if let Some(slot) = enc.get_mut(usize::from(symbol)) {
+            slot.get_or_insert((code, u32::from(len)));
+        }
+    }
+    Some(enc)
+}
+
+/// A frame component: its sampling factors and tables.
+#[derive(Clone, Copy)]
+struct Component {
+    h: u32,
+    v: u32,
+    dc: usize,
+    ac: usize,
+}
+
+/// A component as the frame header gives it: id, sampling factors h and v, quantisation table.
+type FrameComponent = (u8, u32, u32, u8);
+
+/// What the segments before the scan say.
+struct Header {
+    width: u32,
+    height: u32,
+    components: Vec<Component>,
+    dc: [Option<Spec>; 4],
+    ac: [Option<Spec>; 4],
+    /// The restart interval in effect for the scan (the last DRI), 0 for none.
+    interval: u16,
+    /// Byte ranges of the DRI segments (marker included), to leave out of a rewrite.
+    dri_segments: Vec<std::ops::Range<usize>>,
+    /// Offset of the SOS marker, and of the first byte of entropy-coded data.
+    sos_at: usize,
+    data_at: usize,
+}
+
+impl Header {
+    fn parse(data: &[u8]) -> Option<Header> {
+        if !data.starts_with(&[0xFF, 0xD8]) {
+            return None;
+        }
+        let mut pos = 2usize;
+        let mut frame: Option<(u32, u32, Vec<FrameComponent>)> = None;
+        let mut quant = [false; 4];
+        let (mut dc, mut ac): ([Option<Spec>; 4], [Option<Spec>; 4]) = Default::default();
+        let mut interval = 0u16;
+        let mut dri_segments = Vec::new();
+        loop {
+            let marker_at = pos;
+            if *data.get(pos)? != 0xFF {
+                return None;
+            }
+            while data.get(pos) == Some(&0xFF) {
+                pos += 1;
+            }
+            let marker = *data.get(pos)?;
+            pos += 1;
+            // Markers without a segment (RSTn, SOI, TEM, EOI) before the scan: not ours.
+            if matches!(marker, 0x00 | 0x01 | 0xD0..=0xD9) {
+                return None;
+            }
+            let len = usize::from(u16::from_be_bytes([*data.get(pos)?, *data.get(pos + 1)?]));
+            let seg = data.get(pos + 2..pos.checked_add(len)?)?;
+            let end = pos + len;
+            match marker {
+                0xC4 => {
+                    let mut s = seg;
+                    while let [tc_th, rest @ ..] = s {
+                        let (class, id) = (tc_th >> 4, usize::from(tc_th & 15));
+                        let counts: [u8; 16] = rest.get(..16)?.try_into().ok()?;
+                        let n: usize = counts.iter().map(|&c| usize::from(c)).sum();
+                        let symbols = rest.get(16..16 + n)?.to_vec();
+                        let spec = Some(Spec { counts, symbols });
+                        match class {
+                            0 => *dc.get_mut(id)? = spec,
+                            1 => *ac.get_mut(id)? = spec,
+                            _ => return None,
+                        }
+                        s = rest.get(16 + n..)?;
+                    }
+                }
+                0xDB => {
+                    let mut s = seg;
+                    while let [pq_tq, rest @ ..] = s {
+                        let size = match pq_tq >> 4 {
+                            0 => 64,
+                            1 => 128,
+                            _ => return None,
+                        };
+                        *quant.get_mut(usize::from(pq_tq & 15))? = true;
+                        s = rest.get(size..)?;
+                    }
+                }
+                0xC0 | 0xC1 => {
+                    if frame.is_some() || *seg.first()? != 8 {
+                        return None;
+                    }
+                    let height = u32::from(u16::from_be_bytes([*seg.get(1)?, *seg.get(2)?]));
+                    let width = u32::from(u16::from_be_bytes([*seg.get(3)?, *seg.get(4)?]));
+                    let n = usize::from(*seg.get(5)?);
+                    if seg.len() != 6 + 3 * n {
+                        return None;
+                    }
+                    let comps = (0..n)
+                        .map(|c| {
+                            let (id, hv, tq) = (seg[6 + 3 * c], seg[7 + 3 * c], seg[8 + 3 * c]);
+                            (id, u32::from(hv >> 4), u32::from(hv & 15), tq)
+                        })
+                        .collect();
+                    frame = Some((width, height, comps));
+                }
+                // Other frames (progressive, lossless, arithmetic, hierarchical), arithmetic
+                // conditioning, DNL, DHP, EXP: not ours.
+                0xC2 | 0xC3 | 0xC5..=0xCF | 0xDC | 0xDE | 0xDF => return None,
+                0xDD => {
+                    interval = u16::from_be_bytes([*seg.first()?, *seg.get(1)?]);
+                    dri_segments.push(marker_at..end);
+                }
+                0xDA => {
+                    let (width, height, comps) = frame?;
+                    let ns = usize::from(*seg.first()?);
+                    if ns != comps.len() || seg.len() != 1 + 2 * ns + 3 {
+                        return None;
+                    }
+                    // Sequential: spectral selection 0..63, no successive approximation.
+                    if seg.get(1 + 2 * ns..)? != [0, 63, 0] {
+                        return None;
+                    }
+                    if comps.iter().enumerate().any(|(i, a)| comps[..i].iter().any(|b| b.0 == a.0)) {
+                        return None;
+                    }
+                    let mut components = Vec::with_capacity(ns);
+                    for (c, &(id, h, v, tq)) in comps.iter().enumerate() {
+                        let (cs, tables) = (seg[1 + 2 * c], seg[2 + 2 * c]);
+                        let (td, ta) = (usize::from(tables >> 4), usize::from(tables & 15));
+                        let defined = |t: &[Option<Spec>; 4], i: usize| t.get(i).is_some_and(Option::is_some);
+                        if cs != id
+                            || !(1..=4).contains(&h)
+                            || !(1..=4).contains(&v)
+                            || !*quant.get(usize::from(tq))?
+                            || !defined(&dc, td)
+                            || !defined(&ac, ta)
+                        {
+                            return None;
+                        }
+                        components.push(Component { h, v, dc: td, ac: ta });
+                    }
+                    if width == 0 || height == 0 || u64::from(width) * u64::from(height) > MAX_PIXELS as u64 {
+                        return None;
+                    }
+                    return Some(Header {
+                        width,
+                        height,
+                        components,
+                        dc,
+                        ac,
+                        interval,
+                        dri_segments,
+                        sos_at: marker_at,
+                        data_at: end,
+                    });
+                }
+                _ => {}
+            }
+            pos = end;
+        }
+    }
+}
+
+/// How the scan's blocks are laid out: MCUs, and per MCU the component of each block.
+struct Layout {
+    mcus: u64,
+    /// The component of each block of an MCU, in order.
+    blocks: Vec<usize>,
+}
+
+impl Layout {
+    fn of(header: &Header) -> Option<Layout> {
+        let comps = &header.components;
+        let (w, h) = (u64::from(header.width), u64::from(header.height));
+        if comps.len() == 1 {
+            // A one-component scan: an MCU is one block, the component's own blocks (its
+            // sampling factors do not matter when it is the only one).
+            return Some(Layout { mcus: w.div_ceil(8) * h.div_ceil(8), blocks: vec![0] });
+        }
+        let hmax = u64::from(comps.iter().map(|c| c.h).max()?);
+        let vmax = u64::from(comps.iter().map(|c| c.v).max()?);
+        let blocks: Vec<usize> = comps
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| std::iter::repeat_n(i, (c.h * c.v) as usize))
+            .collect();
+        // libjpeg's limit on blocks in an MCU (D_MAX_BLOCKS_IN_MCU).
+        if blocks.len() > 10 {
+            return None;
+        }
+        Some(Layout { mcus: w.div_ceil(8 * hmax) * h.div_ceil(8 * vmax), blocks })
+    }
+}
+
+/// The entropy-coded data with its stuffing removed, cut at its restart markers.
+struct Unstuffed {
+    /// The data bytes, then 8 zero bytes (so that a word can always be read).
+    bytes: Vec<u8>,
+    /// End (in bytes of `bytes`) of each restart interval's data.
+    ends: Vec<usize>,
+}
+
+impl Unstuffed {
+    /// Reads from the first byte after the SOS to EOI; `None` for a marker other than the
+    /// restart markers DRI places (in order) and EOI, fill bytes, or a wrong number of
+    /// intervals.
+    fn of(data: &[u8], layout: &Layout, interval: u16) -> Option<Unstuffed> {
+        let mut bytes = Vec::with_capacity(data.len() + 8);
+        let mut ends = Vec::new();
+        let mut pos = 0;
+        loop {
+            let ff = pos + memchr::memchr(0xFF, data.get(pos..)?)?;
+            bytes.extend_from_slice(&data[pos..ff]);
+            match *data.get(ff + 1)? {
+                0x00 => bytes.push(0xFF),
+                m @ 0xD0..=0xD7 => {
+                    if interval == 0 || usize::from(m - 0xD0) != ends.len() % 8 {
+                        return None;
+                    }
+                    ends.push(bytes.len());
+                }
+                0xD9 => {
+                    ends.push(bytes.len());
+                    break;
+                }
+                _ => return None,
+            }
+            pos = ff + 2;
+        }
+        let intervals = if interval == 0 { 1 } else { layout.mcus.div_ceil(u64::from(interval)) };
+        if ends.len() as u64 != intervals {
+            return None;
+        }
+        bytes.extend_from_slice(&[0; 8]);
+        Some(Unstuffed { bytes, ends })
+    }
+
+    /// The 64 bits from bit `pos` on (zeros past the end).
+    #[inline(always)]
+    fn word(&self, pos: usize) -> u64 {
+        let at = pos >> 3;
+        match self.bytes.get(at..at + 8) {
+            Some(b) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) << (pos & 7),
+            None => 0,
+        }
+    }
+}
+
+/// A bit reader over one restart interval of [`Unstuffed`] data: the next bits in a register,
+/// refilled a word at a time (zeros past the end of the data).
+struct Reader<'a> {
+    bytes: &'a [u8],
+    /// The next byte to load.
+    next: usize,
+    /// The next `n` bits of the stream, highest first.
+    acc: u64,
+    n: u32,
+}
+
+impl<'a> Reader<'a> {
+    fn at(bytes: &'a [u8], start: usize) -> Reader<'a> {
+        let mut r = Reader { bytes, next: start, acc: 0, n: 0 };
+        r.refill();
+        r
+    }
+
+    /// At least 56 bits in the register.
+    #[inline(always)]
+    fn refill(&mut self) {
+        let word = match self.bytes.get(self.next..self.next + 8) {
+            Some(b) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            None => 0,
+        };
+        self.acc |= word >> self.n;
+        self.next += ((63 - self.n) >> 3) as usize;
+        self.n |= 56;
+    }
+
+    #[inline(always)]
+    fn consume(&mut self, bits: u32) {
+        self.acc <<= bits;
+        self.n -= bits;
+    }
+
+    /// The bit position of the next bit, in bits of the data.
+    #[inline(always)]
+    fn pos(&self) -> usize {
+        self.next * 8 - self.n as usize
+    }
+}
+
+/// Output bits, stuffed as they are written.
+struct BitWriter {
+    out: Vec<u8>,
+    /// Pending bits, the oldest highest, `bits` of them.
+    acc: u64,
+    bits: u32,
+}
+
+impl BitWriter {
+    /// Appends the low `n` bits of `value` (n ≤ 32).
+    #[inline(always)]
+    fn put(&mut self, value: u64, n: u32) {
+        debug_assert!(n <= 32);
+        self.acc = (self.acc << n) | (value & ((1u64 << n) - 1));
+        self.bits += n;
+        if self.bits >= 32 {
+            self.bits -= 32;
+            let word = (self.acc >> self.bits) as u32;
+            let bytes = word.to_be_bytes();
+            if bytes.contains(&0xFF) {
+                for b in bytes {
+                    self.out.push(b);
+                    if b == 0xFF {
+                        self.out.push(0);
+                    }
+                }
+            } else {
+                self.out.extend_from_slice(&bytes);
+            }
+        }
+    }
+
+    /// Copies bits `from..to` of `scan`.
+    #[inline(always)]
+    fn copy(&mut self, scan: &Unstuffed, mut from: usize, to: usize) {
+        while from < to {
+            let n = (to - from).min(32) as u32;
+            self.put(scan.word(from) >> (64 - n), n);
+            from += n as usize;
+        }
+    }
+
+    /// Pads to a byte boundary with one-bits (as encoders do before a marker).
+    fn align(&mut self) {
+        let pad = (8 - self.bits % 8) % 8;
+        self.put((1 << pad) - 1, pad);
+        while self.bits >= 8 {
+            self.bits -= 8;
+            let b = (self.acc >> self.bits) as u8;
+            self.out.push(b);
+            if b == 0xFF {
+                self.out.push(0);
+            }
+        }
+    }
+
+    fn marker(&mut self, m: u8) {
+        self.align();
+        self.out.extend_from_slice(&[0xFF, m]);
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        self.align();
+        self.out
+    }
+}
+
+/// The DC difference of `s` bits `bits` (JPEG's EXTEND).
+#[inline(always)]
+fn extend(bits: u64, s: u32) -> i32 {
+    let v = bits as i32;
+    if s == 0 {
+        0
+    } else if v < 1 << (s - 1) {
+        v - (1 << s) + 1
+    } else {
+        v
+    }
+}
+
+/// Decodes every block of the scan (and with `out`, writes it with a restart marker every
+/// `interval` MCUs); `None` at the first anomaly.
+fn decode(
+    header: &Header,
+    layout: &Layout,
+    scan: &Unstuffed,
+    mut out: Option<(&mut BitWriter, u32)>,
+) -> Option<()> {
+    // One decoder per table the scan uses (components share them).
+    let tables = |specs: &[Option<Spec>; 4], dc: bool| -> Option<Vec<Option<Decoder>>> {
+        let mut built: Vec<Option<Decoder>> = (0..4).map(|_| None).collect();
+        for c in &header.components {
+            let id = if dc { c.dc } else { c.ac };
+            if built[id].is_none() {
+                built[id] = Some(Decoder::new(specs[id].as_ref()?, dc)?);
+            }
+        }
+        Some(built)
+    };
+    let (dc_tables, ac_tables) = (tables(&header.dc, true)?, tables(&header.ac, false)?);
+    let dc: Vec<&Decoder> =
+        header.components.iter().map(|c| dc_tables[c.dc].as_ref()).collect::<Option<_>>()?;
+    let ac: Vec<&Decoder> =
+        header.components.iter().map(|c| ac_tables[c.ac].as_ref()).collect::<Option<_>>()?;
+    let enc: Vec<[Option<(u32, u32)>; 12]> =
+        header.components.iter().map(|c| dc_encoder(header.dc[c.dc].as_ref()?)).collect::<Option<_>>()?;
+    let per_interval = if header.interval == 0 { layout.mcus } else { u64::from(header.interval) };
+    let n = header.components.len();
+    let (mut pred, mut out_pred) = (vec![0i32; n], vec![0i32; n]);
+    let mut start = 0usize;
+    let mut mcu = 0u64;
+    for &end in &scan.ends {
+        let end_bits = end * 8;
+        let mut r = Reader::at(&scan.bytes, start);
+        pred.iter_mut().for_each(|p| *p = 0);
+        let last = (mcu + per_interval).min(layout.mcus);
+        while mcu < last {
+            if let Some((w, interval)) = out.as_mut() {
+                if mcu != 0 && mcu % u64::from(*interval) == 0 {
+                    w.marker(0xD0 + ((mcu / u64::from(*interval) - 1) % 8) as u8);
+                    out_pred.iter_mut().for_each(|p| *p = 0);
+                }
+            }
+            for &c in &layout.blocks {
+                // DC: a category, then that many bits of difference (at most 16 + 11 bits).
+                r.refill();
+                let (len, s) = dc[c].decode(r.acc)?;
+                let s = u32::from(s);
+                if s > 11 {
+                    return None;
+                }
+                let diff = extend(if s == 0 { 0 } else { (r.acc << len) >> (64 - s) }, s);
+                r.consume(len + s);
+                pred[c] = pred[c].wrapping_add(diff);
+                // AC: run/size codes, their bits skipped, to EOB or the 63rd coefficient (a
+                // code with its bits is at most 31 bits).
+                let ac_from = r.pos();
+                let k = ac[c].skip_block(&mut r)?;
+                if k > 64 {
+                    return None;
+                }
+                if let Some((w, _)) = out.as_mut() {
+                    let d = pred[c].wrapping_sub(out_pred[c]);
+                    out_pred[c] = pred[c];
+                    let cat = 32 - d.unsigned_abs().leading_zeros();
+                    let (code, code_len) = (*enc[c].get(cat as usize)?)?;
+                    w.put(u64::from(code), code_len);
+                    if cat != 0 {
+                        let bits = if d < 0 { d - 1 } else { d };
+                        w.put(bits as u32 as u64, cat);
+                    }
+                    w.copy(scan, ac_from, r.pos());
+                }
+            }
+            if r.pos() > end_bits {
+                return None;
+            }
+            mcu += 1;
+        }
+        // The interval's data ends within its last byte: a whole byte left over is data
+        // libjpeg would warn about.
+        if end_bits - r.pos() >= 8 {
+            return None;
+        }
+        start = end;
+    }
+    (mcu == layout.mcus).then_some(())
+}
+
+#[cfg(test)]
+mod tests;
