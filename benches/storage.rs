@@ -195,6 +195,21 @@ fn passthrough_group(c: &mut Criterion, name: &str, root: &Path) {
                 .sum::<usize>()
         })
     });
+    let options = ImageOptions { write_mode: WriteMode::Jpg, ..ImageOptions::default() };
+    g.bench_function("the writer's encode_image (header, check, markers, copy)", |b| {
+        b.iter(|| {
+            files
+                .iter()
+                .map(|f| {
+                    let source = ImageSource::Encoded(f.clone());
+                    beton_storage::image::encode_image(&source, &options, beton_storage::Channels::Rgb, 0.0)
+                        .expect("stored")
+                        .data
+                        .len()
+                })
+                .sum::<usize>()
+        })
+    });
     g.bench_function("entropy check alone", |b| {
         b.iter(|| files.iter().filter(|f| check_with_restarts(f, 0).is_some()).count())
     });

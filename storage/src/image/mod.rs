@@ -394,7 +394,7 @@ fn fast_passthrough(
     if !options.jpeg_passthrough || !bytes.starts_with(&JPEG_MAGIC) {
         return None;
     }
-    let header = crate::jpeg::Decompressor::new().ok()?.header(bytes).ok()?;
+    let header = jpeg_header(bytes)?;
     let colour = match channels {
         Channels::Rgb => jpeg::JpegColor::YCbCr,
         Channels::Grey => jpeg::JpegColor::Grey,
@@ -419,6 +419,22 @@ fn fast_passthrough(
         crate::jpeg::entropy::Checked::AsIs => Some((width, height, None)),
         crate::jpeg::entropy::Checked::Rewritten(data) => Some((width, height, Some(data))),
     }
+}
+
+/// The header of a JPEG as libjpeg-turbo reads it (strictly), through one decompressor per
+/// thread: creating one costs more than reading a header. `None` for a header it refuses.
+fn jpeg_header(bytes: &[u8]) -> Option<crate::jpeg::JpegHeader> {
+    thread_local! {
+        static HEADERS: std::cell::RefCell<Option<crate::jpeg::Decompressor>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    HEADERS.with(|cell| {
+        let mut d = cell.try_borrow_mut().ok()?;
+        if d.is_none() {
+            *d = crate::jpeg::Decompressor::new().ok();
+        }
+        d.as_mut()?.header(bytes).ok()
+    })
 }
 
 /// Whether pixels carry an alpha channel (2 or 4 channels).

@@ -660,14 +660,20 @@ fn decode(
     let (mut pred, mut out_pred) = (vec![0i32; n], vec![0i32; n]);
     let mut start = 0usize;
     let mut mcu = 0u64;
+    // The rewrite copies the input's bits in runs: from `copy_from` up to where a block's DC must
+    // be written again (its prediction differs from the input's: the first blocks after an output
+    // restart, or after an input restart the output does not have), a marker, or the end.
     for &end in &scan.ends {
         let end_bits = end * 8;
         let mut r = Reader::at(&scan.bytes, start);
+        let mut copy_from = start * 8;
         pred.iter_mut().for_each(|p| *p = 0);
         let last = (mcu + per_interval).min(layout.mcus);
         while mcu < last {
             if let Some((w, interval)) = out.as_mut() {
                 if mcu != 0 && mcu % u64::from(*interval) == 0 {
+                    w.copy(scan, copy_from, r.pos());
+                    copy_from = r.pos();
                     w.marker(0xD0 + ((mcu / u64::from(*interval) - 1) % 8) as u8);
                     out_pred.iter_mut().for_each(|p| *p = 0);
                 }
@@ -675,6 +681,7 @@ fn decode(
             for &c in &layout.blocks {
                 // DC: a category, then that many bits of difference (at most 16 + 11 bits).
                 r.refill();
+                let dc_from = r.pos();
                 let (len, s) = dc[c].decode(r.acc)?;
                 let s = u32::from(s);
                 if s > 11 {
@@ -682,25 +689,28 @@ fn decode(
                 }
                 let diff = extend(if s == 0 { 0 } else { (r.acc << len) >> (64 - s) }, s);
                 r.consume(len + s);
-                pred[c] = pred[c].wrapping_add(diff);
+                let before = pred[c];
+                pred[c] = before.wrapping_add(diff);
+                if let Some((w, _)) = out.as_mut() {
+                    if out_pred[c] != before {
+                        // Predicted from another value than in the input: its difference again.
+                        w.copy(scan, copy_from, dc_from);
+                        let d = pred[c].wrapping_sub(out_pred[c]);
+                        let cat = 32 - d.unsigned_abs().leading_zeros();
+                        let (code, code_len) = (*enc[c].get(cat as usize)?)?;
+                        w.put(u64::from(code), code_len);
+                        if cat != 0 {
+                            let bits = if d < 0 { d - 1 } else { d };
+                            w.put(bits as u32 as u64, cat);
+                        }
+                        copy_from = r.pos();
+                    }
+                    out_pred[c] = pred[c];
+                }
                 // AC: run/size codes, their bits skipped, to EOB or the 63rd coefficient (a
                 // code with its bits is at most 31 bits).
-                let ac_from = r.pos();
-                let k = ac[c].skip_block(&mut r)?;
-                if k > 64 {
+                if ac[c].skip_block(&mut r)? > 64 {
                     return None;
-                }
-                if let Some((w, _)) = out.as_mut() {
-                    let d = pred[c].wrapping_sub(out_pred[c]);
-                    out_pred[c] = pred[c];
-                    let cat = 32 - d.unsigned_abs().leading_zeros();
-                    let (code, code_len) = (*enc[c].get(cat as usize)?)?;
-                    w.put(u64::from(code), code_len);
-                    if cat != 0 {
-                        let bits = if d < 0 { d - 1 } else { d };
-                        w.put(bits as u32 as u64, cat);
-                    }
-                    w.copy(scan, ac_from, r.pos());
                 }
             }
             if r.pos() > end_bits {
@@ -712,6 +722,9 @@ fn decode(
         // libjpeg would warn about.
         if end_bits - r.pos() >= 8 {
             return None;
+        }
+        if let Some((w, _)) = out.as_mut() {
+            w.copy(scan, copy_from, r.pos());
         }
         start = end;
     }
