@@ -47,12 +47,19 @@
 //!    jpg when the raw bytes would exceed the threshold. proportion: jpg when the per-sample
 //!    `draw` is below the probability.
 //! 8. **JPEG passthrough.** When the result is to be a JPEG and the source is a JPEG that needs
-//!    no downscale and no rotation and is YCbCr (RGB field) or grey (grey field), its bytes are
-//!    stored unchanged (after a full strict decode to validate them): no generation loss.
+//!    no downscale and no rotation and is YCbCr (RGB field) or grey (grey field), its coded data
+//!    is stored unchanged: no generation loss. What decides it is read from the header alone;
+//!    the JPEG is then checked ([`ImageOptions::verify`], default on) by one entropy-level pass
+//!    that decodes every Huffman code as libjpeg-turbo would ([`crate::jpeg::entropy`]), or, for
+//!    what that pass cannot vouch for (progressive, arithmetic, damage), by the strict whole
+//!    decode of step 2; a corrupt JPEG is refused either way. With `verify` off its bytes are
+//!    stored exactly as given.
 //! 9. **Restart markers.** JPEGs are written with a restart marker every
 //!    [`ImageOptions::jpeg_restart_interval`] MCUs (default 1) and optimised Huffman tables; a
 //!    passed-through JPEG without that interval is rewritten losslessly (its DCT coefficients
-//!    copied, so its pixels are unchanged) to have it. The loader's crop decoders cut a crop's
+//!    unchanged, so its pixels are) to have it: by the entropy pass, which re-cuts the intervals
+//!    bit for bit and keeps the source's Huffman tables, or for what that pass declines by
+//!    libjpeg-turbo's transform (optimised tables). The loader's crop decoders cut a crop's
 //!    restart intervals out of the JPEG and entropy-decode only those. FFCV reads such JPEGs as
 //!    any other.
 //!
