@@ -150,25 +150,19 @@ impl Decoder {
 
     /// Reads the AC codes of one block (an AC table) to its EOB or its 63rd coefficient, their
     /// coefficients' bits skipped; gives the position reached (64: all 63 read; above 64: past
-    /// the block, which libjpeg takes silently and this pass declines). In locals, not through
-    /// the reader, so that the loop's state stays in registers.
+    /// the block, which libjpeg takes silently and this pass declines). On a local copy of the
+    /// reader, so that the loop's state stays in registers.
     #[inline(always)]
     fn skip_block(&self, r: &mut Reader<'_>) -> Option<u32> {
-        let (bytes, mut next, mut acc, mut n) = (r.bytes, r.next, r.acc, r.n);
+        let mut local = *r;
         let mut k = 1u32;
         loop {
-            // As Reader::refill, every step: no branch to mispredict.
-            let word = match bytes.get(next..next + 8) {
-                Some(b) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-                None => 0,
-            };
-            acc |= word >> n;
-            next += ((63 - n) >> 3) as usize;
-            n |= 56;
+            // Every step, without a branch to mispredict.
+            local.refill();
+            let acc = local.acc;
             let e = u32::from(self.steps[(acc >> (64 - LOOKUP_BITS)) as usize & ((1 << LOOKUP_BITS) - 1)]);
             let (bits, advance) = if e != 0 { (e & 31, e >> 5) } else { self.ac_step_long(acc)? };
-            acc <<= bits;
-            n -= bits;
+            local.consume(bits);
             if advance == 0 {
                 break;
             }
@@ -177,7 +171,7 @@ impl Decoder {
                 break;
             }
         }
-        (r.next, r.acc, r.n) = (next, acc, n);
+        *r = local;
         Some(k)
     }
 
@@ -498,16 +492,13 @@ impl Unstuffed {
     /// The 64 bits from bit `pos` on (zeros past the end).
     #[inline(always)]
     fn word(&self, pos: usize) -> u64 {
-        let at = pos >> 3;
-        match self.bytes.get(at..at + 8) {
-            Some(b) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) << (pos & 7),
-            None => 0,
-        }
+        be_word(&self.bytes, pos >> 3) << (pos & 7)
     }
 }
 
 /// A bit reader over one restart interval of [`Unstuffed`] data: the next bits in a register,
 /// refilled a word at a time (zeros past the end of the data).
+#[derive(Clone, Copy)]
 struct Reader<'a> {
     bytes: &'a [u8],
     /// The next byte to load.
@@ -527,11 +518,7 @@ impl<'a> Reader<'a> {
     /// At least 56 bits in the register.
     #[inline(always)]
     fn refill(&mut self) {
-        let word = match self.bytes.get(self.next..self.next + 8) {
-            Some(b) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-            None => 0,
-        };
-        self.acc |= word >> self.n;
+        self.acc |= be_word(self.bytes, self.next) >> self.n;
         self.next += ((63 - self.n) >> 3) as usize;
         self.n |= 56;
     }
@@ -546,6 +533,15 @@ impl<'a> Reader<'a> {
     #[inline(always)]
     fn pos(&self) -> usize {
         self.next * 8 - self.n as usize
+    }
+}
+
+/// The 8 bytes of `bytes` from `at` as a big-endian word; 0 past the end.
+#[inline(always)]
+fn be_word(bytes: &[u8], at: usize) -> u64 {
+    match bytes.get(at..at + 8) {
+        Some(b) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        None => 0,
     }
 }
 
