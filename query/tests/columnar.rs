@@ -247,3 +247,158 @@ fn a_files_view_keeps_its_columns_until_the_file_is_written_in_place() {
     assert_eq!(rewritten.as_string::<i32>().value(7), "ROW-007-abc");
     assert_eq!(select_indices(&view.table().unwrap(), "t LIKE 'row-00%'").unwrap().len(), 9);
 }
+
+/// The files of `dir/data` whose names end with `suffix`.
+fn data_files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<_> = std::fs::read_dir(dir.join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    found.sort();
+    found
+}
+
+/// Rows of `salts.len()` files of `sizes` rows, concatenated: the ids a query of [`SQL`] gives.
+fn concatenated_ids(sizes: &[u64], salts: &[i64]) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut start = 0;
+    for (&n, &salt) in sizes.iter().zip(salts) {
+        // SQL's `label < 10` over the file's labels (salted ones are higher).
+        ids.extend((0..n).filter(|&i| label_of(i, salt) < 10 && (1 + i % 3) >= 2).map(|i| start + i));
+        start += n;
+    }
+    ids
+}
+
+#[test]
+fn a_multi_file_commit_makes_one_group_copy_that_every_later_version_reads() {
+    use beton_query::versioned::ExportOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [700u64, 0, 1_300, 450];
+    let salts = [0i64, 0, 0, 0];
+    let sources: Vec<_> = sizes
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| {
+            let path = dir.path().join(format!("part-{k}.beton"));
+            write(&path, n, 0);
+            path
+        })
+        .collect();
+    let root = dir.path().join("ds");
+    let v1 =
+        VersionedDataset::concat(&root, &sources, "four files", &ExportOptions::with_threads(2)).unwrap();
+    // One copy for the commit, none per data file, and every fragment names it.
+    let groups = data_files_ending(&root, columnar::GROUP_SUFFIX);
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert!(data_files_ending(&root, ".beton.columns.arrow").is_empty());
+    let group_rel = format!("data/{}", groups[0].file_name().unwrap().to_string_lossy());
+    assert!(v1.manifest().fragments.iter().all(|f| f.copy.as_deref() == Some(group_rel.as_str())));
+    let reads_group = |v: &VersionedDataset| {
+        let view = v.view().unwrap();
+        let table = view.table().unwrap();
+        let ids = select_indices(&table, SQL).unwrap().iter().collect::<Vec<u64>>();
+        let scan = table.scan_bytes(&["label", "score"]).unwrap();
+        (ids, scan.columnar_columns, scan.row_major)
+    };
+    let (ids, columns, row_major) = reads_group(&v1);
+    assert_eq!(ids, concatenated_ids(&sizes, &salts));
+    assert_eq!((columns, row_major), (vec!["label".to_string(), "score".to_string()], 0));
+    // A new process's view (nothing shared with v1's) reads it too: no copy of its own made.
+    let again = VersionedDataset::open(&root, beton_query::versioned::VersionRef::Latest).unwrap();
+    assert_eq!(reads_group(&again).0, ids);
+    assert!(data_files_ending(&root, ".beton.columns.arrow").is_empty(), "the group served every data file");
+    // Edits carry the fragments, and their copy, along.
+    let v2 = v1.delete_where("index % 10 = 0", "drop a tenth").unwrap();
+    let v3 = v2.update(Some("index < 100"), &[("score".into(), "score + 1000".into())], "bump").unwrap();
+    let (ids3, columns3, _) = reads_group(&v3);
+    let kept: Vec<u64> = (0..sizes.iter().sum::<u64>()).filter(|i| i % 10 != 0).collect();
+    let want: Vec<u64> = kept
+        .iter()
+        .enumerate()
+        .filter(|&(_, &i)| concatenated_ids(&sizes, &salts).binary_search(&i).is_ok())
+        .map(|(k, _)| k as u64)
+        .collect();
+    assert_eq!(ids3, want);
+    // Rows < 100 (of the first data file) have score patched; the rest of score, and label, are
+    // read from the group.
+    assert_eq!(columns3, ["label", "score"]);
+    assert!(data_files_ending(&root, ".beton.columns.arrow").is_empty());
+    // Cleanup keeps the group as long as a version names it.
+    drop(v2);
+    v3.cleanup(1, std::time::Duration::ZERO).unwrap();
+    assert!(groups[0].exists(), "kept while a version names it");
+    assert_eq!(reads_group(&v3).0, want);
+    // Compacted into new data files, the old versions removed: the group goes with them.
+    let v4 = v3.compact(&ExportOptions::with_threads(2), "compact").unwrap();
+    v4.cleanup(1, std::time::Duration::ZERO).unwrap();
+    assert!(!groups[0].exists(), "removed with the last version naming it");
+    assert_eq!(reads_group(&v4).0, want);
+}
+
+#[test]
+fn a_group_copy_that_is_gone_damaged_or_of_another_file_is_not_read() {
+    use beton_query::versioned::ExportOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [600u64, 900];
+    let sources: Vec<_> = (0..2)
+        .map(|k| {
+            let path = dir.path().join(format!("part-{k}.beton"));
+            write(&path, sizes[k], 0);
+            path
+        })
+        .collect();
+    let root = dir.path().join("ds");
+    VersionedDataset::concat(&root, &sources, "two", &ExportOptions::with_threads(1)).unwrap();
+    let group = data_files_ending(&root, columnar::GROUP_SUFFIX).remove(0);
+    let query = || {
+        let v = VersionedDataset::open(&root, beton_query::versioned::VersionRef::Latest).unwrap();
+        let view = v.view().unwrap();
+        let table = view.table().unwrap();
+        select_indices(&table, SQL).unwrap().iter().collect::<Vec<u64>>()
+    };
+    let zeros = [0i64, 0];
+    assert_eq!(query(), concatenated_ids(&sizes, &zeros));
+    // A data file rewritten under its name by another program (same rows and length, other
+    // labels): its part of the group is not its copy any more; the other's still is.
+    let v = VersionedDataset::open(&root, beton_query::versioned::VersionRef::Latest).unwrap();
+    let second = root.join(&v.manifest().fragments[1].data_file);
+    drop(v);
+    let rewritten = dir.path().join("other.beton");
+    write(&rewritten, sizes[1], 3);
+    std::fs::remove_file(&second).unwrap();
+    std::fs::copy(&rewritten, &second).unwrap();
+    assert_eq!(query(), concatenated_ids(&sizes, &[0, 3]));
+    assert!(columnar::path_of(&second).exists(), "it made a copy of its own");
+    assert_eq!(
+        data_files_ending(&root, ".beton.columns.arrow").len(),
+        1,
+        "the first one's copy is the group's"
+    );
+    // The group cut short, junk, or naming other data files (a copy is a cache, matched to its
+    // data files by name and identity; like a data file's own copy it has no checksum of its
+    // values), or gone: answers from the data files, no crash.
+    let good = std::fs::read(&group).unwrap();
+    let first_name =
+        data_files_ending(&root, ".beton")[0].file_name().unwrap().to_string_lossy().into_owned();
+    let renamed = {
+        let at = good.windows(first_name.len()).position(|w| w == first_name.as_bytes()).unwrap();
+        let mut bytes = good.clone();
+        bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
+        bytes
+    };
+    for k in 0..40usize {
+        let mut bytes = good.clone();
+        match k % 3 {
+            0 => bytes.truncate(k * 977 % bytes.len()),
+            1 => bytes = renamed.clone(),
+            _ => bytes = b"junk".to_vec(),
+        }
+        std::fs::write(&group, &bytes).unwrap();
+        std::fs::remove_file(columnar::path_of(&second)).ok();
+        assert_eq!(query(), concatenated_ids(&sizes, &[0, 3]), "damage {k}");
+    }
+    std::fs::remove_file(&group).unwrap();
+    assert_eq!(query(), concatenated_ids(&sizes, &[0, 3]));
+}

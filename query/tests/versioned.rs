@@ -646,21 +646,23 @@ fn commit_files_makes_one_version_of_files_written_apart() {
     let err = VersionedDataset::commit_files(&dir, &[files[0].clone(), other.clone()], "").unwrap_err();
     assert!(err.to_string().contains("other.beton"), "{err}");
     assert_eq!(VersionedDataset::open(&dir, VersionRef::Latest).unwrap().version(), 2);
-    // Checked before anything is linked: data/ holds the four committed files only, each with
-    // its columnar copy, made by the write (the first query reads copies like the next ones).
+    // Checked before anything is linked: data/ holds the four committed files only, and the
+    // columnar copies the writes made (the first query reads copies like the next ones): one
+    // group copy per commit of several files, each fragment naming its commit's.
     let names: Vec<String> = std::fs::read_dir(dir.join("data"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(names.iter().filter(|n| n.ends_with(".beton")).count(), 4, "{names:?}");
-    for f in &v2.manifest().fragments {
-        assert!(names.contains(&format!(
-            "{}{}",
-            f.data_file.strip_prefix("data/").unwrap(),
-            columnar::SUFFIX
-        )));
+    let fragments = &v2.manifest().fragments;
+    for f in fragments {
+        let group = f.copy.as_deref().unwrap().strip_prefix("data/").unwrap();
+        assert!(group.ends_with(columnar::GROUP_SUFFIX) && names.iter().any(|n| n == group), "{names:?}");
     }
-    assert_eq!(names.len(), 8, "{names:?}");
+    assert_eq!(fragments[0].copy, fragments[1].copy, "version 1's two files");
+    assert_eq!(fragments[2].copy, fragments[3].copy, "version 2's two files");
+    assert_ne!(fragments[0].copy, fragments[2].copy);
+    assert_eq!(names.len(), 6, "{names:?}");
     assert!(VersionedDataset::commit_files(&dir, &[], "").unwrap_err().to_string().contains("no data files"));
 }
 

@@ -45,6 +45,7 @@ impl VersionedDataset {
         for (file, columns) in added.iter_mut().zip(columns) {
             file.columns.extend(columns);
         }
+        NewDataFile::make_copies(&*self.store, &mut added.iter_mut().collect::<Vec<_>>());
         let rows = added.iter().map(|f| f.num_rows).sum();
         // `new` starts as the base's child: its next row and fragment ids are the base's.
         self.commit(Operation::Append { rows }, message, &Touches::default(), |base, new| {
@@ -93,7 +94,8 @@ impl VersionedDataset {
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let _edit = lock::edit(dir)?;
         let mut m = Manifest::first(schema, Operation::Create);
-        let added = NewDataFile::link_all(&*store, &m, files)?;
+        let mut added = NewDataFile::link_all(&*store, &m, files)?;
+        NewDataFile::make_copies(&*store, &mut added.iter_mut().collect::<Vec<_>>());
         m.message = message.to_string();
         for file in &added {
             file.push_onto(&mut m)?;
@@ -150,6 +152,7 @@ impl VersionedDataset {
             row_ids: RowIds::Range { start: 0 },
             deletions: None,
             columns: columns.clone(),
+            copy: None,
         });
         m.classes = ds.classes()?;
         // The others checked against the first (fields, class names, ids) before anything is
@@ -161,12 +164,24 @@ impl VersionedDataset {
         for (name, set) in crate::splits::all(&ds)? {
             m.splits.insert(name, write_index_file(dir, SPLITS_DIR, &set)?);
         }
+        // The columnar copies of all of them, the first included (one group copy on a local
+        // disk).
+        let mut first_file = NewDataFile {
+            data_file: m.fragments[0].data_file.clone(),
+            num_rows: n,
+            data_bytes: ds.file_len(),
+            columns: Vec::new(),
+            classes: None,
+            copy: None,
+        };
+        let mut all: Vec<&mut NewDataFile> =
+            std::iter::once(&mut first_file).chain(added.iter_mut()).collect();
+        NewDataFile::make_copies(&*store, &mut all);
+        m.fragments[0].copy = first_file.copy;
         for (file, (_, columns)) in added.iter_mut().zip(rest) {
             file.columns.extend(columns.iter().cloned());
             file.push_onto(&mut m)?;
         }
-        // The first data file's columnar copy, made now like the others' (link_all).
-        crate::columnar::beside_new_data_files(&[dir.join(&m.fragments[0].data_file)]);
         Self::create_with(store, m)
     }
 }
@@ -181,6 +196,8 @@ pub(super) struct NewDataFile {
     /// Column files for the schema's fields the file lacks (NULL in its rows).
     columns: Vec<ColumnFile>,
     classes: Option<Vec<String>>,
+    /// The group copy holding its columnar copy ([`NewDataFile::make_copies`]), if one does.
+    copy: Option<String>,
 }
 
 impl NewDataFile {
@@ -221,14 +238,34 @@ impl NewDataFile {
                     Some(rel) => rel,
                     None => link_data_file(dir, file)?,
                 };
-                Ok(NewDataFile { data_file, num_rows, data_bytes, columns, classes })
+                Ok(NewDataFile { data_file, num_rows, data_bytes, columns, classes, copy: None })
             })
             .collect::<Result<Vec<NewDataFile>>>()?;
-        // Their columnar copies, made now: the first query after the write reads copies like
-        // the next ones (columnar.rs).
-        let paths: Vec<PathBuf> = linked.iter().map(|f| dir.join(&f.data_file)).collect();
-        crate::columnar::beside_new_data_files(&paths);
         Ok(linked)
+    }
+
+    /// Makes the columnar copies of `files` (linked, about to be committed together): one group
+    /// copy for all of them where the store is a local disk, named in each one's fragment, else
+    /// one beside each data file. The first query after the write then reads copies like every
+    /// later one, and a new process's first query of a version of 2,000 data files opens one
+    /// copy, not 2,000 (columnar.rs). A copy that cannot be made is no error of the write.
+    fn make_copies(store: &dyn Store, files: &mut [&mut NewDataFile]) {
+        let dir = store.root();
+        let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(&f.data_file)).collect();
+        if store.url().is_none() {
+            if let Some(name) = crate::columnar::group_beside_new_data_files(&paths) {
+                let parent = Path::new(&files[0].data_file).parent().and_then(Path::to_str).unwrap_or("");
+                let rel = match parent {
+                    "" => name,
+                    parent => format!("{parent}/{name}"),
+                };
+                for f in files.iter_mut() {
+                    f.copy = Some(rel.clone());
+                }
+                return;
+            }
+        }
+        crate::columnar::beside_new_data_files(&paths);
     }
 
     /// `file`'s rows and length, the schema fields it lacks (NULL in its rows), and its classes.
@@ -275,6 +312,7 @@ impl NewDataFile {
             row_ids: RowIds::Range { start: m.line_next_row_id() },
             deletions: None,
             columns: self.columns.clone(),
+            copy: self.copy.clone(),
         });
         m.give_row_ids(self.num_rows);
         m.next_fragment_id += 1;

@@ -53,7 +53,7 @@ impl Reachable {
     }
 }
 
-/// The files version `v` of `line` names. On object storage, none when a cleanup on another
+/// The files version `v` of `line` names, its group copies included. On object storage, none when a cleanup on another
 /// machine removed the version since it was listed: a version that is gone needs no file kept
 /// (and what a newer one names, the next listing shows). On a local disk no other cleanup runs
 /// (lock.rs).
@@ -61,7 +61,10 @@ fn files_of(store: &dyn Store, line: &Line, v: u64) -> Result<Vec<String>> {
     if !store.fetch(&line.manifest_name(v))? {
         return Ok(Vec::new());
     }
-    Ok(read_manifest_on(store, line, v)?.files().map(str::to_string).collect())
+    let m = read_manifest_on(store, line, v)?;
+    // Group copies live as long as a version names them (a data file's own copy lives as long
+    // as its data file: `named`).
+    Ok(m.files().chain(m.copies()).map(str::to_string).collect())
 }
 
 /// Writes the checkpoint of version `v` of `line` (its manifest whole) when its manifest is a

@@ -130,6 +130,7 @@ impl VersionedDataset {
                     row_ids: row_ids.clone(),
                     deletions: None,
                     columns: nulls.clone(),
+                    copy: None,
                 })
                 .collect::<Vec<_>>()
                 .into();

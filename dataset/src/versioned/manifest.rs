@@ -191,6 +191,11 @@ pub struct Fragment {
     /// Column files: a field's values come from the last one listing it, else from the data file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<ColumnFile>,
+    /// The group copy holding the data file's columnar copy (`data/NAME.group.columns.arrow`,
+    /// made for the data files one commit added; docs/FORMAT.md §14), if one does. A cache, not
+    /// the truth: missing or not matching, the data file gets a copy of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<String>,
 }
 
 impl Fragment {
@@ -427,7 +432,14 @@ impl Manifest {
         self.fragments.iter().map(Fragment::num_live_rows).sum()
     }
 
-    /// Every file this version references, relative to the dataset directory.
+    /// The group copies its fragments name (repeated for each fragment), relative to the
+    /// dataset directory: kept by `cleanup` as long as a version names them.
+    pub fn copies(&self) -> impl Iterator<Item = &str> {
+        self.fragments.iter().filter_map(|f| f.copy.as_deref())
+    }
+
+    /// Every file this version references, relative to the dataset directory (not the group
+    /// copies, caches that may be missing: [`Manifest::copies`]).
     pub fn files(&self) -> impl Iterator<Item = &str> {
         self.fragments
             .iter()
@@ -840,6 +852,7 @@ mod tests {
                 fields: vec!["label".into()],
                 checksum: Some("crc32:00000000".into()),
             }],
+            copy: None,
         });
         let back = Manifest::from_json(&m.to_json(), Path::new("t")).unwrap();
         assert_eq!(back, m);
@@ -889,6 +902,7 @@ mod tests {
                     }],
                     _ => Vec::new(),
                 },
+                copy: None,
             });
         }
         m.next_fragment_id = n;
@@ -920,6 +934,7 @@ mod tests {
                         m.fragments.push(Fragment {
                             id, data_file: format!("data/n{id}.beton"), num_rows: 5, data_bytes: None,
                             row_ids: RowIds::Range { start }, deletions: None, columns: Vec::new(),
+                            copy: None,
                         });
                         m.next_fragment_id += 1;
                         m.next_row_id += 5;

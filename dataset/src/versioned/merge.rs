@@ -862,6 +862,7 @@ impl Plan {
                     row_ids: super::manifest::RowIds::File { file: file.file, checksum: file.checksum },
                     deletions: None,
                     columns,
+                    copy: None,
                 });
             }
         }

@@ -450,7 +450,7 @@ pub(crate) fn apply(
 /// beton does not know.
 pub(crate) fn check(m: &Manifest, path: &Path) -> Result<()> {
     let damaged = |what: String| super::integrity::corrupt(path, what);
-    for file in m.files() {
+    for file in m.files().chain(m.copies()) {
         if !is_relative_file(file) {
             return Err(damaged(format!(
                 "version {}: file {file:?} is not a plain path inside the dataset directory",
@@ -482,6 +482,7 @@ mod tests {
             row_ids: RowIds::Range { start: id * 10 },
             deletions: None,
             columns: Vec::new(),
+            copy: None,
         }
     }
 

@@ -336,6 +336,7 @@ impl VersionView {
             row_ids: RowIds::Range { start: 0 },
             deletions: None,
             columns: Vec::new(),
+            copy: None,
         };
         let span = (fragment.num_rows > 0).then(|| (0, fragment.num_rows - 1));
         let fragment = Opened {
@@ -565,6 +566,34 @@ impl VersionView {
         })
     }
 
+    /// Opens the group copies the fragments name (docs/FORMAT.md §14) and gives each fragment
+    /// whose data file is open and has no copy yet its copy from its group, when the group holds
+    /// one made from that very file: one map for the data files of a commit, however many.
+    /// Fragments left without one (no group, a group that is missing or does not match) open or
+    /// make a copy of their own on first use, as before ([`crate::columnar::for_data_file`]).
+    fn open_group_copies(&self) {
+        use rayon::prelude::*;
+        let Some(version) = &self.version else { return };
+        let store = &**version.store();
+        if store.url().is_some() {
+            return; // group copies are made on local disks only
+        }
+        let mut groups: BTreeMap<&str, Vec<&Opened>> = BTreeMap::new();
+        for f in &self.fragments {
+            if let (Some(group), None, Some(_)) = (f.fragment.copy.as_deref(), f.copy.get(), f.ds.get()) {
+                groups.entry(group).or_default().push(f);
+            }
+        }
+        for (group, members) in groups {
+            let Some(copy) = crate::columnar::GroupCopy::open(&store.root().join(group)) else { continue };
+            members.par_iter().for_each(|f| {
+                if let Some(member) = f.ds.get().and_then(|ds| copy.member(ds)) {
+                    let _ = f.copy.set(Some(member));
+                }
+            });
+        }
+    }
+
     /// The visible fields and their types, without a copy (read once, at open).
     pub fn fields(&self) -> &[(String, FieldType)] {
         &self.schema
@@ -589,6 +618,7 @@ impl VersionView {
         // Every data file opened and checked on all cores (a new process's first query of a
         // version of 2,000 data files opens 2,000), then taken in order.
         self.datasets()?;
+        self.open_group_copies();
         let parts = self
             .fragments
             .iter()
