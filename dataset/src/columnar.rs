@@ -178,7 +178,7 @@ fn write_group(path: &Path, opened: &[Dataset], members: &[Member]) -> Result<bo
         (GROUP_KEY.to_string(), serde_json::to_string(members).unwrap_or_default()),
     ];
     let metadata: std::collections::HashMap<_, _> = metadata.into_iter().collect();
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, temp.as_file());
+    let mut out = ChunkedWriter::new(temp.as_file());
     let mut writer: Option<arrow_ipc::writer::FileWriter<_>> = None;
     let mut schema: Option<Arc<Schema>> = None;
     for chunk in opened.chunks(GROUP_CHUNK) {
@@ -216,6 +216,60 @@ fn write_group(path: &Path, opened: &[Dataset], members: &[Member]) -> Result<bo
     temp.as_file().sync_all().map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;
     Ok(true)
+}
+
+/// Writes in whole chunks of [`ChunkedWriter::CHUNK`] bytes at offsets that are multiples of
+/// it (the last one shorter). Copies are written this way so that the page cache holds them in
+/// large folios: mapping 1 GiB of a file written in 8 MiB writes took 1 ms on the VM these
+/// figures come from, against 104 ms written in 1 MiB writes and 196 ms in 64 KiB ones (one
+/// page-table entry at a time), and a copy's first query in a new process maps every page of
+/// the columns it reads.
+struct ChunkedWriter<W: Write> {
+    inner: W,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> ChunkedWriter<W> {
+    const CHUNK: usize = 8 << 20;
+
+    fn new(inner: W) -> Self {
+        ChunkedWriter { inner, buf: Vec::new() }
+    }
+}
+
+impl<W: Write> Write for ChunkedWriter<W> {
+    fn write(&mut self, mut data: &[u8]) -> std::io::Result<usize> {
+        let n = data.len();
+        if self.buf.is_empty() {
+            // Whole chunks straight from the caller's bytes.
+            let whole = data.len() / Self::CHUNK * Self::CHUNK;
+            self.inner.write_all(&data[..whole])?;
+            data = &data[whole..];
+        }
+        while !data.is_empty() {
+            let take = data.len().min(Self::CHUNK - self.buf.len());
+            if self.buf.capacity() == 0 {
+                self.buf.reserve_exact(Self::CHUNK);
+            }
+            self.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.buf.len() == Self::CHUNK {
+                self.inner.write_all(&self.buf)?;
+                self.buf.clear();
+                let whole = data.len() / Self::CHUNK * Self::CHUNK;
+                self.inner.write_all(&data[..whole])?;
+                data = &data[whole..];
+            }
+        }
+        Ok(n)
+    }
+
+    /// Writes what is held (a chunk shorter than the others: call once, at the end).
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.write_all(&self.buf)?;
+        self.buf.clear();
+        self.inner.flush()
+    }
 }
 
 /// A group copy, mapped ([`group_beside_new_data_files`]): its members' copies read the one
@@ -667,7 +721,7 @@ impl ColumnarCopy {
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize)),
         )?;
         {
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, temp.as_file());
+            let mut out = ChunkedWriter::new(temp.as_file());
             let mut w = arrow_ipc::writer::FileWriter::try_new(&mut out, &schema)?;
             w.write(&batch)?;
             w.finish()?;
@@ -1069,5 +1123,36 @@ mod tests {
         assert!(GroupCopy::open(&path_of(&a)).is_none());
         std::fs::write(dir.path().join("junk"), b"ARROW1 junk").unwrap();
         assert!(GroupCopy::open(&dir.path().join("junk")).is_none());
+    }
+
+    #[test]
+    fn the_chunked_writer_writes_whole_chunks_at_their_offsets() {
+        /// Records each write's offset and length.
+        struct Log(Vec<(usize, usize)>, usize, Vec<u8>);
+        impl Write for Log {
+            fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+                self.0.push((self.1, data.len()));
+                self.1 += data.len();
+                self.2.extend_from_slice(data);
+                Ok(data.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        const C: usize = ChunkedWriter::<Log>::CHUNK;
+        let mut w = ChunkedWriter::new(Log(Vec::new(), 0, Vec::new()));
+        let mut all = Vec::new();
+        for (k, n) in [10usize, C - 3, 7, 3 * C + 5, 0, C, 1].into_iter().enumerate() {
+            let bytes = vec![k as u8; n];
+            w.write_all(&bytes).unwrap();
+            all.extend(bytes);
+        }
+        w.flush().unwrap();
+        let log = &w.inner.0;
+        let (last, rest) = log.split_last().unwrap();
+        assert!(rest.iter().all(|&(at, n)| at % C == 0 && n % C == 0 && n > 0), "{log:?}");
+        assert_eq!(last.0 + last.1, all.len());
+        assert!(w.inner.2 == all, "the bytes, in order");
     }
 }

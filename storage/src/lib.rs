@@ -39,7 +39,7 @@ pub use error::{Error, Result};
 pub use field::{ArraySpec, CustomField, DType, FieldKind, FieldType};
 pub use format::{AllocEntry, Header, Slot};
 pub use image::{Channels, EncodedImage, ImageMode, ImageOptions, ImageSource, Pixels, WriteMode};
-pub use mmap::{advise_huge_pages, MappedFile};
+pub use mmap::{advise_huge_pages, reserve_descriptors, MappedFile};
 pub use reader::{Dataset, Field, FileId, OpenOptions, Window};
 pub use remote::{Lease, RemoteOptions, RemoteStats};
 pub use splits::{save_classes, update_splits, SplitMap, SplitRegion};

@@ -292,6 +292,10 @@ impl VersionView {
     /// As opening one ([`VersionView::dataset`]).
     pub fn datasets(&self) -> Result<Vec<&Dataset>> {
         use rayon::prelude::*;
+        let unopened = self.fragments.iter().filter(|f| f.ds.get().is_none()).count();
+        if unopened > 64 {
+            beton_storage::reserve_descriptors(unopened);
+        }
         let opened: Vec<&Arc<Dataset>> =
             self.fragments.par_iter().map(|f| self.ds(f)).collect::<Result<_>>()?;
         Ok(opened.into_iter().map(Arc::as_ref).collect())

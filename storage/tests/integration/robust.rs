@@ -30,6 +30,20 @@ fn written(name: &str, n: u64) -> (tempfile::TempDir, PathBuf, Dataset) {
 /// `FileChanged` naming the file (they used to kill the process with SIGBUS), from `get`,
 /// `verify` and every later read of the handle.
 #[test]
+fn a_file_truncated_between_open_and_its_first_read_gives_errors_not_sigbus() {
+    // Opened without reading its allocation table: the file is not mapped until a row is read
+    // (mmap.rs `Lazy`), and the map is of the file as it is then.
+    let (_dir, path, ds) = written("late.beton", 300);
+    drop(ds);
+    let ds = beton_storage::OpenOptions::new().defer_allocation_checks(true).open(&path).unwrap();
+    File::options().write(true).open(&path).unwrap().set_len(ds.data_table_offset() + 4096).unwrap();
+    let e = ds.get(299, 0).unwrap_err();
+    assert!(matches!(e, Error::FileChanged { .. }), "{e}");
+    assert!(e.to_string().contains("late.beton"), "{e}");
+    assert!(ds.check_intact().is_err());
+}
+
+#[test]
 fn a_file_truncated_after_open_gives_errors_not_sigbus() {
     let (_dir, path, ds) = written("cut.beton", 300);
     assert!(ds.get(299, 1).is_ok());
