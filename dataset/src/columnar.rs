@@ -163,56 +163,75 @@ pub fn group_beside_new_data_files(paths: &[PathBuf]) -> Option<String> {
     }
 }
 
-/// Writes the group copy of `opened` at `path` (a temporary file renamed into place, synced
-/// first); `Ok(false)` when the data files' copies would not hold the same columns, or none.
+/// Writes the group copy of `opened` at `path`; `Ok(false)` (nothing written) when the data
+/// files' copies would not hold the same columns, or none.
 fn write_group(path: &Path, opened: &[Dataset], members: &[Member]) -> Result<bool> {
     use rayon::prelude::*;
+    let metadata: std::collections::HashMap<_, _> = [
+        (FORMAT_KEY.to_string(), FORMAT_VERSION.to_string()),
+        (GROUP_KEY.to_string(), serde_json::to_string(members).unwrap_or_default()),
+    ]
+    .into_iter()
+    .collect();
+    write_copy_file(path, |write| {
+        let mut schema: Option<Arc<Schema>> = None;
+        for chunk in opened.chunks(GROUP_CHUNK) {
+            let gathered = chunk.par_iter().map(crate::gather::copy_columns).collect::<Result<Vec<_>>>()?;
+            for (ds, columns) in chunk.iter().zip(gathered) {
+                let fields: Vec<ArrowField> =
+                    columns.iter().map(|(n, a)| ArrowField::new(n, a.data_type().clone(), false)).collect();
+                let same = schema.as_ref().map(|s| s.fields().iter().map(|f| f.as_ref()).eq(fields.iter()));
+                if same == Some(false) || (schema.is_none() && fields.is_empty()) {
+                    return Ok(false);
+                }
+                let schema = schema
+                    .get_or_insert_with(|| Arc::new(Schema::new(fields).with_metadata(metadata.clone())))
+                    .clone();
+                write(&RecordBatch::try_new_with_options(
+                    schema,
+                    columns.into_iter().map(|(_, a)| a).collect(),
+                    &arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize)),
+                )?)?;
+            }
+        }
+        Ok(schema.is_some())
+    })
+}
+
+/// Writes a copy at `path`: an Arrow IPC file whose batches `write` gives the writer it is
+/// handed (`None` for the schema's first use creates it), into a locked temporary file beside
+/// `path` (named as writers name theirs, so one killed half-way is cleaned up like theirs),
+/// written in [`ChunkedWriter`] chunks, synced, and renamed into place. `Ok(false)` (nothing at
+/// `path`, nothing left behind) when `write` gives false.
+fn write_copy_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn FnMut(&RecordBatch) -> Result<()>) -> Result<bool>,
+) -> Result<bool> {
     let io = |e: std::io::Error| crate::versioned::commit::io(path, e);
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // The temporary file first: a directory that cannot take it fails before any gather.
     let temp =
         tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir).map_err(io)?;
     temp.as_file().lock().map_err(io)?;
-    let metadata = [
-        (FORMAT_KEY.to_string(), FORMAT_VERSION.to_string()),
-        (GROUP_KEY.to_string(), serde_json::to_string(members).unwrap_or_default()),
-    ];
-    let metadata: std::collections::HashMap<_, _> = metadata.into_iter().collect();
-    let mut out = ChunkedWriter::new(temp.as_file());
-    let mut writer: Option<arrow_ipc::writer::FileWriter<_>> = None;
-    let mut schema: Option<Arc<Schema>> = None;
-    for chunk in opened.chunks(GROUP_CHUNK) {
-        let gathered = chunk.par_iter().map(crate::gather::copy_columns).collect::<Result<Vec<_>>>()?;
-        for (ds, columns) in chunk.iter().zip(gathered) {
-            let fields: Vec<ArrowField> =
-                columns.iter().map(|(n, a)| ArrowField::new(n, a.data_type().clone(), false)).collect();
-            let schema = match &schema {
-                Some(s) if s.fields().iter().map(|f| f.as_ref()).eq(fields.iter()) => s.clone(),
-                Some(_) => return Ok(false),
-                None if fields.is_empty() => return Ok(false),
-                None => {
-                    let s = Arc::new(Schema::new(fields).with_metadata(metadata.clone()));
-                    writer = Some(arrow_ipc::writer::FileWriter::try_new(&mut out, &s)?);
-                    schema = Some(s.clone());
-                    s
-                }
-            };
-            let batch = RecordBatch::try_new_with_options(
-                schema,
-                columns.into_iter().map(|(_, a)| a).collect(),
-                &arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize)),
-            )?;
-            if let Some(w) = writer.as_mut() {
-                w.write(&batch)?;
-            }
-        }
-    }
-    let Some(mut w) = writer else { return Ok(false) };
+    let file = temp.as_file();
+    let mut writer: Option<arrow_ipc::writer::FileWriter<ChunkedWriter<&std::fs::File>>> = None;
+    let wrote = write(&mut |batch: &RecordBatch| {
+        let w = match &mut writer {
+            Some(w) => w,
+            None => writer
+                .insert(arrow_ipc::writer::FileWriter::try_new(ChunkedWriter::new(file), &batch.schema())?),
+        };
+        Ok(w.write(batch)?)
+    })?;
+    let Some(mut w) = writer.take().filter(|_| wrote) else { return Ok(false) };
     w.finish()?;
-    drop(w);
-    out.flush().map_err(io)?;
-    drop(out);
-    // Durable before it is visible, and before the manifest that names it.
+    w.into_inner()?.flush().map_err(io)?;
+    // Durable before it is visible (and before a manifest names it): a copy torn by a crash
+    // would be read as data.
     temp.as_file().sync_all().map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;
     Ok(true)
@@ -678,60 +697,37 @@ impl ColumnarCopy {
     /// when `clean` (a listing of the data file's directory).
     fn build_with(ds: &Dataset, clean: bool) -> Result<ColumnarCopy> {
         let path = path_of(ds.path());
-        let io = |e: std::io::Error| crate::versioned::commit::io(&path, e);
         let stamp = Stamp::of(ds, Sampled::Yes).ok_or_else(|| Error::InvalidArgument {
             what: format!("columnar copy of {}", ds.path().display()),
             why: "the data file is not the one open any more".into(),
         })?;
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         // Copies whose maker was killed half-way (their lock is gone): nobody else removes them.
         let stale = if clean { beton_storage::stale_temp_files(&path) } else { Vec::new() };
         for stale in stale {
             let _ = std::fs::remove_file(stale);
         }
-        // The temporary file first: a directory that cannot take it fails before any gather.
-        // Its name has the writers' form, so a copy killed half-way is cleaned up like theirs.
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(&dir)
-            .map_err(io)?;
-        temp.as_file().lock().map_err(io)?;
-        let mut fields = Vec::new();
-        let mut arrays = Vec::new();
-        for (name, array) in crate::gather::copy_columns(ds)? {
-            fields.push(ArrowField::new(name, array.data_type().clone(), false));
-            arrays.push(array);
-        }
-        let metadata = [
-            (FORMAT_KEY.to_string(), FORMAT_VERSION.to_string()),
-            (SOURCE_KEY.to_string(), serde_json::to_string(&stamp).unwrap_or_default()),
-        ];
-        let schema = Arc::new(
-            Schema::new(fields)
-                .with_metadata(metadata.into_iter().collect::<std::collections::HashMap<_, _>>()),
-        );
-        let batch = RecordBatch::try_new_with_options(
-            schema.clone(),
-            arrays,
-            &arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize)),
-        )?;
-        {
-            let mut out = ChunkedWriter::new(temp.as_file());
-            let mut w = arrow_ipc::writer::FileWriter::try_new(&mut out, &schema)?;
-            w.write(&batch)?;
-            w.finish()?;
-            drop(w);
-            out.flush().map_err(io)?;
-        }
-        drop(batch);
-        // Durable before it is visible: a copy torn by a crash would be read as data.
-        temp.as_file().sync_all().map_err(io)?;
-        temp.persist(&path).map_err(|e| io(e.error))?;
+        write_copy_file(&path, |write| {
+            let mut fields = Vec::new();
+            let mut arrays = Vec::new();
+            for (name, array) in crate::gather::copy_columns(ds)? {
+                fields.push(ArrowField::new(name, array.data_type().clone(), false));
+                arrays.push(array);
+            }
+            let metadata = [
+                (FORMAT_KEY.to_string(), FORMAT_VERSION.to_string()),
+                (SOURCE_KEY.to_string(), serde_json::to_string(&stamp).unwrap_or_default()),
+            ];
+            let schema = Arc::new(
+                Schema::new(fields)
+                    .with_metadata(metadata.into_iter().collect::<std::collections::HashMap<_, _>>()),
+            );
+            write(&RecordBatch::try_new_with_options(
+                schema,
+                arrays,
+                &arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize)),
+            )?)?;
+            Ok(true)
+        })?;
         ColumnarCopy::open_stamped(ds, &stamp).ok_or_else(|| Error::InvalidArgument {
             what: format!("columnar copy {}", path.display()),
             why: "the copy just written does not read back".into(),

@@ -56,6 +56,10 @@ struct Opened {
     span: Option<(u64, u64)>,
     /// Its data file's columnar copy, opened on the first query of the version.
     copy: CopySlot,
+    /// Set once its group copy (if the fragment names one) was looked in: a data file that does
+    /// not match its group makes its own copy when first used, and later tables do not map the
+    /// group again for it.
+    group_tried: Arc<OnceLock<()>>,
 }
 
 impl Opened {
@@ -93,6 +97,7 @@ impl Opened {
             row_ids,
             span,
             copy: CopySlot::default(),
+            group_tried: Arc::default(),
         };
         if let Some(o) = like {
             opened.share_file_of(o);
@@ -112,6 +117,7 @@ impl Opened {
             let _ = self.ds.set(Arc::clone(ds));
         }
         self.copy = Arc::clone(&old.copy);
+        self.group_tried = Arc::clone(&old.group_tried);
     }
 
     /// Rows in its data file (deleted ones included).
@@ -350,6 +356,7 @@ impl VersionView {
             row_ids: PartRowIds::Range(0),
             span,
             copy: CopySlot::default(),
+            group_tried: Arc::default(),
         };
         VersionView {
             version: None,
@@ -585,7 +592,9 @@ impl VersionView {
         let mut groups: BTreeMap<&str, Vec<&Opened>> = BTreeMap::new();
         for f in &self.fragments {
             if let (Some(group), None, Some(_)) = (f.fragment.copy.as_deref(), f.copy.get(), f.ds.get()) {
-                groups.entry(group).or_default().push(f);
+                if f.group_tried.set(()).is_ok() {
+                    groups.entry(group).or_default().push(f);
+                }
             }
         }
         for (group, members) in groups {

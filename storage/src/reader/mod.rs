@@ -91,7 +91,7 @@ pub struct Dataset {
     modified: Option<std::time::SystemTime>,
     /// The open file, for reads that must not go through the map (the split region, FORMAT.md
     /// §12, which may be a hole).
-    file: Option<std::sync::Arc<File>>,
+    file: Option<File>,
     bytes: Bytes,
     header: Header,
     fields: Vec<Field>,
@@ -241,7 +241,7 @@ impl Dataset {
             #[cfg(unix)]
             Some(file) => {
                 let mut buf = vec![0u8; len as usize];
-                std::os::unix::fs::FileExt::read_exact_at(&**file, &mut buf, offset).map_err(|e| {
+                std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, offset).map_err(|e| {
                     if e.kind() == std::io::ErrorKind::UnexpectedEof {
                         Error::FileChanged { path: self.path.clone() }
                     } else {
@@ -328,7 +328,7 @@ impl Dataset {
 
     /// Size of the file in bytes.
     pub fn file_len(&self) -> u64 {
-        self.bytes.len()
+        self.bytes.as_slice().len() as u64
     }
 
     /// The whole file's bytes (pages are `page_size` slices from [`Dataset::data_start`]).

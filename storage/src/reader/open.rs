@@ -79,18 +79,10 @@ impl OpenOptions {
                 std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a .beton file"),
             ));
         }
-        // The header and descriptors read with `pread`; the file is mapped when its bytes are
-        // first read (mmap.rs `Lazy`): a data file whose rows a query never reads is never
-        // mapped.
-        let len = meta.len();
-        let head = read_head(&file, len).map_err(io)?;
-        let file = std::sync::Arc::new(file);
-        let bytes = Bytes::lazy(path, std::sync::Arc::clone(&file), len);
-        let mut ds = Dataset::validate_head(path.to_path_buf(), bytes, Some(&head), self)?;
+        let bytes = Bytes::map(path, &file, meta.len())?;
+        let mut ds = Dataset::validate(path.to_path_buf(), bytes, self)?;
         ds.id = Some(FileId::of(&meta, ds.header.to_bytes()));
         ds.modified = meta.modified().ok();
-        // Held open (not only mapped): a reader of an old version keeps its data files' bytes
-        // while a cleanup removes them, mapped or not yet.
         ds.file = Some(file);
         Ok(ds)
     }
@@ -127,7 +119,7 @@ impl OpenOptions {
         let bytes = Bytes::map(local, &file, len)?;
         let mut ds = Dataset::validate(PathBuf::from(url), bytes, self)?;
         leases.push(replica.ensure(&[0..ds.table_end, ds.header.alloc_table_ptr..len])?);
-        ds.file = Some(std::sync::Arc::new(file));
+        ds.file = Some(file);
         ds.remote = Some(RemoteParts { replica, recent: remote::RecentLeases::default(), _metadata: leases });
         Ok(ds)
     }
@@ -158,22 +150,8 @@ impl Dataset {
     }
 
     fn validate(path: PathBuf, bytes: Bytes, options: &OpenOptions) -> Result<Dataset> {
-        Dataset::validate_head(path, bytes, None, options)
-    }
-
-    /// [`Dataset::validate`] reading the header and descriptors from `head` (the file's first
-    /// bytes, at least those, or all of it) when given, else from `bytes`.
-    fn validate_head(
-        path: PathBuf,
-        bytes: Bytes,
-        head: Option<&[u8]>,
-        options: &OpenOptions,
-    ) -> Result<Dataset> {
-        let len = bytes.len();
-        let data = match head {
-            Some(head) => head,
-            None => bytes.as_slice(),
-        };
+        let data = bytes.as_slice();
+        let len = data.len() as u64;
         let corrupt = |offset: u64, what: String| Error::Corrupt { path: path.clone(), offset, what };
         let header = Header::parse(data).ok_or_else(|| {
             corrupt(0, format!("file is {len} bytes, shorter than the {HEADER_SIZE}-byte header"))
@@ -310,22 +288,5 @@ impl Dataset {
             ds.check_intact()?;
             Ok(ds)
         })
-    }
-}
-
-/// The first bytes of `file` (`len` bytes long): the header and every field descriptor it
-/// announces, or as much of them as the file holds (validation names what is missing).
-fn read_head(file: &File, len: u64) -> std::io::Result<Vec<u8>> {
-    let read = |n: u64| -> std::io::Result<Vec<u8>> {
-        let mut buf = vec![0u8; n.min(len) as usize];
-        read_exact_at(file, &mut buf, 0)?;
-        Ok(buf)
-    };
-    // One read covers the header and three descriptors; a file with more fields takes two.
-    let head = read(4096)?;
-    let need = Header::parse(&head).map_or(0, |h| format::data_table_start(h.num_fields));
-    match need > head.len() as u64 && len > head.len() as u64 {
-        true => read(need),
-        false => Ok(head),
     }
 }

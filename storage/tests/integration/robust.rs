@@ -31,8 +31,8 @@ fn written(name: &str, n: u64) -> (tempfile::TempDir, PathBuf, Dataset) {
 /// `verify` and every later read of the handle.
 #[test]
 fn a_file_truncated_between_open_and_its_first_read_gives_errors_not_sigbus() {
-    // Opened without reading its allocation table: the file is not mapped until a row is read
-    // (mmap.rs `Lazy`), and the map is of the file as it is then.
+    // Opened without reading its allocation table, cut before any row is read: the first read
+    // faults past the new end under the guard.
     let (_dir, path, ds) = written("late.beton", 300);
     drop(ds);
     let ds = beton_storage::OpenOptions::new().defer_allocation_checks(true).open(&path).unwrap();
