@@ -30,6 +30,8 @@ use beton_storage::{Dataset, FileId, MappedFile};
 
 use crate::error::{Error, Result};
 
+mod sliced;
+
 /// What a columnar copy's name adds to its data file's.
 pub const SUFFIX: &str = ".columns.arrow";
 /// Data files with fewer rows get no copy unless asked ([`ColumnarCopy::build`]): gathering
@@ -113,7 +115,7 @@ pub fn beside_new_data_files(paths: &[PathBuf]) {
 /// What a group copy's name ends with: `data/NAME.group.columns.arrow` holds the columns of
 /// every data file one commit added (docs/FORMAT.md §14).
 pub const GROUP_SUFFIX: &str = ".group.columns.arrow";
-/// Schema metadata key of a group copy's members, in batch order.
+/// Schema metadata key of a group copy's members, in row order.
 const GROUP_KEY: &str = "beton.group";
 /// Data files gathered at once while a group copy is written (in parallel; their columns are
 /// written in order and dropped, so the write holds a few data files' columns, not all).
@@ -130,9 +132,10 @@ struct Member {
 
 /// Makes **one** columnar copy for the data files at `paths` (in order, all in one directory:
 /// the data files one commit adds to a dataset directory), `NAME.group.columns.arrow` beside
-/// them: one Arrow IPC file of one record batch per data file. A new process's first query of
-/// a version of 2,000 data files then opens and maps one copy instead of 2,000 (each open and
-/// map cost 40-80 µs on the VM these figures come from). Returns the copy's file name; `None`
+/// them: one Arrow IPC file of one record batch, each data file a run of its rows ([`sliced`]).
+/// A new process's first query of a version of 2,000 data files then opens and maps one copy
+/// instead of 2,000 (each open and map cost 40-80 µs on the VM these figures come from), and
+/// decodes and reads ahead each column it reads once. Returns the copy's file name; `None`
 /// when there is nothing to group (fewer than two files, copies turned off) or the copy cannot
 /// be made (a data file that does not open, data files whose copies would hold different
 /// columns, a directory that cannot take it): the caller then makes a copy per data file.
@@ -163,8 +166,9 @@ pub fn group_beside_new_data_files(paths: &[PathBuf]) -> Option<String> {
     }
 }
 
-/// Writes the group copy of `opened` at `path`; `Ok(false)` (nothing written) when the data
-/// files' copies would not hold the same columns, or none.
+/// Writes the group copy of `opened` at `path`: one record batch, each member a run of its
+/// rows ([`sliced`]); `Ok(false)` (nothing written) when the data files' copies would not hold
+/// the same columns, or none, or columns that layout does not hold.
 fn write_group(path: &Path, opened: &[Dataset], members: &[Member]) -> Result<bool> {
     use rayon::prelude::*;
     let metadata: std::collections::HashMap<_, _> = [
@@ -173,40 +177,38 @@ fn write_group(path: &Path, opened: &[Dataset], members: &[Member]) -> Result<bo
     ]
     .into_iter()
     .collect();
-    write_copy_file(path, |write| {
-        let mut schema: Option<Arc<Schema>> = None;
-        for chunk in opened.chunks(GROUP_CHUNK) {
-            let gathered = chunk.par_iter().map(crate::gather::copy_columns).collect::<Result<Vec<_>>>()?;
-            for (ds, columns) in chunk.iter().zip(gathered) {
-                let fields: Vec<ArrowField> =
-                    columns.iter().map(|(n, a)| ArrowField::new(n, a.data_type().clone(), false)).collect();
-                let same = schema.as_ref().map(|s| s.fields().iter().map(|f| f.as_ref()).eq(fields.iter()));
-                if same == Some(false) || (schema.is_none() && fields.is_empty()) {
-                    return Ok(false);
-                }
-                let schema = schema
-                    .get_or_insert_with(|| Arc::new(Schema::new(fields).with_metadata(metadata.clone())))
-                    .clone();
-                write(&RecordBatch::try_new_with_options(
-                    schema,
-                    columns.into_iter().map(|(_, a)| a).collect(),
-                    &arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize)),
-                )?)?;
+    let mut chunks = opened.chunks(GROUP_CHUNK);
+    let mut gather = move || -> Result<std::collections::VecDeque<Vec<(String, ArrayRef)>>> {
+        let chunk = chunks.next().unwrap_or_default();
+        Ok(chunk.par_iter().map(crate::gather::copy_columns).collect::<Result<Vec<_>>>()?.into())
+    };
+    let mut pending = gather()?;
+    let Some(first) = pending.front() else { return Ok(false) };
+    let fields: Vec<ArrowField> =
+        first.iter().map(|(n, a)| ArrowField::new(n, a.data_type().clone(), false)).collect();
+    if fields.is_empty() {
+        return Ok(false);
+    }
+    let schema = Schema::new(fields).with_metadata(metadata);
+    let rows: Vec<u64> = opened.iter().map(Dataset::num_samples).collect();
+    write_copy_file(path, |file| {
+        sliced::write(path, file, &schema, &rows, || {
+            if pending.is_empty() {
+                pending = gather()?;
             }
-        }
-        Ok(schema.is_some())
+            let Some(columns) = pending.pop_front() else { return Ok(None) };
+            let same =
+                columns.iter().map(|(n, _)| n.as_str()).eq(schema.fields().iter().map(|f| f.name().as_str()));
+            Ok(same.then(|| columns.into_iter().map(|(_, a)| a).collect()))
+        })
     })
 }
 
-/// Writes a copy at `path`: an Arrow IPC file whose batches `write` gives the writer it is
-/// handed (`None` for the schema's first use creates it), into a locked temporary file beside
-/// `path` (named as writers name theirs, so one killed half-way is cleaned up like theirs),
-/// written in [`ChunkedWriter`] chunks, synced, and renamed into place. `Ok(false)` (nothing at
-/// `path`, nothing left behind) when `write` gives false.
-fn write_copy_file(
-    path: &Path,
-    write: impl FnOnce(&mut dyn FnMut(&RecordBatch) -> Result<()>) -> Result<bool>,
-) -> Result<bool> {
+/// Writes a copy at `path` with `write`, which writes the whole file it is handed (`Ok(false)`:
+/// nothing to keep): a locked temporary file beside `path` (named as writers name theirs, so
+/// one killed half-way is cleaned up like theirs), synced, and renamed into place. `Ok(false)`
+/// (nothing at `path`, nothing left behind) when `write` gives false.
+fn write_copy_file(path: &Path, write: impl FnOnce(&std::fs::File) -> Result<bool>) -> Result<bool> {
     let io = |e: std::io::Error| crate::versioned::commit::io(path, e);
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -217,19 +219,9 @@ fn write_copy_file(
     let temp =
         tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir).map_err(io)?;
     temp.as_file().lock().map_err(io)?;
-    let file = temp.as_file();
-    let mut writer: Option<arrow_ipc::writer::FileWriter<ChunkedWriter<&std::fs::File>>> = None;
-    let wrote = write(&mut |batch: &RecordBatch| {
-        let w = match &mut writer {
-            Some(w) => w,
-            None => writer
-                .insert(arrow_ipc::writer::FileWriter::try_new(ChunkedWriter::new(file), &batch.schema())?),
-        };
-        Ok(w.write(batch)?)
-    })?;
-    let Some(mut w) = writer.take().filter(|_| wrote) else { return Ok(false) };
-    w.finish()?;
-    w.into_inner()?.flush().map_err(io)?;
+    if !write(temp.as_file())? {
+        return Ok(false);
+    }
     // Durable before it is visible (and before a manifest names it): a copy torn by a crash
     // would be read as data.
     temp.as_file().sync_all().map_err(io)?;
@@ -297,8 +289,17 @@ impl<W: Write> Write for ChunkedWriter<W> {
 pub struct GroupCopy {
     path: PathBuf,
     map: Arc<MappedFile>,
-    members: Vec<(Member, Batch)>,
+    members: Vec<(Member, GroupPart)>,
     by_file: std::collections::HashMap<String, usize>,
+}
+
+/// Where a group member's columns are.
+#[derive(Debug)]
+enum GroupPart {
+    /// Rows `start..start + rows` of the group's one record batch (shared by every member).
+    Rows(Arc<CopyBatch>, usize),
+    /// A record batch of its own (group copies written before they were one batch).
+    Batch(Arc<CopyBatch>),
 }
 
 impl GroupCopy {
@@ -315,11 +316,38 @@ impl GroupCopy {
             return None;
         }
         let members: Vec<Member> = serde_json::from_str(meta.get(GROUP_KEY)?).ok()?;
-        if members.len() != batches.len() {
+        let parts: Vec<GroupPart> = if batches.len() == members.len() {
+            // One batch per member (a group of one member is both layouts).
+            let mut parts = Vec::with_capacity(batches.len());
+            for (m, b) in members.iter().zip(batches) {
+                if b.decode(Vec::new())?.num_rows() as u64 != m.rows {
+                    return None;
+                }
+                parts.push(GroupPart::Batch(Arc::new(CopyBatch::new(b))));
+            }
+            parts
+        } else {
+            let [batch] = <[Batch; 1]>::try_from(batches).ok()?;
+            let total = members.iter().try_fold(0u64, |n, m| n.checked_add(m.rows))?;
+            if batch.decode(Vec::new())?.num_rows() as u64 != total {
+                return None;
+            }
+            let shared = Arc::new(CopyBatch::new(batch));
+            let mut start = 0;
+            members
+                .iter()
+                .map(|m| {
+                    let part = GroupPart::Rows(Arc::clone(&shared), start);
+                    start += m.rows as usize;
+                    part
+                })
+                .collect()
+        };
+        if map.is_damaged() {
             return None;
         }
         let by_file = members.iter().enumerate().map(|(k, m)| (m.file.clone(), k)).collect();
-        let members = members.into_iter().zip(batches).collect();
+        let members = members.into_iter().zip(parts).collect();
         Some(GroupCopy { path: path.to_path_buf(), map, members, by_file })
     }
 
@@ -327,21 +355,23 @@ impl GroupCopy {
     /// (same name, identity and rows); `None` otherwise.
     pub fn member(&self, ds: &Dataset) -> Option<Arc<ColumnarCopy>> {
         let name = ds.path().file_name()?.to_str()?;
-        let (member, batch) = &self.members[*self.by_file.get(name)?];
+        let (member, part) = &self.members[*self.by_file.get(name)?];
         if member.rows != ds.num_samples() || !member.stamp.admits(&Stamp::of(ds, Sampled::No)?) {
             return None;
         }
-        if lacks_vectors(ds, batch) || batch.decode(Vec::new())?.num_rows() as u64 != member.rows {
-            return None;
-        }
-        if self.map.is_damaged() {
+        let (batch, rows) = match part {
+            GroupPart::Rows(batch, start) => (batch, Some((*start, member.rows as usize))),
+            GroupPart::Batch(batch) => (batch, None),
+        };
+        if lacks_vectors(ds, &batch.batch) {
             return None;
         }
         Some(Arc::new(ColumnarCopy {
             path: self.path.clone(),
             map: Arc::clone(&self.map),
-            batch: batch.clone(),
-            decoded: Default::default(),
+            batch: Arc::clone(batch),
+            rows,
+            ahead: Default::default(),
         }))
     }
 }
@@ -619,11 +649,15 @@ fn sample_crc(ds: &Dataset) -> u32 {
 pub struct ColumnarCopy {
     path: PathBuf,
     map: Arc<MappedFile>,
-    batch: Batch,
-    decoded: std::sync::Mutex<BTreeMap<usize, Option<ArrayRef>>>,
+    batch: Arc<CopyBatch>,
+    /// The batch's rows that are this data file's (`start`, `len`) in a group copy of one
+    /// batch; `None`: all of them.
+    rows: Option<(usize, usize)>,
+    /// The columns whose rows of this data file were read ahead ([`ColumnarCopy::column`]).
+    ahead: std::sync::Mutex<std::collections::BTreeSet<usize>>,
 }
 
-/// Where the copy's one record batch lies, and how to decode it.
+/// Where a copy's record batch lies, and how to decode it.
 #[derive(Debug, Clone)]
 struct Batch {
     schema: Arc<Schema>,
@@ -662,6 +696,64 @@ impl Batch {
     }
 }
 
+/// A copy's record batch and its columns decoded so far (shared by the members of a group
+/// copy of one batch: each column is decoded once for all of them; `None`: it cannot be).
+#[derive(Debug)]
+struct CopyBatch {
+    batch: Batch,
+    decoded: std::sync::Mutex<BTreeMap<usize, Option<ArrayRef>>>,
+}
+
+impl CopyBatch {
+    fn new(batch: Batch) -> CopyBatch {
+        CopyBatch { batch, decoded: Default::default() }
+    }
+
+    /// Column `k` of the whole batch, decoded on first use (a few microseconds: the arrays
+    /// read the map in place), and whether this call decoded it.
+    fn column(&self, k: usize) -> Option<(ArrayRef, bool)> {
+        let mut decoded = self.decoded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(done) = decoded.get(&k) {
+            return done.clone().map(|a| (a, false));
+        }
+        let array = self.batch.decode(vec![k]).map(|b| b.column(0).clone());
+        decoded.insert(k, array.clone());
+        array.map(|a| (a, true))
+    }
+
+    /// Column `k` cannot be read (the copy shrank under its map): the row gather gives it.
+    fn lost(&self, k: usize) {
+        self.decoded.lock().unwrap_or_else(|p| p.into_inner()).insert(k, None);
+    }
+}
+
+/// Reads from disk ahead of the scan that follows and maps the pages (a no-op when cached and
+/// mapped) of `data`'s buffers, children (a vector column's values) included; of rows
+/// `start..start + len` of its `total` only, when given (every buffer a copy holds is as long
+/// as its rows: values, packed bits, offsets). False when the copy shrank under its map.
+fn read_ahead(map: &MappedFile, data: &arrow_data::ArrayData, rows: Option<(usize, usize, usize)>) -> bool {
+    let mut pending = vec![data.clone()];
+    while let Some(data) = pending.pop() {
+        for buffer in data.buffers().iter().chain(data.nulls().map(|n| n.buffer())) {
+            let bytes = buffer.as_slice();
+            let bytes = match rows {
+                Some((start, len, total)) if total > 0 => {
+                    let n = bytes.len() as u128;
+                    let from = (n * start as u128 / total as u128) as usize;
+                    let to = (n * (start + len) as u128).div_ceil(total as u128) as usize;
+                    &bytes[from.min(bytes.len())..to.min(bytes.len())]
+                }
+                _ => bytes,
+            };
+            if !map.will_need(bytes) {
+                return false;
+            }
+        }
+        pending.extend(data.child_data().iter().cloned());
+    }
+    true
+}
+
 impl ColumnarCopy {
     /// The copy of `ds` beside it, if there is one made from this very file; `None` when
     /// missing, made from another file or another version of it, or unreadable (it is made
@@ -682,7 +774,13 @@ impl ColumnarCopy {
         if map.is_damaged() || rows as u64 != ds.num_samples() {
             return None;
         }
-        Some(ColumnarCopy { path, map, batch, decoded: Default::default() })
+        Some(ColumnarCopy {
+            path,
+            map,
+            batch: Arc::new(CopyBatch::new(batch)),
+            rows: None,
+            ahead: Default::default(),
+        })
     }
 
     /// Makes the copy of `ds` from its rows (replacing any copy there) and opens it.
@@ -706,7 +804,7 @@ impl ColumnarCopy {
         for stale in stale {
             let _ = std::fs::remove_file(stale);
         }
-        write_copy_file(&path, |write| {
+        write_copy_file(&path, |file| {
             let mut fields = Vec::new();
             let mut arrays = Vec::new();
             for (name, array) in crate::gather::copy_columns(ds)? {
@@ -721,11 +819,16 @@ impl ColumnarCopy {
                 Schema::new(fields)
                     .with_metadata(metadata.into_iter().collect::<std::collections::HashMap<_, _>>()),
             );
-            write(&RecordBatch::try_new_with_options(
+            let batch = RecordBatch::try_new_with_options(
                 schema,
                 arrays,
                 &arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize)),
-            )?)?;
+            )?;
+            // Written in whole chunks ([`ChunkedWriter`]).
+            let mut w = arrow_ipc::writer::FileWriter::try_new(ChunkedWriter::new(file), &batch.schema())?;
+            w.write(&batch)?;
+            w.finish()?;
+            w.into_inner()?.flush().map_err(|e| crate::versioned::commit::io(&path, e))?;
             Ok(true)
         })?;
         ColumnarCopy::open_stamped(ds, &stamp).ok_or_else(|| Error::InvalidArgument {
@@ -739,33 +842,28 @@ impl ColumnarCopy {
         &self.path
     }
 
-    /// Column `name`, if the copy holds it (decoded on first use; `None` too for a column that
-    /// cannot be decoded, which the row gather then gives).
+    /// Column `name`, if the copy holds it (decoded and read ahead on first use; `None` too for
+    /// a column that cannot be decoded, which the row gather then gives).
     pub fn column(&self, name: &str) -> Option<ArrayRef> {
-        let k = self.batch.schema.index_of(name).ok()?;
-        if let Some(done) = self.decoded.lock().unwrap_or_else(|p| p.into_inner()).get(&k) {
-            return done.clone();
-        }
-        // Decoded and read ahead with the lock released: reading ahead runs on every core for
-        // a large column (MappedFile::will_need), and a thread waiting for its pieces may take
-        // up another task asking this copy for another column meanwhile. Two threads asking for
-        // the same column at once both decode it (the same arrays over the same map).
-        let array = (|| {
-            let array = self.batch.decode(vec![k])?.column(0).clone();
-            // Read from disk ahead of the scan that follows (a no-op when cached), children
-            // (a vector column's values) included.
-            let mut pending = vec![array.to_data()];
-            while let Some(data) = pending.pop() {
-                for buffer in data.buffers().iter().chain(data.nulls().map(|n| n.buffer())) {
-                    if !self.map.will_need(buffer.as_slice()) {
-                        return None; // the copy shrank under its map: the row gather gives it
-                    }
-                }
-                pending.extend(data.child_data().iter().cloned());
+        let k = self.batch.batch.schema.index_of(name).ok()?;
+        let (array, decoded) = self.batch.column(k)?;
+        // A data file's own copy reads its column ahead once; a group member its own rows of
+        // it, once (each member on its own core: 2,000 of them at a version's first query).
+        let ahead = match self.rows {
+            None => !decoded || read_ahead(&self.map, &array.to_data(), None),
+            Some((start, len)) => {
+                let first = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).insert(k);
+                !first || read_ahead(&self.map, &array.to_data(), Some((start, len, array.len())))
             }
-            Some(array)
-        })();
-        self.decoded.lock().unwrap_or_else(|p| p.into_inner()).entry(k).or_insert(array).clone()
+        };
+        if !ahead {
+            self.batch.lost(k);
+            return None;
+        }
+        Some(match self.rows {
+            Some((start, len)) => array.slice(start, len),
+            None => array,
+        })
     }
 
     /// The bytes of column `name` in the copy (what reading it reads), if the copy holds it.
@@ -1095,6 +1193,120 @@ mod tests {
         assert!(group.member(&rewritten).is_none(), "another file under a member's name");
         // One data file: nothing to group.
         assert!(group_beside_new_data_files(&paths[..1]).is_none());
+    }
+
+    /// Data files of every column type a copy holds but custom slots (fixed-width bytes, as
+    /// ints are): images (mode, width, height, size), ints, floats, bools, sizes, vectors;
+    /// sample `i` of file `k` differs by `k`.
+    fn every_type(path: &Path, n: u64, k: u64) -> Dataset {
+        let fields = beton_testkit::schema(
+            "image:raw label:int score:float flag:bool boxes:array:<i2 v:ndarray:<f4:3",
+        );
+        beton_testkit::write(path, fields, n, |i| {
+            let w = 1 + ((i + k) % 3) as u32;
+            let v: Vec<u8> = [i as f32, k as f32, -(i as f32)].iter().flat_map(|x| x.to_le_bytes()).collect();
+            vec![
+                beton_testkit::rgb(w, 1, vec![7; (w * 3) as usize]),
+                SampleValue::Int(i as i64 * 3 + k as i64),
+                SampleValue::Float(i as f64 / 8.0 - k as f64),
+                SampleValue::Bool((i * 7 + k) % 3 == 0),
+                SampleValue::Array(vec![1; 2 * ((i + k) % 4) as usize]),
+                SampleValue::NDArray(v),
+            ]
+        });
+        Dataset::open(path).unwrap()
+    }
+
+    #[test]
+    fn a_group_copy_is_one_arrow_batch_of_every_members_columns_in_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        // Row counts that are not multiples of 8 (bools are packed after the previous member's
+        // last bit), an empty member, and one whose int column (2.4 MB) passes a whole stage.
+        let rows = [13u64, 0, 300_001, 7, 1];
+        let paths: Vec<PathBuf> = (0..rows.len()).map(|k| dir.path().join(format!("{k}.beton"))).collect();
+        let opened: Vec<Dataset> =
+            paths.iter().zip(rows).enumerate().map(|(k, (p, n))| every_type(p, n, k as u64)).collect();
+        let name = group_beside_new_data_files(&paths).unwrap();
+        let path = dir.path().join(&name);
+        // Arrow's own reader (not beton's mapped one): one batch, each column every member's
+        // gathered column in turn.
+        let reader =
+            arrow_ipc::reader::FileReader::try_new(std::fs::File::open(&path).unwrap(), None).unwrap();
+        let batches: Vec<RecordBatch> = reader.collect::<std::result::Result<_, _>>().unwrap();
+        assert_eq!(batches.len(), 1);
+        let batch = &batches[0];
+        assert_eq!(batch.num_rows() as u64, rows.iter().sum::<u64>());
+        let gathered: Vec<Vec<(String, ArrayRef)>> =
+            opened.iter().map(|ds| crate::gather::copy_columns(ds).unwrap()).collect();
+        let names: Vec<&str> = gathered[0].iter().map(|(n, _)| n.as_str()).collect();
+        for want in ["image.mode", "image.width", "image.nbytes", "label", "score", "flag", "boxes", "v"] {
+            assert!(names.contains(&want), "{want} in {names:?}");
+        }
+        for (c, name) in names.iter().enumerate() {
+            let parts: Vec<&dyn Array> = gathered.iter().map(|g| g[c].1.as_ref()).collect();
+            let whole = arrow_select::concat::concat(&parts).unwrap();
+            assert_eq!(batch.column_by_name(name).unwrap().as_ref(), whole.as_ref(), "{name}");
+        }
+        // Beton's reader: each member its own rows of every column.
+        let group = GroupCopy::open(&path).unwrap();
+        for (k, ds) in opened.iter().enumerate() {
+            let copy = group.member(ds).unwrap();
+            for (name, array) in &gathered[k] {
+                assert_eq!(copy.column(name).unwrap().as_ref(), array.as_ref(), "member {k} {name}");
+            }
+        }
+        // Ranges of a whole stage or more start at a multiple of it (huge pages of the cache).
+        let map = MappedFile::open(&path).unwrap();
+        let label = group.member(&opened[2]).unwrap().column("label").unwrap();
+        let values = label.to_data().buffers()[0].as_ptr() as usize - map.as_slice().as_ptr() as usize;
+        let first = values - 13 * 8; // member 0's 13 rows come first
+        assert_eq!(first % (2 << 20), 0, "the label column starts at byte {first}");
+    }
+
+    #[test]
+    fn a_group_copy_of_one_batch_per_member_is_still_read() {
+        // The layout of group copies written before they were one batch.
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = (0..3).map(|k| dir.path().join(format!("{k}.beton"))).collect();
+        let opened: Vec<Dataset> =
+            paths.iter().zip([20u64, 0, 9]).enumerate().map(|(k, (p, n))| write(p, n, k as i64)).collect();
+        let members: Vec<Member> = opened
+            .iter()
+            .map(|ds| Member {
+                file: ds.path().file_name().unwrap().to_str().unwrap().into(),
+                rows: ds.num_samples(),
+                stamp: Stamp::of(ds, Sampled::No).unwrap(),
+            })
+            .collect();
+        let gathered: Vec<Vec<(String, ArrayRef)>> =
+            opened.iter().map(|ds| crate::gather::copy_columns(ds).unwrap()).collect();
+        let fields: Vec<ArrowField> =
+            gathered[0].iter().map(|(n, a)| ArrowField::new(n, a.data_type().clone(), false)).collect();
+        let metadata = [
+            (FORMAT_KEY.to_string(), FORMAT_VERSION.to_string()),
+            (GROUP_KEY.to_string(), serde_json::to_string(&members).unwrap()),
+        ];
+        let schema = Arc::new(
+            Schema::new(fields)
+                .with_metadata(metadata.into_iter().collect::<std::collections::HashMap<_, _>>()),
+        );
+        let path = dir.path().join(format!("old{GROUP_SUFFIX}"));
+        let mut w =
+            arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(&path).unwrap(), &schema).unwrap();
+        for (ds, g) in opened.iter().zip(&gathered) {
+            let options =
+                arrow_array::RecordBatchOptions::new().with_row_count(Some(ds.num_samples() as usize));
+            let columns = g.iter().map(|(_, a)| a.clone()).collect();
+            w.write(&RecordBatch::try_new_with_options(schema.clone(), columns, &options).unwrap()).unwrap();
+        }
+        w.finish().unwrap();
+        let group = GroupCopy::open(&path).unwrap();
+        for (k, ds) in opened.iter().enumerate() {
+            let copy = group.member(ds).unwrap();
+            for (name, array) in &gathered[k] {
+                assert_eq!(copy.column(name).unwrap().as_ref(), array.as_ref(), "member {k} {name}");
+            }
+        }
     }
 
     #[test]

@@ -301,6 +301,17 @@ fn a_file_leading_outside_the_directory_is_refused() {
     std::os::unix::fs::symlink(&outside, &data).unwrap();
     let report = verify_dir(&dir, false, &|_| {}).unwrap();
     assert!(report.problems.iter().any(|p| p.contains("leads outside")), "{report:?}");
+    std::fs::remove_file(&data).unwrap();
+    std::fs::rename(&outside, &data).unwrap();
+    assert_eq!(open_and_read(&dir, v).unwrap(), expected);
+    // The folder of every data file a link outside (looked at once for all of them).
+    assert!(m.fragments.len() > 1);
+    let folder = dir.join("data");
+    let outside = tmp.path().join("outside-data");
+    std::fs::rename(&folder, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &folder).unwrap();
+    let err = open_and_read(&dir, v).unwrap_err();
+    assert!(err.to_string().contains("leads outside the dataset directory"), "{err}");
 }
 
 /// The names in each folder of a dataset directory, to see that nothing was written.

@@ -45,7 +45,11 @@ impl Bytes {
         // SAFETY: the map is read-only and the file is never modified in place by beton (see the
         // module doc: writes go to a temporary file renamed over the destination). Concurrent
         // in-place truncation by another program is the documented limit of any mmap reader.
-        let map = unsafe { memmap2::MmapOptions::new().map(file) }.map_err(|e| Error::io(path, e))?;
+        // (The length the caller read: memmap2 would ask the file system again, one more
+        // system call per data file of the 2,000 a version's first query opens.)
+        let map =
+            unsafe { memmap2::MmapOptions::new().len(usize::try_from(len).unwrap_or(usize::MAX)).map(file) }
+                .map_err(|e| Error::io(path, e))?;
         Ok(Bytes::Mapped(Mapped {
             #[cfg(unix)]
             guard: guard::Guard::register(map.as_ptr(), map.len()),
@@ -142,8 +146,10 @@ impl MappedFile {
                 let (offset, len) = (start - base, range.len());
                 // Read-ahead advice walks the page cache one page at a time even where every
                 // page is there (~45 ms of CPU for 1.6 GB on the VM): given only when pages
-                // sampled over the range are not all cached.
-                if !sampled_pages_cached(range) {
+                // sampled over the range are not all cached. Not for a small range (a group
+                // copy member's rows of a column, 2,000 at a version's first query): mapping
+                // its pages below reads them, as the fault path reads around.
+                if len >= SMALL_RANGE && !sampled_pages_cached(range) {
                     let _ = map.advise_range(memmap2::Advice::WillNeed, offset, len);
                 }
                 // And map its pages now instead of one fault per 64 KiB as the scan touches
@@ -193,6 +199,10 @@ impl MappedFile {
 /// Whether the pages of `range` (bytes of a file map) sampled evenly over it (its first and last
 /// page, 16 for a range over 2 MiB) are in the page cache (`mincore`); false where that cannot
 /// be told.
+/// Ranges below this are mapped without read-ahead advice first ([`MappedFile::will_need`]).
+#[cfg(unix)]
+const SMALL_RANGE: usize = 2 << 20;
+
 #[cfg(unix)]
 fn sampled_pages_cached(range: &[u8]) -> bool {
     const OS_PAGE: usize = 4096;

@@ -4,6 +4,7 @@
 //! file; the consistency of a manifest's entries (no file, fragment or row id twice, counts that
 //! fit); and files that must stay inside the directory (no symbolic link leading out).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -52,16 +53,41 @@ pub(crate) fn corrupt(path: &Path, what: String) -> Error {
 /// # Errors
 /// [`Error::Corrupt`] naming the link and where it leads.
 pub(crate) fn inside(dir: &Path, rel: &str) -> Result<PathBuf> {
+    inside_with(dir, rel, &Default::default())
+}
+
+/// The directories among `rels`' (paths relative to `dir`) with no symbolic link on the way
+/// from `dir`: what [`inside_with`] need not look at again for each of 2,000 data files.
+pub(crate) fn unlinked_dirs<'a>(dir: &Path, rels: impl Iterator<Item = &'a str>) -> HashSet<String> {
+    let parents: HashSet<&str> = rels.filter_map(|rel| rel.rsplit_once('/').map(|(d, _)| d)).collect();
+    parents.into_iter().filter(|d| !linked(dir, d, &HashSet::new())).map(str::to_string).collect()
+}
+
+/// Whether a component of `rel` (plain components) below `dir` is `..` or a symbolic link,
+/// the directories in `unlinked` (prefixes of `rel`) taken as none.
+fn linked(dir: &Path, rel: &str, unlinked: &HashSet<String>) -> bool {
+    let mut at = dir.to_path_buf();
+    let mut end = 0;
+    rel.split('/').any(|part| {
+        end += part.len();
+        let known = unlinked.contains(&rel[..end]);
+        end += 1;
+        part == ".." || {
+            at.push(part);
+            !known && std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink())
+        }
+    })
+}
+
+/// [`inside`], the directories in `unlinked` ([`unlinked_dirs`]) known to be no links.
+///
+/// # Errors
+/// As [`inside`].
+pub(crate) fn inside_with(dir: &Path, rel: &str, unlinked: &HashSet<String>) -> Result<PathBuf> {
     let path = dir.join(rel);
     // `rel` is plain components (the manifest's paths are checked): without a link on the way,
     // the path is inside. (Two lstat calls for `data/x.beton`, not two realpath walks.)
-    let mut at = dir.to_path_buf();
-    let linked = rel.split('/').any(|part| {
-        part == ".." || {
-            at.push(part);
-            std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink())
-        }
-    });
+    let linked = linked(dir, rel, unlinked);
     if !linked {
         return Ok(path);
     }

@@ -1,7 +1,7 @@
 //! A version opened for reading: its data files, the rows each keeps, the values its column
 //! files give, as one [`Table`] with one index space (docs/FORMAT.md §13).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -267,13 +267,19 @@ impl VersionView {
     /// # Errors
     /// Storage errors opening it; [`Error::Corrupt`] when it is not the file the manifest names.
     fn ds<'v>(&self, f: &'v Opened) -> Result<&'v Arc<Dataset>> {
+        self.ds_with(f, &Default::default())
+    }
+
+    /// [`VersionView::ds`], the directories in `unlinked` known to hold no symbolic link
+    /// ([`super::integrity::unlinked_dirs`]).
+    fn ds_with<'v>(&self, f: &'v Opened, unlinked: &HashSet<String>) -> Result<&'v Arc<Dataset>> {
         if let Some(ds) = f.ds.get() {
             return Ok(ds);
         }
         let version = self.version.as_ref().expect("a .beton file's view has its data file open");
         let store = &**version.store();
         let frag = &f.fragment;
-        let ds = open_data_file(store, &frag.data_file)?;
+        let ds = open_data_file(store, &frag.data_file, unlinked)?;
         let length = frag.data_bytes.filter(|&n| n != ds.file_len());
         if ds.num_samples() != frag.num_rows || length.is_some() {
             return Err(super::integrity::corrupt(
@@ -302,8 +308,16 @@ impl VersionView {
         if unopened > 64 {
             beton_storage::reserve_descriptors(unopened);
         }
+        // Each directory on the way to the data files looked at once, not once per data file.
+        let unlinked = match (&self.version, unopened > 1) {
+            (Some(version), true) if version.store().url().is_none() => super::integrity::unlinked_dirs(
+                version.store().root(),
+                self.fragments.iter().filter(|f| f.ds.get().is_none()).map(|f| f.fragment.data_file.as_str()),
+            ),
+            _ => HashSet::new(),
+        };
         let opened: Vec<&Arc<Dataset>> =
-            self.fragments.par_iter().map(|f| self.ds(f)).collect::<Result<_>>()?;
+            self.fragments.par_iter().map(|f| self.ds_with(f, &unlinked)).collect::<Result<_>>()?;
         Ok(opened.into_iter().map(Arc::as_ref).collect())
     }
 
@@ -756,18 +770,31 @@ pub(crate) fn write_column_file(dir: &Path, columns: Vec<(String, ArrayRef)>) ->
 /// Where to open data file `rel` of the dataset: the mirror's copy or its URL
 /// ([`Store::data_file`]), a local path refused when it leads outside the directory.
 pub(crate) fn data_file(store: &dyn Store, rel: &str) -> Result<std::path::PathBuf> {
+    data_file_with(store, rel, &HashSet::new())
+}
+
+/// [`data_file`], the directories in `unlinked` known to hold no symbolic link.
+fn data_file_with(store: &dyn Store, rel: &str, unlinked: &HashSet<String>) -> Result<std::path::PathBuf> {
     let path = store.data_file(rel);
     match crate::store::is_url(&path) {
         true => Ok(path),
-        false => super::integrity::inside(store.root(), rel),
+        false => super::integrity::inside_with(store.root(), rel, unlinked),
     }
 }
 
 /// Opens data file `rel` of the dataset (its allocation checks deferred to the reads): the
 /// mirror's copy, or by URL when there is none, or when the cache evicted it just now.
-fn open_data_file(store: &dyn Store, rel: &str) -> Result<beton_storage::Dataset> {
-    let open =
-        || OpenOptions::new().defer_allocation_checks(true).open(data_file(store, rel)?).map_err(Error::from);
+fn open_data_file(
+    store: &dyn Store,
+    rel: &str,
+    unlinked: &HashSet<String>,
+) -> Result<beton_storage::Dataset> {
+    let open = || {
+        OpenOptions::new()
+            .defer_allocation_checks(true)
+            .open(data_file_with(store, rel, unlinked)?)
+            .map_err(Error::from)
+    };
     match open() {
         Err(e) if store.url().is_some() && crate::error::is_not_found(&e) => open(),
         other => other,
