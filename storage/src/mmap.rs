@@ -306,6 +306,23 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
+    fn thousands_of_maps_are_all_guarded() {
+        // A version of 10,000 data files maps each: every map gets a slot (4,096 slots left the
+        // rest unguarded, and a file truncated under one of those killed the process).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let maps: Vec<MappedFile> = (0..5_000).map(|_| MappedFile::open(&path).unwrap()).collect();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+        let last = maps.last().unwrap();
+        // A read through the map of a file cut to nothing: zeros, and that map marked.
+        let byte = last.as_slice()[4096];
+        assert_eq!(byte, 0);
+        assert!(last.is_damaged() && !maps[0].is_damaged());
+    }
+
+    #[test]
     fn arrow_buffers_outlive_the_handle() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
