@@ -196,13 +196,13 @@ impl MappedFile {
     }
 }
 
-/// Whether the pages of `range` (bytes of a file map) sampled evenly over it (its first and last
-/// page, 16 for a range over 2 MiB) are in the page cache (`mincore`); false where that cannot
-/// be told.
 /// Ranges below this are mapped without read-ahead advice first ([`MappedFile::will_need`]).
 #[cfg(unix)]
 const SMALL_RANGE: usize = 2 << 20;
 
+/// Whether the pages of `range` (bytes of a file map) sampled evenly over it (its first and last
+/// page, 16 for a range over 2 MiB) are in the page cache (`mincore`); false where that cannot
+/// be told.
 #[cfg(unix)]
 fn sampled_pages_cached(range: &[u8]) -> bool {
     const OS_PAGE: usize = 4096;

@@ -76,7 +76,7 @@ impl Range {
         }
         let mut rest = bytes;
         while !rest.is_empty() {
-            let take = rest.len().min(STAGE - self.stage.len() % STAGE);
+            let take = rest.len().min(STAGE - self.stage.len());
             self.stage.extend_from_slice(&rest[..take]);
             rest = &rest[take..];
             self.flush_whole(file)?;
@@ -131,12 +131,9 @@ impl Range {
         Ok(())
     }
 
-    /// Writes what is staged; the bytes appended in all.
+    /// Writes what is staged (for bits, whole bytes: the last one maybe partly filled); the
+    /// bytes appended in all.
     fn finish(&mut self, file: &std::fs::File) -> std::io::Result<u64> {
-        if self.kind == Kind::Bits {
-            // Whole bytes of bits (the last one partly filled).
-            self.stage.truncate((self.bits as usize).div_ceil(8));
-        }
         self.write_out(file)?;
         Ok(self.written)
     }
@@ -195,11 +192,11 @@ fn pieces<'a>(d: &'a ArrayData, out: &mut Vec<Piece<'a>>) -> Option<()> {
         DataType::FixedSizeList(_, dim) => {
             let dim = usize::try_from(*dim).ok()?;
             let child = d.child_data().first()?;
-            // (The child is sliced where this array is: a fresh array's offset is 0.)
-            if at != 0 || child.len() < len * dim {
+            // (A fresh array's offset is 0; its child is its rows' elements.)
+            if at != 0 || child.len() != len * dim {
                 return None;
             }
-            return pieces(child, out).filter(|_| child.len() == len * dim);
+            return pieces(child, out);
         }
         t if t.is_primitive() => {
             let w = t.primitive_width()?;
@@ -255,9 +252,13 @@ pub(super) fn write(
             })
             .collect::<Vec<_>>()
     };
+    // Where the body ends (padded), its ranges placed from `body`.
+    let end_of = |placed: &[(Kind, u64, u64)], body: u64| {
+        placed.last().map_or(body, |&(_, at, len)| at + len).next_multiple_of(ALIGN)
+    };
     let message = |body: u64| -> std::result::Result<Vec<u8>, arrow_schema::ArrowError> {
         let placed = place(body);
-        let end = placed.last().map_or(body, |&(_, at, len)| at + len).next_multiple_of(ALIGN);
+        let end = end_of(&placed, body);
         let mut fbb = flatbuffers::FlatBufferBuilder::new();
         fbb.force_defaults(true);
         let fb_nodes: Vec<arrow_ipc::FieldNode> =
@@ -294,7 +295,7 @@ pub(super) fn write(
     }
     head.extend_from_slice(&meta);
     let placed = place(body);
-    let body_end = placed.last().map_or(body, |&(_, at, len)| at + len).next_multiple_of(ALIGN);
+    let body_end = end_of(&placed, body);
     let mut ranges: Vec<Range> = placed
         .iter()
         .map(|&(kind, at, len)| Range { kind, at, len, written: 0, stage: Vec::new(), bits: 0, base: 0 })
@@ -373,4 +374,48 @@ pub(super) fn write(
     f.seek(SeekFrom::Start(body_end)).map_err(io)?;
     f.write_all(&tail).map_err(io)?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn bits_run_on_across_members_and_whole_stages() {
+        // Pieces at odd bit offsets, together past one stage of bits (16,777,216): the range
+        // holds them one after the other, as a reference builder packs them.
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(dir.path().join("b"))
+            .unwrap();
+        let source: Vec<u8> =
+            (0..(3 << 20)).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let pieces = [(3usize, 13usize), (0, STAGE * 8 - 5), (7, 1), (1, 1_000_003), (5, 0), (2, 9)];
+        let total: usize = pieces.iter().map(|p| p.1).sum();
+        let mut reference = arrow_buffer::BooleanBufferBuilder::new(total);
+        let at = 4096;
+        let mut range = Range {
+            kind: Kind::Bits,
+            at,
+            len: total.div_ceil(8) as u64,
+            written: 0,
+            stage: Vec::new(),
+            bits: 0,
+            base: 0,
+        };
+        for &(offset, len) in &pieces {
+            assert!(range.append_bits(&file, &source, offset, len).unwrap());
+            reference.append_packed_range(offset..offset + len, &source);
+        }
+        assert!(!range.append_bits(&file, &source, 0, 8).unwrap(), "past the range's length");
+        assert_eq!(range.finish(&file).unwrap(), range.len);
+        let mut written = vec![0u8; range.len as usize];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut written, at).unwrap();
+        assert_eq!(written, reference.finish().values());
+    }
 }
