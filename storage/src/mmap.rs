@@ -42,6 +42,10 @@ impl Bytes {
         if len == 0 {
             return Ok(Bytes::Owned(Vec::new()));
         }
+        #[cfg(test)]
+        if tests::FAIL_MAPS.with(std::cell::Cell::get) {
+            return Err(Error::io(path, std::io::Error::from_raw_os_error(12)));
+        }
         // SAFETY: the map is read-only and the file is never modified in place by beton (see the
         // module doc: writes go to a temporary file renamed over the destination). Concurrent
         // in-place truncation by another program is the documented limit of any mmap reader.
@@ -288,7 +292,13 @@ pub fn advise_huge_pages<T>(buf: &mut [T]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    thread_local! {
+        /// Makes this thread's maps fail as the kernel's do when a process has used up its maps
+        /// (ENOMEM): the failure a map made on first read must report.
+        pub(crate) static FAIL_MAPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
     use super::*;
 
     #[test]

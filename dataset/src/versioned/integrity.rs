@@ -63,6 +63,16 @@ pub(crate) fn unlinked_dirs<'a>(dir: &Path, rels: impl Iterator<Item = &'a str>)
     parents.into_iter().filter(|d| !linked(dir, d, &HashSet::new())).map(str::to_string).collect()
 }
 
+/// Whether `rel`'s directory is one of `unlinked` (every directory on its way checked by
+/// [`unlinked_dirs`]) and its last component a name: opened without following a link, `rel` is
+/// then inside `dir`.
+pub(crate) fn in_unlinked_dir(rel: &str, unlinked: &HashSet<String>) -> bool {
+    match rel.rsplit_once('/') {
+        Some((parent, name)) => name != ".." && !name.is_empty() && unlinked.contains(parent),
+        None => false,
+    }
+}
+
 /// Whether a component of `rel` (plain components) below `dir` is `..` or a symbolic link,
 /// the directories in `unlinked` (prefixes of `rel`) taken as none.
 fn linked(dir: &Path, rel: &str, unlinked: &HashSet<String>) -> bool {

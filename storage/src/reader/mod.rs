@@ -90,9 +90,17 @@ pub struct Dataset {
     /// Its modification time when it was opened (`None` for bytes in memory).
     modified: Option<std::time::SystemTime>,
     /// The open file, for reads that must not go through the map (the split region, FORMAT.md
-    /// §12, which may be a hole).
+    /// §12, which may be a hole), and to map when first read.
     file: Option<File>,
-    bytes: Bytes,
+    /// The file's bytes: a local file's mapped when first read ([`Dataset::bytes`]), so that a
+    /// query a columnar copy serves maps none of a version's 2,000 data files; given at open for
+    /// a remote replica and for bytes in memory.
+    bytes: OnceLock<Bytes>,
+    /// The file's length (the bytes' once mapped).
+    len: u64,
+    /// Why the map made on first read could not be made: the bytes then read as zeros and
+    /// [`Dataset::check_intact`] reports this, as it reports a file that shrank under its map.
+    map_failed: OnceLock<(std::io::ErrorKind, String)>,
     header: Header,
     fields: Vec<Field>,
     row_size: usize,
@@ -136,6 +144,47 @@ impl std::fmt::Debug for Dataset {
 }
 
 impl Dataset {
+    /// The file's bytes, mapped on first use (with the data pages advised random, as at open).
+    fn bytes(&self) -> &Bytes {
+        self.bytes.get_or_init(|| {
+            let Some(file) = &self.file else {
+                unreachable!("a dataset without an open file is given its bytes at open")
+            };
+            match Bytes::map(&self.path, file, self.len) {
+                Ok(bytes) => {
+                    bytes.advise_random(self.first_page_bound, self.header.alloc_table_ptr);
+                    bytes
+                }
+                Err(e) => {
+                    let (kind, why) = match &e {
+                        Error::Io { source, .. } => (source.kind(), source.to_string()),
+                        other => (std::io::ErrorKind::Other, other.to_string()),
+                    };
+                    let _ = self.map_failed.set((kind, format!("mapping it failed: {why}")));
+                    Bytes::Owned(vec![0; self.len as usize])
+                }
+            }
+        })
+    }
+
+    /// Whether a read so far got zeros instead of the file's bytes: it shrank under the map, or
+    /// the map could not be made.
+    fn damaged(&self) -> Option<Error> {
+        if let Some((kind, why)) = self.map_failed.get() {
+            return Some(Error::io(&self.path, std::io::Error::new(*kind, why.clone())));
+        }
+        self.bytes
+            .get()
+            .is_some_and(Bytes::is_damaged)
+            .then(|| Error::FileChanged { path: self.path.clone() })
+    }
+
+    /// Whether the file's bytes are mapped (or held) yet: a local file is mapped when first read.
+    #[doc(hidden)]
+    pub fn is_mapped(&self) -> bool {
+        self.bytes.get().is_some()
+    }
+
     /// Checks every allocation entry: its sample, its bounds, its page (FORMAT.md §6).
     fn check_allocations(&self) -> std::result::Result<AllocMeta, (u64, String)> {
         let (header, page_size, data_start) = (&self.header, self.page_size(), self.first_page_bound);
@@ -145,7 +194,7 @@ impl Dataset {
         // The first page holding an allocation: where the pages start (a writer may leave whole
         // pages between the data table and it, for named splits, FORMAT.md §12).
         let mut first_page = alloc_start;
-        let alloc_bytes = &self.bytes.as_slice()[alloc_start as usize..];
+        let alloc_bytes = &self.bytes().as_slice()[alloc_start as usize..];
         for (k, chunk) in alloc_bytes.chunks_exact(ALLOC_ENTRY_SIZE).enumerate() {
             let e = AllocEntry::parse(chunk).unwrap_or(AllocEntry { sample_id: 0, ptr: 0, size: 0 });
             let at = alloc_start + (k * ALLOC_ENTRY_SIZE) as u64;
@@ -178,8 +227,8 @@ impl Dataset {
             alloc_sorted &= previous.is_none_or(|p| p <= key);
             previous = Some(key);
         }
-        if self.bytes.is_damaged() {
-            return Err((0, "the file shrank while its allocation table was read".into()));
+        if let Some(e) = self.damaged() {
+            return Err((0, format!("its allocation table could not be read: {e}")));
         }
         Ok(AllocMeta { sorted: alloc_sorted, first_page })
     }
@@ -218,10 +267,7 @@ impl Dataset {
     /// # Errors
     /// [`Error::FileChanged`].
     pub fn check_intact(&self) -> Result<()> {
-        if self.bytes.is_damaged() {
-            return Err(Error::FileChanged { path: self.path.clone() });
-        }
-        Ok(())
+        self.damaged().map_or(Ok(()), Err)
     }
 
     /// `len` bytes from byte `offset`, read with `pread` from the file (not through its map: no
@@ -250,7 +296,7 @@ impl Dataset {
                 })?;
                 Ok(buf)
             }
-            _ => Ok(self.bytes.as_slice()[offset as usize..end as usize].to_vec()),
+            _ => Ok(self.bytes().as_slice()[offset as usize..end as usize].to_vec()),
         }
     }
 
@@ -293,7 +339,7 @@ impl Dataset {
     /// The whole data table: `num_samples × row_size` bytes, row-major.
     pub fn data_table(&self) -> &[u8] {
         let start = self.table_start as usize;
-        &self.bytes.as_slice()[start..start + self.header.num_samples as usize * self.row_size]
+        &self.bytes().as_slice()[start..start + self.header.num_samples as usize * self.row_size]
     }
 
     /// Byte offset of the data table in the file.
@@ -328,12 +374,12 @@ impl Dataset {
 
     /// Size of the file in bytes.
     pub fn file_len(&self) -> u64 {
-        self.bytes.as_slice().len() as u64
+        self.len
     }
 
     /// The whole file's bytes (pages are `page_size` slices from [`Dataset::data_start`]).
     pub fn file_bytes(&self) -> &[u8] {
-        self.bytes.as_slice()
+        self.bytes().as_slice()
     }
 
     /// Whether the dataset was opened from remote storage ([`OpenOptions::open_url`]).
@@ -412,7 +458,7 @@ impl Dataset {
     pub fn allocation(&self, k: u64) -> AllocEntry {
         assert!(k < self.num_allocations, "allocation {k} out of range");
         let at = (self.header.alloc_table_ptr + k * ALLOC_ENTRY_SIZE as u64) as usize;
-        AllocEntry::parse(&self.bytes.as_slice()[at..]).expect("allocation table validated on open")
+        AllocEntry::parse(&self.bytes().as_slice()[at..]).expect("allocation table validated on open")
     }
 
     /// Row `index` of the data table.
@@ -424,7 +470,7 @@ impl Dataset {
             return Err(Error::SampleOutOfRange { index, num_samples: self.header.num_samples });
         }
         let start = self.table_start as usize + index as usize * self.row_size;
-        Ok(&self.bytes.as_slice()[start..start + self.row_size])
+        Ok(&self.bytes().as_slice()[start..start + self.row_size])
     }
 
     fn index(&self) -> &AllocIndex {
@@ -522,7 +568,7 @@ impl Dataset {
         // A remote dataset's map reads zeros where blocks were never fetched: fetch them first,
         // and keep them while the value is used.
         if let Some(r) = &self.remote {
-            if window.offset == 0 && std::ptr::eq(window.bytes, self.bytes.as_slice()) {
+            if window.offset == 0 && std::ptr::eq(window.bytes, self.bytes().as_slice()) {
                 r.recent.keep(r.replica.ensure(std::slice::from_ref(&(ptr..ptr.saturating_add(size))))?);
             }
         }
@@ -549,7 +595,7 @@ impl Dataset {
     /// its type (bad image mode, raw size ≠ width × height × channels, NDArray size ≠ its shape,
     /// JSON without its NUL or not UTF-8, bool not 0 or 1).
     pub fn get(&self, index: u64, field: usize) -> Result<Value<'_>> {
-        self.get_in(index, field, Window { offset: 0, bytes: self.bytes.as_slice() })
+        self.get_in(index, field, Window { offset: 0, bytes: self.bytes().as_slice() })
     }
 
     /// The value of field `field` in sample `index`, with its payload read from `window` (bytes

@@ -27,6 +27,7 @@ use crate::remote;
 pub struct OpenOptions {
     custom_layouts: HashMap<String, Slot>,
     defer_allocation_checks: bool,
+    no_follow: bool,
     remote: Option<remote::RemoteOptions>,
 }
 
@@ -54,6 +55,14 @@ impl OpenOptions {
         self
     }
 
+    /// Refuses a local path whose last component is a symbolic link (`O_NOFOLLOW`: the open
+    /// fails with [`Error::Io`] of OS error `ELOOP`), so that a caller who must know where a
+    /// file leads need not `lstat` it first. Ignored where the platform has no such flag.
+    pub fn no_follow(mut self, no_follow: bool) -> Self {
+        self.no_follow = no_follow;
+        self
+    }
+
     /// How a URL is read (cache directory and bound, requests in flight, retries) instead of
     /// [`remote::RemoteOptions::from_env`].
     pub fn remote_options(mut self, options: remote::RemoteOptions) -> Self {
@@ -71,7 +80,13 @@ impl OpenOptions {
             return self.open_url(&path.to_string_lossy());
         }
         let io = |e| Error::io(path, e);
-        let file = File::open(path).map_err(io)?;
+        let mut open = std::fs::OpenOptions::new();
+        open.read(true);
+        #[cfg(unix)]
+        if self.no_follow {
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, libc::O_NOFOLLOW);
+        }
+        let file = open.open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         if meta.is_dir() {
             return Err(Error::io(
@@ -79,11 +94,22 @@ impl OpenOptions {
                 std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a .beton file"),
             ));
         }
-        let bytes = Bytes::map(path, &file, meta.len())?;
-        let mut ds = Dataset::validate(path.to_path_buf(), bytes, self)?;
+        // The header and descriptors read with `pread`; the file is mapped when first read
+        // (`Dataset::bytes`): a query its columnar copy serves never maps it.
+        let len = meta.len();
+        let mut head = vec![0u8; len.min(HEAD_READ) as usize];
+        read_exact_at(&file, &mut head, 0).map_err(io)?;
+        if let Some(h) = Header::parse(&head) {
+            let descriptors = format::data_table_start(h.num_fields).min(len) as usize;
+            if descriptors > head.len() {
+                let at = head.len();
+                head.resize(descriptors, 0);
+                read_exact_at(&file, &mut head[at..], at as u64).map_err(io)?;
+            }
+        }
+        let mut ds = Dataset::validate(path.to_path_buf(), Source::File { file, len, head: &head }, self)?;
         ds.id = Some(FileId::of(&meta, ds.header.to_bytes()));
         ds.modified = meta.modified().ok();
-        ds.file = Some(file);
         Ok(ds)
     }
 
@@ -117,7 +143,7 @@ impl OpenOptions {
             leases.push(replica.ensure(&[0..descriptors, h.alloc_table_ptr..len])?);
         }
         let bytes = Bytes::map(local, &file, len)?;
-        let mut ds = Dataset::validate(PathBuf::from(url), bytes, self)?;
+        let mut ds = Dataset::validate(PathBuf::from(url), Source::Bytes(bytes), self)?;
         leases.push(replica.ensure(&[0..ds.table_end, ds.header.alloc_table_ptr..len])?);
         ds.file = Some(file);
         ds.remote = Some(RemoteParts { replica, recent: remote::RecentLeases::default(), _metadata: leases });
@@ -129,9 +155,22 @@ impl OpenOptions {
     /// # Errors
     /// As [`OpenOptions::open`].
     pub fn open_bytes(&self, bytes: Vec<u8>) -> Result<Dataset> {
-        Dataset::validate(PathBuf::from("<memory>"), Bytes::Owned(bytes), self)
+        Dataset::validate(PathBuf::from("<memory>"), Source::Bytes(Bytes::Owned(bytes)), self)
     }
 }
+
+/// What a dataset is validated from: bytes held (a remote replica's map, bytes in memory), or a
+/// local file whose first bytes (`head`: the header and every descriptor, as far as the file
+/// goes) were read, mapped when first read.
+enum Source<'a> {
+    Bytes(Bytes),
+    File { file: File, len: u64, head: &'a [u8] },
+}
+
+/// Bytes read at open before the header says how many descriptors follow: the header and the
+/// first 7 descriptors (1,041 bytes each; a file with more fields reads the rest in a second
+/// `pread`).
+const HEAD_READ: u64 = 8192;
 
 impl Dataset {
     /// Opens `path` with default options.
@@ -149,9 +188,11 @@ impl Dataset {
         OpenOptions::new().open(path)
     }
 
-    fn validate(path: PathBuf, bytes: Bytes, options: &OpenOptions) -> Result<Dataset> {
-        let data = bytes.as_slice();
-        let len = data.len() as u64;
+    fn validate(path: PathBuf, source: Source<'_>, options: &OpenOptions) -> Result<Dataset> {
+        let (data, len) = match &source {
+            Source::Bytes(bytes) => (bytes.as_slice(), bytes.as_slice().len() as u64),
+            Source::File { len, head, .. } => (*head, *len),
+        };
         let corrupt = |offset: u64, what: String| Error::Corrupt { path: path.clone(), offset, what };
         let header = Header::parse(data).ok_or_else(|| {
             corrupt(0, format!("file is {len} bytes, shorter than the {HEADER_SIZE}-byte header"))
@@ -263,13 +304,21 @@ impl Dataset {
         let data_start = format::align_to_page(table_end, page_size)
             .ok_or_else(|| corrupt(4, "first page offset overflows".to_string()))?;
 
-        bytes.advise_random(data_start, alloc_start);
+        let (file, bytes) = match source {
+            Source::Bytes(bytes) => {
+                bytes.advise_random(data_start, alloc_start);
+                (None, OnceLock::from(bytes))
+            }
+            Source::File { file, .. } => (Some(file), OnceLock::new()),
+        };
         Ok(Dataset {
             path,
             id: None,
             modified: None,
-            file: None,
+            file,
             bytes,
+            len,
+            map_failed: OnceLock::new(),
             header,
             fields,
             row_size: layout.size,
@@ -288,5 +337,106 @@ impl Dataset {
             ds.check_intact()?;
             Ok(ds)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::mmap::tests::FAIL_MAPS;
+    use crate::{Dataset, Error, FieldSpec, FieldType, OpenOptions, SampleValue, Writer, WriterOptions};
+
+    /// `n` rows of `fields` ints (`field_k` = row × (k + 1)) and, with `blob`, a 3-byte payload.
+    fn write(path: &std::path::Path, fields: usize, blob: bool, n: u64) {
+        let mut specs: Vec<FieldSpec> =
+            (0..fields).map(|k| FieldSpec::new(format!("f{k}"), FieldType::Int)).collect();
+        if blob {
+            specs.push(FieldSpec::new("blob", FieldType::Bytes));
+        }
+        let writer = Writer::new(path, specs, WriterOptions::default()).unwrap();
+        writer
+            .write_indexed(n, |i| {
+                let mut row: Vec<SampleValue> =
+                    (0..fields).map(|k| SampleValue::Int((i * (k as u64 + 1)) as i64)).collect();
+                if blob {
+                    row.push(SampleValue::Bytes(vec![i as u8; 3]));
+                }
+                Ok(row)
+            })
+            .unwrap();
+    }
+
+    fn int(ds: &Dataset, row: u64, field: usize) -> i64 {
+        match ds.get(row, field).unwrap() {
+            crate::Value::Int(v) => v,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_local_file_is_mapped_when_first_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.beton");
+        write(&path, 2, true, 100);
+        let ds = OpenOptions::new().defer_allocation_checks(true).open(&path).unwrap();
+        // What a query served by a columnar copy asks of a data file: nothing maps it.
+        let _ = (ds.fields(), ds.num_samples(), ds.file_len(), ds.file_id(), ds.check_intact());
+        assert!(!ds.is_mapped());
+        assert_eq!(int(&ds, 99, 1), 198);
+        assert!(ds.is_mapped());
+        // Checking the allocation table at open reads it through the map.
+        assert!(Dataset::open(&path).unwrap().is_mapped());
+    }
+
+    #[test]
+    fn descriptors_past_the_first_read_are_read_too() {
+        // 12 fields: the descriptors (1,041 bytes each) run past the 8 KiB read first.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wide.beton");
+        write(&path, 12, false, 10);
+        let ds = OpenOptions::new().defer_allocation_checks(true).open(&path).unwrap();
+        assert_eq!(ds.fields().len(), 12);
+        assert_eq!(ds.fields()[11].name(), "f11");
+        assert_eq!(int(&ds, 9, 11), 9 * 12);
+        // Cut inside the descriptors: the same error the map gave.
+        let cut = dir.path().join("cut.beton");
+        std::fs::write(&cut, &std::fs::read(&path).unwrap()[..10_000]).unwrap();
+        let e = Dataset::open(&cut).unwrap_err();
+        assert!(matches!(e, Error::Corrupt { offset: 24, .. }), "{e}");
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn no_follow_refuses_a_link_and_opens_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.beton");
+        write(&path, 1, false, 5);
+        let link = dir.path().join("link.beton");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let options = OpenOptions::new().no_follow(true);
+        assert_eq!(int(&options.open(&path).unwrap(), 4, 0), 4);
+        let e = options.open(&link).unwrap_err();
+        assert!(matches!(&e, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ELOOP)), "{e}");
+        assert_eq!(int(&OpenOptions::new().open(&link).unwrap(), 4, 0), 4);
+    }
+
+    #[test]
+    fn a_map_that_cannot_be_made_when_first_read_is_an_error_not_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.beton");
+        write(&path, 1, true, 50);
+        let ds = OpenOptions::new().defer_allocation_checks(true).open(&path).unwrap();
+        FAIL_MAPS.with(|f| f.set(true));
+        let got = ds.get(7, 0);
+        let row = ds.row(7).map(<[u8]>::to_vec);
+        let intact = ds.check_intact();
+        let payload = ds.get(7, 1);
+        FAIL_MAPS.with(|f| f.set(false));
+        // The row read zeros, and every check says why instead of trusting them.
+        assert_eq!(row.unwrap(), vec![0u8; ds.row_size()]);
+        for e in [got.unwrap_err(), intact.unwrap_err(), payload.unwrap_err()] {
+            assert!(e.to_string().contains("mapping it failed") && e.to_string().contains("a.beton"), "{e}");
+        }
+        // Opened again, the file maps and reads.
+        assert_eq!(int(&OpenOptions::new().open(&path).unwrap(), 7, 0), 7);
     }
 }
