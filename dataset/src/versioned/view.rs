@@ -792,9 +792,10 @@ fn open_data_file(
     // A data file in a directory known to lead nowhere else ([`integrity::unlinked_dirs`]) is
     // opened without following a link: a plain file (what beton writes) then needs no `lstat`
     // of its own (2,000 of them in a version's first query); a link is looked at as below.
-    if store.url().is_none() && super::integrity::in_unlinked_dir(rel, unlinked) {
+    // (Unix only: elsewhere `no_follow` is ignored and a link would go unchecked.)
+    if cfg!(unix) && store.url().is_none() && super::integrity::in_unlinked_dir(rel, unlinked) {
         let options = OpenOptions::new().defer_allocation_checks(true).no_follow(true);
-        match options.open(store.root().join(rel)) {
+        match options.open(store.data_file(rel)) {
             Err(beton_storage::Error::Io { source, .. }) if is_link_refused(&source) => {}
             opened => return opened.map_err(Error::from),
         }

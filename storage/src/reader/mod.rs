@@ -161,6 +161,7 @@ impl Dataset {
                         other => (std::io::ErrorKind::Other, other.to_string()),
                     };
                     let _ = self.map_failed.set((kind, format!("mapping it failed: {why}")));
+                    // Zeroed pages from the allocator, untouched: not resident.
                     Bytes::Owned(vec![0; self.len as usize])
                 }
             }
@@ -180,8 +181,8 @@ impl Dataset {
     }
 
     /// Whether the file's bytes are mapped (or held) yet: a local file is mapped when first read.
-    #[doc(hidden)]
-    pub fn is_mapped(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_mapped(&self) -> bool {
         self.bytes.get().is_some()
     }
 
@@ -265,7 +266,8 @@ impl Dataset {
     /// caller, who checks afterwards.
     ///
     /// # Errors
-    /// [`Error::FileChanged`].
+    /// [`Error::FileChanged`]; [`Error::Io`] when the map made on first read could not be made
+    /// (the reads got zeros).
     pub fn check_intact(&self) -> Result<()> {
         self.damaged().map_or(Ok(()), Err)
     }
