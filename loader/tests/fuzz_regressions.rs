@@ -45,3 +45,63 @@ fn sql_regressions_replay() {
     let n = replay("sql", beton_query::fuzz::sql);
     assert!(n >= 5, "{n} inputs replayed from fuzz/regressions/sql");
 }
+
+/// Every cargo-fuzz target (fuzz/Cargo.toml's `[[bin]]`s, fuzz/fuzz_targets/*.rs) is one line
+/// calling its harness, and each harness named here is compiled by this test: CI builds the
+/// fuzz workspace only when fuzzing (`fuzz/run.sh`), so this is what keeps the targets building
+/// when a harness is renamed or its signature changes.
+/// A fuzz target's name, the path of its harness as the target calls it, and the harness.
+type Harness = (&'static str, &'static str, fn(&[u8]));
+
+#[test]
+fn every_fuzz_target_is_one_call_of_a_harness_this_workspace_compiles() {
+    let harnesses: [Harness; 4] = [
+        ("open_read", "beton_storage::fuzz::open_read", beton_storage::fuzz::open_read),
+        ("load", "beton_loader::fuzz::load", beton_loader::fuzz::load),
+        ("jpeg", "beton_loader::fuzz::jpeg", beton_loader::fuzz::jpeg),
+        ("sql", "beton_query::fuzz::sql", beton_query::fuzz::sql),
+    ];
+    let fuzz = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
+    let manifest = std::fs::read_to_string(fuzz.join("Cargo.toml")).unwrap();
+    let mut bins: Vec<(String, String)> = manifest
+        .split("[[bin]]")
+        .skip(1)
+        .map(|table| {
+            let value = |key: &str| {
+                let line = table.lines().find(|l| l.trim_start().starts_with(&format!("{key} ="))).unwrap();
+                line.split('"').nth(1).unwrap().to_string()
+            };
+            (value("name"), value("path"))
+        })
+        .collect();
+    bins.sort();
+    let mut files: Vec<String> = std::fs::read_dir(fuzz.join("fuzz_targets"))
+        .unwrap()
+        .map(|e| format!("fuzz_targets/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    files.sort();
+    let mut paths: Vec<String> = bins.iter().map(|(_, path)| path.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, files, "fuzz/Cargo.toml's [[bin]] paths and fuzz/fuzz_targets/ differ");
+    let mut names: Vec<&str> = harnesses.iter().map(|h| h.0).collect();
+    names.sort();
+    assert_eq!(
+        bins.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
+        names,
+        "targets and harnesses"
+    );
+    for (name, harness, run) in harnesses {
+        let path = &bins.iter().find(|(n, _)| n == name).unwrap().1;
+        let source = std::fs::read_to_string(fuzz.join(path)).unwrap();
+        let code: Vec<&str> =
+            source.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("//")).collect();
+        let want = [
+            "#![no_main]".to_string(),
+            "use libfuzzer_sys::fuzz_target;".to_string(),
+            format!("fuzz_target!(|data: &[u8]| {harness}(data));"),
+        ];
+        assert_eq!(code, want, "fuzz/{path}: not a one-line call of {harness}");
+        // The harness takes any bytes: the empty input returns.
+        run(&[]);
+    }
+}

@@ -23,6 +23,7 @@
 pub mod error;
 pub mod field;
 pub mod format;
+pub mod fuzz;
 pub mod image;
 pub mod imagefolder;
 pub mod jpeg;

@@ -582,19 +582,6 @@ fn registry_is_complete() {
     }
 }
 
-/// The fuzz target's choice of options: an odd first byte `b` declares the custom field "ext" with
-/// size `b % 17` and alignment `1 << ((b >> 1) % 4)`; the rest is the file. Keep in step with
-/// fuzz/fuzz_targets/open_read.rs.
-fn fuzz_input(data: &[u8]) -> (OpenOptions, &[u8]) {
-    match data.split_first() {
-        Some((b, rest)) if b % 2 == 1 => {
-            (OpenOptions::new().custom_layout("ext", (*b as usize) % 17, 1 << ((b >> 1) % 4)), rest)
-        }
-        Some((_, rest)) => (OpenOptions::new(), rest),
-        None => (OpenOptions::new(), data),
-    }
-}
-
 /// Inputs that once crashed the fuzzer (fuzz/regressions, raw fuzzer inputs) stay harmless: each
 /// replayed as the target reads it, and as a plain file.
 #[test]
@@ -607,7 +594,7 @@ fn fuzz_regressions_do_not_panic() {
             continue;
         }
         let data = std::fs::read(&path).unwrap();
-        let (options, file) = fuzz_input(&data);
+        let (options, file) = beton_storage::fuzz::options(&data);
         let _ = exercise(path.display(), file.to_vec(), &options);
         let _ = exercise(path.display(), data.clone(), &OpenOptions::new());
         replayed += 1;
