@@ -355,3 +355,81 @@ fn bogus_huffman_tables_are_refused_as_libjpeg_refuses_them() {
     assert_eq!(t.decode(0b1000_0000_0001u64 << 52), Some((12, 7)));
     assert_eq!(t.decode(0b1100_0000_0000u64 << 52), None);
 }
+
+/// Every step of an AC table's lookup is the codes read one at a time (each through the
+/// canonical decode): its first code's bits and move, and the codes after it while their code
+/// bits lie within the lookup, up to one that ends the block or a move of 64.
+#[test]
+fn each_lookup_step_is_its_codes_read_one_at_a_time() {
+    let mut tables = Vec::new();
+    for (subsamp, quality) in [(turbojpeg::Subsamp::Sub2x2, 90), (turbojpeg::Subsamp::None, 100)] {
+        let header = Header::parse(&jpeg(64, 64, subsamp, quality, 1)).expect("a header");
+        tables.extend(header.ac.iter().flatten().cloned());
+    }
+    // A table of one-bit-short codes (lengths 2..=16: every lookup also meets codes past it).
+    tables.push(Spec {
+        counts: [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2],
+        symbols: vec![
+            0x01, 0x00, 0xF0, 0x11, 0x23, 0x05, 0x31, 0x4A, 0x61, 0x7F, 0x12, 0x21, 0x33, 0xA1, 0xE2, 0x02,
+        ],
+    });
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
+    for spec in &tables {
+        let decoder = Decoder::new(spec, false).expect("a table libjpeg takes");
+        let steps = decoder.steps.as_deref().expect("an AC table's steps");
+        for (i, &e) in steps.iter().enumerate() {
+            // The lookup's bits, then any bits.
+            let word = ((i as u64) << (64 - LOOKUP_BITS)) | (rng.next_u64() >> LOOKUP_BITS);
+            let Some((len, rs)) = decoder.decode(word) else {
+                assert_eq!(e, 0, "{i:#x}: no code, a step");
+                continue;
+            };
+            if len > LOOKUP_BITS {
+                assert_eq!(e, 0, "{i:#x}: a long code takes the canonical walk");
+                continue;
+            }
+            let first = step(len, rs);
+            assert_eq!(((e >> multi::FIRST_BITS) & 31, (e >> multi::FIRST_ADVANCE) & 31), first, "{i:#x}");
+            assert_eq!(e & multi::FIRST_ENDS != 0, first.1 == 0, "{i:#x}");
+            let (mut bits, mut advance, mut ends) = (first.0, first.1, first.1 == 0);
+            while !ends && bits < LOOKUP_BITS {
+                match decoder.decode(word << bits) {
+                    Some((len, rs)) if len <= LOOKUP_BITS - bits && advance + step(len, rs).1 < 64 => {
+                        let (b, a) = step(len, rs);
+                        (bits, advance, ends) = (bits + b, advance + a, a == 0);
+                    }
+                    _ => break,
+                }
+            }
+            assert_eq!(
+                (e & 31, (e >> multi::ADVANCE) & 63, e & multi::ENDS != 0),
+                (bits, advance, ends),
+                "{i:#x}"
+            );
+        }
+    }
+}
+
+/// Decoders are kept per thread by their table: the same table gives the same decoder, another
+/// table its own, and one pushed out by [`CACHED_DECODERS`] others is built again.
+#[test]
+fn decoders_are_kept_by_their_table() {
+    let spec = |last: u8| Spec {
+        counts: [0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        symbols: vec![0x01, 0x00, last],
+    };
+    let a = Decoder::cached(&spec(0x11), false).unwrap();
+    assert!(std::rc::Rc::ptr_eq(&a, &Decoder::cached(&spec(0x11), false).unwrap()));
+    let b = Decoder::cached(&spec(0x12), false).unwrap();
+    assert!(!std::rc::Rc::ptr_eq(&a, &b));
+    assert_eq!(b.decode(0b100 << 61), Some((3, 0x12)));
+    assert_eq!(a.decode(0b100 << 61), Some((3, 0x11)));
+    assert_eq!(a.decode(0b110 << 61), None);
+    // The same counts and symbols as a DC table and as an AC table: a decoder each.
+    assert!(Decoder::cached(&spec(0x05), true).unwrap().steps.is_none());
+    assert!(Decoder::cached(&spec(0x05), false).unwrap().steps.is_some());
+    for k in 0..CACHED_DECODERS as u8 {
+        Decoder::cached(&spec(0x20 + k), false).unwrap();
+    }
+    assert!(!std::rc::Rc::ptr_eq(&a, &Decoder::cached(&spec(0x11), false).unwrap()));
+}
