@@ -389,10 +389,12 @@ impl Writer {
         let mut custom_ptrs: Vec<usize> = Vec::new();
         let mut done = 0u64;
         let mut skipped = Vec::new();
-        // Chunk k is encoded on the pool while the calling thread pulls chunk k + 1: the items
-        // are pulled in order, one at a time, on one thread (a source that runs user code, such
-        // as a Python dataset's `__getitem__`, never runs concurrently with itself), and
-        // encoding stays parallel.
+        // Chunk k is encoded on the pool while the calling thread pulls chunk k + 1, then chunk
+        // k + 1 is encoded while the calling thread lays out and writes chunk k: the items are
+        // pulled in order, one at a time, on one thread (a source that runs user code, such as
+        // a Python dataset's `__getitem__`, never runs concurrently with itself), encoding
+        // stays parallel, and writing overlaps it (appending checked JPEGs: 10,000 images, ~0.4 s
+        // of writing that waited for the encoders before).
         let mut chunks = chunks.fuse();
         let encode_chunk = |first: u64, items: Vec<T>| -> Vec<Result<Encoded>> {
             self.pool.install(|| {
@@ -413,6 +415,9 @@ impl Writer {
             while let Some((first, handle)) = encoding.take() {
                 let next = chunks.next();
                 let encoded = handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                // (An error below returns while the next chunk encodes: the scope waits for it.)
+                encoding =
+                    next.map(|(first, items)| (first, scope.spawn(move || encode_chunk(first, items))));
                 for (k, e) in encoded.into_iter().enumerate() {
                     let index = first + k as u64;
                     let mut e = match e {
@@ -456,8 +461,6 @@ impl Writer {
                         return Err(Error::Cancelled { done, path: self.path.clone() });
                     }
                 }
-                encoding =
-                    next.map(|(first, items)| (first, scope.spawn(move || encode_chunk(first, items))));
             }
             Ok(())
         })?;

@@ -33,7 +33,7 @@ pub const MIN_AUTO_PAGE_SIZE: u64 = 1 << 12;
 /// out for their own payload; larger ones take [`DEFAULT_PAGE_SIZE`], whose padding (at most
 /// 16 MiB) is then at most a quarter of the payload, and less the larger the file.
 pub const DECIDE_BYTES: u64 = 64 << 20;
-/// Samples a write without a page size holds before choosing (about 16 bytes each besides the
+/// Samples a write without a page size holds before choosing (about 40 bytes each besides the
 /// payload), for files of many tiny payloads.
 pub const DECIDE_SAMPLES: usize = 1 << 20;
 /// A chosen page size gives a file at most `1 / SLACK` larger than the smallest any candidate
@@ -143,15 +143,17 @@ impl PageWriter {
 }
 
 /// The first samples of a write without a page size, held until it is chosen: their payloads
-/// back to back, and each payload's pointer offset in its row and length. Their rows are
-/// already in the writer's table (pointers still 0): sample `k` is row `k`.
+/// as the encoders gave them (moved in, never copied: holding 64 MiB by copying into one buffer
+/// touched twice that of fresh memory as it grew), each with its pointer's offset in the row.
+/// Their rows are already in the writer's table (pointers still 0): sample `k` is row `k`.
 #[derive(Debug, Default)]
 pub(super) struct Pending {
-    bytes: Vec<u8>,
-    /// (offset of the pointer in the row, length) of every payload, in sample order.
-    payloads: Vec<(usize, usize)>,
+    /// (offset of the pointer in the row, bytes) of every payload, in sample order.
+    payloads: Vec<(usize, Vec<u8>)>,
     /// Payloads of each held sample.
     counts: Vec<usize>,
+    /// Payload bytes held.
+    held: u64,
     /// The largest sample's payload total.
     max_total: u64,
 }
@@ -159,18 +161,16 @@ pub(super) struct Pending {
 impl Pending {
     /// Holds the next sample's payloads (each with its pointer's offset in the row).
     pub(super) fn push(&mut self, payloads: Vec<(usize, Vec<u8>)>) {
-        let total: usize = payloads.iter().map(|(_, p)| p.len()).sum();
-        self.max_total = self.max_total.max(total as u64);
+        let total: u64 = payloads.iter().map(|(_, p)| p.len() as u64).sum();
+        self.max_total = self.max_total.max(total);
+        self.held += total;
         self.counts.push(payloads.len());
-        for (ptr_at, p) in payloads {
-            self.payloads.push((ptr_at, p.len()));
-            self.bytes.extend_from_slice(&p);
-        }
+        self.payloads.extend(payloads);
     }
 
     /// Whether enough is held to stop holding: the file is large, and takes FFCV's page size.
     pub(super) fn is_full(&self) -> bool {
-        self.bytes.len() as u64 >= DECIDE_BYTES || self.counts.len() >= DECIDE_SAMPLES
+        self.held >= DECIDE_BYTES || self.counts.len() >= DECIDE_SAMPLES
     }
 
     /// The page size of a file that goes on past what is held: FFCV's, or the power of two that
@@ -183,7 +183,7 @@ impl Pending {
     fn totals(&self) -> impl Iterator<Item = Option<u64>> + '_ {
         let mut at = 0;
         self.counts.iter().map(move |&n| {
-            let total = self.payloads[at..at + n].iter().map(|&(_, len)| len as u64).sum();
+            let total = self.payloads[at..at + n].iter().map(|(_, p)| p.len() as u64).sum();
             at += n;
             (n > 0).then_some(total)
         })
@@ -225,16 +225,11 @@ impl Pending {
         row_size: usize,
         allocs: &mut Vec<AllocEntry>,
     ) -> Result<()> {
-        let (bytes, mut at, mut offset) = (&self.bytes, 0, 0);
+        let mut at = 0;
         for (k, &n) in self.counts.iter().enumerate() {
             let payloads = &self.payloads[at..at + n];
             at += n;
-            let mut from = offset;
-            offset += payloads.iter().map(|&(_, len)| len).sum::<usize>();
-            let slices = payloads.iter().map(move |&(ptr_at, len)| {
-                from += len;
-                (ptr_at, &bytes[from - len..from])
-            });
+            let slices = payloads.iter().map(|(ptr_at, p)| (*ptr_at, p.as_slice()));
             let row = &mut rows[k * row_size..(k + 1) * row_size];
             pages.place(k as u64, slices, row, allocs)?;
         }
