@@ -119,6 +119,46 @@ def test_progress_draws_a_bar_only_when_asked(photos, capfd, monkeypatch):
     assert capfd.readouterr().err == ""
 
 
+def test_progress_from_many_threads_draws_one_bar(monkeypatch):
+    """The thumbnail threads report at once, and making the bar lets another thread in (here a
+    sleep, as tqdm's import and its first write do): one bar, counting forward to the total."""
+    import threading
+
+    from beton.dataset import _display
+
+    class Bar:
+        def __init__(self):
+            self.n = 0
+
+        def update(self, k):
+            assert k > 0, "the count went back"
+            self.n += k
+
+        def close(self):
+            pass
+
+    made = []
+
+    def slow_bar(total, enabled, unit):
+        time.sleep(0.05)  # releases the GIL, as making a tqdm bar can
+        made.append(Bar())
+        return made[-1]
+
+    monkeypatch.setattr(_display, "_progress_bar", slow_bar)
+
+    def build(report):
+        threads = [threading.Thread(target=report, args=(done, 12)) for done in (3, 1, 12, 7, 5, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return None
+
+    monkeypatch.setattr(_display, "Gallery", lambda native: native)
+    _display._with_progress(build, True)
+    assert len(made) == 1 and made[0].n == 12
+
+
 def test_notebook_views_are_valid_html(photos):
     card = valid(photos._repr_html_())
     assert 'data-rows="155"' in card and card.count("<img ") == 8

@@ -3,6 +3,7 @@ rows, grouped, with per-column summaries)."""
 
 from __future__ import annotations
 
+import threading
 from typing import List, Optional
 
 from beton._writing import _progress_bar
@@ -146,12 +147,17 @@ def _with_progress(build, progress: bool):
     """A ``Gallery`` from ``build(report)``, with a tqdm bar of the thumbnails made when
     ``progress`` (``report`` is None otherwise)."""
     bars: list = []  # made on the first call, when the number of thumbnails is known
+    # The threads making thumbnails call ``report`` concurrently: making the bar (importing
+    # tqdm, writing to stderr) lets another in, which made a second bar. One at a time, and
+    # the count only moves forward (calls may arrive out of order).
+    lock = threading.Lock()
 
     def report(done, total):
-        if not bars:
-            bars.append(_progress_bar(total, True, unit="thumbnails"))
-        if bars[0] is not None:
-            bars[0].update(done - bars[0].n)
+        with lock:
+            if not bars:
+                bars.append(_progress_bar(total, True, unit="thumbnails"))
+            if bars[0] is not None and done > bars[0].n:
+                bars[0].update(done - bars[0].n)
 
     try:
         native = build(report if progress else None)
