@@ -46,13 +46,13 @@ fn sql_regressions_replay() {
     assert!(n >= 5, "{n} inputs replayed from fuzz/regressions/sql");
 }
 
+/// A fuzz target's name, the path of its harness as the target calls it, and the harness.
+type Harness = (&'static str, &'static str, fn(&[u8]));
+
 /// Every cargo-fuzz target (fuzz/Cargo.toml's `[[bin]]`s, fuzz/fuzz_targets/*.rs) is one line
 /// calling its harness, and each harness named here is compiled by this test: CI builds the
 /// fuzz workspace only when fuzzing (`fuzz/run.sh`), so this is what keeps the targets building
 /// when a harness is renamed or its signature changes.
-/// A fuzz target's name, the path of its harness as the target calls it, and the harness.
-type Harness = (&'static str, &'static str, fn(&[u8]));
-
 #[test]
 fn every_fuzz_target_is_one_call_of_a_harness_this_workspace_compiles() {
     let harnesses: [Harness; 4] = [

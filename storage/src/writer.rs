@@ -393,8 +393,7 @@ impl Writer {
         // k + 1 is encoded while the calling thread lays out and writes chunk k: the items are
         // pulled in order, one at a time, on one thread (a source that runs user code, such as
         // a Python dataset's `__getitem__`, never runs concurrently with itself), encoding
-        // stays parallel, and writing overlaps it (appending checked JPEGs: 10,000 images, ~0.4 s
-        // of writing that waited for the encoders before).
+        // stays parallel, and writing no longer waits for the encoders, nor they for it.
         let mut chunks = chunks.fuse();
         let encode_chunk = |first: u64, items: Vec<T>| -> Vec<Result<Encoded>> {
             self.pool.install(|| {

@@ -1317,9 +1317,10 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
 }
 
 /// Rows of an arithmetic comparison's block: its sides computed into buffers of this many
-/// values (two sides of f64: 16 KiB, in L1), then compared by the vectorised pair loops. 4,096
-/// (64 KiB, past L1) was 11–16 % slower over 10 M rows (`query_compare` forms `score * 4 >
-/// "image.height"`, `label + "image.width" < 500`, 5 interleaved rounds, 2026-11-30).
+/// values (two sides of f64: 16 KiB, in L1), then compared by the vectorised pair loops. Over
+/// 10 M rows this took 11–16 % less time than 4,096 (64 KiB, past L1) on `query_compare`'s
+/// forms `score * 4 > "image.height"` and `label + "image.width" < 500` (medians of 5
+/// interleaved rounds, 2026-11-30).
 const ARITH_BLOCK: usize = 1024;
 
 /// `out &= left OP right` of an arithmetic comparison over `rows`, a block at a time.

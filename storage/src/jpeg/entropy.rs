@@ -749,8 +749,13 @@ fn decode(
         .iter()
         .map(|c| Decoder::cached(header.ac[c.ac].as_ref()?, false))
         .collect::<Option<_>>()?;
-    let enc: Vec<[Option<(u32, u32)>; 12]> =
-        header.components.iter().map(|c| dc_encoder(header.dc[c.dc].as_ref()?)).collect::<Option<_>>()?;
+    // The DC encoders, for the rewrite only.
+    let enc: Vec<[Option<(u32, u32)>; 12]> = match &out {
+        Some(_) => {
+            header.components.iter().map(|c| dc_encoder(header.dc[c.dc].as_ref()?)).collect::<Option<_>>()?
+        }
+        None => Vec::new(),
+    };
     let per_interval = if header.interval == 0 { layout.mcus } else { u64::from(header.interval) };
     let n = header.components.len();
     let (mut pred, mut out_pred) = (vec![0i32; n], vec![0i32; n]);
@@ -770,7 +775,7 @@ fn decode(
         let last = (mcu + per_interval).min(layout.mcus);
         while mcu < last {
             if let Some((w, interval)) = out.as_mut() {
-                // (Counted, not divided: a division per MCU was a tenth of the rewrite.)
+                // (Counted, not divided per MCU.)
                 if since_marker == *interval {
                     w.copy(scan, copy_from, r.pos());
                     copy_from = r.pos();

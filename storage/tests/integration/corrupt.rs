@@ -594,6 +594,8 @@ fn fuzz_regressions_do_not_panic() {
             continue;
         }
         let data = std::fs::read(&path).unwrap();
+        // Through the target's own harness, then as `exercise` reads it.
+        beton_storage::fuzz::open_read(&data);
         let (options, file) = beton_storage::fuzz::options(&data);
         let _ = exercise(path.display(), file.to_vec(), &options);
         let _ = exercise(path.display(), data.clone(), &OpenOptions::new());
