@@ -388,3 +388,33 @@ fn checksums_do_not_depend_on_threads() {
         }
     }
 }
+
+/// A JPEG without restart markers (what FFCV's writer stores) loads exactly as the same JPEG with
+/// a restart marker per MCU (what beton's writer stores): its crops are cut out through a seek
+/// index, the same MCUs as the restart slices, so every crop decoder gives the same bytes on
+/// both files. Only JPEGs the index declines (arithmetic coding, progressive, ... stored as
+/// they are) take the packed-RGB path and may differ.
+#[test]
+fn jpegs_without_restart_markers_load_as_with_them() {
+    let inputs = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let configs = writer_configs();
+    let spec = |name: &str| configs.iter().find(|(n, _)| *n == name).unwrap().1.clone();
+    let (marked, kept) = write(dir.path(), "marked", spec("jpg-default"), &inputs, &mut Sums::new());
+    let (plain, kept_plain) = write(dir.path(), "plain", spec("jpg-no-restart"), &inputs, &mut Sums::new());
+    assert_eq!(kept, kept_plain);
+    // The stored JPEGs without restart markers that have no seek index.
+    let unindexed: Vec<usize> = (0..kept.len())
+        .filter(|&i| {
+            let Value::Image(img) = plain.get(i as u64, 0).unwrap() else { panic!("not an image") };
+            beton_storage::jpeg::entropy::SeekIndex::build(img.data).is_none()
+        })
+        .collect();
+    assert!(unindexed.len() <= 4, "{} of {} not indexed", unindexed.len(), kept.len());
+    for (name, dec) in decoders().into_iter().filter(|(n, _)| !n.contains("simple")) {
+        let (a, b) = (load(&marked, Arc::clone(&dec), 2).unwrap(), load(&plain, dec, 2).unwrap());
+        for (i, input) in kept.iter().enumerate().filter(|(i, _)| !unindexed.contains(i)) {
+            assert_eq!(a[i], b[i], "{name}: {input}");
+        }
+    }
+}

@@ -45,6 +45,9 @@
 
 use super::MAX_PIXELS;
 
+mod seek;
+pub use seek::SeekIndex;
+
 /// What [`check_with_restarts`] did with a JPEG it took.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Checked {
@@ -64,7 +67,7 @@ pub fn check_with_restarts(data: &[u8], interval: u16) -> Option<Checked> {
     let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, header.interval)?;
     let rewrite = interval != 0 && interval != header.interval;
     if !rewrite {
-        decode(&header, &layout, &scan, None)?;
+        decode(&header, &layout, &scan, None, None)?;
         return Some(Checked::AsIs);
     }
     // The header up to the SOS without its DRI segments, a DRI segment of `interval`, the SOS.
@@ -79,7 +82,7 @@ pub fn check_with_restarts(data: &[u8], interval: u16) -> Option<Checked> {
     out.extend_from_slice(&interval.to_be_bytes());
     out.extend_from_slice(data.get(header.sos_at..header.data_at)?);
     let mut writer = BitWriter { out, acc: 0, bits: 0 };
-    decode(&header, &layout, &scan, Some((&mut writer, u32::from(interval))))?;
+    decode(&header, &layout, &scan, Some((&mut writer, u32::from(interval))), None)?;
     let mut out = writer.finish();
     out.extend_from_slice(&[0xFF, 0xD9]);
     Some(Checked::Rewritten(out))
@@ -370,6 +373,8 @@ struct Header {
     interval: u16,
     /// Byte ranges of the DRI segments (marker included), to leave out of a rewrite.
     dri_segments: Vec<std::ops::Range<usize>>,
+    /// Offset of SOF's height field (its width follows), for a [`SeekIndex`] window's new size.
+    sof_size_at: usize,
     /// Offset of the SOS marker, and of the first byte of entropy-coded data.
     sos_at: usize,
     data_at: usize,
@@ -386,6 +391,7 @@ impl Header {
         let (mut dc, mut ac): ([Option<Spec>; 4], [Option<Spec>; 4]) = Default::default();
         let mut interval = 0u16;
         let mut dri_segments = Vec::new();
+        let mut sof_size_at = 0;
         loop {
             let marker_at = pos;
             if *data.get(pos)? != 0xFF {
@@ -449,6 +455,7 @@ impl Header {
                         })
                         .collect();
                     frame = Some((width, height, comps));
+                    sof_size_at = pos + 3;
                 }
                 // Other frames (progressive, lossless, arithmetic, hierarchical), arithmetic
                 // conditioning, DNL, DHP, EXP: not ours.
@@ -497,6 +504,7 @@ impl Header {
                         ac,
                         interval,
                         dri_segments,
+                        sof_size_at,
                         sos_at: marker_at,
                         data_at: end,
                     });
@@ -605,6 +613,13 @@ impl<'a> Reader<'a> {
     fn at(bytes: &'a [u8], start: usize) -> Reader<'a> {
         let mut r = Reader { bytes, next: start, acc: 0, n: 0 };
         r.refill();
+        r
+    }
+
+    /// A reader at bit `bit` of `bytes`.
+    fn at_bit(bytes: &'a [u8], bit: usize) -> Reader<'a> {
+        let mut r = Reader::at(bytes, bit / 8);
+        r.consume((bit % 8) as u32);
         r
     }
 
@@ -730,25 +745,57 @@ fn extend(bits: u64, s: u32) -> i32 {
     }
 }
 
+/// Reads a DC difference (a category, then that many bits: at most 16 + 11 bits) at the reader.
+#[inline(always)]
+fn dc_difference(table: &Decoder, r: &mut Reader<'_>) -> Option<i32> {
+    r.refill();
+    let (len, s) = table.decode(r.acc)?;
+    let s = u32::from(s);
+    if s > 11 {
+        return None;
+    }
+    let diff = extend(if s == 0 { 0 } else { (r.acc << len) >> (64 - s) }, s);
+    r.consume(len + s);
+    Some(diff)
+}
+
+impl BitWriter {
+    /// Writes the DC difference `d` with the table's codes (`None`: the table has no code for
+    /// its category).
+    #[inline(always)]
+    fn dc(&mut self, encoder: &[Option<(u32, u32)>; 12], d: i32) -> Option<()> {
+        let cat = 32 - d.unsigned_abs().leading_zeros();
+        let (code, code_len) = (*encoder.get(cat as usize)?)?;
+        self.put(u64::from(code), code_len);
+        if cat != 0 {
+            let bits = if d < 0 { d - 1 } else { d };
+            self.put(bits as u32 as u64, cat);
+        }
+        Some(())
+    }
+}
+
+/// The decoders of the scan's components, DC tables (`dc`) or AC tables, in component order.
+fn decoders(header: &Header, dc: bool) -> Option<Vec<std::rc::Rc<Decoder>>> {
+    let tables = if dc { &header.dc } else { &header.ac };
+    header
+        .components
+        .iter()
+        .map(|c| Decoder::cached(tables[if dc { c.dc } else { c.ac }].as_ref()?, dc))
+        .collect()
+}
+
 /// Decodes every block of the scan (and with `out`, writes it with a restart marker every
-/// `interval` MCUs); `None` at the first anomaly.
+/// `interval` MCUs; with `record`, notes where MCUs begin); `None` at the first anomaly.
 fn decode(
     header: &Header,
     layout: &Layout,
     scan: &Unstuffed,
     mut out: Option<(&mut BitWriter, u32)>,
+    mut record: Option<&mut seek::Recorder>,
 ) -> Option<()> {
     // One decoder per table the scan uses (components share them; most JPEGs share them too).
-    let dc: Vec<std::rc::Rc<Decoder>> = header
-        .components
-        .iter()
-        .map(|c| Decoder::cached(header.dc[c.dc].as_ref()?, true))
-        .collect::<Option<_>>()?;
-    let ac: Vec<std::rc::Rc<Decoder>> = header
-        .components
-        .iter()
-        .map(|c| Decoder::cached(header.ac[c.ac].as_ref()?, false))
-        .collect::<Option<_>>()?;
+    let (dc, ac) = (decoders(header, true)?, decoders(header, false)?);
     // The DC encoders, for the rewrite only.
     let enc: Vec<[Option<(u32, u32)>; 12]> = match &out {
         Some(_) => {
@@ -786,31 +833,19 @@ fn decode(
                 }
                 since_marker += 1;
             }
+            if let Some(rec) = record.as_mut() {
+                rec.mcu(mcu, r.pos(), &pred);
+            }
             for &c in &layout.blocks {
-                // DC: a category, then that many bits of difference (at most 16 + 11 bits).
-                r.refill();
                 let dc_from = r.pos();
-                let (len, s) = dc[c].decode(r.acc)?;
-                let s = u32::from(s);
-                if s > 11 {
-                    return None;
-                }
-                let diff = extend(if s == 0 { 0 } else { (r.acc << len) >> (64 - s) }, s);
-                r.consume(len + s);
+                let diff = dc_difference(&dc[c], &mut r)?;
                 let before = pred[c];
                 pred[c] = before.wrapping_add(diff);
                 if let Some((w, _)) = out.as_mut() {
                     if out_pred[c] != before {
                         // Predicted from another value than in the input: its difference again.
                         w.copy(scan, copy_from, dc_from);
-                        let d = pred[c].wrapping_sub(out_pred[c]);
-                        let cat = 32 - d.unsigned_abs().leading_zeros();
-                        let (code, code_len) = (*enc[c].get(cat as usize)?)?;
-                        w.put(u64::from(code), code_len);
-                        if cat != 0 {
-                            let bits = if d < 0 { d - 1 } else { d };
-                            w.put(bits as u32 as u64, cat);
-                        }
+                        w.dc(&enc[c], pred[c].wrapping_sub(out_pred[c]))?;
                         copy_from = r.pos();
                     }
                     out_pred[c] = pred[c];
@@ -833,6 +868,9 @@ fn decode(
         }
         if let Some((w, _)) = out.as_mut() {
             w.copy(scan, copy_from, r.pos());
+        }
+        if let Some(rec) = record.as_mut() {
+            rec.end(r.pos());
         }
         start = end;
     }

@@ -28,6 +28,8 @@ pub mod markers;
 mod turbo;
 
 pub(crate) use turbo::compress;
+#[cfg(test)]
+pub(crate) use turbo::lossless_crop;
 pub use turbo::{plane_size, with_restarts, Decompressor, JpegColor, JpegHeader, PixelFormat, Rect};
 
 /// Most progressive scans a JPEG may have (libjpeg-turbo's own tools use 500 as the guard against

@@ -482,16 +482,29 @@ impl Drop for JpegBuf {
 /// # Errors
 /// [`Error::Image`] ("corrupt JPEG: ...") for a JPEG libjpeg-turbo cannot read without a warning.
 pub fn with_restarts(data: &[u8], interval: u16) -> Result<Vec<u8>> {
+    transform(data, interval, None)
+}
+
+/// `data` cropped losslessly to `region` (its left and top edges on the MCU grid), without
+/// restart markers: the reference the entropy pass's windows are tested against.
+#[cfg(test)]
+pub(crate) fn lossless_crop(data: &[u8], region: Rect) -> Result<Vec<u8>> {
+    transform(data, 0, Some(region))
+}
+
+/// libjpeg-turbo's lossless transform of `data`: a restart marker every `interval` MCUs, and
+/// cropped to `region` when given; no flip, all markers copied.
+fn transform(data: &[u8], interval: u16, region: Option<Rect>) -> Result<Vec<u8>> {
     let mut handle = Handle::new(raw::TJINIT_TJINIT_TRANSFORM)?;
     handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
     handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
     set_restarts(&mut handle, interval)?;
     let len = raw::size_t::try_from(data.len()).map_err(|_| Error::Image("JPEG too large".into()))?;
-    // The identity transform: no crop, no flip, all markers copied.
+    let r = region.unwrap_or_default();
     let transform = raw::tjtransform {
-        r: raw::tjregion { x: 0, y: 0, w: 0, h: 0 },
+        r: raw::tjregion { x: r.x as c_int, y: r.y as c_int, w: r.width as c_int, h: r.height as c_int },
         op: raw::TJXOP_TJXOP_NONE as c_int,
-        options: 0,
+        options: if region.is_some() { raw::TJXOPT_CROP as c_int } else { 0 },
         data: std::ptr::null_mut(),
         customFilter: None,
     };

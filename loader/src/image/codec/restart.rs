@@ -95,6 +95,25 @@ pub(crate) fn has_restarts(data: &[u8]) -> bool {
     parse(data).is_some()
 }
 
+/// The MCU columns and rows that cover `crop` widened by `margin` pixels on each side (clamped
+/// to the `width × height` image), for MCUs of `mcu_w × mcu_h` pixels; `None` for a crop outside
+/// the image.
+pub(crate) fn mcu_span(
+    crop: Crop,
+    margin: u32,
+    (width, height): (u32, u32),
+    (mcu_w, mcu_h): (u32, u32),
+) -> Option<(std::ops::Range<u32>, std::ops::Range<u32>)> {
+    let x0 = crop.x.saturating_sub(margin);
+    let y0 = crop.y.saturating_sub(margin);
+    let x1 = crop.x.checked_add(crop.width)?.saturating_add(margin).min(width);
+    let y1 = crop.y.checked_add(crop.height)?.saturating_add(margin).min(height);
+    if x0 >= x1 || y0 >= y1 {
+        return None;
+    }
+    Some((x0 / mcu_w..x1.div_ceil(mcu_w), y0 / mcu_h..y1.div_ceil(mcu_h)))
+}
+
 /// Writes into `out` a JPEG of the restart intervals of `data` that cover `crop` widened by
 /// `margin` pixels on each side (clamped to the image), and says where it lies; `None` when
 /// `data` is not a JPEG this can slice (see the module doc), its size is not `width × height`,
@@ -114,16 +133,8 @@ pub(crate) fn slice(
     let mcus_x = h.width.div_ceil(h.mcu_w);
     let mcus_y = h.height.div_ceil(h.mcu_h);
     let total = u64::from(mcus_x) * u64::from(mcus_y);
-    // The crop with its margin, in pixels, then in MCUs.
-    let x0 = crop.x.saturating_sub(margin);
-    let y0 = crop.y.saturating_sub(margin);
-    let x1 = crop.x.checked_add(crop.width)?.saturating_add(margin).min(width);
-    let y1 = crop.y.checked_add(crop.height)?.saturating_add(margin).min(height);
-    if x0 >= x1 || y0 >= y1 {
-        return None;
-    }
-    let (mut c0, mut c1) = (x0 / h.mcu_w, x1.div_ceil(h.mcu_w));
-    let (mut r0, mut r1) = (y0 / h.mcu_h, y1.div_ceil(h.mcu_h));
+    let (cols, rows) = mcu_span(crop, margin, (width, height), (h.mcu_w, h.mcu_h))?;
+    let (mut c0, mut c1, mut r0, mut r1) = (cols.start, cols.end, rows.start, rows.end);
     let ri = h.interval;
     // Intervals of a few MCUs within rows that they divide, or of whole MCU rows.
     let row_intervals = if ri <= mcus_x && mcus_x % ri == 0 {

@@ -11,7 +11,7 @@ use super::*;
 use crate::jpeg::{compress, markers, with_restarts, Decompressor, JpegColor, PixelFormat};
 
 /// The strict whole decode the writer runs (every warning an error): RGB, or grey for a grey JPEG.
-fn decoded(data: &[u8]) -> crate::Result<Vec<u8>> {
+pub(super) fn decoded(data: &[u8]) -> crate::Result<Vec<u8>> {
     let mut d = Decompressor::new()?;
     let h = d.header(data)?;
     let format = match h.color {
@@ -25,13 +25,13 @@ fn decoded(data: &[u8]) -> crate::Result<Vec<u8>> {
 }
 
 /// A number in `range`.
-fn within(rng: &mut TestRng, range: std::ops::Range<usize>) -> usize {
+pub(super) fn within(rng: &mut TestRng, range: std::ops::Range<usize>) -> usize {
     range.start + (rng.next_u64() % (range.end - range.start) as u64) as usize
 }
 
 /// A picture with flat patches (large DC steps between blocks) and noise (long AC runs), so
 /// that DC categories up to 11 and every AC length occur.
-fn picture(width: u32, height: u32, channels: usize, seed: u64) -> Vec<u8> {
+pub(super) fn picture(width: u32, height: u32, channels: usize, seed: u64) -> Vec<u8> {
     let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed.to_le_bytes().repeat(4));
     let patch: Vec<u8> = (0..64 * channels).map(|_| rng.next_u64() as u8).collect();
     let mut out = Vec::with_capacity((width * height) as usize * channels);
@@ -48,7 +48,7 @@ fn picture(width: u32, height: u32, channels: usize, seed: u64) -> Vec<u8> {
 }
 
 /// A JPEG as most encoders write it (standard Huffman tables, no restart markers).
-fn jpeg(width: u32, height: u32, subsamp: turbojpeg::Subsamp, quality: i32, seed: u64) -> Vec<u8> {
+pub(super) fn jpeg(width: u32, height: u32, subsamp: turbojpeg::Subsamp, quality: i32, seed: u64) -> Vec<u8> {
     let grey = subsamp == turbojpeg::Subsamp::Gray;
     let (channels, format) =
         if grey { (1, turbojpeg::PixelFormat::GRAY) } else { (3, turbojpeg::PixelFormat::RGB) };
@@ -231,7 +231,7 @@ fn the_edge_corpus_gets_the_whole_decodes_verdict() {
 }
 
 /// One random damage to `src`'s entropy-coded data (or its end).
-fn damage(rng: &mut TestRng, src: &[u8]) -> Vec<u8> {
+pub(super) fn damage(rng: &mut TestRng, src: &[u8]) -> Vec<u8> {
     let data_at = markers::parse(src).scan.unwrap().data_at;
     let mut d = src.to_vec();
     let at = within(rng, data_at..d.len());

@@ -1,0 +1,275 @@
+//! A seek index for a JPEG without restart markers: where its MCUs begin in the scan and the DC
+//! predictions there, so that a window of MCUs can be cut out of it as a JPEG of its own.
+//!
+//! Without restart markers a JPEG's scan is one bit stream: to decode its last rows a decoder
+//! must entropy-decode everything before them, and every DC value is a difference from the
+//! previous block's. FFCV's writer (OpenCV's `imencode`) writes such JPEGs, so a crop of one
+//! costs every MCU above and left of the crop's end. [`SeekIndex::build`] reads the scan once
+//! (the entropy pass's check, so a JPEG it indexes is one libjpeg-turbo decodes without a
+//! warning) and keeps, for every [`GROUP`]-th MCU in raster order, the bit where it begins in
+//! the unstuffed scan and the DC prediction of each component there. [`SeekIndex::window`] then
+//! writes a baseline JPEG of just the MCU columns and rows asked for: the original header with
+//! the window's size, and for each MCU row of the window its MCUs' bits copied as they are,
+//! except the DC difference of each component's first block (written again against the
+//! prediction the window's stream has there: 0 in its first row, the previous window row's last
+//! value after). It has no restart markers, so libjpeg-turbo decodes it on its fast Huffman
+//! path (a JPEG with a restart interval never takes it); its coefficients, and so its pixels,
+//! are exactly those of the same MCUs in the original.
+//!
+//! An index takes 4 bytes plus 2 a component for every [`GROUP`] MCUs (a 256×192 4:2:0 photo:
+//! 192 MCUs, 480 bytes; its JPEG at quality 90 about 20 KB). Reaching an MCU between entries
+//! reads up to `GROUP - 1` MCUs from the entry before it (~0.3 µs each).
+
+use std::ops::Range;
+
+use super::{dc_difference, dc_encoder, decoders, BitWriter, Decoder, Header, Layout, Reader, Unstuffed};
+
+/// MCUs (in raster order) from one entry of a [`SeekIndex`] to the next.
+const GROUP: u64 = 4;
+
+/// Where every [`GROUP`]-th MCU of a JPEG without restart markers begins (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeekIndex {
+    /// MCU width and height in pixels.
+    mcu: (u32, u32),
+    /// MCUs across and down.
+    mcus: (u32, u32),
+    /// Components of the scan.
+    comps: usize,
+    /// The bit (of the unstuffed scan) where MCU `GROUP · i` begins, for every `i`; then the bit
+    /// after the last MCU.
+    starts: Box<[u32]>,
+    /// The DC prediction of each component where each of `starts` (but the last) begins.
+    preds: Box<[i16]>,
+}
+
+/// What [`super::decode`] notes for [`SeekIndex::build`].
+#[derive(Default)]
+pub(super) struct Recorder {
+    starts: Vec<u32>,
+    preds: Vec<i16>,
+    /// A position or a prediction did not fit its type.
+    overflow: bool,
+}
+
+impl Recorder {
+    /// MCU `mcu` begins at bit `pos` with predictions `pred`.
+    #[inline(always)]
+    pub(super) fn mcu(&mut self, mcu: u64, pos: usize, pred: &[i32]) {
+        if mcu % GROUP != 0 {
+            return;
+        }
+        self.starts.push(u32::try_from(pos).unwrap_or_else(|_| {
+            self.overflow = true;
+            0
+        }));
+        for &p in pred {
+            self.preds.push(i16::try_from(p).unwrap_or_else(|_| {
+                self.overflow = true;
+                0
+            }));
+        }
+    }
+
+    /// The last MCU ends before bit `pos`.
+    pub(super) fn end(&mut self, pos: usize) {
+        self.mcu(0, pos, &[]);
+    }
+}
+
+/// The MCU size in pixels of a scan of `header`'s components (a one-component scan's MCU is one
+/// block, whatever its sampling factors).
+fn mcu_size(header: &Header) -> Option<(u32, u32)> {
+    let comps = &header.components;
+    if comps.len() == 1 {
+        return Some((8, 8));
+    }
+    Some((8 * comps.iter().map(|c| c.h).max()?, 8 * comps.iter().map(|c| c.v).max()?))
+}
+
+impl SeekIndex {
+    /// Reads the scan of `data` once and indexes it; `None` when it has a restart interval
+    /// (its intervals can be cut out as they are) or is a JPEG the entropy pass does not take
+    /// ([`check_with_restarts`](super::check_with_restarts) would say `None`: progressive,
+    /// arithmetic, damaged, ...), or a position or prediction does not fit the index.
+    pub fn build(data: &[u8]) -> Option<SeekIndex> {
+        let header = Header::parse(data)?;
+        if header.interval != 0 || header.components.len() > 4 {
+            return None;
+        }
+        let layout = Layout::of(&header)?;
+        let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, 0)?;
+        let mut record = Recorder::default();
+        super::decode(&header, &layout, &scan, None, Some(&mut record))?;
+        let mcu = mcu_size(&header)?;
+        let mcus = (header.width.div_ceil(mcu.0), header.height.div_ceil(mcu.1));
+        let comps = header.components.len();
+        let groups = layout.mcus.div_ceil(GROUP) as usize;
+        if record.overflow
+            || u64::from(mcus.0) * u64::from(mcus.1) != layout.mcus
+            || record.starts.len() != groups + 1
+            || record.preds.len() != groups * comps
+        {
+            return None;
+        }
+        Some(SeekIndex {
+            mcu,
+            mcus,
+            comps,
+            starts: record.starts.into_boxed_slice(),
+            preds: record.preds.into_boxed_slice(),
+        })
+    }
+
+    /// The MCU size in pixels, `(width, height)`.
+    pub fn mcu_size(&self) -> (u32, u32) {
+        self.mcu
+    }
+
+    /// MCUs across and down.
+    pub fn mcus(&self) -> (u32, u32) {
+        self.mcus
+    }
+
+    /// Bytes the index holds (what a cache of indexes counts).
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<SeekIndex>() + self.starts.len() * 4 + self.preds.len() * 2
+    }
+
+    /// Writes into `out` a baseline JPEG of the MCU columns `cols` and rows `rows` of `data`,
+    /// without restart markers, and gives its size in pixels (the original's width and height
+    /// where the window reaches its right or bottom edge). Its pixel (0, 0) is the original's
+    /// (`cols.start` × MCU width, `rows.start` × MCU height).
+    ///
+    /// `data` must be the JPEG this index was built from (the caller sees to that, e.g. by a
+    /// hash): given other bytes this never panics, but gives `None` or a JPEG of garbage.
+    /// `None` also for an empty window or one outside the image, and when a DC difference of a
+    /// window row's first MCU has no code in its table.
+    pub fn window(
+        &self,
+        data: &[u8],
+        cols: Range<u32>,
+        rows: Range<u32>,
+        out: &mut Vec<u8>,
+    ) -> Option<(u32, u32)> {
+        let header = Header::parse(data)?;
+        let layout = Layout::of(&header)?;
+        if header.interval != 0
+            || mcu_size(&header)? != self.mcu
+            || header.components.len() != self.comps
+            || cols.is_empty()
+            || rows.is_empty()
+            || cols.end > self.mcus.0
+            || rows.end > self.mcus.1
+        {
+            return None;
+        }
+        let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, 0)?;
+        let (dc, ac) = (decoders(&header, true)?, decoders(&header, false)?);
+        let enc: Vec<[Option<(u32, u32)>; 12]> =
+            header.components.iter().map(|c| dc_encoder(header.dc[c.dc].as_ref()?)).collect::<Option<_>>()?;
+
+        // The header up to the SOS without its DRI segments (restart interval 0 anyway), with
+        // the window's size in SOF, then the SOS.
+        let width = (cols.end * self.mcu.0).min(header.width) - cols.start * self.mcu.0;
+        let height = (rows.end * self.mcu.1).min(header.height) - rows.start * self.mcu.1;
+        out.clear();
+        let (mut at, mut sof_at) = (0, header.sof_size_at);
+        for dri in &header.dri_segments {
+            out.extend_from_slice(data.get(at..dri.start)?);
+            if dri.end <= header.sof_size_at {
+                sof_at -= dri.len();
+            }
+            at = dri.end;
+        }
+        out.extend_from_slice(data.get(at..header.sos_at)?);
+        let [h1, h0] = u16::try_from(height).ok()?.to_be_bytes();
+        let [w1, w0] = u16::try_from(width).ok()?.to_be_bytes();
+        out.get_mut(sof_at..sof_at + 4)?.copy_from_slice(&[h1, h0, w1, w0]);
+        out.extend_from_slice(data.get(header.sos_at..header.data_at)?);
+
+        let mut w = BitWriter { out: std::mem::take(out), acc: 0, bits: 0 };
+        let walk = Walk { index: self, scan: &scan, layout: &layout, dc: &dc, ac: &ac };
+        // The window stream's DC predictions: 0 at its start.
+        let mut out_pred = [0i32; 4];
+        let across = u64::from(self.mcus.0);
+        for r in rows {
+            let first = u64::from(r) * across + u64::from(cols.start);
+            let (from, mut pred) = walk.locate(first)?;
+            let (to, pred_after) = walk.locate(u64::from(r) * across + u64::from(cols.end))?;
+            // The row's first MCU: each component's first block predicted afresh.
+            let mut reader = Reader::at_bit(&scan.bytes, from);
+            let mut copy_from = from;
+            for &c in &layout.blocks {
+                let dc_from = reader.pos();
+                let diff = dc_difference(&dc[c], &mut reader)?;
+                let before = pred[c];
+                pred[c] = before.wrapping_add(diff);
+                if out_pred[c] != before {
+                    w.copy(&scan, copy_from, dc_from);
+                    w.dc(&enc[c], pred[c].wrapping_sub(out_pred[c]))?;
+                    copy_from = reader.pos();
+                }
+                out_pred[c] = pred[c];
+                if ac[c].skip_block(&mut reader)? > 64 {
+                    return None;
+                }
+            }
+            if reader.pos() > to {
+                return None;
+            }
+            // The rest of the row as it is; the stream then predicts from the row's last blocks.
+            w.copy(&scan, copy_from, to);
+            out_pred = pred_after;
+        }
+        *out = w.finish();
+        out.extend_from_slice(&[0xFF, 0xD9]);
+        Some((width, height))
+    }
+}
+
+/// Finding MCUs of an indexed scan.
+struct Walk<'a> {
+    index: &'a SeekIndex,
+    scan: &'a Unstuffed,
+    layout: &'a Layout,
+    dc: &'a [std::rc::Rc<Decoder>],
+    ac: &'a [std::rc::Rc<Decoder>],
+}
+
+impl Walk<'_> {
+    /// The bit where MCU `mcu` begins and the DC predictions there (the end of the scan, with
+    /// predictions 0, for the MCU after the last): from the entry before it, reading the MCUs
+    /// in between.
+    fn locate(&self, mcu: u64) -> Option<(usize, [i32; 4])> {
+        let entry = usize::try_from(mcu / GROUP).ok()?;
+        let mut pos = *self.index.starts.get(entry)? as usize;
+        let mut pred = [0i32; 4];
+        let scan_bits = (self.scan.bytes.len() - 8) * 8;
+        let total = u64::from(self.index.mcus.0) * u64::from(self.index.mcus.1);
+        if mcu == total {
+            let end = *self.index.starts.last()? as usize;
+            return (end <= scan_bits).then_some((end, pred));
+        }
+        let comps = self.index.comps;
+        for (p, &stored) in pred.iter_mut().zip(self.index.preds.get(entry * comps..(entry + 1) * comps)?) {
+            *p = i32::from(stored);
+        }
+        if mcu % GROUP != 0 {
+            let mut reader = Reader::at_bit(&self.scan.bytes, pos);
+            for _ in 0..mcu % GROUP {
+                for &c in &self.layout.blocks {
+                    pred[c] = pred[c].wrapping_add(dc_difference(&self.dc[c], &mut reader)?);
+                    if self.ac[c].skip_block(&mut reader)? > 64 {
+                        return None;
+                    }
+                }
+            }
+            pos = reader.pos();
+        }
+        (pos <= scan_bits).then_some((pos, pred))
+    }
+}
+
+#[cfg(test)]
+mod tests;
