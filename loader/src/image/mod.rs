@@ -6,9 +6,11 @@
 //! the output size there (the scaling happens in the DCT domain), resizes that straight into the
 //! batch slot, and flips it in place: one pass per sample (`codec/`, `resample/`).
 //! For a JPEG with restart markers (beton's writer puts them in) only the crop's intervals are
-//! entropy-decoded, into raw Y, Cb, Cr planes that are resized each to the output size, so that
-//! chroma upsampling and the colour conversion run on output pixels only (`codec/color.rs`); a
-//! normalising pipeline converts and normalises them in one pass.
+//! entropy-decoded, and for one without (FFCV's) only the crop's MCUs, found through a seek
+//! index built on its first decode (`codec/seek.rs`): into raw Y, Cb, Cr planes that are resized
+//! each to the output size, so that chroma upsampling and the colour conversion run on output
+//! pixels only (`codec/color.rs`); a normalising pipeline converts and normalises them in one
+//! pass.
 //!
 //! - Decoders ([`FieldDecoder`](crate::FieldDecoder)s for RGB and grey image fields; grey comes
 //!   out replicated to 3 channels; HWC `u8` `[h, w, 3]`): [`SimpleRGBImageDecoder`],
