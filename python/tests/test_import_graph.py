@@ -6,6 +6,8 @@ checker only (``if TYPE_CHECKING:``) never run and do not count."""
 import ast
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -81,3 +83,32 @@ def test_no_import_cycles(in_functions):
     cycles = _cycles(graph)
     described = ["; ".join(f"{a} -> {b}" for a in c for b in sorted(graph[a]) if b in c) for c in cycles]
     assert not cycles, f"import cycles: {described}"
+
+
+def test_import_beton_and_a_query_import_neither_numpy_nor_ffcvs_api(tmp_path):
+    """``import beton``, ``beton.open`` and ``ds.where`` import neither numpy nor FFCV's API
+    (``beton/_numpy.py``: numpy's BLAS threads would share a new process's first query's cores);
+    FFCV's names still come from ``beton`` when asked for, and ``ds[i]`` reads values."""
+    from beton.fields import FloatField, IntField
+    from beton.writer import DatasetWriter
+
+    path = str(tmp_path / "small.beton")
+    DatasetWriter(path, {"label": IntField(), "score": FloatField()}).from_indexed_dataset(
+        [(i, i / 10) for i in range(100)])
+    code = f"""
+import sys, beton
+ds = beton.open({path!r})
+rows = ds.where("label < 10 AND score > 0.5")
+print(len(rows), sorted(m for m in ("numpy", "beton.fields", "beton.loader", "beton.writer", "beton.reader")
+                         if m in sys.modules))
+from beton import DatasetWriter, InvalidDecoderError, Loader
+print(Loader.__name__, DatasetWriter.__name__, InvalidDecoderError.__name__, beton.fields.IntField.__name__,
+      beton.transforms.__name__, ds[7]["label"], "numpy" in sys.modules)
+try:
+    beton.no_such_name
+except AttributeError as e:
+    print(e)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["4 []", "Loader DatasetWriter InvalidDecoderError IntField beton.transforms 7 True",
+                   "module 'beton' has no attribute 'no_such_name'"]

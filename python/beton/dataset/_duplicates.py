@@ -4,9 +4,12 @@ and the rules that pick which row of a group to keep. The search itself is in Ru
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use (beton/_numpy.py)
+    from beton._numpy import np
 
 from beton._native import IndexSet
 from beton.dataset._results import QueryResult, _preview

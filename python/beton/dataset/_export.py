@@ -9,7 +9,6 @@ from typing import List, Optional
 from beton._warnings import FFCVCompatibilityWarning
 from beton._writing import _progress, _warn_filled
 from beton.dataset._open import _DatasetBase
-from beton.fields.registry import is_extension
 
 
 class _Exporting(_DatasetBase):
@@ -65,6 +64,8 @@ class _Exporting(_DatasetBase):
 
         kinds = {name: kind for name, kind, _ in native.fields()}
         chosen = list(kinds) if columns is None else [str(c) for c in columns]
+        from beton.fields.registry import is_extension
+
         foreign = [f"{n} ({kinds[n]})" for n in chosen if n in kinds and is_extension(kinds[n])]
         if foreign:
             warnings.warn(f"export to {os.fspath(path)}: FFCV 1.0.2 has no field type for {', '.join(foreign)}; "

@@ -12,7 +12,6 @@ import os
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from beton import _native
-from beton.reader import custom_layouts
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -58,7 +57,12 @@ class _DatasetBase:
             if branch not in (None, "main"):
                 raise ValueError(f"{path} is a .beton file: it has no branches (branch {branch!r}); branches are a "
                                  f"dataset directory's (beton.import_file)")
-            layouts, self._custom_dtypes = custom_layouts(path, custom)
+            layouts, self._custom_dtypes = {}, {}
+            if custom:
+                # FFCV's Field classes (and numpy) only when custom fields are given.
+                from beton.reader import custom_layouts
+
+                layouts, self._custom_dtypes = custom_layouts(path, custom)
             self._native = _native.Dataset(str(path), None, layouts or None)
         self._refresh()
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use (beton/_numpy.py)
+    from beton._numpy import np
 
 from beton._native import IndexSet
 from beton.dataset._open import _DatasetBase

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use (beton/_numpy.py)
+    from beton._numpy import np
 
 from beton.dataset._open import _DatasetBase
 from beton.dataset._values import _custom_struct, _field_metadata, _row_ids, _Stream, _value

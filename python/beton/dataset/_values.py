@@ -5,13 +5,14 @@ field as they are), row ids, and a field's type carried in Arrow metadata."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use (beton/_numpy.py)
+    from beton._numpy import np
 
 from beton._native import IndexSet
-from beton.fields.base import value_encoder
-from beton.fields.registry import KINDS
 
 
 class _Stream:
@@ -24,10 +25,24 @@ class _Stream:
         return self._capsule
 
 
+_KINDS = None
+
+
+def _kinds():
+    """The field kinds' registry, ``beton.fields``'s: imported on first use (it imports numpy and
+    FFCV's field classes, which opening and querying a dataset do not need)."""
+    global _KINDS
+    if _KINDS is None:
+        from beton.fields.registry import KINDS
+
+        _KINDS = KINDS
+    return _KINDS
+
+
 def _value(kind: str, raw: Any) -> Any:
     """A stored value as ``ds[i]`` gives it: as the kind's registry entry reads it (a custom
     field's as it is); None for NULL (the row has no value for the field)."""
-    registered = KINDS.get(kind)
+    registered = _kinds().get(kind)
     return raw if raw is None or registered is None else registered.value(raw)
 
 
@@ -90,16 +105,17 @@ def _row_ids(ids, what: str, n: int) -> np.ndarray:
 def _arrow_kind(kind: Optional[str]) -> bool:
     """Whether an edit sets values of fields of ``kind`` from an Arrow column (numbers, bools,
     text), not encoded by the field's class (``Kind.arrow``)."""
-    registered = KINDS.get(kind or "")
+    registered = _kinds().get(kind or "")
     return registered is not None and registered.arrow
 
 
 def _field_of(kind: str, details):
     """The beton Field class instance that encodes values of a stored field's kind (its
     registry entry's ``field_of``); a TypeError for a custom field's."""
-    if kind not in KINDS:
+    kinds = _kinds()
+    if kind not in kinds:
         raise TypeError(f"a {kind} field's values cannot be set from Python")
-    return KINDS[kind].field_of(details)
+    return kinds[kind].field_of(details)
 
 
 def _field_metadata(kind: str, details) -> Dict[bytes, bytes]:
@@ -148,6 +164,8 @@ def _encode_all(field, name: str, values) -> list:
     """``values`` as ``field`` encodes them for the writer; a bad one is named by position.
     Array fields take only values their dtype holds as they are (``_fits_dtype``)."""
     dtype = getattr(field, "dtype", None)
+    from beton.fields.base import value_encoder
+
     encode = value_encoder(name, field)
     out = []
     for i, v in enumerate(values):

@@ -9,14 +9,16 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, TypeVar, cast
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use (beton/_numpy.py)
+    from beton._numpy import np
 
 from beton import _doc
 from beton._native import IndexSet
 from beton._writing import _progress, _rgb
 from beton.dataset._open import _DatasetBase
 from beton.dataset._values import _arrow_kind, _encode_all, _field_of, _one_column, _row_ids, _sql_literal
-from beton.fields import RGBImageField
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -614,6 +616,8 @@ class _Versions(_DatasetBase):
         """
         native = self._require_directory("append")
         if os.path.isdir(source):
+            from beton.fields import RGBImageField
+
             image = RGBImageField(**writer_options).native()
             with _progress(None, progress) as report:
                 native.append_imagefolder(str(source), image_field, label_field, path_field, image,

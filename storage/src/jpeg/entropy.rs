@@ -48,6 +48,44 @@ use super::MAX_PIXELS;
 mod seek;
 pub use seek::SeekIndex;
 
+/// MCUs (in raster order) from one entry of a [`SeekIndex`] to the next.
+const SEEK_GROUP: u64 = 4;
+
+/// What [`decode`] notes for [`SeekIndex::build`]: where every [`SEEK_GROUP`]-th MCU begins and
+/// the DC predictions there, then where the last MCU ends.
+#[derive(Default)]
+struct Recorder {
+    starts: Vec<u32>,
+    preds: Vec<i16>,
+    /// A position or a prediction did not fit its type.
+    overflow: bool,
+}
+
+impl Recorder {
+    /// MCU `mcu` begins at bit `pos` with predictions `pred`.
+    #[inline(always)]
+    fn mcu(&mut self, mcu: u64, pos: usize, pred: &[i32]) {
+        if mcu % SEEK_GROUP != 0 {
+            return;
+        }
+        self.starts.push(u32::try_from(pos).unwrap_or_else(|_| {
+            self.overflow = true;
+            0
+        }));
+        for &p in pred {
+            self.preds.push(i16::try_from(p).unwrap_or_else(|_| {
+                self.overflow = true;
+                0
+            }));
+        }
+    }
+
+    /// The last MCU ends before bit `pos`.
+    fn end(&mut self, pos: usize) {
+        self.mcu(0, pos, &[]);
+    }
+}
+
 /// What [`check_with_restarts`] did with a JPEG it took.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Checked {
@@ -792,7 +830,7 @@ fn decode(
     layout: &Layout,
     scan: &Unstuffed,
     mut out: Option<(&mut BitWriter, u32)>,
-    mut record: Option<&mut seek::Recorder>,
+    mut record: Option<&mut Recorder>,
 ) -> Option<()> {
     // One decoder per table the scan uses (components share them; most JPEGs share them too).
     let (dc, ac) = (decoders(header, true)?, decoders(header, false)?);

@@ -6,7 +6,7 @@
 //! previous block's. FFCV's writer (OpenCV's `imencode`) writes such JPEGs, so a crop of one
 //! costs every MCU above and left of the crop's end. [`SeekIndex::build`] reads the scan once
 //! (the entropy pass's check, so a JPEG it indexes is one libjpeg-turbo decodes without a
-//! warning) and keeps, for every [`GROUP`]-th MCU in raster order, the bit where it begins in
+//! warning) and keeps, for every [`SEEK_GROUP`]-th MCU in raster order, the bit where it begins in
 //! the unstuffed scan and the DC prediction of each component there. [`SeekIndex::window`] then
 //! writes a baseline JPEG of just the MCU columns and rows asked for: the original header with
 //! the window's size, and for each MCU row of the window its MCUs' bits copied as they are,
@@ -16,18 +16,18 @@
 //! path (a JPEG with a restart interval never takes it); its coefficients, and so its pixels,
 //! are exactly those of the same MCUs in the original.
 //!
-//! An index takes 4 bytes plus 2 a component for every [`GROUP`] MCUs (a 256×192 4:2:0 photo:
+//! An index takes 4 bytes plus 2 a component for every [`SEEK_GROUP`] MCUs (a 256×192 4:2:0 photo:
 //! 192 MCUs, 480 bytes; its JPEG at quality 90 about 20 KB). Reaching an MCU between entries
-//! reads up to `GROUP - 1` MCUs from the entry before it (~0.3 µs each).
+//! reads up to `SEEK_GROUP - 1` MCUs from the entry before it (~0.3 µs each).
 
 use std::ops::Range;
 
-use super::{dc_difference, dc_encoder, decoders, BitWriter, Decoder, Header, Layout, Reader, Unstuffed};
+use super::{
+    dc_difference, dc_encoder, decoders, BitWriter, Decoder, Header, Layout, Reader, Recorder, Unstuffed,
+    SEEK_GROUP,
+};
 
-/// MCUs (in raster order) from one entry of a [`SeekIndex`] to the next.
-const GROUP: u64 = 4;
-
-/// Where every [`GROUP`]-th MCU of a JPEG without restart markers begins (see the module docs).
+/// Where every [`SEEK_GROUP`]-th MCU of a JPEG without restart markers begins (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeekIndex {
     /// MCU width and height in pixels.
@@ -36,45 +36,11 @@ pub struct SeekIndex {
     mcus: (u32, u32),
     /// Components of the scan.
     comps: usize,
-    /// The bit (of the unstuffed scan) where MCU `GROUP · i` begins, for every `i`; then the bit
+    /// The bit (of the unstuffed scan) where MCU `SEEK_GROUP · i` begins, for every `i`; then the bit
     /// after the last MCU.
     starts: Box<[u32]>,
     /// The DC prediction of each component where each of `starts` (but the last) begins.
     preds: Box<[i16]>,
-}
-
-/// What [`super::decode`] notes for [`SeekIndex::build`].
-#[derive(Default)]
-pub(super) struct Recorder {
-    starts: Vec<u32>,
-    preds: Vec<i16>,
-    /// A position or a prediction did not fit its type.
-    overflow: bool,
-}
-
-impl Recorder {
-    /// MCU `mcu` begins at bit `pos` with predictions `pred`.
-    #[inline(always)]
-    pub(super) fn mcu(&mut self, mcu: u64, pos: usize, pred: &[i32]) {
-        if mcu % GROUP != 0 {
-            return;
-        }
-        self.starts.push(u32::try_from(pos).unwrap_or_else(|_| {
-            self.overflow = true;
-            0
-        }));
-        for &p in pred {
-            self.preds.push(i16::try_from(p).unwrap_or_else(|_| {
-                self.overflow = true;
-                0
-            }));
-        }
-    }
-
-    /// The last MCU ends before bit `pos`.
-    pub(super) fn end(&mut self, pos: usize) {
-        self.mcu(0, pos, &[]);
-    }
 }
 
 /// The MCU size in pixels of a scan of `header`'s components (a one-component scan's MCU is one
@@ -104,7 +70,7 @@ impl SeekIndex {
         let mcu = mcu_size(&header)?;
         let mcus = (header.width.div_ceil(mcu.0), header.height.div_ceil(mcu.1));
         let comps = header.components.len();
-        let groups = layout.mcus.div_ceil(GROUP) as usize;
+        let groups = layout.mcus.div_ceil(SEEK_GROUP) as usize;
         if record.overflow
             || u64::from(mcus.0) * u64::from(mcus.1) != layout.mcus
             || record.starts.len() != groups + 1
@@ -242,7 +208,7 @@ impl Walk<'_> {
     /// predictions 0, for the MCU after the last): from the entry before it, reading the MCUs
     /// in between.
     fn locate(&self, mcu: u64) -> Option<(usize, [i32; 4])> {
-        let entry = usize::try_from(mcu / GROUP).ok()?;
+        let entry = usize::try_from(mcu / SEEK_GROUP).ok()?;
         let mut pos = *self.index.starts.get(entry)? as usize;
         let mut pred = [0i32; 4];
         let scan_bits = (self.scan.bytes.len() - 8) * 8;
@@ -255,9 +221,9 @@ impl Walk<'_> {
         for (p, &stored) in pred.iter_mut().zip(self.index.preds.get(entry * comps..(entry + 1) * comps)?) {
             *p = i32::from(stored);
         }
-        if mcu % GROUP != 0 {
+        if mcu % SEEK_GROUP != 0 {
             let mut reader = Reader::at_bit(&self.scan.bytes, pos);
-            for _ in 0..mcu % GROUP {
+            for _ in 0..mcu % SEEK_GROUP {
                 for &c in &self.layout.blocks {
                     pred[c] = pred[c].wrapping_add(dc_difference(&self.dc[c], &mut reader)?);
                     if self.ac[c].skip_block(&mut reader)? > 64 {
