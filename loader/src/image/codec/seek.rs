@@ -4,13 +4,14 @@
 //! crop's end.
 //!
 //! The index of a JPEG is built the first time one of its crops is decoded (one entropy-level
-//! pass over it, ~0.1 ms for a 256-pixel photo; the JPEG is checked by it too) and kept for the
+//! pass over it, ~0.2 ms for a 436×363 photo; the JPEG is checked by it too) and kept for the
 //! process, by the XXH3-128 hash of its bytes: the same bytes find it again in the next epoch
 //! whatever loader, file or sample they come from, and other bytes can never use it. A JPEG
 //! the index declines (progressive, damaged, ...) is remembered as such and takes the caller's
-//! other path. The indexes are held up to a budget, 512 MiB by default (about a million
-//! 256-pixel photos at ~500 bytes each), `BETON_SEEK_INDEX_MB` to change it (`0`: no index):
-//! once it is spent, JPEGs not yet indexed are decoded as before.
+//! other path. The indexes are held up to a budget, 512 MiB by default (about 900,000 256×192
+//! photos at ~600 bytes each with their entry), `BETON_SEEK_INDEX_MB` to change it (`0`: no
+//! index; a value that is not a number is reported on stderr and the default kept): once it is
+//! spent, JPEGs not yet indexed are decoded as before.
 //!
 //! Where the crop lies, in MCUs, is exactly what [`super::restart::slice`] cuts from the same
 //! JPEG with a restart marker per MCU, and the coefficients are the same, so the pixels are
@@ -43,8 +44,14 @@ pub(crate) struct Cache {
 }
 
 static CACHE: LazyLock<Cache> = LazyLock::new(|| {
-    let mb = std::env::var("BETON_SEEK_INDEX_MB").ok().and_then(|v| v.trim().parse::<usize>().ok());
-    Cache::new(mb.unwrap_or(DEFAULT_BUDGET_MB).saturating_mul(1 << 20))
+    let mb = match std::env::var("BETON_SEEK_INDEX_MB") {
+        Ok(v) => v.trim().parse::<usize>().unwrap_or_else(|_| {
+            eprintln!("beton: BETON_SEEK_INDEX_MB={v:?} is not a number of MiB; seek indexes use {DEFAULT_BUDGET_MB}");
+            DEFAULT_BUDGET_MB
+        }),
+        Err(_) => DEFAULT_BUDGET_MB,
+    };
+    Cache::new(mb.saturating_mul(1 << 20))
 });
 
 impl Cache {
