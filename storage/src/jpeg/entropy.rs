@@ -110,20 +110,13 @@ pub fn check_with_restarts(data: &[u8], interval: u16) -> Option<Checked> {
     }
     // The header up to the SOS without its DRI segments, a DRI segment of `interval`, the SOS.
     let mut out = Vec::with_capacity(data.len() + layout.mcus as usize * 2 + 64);
-    let mut at = 0;
-    for dri in &header.dri_segments {
-        out.extend_from_slice(data.get(at..dri.start)?);
-        at = dri.end;
-    }
-    out.extend_from_slice(data.get(at..header.sos_at)?);
+    header_without_dri(data, &header, &mut out)?;
     out.extend_from_slice(&[0xFF, 0xDD, 0, 4]);
     out.extend_from_slice(&interval.to_be_bytes());
     out.extend_from_slice(data.get(header.sos_at..header.data_at)?);
-    let mut writer = BitWriter { out, acc: 0, bits: 0 };
-    decode(&header, &layout, &scan, Some((&mut writer, u32::from(interval))), None)?;
-    let mut out = writer.finish();
-    out.extend_from_slice(&[0xFF, 0xD9]);
-    Some(Checked::Rewritten(out))
+    let mut rewrite = Rewrite::new(&header, &scan, out)?;
+    decode(&header, &layout, &scan, Some((&mut rewrite, u32::from(interval))), None)?;
+    Some(Checked::Rewritten(rewrite.finish()))
 }
 
 /// A Huffman table as DHT gives it: how many codes of each length 1–16, and their symbols.
@@ -813,14 +806,108 @@ impl BitWriter {
     }
 }
 
-/// The decoders of the scan's components, DC tables (`dc`) or AC tables, in component order.
-fn decoders(header: &Header, dc: bool) -> Option<Vec<std::rc::Rc<Decoder>>> {
-    let tables = if dc { &header.dc } else { &header.ac };
-    header
-        .components
-        .iter()
-        .map(|c| Decoder::cached(tables[if dc { c.dc } else { c.ac }].as_ref()?, dc))
-        .collect()
+/// What reading a scan's MCUs takes: the component of each block of an MCU and each
+/// component's DC and AC decoders (components share them; most JPEGs of a corpus share them
+/// too, [`Decoder::cached`]).
+struct Mcus<'l> {
+    blocks: &'l [usize],
+    dc: Vec<std::rc::Rc<Decoder>>,
+    ac: Vec<std::rc::Rc<Decoder>>,
+}
+
+impl<'l> Mcus<'l> {
+    fn of(header: &Header, layout: &'l Layout) -> Option<Mcus<'l>> {
+        let decoders = |dc: bool| -> Option<Vec<std::rc::Rc<Decoder>>> {
+            let tables = if dc { &header.dc } else { &header.ac };
+            let id = |c: &Component| if dc { c.dc } else { c.ac };
+            header.components.iter().map(|c| Decoder::cached(tables[id(c)].as_ref()?, dc)).collect()
+        };
+        Some(Mcus { blocks: &layout.blocks, dc: decoders(true)?, ac: decoders(false)? })
+    }
+
+    /// Reads the MCU at `r`: each block's DC difference added to `pred` (its component's), its
+    /// AC codes to EOB or the 63rd coefficient skipped (a code with its bits is at most 31
+    /// bits). With `rewrite`, a block whose DC is predicted from another value in the output
+    /// than in the input gets its difference written again ([`Rewrite`]).
+    #[inline(always)]
+    fn read(
+        &self,
+        r: &mut Reader<'_>,
+        pred: &mut [i32],
+        mut rewrite: Option<&mut Rewrite<'_>>,
+    ) -> Option<()> {
+        for &c in self.blocks {
+            let dc_from = r.pos();
+            let before = pred[c];
+            pred[c] = before.wrapping_add(dc_difference(&self.dc[c], r)?);
+            if let Some(rw) = rewrite.as_mut() {
+                if rw.pred[c] != before {
+                    rw.copy_to(dc_from);
+                    rw.w.dc(&rw.enc[c], pred[c].wrapping_sub(rw.pred[c]))?;
+                    rw.copy_from = r.pos();
+                }
+                rw.pred[c] = pred[c];
+            }
+            if self.ac[c].skip_block(r)? > 64 {
+                return None;
+            }
+        }
+        Some(())
+    }
+}
+
+/// A scan being written again: the input's bits copied in runs, from `copy_from` up to where a
+/// block's DC difference must be written again (its prediction in the output, `pred`, differs
+/// from the input's: after a restart of one that the other does not have, or at a window's
+/// row), a marker, or the end.
+struct Rewrite<'s> {
+    scan: &'s Unstuffed,
+    w: BitWriter,
+    /// Each component's DC encoding table.
+    enc: Vec<[Option<(u32, u32)>; 12]>,
+    /// The output's DC prediction of each component.
+    pred: Vec<i32>,
+    /// The next bit of the input not yet copied.
+    copy_from: usize,
+}
+
+impl<'s> Rewrite<'s> {
+    /// A rewrite of `scan` appending to `out` (what comes before the scan, written already).
+    fn new(header: &Header, scan: &'s Unstuffed, out: Vec<u8>) -> Option<Rewrite<'s>> {
+        let enc =
+            header.components.iter().map(|c| dc_encoder(header.dc[c.dc].as_ref()?)).collect::<Option<_>>()?;
+        let pred = vec![0; header.components.len()];
+        Some(Rewrite { scan, w: BitWriter { out, acc: 0, bits: 0 }, enc, pred, copy_from: 0 })
+    }
+
+    /// Copies the input's bits from `copy_from` up to bit `to`.
+    #[inline(always)]
+    fn copy_to(&mut self, to: usize) {
+        self.w.copy(self.scan, self.copy_from, to);
+        self.copy_from = to;
+    }
+
+    /// The output: the scan padded to a byte, then EOI.
+    fn finish(self) -> Vec<u8> {
+        let mut out = self.w.finish();
+        out.extend_from_slice(&[0xFF, 0xD9]);
+        out
+    }
+}
+
+/// Appends to `out` the segments of `data` before its scan, without the DRI segments (an
+/// output's own DRI, if any, goes after them), and gives where SOF's height field is in `out`.
+fn header_without_dri(data: &[u8], header: &Header, out: &mut Vec<u8>) -> Option<usize> {
+    let (mut at, mut sof_at) = (0, out.len() + header.sof_size_at);
+    for dri in &header.dri_segments {
+        out.extend_from_slice(data.get(at..dri.start)?);
+        if dri.end <= header.sof_size_at {
+            sof_at -= dri.len();
+        }
+        at = dri.end;
+    }
+    out.extend_from_slice(data.get(at..header.sos_at)?);
+    Some(sof_at)
 }
 
 /// Decodes every block of the scan (and with `out`, writes it with a restart marker every
@@ -829,71 +916,41 @@ fn decode(
     header: &Header,
     layout: &Layout,
     scan: &Unstuffed,
-    mut out: Option<(&mut BitWriter, u32)>,
+    mut out: Option<(&mut Rewrite<'_>, u32)>,
     mut record: Option<&mut Recorder>,
 ) -> Option<()> {
-    // One decoder per table the scan uses (components share them; most JPEGs share them too).
-    let (dc, ac) = (decoders(header, true)?, decoders(header, false)?);
-    // The DC encoders, for the rewrite only.
-    let enc: Vec<[Option<(u32, u32)>; 12]> = match &out {
-        Some(_) => {
-            header.components.iter().map(|c| dc_encoder(header.dc[c.dc].as_ref()?)).collect::<Option<_>>()?
-        }
-        None => Vec::new(),
-    };
+    let mcus = Mcus::of(header, layout)?;
     let per_interval = if header.interval == 0 { layout.mcus } else { u64::from(header.interval) };
-    let n = header.components.len();
-    let (mut pred, mut out_pred) = (vec![0i32; n], vec![0i32; n]);
+    let mut pred = vec![0i32; header.components.len()];
     let mut start = 0usize;
     let mut mcu = 0u64;
     // The rewrite's MCUs since its last restart marker (the first MCU has none before it), and
     // the number of its next marker.
     let (mut since_marker, mut next_marker) = (0u32, 0u8);
-    // The rewrite copies the input's bits in runs: from `copy_from` up to where a block's DC must
-    // be written again (its prediction differs from the input's: the first blocks after an output
-    // restart, or after an input restart the output does not have), a marker, or the end.
     for &end in &scan.ends {
         let end_bits = end * 8;
         let mut r = Reader::at(&scan.bytes, start);
-        let mut copy_from = start * 8;
+        if let Some((rw, _)) = out.as_mut() {
+            rw.copy_from = start * 8;
+        }
         pred.iter_mut().for_each(|p| *p = 0);
         let last = (mcu + per_interval).min(layout.mcus);
         while mcu < last {
-            if let Some((w, interval)) = out.as_mut() {
+            if let Some((rw, interval)) = out.as_mut() {
                 // (Counted, not divided per MCU.)
                 if since_marker == *interval {
-                    w.copy(scan, copy_from, r.pos());
-                    copy_from = r.pos();
-                    w.marker(0xD0 + next_marker);
+                    rw.copy_to(r.pos());
+                    rw.w.marker(0xD0 + next_marker);
                     next_marker = (next_marker + 1) % 8;
                     since_marker = 0;
-                    out_pred.iter_mut().for_each(|p| *p = 0);
+                    rw.pred.iter_mut().for_each(|p| *p = 0);
                 }
                 since_marker += 1;
             }
             if let Some(rec) = record.as_mut() {
                 rec.mcu(mcu, r.pos(), &pred);
             }
-            for &c in &layout.blocks {
-                let dc_from = r.pos();
-                let diff = dc_difference(&dc[c], &mut r)?;
-                let before = pred[c];
-                pred[c] = before.wrapping_add(diff);
-                if let Some((w, _)) = out.as_mut() {
-                    if out_pred[c] != before {
-                        // Predicted from another value than in the input: its difference again.
-                        w.copy(scan, copy_from, dc_from);
-                        w.dc(&enc[c], pred[c].wrapping_sub(out_pred[c]))?;
-                        copy_from = r.pos();
-                    }
-                    out_pred[c] = pred[c];
-                }
-                // AC: run/size codes, their bits skipped, to EOB or the 63rd coefficient (a
-                // code with its bits is at most 31 bits).
-                if ac[c].skip_block(&mut r)? > 64 {
-                    return None;
-                }
-            }
+            mcus.read(&mut r, &mut pred, out.as_mut().map(|(rw, _)| &mut **rw))?;
             if r.pos() > end_bits {
                 return None;
             }
@@ -904,8 +961,8 @@ fn decode(
         if end_bits - r.pos() >= 8 {
             return None;
         }
-        if let Some((w, _)) = out.as_mut() {
-            w.copy(scan, copy_from, r.pos());
+        if let Some((rw, _)) = out.as_mut() {
+            rw.copy_to(r.pos());
         }
         if let Some(rec) = record.as_mut() {
             rec.end(r.pos());

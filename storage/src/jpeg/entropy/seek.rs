@@ -22,10 +22,7 @@
 
 use std::ops::Range;
 
-use super::{
-    dc_difference, dc_encoder, decoders, BitWriter, Decoder, Header, Layout, Reader, Recorder, Unstuffed,
-    SEEK_GROUP,
-};
+use super::{header_without_dri, Header, Layout, Mcus, Reader, Recorder, Rewrite, Unstuffed, SEEK_GROUP};
 
 /// Where every [`SEEK_GROUP`]-th MCU of a JPEG without restart markers begins (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,65 +128,39 @@ impl SeekIndex {
             return None;
         }
         let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, 0)?;
-        let (dc, ac) = (decoders(&header, true)?, decoders(&header, false)?);
-        let enc: Vec<[Option<(u32, u32)>; 12]> =
-            header.components.iter().map(|c| dc_encoder(header.dc[c.dc].as_ref()?)).collect::<Option<_>>()?;
+        let mcus = Mcus::of(&header, &layout)?;
 
         // The header up to the SOS without its DRI segments (restart interval 0 anyway), with
         // the window's size in SOF, then the SOS.
         let width = (cols.end * self.mcu.0).min(header.width) - cols.start * self.mcu.0;
         let height = (rows.end * self.mcu.1).min(header.height) - rows.start * self.mcu.1;
-        out.clear();
-        let (mut at, mut sof_at) = (0, header.sof_size_at);
-        for dri in &header.dri_segments {
-            out.extend_from_slice(data.get(at..dri.start)?);
-            if dri.end <= header.sof_size_at {
-                sof_at -= dri.len();
-            }
-            at = dri.end;
-        }
-        out.extend_from_slice(data.get(at..header.sos_at)?);
+        let mut head = std::mem::take(out);
+        head.clear();
+        let sof_at = header_without_dri(data, &header, &mut head)?;
         let [h1, h0] = u16::try_from(height).ok()?.to_be_bytes();
         let [w1, w0] = u16::try_from(width).ok()?.to_be_bytes();
-        out.get_mut(sof_at..sof_at + 4)?.copy_from_slice(&[h1, h0, w1, w0]);
-        out.extend_from_slice(data.get(header.sos_at..header.data_at)?);
+        head.get_mut(sof_at..sof_at + 4)?.copy_from_slice(&[h1, h0, w1, w0]);
+        head.extend_from_slice(data.get(header.sos_at..header.data_at)?);
 
-        let mut w = BitWriter { out: std::mem::take(out), acc: 0, bits: 0 };
-        let walk = Walk { index: self, scan: &scan, layout: &layout, dc: &dc, ac: &ac };
-        // The window stream's DC predictions: 0 at its start.
-        let mut out_pred = [0i32; 4];
+        // The window's DC predictions start at 0; each row's first MCU is read through the
+        // rewrite (its blocks predicted from other values than in the input), the rest of the row
+        // copied as it is, after which the window predicts from the row's last blocks.
+        let mut rewrite = Rewrite::new(&header, &scan, head)?;
+        let walk = Walk { index: self, scan: &scan, mcus: &mcus };
         let across = u64::from(self.mcus.0);
         for r in rows {
-            let first = u64::from(r) * across + u64::from(cols.start);
-            let (from, mut pred) = walk.locate(first)?;
+            let (from, mut pred) = walk.locate(u64::from(r) * across + u64::from(cols.start))?;
             let (to, pred_after) = walk.locate(u64::from(r) * across + u64::from(cols.end))?;
-            // The row's first MCU: each component's first block predicted afresh.
             let mut reader = Reader::at_bit(&scan.bytes, from);
-            let mut copy_from = from;
-            for &c in &layout.blocks {
-                let dc_from = reader.pos();
-                let diff = dc_difference(&dc[c], &mut reader)?;
-                let before = pred[c];
-                pred[c] = before.wrapping_add(diff);
-                if out_pred[c] != before {
-                    w.copy(&scan, copy_from, dc_from);
-                    w.dc(&enc[c], pred[c].wrapping_sub(out_pred[c]))?;
-                    copy_from = reader.pos();
-                }
-                out_pred[c] = pred[c];
-                if ac[c].skip_block(&mut reader)? > 64 {
-                    return None;
-                }
-            }
+            rewrite.copy_from = from;
+            mcus.read(&mut reader, &mut pred, Some(&mut rewrite))?;
             if reader.pos() > to {
                 return None;
             }
-            // The rest of the row as it is; the stream then predicts from the row's last blocks.
-            w.copy(&scan, copy_from, to);
-            out_pred = pred_after;
+            rewrite.copy_to(to);
+            rewrite.pred.copy_from_slice(&pred_after[..self.comps]);
         }
-        *out = w.finish();
-        out.extend_from_slice(&[0xFF, 0xD9]);
+        *out = rewrite.finish();
         Some((width, height))
     }
 }
@@ -198,9 +169,7 @@ impl SeekIndex {
 struct Walk<'a> {
     index: &'a SeekIndex,
     scan: &'a Unstuffed,
-    layout: &'a Layout,
-    dc: &'a [std::rc::Rc<Decoder>],
-    ac: &'a [std::rc::Rc<Decoder>],
+    mcus: &'a Mcus<'a>,
 }
 
 impl Walk<'_> {
@@ -224,12 +193,7 @@ impl Walk<'_> {
         if mcu % SEEK_GROUP != 0 {
             let mut reader = Reader::at_bit(&self.scan.bytes, pos);
             for _ in 0..mcu % SEEK_GROUP {
-                for &c in &self.layout.blocks {
-                    pred[c] = pred[c].wrapping_add(dc_difference(&self.dc[c], &mut reader)?);
-                    if self.ac[c].skip_block(&mut reader)? > 64 {
-                        return None;
-                    }
-                }
+                self.mcus.read(&mut reader, &mut pred, None)?;
             }
             pos = reader.pos();
         }
