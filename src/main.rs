@@ -172,6 +172,9 @@ struct WriteArgs {
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // SAFETY: first thing in `main`, before any thread is started (`beton_storage::allocator`: a
+    // query's fresh memory touched in 4 KiB pages where used, not whole huge pages).
+    unsafe { beton_storage::allocator::commit_arenas_on_demand() };
     let cli = Cli::parse();
     let (name, result) = match cli.command {
         Command::Info { file, json, version, custom } => match versions::is_dataset(&file) {

@@ -1091,3 +1091,61 @@ fn comparisons_between_columns_over_many_patched_data_files_match_the_evaluator(
         assert!(!fused.is_empty() && fused.len() < ta.num_rows() as usize, "{sql}: {} rows", fused.len());
     }
 }
+
+#[test]
+fn fused_ids_over_many_data_files_are_the_evaluators_rows_at_every_density() {
+    // A WHERE over many data files gives its ids a data file at a time: dense files as bits,
+    // sparse ones (fewer than one match in 32) as positions, deleted rows dropped, patched rows
+    // compared with their values. Against the general evaluator (`(P) = TRUE` is not fused), at
+    // densities from none to all, over sizes that are not multiples of 64, at 1 to 3 threads.
+    let tmp = tempfile::tempdir().unwrap();
+    let fields = "c:int d:int";
+    let value =
+        |i: u64| vec![SampleValue::Int((i * 2_654_435_761 % 1000) as i64), SampleValue::Int((i % 7) as i64)];
+    let mut files = Vec::new();
+    let mut first = 0;
+    for k in 0..11u64 {
+        let f = tmp.path().join(format!("p{k}.beton"));
+        let n = [1, 63, 64, 65, 700, 1333, 2048, 5, 4099, 130, 977][k as usize];
+        beton_testkit::write(&f, beton_testkit::schema(fields), n, |i| value(first + i));
+        first += n;
+        files.push(f);
+    }
+    let many =
+        VersionedDataset::concat(&tmp.path().join("many"), &files, "", &ExportOptions::default()).unwrap();
+    let many = many.update(Some("index % 97 = 5"), &[("c".into(), "3".into())], "").unwrap();
+    let many = many.update(Some("index % 89 = 1"), &[("d".into(), "c".into())], "").unwrap();
+    let many = many.delete_where("index % 31 = 30 OR index BETWEEN 5000 AND 5100", "").unwrap();
+    // The general evaluator caches the columns it makes (after which nothing is read in place):
+    // it reads another view's table.
+    let (view, reference) = (many.view().unwrap(), many.view().unwrap());
+    let (table, reference) = (view.table().unwrap(), reference.table().unwrap());
+    for sql in [
+        "c < 0",
+        "c < 3",
+        "c = 3",
+        "c < 20 AND d <> 2",
+        "c < 31",
+        "c < 40",
+        "c < 500",
+        "c >= 0 AND d >= 0",
+        "c >= d",
+        "index >= 700 AND c < 20",
+        "index < 3000 AND c >= 900",
+    ] {
+        let general = beton_query::select_indices(&reference, &format!("({sql}) = TRUE")).unwrap();
+        assert!(table.column_parts("c").is_some() && table.column_parts("d").is_some(), "read in place");
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let fused = pool.install(|| beton_query::select_indices(&table, sql).unwrap());
+            assert_eq!(fused, general, "{sql} ({threads} threads)");
+            let rows = pool
+                .install(|| beton_query::query(&table, &format!("SELECT index FROM samples WHERE {sql}")));
+            assert_eq!(
+                rows.unwrap().num_rows(),
+                general.len(),
+                "{sql}: the bitmap's rows ({threads} threads)"
+            );
+        }
+    }
+}

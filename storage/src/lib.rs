@@ -20,6 +20,7 @@
 //! # Ok::<(), beton_storage::Error>(())
 //! ```
 
+pub mod allocator;
 pub mod error;
 pub mod field;
 pub mod format;

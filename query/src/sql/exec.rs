@@ -48,15 +48,25 @@ fn matching_mask(ctx: &Ctx, predicate: &Expr) -> Result<arrow_buffer::BooleanBuf
     // Compiled for the baseline x86-64 (no vector compares of 64-bit integers) and run on one
     // thread it is slower than arrow's kernels (`query/examples/where_ab.rs`: 0.8x), which then
     // take it (both give the same rows).
-    if rayon::current_num_threads() > 1 || super::fused::Isa::detected().vectorised() {
+    if fused_pays() {
         if let Some(mask) = super::fused::conjunction_mask(ctx, predicate) {
             return mask;
         }
     }
+    unfused_mask(ctx, predicate)
+}
+
+/// [`matching_mask`] by the general evaluator: in morsels on all cores where it can.
+fn unfused_mask(ctx: &Ctx, predicate: &Expr) -> Result<arrow_buffer::BooleanBuffer> {
     if let Some(mask) = in_morsels(ctx, predicate) {
         return mask;
     }
     whole_mask(ctx, predicate)
+}
+
+/// Whether the fused pass is faster than arrow's kernels here ([`matching_mask`]).
+fn fused_pays() -> bool {
+    rayon::current_num_threads() > 1 || super::fused::Isa::detected().vectorised()
 }
 
 /// Rows per morsel of a WHERE the fused pass does not take: as the fused pass's and the
@@ -141,7 +151,17 @@ fn check_size(table: &Table) -> Result<()> {
 pub(crate) fn filter_ids(table: &Table, predicate: &Expr) -> Result<IndexSet> {
     check_size(table)?;
     prefetch(table, [predicate]);
-    let bits = matching_mask(&Ctx::all(table), predicate)?;
+    let ctx = Ctx::all(table);
+    // A fused conjunction gives the ids straight away (no bitmap of the whole table where the
+    // table is read a data file at a time).
+    let fused = match fused_pays() {
+        true => super::fused::conjunction_ids(&ctx, predicate),
+        false => None,
+    };
+    if let Some(ids) = fused {
+        return Ok(IndexSet::from_increasing(ids?));
+    }
+    let bits = unfused_mask(&ctx, predicate)?;
     // Straight to u64 ids, allocated once (no u32 list in between), in parallel morsels.
     Ok(IndexSet::from_increasing(super::fused::set_ids(&bits)))
 }

@@ -536,8 +536,25 @@ pub(crate) fn conjunction_mask(ctx: &Ctx, predicate: &Expr) -> Option<Result<Boo
     conjunction_mask_with(Isa::detected(), ctx, predicate)
 }
 
+/// The positions of the matching rows of `predicate` over every row of `ctx`'s table, ascending,
+/// when it is a conjunction this module evaluates: [`conjunction_mask`]'s set bits, without a
+/// bitmap of the whole table where the table is read a data file at a time.
+pub(crate) fn conjunction_ids(ctx: &Ctx, predicate: &Expr) -> Option<Result<Vec<u64>>> {
+    conjunction_ids_with(Isa::detected(), ctx, predicate)
+}
+
 /// [`conjunction_mask`] with the loops compiled for `isa`.
 fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result<BooleanBuffer>> {
+    Some(conjunction_with(isa, ctx, predicate)?.map(Matched::into_mask))
+}
+
+/// [`conjunction_ids`] with the loops compiled for `isa`.
+fn conjunction_ids_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result<Vec<u64>>> {
+    Some(conjunction_with(isa, ctx, predicate)?.map(|m| m.into_ids(isa)))
+}
+
+/// What `predicate` matches, when it is a conjunction this module evaluates.
+fn conjunction_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result<Matched>> {
     if ctx.is_grouped() || ctx.num_rows() as u64 != ctx.table().num_rows() {
         return None;
     }
@@ -582,10 +599,10 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
     let shape = Shape::And(top).renumbered(&map)?;
     let within = IndexRange::of(&conditions, ctx.num_rows())?;
     if comparisons.is_empty() {
-        return Some(Ok(within.mask(None)));
+        return Some(Ok(Matched::Range(within)));
     }
-    if let Some(mask) = chunked(isa, ctx, &comparisons, &shape, &within) {
-        return Some(Ok(mask));
+    if let Some(parts) = chunked(isa, ctx, &comparisons, &shape, &within) {
+        return Some(Ok(Matched::Parts(parts)));
     }
     // The columns first (materialised, cached), then the leaves borrowing them.
     let read = |name: &str| -> Option<ArrayRef> {
@@ -620,7 +637,7 @@ fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result
         // The evaluator reports the overflow.
         return None;
     }
-    Some(Ok(within.mask(Some(&mask))))
+    Some(Ok(Matched::Mask(within.mask(Some(&mask)))))
 }
 
 /// The position column: always the table's first, never a field's (fields may not be named so).
@@ -704,6 +721,16 @@ impl IndexRange {
         self.lo == 0 && self.hi == self.num_rows && self.only.is_none() && self.not.is_empty()
     }
 
+    /// The rows it allows, ascending.
+    fn ids(&self) -> Vec<u64> {
+        let allowed = |i: &usize| (self.lo..self.hi).contains(i) && !self.not.contains(i);
+        match &self.only {
+            Some(only) => only.iter().filter(|i| allowed(i)).map(|&i| i as u64).collect(),
+            None if self.not.is_empty() => (self.lo as u64..self.hi as u64).collect(),
+            None => (self.lo..self.hi).filter(allowed).map(|i| i as u64).collect(),
+        }
+    }
+
     /// The rows to evaluate other conditions over.
     fn rows(&self) -> Range<usize> {
         match &self.only {
@@ -764,19 +791,193 @@ fn word_at(bytes: &[u8], bit: usize) -> u64 {
     (u128::from_le_bytes(raw) >> shift) as u64
 }
 
+/// What a fused conjunction matched: a bit per row of the table, or each data file's matches.
+enum Matched {
+    Mask(BooleanBuffer),
+    Parts(PartsMatched),
+    /// Conditions on `index` alone: the rows they allow.
+    Range(IndexRange),
+}
+
+impl Matched {
+    /// A bit per row of the table, set where the conjunction holds.
+    fn into_mask(self) -> BooleanBuffer {
+        match self {
+            Matched::Mask(mask) => mask,
+            Matched::Parts(parts) => parts.into_mask(),
+            Matched::Range(within) => within.mask(None),
+        }
+    }
+
+    /// The positions of the rows where the conjunction holds, ascending.
+    fn into_ids(self, isa: Isa) -> Vec<u64> {
+        match self {
+            Matched::Mask(mask) => set_ids_with(isa, &mask),
+            Matched::Parts(parts) if parts.within.is_all() => parts.into_ids(isa),
+            Matched::Parts(parts) => set_ids_with(isa, &parts.into_mask()),
+            // (`index BETWEEN 5000000 AND 5000009` of 100 M rows: 10 ids, no 12.5 MB bitmap.)
+            Matched::Range(within) => within.ids(),
+        }
+    }
+}
+
+/// Each data file's matching rows in table order ([`chunked`]), and the rows the conditions on
+/// `index` allow.
+struct PartsMatched {
+    parts: Vec<PartMatched>,
+    within: IndexRange,
+}
+
+/// One data file's matching rows among the rows it gives the table.
+struct PartMatched {
+    /// Rows it gives the table.
+    rows: usize,
+    /// How many of them match.
+    count: usize,
+    matched: PartMatches,
+}
+
+/// A data file's matches as a bit per row, or, where fewer than one row in 32 matches, as the
+/// positions of those that do (smaller than the bits, and nothing to scan for them later).
+enum PartMatches {
+    Bits(BooleanBuffer),
+    Rows(Vec<u32>),
+}
+
+impl PartsMatched {
+    /// The parts' matches as one bitmap of the table's rows, the conditions on `index` applied.
+    fn into_mask(self) -> BooleanBuffer {
+        let total = self.parts.iter().map(|p| p.rows).sum();
+        let mut all = arrow_buffer::BooleanBufferBuilder::new(total);
+        for part in &self.parts {
+            match &part.matched {
+                PartMatches::Bits(bits) => all.append_buffer(bits),
+                PartMatches::Rows(rows) => {
+                    let at = all.len();
+                    all.append_n(part.rows, false);
+                    for &r in rows {
+                        all.set_bit(at + r as usize, true);
+                    }
+                }
+            }
+        }
+        self.within.mask(Some(&all.finish()))
+    }
+
+    /// The positions of the matching rows (every row allowed by `index`: `within.is_all()`),
+    /// written once into one vector, each part's into its own place, parts on all cores.
+    fn into_ids(self, isa: Isa) -> Vec<u64> {
+        debug_assert!(self.within.is_all());
+        let total: usize = self.parts.iter().map(|p| p.count).sum();
+        // As `set_ids`: written once, never zeroed first.
+        let mut ids: Vec<u64> = Vec::with_capacity(total);
+        beton_storage::advise_huge_pages(ids.spare_capacity_mut());
+        let mut slots = Vec::with_capacity(self.parts.len());
+        let (mut rest, mut start) = (&mut ids.spare_capacity_mut()[..total], 0u64);
+        for part in &self.parts {
+            let (slot, tail) = rest.split_at_mut(part.count);
+            slots.push((slot, start));
+            rest = tail;
+            start += part.rows as u64;
+        }
+        let short: usize = slots
+            .into_par_iter()
+            .zip(self.parts.par_iter())
+            .map(|((slot, start), part)| {
+                let written = match &part.matched {
+                    PartMatches::Rows(rows) => {
+                        for (s, &r) in slot.iter_mut().zip(rows) {
+                            s.write(start + u64::from(r));
+                        }
+                        rows.len()
+                    }
+                    PartMatches::Bits(bits) => {
+                        let bytes = &bits.inner().as_slice()[bits.offset() / 8..];
+                        let word = |w: usize| word_of(bytes, bits.len(), w);
+                        isa.write_ids(&word, 0..bits.len().div_ceil(64), start, slot)
+                    }
+                };
+                usize::from(written != slot.len())
+            })
+            .sum();
+        assert_eq!(short, 0, "a part's ids are its count");
+        // SAFETY: the slots tile the first `total` slots of `ids`, and every slot was written
+        // (each part wrote exactly its count, checked above: a `Rows` part writes one per row
+        // and `write_ids` reports how many it wrote, never past its slot).
+        #[allow(unsafe_code)]
+        unsafe {
+            ids.set_len(total)
+        };
+        ids
+    }
+}
+
+/// Set bits in `words` at positions `range`.
+fn count_ones(words: &[u64], range: Range<usize>) -> usize {
+    let mut n = 0;
+    for_each_word(words, range, |_, value| n += value.count_ones() as usize);
+    n
+}
+
+/// `f(first position, bits)` for each word of `words` that holds positions of `range`, the bits
+/// outside `range` cleared.
+fn for_each_word(words: &[u64], range: Range<usize>, mut f: impl FnMut(usize, u64)) {
+    if range.is_empty() {
+        return;
+    }
+    let (first, last) = (range.start / 64, (range.end - 1) / 64);
+    for (w, &word) in words[first..=last].iter().enumerate() {
+        let w = first + w;
+        let mut value = word;
+        if w == first {
+            value &= u64::MAX << (range.start % 64);
+        }
+        if w == last {
+            value &= u64::MAX >> (63 - (range.end - 1) % 64);
+        }
+        f(64 * w, value);
+    }
+}
+
+/// Word `w` of the bits in `bytes` (little-endian), of which there are `len`: the bits past
+/// `len` cleared.
+fn word_of(bytes: &[u8], len: usize, w: usize) -> u64 {
+    let start = w * 8;
+    if w < len / 64 {
+        if let Some(Ok(b)) = bytes.get(start..start + 8).map(<[u8; 8]>::try_from) {
+            return u64::from_le_bytes(b);
+        }
+    }
+    // The last, partial word (or a buffer that ends early): byte by byte, bits past `len`
+    // cleared.
+    let mut value = 0u64;
+    for (k, b) in bytes.iter().skip(start).take(8).enumerate() {
+        value |= u64::from(*b) << (8 * k);
+    }
+    let live = len.saturating_sub(w * 64).min(64);
+    if live == 64 {
+        value
+    } else {
+        value & ((1u64 << live) - 1)
+    }
+}
+
 /// The conjunction over a table whose columns are read in place from each data file's columnar
 /// copy ([`Table::column_parts`](crate::Table::column_parts)): each data file's rows evaluated on
-/// their own (data files in parallel) over its file rows, the rows patches set compared one by
-/// one with their values, the deleted rows then dropped from its bits; the masks appended in
-/// order. No column is concatenated, filtered or patched whole. `None` when a column is not
-/// read that way.
+/// their own (data files in parallel) over its file rows into a buffer each thread reuses, the
+/// rows patches set compared one by one with their values, then the matches among the kept rows
+/// (the deleted rows dropped) kept as bits, or as positions where they are few. No column is
+/// concatenated, filtered or patched whole, and no bitmap of the whole table is made unless
+/// asked for ([`PartsMatched::into_mask`]): a new process's first query over 2,000 data files
+/// touched 25 MB of fresh memory for its bits (made twice, per part then concatenated), whose
+/// first touch is slow on some VMs. `None` when a column is not read that way.
 fn chunked(
     isa: Isa,
     ctx: &Ctx,
     comparisons: &[(String, Condition)],
     shape: &Shape,
     within: &IndexRange,
-) -> Option<BooleanBuffer> {
+) -> Option<PartsMatched> {
     // (Arithmetic reads its columns whole: left to the path below.)
     if comparisons.iter().any(|(_, c)| matches!(c, Condition::Arith(..))) {
         return None;
@@ -805,13 +1006,17 @@ fn chunked(
         })
         .collect();
     let rows = within.rows();
-    let masks: Vec<BooleanBuffer> = (0..parts)
+    let matched: Vec<PartMatched> = (0..parts)
         .into_par_iter()
-        .map(|k| {
+        .map_init(Vec::new, |words: &mut Vec<u64>, k| {
             let first = &per_column[0][k];
             let (len, table_rows) = (first.values.len(), first.num_rows());
             if !(starts[k] < rows.end && rows.start < starts[k] + table_rows) {
-                return Some(BooleanBuffer::new_unset(table_rows));
+                return Some(PartMatched {
+                    rows: table_rows,
+                    count: 0,
+                    matched: PartMatches::Rows(Vec::new()),
+                });
             }
             let whole = |a: &'_ dyn Array| a.len() == len && a.null_count() == 0;
             let leaves = per_column
@@ -825,7 +1030,8 @@ fn chunked(
                 })
                 .collect::<Option<Vec<_>>>()?;
             // Morsels in parallel too: one data file of 100 M rows keeps every core busy.
-            let mut words = vec![u64::MAX; len.div_ceil(64)];
+            words.clear();
+            words.resize(len.div_ceil(64), u64::MAX);
             words.par_chunks_mut(MORSEL / 64).enumerate().for_each(|(m, out)| {
                 let start = m * MORSEL;
                 shape.and_into(isa, &leaves, start..(start + MORSEL).min(len), out);
@@ -862,29 +1068,48 @@ fn chunked(
                 let (w, b) = (r as usize / 64, r % 64);
                 words[w] = (words[w] & !(1 << b)) | ((bit[0] & 1) << b);
             }
-            let bits = BooleanBuffer::new(Buffer::from_vec(words), 0, len);
-            Some(match &first.kept {
-                None => bits,
-                Some(kept) => {
-                    // The kept rows' bits: their runs between deleted rows, appended whole.
-                    let mut out = arrow_buffer::BooleanBufferBuilder::new(table_rows);
-                    for run in kept.runs() {
-                        out.append_packed_range(run.start as usize..run.end as usize, bits.values());
-                    }
-                    out.finish()
+            // The kept rows: their runs between deleted rows (all of the file's when none is).
+            let runs: Vec<Range<usize>> = match &first.kept {
+                None => std::iter::once(0..len).collect(),
+                Some(kept) => kept.runs().map(|r| r.start as usize..r.end as usize).collect(),
+            };
+            let count: usize = runs.iter().map(|r| count_ones(words, r.clone())).sum();
+            let sparse = count < table_rows / 32 && u32::try_from(table_rows).is_ok();
+            let matched = if sparse {
+                let mut ids = Vec::with_capacity(count);
+                let mut at = 0;
+                for run in runs {
+                    // (Bits below `run.start` are cleared: `first + tz >= run.start`.)
+                    for_each_word(words, run.clone(), |first, mut value| {
+                        while value != 0 {
+                            ids.push((at + first + value.trailing_zeros() as usize - run.start) as u32);
+                            value &= value - 1;
+                        }
+                    });
+                    at += run.len();
                 }
-            })
+                PartMatches::Rows(ids)
+            } else {
+                let bits = BooleanBuffer::new(Buffer::from_slice_ref(&words[..]), 0, len);
+                PartMatches::Bits(match &first.kept {
+                    None => bits,
+                    Some(_) => {
+                        let mut out = arrow_buffer::BooleanBufferBuilder::new(table_rows);
+                        for run in runs {
+                            out.append_packed_range(run, bits.values());
+                        }
+                        out.finish()
+                    }
+                })
+            };
+            Some(PartMatched { rows: table_rows, count, matched })
         })
         .collect::<Option<_>>()?;
-    let total: usize = masks.iter().map(BooleanBuffer::len).sum();
+    let total: usize = matched.iter().map(|p| p.rows).sum();
     if total != ctx.num_rows() {
         return None;
     }
-    let mut all = arrow_buffer::BooleanBufferBuilder::new(total);
-    for m in &masks {
-        all.append_buffer(m);
-    }
-    Some(within.mask(Some(&all.finish())))
+    Some(PartsMatched { parts: matched, within: within.clone() })
 }
 
 /// The shape of `e` over the comparisons it appends to `out`: AND, OR and NOT of `column OP
@@ -1489,27 +1714,7 @@ fn set_ids_with(isa: Isa, bits: &BooleanBuffer) -> Vec<u64> {
     let len = bits.len();
     let bytes = &bits.inner().as_slice()[bits.offset() / 8..];
     // Word `w` holds bits 64w..64w+64 (little-endian bytes), the bits past `len` cleared.
-    let full_words = len / 64;
-    let word = |w: usize| -> u64 {
-        let start = w * 8;
-        if w < full_words {
-            if let Some(Ok(b)) = bytes.get(start..start + 8).map(<[u8; 8]>::try_from) {
-                return u64::from_le_bytes(b);
-            }
-        }
-        // The last, partial word (or a buffer that ends early): byte by byte, bits past `len`
-        // cleared.
-        let mut value = 0u64;
-        for (k, b) in bytes.iter().skip(start).take(8).enumerate() {
-            value |= u64::from(*b) << (8 * k);
-        }
-        let live = len.saturating_sub(w * 64).min(64);
-        if live == 64 {
-            value
-        } else {
-            value & ((1u64 << live) - 1)
-        }
-    };
+    let word = |w: usize| word_of(bytes, len, w);
     let num_words = len.div_ceil(64);
     let morsels: Vec<(usize, usize)> =
         (0..num_words).step_by(ID_MORSEL_WORDS).map(|w| (w, (w + ID_MORSEL_WORDS).min(num_words))).collect();
@@ -1531,7 +1736,7 @@ fn set_ids_with(isa: Isa, bits: &BooleanBuffer) -> Vec<u64> {
     let short: usize = parts
         .into_par_iter()
         .zip(morsels.par_iter())
-        .map(|(part, &(a, b))| usize::from(isa.write_ids(&word, a..b, part) != part.len()))
+        .map(|(part, &(a, b))| usize::from(isa.write_ids(&word, a..b, 0, part) != part.len()))
         .sum();
     if short != 0 {
         // Not reached: the counts are the same words' popcounts.
@@ -1548,21 +1753,22 @@ fn set_ids_with(isa: Isa, bits: &BooleanBuffer) -> Vec<u64> {
 
 impl Isa {
     /// Writes the positions of the set bits of words `words` (`word(w)` holds rows
-    /// `64w..64w + 64`) into `part`, from its start; returns how many bits were set. When that
-    /// is `part.len()`, every slot of `part` holds an id (none is written past it).
+    /// `64w..64w + 64`), plus `origin`, into `part`, from its start; returns how many bits were
+    /// set. When that is `part.len()`, every slot of `part` holds an id (none is written past it).
     #[allow(unsafe_code)]
     fn write_ids(
         self,
         word: &impl Fn(usize) -> u64,
         words: Range<usize>,
+        origin: u64,
         part: &mut [MaybeUninit<u64>],
     ) -> usize {
         match self {
             // SAFETY: `Avx512` comes only from `available`, which checked at run time that this
             // CPU has every feature the function is compiled with.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { write_ids_avx512(word, words, part) },
-            _ => write_ids(word, words, part, 0),
+            Isa::Avx512 => unsafe { write_ids_avx512(word, words, origin, part) },
+            _ => write_ids(word, words, origin, part, 0),
         }
     }
 }
@@ -1572,12 +1778,13 @@ impl Isa {
 fn write_ids(
     word: &impl Fn(usize) -> u64,
     words: Range<usize>,
+    origin: u64,
     part: &mut [MaybeUninit<u64>],
     mut at: usize,
 ) -> usize {
     for w in words {
         let mut value = word(w);
-        let base = (w * 64) as u64;
+        let base = origin + (w * 64) as u64;
         while value != 0 {
             if let Some(slot) = part.get_mut(at) {
                 slot.write(base + u64::from(value.trailing_zeros()));
@@ -1599,6 +1806,7 @@ fn write_ids(
 fn write_ids_avx512(
     word: &impl Fn(usize) -> u64,
     words: Range<usize>,
+    origin: u64,
     part: &mut [MaybeUninit<u64>],
 ) -> usize {
     use std::arch::x86_64::{
@@ -1608,10 +1816,10 @@ fn write_ids_avx512(
     let mut at = 0;
     for w in words.clone() {
         if at + 64 > part.len() {
-            return write_ids(word, w..words.end, part, at);
+            return write_ids(word, w..words.end, origin, part, at);
         }
         let mut value = word(w);
-        let mut base = (w * 64) as i64;
+        let mut base = (origin + (w * 64) as u64) as i64;
         while value != 0 {
             let byte = value as u8;
             if byte != 0 {
@@ -2025,6 +2233,8 @@ mod tests {
             format!("index < 99999999999999999999 AND index >= {}", n - 2),
             "index = 7.5".to_string(),
             format!("index = {} AND index <> 9223372036854775807", n / 2),
+            format!("index >= {} AND index <> {} AND index <> {}", n - 100, n - 50, n - 1),
+            "index >= 0".to_string(),
         ] {
             let e = predicate(&sql);
             let want = general(&Ctx::all(&table), &e).unwrap();
@@ -2035,6 +2245,10 @@ mod tests {
                     let got = got.expect("fused").unwrap();
                     assert_eq!(got.len(), n, "{sql}");
                     assert_eq!(got.set_indices().collect::<Vec<_>>(), want, "{sql} ({isa:?}, {threads})");
+                    let ids = pool.install(|| conjunction_ids_with(isa, &Ctx::all(&table), &e));
+                    let ids: Vec<usize> =
+                        ids.expect("fused").unwrap().into_iter().map(|i| i as usize).collect();
+                    assert_eq!(ids, want, "{sql}: ids ({isa:?}, {threads})");
                 }
             }
         }

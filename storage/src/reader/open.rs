@@ -237,7 +237,8 @@ impl Dataset {
                 None => Error::UnknownCustomField { path: path.clone(), field: name.clone() },
                 Some(why) => corrupt(offset as u64, format!("field {k} '{name}': {why}")),
             })?;
-            fields.push(Field { name, ty, offset: 0, desc });
+            let arguments = desc.arguments.iter().any(|&b| b != 0).then_some(desc.arguments);
+            fields.push(Field { name, ty, offset: 0, type_id: desc.type_id, arguments });
         }
 
         let page_size = header.page_size as u64;
