@@ -1099,9 +1099,14 @@ fn fused_ids_over_many_data_files_are_the_evaluators_rows_at_every_density() {
     // compared with their values. Against the general evaluator (`(P) = TRUE` is not fused), at
     // densities from none to all, over sizes that are not multiples of 64, at 1 to 3 threads.
     let tmp = tempfile::tempdir().unwrap();
-    let fields = "c:int d:int";
-    let value =
-        |i: u64| vec![SampleValue::Int((i * 2_654_435_761 % 1000) as i64), SampleValue::Int((i % 7) as i64)];
+    let fields = "c:int d:int t:bool";
+    let value = |i: u64| {
+        vec![
+            SampleValue::Int((i * 2_654_435_761 % 1000) as i64),
+            SampleValue::Int((i % 7) as i64),
+            SampleValue::Bool(i % 3 == 0),
+        ]
+    };
     let mut files = Vec::new();
     let mut first = 0;
     for k in 0..11u64 {
@@ -1147,5 +1152,26 @@ fn fused_ids_over_many_data_files_are_the_evaluators_rows_at_every_density() {
                 "{sql}: the bitmap's rows ({threads} threads)"
             );
         }
+    }
+    // A few rows' values (patched and kept ones among them) gathered from the copies in place,
+    // against the same taken from the whole columns (made and cached in the reference first).
+    reference.column("c").unwrap();
+    reference.column("d").unwrap();
+    reference.column("t").unwrap();
+    assert!(reference.column_parts("c").is_none(), "the reference takes from whole columns");
+    for sql in [
+        "SELECT index, c, d FROM samples WHERE c <= 3",
+        // (None of these rows is patched in `c`: a take from each data file.)
+        "SELECT c, index, t FROM samples WHERE c >= 7 AND c <= 8",
+        "SELECT d, c * 2 AS twice FROM samples WHERE c <= 3 AND d > 2 ORDER BY d DESC, index",
+        "SELECT d, COUNT(*) AS n, SUM(c) AS s FROM samples WHERE c < 9 GROUP BY d ORDER BY d",
+    ] {
+        let (got, want) =
+            (beton_query::query(&table, sql).unwrap(), beton_query::query(&reference, sql).unwrap());
+        assert!(got.num_rows() > 0, "{sql}");
+        assert_eq!(got, want, "{sql}");
+    }
+    for name in ["c", "d", "t"] {
+        assert!(table.column_parts(name).is_some(), "{name} made whole");
     }
 }
