@@ -8,6 +8,8 @@ fresh process (so peak RSS is the step's own and nothing is warm that should not
   open after dropping the page cache, where /proc/sys/vm/drop_caches is writable);
 - first WHERE (right after the write that made the dataset, nothing cached), warm WHERE
   (``label < 10 AND score > 0.5``), GROUP BY (``label``: count and mean score);
+- a SELECT of a few rows in a new process (``SELECT label, score ... WHERE index < 500000``):
+  first and again, and the memory the first took (no column made whole for a few rows);
 - loader construction + first batch (RANDOM and QUASI_RANDOM, batch 1,024) and peak RSS;
 - update of 10 rows, delete of 5 rows, append of 10 rows: seconds and bytes the edit wrote
   (the directory's growth), beside the edit's WHERE alone in a new process; then the first
@@ -37,6 +39,7 @@ from versions_compare import du  # the same folder: run as a script
 
 WHERE = "label < 10 AND score > 0.5"
 GROUP_BY = "SELECT label, count(*) AS n, avg(score) AS mean FROM samples GROUP BY label"
+SELECT_FEW = "SELECT label, score FROM samples WHERE index < 500000"
 
 
 def build(dir_: Path, rows: int, files: int) -> Path:
@@ -135,6 +138,22 @@ def step_where(d: str) -> dict:
     return {"first_s": t1 - t, "first_sys_s": u1[0] - u[0], "first_anon_mb": u1[1] - u[1],
             "warm_s": min(warm), "group_by_s": min(g), "matched": len(first),
             "groups": len(res), "rss_mb": peak_rss_mb()}
+
+
+def step_select(d: str) -> dict:
+    import beton
+    ds = beton.open(d)
+    u = usage()
+    t = time.perf_counter()
+    rows = ds.query(SELECT_FEW).num_rows
+    t1 = time.perf_counter()
+    u1 = usage()
+    again = []
+    for _ in range(3):
+        t2 = time.perf_counter()
+        ds.query(SELECT_FEW)
+        again.append(time.perf_counter() - t2)
+    return {"first_s": t1 - t, "again_s": min(again), "anon_mb": u1[1] - u[1], "rows": rows}
 
 
 def step_loader(d: str, order: str) -> dict:
@@ -239,7 +258,7 @@ def main() -> None:
     if a.step:
         name, d, *rest = a.step
         fn = {"open": step_open, "where": step_where, "loader": step_loader, "edit": step_edit,
-              "edit_where": step_edit_where}[name]
+              "edit_where": step_edit_where, "select": step_select}[name]
         print(json.dumps(fn(d, *rest)))
         return
 
@@ -282,6 +301,10 @@ def main() -> None:
                   f" warm WHERE {min(r['warm_s'] for r in rs) * 1e3:.1f} ms ({rs[0]['matched']:,} rows);"
                   f" GROUP BY {min(r['group_by_s'] for r in rs) * 1e3:.1f} ms;"
                   f" peak RSS {max(r['rss_mb'] for r in rs):.0f} MB")
+            sel = [child("select", str(d)) for _ in range(a.rounds)]
+            print(f"SELECT of {sel[0]['rows']:,} rows (new process) first"
+                  f" {min(r['first_s'] for r in sel) * 1e3:.1f} ms, again {min(r['again_s'] for r in sel) * 1e3:.1f} ms,"
+                  f" {max(r['anon_mb'] for r in sel):.0f} MB of anonymous memory in the first")
         if "loader" in only:
             for order in ("RANDOM", "QUASI_RANDOM"):
                 rs = [child("loader", str(d), order) for _ in range(a.rounds)]
