@@ -1,7 +1,8 @@
 //! The commonest WHERE, fused: a conjunction of comparisons of a numeric column with a number
 //! (`label < 500 AND score > 0.25 AND "image.width" >= 2`, `score BETWEEN 0.2 AND 0.8`,
 //! `label IN (3, 5, 8)`, `label IN (` a hundred classes `)`) or with another numeric column
-//! (`score < weight`, `label <> pred`) over every row of the table,
+//! (`score < weight`, `label <> pred`), and a text column's prefix (`name LIKE 'ab%'`), over
+//! every row of the table,
 //! evaluated in one pass into the selection bitmap (no boolean column per comparison, no AND
 //! kernel between them), in morsels of rows spread over all cores (rayon), written in row order:
 //! the same bits whatever the number of threads. The set bits then become row ids, morsels in
@@ -71,6 +72,16 @@ enum Leaf<'a> {
     Arith(Box<ArithLeaf<'a>>),
     /// The same in every row (`IS NOT NULL` of a column without NULLs).
     Const(bool),
+    /// `column LIKE 'prefix%'` over a text column: its value offsets (one more than its rows)
+    /// and bytes, and the prefix.
+    Prefix(Texts<'a>, Vec<u8>),
+}
+
+/// A text column's value offsets (one more than its rows) and the bytes they point into.
+#[derive(Clone, Copy)]
+enum Texts<'a> {
+    Small(&'a [i32], &'a [u8]),
+    Large(&'a [i64], &'a [u8]),
 }
 
 /// `left OP right`, each side an operand or two combined, computed as the evaluator computes
@@ -345,6 +356,8 @@ enum Condition {
     /// `column IS NULL` (`true`) or `IS NOT NULL` (`false`): constant over the columns the fused
     /// pass reads, which have no NULLs (it declines those that have).
     IsNull(bool),
+    /// `column LIKE 'prefix%'`: the text starts with these bytes.
+    Prefix(Vec<u8>),
 }
 
 impl Condition {
@@ -682,7 +695,9 @@ impl IndexRange {
                     });
                 }
                 // (Comparisons between columns never reach here: `conjunction_mask_with`.)
-                Condition::Col(..) | Condition::Arith(..) | Condition::IsNull(_) => return None,
+                Condition::Col(..) | Condition::Arith(..) | Condition::IsNull(_) | Condition::Prefix(_) => {
+                    return None
+                }
                 Condition::Cmp(cmp, number) => {
                     let x = match *number {
                         Number::Int(i) => i as f64,
@@ -1139,6 +1154,14 @@ fn shape_of(e: &Expr, out: &mut Vec<(String, Condition)>) -> Option<Shape> {
             }
         }
         Expr::UnaryOp { op: UnaryOperator::Not, expr } => Shape::Not(Box::new(shape_of(expr, out)?)),
+        // `c LIKE 'abc%'` (one `%`, last; no `_` nor escape): the text starts with `abc`.
+        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => {
+            let like = atom(column_name(unnested(expr))?, Condition::Prefix(like_prefix(unnested(pattern))?));
+            match negated {
+                true => Shape::Not(Box::new(like)),
+                false => like,
+            }
+        }
         Expr::IsNull(expr) => atom(column_name(unnested(expr))?, Condition::IsNull(true)),
         Expr::IsNotNull(expr) => atom(column_name(unnested(expr))?, Condition::IsNull(false)),
         // `c BETWEEN low AND high` is `c >= low AND c <= high` (as the evaluator takes it).
@@ -1213,6 +1236,16 @@ fn unnested(mut e: &Expr) -> &Expr {
 }
 
 /// A number literal (or a negated one) as the evaluator parses it.
+/// The prefix of a `LIKE` pattern that is a string literal of text and one `%` at its end
+/// (`'abc%'`: `abc`); `None` for any other pattern (`_`, a `%` elsewhere, a backslash, which
+/// arrow's `like` reads as an escape).
+fn like_prefix(e: &Expr) -> Option<Vec<u8>> {
+    let Expr::Value(v) = e else { return None };
+    let sqlparser::ast::Value::SingleQuotedString(text) = &v.value else { return None };
+    let prefix = text.strip_suffix('%')?;
+    (!prefix.contains(['%', '_', '\\'])).then(|| prefix.as_bytes().to_vec())
+}
+
 fn number(e: &Expr) -> Option<Number> {
     let text = match e {
         Expr::UnaryOp { op: UnaryOperator::Minus, expr } => format!("-{}", negated_number(expr)?),
@@ -1241,6 +1274,21 @@ fn leaf<'a>(
         // Read only when the column has no NULL (the callers check): its value in every row.
         Condition::IsNull(is_null) if array.null_count() == 0 => return Some(Leaf::Const(!is_null)),
         Condition::IsNull(_) => return None,
+        // (Read only when the column has no NULL: the callers check.)
+        Condition::Prefix(prefix) => {
+            let texts = match array.data_type() {
+                DataType::Utf8 => {
+                    let a = array.as_string::<i32>();
+                    Texts::Small(a.value_offsets(), a.value_data())
+                }
+                DataType::LargeUtf8 => {
+                    let a = array.as_string::<i64>();
+                    Texts::Large(a.value_offsets(), a.value_data())
+                }
+                _ => return None,
+            };
+            return Some(Leaf::Prefix(texts, prefix.clone()));
+        }
         Condition::In(list) if list.len() > MAX_IN_LIST => {
             let values = match array.data_type() {
                 DataType::Int64 => IntValues::Int(array.as_primitive::<Int64Type>().values()),
@@ -1527,6 +1575,10 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
                 }
             }
             Leaf::Arith(x) => and_arith(out, x, start..end),
+            Leaf::Prefix(texts, prefix) => match *texts {
+                Texts::Small(offsets, bytes) => and_prefix(out, &offsets[start..=end], bytes, prefix),
+                Texts::Large(offsets, bytes) => and_prefix(out, &offsets[start..=end], bytes, prefix),
+            },
             Leaf::Const(true) => {}
             Leaf::Const(false) => out.fill(0),
             Leaf::InBits(values, bits) => match values {
@@ -1538,6 +1590,46 @@ fn and_leaves(leaves: &[Leaf<'_>], rows: Range<usize>, out: &mut [u64]) {
                 }
             },
         }
+    }
+}
+
+/// `out &= the text starts with prefix`, row by row: `offsets` are the rows' value offsets into
+/// `bytes`, one more than the rows. Offsets past `bytes` (never in a valid array) match nothing.
+fn and_prefix<O: Copy + TryInto<usize>>(out: &mut [u64], offsets: &[O], bytes: &[u8], prefix: &[u8]) {
+    let at = |o: O| o.try_into().unwrap_or(usize::MAX);
+    // A prefix of up to 8 bytes is compared as one word: the 8 bytes from the text's start,
+    // masked to the prefix's length (2-3x faster than a `memcmp` a row; the last texts, within
+    // 8 bytes of the end, compared as slices).
+    let short = prefix.len() <= 8;
+    let mut word = [0u8; 8];
+    word[..prefix.len().min(8)].copy_from_slice(&prefix[..prefix.len().min(8)]);
+    let mask = match prefix.len() {
+        0 => 0,
+        n @ 1..=8 => u64::MAX >> (64 - 8 * n),
+        _ => u64::MAX,
+    };
+    let word = u64::from_le_bytes(word);
+    let starts_with = |w: &[O]| {
+        let (a, b) = (at(w[0]), at(w[1]));
+        if b.checked_sub(a).is_none_or(|n| n < prefix.len()) {
+            return false;
+        }
+        match bytes.get(a..a + 8) {
+            Some(head) if short => {
+                let head = u64::from_le_bytes(<[u8; 8]>::try_from(head).unwrap_or_default());
+                head & mask == word
+            }
+            _ => bytes.get(a..a + prefix.len()).is_some_and(|head| head == prefix),
+        }
+    };
+    let rows = offsets.len().saturating_sub(1);
+    for (w, word) in out.iter_mut().enumerate().take(rows.div_ceil(64)) {
+        let block = &offsets[64 * w..(64 * w + 65).min(offsets.len())];
+        let mut bits = 0u64;
+        for (k, pair) in block.windows(2).enumerate() {
+            bits |= u64::from(starts_with(pair)) << k;
+        }
+        *word &= bits;
     }
 }
 
@@ -2251,6 +2343,57 @@ mod tests {
                     assert_eq!(ids, want, "{sql}: ids ({isa:?}, {threads})");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn like_prefixes_give_the_evaluators_rows() {
+        // Texts at the prefix's edges (empty, shorter, equal, longer, other case, multi-byte,
+        // the pattern's own characters), over more rows than a morsel.
+        const WORDS: [&str; 13] =
+            ["", "a", "ab", "abc", "abd", "b", "ab%", "a_b", "é", "éa", "A", "abcdefghij", "xab"];
+        let (_tmp, path) = beton_testkit::temp_path("text.beton");
+        let n = MORSEL + 77;
+        beton_testkit::write(&path, beton_testkit::schema("t:text i:int"), n as u64, |i| {
+            let word = WORDS[(i as usize * 7 + i as usize / 13) % WORDS.len()];
+            vec![SampleValue::Text(word.to_string()), SampleValue::Int(i as i64)]
+        });
+        let ds = Dataset::open(&path).unwrap();
+        let table = Table::new(&ds);
+        let ctx = Ctx::all(&table);
+        for sql in [
+            "t LIKE 'ab%'",
+            "t LIKE '%'",
+            "t LIKE 'é%'",
+            "t LIKE 'abcdefghij%'",
+            "t LIKE 'abcdefghijk%'",
+            "t NOT LIKE 'a%'",
+            "t LIKE 'ab%' AND i > 65000",
+            "t LIKE 'x%' OR i = 3",
+            "NOT (t LIKE 'abc%') AND t LIKE 'a%' AND i < 70000",
+        ] {
+            let e = predicate(sql);
+            let want = general(&ctx, &e).unwrap();
+            assert!(!want.is_empty() || sql.contains("abcdefghijk"), "{sql}");
+            for isa in Isa::available() {
+                for threads in [1, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    let got = pool.install(|| conjunction_mask_with(isa, &ctx, &e)).expect("fused").unwrap();
+                    assert_eq!(got.set_indices().collect::<Vec<_>>(), want, "{sql} ({isa:?}, {threads})");
+                }
+            }
+        }
+        // Patterns the evaluator keeps: `_`, `%` elsewhere, an escape, ILIKE, a column pattern.
+        for sql in [
+            "t LIKE 'a_%'",
+            "t LIKE '%b'",
+            "t LIKE 'a%b%'",
+            "t LIKE 'ab\\%'",
+            "t LIKE 'ab%' ESCAPE '!'",
+            "t ILIKE 'ab%'",
+            "t LIKE t",
+        ] {
+            assert!(conjunction_mask(&ctx, &predicate(sql)).is_none(), "{sql} is not fused");
         }
     }
 
