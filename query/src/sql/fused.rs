@@ -543,20 +543,22 @@ fn sql_order(x: f64) -> f64 {
     }
 }
 
-/// The matching rows of `predicate` over every row of `ctx`'s table, when it is a conjunction
-/// this module evaluates; `None` for anything else (the caller evaluates it in general).
+/// [`conjunction_ids`] as a bit per row of the table (what the tests compare).
+#[cfg(test)]
 pub(crate) fn conjunction_mask(ctx: &Ctx, predicate: &Expr) -> Option<Result<BooleanBuffer>> {
     conjunction_mask_with(Isa::detected(), ctx, predicate)
 }
 
 /// The positions of the matching rows of `predicate` over every row of `ctx`'s table, ascending,
-/// when it is a conjunction this module evaluates: [`conjunction_mask`]'s set bits, without a
-/// bitmap of the whole table where the table is read a data file at a time.
+/// when it is a conjunction this module evaluates; `None` for anything else (the caller
+/// evaluates it in general). No bitmap of the whole table is made where the table is read a data
+/// file at a time, nor for conditions on `index` alone.
 pub(crate) fn conjunction_ids(ctx: &Ctx, predicate: &Expr) -> Option<Result<Vec<u64>>> {
     conjunction_ids_with(Isa::detected(), ctx, predicate)
 }
 
 /// [`conjunction_mask`] with the loops compiled for `isa`.
+#[cfg(test)]
 fn conjunction_mask_with(isa: Isa, ctx: &Ctx, predicate: &Expr) -> Option<Result<BooleanBuffer>> {
     Some(conjunction_with(isa, ctx, predicate)?.map(Matched::into_mask))
 }
@@ -815,7 +817,8 @@ enum Matched {
 }
 
 impl Matched {
-    /// A bit per row of the table, set where the conjunction holds.
+    /// A bit per row of the table, set where the conjunction holds (the tests' view of it).
+    #[cfg(test)]
     fn into_mask(self) -> BooleanBuffer {
         match self {
             Matched::Mask(mask) => mask,
