@@ -239,11 +239,16 @@ impl Store for ObjectStore {
     }
 
     fn published(&self, rel: &str, bytes: &[u8]) -> Result<()> {
-        // The mirror's copy of what the store now holds (never modified: a plain write).
+        // The mirror's copy of what the store now holds, written aside and renamed as `fetch`
+        // writes: a plain write made the file empty for a moment, and a racing writer of the
+        // same dataset that fetched that version then (`fetch` trusts a file that exists) read
+        // "not a manifest: EOF" (`tests/versioned_remote.rs`, two threads appending, under load).
         let path = self.mirror.join(rel);
         let parent = path.parent().unwrap_or(&self.mirror);
         std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-        std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+        let tmp = temp_file(&self.mirror)?;
+        std::io::Write::write_all(&mut tmp.as_file(), bytes).map_err(|e| io(tmp.path(), e))?;
+        tmp.persist(&path).map_err(|e| io(&path, e.error))?;
         cache::adopt(&path, Vec::new());
         // What was uploaded for it is in the store for good: a data file goes with its columnar copy.
         let uploaded = std::mem::take(&mut *self.uploaded.lock().unwrap_or_else(|e| e.into_inner()));
