@@ -82,14 +82,21 @@ pub(super) struct PageWriter {
     out: BufWriter<File>,
     path: PathBuf,
     packer: Packer,
+    /// Where the next byte goes in the file, and up to where the kernel was asked to write the
+    /// file back ([`PageWriter::write_back`]).
+    at: u64,
+    written_back: u64,
 }
+
+/// Bytes written between two requests to start writing the file back to disk.
+const WRITE_BACK_EVERY: u64 = 8 << 20;
 
 impl PageWriter {
     /// Pages of `page_size` bytes written to `file` from byte `base` (`path` names it in errors).
     pub(super) fn new(file: File, base: u64, page_size: u64, path: PathBuf) -> Result<Self> {
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.seek(SeekFrom::Start(base)).map_err(|e| Error::io(&path, e))?;
-        Ok(PageWriter { out, path, packer: Packer::new(page_size) })
+        Ok(PageWriter { out, path, packer: Packer::new(page_size), at: base, written_back: base })
     }
 
     pub(super) fn page_size(&self) -> u64 {
@@ -124,14 +131,49 @@ impl PageWriter {
             allocs.push(AllocEntry { sample_id: index, ptr: at, size: payload.len() as u64 });
             self.out.write_all(payload).map_err(|err| Error::io(&self.path, err))?;
             at += payload.len() as u64;
+            self.at += payload.len() as u64;
         }
-        Ok(())
+        self.write_back()
     }
 
     fn zero_fill(&mut self, n: u64) -> Result<()> {
+        self.at += n;
         std::io::copy(&mut std::io::repeat(0).take(n), &mut self.out)
             .map(|_| ())
             .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Every [`WRITE_BACK_EVERY`] bytes, has the kernel start writing what was written so far
+    /// back to disk (Linux's `sync_file_range` with `SYNC_FILE_RANGE_WRITE`: it starts the I/O
+    /// and does not wait for it), so that the disk writes while the next samples encode and the
+    /// `fsync` that commits the file finds little left to write: 0.27 s of a 1.9 s append of
+    /// 420 MB was that `fsync` waiting for the disk. Durability still comes from the `fsync`
+    /// alone. Elsewhere, or where the kernel refuses, nothing is done.
+    fn write_back(&mut self) -> Result<()> {
+        if self.at - self.written_back < WRITE_BACK_EVERY {
+            return Ok(());
+        }
+        self.out.flush().map_err(|e| Error::io(&self.path, e))?;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let (offset, len) = (self.written_back, self.at - self.written_back);
+            if let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) {
+                // SAFETY: the descriptor is the open file `out` owns for the whole call; the call
+                // reads only its integer arguments. Its result is a hint's: an error (e.g. a file
+                // system without it) changes nothing the final `fsync` does not decide.
+                let _ = unsafe {
+                    libc::sync_file_range(
+                        self.out.get_ref().as_raw_fd(),
+                        offset,
+                        len,
+                        libc::SYNC_FILE_RANGE_WRITE,
+                    )
+                };
+            }
+        }
+        self.written_back = self.at;
+        Ok(())
     }
 
     /// Fills the last page with zeros and flushes; returns the number of pages.
@@ -253,6 +295,42 @@ mod tests {
     /// The head of a small file: 64 KiB of split room after a short table, page-aligned.
     fn head(page_size: u64) -> Option<u64> {
         Some((1100u64 + (64 << 10)).next_multiple_of(page_size))
+    }
+
+    /// Pages written past several write-back requests (and from a base that is not 0) hold
+    /// exactly the payloads, the zeros between pages and the tail; each request covers what was
+    /// written since the last.
+    #[test]
+    fn pages_written_back_early_are_the_pages_written() {
+        let page_size = 4 << 20;
+        let base = 12_345;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("pages");
+        let file =
+            File::options().create(true).truncate(true).read(true).write(true).open(&path).expect("file");
+        let mut pages = PageWriter::new(file, base, page_size, path.clone()).expect("a page writer");
+        let mut want = vec![0u8; base as usize];
+        let (mut row, mut allocs, mut requests) = (vec![0u8; 8], Vec::new(), 0);
+        for i in 0..40u64 {
+            // 1–3 MiB payloads of varying bytes: pages close early and are zero-filled.
+            let payload: Vec<u8> = (0..(1 << 20) + (i as usize * 51_111) % (2 << 20))
+                .map(|k| (k as u64 * 7 + i) as u8)
+                .collect();
+            let written_back = pages.written_back;
+            pages.place(i, std::iter::once((0, payload.as_slice())), &mut row, &mut allocs).expect("placed");
+            let at = u64::from_le_bytes(row[..8].try_into().expect("8 bytes"));
+            want.resize((base + at) as usize, 0);
+            want.extend_from_slice(&payload);
+            assert_eq!(pages.at, base + at + payload.len() as u64, "sample {i}");
+            if pages.written_back != written_back {
+                assert_eq!(pages.written_back, pages.at, "a request covers everything written");
+                requests += 1;
+            }
+        }
+        assert!(requests >= 5, "{requests} write-back requests for ~100 MiB");
+        let num_pages = pages.finish().expect("finished");
+        want.resize((base + num_pages * page_size) as usize, 0);
+        assert!(std::fs::read(&path).expect("read back") == want, "the file holds the pages written");
     }
 
     #[test]

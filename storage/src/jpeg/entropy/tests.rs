@@ -402,7 +402,7 @@ fn each_lookup_step_is_its_codes_read_one_at_a_time() {
                 }
             }
             assert_eq!(
-                (e & 31, (e >> multi::ADVANCE) & 63, e & multi::ENDS != 0),
+                (e & 63, (e >> multi::ADVANCE) & 63, e & multi::ENDS != 0),
                 (bits, advance, ends),
                 "{i:#x}"
             );
@@ -432,4 +432,20 @@ fn decoders_are_kept_by_their_table() {
         Decoder::cached(&spec(0x20 + k), false).unwrap();
     }
     assert!(!std::rc::Rc::ptr_eq(&a, &Decoder::cached(&spec(0x11), false).unwrap()));
+}
+
+/// The branch-free EXTEND is JPEG's (F.2.2.1, as libjpeg writes it) for every category and
+/// value a DC difference can have.
+#[test]
+fn extend_is_jpegs_extend() {
+    for s in 0..=11u32 {
+        for v in 0..1u64 << s {
+            let want = match s {
+                0 => 0,
+                _ if v < 1 << (s - 1) => v as i32 - (1 << s) + 1,
+                _ => v as i32,
+            };
+            assert_eq!(extend(v, s), want, "s {s}, bits {v:#b}");
+        }
+    }
 }
