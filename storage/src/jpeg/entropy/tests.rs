@@ -449,3 +449,36 @@ fn extend_is_jpegs_extend() {
         }
     }
 }
+
+/// The pass compiled for BMI2 (which [`check_with_restarts`] runs where the CPU has it) and the
+/// portable one give the same verdicts and the same bytes, on JPEGs of every subsampling, sizes
+/// that end MCUs early, intervals, and damaged copies (declined or not).
+#[test]
+fn the_bmi2_pass_is_the_portable_pass() {
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[11; 32]);
+    let mut checked = 0;
+    for (i, subsamp) in [
+        turbojpeg::Subsamp::Sub2x2,
+        turbojpeg::Subsamp::Sub2x1,
+        turbojpeg::Subsamp::None,
+        turbojpeg::Subsamp::Gray,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for (w, h) in [(1, 1), (37, 23), (130, 67)] {
+            let src = jpeg(w, h, subsamp, 90, i as u64 * 7 + u64::from(w));
+            for data in [src.clone(), damage(&mut rng, &src), damage(&mut rng, &src)] {
+                for interval in [0, 1, 3] {
+                    assert_eq!(
+                        check_with_restarts(&data, interval),
+                        check_with_restarts_portable(&data, interval),
+                        "{subsamp:?} {w}x{h}, interval {interval}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 108);
+}
