@@ -10,9 +10,10 @@
 //! the next 12 bits (`LOOKUP_BITS`; one table lookup, one code or several short ones), two
 //! steps to a refill of the bit register; the tables of a DHT are built once per thread and kept
 //! for the next JPEG with the same tables (most JPEGs of a corpus share the standard ones). A
-//! ~40 KB, 436×363 JPEG of the benchmark corpus: 0.17 ms checked, 0.24 ms with a restart marker
-//! per MCU (0.19 and 0.27 ms while a DC difference's sign was a branch in `extend`; one code a
-//! lookup and tables built per JPEG: 0.35 and 0.45 ms; docs/PERFORMANCE.md).
+//! ~40 KB, 436×363 JPEG of the benchmark corpus: 0.16 ms checked, 0.23 ms with a restart marker
+//! per MCU (0.19 and 0.27 ms while a DC difference's sign was a branch in `extend` and before the
+//! BMI2 copy of [`check_with_restarts`]; one code a lookup and tables built per JPEG: 0.35 and
+//! 0.45 ms; docs/PERFORMANCE.md).
 //!
 //! # What it takes, and what it leaves to libjpeg-turbo
 //!
