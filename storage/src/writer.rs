@@ -368,15 +368,17 @@ impl Writer {
         };
         // Pages of `page_size` bytes, where they go.
         let start_pages = |page_size: u64| -> Result<PageWriter> {
-            let (file, base) = match (&spill, total) {
-                (Some(s), _) => (s.as_file().try_clone(), 0),
+            // (A scratch file, copied over and removed at the end, is not written back early:
+            // its pages would go to disk for nothing.)
+            let (file, base, write_back) = match (&spill, total) {
+                (Some(s), _) => (s.as_file().try_clone(), 0, false),
                 (None, n) => {
                     let base = self.data_start(table_start, n.unwrap_or(0), page_size)?;
-                    (temp.as_file().try_clone(), base)
+                    (temp.as_file().try_clone(), base, true)
                 }
             };
             let file = file.map_err(|e| Error::io(temp.path(), e))?;
-            PageWriter::new(file, base, page_size, temp.path().to_path_buf())
+            PageWriter::new(file, base, page_size, temp.path().to_path_buf(), write_back)
         };
         // Without a page size, the first samples are held until it is chosen (pages.rs).
         let mut paging = match self.options.page_size {

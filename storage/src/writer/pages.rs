@@ -83,20 +83,28 @@ pub(super) struct PageWriter {
     path: PathBuf,
     packer: Packer,
     /// Where the next byte goes in the file, and up to where the kernel was asked to write the
-    /// file back ([`PageWriter::write_back`]).
+    /// file back ([`PageWriter::write_back`]; `None`: never).
     at: u64,
-    written_back: u64,
+    written_back: Option<u64>,
 }
 
 /// Bytes written between two requests to start writing the file back to disk.
 const WRITE_BACK_EVERY: u64 = 8 << 20;
 
 impl PageWriter {
-    /// Pages of `page_size` bytes written to `file` from byte `base` (`path` names it in errors).
-    pub(super) fn new(file: File, base: u64, page_size: u64, path: PathBuf) -> Result<Self> {
+    /// Pages of `page_size` bytes written to `file` from byte `base` (`path` names it in errors);
+    /// with `write_back`, the disk writes them as they come ([`PageWriter::write_back`]).
+    pub(super) fn new(
+        file: File,
+        base: u64,
+        page_size: u64,
+        path: PathBuf,
+        write_back: bool,
+    ) -> Result<Self> {
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.seek(SeekFrom::Start(base)).map_err(|e| Error::io(&path, e))?;
-        Ok(PageWriter { out, path, packer: Packer::new(page_size), at: base, written_back: base })
+        let written_back = write_back.then_some(base);
+        Ok(PageWriter { out, path, packer: Packer::new(page_size), at: base, written_back })
     }
 
     pub(super) fn page_size(&self) -> u64 {
@@ -150,14 +158,15 @@ impl PageWriter {
     /// 420 MB was that `fsync` waiting for the disk. Durability still comes from the `fsync`
     /// alone. Elsewhere, or where the kernel refuses, nothing is done.
     fn write_back(&mut self) -> Result<()> {
-        if self.at - self.written_back < WRITE_BACK_EVERY {
+        let Some(written_back) = self.written_back else { return Ok(()) };
+        if self.at - written_back < WRITE_BACK_EVERY {
             return Ok(());
         }
         self.out.flush().map_err(|e| Error::io(&self.path, e))?;
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
-            let (offset, len) = (self.written_back, self.at - self.written_back);
+            let (offset, len) = (written_back, self.at - written_back);
             if let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) {
                 // SAFETY: the descriptor is the open file `out` owns for the whole call; the call
                 // reads only its integer arguments. Its result is a hint's: an error (e.g. a file
@@ -172,7 +181,7 @@ impl PageWriter {
                 };
             }
         }
-        self.written_back = self.at;
+        self.written_back = Some(self.at);
         Ok(())
     }
 
@@ -299,38 +308,47 @@ mod tests {
 
     /// Pages written past several write-back requests (and from a base that is not 0) hold
     /// exactly the payloads, the zeros between pages and the tail; each request covers what was
-    /// written since the last.
+    /// written since the last. A writer without write-back (a scratch file) makes none and
+    /// writes the same bytes.
     #[test]
     fn pages_written_back_early_are_the_pages_written() {
         let page_size = 4 << 20;
         let base = 12_345;
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let path = dir.path().join("pages");
-        let file =
-            File::options().create(true).truncate(true).read(true).write(true).open(&path).expect("file");
-        let mut pages = PageWriter::new(file, base, page_size, path.clone()).expect("a page writer");
-        let mut want = vec![0u8; base as usize];
-        let (mut row, mut allocs, mut requests) = (vec![0u8; 8], Vec::new(), 0);
-        for i in 0..40u64 {
-            // 1–3 MiB payloads of varying bytes: pages close early and are zero-filled.
-            let payload: Vec<u8> = (0..(1 << 20) + (i as usize * 51_111) % (2 << 20))
-                .map(|k| (k as u64 * 7 + i) as u8)
-                .collect();
-            let written_back = pages.written_back;
-            pages.place(i, std::iter::once((0, payload.as_slice())), &mut row, &mut allocs).expect("placed");
-            let at = u64::from_le_bytes(row[..8].try_into().expect("8 bytes"));
-            want.resize((base + at) as usize, 0);
-            want.extend_from_slice(&payload);
-            assert_eq!(pages.at, base + at + payload.len() as u64, "sample {i}");
-            if pages.written_back != written_back {
-                assert_eq!(pages.written_back, pages.at, "a request covers everything written");
-                requests += 1;
+        for write_back in [true, false] {
+            let path = dir.path().join(format!("pages-{write_back}"));
+            let file =
+                File::options().create(true).truncate(true).read(true).write(true).open(&path).expect("file");
+            let mut pages =
+                PageWriter::new(file, base, page_size, path.clone(), write_back).expect("a page writer");
+            let mut want = vec![0u8; base as usize];
+            let (mut row, mut allocs, mut requests) = (vec![0u8; 8], Vec::new(), 0);
+            for i in 0..40u64 {
+                // 1–3 MiB payloads of varying bytes: pages close early and are zero-filled.
+                let payload: Vec<u8> = (0..(1 << 20) + (i as usize * 51_111) % (2 << 20))
+                    .map(|k| (k as u64 * 7 + i) as u8)
+                    .collect();
+                let written_back = pages.written_back;
+                pages
+                    .place(i, std::iter::once((0, payload.as_slice())), &mut row, &mut allocs)
+                    .expect("placed");
+                let at = u64::from_le_bytes(row[..8].try_into().expect("8 bytes"));
+                want.resize((base + at) as usize, 0);
+                want.extend_from_slice(&payload);
+                assert_eq!(pages.at, base + at + payload.len() as u64, "sample {i}");
+                if pages.written_back != written_back {
+                    assert_eq!(pages.written_back, Some(pages.at), "a request covers everything written");
+                    requests += 1;
+                }
             }
+            match write_back {
+                true => assert!(requests >= 5, "{requests} write-back requests for ~100 MiB"),
+                false => assert_eq!((requests, pages.written_back), (0, None)),
+            }
+            let num_pages = pages.finish().expect("finished");
+            want.resize((base + num_pages * page_size) as usize, 0);
+            assert!(std::fs::read(&path).expect("read back") == want, "the file holds the pages written");
         }
-        assert!(requests >= 5, "{requests} write-back requests for ~100 MiB");
-        let num_pages = pages.finish().expect("finished");
-        want.resize((base + num_pages * page_size) as usize, 0);
-        assert!(std::fs::read(&path).expect("read back") == want, "the file holds the pages written");
     }
 
     #[test]
