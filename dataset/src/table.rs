@@ -551,9 +551,10 @@ impl<'a> Table<'a> {
     /// table's; the caller then takes from [`Table::column`].
     pub fn gather_rows(&self, name: &str, rows: &[u32]) -> Option<ArrayRef> {
         // The data files the rows lie in (ascending rows: a range of them).
-        let part_of = |row: u32| self.starts.partition_point(|&s| s <= u64::from(row)).saturating_sub(1);
         let ks = match (rows.first(), rows.last()) {
-            (Some(&a), Some(&b)) => part_of(a)..part_of(b) + 1,
+            (Some(&a), Some(&b)) => {
+                self.locate_part(u64::from(a)).ok()?.0..self.locate_part(u64::from(b)).ok()?.0 + 1
+            }
             _ => 0..0,
         };
         let first = ks.start;
@@ -564,9 +565,9 @@ impl<'a> Table<'a> {
         if sources.iter().any(|a| a.data_type() != want || a.null_count() != 0) {
             return None;
         }
-        // Each row's data file (among `parts`) and row in it.
+        // Each row's data file (among `parts`) and row in it; a patched cell's value is its
+        // patch's one-value array, added to the sources (row 0 of it).
         let mut picks: Vec<(usize, u32)> = Vec::with_capacity(rows.len());
-        let mut patched = false;
         let mut k = 0;
         for &row in rows {
             let row = u64::from(row);
@@ -576,24 +577,19 @@ impl<'a> Table<'a> {
             let p = parts.get(k)?;
             let local = row - self.starts[first + k];
             let file_row = p.kept.as_ref().map_or(local, |kept| kept.get(local));
-            patched |= p.patched.binary_search_by_key(&file_row, |(r, _)| *r).is_ok();
-            picks.push((k, u32::try_from(file_row).ok()?));
-        }
-        let out = match patched {
-            false => gathered(&sources, &picks, want)?,
-            // Patched cells among them: each from its patch's one-value array.
-            true => {
-                let mut at = Vec::with_capacity(picks.len());
-                for (k, r) in picks {
-                    let p = &parts[k];
-                    match p.patched.binary_search_by_key(&u64::from(r), |(row, _)| *row) {
-                        Ok(j) => {
-                            sources.push(p.patched[j].1.as_ref());
-                            at.push((sources.len() - 1, 0));
-                        }
-                        Err(_) => at.push((k, r as usize)),
-                    }
+            match p.patched.binary_search_by_key(&file_row, |(r, _)| *r) {
+                Ok(j) => {
+                    sources.push(p.patched[j].1.as_ref());
+                    picks.push((sources.len() - 1, 0));
                 }
+                Err(_) => picks.push((k, u32::try_from(file_row).ok()?)),
+            }
+        }
+        let out = match sources.len() == parts.len() {
+            true => gathered(&sources, &picks, want)?,
+            // Patched cells among them (a patch may hold a NULL, which `gathered` does not read).
+            false => {
+                let at: Vec<(usize, usize)> = picks.iter().map(|&(k, r)| (k, r as usize)).collect();
                 arrow_select::interleave::interleave(&sources, &at).ok()?
             }
         };

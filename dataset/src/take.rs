@@ -12,6 +12,13 @@ use beton_storage::FieldType;
 use crate::versioned::values::{column_file_type, ValuesBuilder};
 use crate::{Error, Result, Table};
 
+/// Whether `rows` rows of a table of `num_rows` are few: under one in 16. A few rows are read
+/// where they lie; a fair share of the table from the whole column, made once (here, and in SQL's
+/// projections of chosen rows).
+pub fn few_rows(rows: usize, num_rows: u64) -> bool {
+    (rows as u64).saturating_mul(16) < num_rows
+}
+
 /// The values of `fields` (all of the table's when `None`, in schema order) in `rows` (table row
 /// indices, any order, repeats allowed), one Arrow column per field named after it.
 ///
@@ -52,7 +59,7 @@ pub fn take(table: &Table<'_>, rows: &[u64], fields: Option<&[String]>) -> Resul
         // Ints, floats and bools are the table's own columns (column files applied): a gather,
         // no value at a time, when the rows are a fair share of the table (the column is made
         // for every row once; a take of a few rows reads just those).
-        let share = rows.len() as u64 * 16 >= num_rows;
+        let share = !few_rows(rows.len(), num_rows);
         if share && matches!(ty, FieldType::Int | FieldType::Float | FieldType::Bool) {
             let column = table.column(name)?;
             if *column.data_type() == column_file_type(ty) {

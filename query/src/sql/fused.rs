@@ -1238,7 +1238,6 @@ fn unnested(mut e: &Expr) -> &Expr {
     e
 }
 
-/// A number literal (or a negated one) as the evaluator parses it.
 /// The prefix of a `LIKE` pattern that is a string literal of text and one `%` at its end
 /// (`'abc%'`: `abc`); `None` for any other pattern (`_`, a `%` elsewhere, a backslash, which
 /// arrow's `like` reads as an escape).
@@ -1249,6 +1248,7 @@ fn like_prefix(e: &Expr) -> Option<Vec<u8>> {
     (!prefix.contains(['%', '_', '\\'])).then(|| prefix.as_bytes().to_vec())
 }
 
+/// A number literal (or a negated one) as the evaluator parses it.
 fn number(e: &Expr) -> Option<Number> {
     let text = match e {
         Expr::UnaryOp { op: UnaryOperator::Minus, expr } => format!("-{}", negated_number(expr)?),

@@ -142,9 +142,9 @@ impl<'t, 'a> Ctx<'t, 'a> {
             (Rows::Window(w), "index") => Ok(positions(&mut w.clone().map(|r| r as u64))),
             (Rows::All, _) => self.table.column(name).map_err(at(span)),
             (Rows::At(rows), _) => {
-                // A few rows of a big table (as `beton_dataset::take` decides): gathered from the
-                // data files' copies, not the whole column made for them.
-                if rows.len() as u64 * 16 < self.table.num_rows() {
+                // A few rows of a big table: gathered from the data files' copies, not the whole
+                // column made for them.
+                if beton_dataset::take::few_rows(rows.len(), self.table.num_rows()) {
                     if let Some(array) = self.table.gather_rows(name, rows.values()) {
                         return Ok(array);
                     }
