@@ -76,6 +76,7 @@ mod jpeg;
 mod orient;
 mod phash;
 mod pixels;
+mod planar;
 mod png;
 mod resize;
 mod thumbnail;
@@ -296,15 +297,21 @@ fn encode(
                 let data = data.unwrap_or_else(|| b.clone());
                 return Ok((EncodedImage { mode: ImageMode::Jpg, width, height, data }, false));
             }
+            if let Some(image) = planar_reencode(b, options, channels, draw) {
+                return Ok((image, false));
+            }
             (Some(b.as_slice()), decode_source(b)?)
         }
         ImageSource::File(path) => {
-            file_bytes = read_file(path)?;
+            file_bytes = FileBuffer::read(path)?;
             if let Some((width, height, data)) = fast_passthrough(&file_bytes, options, channels, draw) {
-                let data = data.unwrap_or(file_bytes);
+                let data = data.unwrap_or_else(|| file_bytes.to_vec());
                 return Ok((EncodedImage { mode: ImageMode::Jpg, width, height, data }, false));
             }
-            (Some(file_bytes.as_slice()), decode_source(&file_bytes)?)
+            if let Some(image) = planar_reencode(&file_bytes, options, channels, draw) {
+                return Ok((image, false));
+            }
+            (Some(&file_bytes[..]), decode_source(&file_bytes)?)
         }
     };
 
@@ -428,19 +435,65 @@ fn fast_passthrough(
     }
 }
 
-/// The header of a JPEG as libjpeg-turbo reads it (strictly), through one decompressor per
-/// thread: creating one costs more than reading a header. `None` for a header it refuses.
+/// The header of a JPEG as libjpeg-turbo reads it (strictly). `None` for a header it refuses.
 fn jpeg_header(bytes: &[u8]) -> Option<crate::jpeg::JpegHeader> {
+    with_decompressor(|d| d.header(bytes).ok())
+}
+
+/// Runs `f` with this thread's strict decompressor (creating one costs more than reading a
+/// header or decoding a small JPEG). `None` when it cannot be had (created, or borrowed again
+/// from inside `f`).
+fn with_decompressor<T>(f: impl FnOnce(&mut crate::jpeg::Decompressor) -> Option<T>) -> Option<T> {
     thread_local! {
-        static HEADERS: std::cell::RefCell<Option<crate::jpeg::Decompressor>> =
+        static DECOMPRESSOR: std::cell::RefCell<Option<crate::jpeg::Decompressor>> =
             const { std::cell::RefCell::new(None) };
     }
-    HEADERS.with(|cell| {
+    DECOMPRESSOR.with(|cell| {
         let mut d = cell.try_borrow_mut().ok()?;
         if d.is_none() {
             *d = crate::jpeg::Decompressor::new().ok();
         }
-        d.as_mut()?.header(bytes).ok()
+        f(d.as_mut()?)
+    })
+}
+
+/// Re-encodes a YCbCr JPEG for an RGB field in YCbCr ([`planar`]): when the image is to be
+/// stored as a JPEG, needs no rotation and is not passed through (it is downscaled, or
+/// passthrough is off). `None` when that route does not apply or fails: the caller's RGB route
+/// then decodes it, and reports what is wrong with a corrupt JPEG as it always has.
+fn planar_reencode(
+    bytes: &[u8],
+    options: &ImageOptions,
+    channels: Channels,
+    draw: f64,
+) -> Option<EncodedImage> {
+    if channels != Channels::Rgb || !bytes.starts_with(&JPEG_MAGIC) {
+        return None;
+    }
+    with_decompressor(|dec| {
+        let header = dec.header(bytes).ok()?;
+        if !planar::takes(&header) || crate::jpeg::markers::parse(bytes).orientation().is_some_and(|o| o != 1)
+        {
+            return None;
+        }
+        let size = (header.width, header.height);
+        let target = resize::target_size(size.0, size.1, options.max_resolution);
+        let (width, height) = check_size(target.0, target.1).ok()?;
+        if mode_of(options.write_mode, target, channels, draw) != ImageMode::Jpg
+            || (options.jpeg_passthrough && target == size)
+        {
+            return None;
+        }
+        let data = planar::reencode(
+            dec,
+            bytes,
+            &header,
+            target,
+            options.jpeg_quality,
+            options.jpeg_restart_interval,
+        )
+        .ok()?;
+        Some(EncodedImage { mode: ImageMode::Jpg, width, height, data })
     })
 }
 
@@ -595,9 +648,44 @@ fn decode_source(bytes: &[u8]) -> Result<Loaded<'static>> {
     }
 }
 
-fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
-    // encode_image names the file.
-    std::fs::read(path).map_err(|e| Error::Image(format!("cannot read the file: {e}")))
+/// A file's bytes, read into this thread's buffer (kept between images: a fresh buffer of an
+/// image's size costs page faults on every image), which it gives back when dropped.
+struct FileBuffer(Vec<u8>);
+
+thread_local! {
+    static FILE_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Largest buffer kept for the next file (a thread does not hold on to one huge image's bytes).
+const KEPT_FILE_BUFFER: usize = 16 << 20;
+
+impl FileBuffer {
+    fn read(path: &std::path::Path) -> Result<FileBuffer> {
+        use std::io::Read;
+        // encode_image names the file.
+        let failed = |e: std::io::Error| Error::Image(format!("cannot read the file: {e}"));
+        let mut buf = FILE_BUFFER.with(std::cell::Cell::take);
+        buf.clear();
+        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut buf)).map_err(failed)?;
+        Ok(FileBuffer(buf))
+    }
+}
+
+impl std::ops::Deref for FileBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for FileBuffer {
+    fn drop(&mut self) {
+        if self.0.capacity() <= KEPT_FILE_BUFFER {
+            let buf = std::mem::take(&mut self.0);
+            // During thread teardown the slot may be gone: the buffer is then simply freed.
+            let _ = FILE_BUFFER.try_with(|slot| slot.set(buf));
+        }
+    }
 }
 
 /// Checks that given pixels are consistent: 1, 3 or 4 channels and `w × h × c` bytes.

@@ -85,6 +85,31 @@ pub struct Rect {
     pub height: u32,
 }
 
+/// A decode's scale `num/denom` (libjpeg-turbo's `tjscalingfactor`): it takes `num/8` for `num`
+/// in 1..=16, in lowest terms (1/2, 3/4, 1/1, ...), and refuses others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scale {
+    /// Numerator.
+    pub num: u32,
+    /// Denominator.
+    pub denom: u32,
+}
+
+impl Scale {
+    /// The whole image.
+    pub const ONE: Scale = Scale { num: 1, denom: 1 };
+
+    /// A side of `d` pixels at this scale: `ceil(d · num / denom)` (libjpeg-turbo's
+    /// `TJSCALED`); 0 for a denominator of 0 (which libjpeg-turbo refuses anyway).
+    pub fn side(self, d: u32) -> u32 {
+        if self.denom == 0 {
+            return 0;
+        }
+        let v = (u64::from(d) * u64::from(self.num)).div_ceil(u64::from(self.denom));
+        u32::try_from(v).unwrap_or(u32::MAX)
+    }
+}
+
 /// What a decode writes ([`Decompressor::output_of`]).
 struct Output {
     header: JpegHeader,
@@ -159,9 +184,9 @@ impl Drop for Handle {
 /// sets it up for that JPEG, and scaling and cropping stay set until changed.
 pub struct Decompressor {
     handle: Handle,
-    /// The geometry last set ([`Decompressor::set_geometry`]): every decode checks its output
+    /// The geometry last set ([`Decompressor::set_scale`]): every decode checks its output
     /// size against it and the header of the bytes it is given.
-    denom: u32,
+    scale: Scale,
     region: Rect,
 }
 
@@ -181,7 +206,7 @@ impl Decompressor {
         handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
         handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
         handle.set(raw::TJPARAM_TJPARAM_MAXPIXELS, MAX_PIXELS)?;
-        Ok(Decompressor { handle, denom: 1, region: Rect::default() })
+        Ok(Decompressor { handle, scale: Scale::ONE, region: Rect::default() })
     }
 
     /// Uses libjpeg-turbo's fast integer IDCT (`TJPARAM_FASTDCT`), as FFCV's loader does.
@@ -231,13 +256,26 @@ impl Decompressor {
     }
 
     /// Sets the scale 1/`denom` and the cropping region (`Rect::default()`: uncropped) of the
-    /// next decode of the JPEG whose header was just read.
+    /// next decode of the JPEG whose header was just read ([`Decompressor::set_scale`] with
+    /// `1/denom`).
+    ///
+    /// # Errors
+    /// As [`Decompressor::set_scale`].
+    pub fn set_geometry(&mut self, denom: u32, region: Rect) -> Result<()> {
+        self.set_scale(Scale { num: 1, denom }, region)
+    }
+
+    /// Sets the scale and the cropping region (`Rect::default()`: uncropped) of the next decode
+    /// of the JPEG whose header was just read. libjpeg-turbo decodes at `num/8` for `num` in 1..=16
+    /// (scaled IDCTs: the scale costs no resampling); a side of `d` pixels becomes
+    /// [`Scale::side`]`(d)`.
     ///
     /// # Errors
     /// [`Error::Image`] when libjpeg-turbo refuses the factor or the region (a left edge off the
     /// scaled iMCU grid, a region outside the scaled image).
-    pub fn set_geometry(&mut self, denom: u32, region: Rect) -> Result<()> {
-        let sf = raw::tjscalingfactor { num: 1, denom: denom as c_int };
+    pub fn set_scale(&mut self, scale: Scale, region: Rect) -> Result<()> {
+        let to_int = |v: u32| c_int::try_from(v).unwrap_or(c_int::MAX);
+        let sf = raw::tjscalingfactor { num: to_int(scale.num), denom: to_int(scale.denom) };
         let crop = raw::tjregion {
             x: region.x as c_int,
             y: region.y as c_int,
@@ -255,7 +293,7 @@ impl Decompressor {
         if rc != 0 {
             return Err(Error::Image(format!("libjpeg-turbo: {}", self.handle.error_message())));
         }
-        (self.denom, self.region) = (denom, region);
+        (self.scale, self.region) = (scale, region);
         Ok(())
     }
 
@@ -266,9 +304,8 @@ impl Decompressor {
     /// many rows and columns as the JPEG and the geometry say, not as the buffer holds.
     fn output_of(&mut self, data: &[u8]) -> Result<Output> {
         let header = self.header(data)?;
-        self.set_geometry(self.denom, self.region)?;
-        let scaled = |d: u32| d.div_ceil(self.denom);
-        let (sw, sh) = (scaled(header.width), scaled(header.height));
+        self.set_scale(self.scale, self.region)?;
+        let (sw, sh) = (self.scale.side(header.width), self.scale.side(header.height));
         let r = self.region;
         let out = if r == Rect::default() {
             (sw, sh)
@@ -422,21 +459,102 @@ pub(crate) fn compress(
         c_int::try_from(height).map_err(too_large)?,
         c_int::try_from(pitch).map_err(too_large)?,
     );
-    let mut handle = Handle::new(raw::TJINIT_TJINIT_COMPRESS)?;
-    handle.set(raw::TJPARAM_TJPARAM_QUALITY, c_int::from(quality.clamp(1, 100)))?;
-    handle.set(raw::TJPARAM_TJPARAM_SUBSAMP, subsamp as c_int)?;
-    set_restarts(&mut handle, restart_interval)?;
-    let mut out = JpegBuf::default();
-    // SAFETY: the handle is live and set up for compression. `data` holds exactly height rows
-    // of pitch = width × channels bytes (checked above), only read. libjpeg-turbo allocates the
-    // output (tj3Alloc) and stores its pointer and size in `out`, which frees it.
-    let rc = unsafe {
-        raw::tj3Compress8(handle.0, data.as_ptr(), w, p, h, format as c_int, &mut out.ptr, &mut out.len)
-    };
-    if rc != 0 {
-        return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
+    with_compressor(|handle| {
+        set_encoding(handle, quality, subsamp as c_int, restart_interval)?;
+        let mut out = JpegBuf::default();
+        // SAFETY: the handle is live and set up for compression. `data` holds exactly height
+        // rows of pitch = width × channels bytes (checked above), only read. libjpeg-turbo
+        // allocates the output (tj3Alloc) and stores its pointer and size in `out`, which frees
+        // it.
+        let rc = unsafe {
+            raw::tj3Compress8(handle.0, data.as_ptr(), w, p, h, format as c_int, &mut out.ptr, &mut out.len)
+        };
+        if rc != 0 {
+            return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
+        }
+        Ok(out.to_vec())
+    })
+}
+
+/// Encodes a `width × height` image given as its Y, Cb and Cr planes (one plane, Y, for
+/// `TJSAMP_GRAY`) with chroma subsampling `subsamp`: no colour conversion, no chroma
+/// downsampling. Plane `c` is `plane_size(c, (width, height), subsamp)` bytes, packed (its
+/// stride is its width), padding included: a 4:2:0 Y plane of an odd width has one column more.
+/// Quality and restart markers as [`compress`].
+pub(crate) fn compress_planes(
+    planes: &[&[u8]],
+    (width, height): (u32, u32),
+    subsamp: c_int,
+    quality: u8,
+    restart_interval: u16,
+) -> Result<Vec<u8>> {
+    let count = if subsamp == raw::TJSAMP_TJSAMP_GRAY as c_int { 1 } else { 3 };
+    let bad =
+        || Error::Image(format!("cannot JPEG-encode planes of a {width}x{height} image (TJSAMP {subsamp})"));
+    if planes.len() != count || width == 0 || height == 0 {
+        return Err(bad());
     }
-    Ok(out.to_vec())
+    let mut ptrs = [std::ptr::null::<u8>(); 3];
+    let mut strides = [0 as c_int; 3];
+    for (c, plane) in planes.iter().enumerate() {
+        let (pw, ph) = plane_size(c, (width, height), subsamp);
+        if pw == 0 || ph == 0 || plane.len() as u64 != u64::from(pw) * u64::from(ph) {
+            return Err(bad());
+        }
+        ptrs[c] = plane.as_ptr();
+        strides[c] = c_int::try_from(pw).map_err(|_| bad())?;
+    }
+    let (w, h) = (c_int::try_from(width).map_err(|_| bad())?, c_int::try_from(height).map_err(|_| bad())?);
+    with_compressor(|handle| {
+        set_encoding(handle, quality, subsamp, restart_interval)?;
+        let mut out = JpegBuf::default();
+        // SAFETY: the handle is live and set up for compression with `subsamp`. Plane c starts
+        // at ptrs[c] and holds exactly ph_c rows of pw_c = strides[c] bytes, where (pw_c, ph_c)
+        // is tj3YUVPlaneWidth/Height of component c at width × height and `subsamp` (checked
+        // above): what libjpeg-turbo reads, only reads. It allocates the output (tj3Alloc) and
+        // stores its pointer and size in `out`, which frees it.
+        let rc = unsafe {
+            raw::tj3CompressFromYUVPlanes8(
+                handle.0,
+                ptrs.as_ptr(),
+                w,
+                strides.as_ptr(),
+                h,
+                &mut out.ptr,
+                &mut out.len,
+            )
+        };
+        if rc != 0 {
+            return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
+        }
+        Ok(out.to_vec())
+    })
+}
+
+/// Runs `f` with this thread's compressor (creating a TurboJPEG instance, tj3Init, costs more
+/// than encoding a small image). A call made while the thread's is in use gets a new one.
+fn with_compressor<T>(f: impl FnOnce(&mut Handle) -> Result<T>) -> Result<T> {
+    thread_local! {
+        static COMPRESSOR: std::cell::RefCell<Option<Handle>> = const { std::cell::RefCell::new(None) };
+    }
+    COMPRESSOR.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => {
+            let handle = match slot.as_mut() {
+                Some(h) => h,
+                None => slot.insert(Handle::new(raw::TJINIT_TJINIT_COMPRESS)?),
+            };
+            f(handle)
+        }
+        Err(_) => f(&mut Handle::new(raw::TJINIT_TJINIT_COMPRESS)?),
+    })
+}
+
+/// Sets every parameter an encode reads (a reused handle keeps the last encode's): quality,
+/// subsampling, restart markers and Huffman tables.
+fn set_encoding(handle: &mut Handle, quality: u8, subsamp: c_int, restart_interval: u16) -> Result<()> {
+    handle.set(raw::TJPARAM_TJPARAM_QUALITY, c_int::from(quality.clamp(1, 100)))?;
+    handle.set(raw::TJPARAM_TJPARAM_SUBSAMP, subsamp)?;
+    set_restarts(handle, restart_interval)
 }
 
 /// Sets a restart marker every `interval` MCUs (0: none) and, with markers, optimised Huffman
