@@ -47,7 +47,9 @@
 
 use super::MAX_PIXELS;
 
+mod optimize;
 mod seek;
+pub use optimize::optimize_tables;
 pub use seek::SeekIndex;
 
 /// MCUs (in raster order) from one entry of a [`SeekIndex`] to the next.
@@ -623,7 +625,13 @@ impl Unstuffed {
     /// restart markers DRI places (in order) and EOI, fill bytes, or a wrong number of
     /// intervals.
     fn of(data: &[u8], layout: &Layout, interval: u16) -> Option<Unstuffed> {
-        let mut bytes = Vec::with_capacity(data.len() + 8);
+        Unstuffed::into(data, layout, interval, Vec::new())
+    }
+
+    /// [`Unstuffed::of`] into `bytes` (a buffer kept between JPEGs; its contents are replaced).
+    fn into(data: &[u8], layout: &Layout, interval: u16, mut bytes: Vec<u8>) -> Option<Unstuffed> {
+        bytes.clear();
+        bytes.reserve(data.len() + 8);
         let mut ends = Vec::new();
         let mut pos = 0;
         loop {

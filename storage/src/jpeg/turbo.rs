@@ -459,21 +459,53 @@ pub(crate) fn compress(
         c_int::try_from(height).map_err(too_large)?,
         c_int::try_from(pitch).map_err(too_large)?,
     );
-    with_compressor(|handle| {
-        set_encoding(handle, quality, subsamp as c_int, restart_interval)?;
-        let mut out = JpegBuf::default();
-        // SAFETY: the handle is live and set up for compression. `data` holds exactly height
-        // rows of pitch = width × channels bytes (checked above), only read. libjpeg-turbo
-        // allocates the output (tj3Alloc) and stores its pointer and size in `out`, which frees
-        // it.
-        let rc = unsafe {
-            raw::tj3Compress8(handle.0, data.as_ptr(), w, p, h, format as c_int, &mut out.ptr, &mut out.len)
-        };
-        if rc != 0 {
-            return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
-        }
-        Ok(out.to_vec())
+    with_optimal_tables(restart_interval, |optimize| {
+        with_compressor(|handle| {
+            set_encoding(handle, quality, subsamp as c_int, restart_interval, optimize)?;
+            let mut out = JpegBuf::default();
+            // SAFETY: the handle is live and set up for compression. `data` holds exactly height
+            // rows of pitch = width × channels bytes (checked above), only read. libjpeg-turbo
+            // allocates the output (tj3Alloc) and stores its pointer and size in `out`, which
+            // frees it.
+            let rc = unsafe {
+                raw::tj3Compress8(
+                    handle.0,
+                    data.as_ptr(),
+                    w,
+                    p,
+                    h,
+                    format as c_int,
+                    &mut out.ptr,
+                    &mut out.len,
+                )
+            };
+            if rc != 0 {
+                return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
+            }
+            Ok(out.to_vec())
+        })
     })
+}
+
+/// Runs an encode (`encode(optimize)`, with libjpeg-turbo's Huffman optimisation or not) so that
+/// a JPEG with restart markers gets optimised Huffman tables (which win back the markers' bytes)
+/// without libjpeg-turbo's statistics pass: encoded with the standard tables, then given the
+/// tables libjpeg-turbo would have computed by [`optimize_tables`](super::entropy::optimize_tables)
+/// (the same bytes; tested). Should that pass decline, libjpeg-turbo optimises. Without markers,
+/// the standard tables, as FFCV (OpenCV) writes.
+fn with_optimal_tables(restart_interval: u16, encode: impl Fn(bool) -> Result<Vec<u8>>) -> Result<Vec<u8>> {
+    #[cfg(test)]
+    if restart_interval > 0 && LIBJPEG_OPTIMISES.with(std::cell::Cell::get) {
+        return encode(true);
+    }
+    let jpeg = encode(false)?;
+    if restart_interval == 0 {
+        return Ok(jpeg);
+    }
+    match super::entropy::optimize_tables(&jpeg) {
+        Some(optimised) => Ok(optimised),
+        None => encode(true),
+    }
 }
 
 /// Encodes a `width × height` image given as its Y, Cb and Cr planes (one plane, Y, for
@@ -505,30 +537,38 @@ pub(crate) fn compress_planes(
         strides[c] = c_int::try_from(pw).map_err(|_| bad())?;
     }
     let (w, h) = (c_int::try_from(width).map_err(|_| bad())?, c_int::try_from(height).map_err(|_| bad())?);
-    with_compressor(|handle| {
-        set_encoding(handle, quality, subsamp, restart_interval)?;
-        let mut out = JpegBuf::default();
-        // SAFETY: the handle is live and set up for compression with `subsamp`. Plane c starts
-        // at ptrs[c] and holds exactly ph_c rows of pw_c = strides[c] bytes, where (pw_c, ph_c)
-        // is tj3YUVPlaneWidth/Height of component c at width × height and `subsamp` (checked
-        // above): what libjpeg-turbo reads, only reads. It allocates the output (tj3Alloc) and
-        // stores its pointer and size in `out`, which frees it.
-        let rc = unsafe {
-            raw::tj3CompressFromYUVPlanes8(
-                handle.0,
-                ptrs.as_ptr(),
-                w,
-                strides.as_ptr(),
-                h,
-                &mut out.ptr,
-                &mut out.len,
-            )
-        };
-        if rc != 0 {
-            return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
-        }
-        Ok(out.to_vec())
+    with_optimal_tables(restart_interval, |optimize| {
+        with_compressor(|handle| {
+            set_encoding(handle, quality, subsamp, restart_interval, optimize)?;
+            let mut out = JpegBuf::default();
+            // SAFETY: the handle is live and set up for compression with `subsamp`. Plane c starts
+            // at ptrs[c] and holds exactly ph_c rows of pw_c = strides[c] bytes, where (pw_c, ph_c)
+            // is tj3YUVPlaneWidth/Height of component c at width × height and `subsamp` (checked
+            // above): what libjpeg-turbo reads, only reads. It allocates the output (tj3Alloc) and
+            // stores its pointer and size in `out`, which frees it.
+            let rc = unsafe {
+                raw::tj3CompressFromYUVPlanes8(
+                    handle.0,
+                    ptrs.as_ptr(),
+                    w,
+                    strides.as_ptr(),
+                    h,
+                    &mut out.ptr,
+                    &mut out.len,
+                )
+            };
+            if rc != 0 {
+                return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
+            }
+            Ok(out.to_vec())
+        })
     })
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: libjpeg-turbo optimises the tables itself (what [`with_optimal_tables`] must equal).
+    pub(crate) static LIBJPEG_OPTIMISES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Runs `f` with this thread's compressor (creating a TurboJPEG instance, tj3Init, costs more
@@ -550,11 +590,18 @@ fn with_compressor<T>(f: impl FnOnce(&mut Handle) -> Result<T>) -> Result<T> {
 }
 
 /// Sets every parameter an encode reads (a reused handle keeps the last encode's): quality,
-/// subsampling, restart markers and Huffman tables.
-fn set_encoding(handle: &mut Handle, quality: u8, subsamp: c_int, restart_interval: u16) -> Result<()> {
+/// subsampling, restart markers and whether libjpeg-turbo optimises the Huffman tables.
+fn set_encoding(
+    handle: &mut Handle,
+    quality: u8,
+    subsamp: c_int,
+    restart_interval: u16,
+    optimize: bool,
+) -> Result<()> {
     handle.set(raw::TJPARAM_TJPARAM_QUALITY, c_int::from(quality.clamp(1, 100)))?;
     handle.set(raw::TJPARAM_TJPARAM_SUBSAMP, subsamp)?;
-    set_restarts(handle, restart_interval)
+    handle.set(raw::TJPARAM_TJPARAM_RESTARTBLOCKS, c_int::from(restart_interval))?;
+    handle.set(raw::TJPARAM_TJPARAM_OPTIMIZE, c_int::from(optimize))
 }
 
 /// Sets a restart marker every `interval` MCUs (0: none) and, with markers, optimised Huffman
@@ -683,5 +730,95 @@ mod tests {
         let mut whole = vec![0u8; 64 * 48 * 3];
         d.set_geometry(1, Rect::default()).unwrap();
         d.decompress(&big, &mut whole, (64, 48), PixelFormat::Rgb).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod optimised_tables {
+    use super::*;
+
+    /// The bundled ImageFolder's photos, decoded: real pictures to encode.
+    fn photos() -> Vec<(u32, u32, Vec<u8>)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/data/imagefolder");
+        let mut paths = Vec::new();
+        for class in std::fs::read_dir(root).unwrap() {
+            for f in std::fs::read_dir(class.unwrap().path()).unwrap() {
+                let path = f.unwrap().path();
+                if path.extension().is_some_and(|e| e == "jpg") {
+                    paths.push(path);
+                }
+            }
+        }
+        paths.sort();
+        let mut d = Decompressor::new().unwrap();
+        paths
+            .iter()
+            .map(|p| {
+                let data = std::fs::read(p).unwrap();
+                let h = d.header(&data).unwrap();
+                d.set_geometry(1, Rect::default()).unwrap();
+                let mut out = vec![0u8; (h.width * h.height * 3) as usize];
+                d.decompress(&data, &mut out, (h.width, h.height), PixelFormat::Rgb).unwrap();
+                (h.width, h.height, out)
+            })
+            .collect()
+    }
+
+    fn both<T>(f: impl Fn() -> T) -> (T, T) {
+        let ours = f();
+        LIBJPEG_OPTIMISES.with(|c| c.set(true));
+        let theirs = f();
+        LIBJPEG_OPTIMISES.with(|c| c.set(false));
+        (ours, theirs)
+    }
+
+    /// The writer's JPEGs with restart markers get their optimised tables from the entropy pass,
+    /// not from libjpeg-turbo: the bytes must be libjpeg-turbo's own, for every photo, grey and
+    /// colour, planes and pixels, odd sizes, 1x1, noise (long codes) and flat images (one
+    /// symbol), several qualities and intervals.
+    #[test]
+    fn the_entropy_pass_writes_libjpeg_turbos_optimised_tables_byte_for_byte() {
+        let mut images = photos();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect()
+        };
+        images.push((1, 1, vec![200, 10, 30]));
+        images.push((17, 9, noise(17 * 9 * 3)));
+        images.push((301, 77, noise(301 * 77 * 3)));
+        images.push((64, 48, vec![128; 64 * 48 * 3]));
+        let mut compared = 0;
+        for (i, (w, h, rgb)) in images.iter().enumerate() {
+            let (quality, interval) = [(90, 1), (75, 4), (100, 1), (50, 3), (95, 7)][i % 5];
+            let (ours, theirs) = both(|| compress(rgb, (*w, *h, 3), quality, interval).unwrap());
+            assert_eq!(ours, theirs, "{w}x{h} q{quality} every {interval} MCUs");
+            let grey: Vec<u8> = rgb.chunks_exact(3).map(|p| p[1]).collect();
+            let (ours, theirs) = both(|| compress(&grey, (*w, *h, 1), quality, interval).unwrap());
+            assert_eq!(ours, theirs, "grey {w}x{h}");
+            // 4:2:0 planes: Y padded to even sizes, Cb and Cr at half size.
+            let s420 = raw::TJSAMP_TJSAMP_420 as c_int;
+            let planes: Vec<Vec<u8>> = (0..3)
+                .map(|c| {
+                    let (pw, ph) = plane_size(c, (*w, *h), s420);
+                    grey.iter().cycle().skip(c * 7).take((pw * ph) as usize).copied().collect()
+                })
+                .collect();
+            let refs: Vec<&[u8]> = planes.iter().map(Vec::as_slice).collect();
+            let (ours, theirs) = both(|| compress_planes(&refs, (*w, *h), s420, quality, interval).unwrap());
+            assert_eq!(ours, theirs, "planes {w}x{h}");
+            compared += 3;
+        }
+        assert!(compared > 150, "{compared}");
+        // Without markers: the standard tables, one encode, as before.
+        let (w, h, rgb) = &images[0];
+        let plain = compress(rgb, (*w, *h, 3), 90, 0).unwrap();
+        assert!(super::super::entropy::optimize_tables(&plain).is_some_and(|o| o.len() < plain.len()));
     }
 }
