@@ -45,7 +45,14 @@
 //! 7. **Mode.** raw: HWC bytes. jpg: libjpeg-turbo at `jpeg_quality`, 4:2:0 chroma subsampling
 //!    for RGB (as `cv2.imencode`, which FFCV uses), a 1-component JPEG for grey fields. smart:
 //!    jpg when the raw bytes would exceed the threshold. proportion: jpg when the per-sample
-//!    `draw` is below the probability.
+//!    `draw` is below the probability. A YCbCr JPEG re-encoded for an RGB field (downscaled, or
+//!    passthrough off) and needing no rotation never leaves YCbCr (`planar.rs`): its Y, Cb and
+//!    Cr planes are decoded, each is resized by the same area averaging to the target's 4:2:0
+//!    planes, and the JPEG is encoded from them: no chroma upsampling and colour conversion in,
+//!    no colour conversion and chroma downsampling out, half the bytes resized. Its pixels
+//!    differ from decoding to RGB, resizing and encoding by rounding and chroma filtering
+//!    (against a clean original both are as close: tested), and a 4:2:0 source re-encoded at
+//!    its own size keeps its chroma samples.
 //! 8. **JPEG passthrough.** When the result is to be a JPEG and the source is a JPEG that needs
 //!    no downscale and no rotation and is YCbCr (RGB field) or grey (grey field), its coded data
 //!    is stored unchanged: no generation loss. What decides it is read from the header alone;
@@ -55,7 +62,10 @@
 //!    decode of step 2; a corrupt JPEG is refused either way. With `verify` off its bytes are
 //!    stored exactly as given.
 //! 9. **Restart markers.** JPEGs are written with a restart marker every
-//!    [`ImageOptions::jpeg_restart_interval`] MCUs (default 1) and optimised Huffman tables; a
+//!    [`ImageOptions::jpeg_restart_interval`] MCUs (default 1) and optimised Huffman tables
+//!    (libjpeg-turbo encodes with the standard ones, then
+//!    [`optimize_tables`](crate::jpeg::entropy::optimize_tables) rewrites the scan with the
+//!    tables libjpeg-turbo's own optimisation computes: the same bytes, at less cost); a
 //!    passed-through JPEG without that interval is rewritten losslessly (its DCT coefficients
 //!    unchanged, so its pixels are) to have it: by the entropy pass, which re-cuts the intervals
 //!    bit for bit and keeps the source's Huffman tables, or for what that pass declines by

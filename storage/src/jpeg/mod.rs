@@ -11,7 +11,9 @@
 //!   say. The writer reads orientation, CMYK inversion and the restart interval from it; the
 //!   loader's restart-marker slicing reads the frame and scan from it.
 //! - [`entropy`]: one entropy-level pass over a baseline JPEG that checks every Huffman code and
-//!   gives it restart markers (the writer's fast passthrough; no IDCT, no colour conversion).
+//!   gives it restart markers (the writer's fast passthrough; no IDCT, no colour conversion),
+//!   and [`entropy::optimize_tables`], which writes a scan again with optimal Huffman tables
+//!   (the writer's encodes with restart markers).
 //! - [`with_restarts`]: the lossless rewrite that gives a JPEG a restart marker every few MCUs
 //!   (the writer's passthrough; the loader's tests make such JPEGs with it). Encoding (the
 //!   writer's `jpg` mode) is crate-private: only the writer encodes.
