@@ -821,4 +821,19 @@ mod optimised_tables {
         let plain = compress(rgb, (*w, *h, 3), 90, 0).unwrap();
         assert!(super::super::entropy::optimize_tables(&plain).is_some_and(|o| o.len() < plain.len()));
     }
+
+    #[test]
+    fn a_jpeg_the_pass_declines_is_optimised_by_libjpeg_turbo() {
+        let calls = std::cell::RefCell::new(Vec::new());
+        let encode = |optimize: bool| {
+            calls.borrow_mut().push(optimize);
+            Ok(if optimize { b"libjpeg-turbo's".to_vec() } else { b"not a JPEG".to_vec() })
+        };
+        assert_eq!(with_optimal_tables(1, encode).unwrap(), b"libjpeg-turbo's");
+        assert_eq!(*calls.borrow(), [false, true]);
+        // Without markers: one encode, the standard tables.
+        calls.borrow_mut().clear();
+        assert_eq!(with_optimal_tables(0, encode).unwrap(), b"not a JPEG");
+        assert_eq!(*calls.borrow(), [false]);
+    }
 }

@@ -32,9 +32,15 @@ pub fn optimize_tables(data: &[u8]) -> Option<Vec<u8>> {
     let scan = Unstuffed::into(data.get(header.data_at..)?, &layout, header.interval, bytes)?;
     symbols.clear();
     let out = rewrite(data, &header, &layout, &scan, &mut symbols);
-    SCRATCH.with(|s| s.set((scan.bytes, symbols)));
+    // Kept for the next JPEG unless one huge JPEG made them big.
+    if scan.bytes.capacity() + symbols.capacity() * 4 <= KEPT_BYTES {
+        SCRATCH.with(|s| s.set((scan.bytes, symbols)));
+    }
     out
 }
+
+/// Most bytes of scratch kept for the next JPEG.
+const KEPT_BYTES: usize = 16 << 20;
 
 /// [`optimize_tables`] with its buffers: `symbols` empty, to be filled.
 fn rewrite(
