@@ -84,24 +84,29 @@ fn rewrite(
                 counts[sym as usize] += 1;
                 symbols.push(sym | bits << 16);
                 // AC: run/size symbols to EOB or the 63rd coefficient.
+                // One refill for two codes: a code with its bits takes at most 27 of the 56 or
+                // more a refill leaves, and the DC's refill serves the first AC code too.
                 let mut k = 1u32;
+                let mut refill = false;
                 while k < 64 {
-                    r.refill();
+                    if refill {
+                        r.refill();
+                    }
+                    refill = !refill;
                     let (len, rs) = ac[c].decode(r.acc)?;
                     let size = u32::from(rs & 15);
-                    let bits = if size == 0 { 0 } else { ((r.acc << len) >> (64 - size)) as u32 };
+                    // The top `size` bits after the code, without a branch on size 0 (the
+                    // shift by one first keeps the second below 64).
+                    let bits = ((r.acc << len) >> 1 >> (63 - size)) as u32;
                     r.consume(len + size);
                     let sym = u32::from(rs) | ac_slot << 8;
                     counts[sym as usize] += 1;
                     symbols.push(sym | bits << 16);
-                    if size == 0 {
-                        if rs != 0xF0 {
-                            break; // EOB
-                        }
-                        k += 16;
-                    } else {
-                        k += u32::from(rs >> 4) + 1;
+                    if rs == 0 {
+                        break; // EOB
                     }
+                    // A run and a coefficient; ZRL (0xF0) is 16 zeros, the same sum.
+                    k += u32::from(rs >> 4) + 1;
                 }
                 if k > 64 {
                     return None;
