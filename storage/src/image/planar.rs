@@ -1,7 +1,7 @@
 //! The writer's re-encode of a YCbCr JPEG in YCbCr: decoded to its Y, Cb and Cr planes, each
-//! plane resized (area averaging) to the target's 4:2:0 planes, and encoded from them. No chroma upsampling and colour conversion on the way in,
-//! no colour conversion and chroma downsampling on the way out, and a resize of 1.5 bytes a
-//! pixel instead of 3: what the RGB route ([`super::jpeg::decode`], [`super::resize::resize`],
+//! plane resized (area averaging) to the target's 4:2:0 planes, and encoded from them. No chroma
+//! upsampling and colour conversion on the way in, no colour conversion and chroma downsampling
+//! on the way out, and a resize of 1.5 bytes a pixel instead of 3: what the RGB route ([`super::jpeg::decode`], [`super::resize::resize`],
 //! [`super::jpeg::encode`]) spends beside the entropy coding.
 //!
 //! The pixels differ from the RGB route's by rounding (area averaging is linear, and so is the
@@ -16,7 +16,7 @@ use std::ffi::c_int;
 use super::pixels::MAX_PIXEL_BYTES;
 use super::resize;
 use crate::error::{Error, Result};
-use crate::jpeg::{self, plane_size, Decompressor, JpegColor, JpegHeader, Rect, Scale};
+use crate::jpeg::{self, plane_size, Decompressor, JpegColor, JpegHeader, Rect};
 
 /// TurboJPEG's `TJSAMP_420`: what the writer encodes RGB fields with (as `cv2.imencode`).
 const S420: c_int = turbojpeg::raw::TJSAMP_TJSAMP_420 as c_int;
@@ -86,7 +86,7 @@ fn reencode_with(
     // The whole image: a decode at a DCT scale (1/2, 1/4, 1/8) would be faster for big
     // downscales, but its block-wise low-pass moves the pixels about twice as far from a fair
     // resampling (Lanczos, OpenCV's INTER_AREA) as area averaging of the whole decode does.
-    dec.set_scale(Scale::ONE, Rect::default())?;
+    dec.set_geometry(1, Rect::default())?;
     let size = (header.width, header.height);
 
     // The decoded planes, one after another in `source`.

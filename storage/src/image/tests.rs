@@ -782,6 +782,11 @@ fn the_ycbcr_route_gives_the_rgb_routes_picture() {
             let target = resize::target_size(header.width, header.height, max);
             let ours = encode_image(&ImageSource::Encoded(bytes.clone()), &o, Channels::Rgb, 0.).unwrap();
             assert_eq!((u32::from(ours.width), u32::from(ours.height)), target, "{name} {max:?}");
+            // The writer took the YCbCr route (not a fallback to the RGB one).
+            assert!(planar::takes(&header), "{name}");
+            let mut dec = crate::jpeg::Decompressor::new().unwrap();
+            let direct = planar::reencode(&mut dec, &bytes, &header, target, 90, 1).unwrap();
+            assert_eq!(ours.data, direct, "{name} {max:?}");
             let back = jpeg::decode(&ours.data).unwrap();
             assert_eq!(back.header.subsampling, turbojpeg::raw::TJSAMP_TJSAMP_420, "{name}");
             assert_eq!(crate::jpeg::markers::parse(&ours.data).restart_interval, 1, "{name}");

@@ -438,6 +438,9 @@ struct Header {
     interval: u16,
     /// Byte ranges of the DRI segments (marker included), to leave out of a rewrite.
     dri_segments: Vec<std::ops::Range<usize>>,
+    /// Byte ranges of the DHT segments (marker included) and where each one's tables begin, for
+    /// a rewrite with other tables ([`optimize_tables`]).
+    dht_segments: Vec<(std::ops::Range<usize>, usize)>,
     /// Offset of SOF's height field (its width follows), for a [`SeekIndex`] window's new size.
     sof_size_at: usize,
     /// Offset of the SOS marker, and of the first byte of entropy-coded data.
@@ -456,6 +459,7 @@ impl Header {
         let (mut dc, mut ac): ([Option<Spec>; 4], [Option<Spec>; 4]) = Default::default();
         let mut interval = 0u16;
         let mut dri_segments = Vec::new();
+        let mut dht_segments = Vec::new();
         let mut sof_size_at = 0;
         loop {
             let marker_at = pos;
@@ -476,6 +480,7 @@ impl Header {
             let end = pos + len;
             match marker {
                 0xC4 => {
+                    dht_segments.push((marker_at..end, pos + 2));
                     let mut s = seg;
                     while let [tc_th, rest @ ..] = s {
                         let (class, id) = (tc_th >> 4, usize::from(tc_th & 15));
@@ -569,6 +574,7 @@ impl Header {
                         ac,
                         interval,
                         dri_segments,
+                        dht_segments,
                         sof_size_at,
                         sos_at: marker_at,
                         data_at: end,
@@ -625,11 +631,11 @@ impl Unstuffed {
     /// restart markers DRI places (in order) and EOI, fill bytes, or a wrong number of
     /// intervals.
     fn of(data: &[u8], layout: &Layout, interval: u16) -> Option<Unstuffed> {
-        Unstuffed::into(data, layout, interval, Vec::new())
+        Unstuffed::reusing(data, layout, interval, Vec::new())
     }
 
     /// [`Unstuffed::of`] into `bytes` (a buffer kept between JPEGs; its contents are replaced).
-    fn into(data: &[u8], layout: &Layout, interval: u16, mut bytes: Vec<u8>) -> Option<Unstuffed> {
+    fn reusing(data: &[u8], layout: &Layout, interval: u16, mut bytes: Vec<u8>) -> Option<Unstuffed> {
         bytes.clear();
         bytes.reserve(data.len() + 8);
         let mut ends = Vec::new();
@@ -816,15 +822,23 @@ fn extend(bits: u64, s: u32) -> i32 {
 /// Reads a DC difference (a category, then that many bits: at most 16 + 11 bits) at the reader.
 #[inline(always)]
 fn dc_difference(table: &Decoder, r: &mut Reader<'_>) -> Option<i32> {
+    let (s, bits) = dc_code(table, r)?;
+    Some(extend(bits, s))
+}
+
+/// Reads a DC code at the reader (after a refill): its category `s` (at most 11) and the `s`
+/// bits that follow it, as coded.
+#[inline(always)]
+fn dc_code(table: &Decoder, r: &mut Reader<'_>) -> Option<(u32, u64)> {
     r.refill();
     let (len, s) = table.decode(r.acc)?;
     let s = u32::from(s);
     if s > 11 {
         return None;
     }
-    let diff = extend(if s == 0 { 0 } else { (r.acc << len) >> (64 - s) }, s);
+    let bits = if s == 0 { 0 } else { (r.acc << len) >> (64 - s) };
     r.consume(len + s);
-    Some(diff)
+    Some((s, bits))
 }
 
 impl BitWriter {

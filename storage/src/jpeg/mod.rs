@@ -3,7 +3,7 @@
 //!
 //! - [`Decompressor`]: a strict TurboJPEG 3 decompressor (every libjpeg *warning* is an error,
 //!   so a truncated or corrupt JPEG is refused instead of coming back half grey). It reads the
-//!   header ([`JpegHeader`]), decodes whole or at a DCT scale `num/8` ([`Scale`]) and to a cropping
+//!   header ([`JpegHeader`]), decodes whole or at a DCT scale of 1/2, 1/4, 1/8 and to a cropping
 //!   region (the loader's crop decoders), or to raw Y / Cb / Cr planes without upsampling or
 //!   colour conversion.
 //! - [`markers`]: one walk over the marker segments before the first scan: what the frame
@@ -32,7 +32,7 @@ mod turbo;
 #[cfg(test)]
 pub(crate) use turbo::lossless_crop;
 pub(crate) use turbo::{compress, compress_planes};
-pub use turbo::{plane_size, with_restarts, Decompressor, JpegColor, JpegHeader, PixelFormat, Rect, Scale};
+pub use turbo::{plane_size, with_restarts, Decompressor, JpegColor, JpegHeader, PixelFormat, Rect};
 
 /// Most progressive scans a JPEG may have (libjpeg-turbo's own tools use 500 as the guard against
 /// the "many scans" denial of service; real encoders write about 10).

@@ -85,31 +85,6 @@ pub struct Rect {
     pub height: u32,
 }
 
-/// A decode's scale `num/denom` (libjpeg-turbo's `tjscalingfactor`): it takes `num/8` for `num`
-/// in 1..=16, in lowest terms (1/2, 3/4, 1/1, ...), and refuses others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Scale {
-    /// Numerator.
-    pub num: u32,
-    /// Denominator.
-    pub denom: u32,
-}
-
-impl Scale {
-    /// The whole image.
-    pub const ONE: Scale = Scale { num: 1, denom: 1 };
-
-    /// A side of `d` pixels at this scale: `ceil(d · num / denom)` (libjpeg-turbo's
-    /// `TJSCALED`); 0 for a denominator of 0 (which libjpeg-turbo refuses anyway).
-    pub fn side(self, d: u32) -> u32 {
-        if self.denom == 0 {
-            return 0;
-        }
-        let v = (u64::from(d) * u64::from(self.num)).div_ceil(u64::from(self.denom));
-        u32::try_from(v).unwrap_or(u32::MAX)
-    }
-}
-
 /// What a decode writes ([`Decompressor::output_of`]).
 struct Output {
     header: JpegHeader,
@@ -184,9 +159,9 @@ impl Drop for Handle {
 /// sets it up for that JPEG, and scaling and cropping stay set until changed.
 pub struct Decompressor {
     handle: Handle,
-    /// The geometry last set ([`Decompressor::set_scale`]): every decode checks its output
+    /// The geometry last set ([`Decompressor::set_geometry`]): every decode checks its output
     /// size against it and the header of the bytes it is given.
-    scale: Scale,
+    denom: u32,
     region: Rect,
 }
 
@@ -206,7 +181,7 @@ impl Decompressor {
         handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
         handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
         handle.set(raw::TJPARAM_TJPARAM_MAXPIXELS, MAX_PIXELS)?;
-        Ok(Decompressor { handle, scale: Scale::ONE, region: Rect::default() })
+        Ok(Decompressor { handle, denom: 1, region: Rect::default() })
     }
 
     /// Uses libjpeg-turbo's fast integer IDCT (`TJPARAM_FASTDCT`), as FFCV's loader does.
@@ -256,26 +231,13 @@ impl Decompressor {
     }
 
     /// Sets the scale 1/`denom` and the cropping region (`Rect::default()`: uncropped) of the
-    /// next decode of the JPEG whose header was just read ([`Decompressor::set_scale`] with
-    /// `1/denom`).
-    ///
-    /// # Errors
-    /// As [`Decompressor::set_scale`].
-    pub fn set_geometry(&mut self, denom: u32, region: Rect) -> Result<()> {
-        self.set_scale(Scale { num: 1, denom }, region)
-    }
-
-    /// Sets the scale and the cropping region (`Rect::default()`: uncropped) of the next decode
-    /// of the JPEG whose header was just read. libjpeg-turbo decodes at `num/8` for `num` in 1..=16
-    /// (scaled IDCTs: the scale costs no resampling); a side of `d` pixels becomes
-    /// [`Scale::side`]`(d)`.
+    /// next decode of the JPEG whose header was just read.
     ///
     /// # Errors
     /// [`Error::Image`] when libjpeg-turbo refuses the factor or the region (a left edge off the
     /// scaled iMCU grid, a region outside the scaled image).
-    pub fn set_scale(&mut self, scale: Scale, region: Rect) -> Result<()> {
-        let to_int = |v: u32| c_int::try_from(v).unwrap_or(c_int::MAX);
-        let sf = raw::tjscalingfactor { num: to_int(scale.num), denom: to_int(scale.denom) };
+    pub fn set_geometry(&mut self, denom: u32, region: Rect) -> Result<()> {
+        let sf = raw::tjscalingfactor { num: 1, denom: denom as c_int };
         let crop = raw::tjregion {
             x: region.x as c_int,
             y: region.y as c_int,
@@ -293,7 +255,7 @@ impl Decompressor {
         if rc != 0 {
             return Err(Error::Image(format!("libjpeg-turbo: {}", self.handle.error_message())));
         }
-        (self.scale, self.region) = (scale, region);
+        (self.denom, self.region) = (denom, region);
         Ok(())
     }
 
@@ -304,8 +266,9 @@ impl Decompressor {
     /// many rows and columns as the JPEG and the geometry say, not as the buffer holds.
     fn output_of(&mut self, data: &[u8]) -> Result<Output> {
         let header = self.header(data)?;
-        self.set_scale(self.scale, self.region)?;
-        let (sw, sh) = (self.scale.side(header.width), self.scale.side(header.height));
+        self.set_geometry(self.denom, self.region)?;
+        let scaled = |d: u32| d.div_ceil(self.denom);
+        let (sw, sh) = (scaled(header.width), scaled(header.height));
         let r = self.region;
         let out = if r == Rect::default() {
             (sw, sh)
@@ -459,27 +422,30 @@ pub(crate) fn compress(
         c_int::try_from(height).map_err(too_large)?,
         c_int::try_from(pitch).map_err(too_large)?,
     );
+    encode(quality, subsamp as c_int, restart_interval, |handle, out| {
+        // SAFETY: the handle is live and set up for compression. `data` holds exactly height rows
+        // of pitch = width × channels bytes (checked above), only read. libjpeg-turbo allocates
+        // the output (tj3Alloc) and stores its pointer and size in `out`, which frees it.
+        unsafe {
+            raw::tj3Compress8(handle, data.as_ptr(), w, p, h, format as c_int, &mut out.ptr, &mut out.len)
+        }
+    })
+}
+
+/// One encode with this thread's compressor set up for `quality`, `subsamp` and
+/// `restart_interval` (optimised tables as [`with_optimal_tables`] says): `run` calls
+/// libjpeg-turbo on the handle, which writes into `out`, and gives its return code.
+fn encode(
+    quality: u8,
+    subsamp: c_int,
+    restart_interval: u16,
+    run: impl Fn(raw::tjhandle, &mut JpegBuf) -> c_int,
+) -> Result<Vec<u8>> {
     with_optimal_tables(restart_interval, |optimize| {
         with_compressor(|handle| {
-            set_encoding(handle, quality, subsamp as c_int, restart_interval, optimize)?;
+            set_encoding(handle, quality, subsamp, restart_interval, optimize)?;
             let mut out = JpegBuf::default();
-            // SAFETY: the handle is live and set up for compression. `data` holds exactly height
-            // rows of pitch = width × channels bytes (checked above), only read. libjpeg-turbo
-            // allocates the output (tj3Alloc) and stores its pointer and size in `out`, which
-            // frees it.
-            let rc = unsafe {
-                raw::tj3Compress8(
-                    handle.0,
-                    data.as_ptr(),
-                    w,
-                    p,
-                    h,
-                    format as c_int,
-                    &mut out.ptr,
-                    &mut out.len,
-                )
-            };
-            if rc != 0 {
+            if run(handle.0, &mut out) != 0 {
                 return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
             }
             Ok(out.to_vec())
@@ -537,31 +503,23 @@ pub(crate) fn compress_planes(
         strides[c] = c_int::try_from(pw).map_err(|_| bad())?;
     }
     let (w, h) = (c_int::try_from(width).map_err(|_| bad())?, c_int::try_from(height).map_err(|_| bad())?);
-    with_optimal_tables(restart_interval, |optimize| {
-        with_compressor(|handle| {
-            set_encoding(handle, quality, subsamp, restart_interval, optimize)?;
-            let mut out = JpegBuf::default();
-            // SAFETY: the handle is live and set up for compression with `subsamp`. Plane c starts
-            // at ptrs[c] and holds exactly ph_c rows of pw_c = strides[c] bytes, where (pw_c, ph_c)
-            // is tj3YUVPlaneWidth/Height of component c at width × height and `subsamp` (checked
-            // above): what libjpeg-turbo reads, only reads. It allocates the output (tj3Alloc) and
-            // stores its pointer and size in `out`, which frees it.
-            let rc = unsafe {
-                raw::tj3CompressFromYUVPlanes8(
-                    handle.0,
-                    ptrs.as_ptr(),
-                    w,
-                    strides.as_ptr(),
-                    h,
-                    &mut out.ptr,
-                    &mut out.len,
-                )
-            };
-            if rc != 0 {
-                return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
-            }
-            Ok(out.to_vec())
-        })
+    encode(quality, subsamp, restart_interval, |handle, out| {
+        // SAFETY: the handle is live and set up for compression with `subsamp`. Plane c starts at
+        // ptrs[c] and holds exactly ph_c rows of pw_c = strides[c] bytes, where (pw_c, ph_c) is
+        // tj3YUVPlaneWidth/Height of component c at width × height and `subsamp` (checked
+        // above): what libjpeg-turbo reads, only reads. It allocates the output (tj3Alloc) and
+        // stores its pointer and size in `out`, which frees it.
+        unsafe {
+            raw::tj3CompressFromYUVPlanes8(
+                handle,
+                ptrs.as_ptr(),
+                w,
+                strides.as_ptr(),
+                h,
+                &mut out.ptr,
+                &mut out.len,
+            )
+        }
     })
 }
 

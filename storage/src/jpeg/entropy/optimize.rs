@@ -11,7 +11,7 @@
 //! costs a fraction of libjpeg-turbo's own statistics pass (`encode_mcu_gather`, plain C, a
 //! second entropy coding of every block): 19 % of the writer's time before.
 
-use super::{canonical, BitWriter, Decoder, Header, Layout, Reader, Spec, Unstuffed};
+use super::{canonical, dc_code, BitWriter, Header, Layout, Mcus, Reader, Spec, Unstuffed};
 
 /// A decoded symbol: bits 0–7 the symbol, 8–10 its table (0–3: DC tables 0–3, 4–7: AC tables
 /// 0–3), 16–31 its coefficient bits (at most 11; how many the symbol says).
@@ -24,12 +24,13 @@ pub fn optimize_tables(data: &[u8]) -> Option<Vec<u8>> {
     thread_local! {
         /// The unstuffed scan and the symbols, kept between JPEGs (fresh buffers of their size
         /// cost more in page faults than the pass itself).
-        static SCRATCH: std::cell::Cell<(Vec<u8>, Vec<Symbol>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+        static SCRATCH: std::cell::Cell<(Vec<u8>, Vec<Symbol>)> =
+            const { std::cell::Cell::new((Vec::new(), Vec::new())) };
     }
     let (bytes, mut symbols) = SCRATCH.with(std::cell::Cell::take);
     let header = Header::parse(data)?;
     let layout = Layout::of(&header)?;
-    let scan = Unstuffed::into(data.get(header.data_at..)?, &layout, header.interval, bytes)?;
+    let scan = Unstuffed::reusing(data.get(header.data_at..)?, &layout, header.interval, bytes)?;
     symbols.clear();
     let out = rewrite(data, &header, &layout, &scan, &mut symbols);
     // Kept for the next JPEG unless one huge JPEG made them big.
@@ -53,15 +54,7 @@ fn rewrite(
     // Pass 1: every symbol, each table's counts, and where each restart interval's symbols end.
     let mut counts = [0u32; 8 * 256];
     let mut interval_ends = Vec::with_capacity(scan.ends.len());
-    let decoders = |dc: bool| -> Option<Vec<std::rc::Rc<Decoder>>> {
-        let tables = if dc { &header.dc } else { &header.ac };
-        header
-            .components
-            .iter()
-            .map(|c| Decoder::cached(tables[if dc { c.dc } else { c.ac }].as_ref()?, dc))
-            .collect()
-    };
-    let (dc, ac) = (decoders(true)?, decoders(false)?);
+    let mcus = Mcus::of(header, layout)?;
     let slots: Vec<(u32, u32)> = header.components.iter().map(|c| (c.dc as u32, 4 + c.ac as u32)).collect();
     let per_interval = if header.interval == 0 { layout.mcus } else { u64::from(header.interval) };
     let (mut start, mut mcu) = (0usize, 0u64);
@@ -69,20 +62,13 @@ fn rewrite(
         let mut r = Reader::at(&scan.bytes, start);
         let last = (mcu + per_interval).min(layout.mcus);
         while mcu < last {
-            for &c in &layout.blocks {
+            for &c in mcus.blocks {
                 let (dc_slot, ac_slot) = slots[c];
                 // DC: a category, then that many bits.
-                r.refill();
-                let (len, s) = dc[c].decode(r.acc)?;
-                if s > 11 {
-                    return None;
-                }
-                let s32 = u32::from(s);
-                let bits = if s == 0 { 0 } else { ((r.acc << len) >> (64 - s32)) as u32 };
-                r.consume(len + s32);
-                let sym = u32::from(s) | dc_slot << 8;
+                let (s, bits) = dc_code(&mcus.dc[c], &mut r)?;
+                let sym = s | dc_slot << 8;
                 counts[sym as usize] += 1;
-                symbols.push(sym | bits << 16);
+                symbols.push(sym | (bits as u32) << 16);
                 // AC: run/size symbols to EOB or the 63rd coefficient.
                 // One refill for two codes: a code with its bits takes at most 27 of the 56 or
                 // more a refill leaves, and the DC's refill serves the first AC code too.
@@ -93,7 +79,7 @@ fn rewrite(
                         r.refill();
                     }
                     refill = !refill;
-                    let (len, rs) = ac[c].decode(r.acc)?;
+                    let (len, rs) = mcus.ac[c].decode(r.acc)?;
                     let size = u32::from(rs & 15);
                     // The top `size` bits after the code, without a branch on size 0 (the
                     // shift by one first keeps the second below 64).
@@ -142,28 +128,15 @@ fn rewrite(
         }
     }
 
-    // The segments before the scan, each used table's DHT written again in place.
+    // The segments before the scan, each DHT written again with the rebuilt tables.
     let mut out = Vec::with_capacity(data.len());
-    out.extend_from_slice(data.get(..2)?);
-    let mut pos = 2usize;
-    while pos < header.sos_at {
-        let marker = *data.get(pos + 1)?;
-        let len = usize::from(u16::from_be_bytes([*data.get(pos + 2)?, *data.get(pos + 3)?]));
-        let segment = data.get(pos..pos + 2 + len)?;
-        if data.get(pos) != Some(&0xFF) || marker == 0xFF {
-            return None; // fill bytes: not what an encoder writes
-        }
-        if marker == 0xC4 {
-            write_dht(&mut out, segment.get(4..)?, &specs)?;
-        } else {
-            out.extend_from_slice(segment);
-        }
-        pos += 2 + len;
+    let mut at = 0;
+    for (segment, tables_at) in &header.dht_segments {
+        out.extend_from_slice(data.get(at..segment.start)?);
+        write_dht(&mut out, data.get(*tables_at..segment.end)?, &specs)?;
+        at = segment.end;
     }
-    if pos != header.sos_at {
-        return None;
-    }
-    out.extend_from_slice(data.get(header.sos_at..header.data_at)?);
+    out.extend_from_slice(data.get(at..header.data_at)?);
 
     // Pass 2: the symbols with the new codes, a restart marker after each interval but the last.
     let mut w = BitWriter { out, acc: 0, bits: 0 };
@@ -192,7 +165,8 @@ fn write_dht(out: &mut Vec<u8>, mut tables: &[u8], specs: &[Option<Spec>; 8]) ->
         let (class, id) = (usize::from(tc_th >> 4), usize::from(tc_th & 15));
         let n: usize = rest.get(..16)?.iter().map(|&c| usize::from(c)).sum();
         out.push(*tc_th);
-        match specs.get(class * 4 + id).and_then(Option::as_ref).filter(|_| class <= 1 && id < 4) {
+        // (Header::parse took only classes 0 and 1 and ids 0–3.)
+        match specs.get(class * 4 + id).and_then(Option::as_ref) {
             Some(spec) => {
                 out.extend_from_slice(&spec.counts);
                 out.extend_from_slice(&spec.symbols);
