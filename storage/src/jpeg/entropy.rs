@@ -48,9 +48,19 @@
 use super::MAX_PIXELS;
 
 mod optimize;
+mod planes;
 mod seek;
 pub use optimize::optimize_tables;
+pub use planes::decode_planes;
 pub use seek::SeekIndex;
+
+/// The natural (row-major) position of each coefficient in zigzag order, then 16 entries of 63
+/// (libjpeg's `jpeg_natural_order`: a run that overshoots the block lands on its last one).
+const NATURAL: [u8; 80] = [
+    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7,
+    14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39,
+    46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+];
 
 /// MCUs (in raster order) from one entry of a [`SeekIndex`] to the next.
 const SEEK_GROUP: u64 = 4;
@@ -180,14 +190,59 @@ mod multi {
 /// that many bits (length 0: a longer code, or no code), and the canonical ranges per length
 /// for the rest (as libjpeg's `maxcode`/`valoffset`).
 struct Decoder {
-    fast: Box<[(u8, u8); 1 << LOOKUP_BITS]>,
-    /// For an AC table, the steps of the next `LOOKUP_BITS` bits (see [`multi`]).
-    steps: Option<Box<[u32; 1 << LOOKUP_BITS]>>,
+    /// `None` only while the decoder is dropped (its table goes to this thread's spares).
+    fast: Option<Fast>,
+    /// For an AC table, the steps of the next `LOOKUP_BITS` bits (see [`multi`]), built when
+    /// first asked for (the check and the rewrite read them).
+    steps: std::cell::OnceCell<Table>,
+    /// For an AC table, each code with its coefficient's value (see [`planes::value`]), built
+    /// when first asked for (the planes decoder reads them).
+    values: std::cell::OnceCell<Table>,
+    dc: bool,
     /// Largest code of each length 1..=16 (index 0 unused), -1 where there is none.
     max_code: [i32; 17],
     /// Symbol index of code `c` of length `l`: `c + offset[l]`.
     offset: [i32; 17],
     symbols: Vec<u8>,
+}
+
+/// A table of one `u32` per value of the next [`LOOKUP_BITS`] bits.
+type Table = Box<[u32; 1 << LOOKUP_BITS]>;
+
+/// A one-code lookup (see [`Decoder`]).
+type Fast = Box<[(u8, u8); 1 << LOOKUP_BITS]>;
+
+thread_local! {
+    /// The tables of decoders dropped on this thread, for the next ones to fill: a JPEG with
+    /// tables of its own (beton's writer optimises them per image) needs new decoders, and
+    /// fresh 8–16 KB boxes cost page faults every time.
+    static SPARE: std::cell::RefCell<(Vec<Fast>, Vec<Table>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Spare tables kept per thread, of each kind.
+const SPARE_TABLES: usize = 32;
+
+/// A table from this thread's spares or new (its contents are to be overwritten, every entry).
+fn spare_table() -> Table {
+    SPARE.with(|s| s.borrow_mut().1.pop()).unwrap_or_else(|| Box::new([0; 1 << LOOKUP_BITS]))
+}
+
+impl Drop for Decoder {
+    fn drop(&mut self) {
+        let (fast, steps, values) = (self.fast.take(), self.steps.take(), self.values.take());
+        // (Not at all once the thread's spares are gone, as the thread ends.)
+        let _ = SPARE.try_with(|s| {
+            let Ok(mut s) = s.try_borrow_mut() else { return };
+            if let Some(f) = fast.filter(|_| s.0.len() < SPARE_TABLES) {
+                s.0.push(f);
+            }
+            for t in [steps, values].into_iter().flatten() {
+                if s.1.len() < SPARE_TABLES {
+                    s.1.push(t);
+                }
+            }
+        });
+    }
 }
 
 /// Decoders built on this thread, newest first: most JPEGs of a corpus share their tables (the
@@ -225,8 +280,9 @@ impl Decoder {
         if dc && spec.symbols.iter().any(|&s| s > 15) {
             return None;
         }
-        let mut fast: Box<[(u8, u8); 1 << LOOKUP_BITS]> =
-            vec![(0u8, 0u8); 1 << LOOKUP_BITS].try_into().ok()?;
+        let mut fast =
+            SPARE.with(|s| s.borrow_mut().0.pop()).unwrap_or_else(|| Box::new([(0, 0); 1 << LOOKUP_BITS]));
+        fast.fill((0, 0));
         let mut max_code = [-1i32; 17];
         let mut offset = [0i32; 17];
         let mut k = 0usize;
@@ -245,13 +301,38 @@ impl Decoder {
             if len <= LOOKUP_BITS {
                 let shift = LOOKUP_BITS - len;
                 let start = (code << shift) as usize;
-                for slot in fast.get_mut(start..start + (1 << shift))? {
-                    *slot = (len as u8, *spec.symbols.get(i)?);
-                }
+                fast.get_mut(start..start + (1 << shift))?.fill((len as u8, *spec.symbols.get(i)?));
             }
         }
-        let steps = (!dc).then(|| ac_steps(&fast));
-        Some(Decoder { fast, steps, max_code, offset, symbols: spec.symbols.clone() })
+        Some(Decoder {
+            fast: Some(fast),
+            steps: std::cell::OnceCell::new(),
+            values: std::cell::OnceCell::new(),
+            dc,
+            max_code,
+            offset,
+            symbols: spec.symbols.clone(),
+        })
+    }
+
+    /// An AC table's steps (see [`multi`]); `None` for a DC table.
+    #[inline(always)]
+    fn steps(&self) -> Option<&[u32; 1 << LOOKUP_BITS]> {
+        if self.dc {
+            return None;
+        }
+        let fast = self.fast.as_deref()?;
+        Some(self.steps.get_or_init(|| ac_steps(fast)))
+    }
+
+    /// An AC table's codes with their values (see [`planes::value`]); `None` for a DC table.
+    #[inline(always)]
+    fn values(&self) -> Option<&[u32; 1 << LOOKUP_BITS]> {
+        if self.dc {
+            return None;
+        }
+        let fast = self.fast.as_deref()?;
+        Some(self.values.get_or_init(|| planes::ac_values(fast)))
     }
 
     /// Reads the AC codes of one block (an AC table) to its EOB or its 63rd coefficient, their
@@ -260,7 +341,7 @@ impl Decoder {
     /// reader, so that the loop's state stays in registers.
     #[inline(always)]
     fn skip_block(&self, r: &mut Reader<'_>) -> Option<u32> {
-        let steps = self.steps.as_deref()?;
+        let steps = self.steps()?;
         let mut local = *r;
         let mut k = 1u32;
         'block: loop {
@@ -312,7 +393,8 @@ impl Decoder {
     /// bits of the stream); `None` when they start no code of the table.
     #[inline(always)]
     fn decode(&self, word: u64) -> Option<(u32, u8)> {
-        let (len, symbol) = self.fast[(word >> (64 - LOOKUP_BITS)) as usize & ((1 << LOOKUP_BITS) - 1)];
+        let (len, symbol) =
+            self.fast.as_deref()?[(word >> (64 - LOOKUP_BITS)) as usize & ((1 << LOOKUP_BITS) - 1)];
         if len != 0 {
             return Some((u32::from(len), symbol));
         }
@@ -333,12 +415,13 @@ impl Decoder {
 }
 
 /// The steps of an AC table (see [`multi`]) from its one-code lookup.
-fn ac_steps(fast: &[(u8, u8); 1 << LOOKUP_BITS]) -> Box<[u32; 1 << LOOKUP_BITS]> {
+fn ac_steps(fast: &[(u8, u8); 1 << LOOKUP_BITS]) -> Table {
     let mask = (1usize << LOOKUP_BITS) - 1;
-    let mut steps = Box::new([0u32; 1 << LOOKUP_BITS]);
+    let mut steps = spare_table();
     for (i, entry) in steps.iter_mut().enumerate() {
         let (len, rs) = fast[i];
         if len == 0 {
+            *entry = 0;
             continue;
         }
         let (first_bits, first_advance) = step(u32::from(len), rs);
@@ -422,6 +505,8 @@ struct Component {
     v: u32,
     dc: usize,
     ac: usize,
+    /// Its quantisation table (the one in effect at the SOS, as libjpeg latches it).
+    q: usize,
 }
 
 /// A component as the frame header gives it: id, sampling factors h and v, quantisation table.
@@ -434,6 +519,9 @@ struct Header {
     components: Vec<Component>,
     dc: [Option<Spec>; 4],
     ac: [Option<Spec>; 4],
+    /// The quantisation tables in natural (row-major) order, as the last DQT before the SOS
+    /// defined each.
+    quant: [Option<[u16; 64]>; 4],
     /// The restart interval in effect for the scan (the last DRI), 0 for none.
     interval: u16,
     /// Byte ranges of the DRI segments (marker included), to leave out of a rewrite.
@@ -455,7 +543,7 @@ impl Header {
         }
         let mut pos = 2usize;
         let mut frame: Option<(u32, u32, Vec<FrameComponent>)> = None;
-        let mut quant = [false; 4];
+        let mut quant: [Option<[u16; 64]>; 4] = [None; 4];
         let (mut dc, mut ac): ([Option<Spec>; 4], [Option<Spec>; 4]) = Default::default();
         let mut interval = 0u16;
         let mut dri_segments = Vec::new();
@@ -499,13 +587,22 @@ impl Header {
                 0xDB => {
                     let mut s = seg;
                     while let [pq_tq, rest @ ..] = s {
-                        let size = match pq_tq >> 4 {
-                            0 => 64,
-                            1 => 128,
+                        let wide = match pq_tq >> 4 {
+                            0 => false,
+                            1 => true,
                             _ => return None,
                         };
-                        *quant.get_mut(usize::from(pq_tq & 15))? = true;
-                        s = rest.get(size..)?;
+                        let values = rest.get(..if wide { 128 } else { 64 })?;
+                        let mut table = [0u16; 64];
+                        for (k, &at) in NATURAL[..64].iter().enumerate() {
+                            table[usize::from(at)] = if wide {
+                                u16::from_be_bytes([values[2 * k], values[2 * k + 1]])
+                            } else {
+                                u16::from(values[k])
+                            };
+                        }
+                        *quant.get_mut(usize::from(pq_tq & 15))? = Some(table);
+                        s = rest.get(values.len()..)?;
                     }
                 }
                 0xC0 | 0xC1 => {
@@ -555,13 +652,13 @@ impl Header {
                         if cs != id
                             || !(1..=4).contains(&h)
                             || !(1..=4).contains(&v)
-                            || !*quant.get(usize::from(tq))?
+                            || quant.get(usize::from(tq))?.is_none()
                             || !defined(&dc, td)
                             || !defined(&ac, ta)
                         {
                             return None;
                         }
-                        components.push(Component { h, v, dc: td, ac: ta });
+                        components.push(Component { h, v, dc: td, ac: ta, q: usize::from(tq) });
                     }
                     if width == 0 || height == 0 || u64::from(width) * u64::from(height) > MAX_PIXELS as u64 {
                         return None;
@@ -572,6 +669,7 @@ impl Header {
                         components,
                         dc,
                         ac,
+                        quant,
                         interval,
                         dri_segments,
                         dht_segments,

@@ -163,6 +163,11 @@ pub struct Decompressor {
     /// size against it and the header of the bytes it is given.
     denom: u32,
     region: Rect,
+    /// Whether [`Decompressor::decompress_planes`] may decode a baseline JPEG by beton's own
+    /// entropy decoder ([`entropy::decode_planes`](super::entropy::decode_planes)): not with
+    /// the fast IDCT, nor where a test asks for libjpeg-turbo's own decode.
+    own_planes: bool,
+    fast_dct: bool,
 }
 
 impl std::fmt::Debug for Decompressor {
@@ -181,7 +186,13 @@ impl Decompressor {
         handle.set(raw::TJPARAM_TJPARAM_STOPONWARNING, 1)?;
         handle.set(raw::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
         handle.set(raw::TJPARAM_TJPARAM_MAXPIXELS, MAX_PIXELS)?;
-        Ok(Decompressor { handle, denom: 1, region: Rect::default() })
+        Ok(Decompressor {
+            handle,
+            denom: 1,
+            region: Rect::default(),
+            own_planes: own_planes_default(),
+            fast_dct: false,
+        })
     }
 
     /// Uses libjpeg-turbo's fast integer IDCT (`TJPARAM_FASTDCT`), as FFCV's loader does.
@@ -189,7 +200,16 @@ impl Decompressor {
     /// # Errors
     /// [`Error::Image`] when libjpeg-turbo refuses the parameter.
     pub fn set_fast_dct(&mut self, fast: bool) -> Result<()> {
-        self.handle.set(raw::TJPARAM_TJPARAM_FASTDCT, c_int::from(fast))
+        self.handle.set(raw::TJPARAM_TJPARAM_FASTDCT, c_int::from(fast))?;
+        self.fast_dct = fast;
+        Ok(())
+    }
+
+    /// Whether [`Decompressor::decompress_planes`] may decode a baseline JPEG with beton's own
+    /// entropy decoder and libjpeg-turbo's SIMD IDCT (the default; the same planes, byte for
+    /// byte) or must call libjpeg-turbo's whole decode (tests and benchmarks compare the two).
+    pub fn set_own_planes(&mut self, own: bool) {
+        self.own_planes = own;
     }
 
     /// Reads the header of `data`.
@@ -347,6 +367,16 @@ impl Decompressor {
         {
             return Err(Error::Image("internal: JPEG planes other than the caller's geometry".into()));
         }
+        // Beton's decoder where it takes the JPEG (the same planes; what it declines, corrupt
+        // data among it, libjpeg-turbo decodes or refuses just below).
+        if self.own_planes
+            && !self.fast_dct
+            && self.denom == 1
+            && header.subsampling >= 0
+            && super::entropy::decode_planes(data, buf, geometry).is_some()
+        {
+            return Ok(());
+        }
         for (c, &(offset, w, h)) in geometry.iter().enumerate() {
             let plane = buf
                 .get_mut(offset..offset + w as usize * h as usize)
@@ -374,6 +404,14 @@ impl Decompressor {
         }
         Ok(())
     }
+}
+
+/// Whether decompressors decode planes with beton's entropy decoder: yes, unless the
+/// environment says `BETON_JPEG_DECODER=libjpeg-turbo` (read once; for comparisons, and a way
+/// back should a JPEG ever decode differently).
+fn own_planes_default() -> bool {
+    static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OWN.get_or_init(|| std::env::var("BETON_JPEG_DECODER").map_or(true, |v| v != "libjpeg-turbo"))
 }
 
 /// The size of plane `component` of a `width × height` image with TurboJPEG subsampling

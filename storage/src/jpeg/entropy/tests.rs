@@ -376,7 +376,7 @@ fn each_lookup_step_is_its_codes_read_one_at_a_time() {
     let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
     for spec in &tables {
         let decoder = Decoder::new(spec, false).expect("a table libjpeg takes");
-        let steps = decoder.steps.as_deref().expect("an AC table's steps");
+        let steps = decoder.steps().expect("an AC table's steps");
         for (i, &e) in steps.iter().enumerate() {
             // The lookup's bits, then any bits.
             let word = ((i as u64) << (64 - LOOKUP_BITS)) | (rng.next_u64() >> LOOKUP_BITS);
@@ -426,8 +426,8 @@ fn decoders_are_kept_by_their_table() {
     assert_eq!(a.decode(0b100 << 61), Some((3, 0x11)));
     assert_eq!(a.decode(0b110 << 61), None);
     // The same counts and symbols as a DC table and as an AC table: a decoder each.
-    assert!(Decoder::cached(&spec(0x05), true).unwrap().steps.is_none());
-    assert!(Decoder::cached(&spec(0x05), false).unwrap().steps.is_some());
+    assert!(Decoder::cached(&spec(0x05), true).unwrap().steps().is_none());
+    assert!(Decoder::cached(&spec(0x05), false).unwrap().steps().is_some());
     for k in 0..CACHED_DECODERS as u8 {
         Decoder::cached(&spec(0x20 + k), false).unwrap();
     }
