@@ -195,7 +195,7 @@ struct Decoder {
     /// For an AC table, the steps of the next `LOOKUP_BITS` bits (see [`multi`]), built when
     /// first asked for (the check and the rewrite read them).
     steps: std::cell::OnceCell<Table>,
-    /// For an AC table, each code with its coefficient's value (see [`planes::value`]), built
+    /// For an AC table, each code with its coefficient's value (see [`value`]), built
     /// when first asked for (the planes decoder reads them).
     values: std::cell::OnceCell<Table>,
     dc: bool,
@@ -325,14 +325,14 @@ impl Decoder {
         Some(self.steps.get_or_init(|| ac_steps(fast)))
     }
 
-    /// An AC table's codes with their values (see [`planes::value`]); `None` for a DC table.
+    /// An AC table's codes with their values (see [`value`]); `None` for a DC table.
     #[inline(always)]
     fn values(&self) -> Option<&[u32; 1 << LOOKUP_BITS]> {
         if self.dc {
             return None;
         }
         let fast = self.fast.as_deref()?;
-        Some(self.values.get_or_init(|| planes::ac_values(fast)))
+        Some(self.values.get_or_init(|| ac_values(fast)))
     }
 
     /// Reads the AC codes of one block (an AC table) to its EOB or its 63rd coefficient, their
@@ -447,6 +447,57 @@ fn ac_steps(fast: &[(u8, u8); 1 << LOOKUP_BITS]) -> Table {
             | if first_advance == 0 { multi::FIRST_ENDS } else { 0 };
     }
     steps
+}
+
+/// An AC table's one-lookup decode of the next [`LOOKUP_BITS`] bits, packed in a `u32`: bits
+/// 0–4 the bits taken (code and coefficient bits); bit 5: the code ends the block (EOB, or a
+/// run/size with size 0 other than ZRL); 8–12: the positions moved (run + 1, or 16 for ZRL);
+/// 16–31: the coefficient's value. 0: the code and its bits do not fit in the lookup.
+mod value {
+    pub const BITS: u32 = 31;
+    pub const END: u32 = 1 << 5;
+    pub const ADVANCE: u32 = 8;
+    pub const VALUE: u32 = 16;
+}
+
+/// The one-lookup values of an AC table (see [`value`]) from its one-code lookup, filled a
+/// code (and a coefficient value) at a time: a JPEG with tables of its own builds them for each
+/// image.
+fn ac_values(fast: &[(u8, u8); 1 << LOOKUP_BITS]) -> Table {
+    let mut values = spare_table();
+    let mut i = 0usize;
+    while i < 1 << LOOKUP_BITS {
+        let (len, rs) = fast[i];
+        let len = u32::from(len);
+        if len == 0 {
+            // Not a code of at most LOOKUP_BITS bits.
+            values[i] = 0;
+            i += 1;
+            continue;
+        }
+        let span = 1usize << (LOOKUP_BITS - len);
+        let (run, size) = (u32::from(rs >> 4), u32::from(rs & 15));
+        let code = &mut values[i..i + span];
+        match (run, size) {
+            (15, 0) => code.fill(len | (16 << value::ADVANCE)),
+            (_, 0) => code.fill(len | value::END),
+            _ if len + size <= LOOKUP_BITS => {
+                // Each value of the coefficient's bits over its share of the code's span.
+                let each = span >> size;
+                for (bits, entries) in code.chunks_exact_mut(each).enumerate() {
+                    let v = extend(bits as u64, size);
+                    entries.fill(
+                        (len + size)
+                            | ((run + 1) << value::ADVANCE)
+                            | (u32::from(v as i16 as u16) << value::VALUE),
+                    );
+                }
+            }
+            _ => code.fill(0),
+        }
+        i += span;
+    }
+    values
 }
 
 /// A run/size code of `len` bits as a step along a block: its bits with the coefficient's (the

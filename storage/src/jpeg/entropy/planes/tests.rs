@@ -1,0 +1,212 @@
+//! The planes decoder against libjpeg-turbo's `tj3DecompressToYUVPlanes8`: byte for byte, or declined.
+
+use proptest::test_runner::{RngAlgorithm, TestRng};
+
+use super::super::tests::{damage, jpeg, picture};
+use super::*;
+use crate::jpeg::{compress, plane_size, with_restarts, Decompressor, JpegColor};
+
+/// The planes of `data` by beton's decoder (`None`: declined) and by libjpeg-turbo.
+fn both(data: &[u8]) -> (Option<Vec<u8>>, crate::Result<Vec<u8>>) {
+    let mut d = Decompressor::new().unwrap();
+    let h = match d.header(data) {
+        Ok(h) => h,
+        Err(e) => return (None, Err(e)),
+    };
+    let count = if h.color == JpegColor::Grey { 1 } else { 3 };
+    let mut geometry = Vec::new();
+    let mut total = 0;
+    for c in 0..count {
+        let (pw, ph) = plane_size(c, (h.width, h.height), h.subsampling);
+        geometry.push((total, pw, ph));
+        total += (pw * ph) as usize;
+    }
+    // Filled with a value, so that a pixel the decoder left unwritten shows.
+    let mut ours = vec![0xA5; total];
+    let ours = decode_planes(data, &mut ours, &geometry).map(|()| ours);
+    d.set_own_planes(false);
+    let mut theirs = vec![0x5A; total];
+    let theirs = d.decompress_planes(data, &mut theirs, &geometry).map(|()| theirs);
+    (ours, theirs)
+}
+
+/// Taken, and libjpeg-turbo's planes byte for byte.
+fn same(name: &str, data: &[u8]) {
+    let (ours, theirs) = both(data);
+    let theirs = theirs.unwrap_or_else(|e| panic!("{name}: libjpeg-turbo says {e}"));
+    let ours = ours.unwrap_or_else(|| panic!("{name}: declined"));
+    if let Some(at) = ours.iter().zip(&theirs).position(|(a, b)| a != b) {
+        panic!("{name}: byte {at} of {}: {} vs libjpeg-turbo's {}", ours.len(), ours[at], theirs[at]);
+    }
+}
+
+#[test]
+fn every_subsampling_size_quality_and_interval_decodes_as_libjpeg_turbo_decodes() {
+    use turbojpeg::Subsamp::*;
+    let sizes = [(1, 1), (8, 8), (17, 9), (33, 47), (250, 3), (3, 250), (160, 120), (301, 77)];
+    let mut compared = 0;
+    for (k, &(w, h)) in sizes.iter().enumerate() {
+        for subsamp in [None, Sub2x1, Sub2x2, Sub1x2, Sub4x1, Sub1x4, Gray] {
+            for quality in [1, 40, 90, 100] {
+                let src = jpeg(w, h, subsamp, quality, k as u64);
+                let name = format!("{w}x{h} {subsamp:?} q{quality}");
+                same(&name, &src);
+                // With restart markers (libjpeg-turbo's own slow Huffman path).
+                for interval in [1, 3] {
+                    let Some(super::super::Checked::Rewritten(rst)) =
+                        super::super::check_with_restarts(&src, interval)
+                    else {
+                        panic!("{name}: not rewritten at {interval}");
+                    };
+                    same(&format!("{name}, a restart every {interval}"), &rst);
+                }
+                compared += 3;
+            }
+        }
+    }
+    assert!(compared > 600, "{compared}");
+    // The writer's own JPEGs: optimised tables, a restart marker per MCU.
+    for (w, h) in [(64, 48), (17, 9), (1, 1)] {
+        same("writer, colour", &compress(&picture(w, h, 3, 9), (w, h, 3), 90, 1).unwrap());
+        same("writer, grey", &compress(&picture(w, h, 1, 9), (w, h, 1), 75, 1).unwrap());
+    }
+}
+
+/// `data` with every quantisation table written again at 16-bit precision, each value
+/// multiplied by `factor` (at most 65535): dequantised coefficients far past 16 bits, where
+/// libjpeg-turbo's SIMD IDCT (16-bit products) and its C one part ways.
+fn wide_tables(data: &[u8], factor: u32) -> Vec<u8> {
+    let mut out = data[..2].to_vec();
+    let mut pos = 2;
+    loop {
+        let (marker, len) = (data[pos + 1], usize::from(u16::from_be_bytes([data[pos + 2], data[pos + 3]])));
+        let seg = &data[pos + 4..pos + 2 + len];
+        if marker == 0xDB {
+            let mut body = Vec::new();
+            for table in seg.chunks_exact(65) {
+                body.push(0x10 | table[0] & 15);
+                for &v in &table[1..] {
+                    body.extend_from_slice(&((u32::from(v) * factor).min(65535) as u16).to_be_bytes());
+                }
+            }
+            out.extend_from_slice(&[0xFF, 0xDB]);
+            out.extend_from_slice(&((body.len() + 2) as u16).to_be_bytes());
+            out.extend_from_slice(&body);
+        } else {
+            out.extend_from_slice(&data[pos..pos + 2 + len]);
+        }
+        pos += 2 + len;
+        if marker == 0xDA {
+            out.extend_from_slice(&data[pos..]);
+            return out;
+        }
+    }
+}
+
+#[test]
+fn extreme_quantisation_tables_give_libjpeg_turbos_simd_pixels() {
+    use turbojpeg::Subsamp::*;
+    let mut changed = 0;
+    for (k, subsamp) in [Sub2x2, None, Gray].into_iter().enumerate() {
+        for quality in [1, 50, 100] {
+            let src = jpeg(48, 40, subsamp, quality, 20 + k as u64);
+            for factor in [2, 37, 255, 4000] {
+                let wide = wide_tables(&src, factor);
+                assert!(wide.len() > src.len());
+                same(&format!("{subsamp:?} q{quality} ×{factor}"), &wide);
+                changed += usize::from(both(&wide).1.unwrap() != both(&src).1.unwrap());
+            }
+        }
+    }
+    assert!(changed > 30, "{changed}");
+}
+
+#[test]
+fn the_bundled_photos_and_the_edge_corpus_decode_as_libjpeg_turbo_decodes_them() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/data/imagefolder");
+    let mut photos = 0;
+    for class in std::fs::read_dir(root).unwrap() {
+        for f in std::fs::read_dir(class.unwrap().path()).unwrap() {
+            let path = f.unwrap().path();
+            let data = std::fs::read(&path).unwrap();
+            let name = path.display().to_string();
+            // Some are progressive: declined; every baseline one decodes alike.
+            match both(&data) {
+                (Some(ours), Ok(theirs)) => {
+                    assert!(ours == theirs, "{name}");
+                    photos += 1;
+                }
+                (Some(_), Err(e)) => panic!("{name}: taken, but libjpeg-turbo says {e}"),
+                (None, _) => {}
+            }
+            // The writer's passthrough rewrite of it (a restart marker per MCU).
+            if let Some(super::super::Checked::Rewritten(rst)) = super::super::check_with_restarts(&data, 1) {
+                same(&format!("{name} with restarts"), &rst);
+            }
+        }
+    }
+    assert!(photos > 100, "{photos}");
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/edge-jpegs");
+    let mut taken = Vec::new();
+    for f in std::fs::read_dir(corpus).unwrap() {
+        let path = f.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let data = std::fs::read(&path).unwrap();
+        match both(&data) {
+            (Some(ours), Ok(theirs)) => {
+                assert!(ours == theirs, "{name}");
+                taken.push(name);
+            }
+            (Some(_), Err(e)) => panic!("{name}: taken, but libjpeg-turbo says {e}"),
+            (None, _) => {}
+        }
+    }
+    for name in [
+        "baseline-420.jpg",
+        "baseline-411.jpg",
+        "grey.jpg",
+        "odd-17x9.jpg",
+        "qtables-16bit.jpg",
+        "restart-3mcu.jpg",
+    ] {
+        assert!(taken.iter().any(|t| t == name), "{name} declined; taken: {taken:?}");
+    }
+}
+
+#[test]
+fn damaged_scans_are_declined_or_decode_as_libjpeg_turbo_decodes_them() {
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[11; 32]);
+    let sources = [
+        jpeg(64, 48, turbojpeg::Subsamp::Sub2x2, 90, 1),
+        jpeg(40, 24, turbojpeg::Subsamp::Gray, 75, 2),
+        compress(&picture(48, 32, 3, 3), (48, 32, 3), 90, 1).unwrap(),
+        with_restarts(&jpeg(48, 32, turbojpeg::Subsamp::None, 60, 4), 2).unwrap(),
+    ];
+    let (mut taken, mut declined) = (0, 0);
+    for (s, src) in sources.iter().enumerate() {
+        for round in 0..1500 {
+            let bad = damage(&mut rng, src);
+            match both(&bad) {
+                (Some(ours), Ok(theirs)) => {
+                    assert!(ours == theirs, "source {s}, damage {round}");
+                    taken += 1;
+                }
+                (Some(_), Err(e)) => {
+                    panic!("source {s}, damage {round}: taken, but libjpeg-turbo says {e}")
+                }
+                (None, _) => declined += 1,
+            }
+        }
+    }
+    assert!(taken > 100 && declined > 1000, "{taken} {declined}");
+}
+
+#[test]
+fn the_decompressor_decodes_planes_with_it() {
+    // `Decompressor::decompress_planes` takes this decoder's planes (test: a plane buffer
+    // too small for libjpeg-turbo's checks is not the point; the same bytes either way).
+    let src = jpeg(64, 48, turbojpeg::Subsamp::Sub2x2, 90, 3);
+    let (ours, theirs) = both(&src);
+    assert_eq!(ours.unwrap(), theirs.unwrap());
+    assert!(idct::select().is_some(), "no SIMD IDCT on this x86-64 CPU");
+}
