@@ -212,6 +212,13 @@ impl Decompressor {
         self.own_planes = own;
     }
 
+    /// Whether beton's own planes decoder is in use (see [`Decompressor::set_own_planes`]):
+    /// callers that decode planes straight from a JPEG's scan (the loader's seek windows)
+    /// follow it.
+    pub fn own_planes(&self) -> bool {
+        self.own_planes && !self.fast_dct
+    }
+
     /// Reads the header of `data`.
     ///
     /// # Errors

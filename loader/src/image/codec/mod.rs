@@ -193,12 +193,21 @@ pub(crate) fn decode_crop_planes(
             Some(s) => (&bytes[..], (s.x, s.y), (s.width, s.height)),
             // A crop whose slice would be the whole image (beton's JPEGs) decodes whole.
             None if restart::has_restarts(data) => whole,
-            // Without restart markers (FFCV's JPEGs): the crop's MCUs through the seek index.
-            None => match seek::cache().window(data, (width, height), crop, margin, bytes) {
-                Some(seek::Window::Slice(s)) => (&bytes[..], (s.x, s.y), (s.width, s.height)),
-                Some(seek::Window::Whole) => whole,
-                None => return Ok(None),
-            },
+            // Without restart markers (FFCV's JPEGs): the crop's MCUs through the seek index,
+            // decoded straight into the planes at scale 1, else cut out as a JPEG of their own.
+            None => {
+                if denom == 1 {
+                    if let Some(planes) = seek_planes(data, (width, height), crop, margin, buf).ok().flatten()
+                    {
+                        return Ok(Some(planes));
+                    }
+                }
+                match seek::cache().window(data, (width, height), crop, margin, bytes) {
+                    Some(seek::Window::Slice(s)) => (&bytes[..], (s.x, s.y), (s.width, s.height)),
+                    Some(seek::Window::Whole) => whole,
+                    None => return Ok(None),
+                }
+            }
         };
         let crop = Crop { x: crop.x - at.0, y: crop.y - at.1, ..crop };
         Ok(planes_of(source, size, crop, denom, buf).ok().flatten())
@@ -215,50 +224,103 @@ fn planes_of(
 ) -> Result<Option<Planes>> {
     with_decompressor(|d| {
         let hd = header(d, data)?;
-        let subsamp = hd.subsampling;
         if (hd.width, hd.height) != (width, height) {
             return Ok(None);
         }
-        let count = if hd.color == JpegColor::YCbCr && chroma_factors(subsamp).is_some() {
-            3
-        } else if hd.color == JpegColor::Grey && subsamp == TJSAMP_GRAY {
-            1
-        } else {
+        d.set_geometry(denom, Rect::default()).map_err(from_codec)?;
+        let scaled = (width.div_ceil(denom), height.div_ceil(denom));
+        let Some((count, geometry, total)) = plane_layout(&hd, scaled) else {
             return Ok(None);
         };
-        d.set_geometry(denom, Rect::default()).map_err(from_codec)?;
-        let (sw, sh) = (width.div_ceil(denom), height.div_ceil(denom));
-        let mut geometry = [(0usize, 0u32, 0u32); 3];
-        let mut total = 0;
-        for (c, g) in geometry.iter_mut().enumerate().take(count) {
-            let (pw, ph) = plane_size(c, (sw, sh), subsamp);
-            if pw == 0 || ph == 0 {
-                return Ok(None);
-            }
-            *g = (total, pw, ph);
-            total += pw as usize * ph as usize;
-        }
         buf.resize(total, 0);
         d.decompress_planes(data, buf, &geometry[..count]).map_err(from_codec)?;
-        // The crop at the decode scale, inside the luma plane; each chroma plane's is that
-        // divided by its subsampling (JFIF sites chroma samples at the centre of the luma
-        // pixels they cover, so edge coordinates simply scale).
-        let f = |v: u32| f64::from(v) / f64::from(denom);
-        let (left, top) = (f(crop.x).min(f64::from(sw)), f(crop.y).min(f64::from(sh)));
-        let luma =
-            [left, top, f(crop.width).min(f64::from(sw) - left), f(crop.height).min(f64::from(sh) - top)];
-        let mut out = Planes { count, geometry, crop: [luma; 3] };
-        if let Some((fx, fy)) = chroma_factors(subsamp).filter(|_| count == 3) {
-            let (fx, fy) = (f64::from(fx), f64::from(fy));
-            for (&(_, pw, ph), crop) in geometry.iter().zip(out.crop.iter_mut()).skip(1) {
-                let (l, t) = ((luma[0] / fx).min(f64::from(pw)), (luma[1] / fy).min(f64::from(ph)));
-                *crop = [l, t, (luma[2] / fx).min(f64::from(pw) - l), (luma[3] / fy).min(f64::from(ph) - t)];
-            }
+        Ok(planes_with_crop(count, geometry, hd.subsampling, crop, denom, scaled))
+    })
+}
+
+/// The planes of a JPEG with header `hd` decoded at `size` (its scaled size, or a window's):
+/// how many (3 for YCbCr, 1 for grey), each one's `(offset, width, height)` in one buffer, and
+/// the buffer's size; `None` for what the planes do not take (RGB, CMYK and YCCK JPEGs,
+/// unusual sampling factors).
+fn plane_layout(hd: &JpegHeader, size: (u32, u32)) -> Option<seek::PlaneLayout> {
+    let subsamp = hd.subsampling;
+    let count = if hd.color == JpegColor::YCbCr && chroma_factors(subsamp).is_some() {
+        3
+    } else if hd.color == JpegColor::Grey && subsamp == TJSAMP_GRAY {
+        1
+    } else {
+        return None;
+    };
+    let mut geometry = [(0usize, 0u32, 0u32); 3];
+    let mut total = 0;
+    for (c, g) in geometry.iter_mut().enumerate().take(count) {
+        let (pw, ph) = plane_size(c, size, subsamp);
+        if pw == 0 || ph == 0 {
+            return None;
         }
-        if out.crop[..count].iter().any(|c| !(c[2] > 0.0 && c[3] > 0.0)) {
+        *g = (total, pw, ph);
+        total += pw as usize * ph as usize;
+    }
+    Some((count, geometry, total))
+}
+
+/// The [`Planes`] of decoded planes at `geometry` of an image `(sw, sh)` (at 1/`denom`), with
+/// `crop` (in pixels of the undecoded image) placed in each; `None` when it leaves one empty.
+fn planes_with_crop(
+    count: usize,
+    geometry: [(usize, u32, u32); 3],
+    subsamp: i32,
+    crop: Crop,
+    denom: u32,
+    (sw, sh): (u32, u32),
+) -> Option<Planes> {
+    // The crop at the decode scale, inside the luma plane; each chroma plane's is that
+    // divided by its subsampling (JFIF sites chroma samples at the centre of the luma
+    // pixels they cover, so edge coordinates simply scale).
+    let f = |v: u32| f64::from(v) / f64::from(denom);
+    let (left, top) = (f(crop.x).min(f64::from(sw)), f(crop.y).min(f64::from(sh)));
+    let luma = [left, top, f(crop.width).min(f64::from(sw) - left), f(crop.height).min(f64::from(sh) - top)];
+    let mut out = Planes { count, geometry, crop: [luma; 3] };
+    if let Some((fx, fy)) = chroma_factors(subsamp).filter(|_| count == 3) {
+        let (fx, fy) = (f64::from(fx), f64::from(fy));
+        for (&(_, pw, ph), crop) in geometry.iter().zip(out.crop.iter_mut()).skip(1) {
+            let (l, t) = ((luma[0] / fx).min(f64::from(pw)), (luma[1] / fy).min(f64::from(ph)));
+            *crop = [l, t, (luma[2] / fx).min(f64::from(pw) - l), (luma[3] / fy).min(f64::from(ph) - t)];
+        }
+    }
+    if out.crop[..count].iter().any(|c| !(c[2] > 0.0 && c[3] > 0.0)) {
+        return None;
+    }
+    Some(out)
+}
+
+/// The MCUs of a JPEG without restart markers that `crop` (widened by `margin`) needs, decoded
+/// at scale 1 straight into planes through its seek index: no window JPEG written, no second
+/// header read ([`seek::Cache::planes`]). `Ok(None)`: not indexed, not a JPEG the planes
+/// decoder takes, or a crop that needs the whole image; the caller goes on as before.
+fn seek_planes(
+    data: &[u8],
+    (width, height): (u32, u32),
+    crop: Crop,
+    margin: u32,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Planes>> {
+    with_decompressor(|d| {
+        if !d.own_planes() {
             return Ok(None);
         }
-        Ok(Some(out))
+        let hd = header(d, data)?;
+        if (hd.width, hd.height) != (width, height) {
+            return Ok(None);
+        }
+        let layout = |size| plane_layout(&hd, size);
+        let Some((count, geometry, at, size)) =
+            seek::cache().planes(data, (width, height), crop, margin, buf, layout)
+        else {
+            return Ok(None);
+        };
+        let crop = Crop { x: crop.x - at.0, y: crop.y - at.1, ..crop };
+        Ok(planes_with_crop(count, geometry, hd.subsampling, crop, 1, size))
     })
 }
 

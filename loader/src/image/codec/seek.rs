@@ -138,6 +138,47 @@ impl Cache {
     }
 }
 
+/// A plane layout: how many planes, each one's `(offset, width, height)`, the bytes they take.
+pub(crate) type PlaneLayout = (usize, [(usize, u32, u32); 3], usize);
+
+impl Cache {
+    /// [`Cache::window`]'s MCUs decoded straight into raw planes at scale 1 (no window JPEG
+    /// written; [`SeekIndex::window_planes`]), in `buf` as `layout` lays out planes of the
+    /// window's size: `(planes, geometry, where the window begins, its size)`. `None` where
+    /// [`Cache::window`] would give `None` or the whole image, or the planes decoder declines.
+    pub(crate) fn planes(
+        &self,
+        data: &[u8],
+        (width, height): (u32, u32),
+        crop: Crop,
+        margin: u32,
+        buf: &mut Vec<u8>,
+        layout: impl FnOnce((u32, u32)) -> Option<PlaneLayout>,
+    ) -> Option<PlaneWindow> {
+        let index = self.index(data)?;
+        let (mw, mh) = index.mcu_size();
+        if index.mcus() != (width.div_ceil(mw), height.div_ceil(mh)) {
+            return None;
+        }
+        let (cols, rows) = mcu_span(crop, margin, (width, height), (mw, mh))?;
+        if u64::from(cols.len() as u32) * u64::from(rows.len() as u32)
+            >= u64::from(index.mcus().0) * u64::from(index.mcus().1)
+        {
+            return None;
+        }
+        let (x, y) = (cols.start * mw, rows.start * mh);
+        let size = ((cols.end * mw).min(width) - x, (rows.end * mh).min(height) - y);
+        let (count, geometry, total) = layout(size)?;
+        buf.resize(total, 0);
+        let decoded = index.window_planes(data, cols, rows, buf, &geometry[..count])?;
+        (decoded == size).then_some((count, geometry, (x, y), size))
+    }
+}
+
+/// What [`Cache::planes`] decoded: the planes' count and geometry, where the window begins in
+/// the image, and its size.
+pub(crate) type PlaneWindow = (usize, [(usize, u32, u32); 3], (u32, u32), (u32, u32));
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +239,47 @@ mod tests {
                     prop_assert!(decode(&a) == decode(&b), "pixels differ");
                 }
                 None => prop_assert_eq!(got, Some(Window::Whole)),
+            }
+        }
+
+        /// The window decoded straight into planes is libjpeg-turbo's planes of the window
+        /// JPEG, byte for byte, at the same place.
+        #[test]
+        fn planes_of_a_window_are_libjpeg_turbos_planes_of_its_jpeg(
+            crop in crop_in(203, 157), subsamp in 0i32..5, margin in 0u32..12,
+        ) {
+            let cache = Cache::new(1 << 20);
+            let plain = jpeg(203, 157, subsamp, 0);
+            let mut d = beton_storage::jpeg::Decompressor::new().unwrap();
+            let hd = d.header(&plain).unwrap();
+            let mut planes = Vec::new();
+            // Y, Cb, Cr (or grey) at their own sizes, one after another.
+            let layout = |size| {
+                let count = if hd.color == beton_storage::jpeg::JpegColor::Grey { 1 } else { 3 };
+                let mut geometry = [(0usize, 0u32, 0u32); 3];
+                let mut total = 0;
+                for (c, g) in geometry.iter_mut().enumerate().take(count) {
+                    let (pw, ph) = beton_storage::jpeg::plane_size(c, size, hd.subsampling);
+                    *g = (total, pw, ph);
+                    total += (pw * ph) as usize;
+                }
+                Some((count, geometry, total))
+            };
+            let got = cache.planes(&plain, (203, 157), crop, margin, &mut planes, layout);
+            let mut window = Vec::new();
+            match cache.window(&plain, (203, 157), crop, margin, &mut window) {
+                Some(Window::Slice(s)) => {
+                    let Some((count, geometry, at, size)) = got else {
+                        return Err(TestCaseError::fail("not decoded to planes"));
+                    };
+                    prop_assert_eq!((at, size), ((s.x, s.y), (s.width, s.height)));
+                    d.set_own_planes(false);
+                    let mut want = vec![0u8; planes.len()];
+                    d.header(&window).unwrap();
+                    d.decompress_planes(&window, &mut want, &geometry[..count]).unwrap();
+                    prop_assert!(planes == want, "planes differ");
+                }
+                other => prop_assert!(got.is_none(), "{other:?}"),
             }
         }
     }

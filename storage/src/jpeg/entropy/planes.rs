@@ -32,7 +32,6 @@ use super::{
 /// [module docs](self)), a plane its component's blocks do not cover, or a buffer too small;
 /// `buf` may then have been written in part.
 pub fn decode_planes(data: &[u8], buf: &mut [u8], geometry: &[(usize, u32, u32)]) -> Option<()> {
-    let idct = idct::select()?;
     thread_local! {
         /// The unstuffed scan, kept between JPEGs.
         static SCAN: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
@@ -40,7 +39,7 @@ pub fn decode_planes(data: &[u8], buf: &mut [u8], geometry: &[(usize, u32, u32)]
     let header = Header::parse(data)?;
     let layout = Layout::of(&header)?;
     let scan = Unstuffed::reusing(data.get(header.data_at..)?, &layout, header.interval, SCAN.take())?;
-    let out = decode(&header, &layout, &scan, buf, geometry, idct);
+    let out = decode(&header, &layout, &scan, buf, geometry);
     if scan.bytes.capacity() <= KEPT_BYTES {
         SCAN.set(scan.bytes);
     }
@@ -64,12 +63,119 @@ struct Plane {
     blocks: (u32, u32),
 }
 
-/// One block of an MCU: its component and where it lies in the component's MCU cell.
+/// One block of an MCU: its component, the component's sampling factors, and where the block
+/// lies in the component's MCU cell.
 #[derive(Clone, Copy)]
 struct Slot {
     comp: usize,
+    h: u32,
+    v: u32,
     dx: u32,
     dy: u32,
+}
+
+/// Planes written an MCU at a time: each block's coefficients read, then its inverse DCT
+/// written into its component's plane, for a JPEG's scan or a window of it.
+pub(super) struct Sink<'b> {
+    planes: Vec<Plane>,
+    slots: Vec<Slot>,
+    dc: Vec<std::rc::Rc<Decoder>>,
+    ac: Vec<std::rc::Rc<Decoder>>,
+    idct: idct::Idct,
+    block: Block,
+    /// The planes' pointers point into this borrow.
+    _buf: std::marker::PhantomData<&'b mut [u8]>,
+}
+
+impl<'b> Sink<'b> {
+    /// The planes of an image of `size` pixels coded as `header` says (the JPEG's own size, or
+    /// a window's of it: the blocks with image data are counted from it), in `buf` at
+    /// `geometry`; `None` when this decoder does not decode here (see the module docs), when
+    /// the geometry is not one plane per component inside `buf`, or a plane reaches past its
+    /// component's blocks.
+    pub(super) fn new(
+        header: &Header,
+        size: (u32, u32),
+        buf: &'b mut [u8],
+        geometry: &[(usize, u32, u32)],
+    ) -> Option<Sink<'b>> {
+        let idct = idct::select()?;
+        let comps = &header.components;
+        if comps.len() != geometry.len() {
+            return None;
+        }
+        let single = comps.len() == 1;
+        let hmax = comps.iter().map(|c| c.h).max()?;
+        let vmax = comps.iter().map(|c| c.v).max()?;
+        let (width, height) = (u64::from(size.0), u64::from(size.1));
+        // Every plane's pointer from this one (a reborrow of `buf` per plane would end the last's).
+        let base = buf.as_mut_ptr();
+        let mut planes = Vec::with_capacity(comps.len());
+        for (c, &(offset, pw, ph)) in comps.iter().zip(geometry) {
+            // libjpeg's width_in_blocks / height_in_blocks.
+            let across = (width * u64::from(c.h)).div_ceil(u64::from(hmax) * 8);
+            let down = (height * u64::from(c.v)).div_ceil(u64::from(vmax) * 8);
+            let (pw, ph) = (pw as usize, ph as usize);
+            if pw == 0 || ph == 0 || pw as u64 > across * 8 || ph as u64 > down * 8 {
+                return None;
+            }
+            if offset.checked_add(pw.checked_mul(ph)?)? > buf.len() {
+                return None;
+            }
+            let table = header.quant[c.q].as_ref()?;
+            // libjpeg-turbo's ISLOW_MULT_TYPE is a `short` with SIMD: a 16-bit value as it is cast.
+            let quant = Block(std::array::from_fn(|i| table[i] as i16));
+            let blocks = (u32::try_from(across).ok()?, u32::try_from(down).ok()?);
+            planes.push(Plane { at: base.wrapping_add(offset), width: pw, height: ph, quant, blocks });
+        }
+        // The planes must not overlap: each is written through its own pointer.
+        let mut spans: Vec<_> = geometry.iter().map(|&(o, w, h)| (o, o + w as usize * h as usize)).collect();
+        spans.sort_unstable();
+        if spans.windows(2).any(|w| w[1].0 < w[0].1) {
+            return None;
+        }
+        // A one-component scan's MCU is one block of it, whatever its sampling factors.
+        let slots: Vec<Slot> = if single {
+            vec![Slot { comp: 0, h: 1, v: 1, dx: 0, dy: 0 }]
+        } else {
+            comps
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| {
+                    (0..c.v)
+                        .flat_map(move |dy| (0..c.h).map(move |dx| Slot { comp: i, h: c.h, v: c.v, dx, dy }))
+                })
+                .collect()
+        };
+        let dc =
+            comps.iter().map(|c| Decoder::cached(header.dc[c.dc].as_ref()?, true)).collect::<Option<_>>()?;
+        let ac =
+            comps.iter().map(|c| Decoder::cached(header.ac[c.ac].as_ref()?, false)).collect::<Option<_>>()?;
+        Some(Sink { planes, slots, dc, ac, idct, block: Block([0; 64]), _buf: std::marker::PhantomData })
+    }
+
+    /// Reads the MCU at `r` (its blocks' DC differences added to `pred`) and writes its blocks
+    /// as MCU `(mx, my)` of the planes.
+    #[inline(always)]
+    pub(super) fn mcu(&mut self, r: &mut Reader<'_>, pred: &mut [i32], mx: u32, my: u32) -> Option<()> {
+        for slot in &self.slots {
+            let c = slot.comp;
+            let (s, bits) = dc_code(&self.dc[c], r)?;
+            pred[c] = pred[c].wrapping_add(extend(bits, s));
+            // libjpeg: `(*block)[0] = (JCOEF) s`.
+            self.block.0[0] = pred[c] as i16;
+            if self.ac[c].coefficients(r, &mut self.block.0)? > 64 {
+                return None;
+            }
+            let plane = &self.planes[c];
+            let (bx, by) = (mx * slot.h + slot.dx, my * slot.v + slot.dy);
+            if bx < plane.blocks.0 && by < plane.blocks.1 {
+                put(plane, &mut self.block, bx as usize * 8, by as usize * 8, self.idct);
+            }
+            self.block.0 = [0; 64];
+        }
+        Some(())
+    }
 }
 
 fn decode(
@@ -78,61 +184,14 @@ fn decode(
     scan: &Unstuffed,
     buf: &mut [u8],
     geometry: &[(usize, u32, u32)],
-    idct: idct::Idct,
 ) -> Option<()> {
+    let mut sink = Sink::new(header, (header.width, header.height), buf, geometry)?;
+    // MCUs across (a one-component scan's MCU is one block).
     let comps = &header.components;
-    if comps.len() != geometry.len() {
-        return None;
-    }
-    let single = comps.len() == 1;
-    let hmax = comps.iter().map(|c| c.h).max()?;
-    let vmax = comps.iter().map(|c| c.v).max()?;
-    let (width, height) = (u64::from(header.width), u64::from(header.height));
-    // Every plane's pointer from this one (a reborrow of `buf` per plane would end the last's).
-    let base = buf.as_mut_ptr();
-    let mut planes = Vec::with_capacity(comps.len());
-    for (c, &(offset, pw, ph)) in comps.iter().zip(geometry) {
-        // libjpeg's width_in_blocks / height_in_blocks.
-        let across = (width * u64::from(c.h)).div_ceil(u64::from(hmax) * 8);
-        let down = (height * u64::from(c.v)).div_ceil(u64::from(vmax) * 8);
-        let (pw, ph) = (pw as usize, ph as usize);
-        if pw == 0 || ph == 0 || pw as u64 > across * 8 || ph as u64 > down * 8 {
-            return None;
-        }
-        if offset.checked_add(pw.checked_mul(ph)?)? > buf.len() {
-            return None;
-        }
-        let table = header.quant[c.q].as_ref()?;
-        // libjpeg-turbo's ISLOW_MULT_TYPE is a `short` with SIMD: a 16-bit value as it is cast.
-        let quant = Block(std::array::from_fn(|i| table[i] as i16));
-        let blocks = (u32::try_from(across).ok()?, u32::try_from(down).ok()?);
-        planes.push(Plane { at: base.wrapping_add(offset), width: pw, height: ph, quant, blocks });
-    }
-    // The planes must not overlap: each is written through its own pointer.
-    let mut spans: Vec<_> = geometry.iter().map(|&(o, w, h)| (o, o + w as usize * h as usize)).collect();
-    spans.sort_unstable();
-    if spans.windows(2).any(|w| w[1].0 < w[0].1) {
-        return None;
-    }
-    let slots: Vec<Slot> = if single {
-        vec![Slot { comp: 0, dx: 0, dy: 0 }]
-    } else {
-        comps
-            .iter()
-            .enumerate()
-            .flat_map(|(i, c)| (0..c.v).flat_map(move |dy| (0..c.h).map(move |dx| Slot { comp: i, dx, dy })))
-            .collect()
-    };
-    // MCUs across: a one-component scan's MCU is one block of it.
-    let mcus_across =
-        if single { planes[0].blocks.0 } else { u32::try_from(width.div_ceil(u64::from(hmax) * 8)).ok()? };
-    let dc: Vec<_> =
-        comps.iter().map(|c| Decoder::cached(header.dc[c.dc].as_ref()?, true)).collect::<Option<_>>()?;
-    let ac: Vec<_> =
-        comps.iter().map(|c| Decoder::cached(header.ac[c.ac].as_ref()?, false)).collect::<Option<_>>()?;
+    let mcu_width = if comps.len() == 1 { 8 } else { 8 * comps.iter().map(|c| c.h).max()? };
+    let mcus_across = u64::from(header.width.div_ceil(mcu_width));
     let per_interval = if header.interval == 0 { layout.mcus } else { u64::from(header.interval) };
     let mut pred = vec![0i32; comps.len()];
-    let mut block = Block([0; 64]);
     let (mut start, mut mcu) = (0usize, 0u64);
     for &end in &scan.ends {
         let end_bits = end * 8;
@@ -140,28 +199,7 @@ fn decode(
         pred.iter_mut().for_each(|p| *p = 0);
         let last = (mcu + per_interval).min(layout.mcus);
         while mcu < last {
-            let (mx, my) = ((mcu % u64::from(mcus_across)) as u32, (mcu / u64::from(mcus_across)) as u32);
-            for slot in &slots {
-                let c = slot.comp;
-                let (s, bits) = dc_code(&dc[c], &mut r)?;
-                pred[c] = pred[c].wrapping_add(extend(bits, s));
-                // libjpeg: `(*block)[0] = (JCOEF) s`.
-                block.0[0] = pred[c] as i16;
-                if ac[c].coefficients(&mut r, &mut block.0)? > 64 {
-                    return None;
-                }
-                let plane = &planes[c];
-                let (bx, by) = if single {
-                    (mx, my)
-                } else {
-                    let comp = &comps[c];
-                    (mx * comp.h + slot.dx, my * comp.v + slot.dy)
-                };
-                if bx < plane.blocks.0 && by < plane.blocks.1 {
-                    put(plane, &mut block, bx as usize * 8, by as usize * 8, idct);
-                }
-                block.0 = [0; 64];
-            }
+            sink.mcu(&mut r, &mut pred, (mcu % mcus_across) as u32, (mcu / mcus_across) as u32)?;
             if r.pos() > end_bits {
                 return None;
             }

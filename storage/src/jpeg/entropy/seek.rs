@@ -22,6 +22,7 @@
 
 use std::ops::Range;
 
+use super::planes::Sink;
 use super::{header_without_dri, Header, Layout, Mcus, Reader, Recorder, Rewrite, Unstuffed, SEEK_GROUP};
 
 /// Where every [`SEEK_GROUP`]-th MCU of a JPEG without restart markers begins (see the module docs).
@@ -162,6 +163,66 @@ impl SeekIndex {
         }
         *out = rewrite.finish();
         Some((width, height))
+    }
+
+    /// Decodes the MCU columns `cols` and rows `rows` of `data` into raw planes in `buf` at
+    /// `geometry`, as [`decode_planes`](super::decode_planes) decodes the JPEG
+    /// [`SeekIndex::window`] writes for them (the same pixels, byte for byte), without writing
+    /// it: each window row's first MCU is found through the index, and its MCUs are decoded
+    /// from the original scan with the original's DC predictions. Gives the window's size.
+    ///
+    /// `data` must be the JPEG this index was built from (as for [`SeekIndex::window`]).
+    /// `None` as for [`SeekIndex::window`], and where the planes decoder declines (see
+    /// [`decode_planes`](super::decode_planes)); `buf` may then have been written in part.
+    pub fn window_planes(
+        &self,
+        data: &[u8],
+        cols: Range<u32>,
+        rows: Range<u32>,
+        buf: &mut [u8],
+        geometry: &[(usize, u32, u32)],
+    ) -> Option<(u32, u32)> {
+        let header = Header::parse(data)?;
+        let layout = Layout::of(&header)?;
+        if header.interval != 0
+            || mcu_size(&header)? != self.mcu
+            || header.components.len() != self.comps
+            || cols.is_empty()
+            || rows.is_empty()
+            || cols.end > self.mcus.0
+            || rows.end > self.mcus.1
+        {
+            return None;
+        }
+        thread_local! {
+            /// The unstuffed scan, kept between JPEGs.
+            static SCAN: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let scan = Unstuffed::reusing(data.get(header.data_at..)?, &layout, 0, SCAN.take())?;
+        let width = (cols.end * self.mcu.0).min(header.width) - cols.start * self.mcu.0;
+        let height = (rows.end * self.mcu.1).min(header.height) - rows.start * self.mcu.1;
+        let decoded = (|| {
+            let mut sink = Sink::new(&header, (width, height), buf, geometry)?;
+            let mcus = Mcus::of(&header, &layout)?;
+            let walk = Walk { index: self, scan: &scan, mcus: &mcus };
+            let across = u64::from(self.mcus.0);
+            let scan_bits = (scan.bytes.len() - 8) * 8;
+            for r in rows.clone() {
+                let (from, mut pred) = walk.locate(u64::from(r) * across + u64::from(cols.start))?;
+                let mut reader = Reader::at_bit(&scan.bytes, from);
+                for c in cols.clone() {
+                    sink.mcu(&mut reader, &mut pred, c - cols.start, r - rows.start)?;
+                }
+                if reader.pos() > scan_bits {
+                    return None;
+                }
+            }
+            Some((width, height))
+        })();
+        if scan.bytes.capacity() <= 16 << 20 {
+            SCAN.set(scan.bytes);
+        }
+        decoded
     }
 }
 

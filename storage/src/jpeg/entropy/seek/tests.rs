@@ -7,7 +7,7 @@ use turbojpeg::Subsamp;
 
 use super::super::tests::{damage, decoded, jpeg, within};
 use super::*;
-use crate::jpeg::{lossless_crop, with_restarts, Rect};
+use crate::jpeg::{lossless_crop, plane_size, with_restarts, Decompressor, JpegColor, Rect};
 
 /// The window as libjpeg-turbo crops it losslessly (the same coefficients), decoded.
 fn reference(data: &[u8], index: &SeekIndex, cols: &Range<u32>, rows: &Range<u32>) -> Vec<u8> {
@@ -32,6 +32,24 @@ fn check_window(name: &str, data: &[u8], index: &SeekIndex, cols: Range<u32>, ro
     assert_eq!((header.width, header.height), size, "{name}");
     assert_eq!(header.interval, 0, "{name}: no restart markers");
     assert!(got == reference(data, index, &cols, &rows), "{name}: window {cols:?} x {rows:?}: pixels differ");
+    // Decoded straight from the original without writing the window: libjpeg-turbo's planes of
+    // the window JPEG, byte for byte.
+    let mut d = Decompressor::new().unwrap();
+    let h = d.header(&out).unwrap();
+    let mut geometry = Vec::new();
+    let mut total = 0;
+    for c in 0..if h.color == JpegColor::Grey { 1 } else { 3 } {
+        let (pw, ph) = plane_size(c, size, h.subsampling);
+        geometry.push((total, pw, ph));
+        total += (pw * ph) as usize;
+    }
+    d.set_own_planes(false);
+    let mut want = vec![0x5A; total];
+    d.decompress_planes(&out, &mut want, &geometry).unwrap();
+    let mut planes = vec![0xA5; total];
+    let decoded = index.window_planes(data, cols.clone(), rows.clone(), &mut planes, &geometry);
+    assert_eq!(decoded, Some(size), "{name}: window {cols:?} x {rows:?} not decoded to planes");
+    assert!(planes == want, "{name}: window {cols:?} x {rows:?}: planes differ");
 }
 
 #[test]
