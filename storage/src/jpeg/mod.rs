@@ -13,7 +13,11 @@
 //! - [`entropy`]: one entropy-level pass over a baseline JPEG that checks every Huffman code and
 //!   gives it restart markers (the writer's fast passthrough; no IDCT, no colour conversion),
 //!   and [`entropy::optimize_tables`], which writes a scan again with optimal Huffman tables
-//!   (the writer's encodes with restart markers).
+//!   (the writer's encodes with restart markers), and [`entropy::decode_planes`], beton's own
+//!   baseline decoder to raw planes (its Huffman decoding, libjpeg-turbo's SIMD IDCT: the planes
+//!   `tj3DecompressToYUVPlanes8` gives, byte for byte), which [`Decompressor::decompress_planes`]
+//!   uses at scale 1, and [`entropy::SeekIndex::window_planes`] for a window of a JPEG without
+//!   restart markers.
 //! - [`with_restarts`]: the lossless rewrite that gives a JPEG a restart marker every few MCUs
 //!   (the writer's passthrough; the loader's tests make such JPEGs with it). Encoding (the
 //!   writer's `jpg` mode) is crate-private: only the writer encodes.

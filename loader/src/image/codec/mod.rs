@@ -16,7 +16,8 @@
 //!
 //! [`decode_crop_planes`] is the crop decoders' usual path: the crop's MCUs cut out as a JPEG
 //! of their own (the restart intervals of a JPEG with restart markers, what beton writes:
-//! [`restart`]; through a seek index for one without, what FFCV writes: [`seek`]) and decoded
+//! [`restart`]; through a seek index for one without, what FFCV writes: [`seek`], which at
+//! scale 1 decodes them straight from the original instead) and decoded
 //! to their raw planes (Y, Cb, Cr at their own resolutions, or grey), with no chroma upsampling
 //! and no colour conversion: the resize takes each plane to the output size and [`color`]
 //! converts only the output's pixels. [`decode_crop`] decodes to packed RGB (the path for what

@@ -28,9 +28,10 @@ use super::{
 /// Decodes the baseline JPEG `data` into its planes in `buf`: plane `c` at
 /// `geometry[c] = (offset, width, height)`, rows of `width` bytes, as
 /// `tj3DecompressToYUVPlanes8` writes them at scale 1 (a plane's pixels beyond the image but
-/// within its component's blocks included). `None`: not a JPEG this decoder takes (see the
-/// [module docs](self)), a plane its component's blocks do not cover, or a buffer too small;
-/// `buf` may then have been written in part.
+/// within its component's blocks included), the same bytes. `None`: not a JPEG this decoder
+/// takes (what [`check_with_restarts`](super::check_with_restarts) takes, on x86-64 where
+/// libjpeg-turbo has its SIMD IDCT and `JSIMD_FORCENONE` is not set), a plane its component's
+/// blocks do not cover, or a buffer too small; `buf` may then have been written in part.
 pub fn decode_planes(data: &[u8], buf: &mut [u8], geometry: &[(usize, u32, u32)]) -> Option<()> {
     thread_local! {
         /// The unstuffed scan, kept between JPEGs.
