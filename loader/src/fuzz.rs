@@ -89,6 +89,7 @@ pub fn jpeg(data: &[u8]) {
     if (width as u64) * (height as u64) <= 1 << 22 {
         let _ = img.decode();
     }
+    planes_agree(&data[5..]);
     let decoders: [(Box<dyn FieldDecoder>, usize); 3] = [
         (Box::new(ImagePipeline::new(RandomResizedCropRGBImageDecoder::new((16, 12)))), 16 * 12 * 3),
         (Box::new(ImagePipeline::new(CenterCropRGBImageDecoder::new((5, 33)))), 5 * 33 * 3),
@@ -105,4 +106,32 @@ pub fn jpeg(data: &[u8]) {
         let ctx = SampleContext { index: k as u64, seed: data.len() as u64, epoch: 0, position: 0 };
         let _ = decoder.decode(Value::Image(img), &ctx, &mut [&mut out[..]]);
     }
+}
+
+/// beton's planes decoder gives libjpeg-turbo's planes byte for byte, or declines: a JPEG it
+/// takes that libjpeg-turbo refuses, or planes that differ, panic (what the fuzzer reports).
+fn planes_agree(jpeg: &[u8]) {
+    use beton_storage::jpeg::{entropy, plane_size, Decompressor, JpegColor};
+    let Ok(mut d) = Decompressor::new() else { return };
+    let Ok(h) = d.header(jpeg) else { return };
+    if u64::from(h.width) * u64::from(h.height) > 1 << 22 {
+        return;
+    }
+    let mut geometry = Vec::new();
+    let mut total = 0;
+    for c in 0..if h.color == JpegColor::Grey { 1 } else { 3 } {
+        let (pw, ph) = plane_size(c, (h.width, h.height), h.subsampling);
+        geometry.push((total, pw, ph));
+        total += pw as usize * ph as usize;
+    }
+    let mut ours = vec![0u8; total];
+    if entropy::decode_planes(jpeg, &mut ours, &geometry).is_none() {
+        return;
+    }
+    d.set_own_planes(false);
+    let mut theirs = vec![0u8; total];
+    if let Err(e) = d.decompress_planes(jpeg, &mut theirs, &geometry) {
+        panic!("beton's planes decoder took a JPEG libjpeg-turbo refuses: {e}");
+    }
+    assert!(ours == theirs, "beton's planes differ from libjpeg-turbo's");
 }

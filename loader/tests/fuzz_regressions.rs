@@ -1,7 +1,9 @@
 //! Inputs that once crashed (or would have crashed) a fuzz target stay harmless: every file in
 //! fuzz/regressions/TARGET/ (gzipped when it ends in `.gz`) is replayed through the target's
 //! harness (`beton_loader::fuzz`), on a thread with a 2 MiB stack like any worker's. The `jpeg`
-//! target has found no crash, so it has no folder and no test here.
+//! target has found no crash, so it has no folder; its harness (which also holds beton's planes
+//! decoder to libjpeg-turbo's planes, byte for byte) runs here over the edge-case JPEGs and
+//! damaged copies of the bundled photos.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -103,5 +105,57 @@ fn every_fuzz_target_is_one_call_of_a_harness_this_workspace_compiles() {
         assert_eq!(code, want, "fuzz/{path}: not a one-line call of {harness}");
         // The harness takes any bytes: the empty input returns.
         run(&[]);
+    }
+}
+
+#[test]
+fn the_jpeg_harness_takes_the_edge_corpus_and_damaged_photos() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut inputs: Vec<Vec<u8>> = Vec::new();
+    let mut sources = Vec::new();
+    for dir in ["tests/data/edge-jpegs", "examples/data/imagefolder/fish"] {
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(root.join(dir)).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        sources.extend(files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "jpg")));
+    }
+    // Damage: a few bytes of the scan changed, the data cut short, a marker inserted (a fixed
+    // generator, so that a failure replays).
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for path in &sources {
+        let jpeg = std::fs::read(path).unwrap();
+        inputs.push(jpeg.clone());
+        if path.to_string_lossy().contains("imagefolder") {
+            for round in 0..12 {
+                let mut bad = jpeg.clone();
+                let from = bad.len() / 4;
+                let at = from + (next() as usize) % (bad.len() - from);
+                match round % 3 {
+                    0 => bad[at] ^= 1 << (next() % 8),
+                    1 => bad.truncate(at),
+                    _ => bad.splice(at..at, [0xFF, (next() % 256) as u8]).for_each(drop),
+                }
+                inputs.push(bad);
+            }
+        }
+    }
+    assert!(inputs.len() > 100, "{}", inputs.len());
+    for (k, jpeg) in inputs.into_iter().enumerate() {
+        // The harness's 5-byte prefix: a size (any; the decoders check it against the JPEG's)
+        // and the mode (JPEG, RGB).
+        let mut data = vec![0x40, 0x01, 0x00, 0x01, 0];
+        data.extend_from_slice(&jpeg);
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || beton_loader::fuzz::jpeg(&data))
+            .unwrap()
+            .join()
+            .unwrap_or_else(|_| panic!("input {k} panicked"));
     }
 }
