@@ -121,6 +121,37 @@ impl Cache {
         margin: u32,
         out: &mut Vec<u8>,
     ) -> Option<Window> {
+        let Some(Span { index, cols, rows, at: (x, y), .. }) =
+            self.span(data, (width, height), crop, margin)?
+        else {
+            return Some(Window::Whole);
+        };
+        let (w, h) = index.window(data, cols, rows, out)?;
+        Some(Window::Slice(Slice { x, y, width: w, height: h }))
+    }
+}
+
+/// The MCUs of an indexed JPEG that a crop needs: where they begin in the image and their size
+/// in pixels.
+struct Span {
+    index: Arc<SeekIndex>,
+    cols: std::ops::Range<u32>,
+    rows: std::ops::Range<u32>,
+    at: (u32, u32),
+    size: (u32, u32),
+}
+
+impl Cache {
+    /// The MCUs `crop` widened by `margin` needs in `data`, a `width × height` JPEG, through
+    /// its index: `None` when it has none (or another size), `Some(None)` when they would be the
+    /// whole image.
+    fn span(
+        &self,
+        data: &[u8],
+        (width, height): (u32, u32),
+        crop: Crop,
+        margin: u32,
+    ) -> Option<Option<Span>> {
         let index = self.index(data)?;
         let (mw, mh) = index.mcu_size();
         if index.mcus() != (width.div_ceil(mw), height.div_ceil(mh)) {
@@ -130,11 +161,11 @@ impl Cache {
         if u64::from(cols.len() as u32) * u64::from(rows.len() as u32)
             >= u64::from(index.mcus().0) * u64::from(index.mcus().1)
         {
-            return Some(Window::Whole);
+            return Some(None);
         }
-        let (x, y) = (cols.start * mw, rows.start * mh);
-        let (w, h) = index.window(data, cols, rows, out)?;
-        Some(Window::Slice(Slice { x, y, width: w, height: h }))
+        let at = (cols.start * mw, rows.start * mh);
+        let size = ((cols.end * mw).min(width) - at.0, (rows.end * mh).min(height) - at.1);
+        Some(Some(Span { index, cols, rows, at, size }))
     }
 }
 
@@ -155,23 +186,11 @@ impl Cache {
         buf: &mut Vec<u8>,
         layout: impl FnOnce((u32, u32)) -> Option<PlaneLayout>,
     ) -> Option<PlaneWindow> {
-        let index = self.index(data)?;
-        let (mw, mh) = index.mcu_size();
-        if index.mcus() != (width.div_ceil(mw), height.div_ceil(mh)) {
-            return None;
-        }
-        let (cols, rows) = mcu_span(crop, margin, (width, height), (mw, mh))?;
-        if u64::from(cols.len() as u32) * u64::from(rows.len() as u32)
-            >= u64::from(index.mcus().0) * u64::from(index.mcus().1)
-        {
-            return None;
-        }
-        let (x, y) = (cols.start * mw, rows.start * mh);
-        let size = ((cols.end * mw).min(width) - x, (rows.end * mh).min(height) - y);
+        let Span { index, cols, rows, at, size } = self.span(data, (width, height), crop, margin)??;
         let (count, geometry, total) = layout(size)?;
         buf.resize(total, 0);
         let decoded = index.window_planes(data, cols, rows, buf, &geometry[..count])?;
-        (decoded == size).then_some((count, geometry, (x, y), size))
+        (decoded == size).then_some((count, geometry, at, size))
     }
 }
 

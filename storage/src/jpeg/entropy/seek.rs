@@ -100,6 +100,21 @@ impl SeekIndex {
         std::mem::size_of::<SeekIndex>() + self.starts.len() * 4 + self.preds.len() * 2
     }
 
+    /// The header and layout of `data` when it is coded as this index says and `cols` × `rows`
+    /// is a window of it (not empty, inside the image); `None` otherwise.
+    fn window_header(&self, data: &[u8], cols: &Range<u32>, rows: &Range<u32>) -> Option<(Header, Layout)> {
+        let header = Header::parse(data)?;
+        let layout = Layout::of(&header)?;
+        let fits = header.interval == 0
+            && mcu_size(&header)? == self.mcu
+            && header.components.len() == self.comps
+            && !cols.is_empty()
+            && !rows.is_empty()
+            && cols.end <= self.mcus.0
+            && rows.end <= self.mcus.1;
+        fits.then_some((header, layout))
+    }
+
     /// Writes into `out` a baseline JPEG of the MCU columns `cols` and rows `rows` of `data`,
     /// without restart markers, and gives its size in pixels (the original's width and height
     /// where the window reaches its right or bottom edge). Its pixel (0, 0) is the original's
@@ -116,18 +131,7 @@ impl SeekIndex {
         rows: Range<u32>,
         out: &mut Vec<u8>,
     ) -> Option<(u32, u32)> {
-        let header = Header::parse(data)?;
-        let layout = Layout::of(&header)?;
-        if header.interval != 0
-            || mcu_size(&header)? != self.mcu
-            || header.components.len() != self.comps
-            || cols.is_empty()
-            || rows.is_empty()
-            || cols.end > self.mcus.0
-            || rows.end > self.mcus.1
-        {
-            return None;
-        }
+        let (header, layout) = self.window_header(data, &cols, &rows)?;
         let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, 0)?;
         let mcus = Mcus::of(&header, &layout)?;
 
@@ -182,18 +186,7 @@ impl SeekIndex {
         buf: &mut [u8],
         geometry: &[(usize, u32, u32)],
     ) -> Option<(u32, u32)> {
-        let header = Header::parse(data)?;
-        let layout = Layout::of(&header)?;
-        if header.interval != 0
-            || mcu_size(&header)? != self.mcu
-            || header.components.len() != self.comps
-            || cols.is_empty()
-            || rows.is_empty()
-            || cols.end > self.mcus.0
-            || rows.end > self.mcus.1
-        {
-            return None;
-        }
+        let (header, layout) = self.window_header(data, &cols, &rows)?;
         thread_local! {
             /// The unstuffed scan, kept between JPEGs.
             static SCAN: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
