@@ -18,6 +18,15 @@
 //! decodes without a warning), at scale 1, uncropped, on x86-64 where libjpeg-turbo has its
 //! SIMD IDCT (`jsimd_can_idct_islow`, which honours `JSIMD_FORCENONE`). Anything else is
 //! `None` and the caller runs libjpeg-turbo, which gives the verdict and the message.
+//! [`Sink`] writes the planes an MCU at a time, for a whole scan ([`decode_planes`]) or for a
+//! window of a JPEG without restart markers ([`super::SeekIndex::window_planes`]).
+//!
+//! # Speed
+//!
+//! A ~500×375 4:2:0 photo: 0.45 ms against libjpeg-turbo's 0.565 ms (Huffman decoding 0.32 ms
+//! against its `decode_mcu`'s ~0.41 ms; the IDCT, the same code, 0.13 ms). The decode loop is
+//! not bound by its lookups: a second table giving two short codes at once, and a value table
+//! of 4 KB instead of 16 KB, both measured within noise (docs/PERFORMANCE.md).
 
 use std::cell::Cell;
 
