@@ -111,26 +111,20 @@ pub fn jpeg(data: &[u8]) {
 /// beton's planes decoder gives libjpeg-turbo's planes byte for byte, or declines: a JPEG it
 /// takes that libjpeg-turbo refuses, or planes that differ, panic (what the fuzzer reports).
 fn planes_agree(jpeg: &[u8]) {
-    use beton_storage::jpeg::{entropy, plane_size, Decompressor, JpegColor};
+    use beton_storage::jpeg::{entropy, Decompressor, PlaneLayout};
     let Ok(mut d) = Decompressor::new() else { return };
     let Ok(h) = d.header(jpeg) else { return };
     if u64::from(h.width) * u64::from(h.height) > 1 << 22 {
         return;
     }
-    let mut geometry = Vec::new();
-    let mut total = 0;
-    for c in 0..if h.color == JpegColor::Grey { 1 } else { 3 } {
-        let (pw, ph) = plane_size(c, (h.width, h.height), h.subsampling);
-        geometry.push((total, pw, ph));
-        total += pw as usize * ph as usize;
-    }
-    let mut ours = vec![0u8; total];
-    if entropy::decode_planes(jpeg, &mut ours, &geometry).is_none() {
+    let Some(layout) = PlaneLayout::of(&h, (h.width, h.height)) else { return };
+    let mut ours = vec![0u8; layout.bytes];
+    if entropy::decode_planes(jpeg, &mut ours, layout.geometry()).is_none() {
         return;
     }
     d.set_own_planes(false);
-    let mut theirs = vec![0u8; total];
-    if let Err(e) = d.decompress_planes(jpeg, &mut theirs, &geometry) {
+    let mut theirs = vec![0u8; layout.bytes];
+    if let Err(e) = d.decompress_planes(jpeg, &mut theirs, layout.geometry()) {
         panic!("beton's planes decoder took a JPEG libjpeg-turbo refuses: {e}");
     }
     assert!(ours == theirs, "beton's planes differ from libjpeg-turbo's");

@@ -131,6 +131,21 @@ pub fn example_data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/data")
 }
 
+/// The bundled ImageFolder's photos (`examples/data/imagefolder/CLASS/*.jpg`), sorted by path.
+pub fn bundled_photos() -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for class in std::fs::read_dir(example_data().join("imagefolder")).unwrap() {
+        for f in std::fs::read_dir(class.unwrap().path()).unwrap() {
+            let path = f.unwrap().path();
+            if path.extension().is_some_and(|e| e == "jpg") {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    paths
+}
+
 /// An ImageFolder at `root`: a folder per class of `classes`, each with `count` JPEGs named
 /// `{class}-{k}.jpg`, copies of the bundled photos of `fish` (in name order, taken in turn).
 pub fn image_folder(root: &Path, classes: &[&str], count: usize) {

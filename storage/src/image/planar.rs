@@ -16,7 +16,7 @@ use std::ffi::c_int;
 use super::pixels::MAX_PIXEL_BYTES;
 use super::resize;
 use crate::error::{Error, Result};
-use crate::jpeg::{self, plane_size, Decompressor, JpegColor, JpegHeader, Rect};
+use crate::jpeg::{self, plane_size, Decompressor, JpegColor, JpegHeader, PlaneLayout, Rect};
 
 /// TurboJPEG's `TJSAMP_420`: what the writer encodes RGB fields with (as `cv2.imencode`).
 const S420: c_int = turbojpeg::raw::TJSAMP_TJSAMP_420 as c_int;
@@ -90,30 +90,23 @@ fn reencode_with(
     let size = (header.width, header.height);
 
     // The decoded planes, one after another in `source`.
-    let mut source_planes = [(0usize, 0u32, 0u32); 3];
-    let mut total = 0u64;
-    for (c, plane) in source_planes.iter_mut().enumerate() {
-        let (w, h) = plane_size(c, size, header.subsampling);
-        if w == 0 || h == 0 {
-            return Err(Error::Image(format!("internal: no plane {c} of a {}x{} JPEG", size.0, size.1)));
-        }
-        *plane = (total as usize, w, h);
-        total += u64::from(w) * u64::from(h);
-    }
-    if total > MAX_PIXEL_BYTES {
+    let no_planes = || Error::Image(format!("internal: no YCbCr planes of a {}x{} JPEG", size.0, size.1));
+    let source_planes = PlaneLayout::new(3, header.subsampling, size).ok_or_else(no_planes)?;
+    if source_planes.bytes as u64 > MAX_PIXEL_BYTES {
         return Err(Error::Image(format!(
             "JPEG too large: {}x{} is over the limit of {MAX_PIXEL_BYTES} bytes of pixels",
             header.width, header.height
         )));
     }
-    let source = fit(&mut scratch.source, total as usize);
-    dec.decompress_planes(data, source, &source_planes)?;
+    let source = fit(&mut scratch.source, source_planes.bytes);
+    dec.decompress_planes(data, source, source_planes.geometry())?;
 
     // The target's planes, padded as TurboJPEG reads them (a 4:2:0 Y plane of an odd width has
     // one column more: the last column repeated, as libjpeg pads).
-    let target_planes: [(u32, u32); 3] = std::array::from_fn(|c| plane_size(c, (tw, th), S420));
+    let target_layout = PlaneLayout::new(3, S420, (tw, th)).ok_or_else(no_planes)?;
+    let target_planes = target_layout.planes.map(|(_, w, h)| (w, h));
     let sizes = target_planes.map(|(w, h)| w as usize * h as usize);
-    let target = fit(&mut scratch.target, sizes.iter().sum());
+    let target = fit(&mut scratch.target, target_layout.bytes);
     let (y, chroma) = target.split_at_mut(sizes[0]);
     let (cb, cr) = chroma.split_at_mut(sizes[1]);
 
@@ -121,10 +114,10 @@ fn reencode_with(
     // chroma plane: a chroma sample covers (hf × vf) luma samples, and the target's chroma
     // plane covers the target's luma extent padded to even sizes.
     let extent = (f64::from(header.width), f64::from(header.height));
-    let (_, w0, h0) = source_planes[0];
+    let (_, w0, h0) = source_planes.planes[0];
     let (tcw, tch) = target_planes[1];
     let plane = |c: usize| {
-        let (offset, w, h) = source_planes[c];
+        let (offset, w, h) = source_planes.planes[c];
         (&source[offset..offset + w as usize * h as usize], (w, h))
     };
 

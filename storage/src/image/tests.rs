@@ -403,25 +403,29 @@ fn passthrough_keeps_fitting_jpegs_and_reencodes_otherwise() {
     assert_eq!(wide.data, std::fs::read(wide_path).unwrap());
 }
 
+/// Edge-case JPEGs every decode path takes: each subsampling, progressive, arithmetic, 16-bit
+/// quantisation tables, odd sizes, 1x1, restart markers, an ICC profile.
+const DECODABLE_EDGE_JPEGS: [&str; 12] = [
+    "baseline-420.jpg",
+    "baseline-422.jpg",
+    "baseline-444.jpg",
+    "baseline-440.jpg",
+    "baseline-411.jpg",
+    "progressive.jpg",
+    "arithmetic.jpg",
+    "qtables-16bit.jpg",
+    "odd-17x9.jpg",
+    "restart-3mcu.jpg",
+    "icc-srgb.jpg",
+    "tiny-1x1.jpg",
+];
+
 #[test]
 fn restart_markers_are_added_losslessly_and_written_by_the_encoder() {
     let jpg = opts(WriteMode::Jpg);
     assert_eq!(jpg.jpeg_restart_interval, 1);
     // Every JPEG that passes through is rewritten with a marker every MCU: the same pixels.
-    for name in [
-        "baseline-420.jpg",
-        "baseline-422.jpg",
-        "baseline-444.jpg",
-        "baseline-440.jpg",
-        "baseline-411.jpg",
-        "progressive.jpg",
-        "arithmetic.jpg",
-        "qtables-16bit.jpg",
-        "odd-17x9.jpg",
-        "restart-3mcu.jpg",
-        "icc-srgb.jpg",
-        "tiny-1x1.jpg",
-    ] {
+    for name in DECODABLE_EDGE_JPEGS {
         let bytes = corpus(name);
         let before = jpeg::decode(&bytes).unwrap();
         let out = encode_image(&ImageSource::Encoded(bytes.clone()), &jpg, Channels::Rgb, 0.).unwrap();
@@ -729,21 +733,10 @@ fn damaged_files_never_panic() {
 
 /// The bundled ImageFolder's JPEGs (real photos, 74–320 px).
 fn photos() -> Vec<(String, Vec<u8>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/data/imagefolder");
-    let mut out = Vec::new();
-    for class in std::fs::read_dir(&root).unwrap() {
-        for f in std::fs::read_dir(class.unwrap().path()).unwrap() {
-            let path = f.unwrap().path();
-            if path.extension().is_some_and(|e| e == "jpg") {
-                out.push((
-                    path.file_name().unwrap().to_string_lossy().into_owned(),
-                    std::fs::read(&path).unwrap(),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
+    beton_testkit::bundled_photos()
+        .into_iter()
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect()
 }
 
 /// What the RGB route makes of a JPEG: decoded whole to RGB, resized by area averaging, encoded.
@@ -758,20 +751,7 @@ fn the_ycbcr_route_gives_the_rgb_routes_picture() {
     // Every subsampling, progressive, arithmetic, odd sizes, 1x1, restart markers; downscaled,
     // and re-encoded at the same size (passthrough off). The routes differ by rounding and
     // chroma filtering only: compared decoded, pixel by pixel.
-    let names = [
-        "baseline-420.jpg",
-        "baseline-422.jpg",
-        "baseline-444.jpg",
-        "baseline-440.jpg",
-        "baseline-411.jpg",
-        "progressive.jpg",
-        "arithmetic.jpg",
-        "odd-17x9.jpg",
-        "tiny-1x1.jpg",
-        "restart-3mcu.jpg",
-        "qtables-16bit.jpg",
-        "icc-srgb.jpg",
-    ];
+    let names = DECODABLE_EDGE_JPEGS;
     let (mut checked, mut sum) = (0, 0.0);
     let sources = names.iter().map(|n| (n.to_string(), corpus(n))).chain(photos());
     for (name, bytes) in sources {

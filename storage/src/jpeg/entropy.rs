@@ -588,6 +588,16 @@ struct Header {
 }
 
 impl Header {
+    /// The MCU size in pixels of a scan of the components (a one-component scan's MCU is one
+    /// block, whatever its sampling factors).
+    fn mcu_size(&self) -> Option<(u32, u32)> {
+        let comps = &self.components;
+        if comps.len() == 1 {
+            return Some((8, 8));
+        }
+        Some((8 * comps.iter().map(|c| c.h).max()?, 8 * comps.iter().map(|c| c.v).max()?))
+    }
+
     fn parse(data: &[u8]) -> Option<Header> {
         if !data.starts_with(&[0xFF, 0xD8]) {
             return None;
@@ -747,23 +757,19 @@ impl Layout {
     fn of(header: &Header) -> Option<Layout> {
         let comps = &header.components;
         let (w, h) = (u64::from(header.width), u64::from(header.height));
-        if comps.len() == 1 {
-            // A one-component scan: an MCU is one block, the component's own blocks (its
-            // sampling factors do not matter when it is the only one).
-            return Some(Layout { mcus: w.div_ceil(8) * h.div_ceil(8), blocks: vec![0] });
-        }
-        let hmax = u64::from(comps.iter().map(|c| c.h).max()?);
-        let vmax = u64::from(comps.iter().map(|c| c.v).max()?);
-        let blocks: Vec<usize> = comps
-            .iter()
-            .enumerate()
-            .flat_map(|(i, c)| std::iter::repeat_n(i, (c.h * c.v) as usize))
-            .collect();
+        let (mw, mh) = header.mcu_size()?;
+        // A one-component scan: an MCU is one block, the component's own blocks (its sampling
+        // factors do not matter when it is the only one).
+        let blocks: Vec<usize> = if comps.len() == 1 {
+            vec![0]
+        } else {
+            comps.iter().enumerate().flat_map(|(i, c)| std::iter::repeat_n(i, (c.h * c.v) as usize)).collect()
+        };
         // libjpeg's limit on blocks in an MCU (D_MAX_BLOCKS_IN_MCU).
         if blocks.len() > 10 {
             return None;
         }
-        Some(Layout { mcus: w.div_ceil(8 * hmax) * h.div_ceil(8 * vmax), blocks })
+        Some(Layout { mcus: w.div_ceil(u64::from(mw)) * h.div_ceil(u64::from(mh)), blocks })
     }
 }
 

@@ -36,7 +36,9 @@ mod turbo;
 #[cfg(test)]
 pub(crate) use turbo::lossless_crop;
 pub(crate) use turbo::{compress, compress_planes};
-pub use turbo::{plane_size, with_restarts, Decompressor, JpegColor, JpegHeader, PixelFormat, Rect};
+pub use turbo::{
+    plane_size, with_restarts, Decompressor, JpegColor, JpegHeader, PixelFormat, PlaneLayout, Rect,
+};
 
 /// Most progressive scans a JPEG may have (libjpeg-turbo's own tools use 500 as the guard against
 /// the "many scans" denial of service; real encoders write about 10).

@@ -376,12 +376,13 @@ impl Decompressor {
         }
         // Beton's decoder where it takes the JPEG (the same planes; what it declines, corrupt
         // data among it, libjpeg-turbo decodes or refuses just below).
-        if self.own_planes
-            && !self.fast_dct
+        if self.own_planes()
             && self.denom == 1
             && header.subsampling >= 0
             && super::entropy::decode_planes(data, buf, geometry).is_some()
         {
+            #[cfg(test)]
+            OWN_PLANES_DECODED.with(|n| n.set(n.get() + 1));
             return Ok(());
         }
         for (c, &(offset, w, h)) in geometry.iter().enumerate() {
@@ -419,6 +420,48 @@ impl Decompressor {
 fn own_planes_default() -> bool {
     static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *OWN.get_or_init(|| std::env::var("BETON_JPEG_DECODER").map_or(true, |v| v != "libjpeg-turbo"))
+}
+
+/// Raw planes laid out one after another in one buffer, as
+/// [`Decompressor::decompress_planes`] and [`entropy::decode_planes`](super::entropy::decode_planes)
+/// take them: Y, Cb and Cr (or one grey plane), each [`plane_size`] bytes, packed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaneLayout {
+    /// How many planes: 1 or 3.
+    pub count: usize,
+    /// Per plane (the first `count`): `(offset in the buffer, width, height)`.
+    pub planes: [(usize, u32, u32); 3],
+    /// The buffer's size in bytes.
+    pub bytes: usize,
+}
+
+impl PlaneLayout {
+    /// The planes of a JPEG with header `header` decoded at `size` (its own size, a scaled or a
+    /// window's): one for a grey JPEG, three otherwise; `None` when a plane would be empty
+    /// (a subsampling TurboJPEG does not name) or the buffer's size does not fit.
+    pub fn of(header: &JpegHeader, size: (u32, u32)) -> Option<PlaneLayout> {
+        PlaneLayout::new(if header.color == JpegColor::Grey { 1 } else { 3 }, header.subsampling, size)
+    }
+
+    /// `count` planes (1 or 3) of a `size` image with TurboJPEG subsampling `subsampling`.
+    pub fn new(count: usize, subsampling: c_int, size: (u32, u32)) -> Option<PlaneLayout> {
+        let mut layout = PlaneLayout { count, planes: [(0, 0, 0); 3], bytes: 0 };
+        for (c, plane) in layout.planes.iter_mut().enumerate().take(count) {
+            let (w, h) = plane_size(c, size, subsampling);
+            if w == 0 || h == 0 {
+                return None;
+            }
+            *plane = (layout.bytes, w, h);
+            let len = usize::try_from(u64::from(w) * u64::from(h)).ok()?;
+            layout.bytes = layout.bytes.checked_add(len)?;
+        }
+        (count == 1 || count == 3).then_some(layout)
+    }
+
+    /// The planes' `(offset, width, height)`.
+    pub fn geometry(&self) -> &[(usize, u32, u32)] {
+        &self.planes[..self.count]
+    }
 }
 
 /// The size of plane `component` of a `width × height` image with TurboJPEG subsampling
@@ -570,6 +613,9 @@ pub(crate) fn compress_planes(
 
 #[cfg(test)]
 thread_local! {
+    /// Tests: how many times [`Decompressor::decompress_planes`] took beton's planes decoder on
+    /// this thread.
+    pub(crate) static OWN_PLANES_DECODED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Tests: libjpeg-turbo optimises the tables itself (what [`with_optimal_tables`] must equal).
     pub(crate) static LIBJPEG_OPTIMISES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -742,19 +788,8 @@ mod optimised_tables {
 
     /// The bundled ImageFolder's photos, decoded: real pictures to encode.
     fn photos() -> Vec<(u32, u32, Vec<u8>)> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/data/imagefolder");
-        let mut paths = Vec::new();
-        for class in std::fs::read_dir(root).unwrap() {
-            for f in std::fs::read_dir(class.unwrap().path()).unwrap() {
-                let path = f.unwrap().path();
-                if path.extension().is_some_and(|e| e == "jpg") {
-                    paths.push(path);
-                }
-            }
-        }
-        paths.sort();
         let mut d = Decompressor::new().unwrap();
-        paths
+        beton_testkit::bundled_photos()
             .iter()
             .map(|p| {
                 let data = std::fs::read(p).unwrap();

@@ -28,7 +28,7 @@
 //! so a truncated or corrupt payload is refused rather than half-grey. One decompressor per
 //! thread, reused ([`crate::image::scratch`]), never shared. This code never panics on bad bytes.
 
-use beton_storage::jpeg::{plane_size, Decompressor, JpegColor, JpegHeader, PixelFormat, Rect};
+use beton_storage::jpeg::{Decompressor, JpegColor, JpegHeader, PixelFormat, PlaneLayout, Rect};
 
 use crate::error::{from_codec, Error, Result};
 use crate::image::ops::Crop;
@@ -230,46 +230,29 @@ fn planes_of(
         }
         d.set_geometry(denom, Rect::default()).map_err(from_codec)?;
         let scaled = (width.div_ceil(denom), height.div_ceil(denom));
-        let Some((count, geometry, total)) = plane_layout(&hd, scaled) else {
+        let Some(layout) = plane_layout(&hd, scaled) else {
             return Ok(None);
         };
-        buf.resize(total, 0);
-        d.decompress_planes(data, buf, &geometry[..count]).map_err(from_codec)?;
-        Ok(planes_with_crop(count, geometry, hd.subsampling, crop, denom, scaled))
+        buf.resize(layout.bytes, 0);
+        d.decompress_planes(data, buf, layout.geometry()).map_err(from_codec)?;
+        Ok(planes_with_crop(&layout, hd.subsampling, crop, denom, scaled))
     })
 }
 
-/// The planes of a JPEG with header `hd` decoded at `size` (its scaled size, or a window's):
-/// how many (3 for YCbCr, 1 for grey), each one's `(offset, width, height)` in one buffer, and
-/// the buffer's size; `None` for what the planes do not take (RGB, CMYK and YCCK JPEGs,
+/// The planes of a JPEG with header `hd` decoded at `size` (its scaled size, or a window's),
+/// laid out in one buffer; `None` for what the planes do not take (RGB, CMYK and YCCK JPEGs,
 /// unusual sampling factors).
-fn plane_layout(hd: &JpegHeader, size: (u32, u32)) -> Option<seek::PlaneLayout> {
-    let subsamp = hd.subsampling;
-    let count = if hd.color == JpegColor::YCbCr && chroma_factors(subsamp).is_some() {
-        3
-    } else if hd.color == JpegColor::Grey && subsamp == TJSAMP_GRAY {
-        1
-    } else {
-        return None;
-    };
-    let mut geometry = [(0usize, 0u32, 0u32); 3];
-    let mut total = 0;
-    for (c, g) in geometry.iter_mut().enumerate().take(count) {
-        let (pw, ph) = plane_size(c, size, subsamp);
-        if pw == 0 || ph == 0 {
-            return None;
-        }
-        *g = (total, pw, ph);
-        total += pw as usize * ph as usize;
-    }
-    Some((count, geometry, total))
+fn plane_layout(hd: &JpegHeader, size: (u32, u32)) -> Option<PlaneLayout> {
+    let planar = (hd.color == JpegColor::YCbCr && chroma_factors(hd.subsampling).is_some())
+        || (hd.color == JpegColor::Grey && hd.subsampling == TJSAMP_GRAY);
+    planar.then(|| PlaneLayout::of(hd, size)).flatten()
 }
 
-/// The [`Planes`] of decoded planes at `geometry` of an image `(sw, sh)` (at 1/`denom`), with
-/// `crop` (in pixels of the undecoded image) placed in each; `None` when it leaves one empty.
+/// The [`Planes`] of decoded planes laid out as `layout` of an image `(sw, sh)` (at
+/// 1/`denom`), with `crop` (in pixels of the undecoded image) placed in each; `None` when it
+/// leaves one empty.
 fn planes_with_crop(
-    count: usize,
-    geometry: [(usize, u32, u32); 3],
+    layout: &PlaneLayout,
     subsamp: i32,
     crop: Crop,
     denom: u32,
@@ -281,6 +264,7 @@ fn planes_with_crop(
     let f = |v: u32| f64::from(v) / f64::from(denom);
     let (left, top) = (f(crop.x).min(f64::from(sw)), f(crop.y).min(f64::from(sh)));
     let luma = [left, top, f(crop.width).min(f64::from(sw) - left), f(crop.height).min(f64::from(sh) - top)];
+    let (count, geometry) = (layout.count, layout.planes);
     let mut out = Planes { count, geometry, crop: [luma; 3] };
     if let Some((fx, fy)) = chroma_factors(subsamp).filter(|_| count == 3) {
         let (fx, fy) = (f64::from(fx), f64::from(fy));
@@ -315,13 +299,12 @@ fn seek_planes(
             return Ok(None);
         }
         let layout = |size| plane_layout(&hd, size);
-        let Some((count, geometry, at, size)) =
-            seek::cache().planes(data, (width, height), crop, margin, buf, layout)
+        let Some((layout, at, size)) = seek::cache().planes(data, (width, height), crop, margin, buf, layout)
         else {
             return Ok(None);
         };
         let crop = Crop { x: crop.x - at.0, y: crop.y - at.1, ..crop };
-        Ok(planes_with_crop(count, geometry, hd.subsampling, crop, 1, size))
+        Ok(planes_with_crop(&layout, hd.subsampling, crop, 1, size))
     })
 }
 

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use beton_storage::jpeg::entropy::SeekIndex;
+use beton_storage::jpeg::PlaneLayout;
 
 use super::restart::{mcu_span, Slice};
 use crate::image::ops::Crop;
@@ -169,13 +170,10 @@ impl Cache {
     }
 }
 
-/// A plane layout: how many planes, each one's `(offset, width, height)`, the bytes they take.
-pub(crate) type PlaneLayout = (usize, [(usize, u32, u32); 3], usize);
-
 impl Cache {
     /// [`Cache::window`]'s MCUs decoded straight into raw planes at scale 1 (no window JPEG
     /// written; [`SeekIndex::window_planes`]), in `buf` as `layout` lays out planes of the
-    /// window's size: `(planes, geometry, where the window begins, its size)`. `None` where
+    /// window's size: `(the planes' layout, where the window begins, its size)`. `None` where
     /// [`Cache::window`] would give `None` or the whole image, or the planes decoder declines.
     pub(crate) fn planes(
         &self,
@@ -187,16 +185,16 @@ impl Cache {
         layout: impl FnOnce((u32, u32)) -> Option<PlaneLayout>,
     ) -> Option<PlaneWindow> {
         let Span { index, cols, rows, at, size } = self.span(data, (width, height), crop, margin)??;
-        let (count, geometry, total) = layout(size)?;
-        buf.resize(total, 0);
-        let decoded = index.window_planes(data, cols, rows, buf, &geometry[..count])?;
-        (decoded == size).then_some((count, geometry, at, size))
+        let layout = layout(size)?;
+        buf.resize(layout.bytes, 0);
+        let decoded = index.window_planes(data, cols, rows, buf, layout.geometry())?;
+        (decoded == size).then_some((layout, at, size))
     }
 }
 
 /// What [`Cache::planes`] decoded: the planes' count and geometry, where the window begins in
 /// the image, and its size.
-pub(crate) type PlaneWindow = (usize, [(usize, u32, u32); 3], (u32, u32), (u32, u32));
+pub(crate) type PlaneWindow = (PlaneLayout, (u32, u32), (u32, u32));
 
 #[cfg(test)]
 mod tests {
@@ -272,30 +270,19 @@ mod tests {
             let mut d = beton_storage::jpeg::Decompressor::new().unwrap();
             let hd = d.header(&plain).unwrap();
             let mut planes = Vec::new();
-            // Y, Cb, Cr (or grey) at their own sizes, one after another.
-            let layout = |size| {
-                let count = if hd.color == beton_storage::jpeg::JpegColor::Grey { 1 } else { 3 };
-                let mut geometry = [(0usize, 0u32, 0u32); 3];
-                let mut total = 0;
-                for (c, g) in geometry.iter_mut().enumerate().take(count) {
-                    let (pw, ph) = beton_storage::jpeg::plane_size(c, size, hd.subsampling);
-                    *g = (total, pw, ph);
-                    total += (pw * ph) as usize;
-                }
-                Some((count, geometry, total))
-            };
+            let layout = |size| PlaneLayout::of(&hd, size);
             let got = cache.planes(&plain, (203, 157), crop, margin, &mut planes, layout);
             let mut window = Vec::new();
             match cache.window(&plain, (203, 157), crop, margin, &mut window) {
                 Some(Window::Slice(s)) => {
-                    let Some((count, geometry, at, size)) = got else {
+                    let Some((layout, at, size)) = got else {
                         return Err(TestCaseError::fail("not decoded to planes"));
                     };
                     prop_assert_eq!((at, size), ((s.x, s.y), (s.width, s.height)));
                     d.set_own_planes(false);
                     let mut want = vec![0u8; planes.len()];
                     d.header(&window).unwrap();
-                    d.decompress_planes(&window, &mut want, &geometry[..count]).unwrap();
+                    d.decompress_planes(&window, &mut want, layout.geometry()).unwrap();
                     prop_assert!(planes == want, "planes differ");
                 }
                 other => prop_assert!(got.is_none(), "{other:?}"),

@@ -31,7 +31,7 @@
 use std::cell::Cell;
 
 use super::{
-    be_word, dc_code, extend, value, Decoder, Header, Layout, Reader, Unstuffed, LOOKUP_BITS, NATURAL,
+    be_word, dc_difference, extend, value, Decoder, Header, Layout, Reader, Unstuffed, LOOKUP_BITS, NATURAL,
 };
 
 /// Decodes the baseline JPEG `data` into its planes in `buf`: plane `c` at
@@ -170,8 +170,7 @@ impl<'b> Sink<'b> {
     pub(super) fn mcu(&mut self, r: &mut Reader<'_>, pred: &mut [i32], mx: u32, my: u32) -> Option<()> {
         for slot in &self.slots {
             let c = slot.comp;
-            let (s, bits) = dc_code(&self.dc[c], r)?;
-            pred[c] = pred[c].wrapping_add(extend(bits, s));
+            pred[c] = pred[c].wrapping_add(dc_difference(&self.dc[c], r)?);
             // libjpeg: `(*block)[0] = (JCOEF) s`.
             self.block.0[0] = pred[c] as i16;
             if self.ac[c].coefficients(r, &mut self.block.0)? > 64 {
@@ -196,12 +195,9 @@ fn decode(
     geometry: &[(usize, u32, u32)],
 ) -> Option<()> {
     let mut sink = Sink::new(header, (header.width, header.height), buf, geometry)?;
-    // MCUs across (a one-component scan's MCU is one block).
-    let comps = &header.components;
-    let mcu_width = if comps.len() == 1 { 8 } else { 8 * comps.iter().map(|c| c.h).max()? };
-    let mcus_across = u64::from(header.width.div_ceil(mcu_width));
+    let mcus_across = u64::from(header.width.div_ceil(header.mcu_size()?.0));
     let per_interval = if header.interval == 0 { layout.mcus } else { u64::from(header.interval) };
-    let mut pred = vec![0i32; comps.len()];
+    let mut pred = vec![0i32; header.components.len()];
     let (mut start, mut mcu) = (0usize, 0u64);
     for &end in &scan.ends {
         let end_bits = end * 8;
@@ -236,7 +232,7 @@ fn put(plane: &Plane, block: &mut Block, x: usize, y: usize, idct: idct::Idct) {
         let mut rows: [*mut u8; 8] = [std::ptr::null_mut(); 8];
         for (i, row) in rows.iter_mut().enumerate() {
             // SAFETY: rows y..y + 8 and columns x..x + 8 lie inside the plane (checked just
-            // above), which lies inside the output buffer (`decode` took it from `buf`).
+            // above), which lies inside the output buffer (`Sink::new` checked it against `buf`).
             *row = unsafe { plane.at.add((y + i) * plane.width + x) };
         }
         // SAFETY: the block and the table are 64 aligned `i16`s; each of the 8 rows has 8

@@ -41,16 +41,6 @@ pub struct SeekIndex {
     preds: Box<[i16]>,
 }
 
-/// The MCU size in pixels of a scan of `header`'s components (a one-component scan's MCU is one
-/// block, whatever its sampling factors).
-fn mcu_size(header: &Header) -> Option<(u32, u32)> {
-    let comps = &header.components;
-    if comps.len() == 1 {
-        return Some((8, 8));
-    }
-    Some((8 * comps.iter().map(|c| c.h).max()?, 8 * comps.iter().map(|c| c.v).max()?))
-}
-
 impl SeekIndex {
     /// Reads the scan of `data` once and indexes it; `None` when it has a restart interval
     /// (its intervals can be cut out as they are) or is a JPEG the entropy pass does not take
@@ -65,7 +55,7 @@ impl SeekIndex {
         let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, 0)?;
         let mut record = Recorder::default();
         super::decode(&header, &layout, &scan, None, Some(&mut record))?;
-        let mcu = mcu_size(&header)?;
+        let mcu = header.mcu_size()?;
         let mcus = (header.width.div_ceil(mcu.0), header.height.div_ceil(mcu.1));
         let comps = header.components.len();
         let groups = layout.mcus.div_ceil(SEEK_GROUP) as usize;
@@ -106,7 +96,7 @@ impl SeekIndex {
         let header = Header::parse(data)?;
         let layout = Layout::of(&header)?;
         let fits = header.interval == 0
-            && mcu_size(&header)? == self.mcu
+            && header.mcu_size()? == self.mcu
             && header.components.len() == self.comps
             && !cols.is_empty()
             && !rows.is_empty()

@@ -4,7 +4,7 @@ use proptest::test_runner::{RngAlgorithm, TestRng};
 
 use super::super::tests::{damage, jpeg, picture};
 use super::*;
-use crate::jpeg::{compress, plane_size, with_restarts, Decompressor, JpegColor};
+use crate::jpeg::{compress, with_restarts, Decompressor, PlaneLayout};
 
 /// The planes of `data` by beton's decoder (`None`: declined) and by libjpeg-turbo.
 fn both(data: &[u8]) -> (Option<Vec<u8>>, crate::Result<Vec<u8>>) {
@@ -13,20 +13,15 @@ fn both(data: &[u8]) -> (Option<Vec<u8>>, crate::Result<Vec<u8>>) {
         Ok(h) => h,
         Err(e) => return (None, Err(e)),
     };
-    let count = if h.color == JpegColor::Grey { 1 } else { 3 };
-    let mut geometry = Vec::new();
-    let mut total = 0;
-    for c in 0..count {
-        let (pw, ph) = plane_size(c, (h.width, h.height), h.subsampling);
-        geometry.push((total, pw, ph));
-        total += (pw * ph) as usize;
-    }
+    let Some(layout) = PlaneLayout::of(&h, (h.width, h.height)) else {
+        return (None, Err(crate::Error::Image("no planes".into())));
+    };
     // Filled with a value, so that a pixel the decoder left unwritten shows.
-    let mut ours = vec![0xA5; total];
-    let ours = decode_planes(data, &mut ours, &geometry).map(|()| ours);
+    let mut ours = vec![0xA5; layout.bytes];
+    let ours = decode_planes(data, &mut ours, layout.geometry()).map(|()| ours);
     d.set_own_planes(false);
-    let mut theirs = vec![0x5A; total];
-    let theirs = d.decompress_planes(data, &mut theirs, &geometry).map(|()| theirs);
+    let mut theirs = vec![0x5A; layout.bytes];
+    let theirs = d.decompress_planes(data, &mut theirs, layout.geometry()).map(|()| theirs);
     (ours, theirs)
 }
 
@@ -123,26 +118,22 @@ fn extreme_quantisation_tables_give_libjpeg_turbos_simd_pixels() {
 
 #[test]
 fn the_bundled_photos_and_the_edge_corpus_decode_as_libjpeg_turbo_decodes_them() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/data/imagefolder");
     let mut photos = 0;
-    for class in std::fs::read_dir(root).unwrap() {
-        for f in std::fs::read_dir(class.unwrap().path()).unwrap() {
-            let path = f.unwrap().path();
-            let data = std::fs::read(&path).unwrap();
-            let name = path.display().to_string();
-            // Some are progressive: declined; every baseline one decodes alike.
-            match both(&data) {
-                (Some(ours), Ok(theirs)) => {
-                    assert!(ours == theirs, "{name}");
-                    photos += 1;
-                }
-                (Some(_), Err(e)) => panic!("{name}: taken, but libjpeg-turbo says {e}"),
-                (None, _) => {}
+    for path in beton_testkit::bundled_photos() {
+        let data = std::fs::read(&path).unwrap();
+        let name = path.display().to_string();
+        // Some are progressive: declined; every baseline one decodes alike.
+        match both(&data) {
+            (Some(ours), Ok(theirs)) => {
+                assert!(ours == theirs, "{name}");
+                photos += 1;
             }
-            // The writer's passthrough rewrite of it (a restart marker per MCU).
-            if let Some(super::super::Checked::Rewritten(rst)) = super::super::check_with_restarts(&data, 1) {
-                same(&format!("{name} with restarts"), &rst);
-            }
+            (Some(_), Err(e)) => panic!("{name}: taken, but libjpeg-turbo says {e}"),
+            (None, _) => {}
+        }
+        // The writer's passthrough rewrite of it (a restart marker per MCU).
+        if let Some(super::super::Checked::Rewritten(rst)) = super::super::check_with_restarts(&data, 1) {
+            same(&format!("{name} with restarts"), &rst);
         }
     }
     assert!(photos > 100, "{photos}");
@@ -202,11 +193,30 @@ fn damaged_scans_are_declined_or_decode_as_libjpeg_turbo_decodes_them() {
 }
 
 #[test]
-fn the_decompressor_decodes_planes_with_it() {
-    // `Decompressor::decompress_planes` takes this decoder's planes (test: a plane buffer
-    // too small for libjpeg-turbo's checks is not the point; the same bytes either way).
+fn the_decompressor_decodes_planes_with_it_where_it_may() {
     let src = jpeg(64, 48, turbojpeg::Subsamp::Sub2x2, 90, 3);
-    let (ours, theirs) = both(&src);
-    assert_eq!(ours.unwrap(), theirs.unwrap());
+    let decoded = || crate::jpeg::turbo::OWN_PLANES_DECODED.with(std::cell::Cell::get);
+    // Decodes at 1/`denom` with `d`: the planes, and whether beton's decoder made them.
+    let run = |d: &mut Decompressor, denom: u32| {
+        let h = d.header(&src).unwrap();
+        d.set_geometry(denom, crate::jpeg::Rect::default()).unwrap();
+        let layout = PlaneLayout::of(&h, (h.width.div_ceil(denom), h.height.div_ceil(denom))).unwrap();
+        let mut buf = vec![0u8; layout.bytes];
+        let before = decoded();
+        d.decompress_planes(&src, &mut buf, layout.geometry()).unwrap();
+        (buf, decoded() > before)
+    };
     assert!(idct::select().is_some(), "no SIMD IDCT on this x86-64 CPU");
+    let mut d = Decompressor::new().unwrap();
+    let (ours, taken) = run(&mut d, 1);
+    assert!(taken, "the default decodes with beton's decoder");
+    d.set_own_planes(false);
+    let (theirs, taken) = run(&mut d, 1);
+    assert!(!taken, "switched off");
+    assert_eq!(ours, theirs);
+    d.set_own_planes(true);
+    assert!(!run(&mut d, 2).1, "a DCT scale is libjpeg-turbo's");
+    d.set_fast_dct(true).unwrap();
+    assert!(!run(&mut d, 1).1, "the fast IDCT is libjpeg-turbo's");
+    assert!(!d.own_planes());
 }

@@ -7,7 +7,7 @@ use turbojpeg::Subsamp;
 
 use super::super::tests::{damage, decoded, jpeg, within};
 use super::*;
-use crate::jpeg::{lossless_crop, plane_size, with_restarts, Decompressor, JpegColor, Rect};
+use crate::jpeg::{lossless_crop, with_restarts, Decompressor, PlaneLayout, Rect};
 
 /// The window as libjpeg-turbo crops it losslessly (the same coefficients), decoded.
 fn reference(data: &[u8], index: &SeekIndex, cols: &Range<u32>, rows: &Range<u32>) -> Vec<u8> {
@@ -35,19 +35,12 @@ fn check_window(name: &str, data: &[u8], index: &SeekIndex, cols: Range<u32>, ro
     // Decoded straight from the original without writing the window: libjpeg-turbo's planes of
     // the window JPEG, byte for byte.
     let mut d = Decompressor::new().unwrap();
-    let h = d.header(&out).unwrap();
-    let mut geometry = Vec::new();
-    let mut total = 0;
-    for c in 0..if h.color == JpegColor::Grey { 1 } else { 3 } {
-        let (pw, ph) = plane_size(c, size, h.subsampling);
-        geometry.push((total, pw, ph));
-        total += (pw * ph) as usize;
-    }
+    let layout = PlaneLayout::of(&d.header(&out).unwrap(), size).unwrap();
     d.set_own_planes(false);
-    let mut want = vec![0x5A; total];
-    d.decompress_planes(&out, &mut want, &geometry).unwrap();
-    let mut planes = vec![0xA5; total];
-    let decoded = index.window_planes(data, cols.clone(), rows.clone(), &mut planes, &geometry);
+    let mut want = vec![0x5A; layout.bytes];
+    d.decompress_planes(&out, &mut want, layout.geometry()).unwrap();
+    let mut planes = vec![0xA5; layout.bytes];
+    let decoded = index.window_planes(data, cols.clone(), rows.clone(), &mut planes, layout.geometry());
     assert_eq!(decoded, Some(size), "{name}: window {cols:?} x {rows:?} not decoded to planes");
     assert!(planes == want, "{name}: window {cols:?} x {rows:?}: planes differ");
 }
