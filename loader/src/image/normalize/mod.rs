@@ -1,6 +1,6 @@
 //! [`NormalizeImage`]'s kernels: a prepared normalisation ([`Prepared`]) writes an RGB image, or
 //! the resized Y Cb Cr / grey planes of a crop decoder, as floats into the batch slot. The same
-//! values every way: AVX-512 VBMI table lookups ([`vbmi`], CHW), AVX2 + F16C arithmetic
+//! values every way: AVX-512 VBMI table lookups ([`vbmi`], CHW or HWC), AVX2 + F16C arithmetic
 //! ([`avx2`]), or the lookup table ([`write_with`]); [`crate::image::cpu`] picks.
 
 use crate::image::codec::color::{self, Source};
@@ -29,12 +29,11 @@ impl Prepared {
     }
 
     /// Writes the normalised `h × w` RGB image `src` into `dst`, mirrored left to right when
-    /// `flip` (a fused `RandomHorizontalFlip`): as table lookups with AVX-512 VBMI (CHW), eight
+    /// `flip` (a fused `RandomHorizontalFlip`): as table lookups with AVX-512 VBMI, eight
     /// values at a time with AVX2 and F16C, otherwise through the lookup table (the same
     /// values every way). `src` is scratch: it may be left flipped.
     pub(crate) fn write(&self, src: &mut [u8], (h, w): (usize, usize), flip: bool, dst: &mut [u8]) {
-        if self.n.layout == Layout::Chw
-            && vbmi::chw(Source::Rgb(src), (h, w), &self.bytes, self.n.elem().size(), flip, dst)
+        if vbmi::write(Source::Rgb(src), (h, w), &self.bytes, self.n.elem().size(), self.n.layout, flip, dst)
         {
             return;
         }
@@ -54,8 +53,8 @@ impl Prepared {
     /// [`Prepared::write`] of the image whose resized planes (Y Cb Cr or grey, `h × w` each) a
     /// crop decoder's planar path hands over ([`crate::image::decoders::crop_resize_planes`]). The
     /// values are exactly those of converting the planes to RGB `u8` ([`color::to_rgb`]) and
-    /// normalising that; for a CHW layout the two run as one pass (AVX-512 VBMI or AVX2 +
-    /// F16C), otherwise through `image` (this thread's HWC scratch).
+    /// normalising that; they run as one pass with AVX-512 VBMI (CHW or HWC) or AVX2 + F16C
+    /// (CHW), otherwise through `image` (this thread's HWC scratch).
     pub(crate) fn write_planes(
         &self,
         src: Source<'_>,
@@ -64,9 +63,7 @@ impl Prepared {
         image: &mut Vec<u8>,
         dst: &mut [u8],
     ) {
-        if self.n.layout == Layout::Chw
-            && vbmi::chw(src, (h, w), &self.bytes, self.n.elem().size(), flip, dst)
-        {
+        if vbmi::write(src, (h, w), &self.bytes, self.n.elem().size(), self.n.layout, flip, dst) {
             return;
         }
         #[cfg(target_arch = "x86_64")]

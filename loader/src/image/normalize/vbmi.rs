@@ -13,7 +13,7 @@
 //! later); the AVX2 kernels of [`avx2`](super::avx2) otherwise. Tested equal to the table path.
 
 use crate::image::codec::color::Source;
-use crate::image::ops::Table;
+use crate::image::ops::{Layout, Table};
 
 /// The output's bytes per channel, byte position and pixel value: `bytes[c][b][v]` is byte `b`
 /// of the output value of pixel value `v` in channel `c`.
@@ -42,14 +42,16 @@ pub(crate) fn available() -> bool {
     false
 }
 
-/// Writes the `h × w` image of `src` normalised through `tables` as CHW values of `size` bytes
-/// (2 or 4) into `dst`, mirrored left to right when `flip`; `false` (nothing written) when the
-/// CPU lacks AVX-512 VBMI or the lengths do not match.
-pub(crate) fn chw(
+/// Writes the `h × w` image of `src` normalised through `tables` as values of `size` bytes (2
+/// or 4) in `layout` (CHW planes, or HWC pixels) into `dst`, mirrored left to right when
+/// `flip`; `false` (nothing written) when the CPU lacks AVX-512 VBMI or the lengths do not
+/// match.
+pub(crate) fn write(
     src: Source<'_>,
     (h, w): (usize, usize),
     tables: &ByteTables,
     size: usize,
+    layout: Layout,
     flip: bool,
     dst: &mut [u8],
 ) -> bool {
@@ -61,7 +63,7 @@ pub(crate) fn chw(
     // SAFETY: the CPU has AVX-512 F, BW and VBMI (checked by `available`); the sources and
     // dst have the lengths the kernel needs (checked above).
     unsafe {
-        simd::chw(src, (h, w), tables, size, flip, dst)
+        simd::write(src, (h, w), tables, size, layout == Layout::Hwc, flip, dst)
     };
     true
 }
@@ -191,16 +193,42 @@ mod simd {
         (first, second)
     }
 
-    /// See [`super::chw`].
+    /// Indices that interleave three channels' values (of `size` bytes: 2 or 4) of 64 pixels
+    /// into HWC order: output vector `j` (of six a half) takes the values of the half's pixels
+    /// that fall in it, R and G through a two-source permute (`first`, R for indices below the
+    /// vector's element count, G above), then B over them through a one-source permute
+    /// (`second`) under `mask`.
+    fn hwc_index(size: usize, j: usize) -> ([i16; 32], [i16; 32], u32) {
+        let per = 64 / size;
+        let (mut first, mut second, mut mask) = ([0i16; 32], [0i16; 32], 0u32);
+        for m in 0..per {
+            // Value m of output vector j of its half: pixel p's channel c (p counted within
+            // the source vectors, which hold `per` values each).
+            let at = j * per + m;
+            let (p, c) = (at / 3, at % 3);
+            match c {
+                0 => first[m] = p as i16,
+                1 => first[m] = (per + p) as i16,
+                _ => {
+                    second[m] = p as i16;
+                    mask |= 1 << m;
+                }
+            }
+        }
+        (first, second, mask)
+    }
+
+    /// See [`super::write`] (`hwc`: the layout is HWC).
     ///
     /// # Safety
-    /// AVX-512 F, BW and VBMI; the source and `dst` lengths as `super::chw` checks.
+    /// AVX-512 F, BW and VBMI; the source and `dst` lengths as `super::write` checks.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    pub(super) unsafe fn chw(
+    pub(super) unsafe fn write(
         src: Source<'_>,
         (h, w): (usize, usize),
         tables: &ByteTables,
         size: usize,
+        hwc: bool,
         flip: bool,
         dst: &mut [u8],
     ) {
@@ -216,6 +244,17 @@ mod simd {
         let split = [0, 1, 2].map(deinterleave_index).map(|(a, b)| (load(&a), load(&b)));
         let reverse: [i8; 64] = std::array::from_fn(|k| (63 - k) as i8);
         let reverse = load(&reverse);
+        // HWC: per output vector of a source vector's pixels (3 of them), its permutes and mask;
+        // for 2-byte values word permutes, for 4-byte ones dword permutes (indices halved).
+        let interleave: [(__m512i, __m512i, u32); 3] = std::array::from_fn(|j| {
+            let (first, second, mask) = hwc_index(size, j);
+            if size == 2 {
+                (load(&first), load(&second), mask)
+            } else {
+                let dwords = |i: [i16; 32]| -> [i32; 16] { std::array::from_fn(|k| i32::from(i[k])) };
+                (load(&dwords(first)), load(&dwords(second)), mask)
+            }
+        });
         let plane = h * w * size;
         for y in 0..h {
             let mut x = 0;
@@ -254,35 +293,61 @@ mod simd {
                     let idx = _mm512_sub_epi8(reverse, shift);
                     rgb = rgb.map(|v| _mm512_permutexvar_epi8(idx, v));
                 }
-                for c in 0..3 {
+                // Each channel's values of the n pixels, in pixel order, 64 bytes a vector
+                // (2 vectors of 2-byte values, 4 of 4-byte ones).
+                let values: [[__m512i; 4]; 3] = std::array::from_fn(|c| {
                     let v = rgb[c];
-                    // SAFETY: values x .. x + n of row y of plane c lie inside dst.
-                    let out = unsafe { dst.as_mut_ptr().add(c * plane + (y * w + x) * size) };
                     let b0 = lookup(v, &t[c][0]);
                     let b1 = lookup(v, &t[c][1]);
                     let lo16 = _mm512_permutex2var_epi8(b0, bytes[0], b1);
                     let hi16 = _mm512_permutex2var_epi8(b0, bytes[1], b1);
                     if size == 2 {
-                        // SAFETY: 2n bytes are valid at out.
-                        unsafe {
-                            store_n(out, lo16, 2 * n);
-                            store_n(out.wrapping_add(64), hi16, (2 * n).saturating_sub(64));
+                        return [lo16, hi16, lo16, hi16];
+                    }
+                    let b2 = lookup(v, &t[c][2]);
+                    let b3 = lookup(v, &t[c][3]);
+                    let lo16b = _mm512_permutex2var_epi8(b2, bytes[0], b3);
+                    let hi16b = _mm512_permutex2var_epi8(b2, bytes[1], b3);
+                    [
+                        _mm512_permutex2var_epi16(lo16, words[0], lo16b),
+                        _mm512_permutex2var_epi16(lo16, words[1], lo16b),
+                        _mm512_permutex2var_epi16(hi16, words[0], hi16b),
+                        _mm512_permutex2var_epi16(hi16, words[1], hi16b),
+                    ]
+                });
+                // 64 values of `size` bytes: `size` vectors of 64 bytes.
+                let vectors = size;
+                if hwc {
+                    // 3n values of row y from pixel x on, contiguous: each source vector's
+                    // pixels make three output vectors.
+                    // SAFETY: pixels x .. x + n of row y lie inside dst (3 values each).
+                    let out = unsafe { dst.as_mut_ptr().add((y * w + x) * 3 * size) };
+                    let total = 3 * n * size;
+                    let [r, g, b] = &values;
+                    for (k, ((&r, &g), &b)) in r.iter().zip(g).zip(b).enumerate().take(vectors) {
+                        for (j, &(first, second, mask)) in interleave.iter().enumerate() {
+                            let v = if size == 2 {
+                                let rg = _mm512_permutex2var_epi16(r, first, g);
+                                _mm512_mask_permutexvar_epi16(rg, mask, second, b)
+                            } else {
+                                let rg = _mm512_permutex2var_epi32(r, first, g);
+                                _mm512_mask_permutexvar_epi32(rg, mask as u16, second, b)
+                            };
+                            let at = 64 * (3 * k + j);
+                            // SAFETY: `total` bytes are valid at out; this writes those of them
+                            // from `at` on, at most 64.
+                            unsafe { store_n(out.wrapping_add(at), v, total.saturating_sub(at)) };
                         }
-                    } else {
-                        let b2 = lookup(v, &t[c][2]);
-                        let b3 = lookup(v, &t[c][3]);
-                        let lo16b = _mm512_permutex2var_epi8(b2, bytes[0], b3);
-                        let hi16b = _mm512_permutex2var_epi8(b2, bytes[1], b3);
-                        let parts = [
-                            _mm512_permutex2var_epi16(lo16, words[0], lo16b),
-                            _mm512_permutex2var_epi16(lo16, words[1], lo16b),
-                            _mm512_permutex2var_epi16(hi16, words[0], hi16b),
-                            _mm512_permutex2var_epi16(hi16, words[1], hi16b),
-                        ];
-                        for (k, part) in parts.into_iter().enumerate() {
-                            // SAFETY: 4n bytes are valid at out.
+                    }
+                } else {
+                    for (c, values) in values.iter().enumerate() {
+                        // SAFETY: values x .. x + n of row y of plane c lie inside dst.
+                        let out = unsafe { dst.as_mut_ptr().add(c * plane + (y * w + x) * size) };
+                        for (k, &v) in values.iter().enumerate().take(vectors) {
+                            // SAFETY: n · size bytes are valid at out; this writes those of
+                            // them from 64k on, at most 64.
                             unsafe {
-                                store_n(out.wrapping_add(64 * k), part, (4 * n).saturating_sub(64 * k))
+                                store_n(out.wrapping_add(64 * k), v, (n * size).saturating_sub(64 * k))
                             };
                         }
                     }
@@ -299,15 +364,17 @@ mod tests {
     use crate::image::guarded::Guarded;
     use crate::image::{FloatType, Layout, NormalizeImage};
 
-    /// The lookups equal the table path for every source kind, type, width (whole rounds of 64
-    /// and tails) and flip.
+    /// The lookups equal the table path for every source kind, type, layout, width (whole
+    /// rounds of 64 and tails) and flip.
     #[test]
     fn lookups_equal_the_table_path() {
         if !available() {
             crate::skip_test("lookups_equal_the_table_path", "this CPU has no AVX-512 VBMI");
             return;
         }
-        for (h, w) in [(3usize, 160usize), (2, 37), (4, 64), (1, 200), (2, 1)] {
+        for (h, w) in
+            [(3usize, 160usize), (2, 37), (4, 64), (1, 200), (2, 1), (2, 11), (3, 22), (1, 43), (2, 127)]
+        {
             let n = h * w;
             let planes: Vec<u8> = (0..3 * n).map(|i| ((i * 7919 + i / 3 * 101) % 256) as u8).collect();
             for dtype in [FloatType::F16, FloatType::F32] {
@@ -336,9 +403,11 @@ mod tests {
                         Source::Grey(_) => Source::Grey(guarded[0].as_ref()),
                         Source::Rgb(_) => Source::Rgb(guarded[0].as_ref()),
                     };
-                    for flip in [false, true] {
+                    for (flip, layout) in
+                        [false, true].into_iter().flat_map(|f| [(f, Layout::Chw), (f, Layout::Hwc)])
+                    {
                         let mut out = Guarded::with(&vec![0u8; 3 * n * size]);
-                        assert!(chw(src, (h, w), &tables, size, flip, out.as_mut()));
+                        assert!(write(src, (h, w), &tables, size, layout, flip, out.as_mut()));
                         let got = out.as_ref().to_vec();
                         let mut want = vec![0u8; 3 * n * size];
                         for y in 0..h {
@@ -346,12 +415,15 @@ mod tests {
                                 let from = if flip { w - 1 - x } else { x };
                                 for c in 0..3 {
                                     let v = rgb[(y * w + from) * 3 + c];
-                                    let at = (c * n + y * w + x) * size;
+                                    let at = match layout {
+                                        Layout::Chw => (c * n + y * w + x) * size,
+                                        Layout::Hwc => ((y * w + x) * 3 + c) * size,
+                                    };
                                     want[at..at + size].copy_from_slice(&t[c][usize::from(v)][..size]);
                                 }
                             }
                         }
-                        assert_eq!(got, want, "{h}x{w} {dtype:?} kind {kind} flip {flip}");
+                        assert_eq!(got, want, "{h}x{w} {dtype:?} kind {kind} flip {flip} {layout:?}");
                     }
                 }
             }
