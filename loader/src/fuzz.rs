@@ -108,24 +108,31 @@ pub fn jpeg(data: &[u8]) {
     }
 }
 
-/// beton's planes decoder gives libjpeg-turbo's planes byte for byte, or declines: a JPEG it
-/// takes that libjpeg-turbo refuses, or planes that differ, panic (what the fuzzer reports).
+/// beton's planes decoder gives libjpeg-turbo's planes byte for byte, or declines, at each DCT
+/// scale it takes (1, 1/2, 1/4): a JPEG it takes that libjpeg-turbo refuses, or planes that
+/// differ, panic (what the fuzzer reports).
 fn planes_agree(jpeg: &[u8]) {
-    use beton_storage::jpeg::{entropy, Decompressor, PlaneLayout};
+    use beton_storage::jpeg::{entropy, Decompressor, PlaneLayout, Rect};
     let Ok(mut d) = Decompressor::new() else { return };
     let Ok(h) = d.header(jpeg) else { return };
     if u64::from(h.width) * u64::from(h.height) > 1 << 22 {
         return;
     }
-    let Some(layout) = PlaneLayout::of(&h, (h.width, h.height)) else { return };
-    let mut ours = vec![0u8; layout.bytes];
-    if entropy::decode_planes(jpeg, &mut ours, layout.geometry()).is_none() {
-        return;
-    }
     d.set_own_planes(false);
-    let mut theirs = vec![0u8; layout.bytes];
-    if let Err(e) = d.decompress_planes(jpeg, &mut theirs, layout.geometry()) {
-        panic!("beton's planes decoder took a JPEG libjpeg-turbo refuses: {e}");
+    for denom in [1, 2, 4] {
+        let scaled = (h.width.div_ceil(denom), h.height.div_ceil(denom));
+        let Some(layout) = PlaneLayout::of(&h, scaled) else { return };
+        let mut ours = vec![0u8; layout.bytes];
+        if entropy::decode_planes(jpeg, denom, &mut ours, layout.geometry()).is_none() {
+            return;
+        }
+        if d.set_geometry(denom, Rect::default()).is_err() {
+            return;
+        }
+        let mut theirs = vec![0u8; layout.bytes];
+        if let Err(e) = d.decompress_planes(jpeg, &mut theirs, layout.geometry()) {
+            panic!("beton's planes decoder took a JPEG libjpeg-turbo refuses at 1/{denom}: {e}");
+        }
+        assert!(ours == theirs, "beton's planes differ from libjpeg-turbo's at 1/{denom}");
     }
-    assert!(ours == theirs, "beton's planes differ from libjpeg-turbo's");
 }

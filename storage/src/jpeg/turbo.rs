@@ -377,9 +377,8 @@ impl Decompressor {
         // Beton's decoder where it takes the JPEG (the same planes; what it declines, corrupt
         // data among it, libjpeg-turbo decodes or refuses just below).
         if self.own_planes()
-            && self.denom == 1
             && header.subsampling >= 0
-            && super::entropy::decode_planes(data, buf, geometry).is_some()
+            && super::entropy::decode_planes(data, self.denom, buf, geometry).is_some()
         {
             #[cfg(test)]
             OWN_PLANES_DECODED.with(|n| n.set(n.get() + 1));

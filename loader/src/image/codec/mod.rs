@@ -17,7 +17,7 @@
 //! [`decode_crop_planes`] is the crop decoders' usual path: the crop's MCUs cut out as a JPEG
 //! of their own (the restart intervals of a JPEG with restart markers, what beton writes:
 //! [`restart`]; through a seek index for one without, what FFCV writes: [`seek`], which at
-//! scale 1 decodes them straight from the original instead) and decoded
+//! scales 1, 1/2 and 1/4 decodes them straight from the original instead) and decoded
 //! to their raw planes (Y, Cb, Cr at their own resolutions, or grey), with no chroma upsampling
 //! and no colour conversion: the resize takes each plane to the output size and [`color`]
 //! converts only the output's pixels. [`decode_crop`] decodes to packed RGB (the path for what
@@ -195,13 +195,12 @@ pub(crate) fn decode_crop_planes(
             // A crop whose slice would be the whole image (beton's JPEGs) decodes whole.
             None if restart::has_restarts(data) => whole,
             // Without restart markers (FFCV's JPEGs): the crop's MCUs through the seek index,
-            // decoded straight into the planes at scale 1, else cut out as a JPEG of their own.
+            // decoded straight into the planes, else cut out as a JPEG of their own.
             None => {
-                if denom == 1 {
-                    if let Some(planes) = seek_planes(data, (width, height), crop, margin, buf).ok().flatten()
-                    {
-                        return Ok(Some(planes));
-                    }
+                if let Some(planes) =
+                    seek_planes(data, (width, height), crop, margin, denom, buf).ok().flatten()
+                {
+                    return Ok(Some(planes));
                 }
                 match seek::cache().window(data, (width, height), crop, margin, bytes) {
                     Some(seek::Window::Slice(s)) => (&bytes[..], (s.x, s.y), (s.width, s.height)),
@@ -280,14 +279,16 @@ fn planes_with_crop(
 }
 
 /// The MCUs of a JPEG without restart markers that `crop` (widened by `margin`) needs, decoded
-/// at scale 1 straight into planes through its seek index: no window JPEG written, no second
-/// header read ([`seek::Cache::planes`]). `Ok(None)`: not indexed, not a JPEG the planes
-/// decoder takes, or a crop that needs the whole image; the caller goes on as before.
+/// at scale 1/`denom` straight into planes through its seek index: no window JPEG written, no
+/// second header read ([`seek::Cache::planes`]). `Ok(None)`: not indexed, not a JPEG (or a
+/// scale) the planes decoder takes, or a crop that needs the whole image; the caller goes on as
+/// before.
 fn seek_planes(
     data: &[u8],
     (width, height): (u32, u32),
     crop: Crop,
     margin: u32,
+    denom: u32,
     buf: &mut Vec<u8>,
 ) -> Result<Option<Planes>> {
     with_decompressor(|d| {
@@ -299,12 +300,14 @@ fn seek_planes(
             return Ok(None);
         }
         let layout = |size| plane_layout(&hd, size);
-        let Some((layout, at, size)) = seek::cache().planes(data, (width, height), crop, margin, buf, layout)
+        let Some((layout, at, size)) =
+            seek::cache().planes(data, (width, height), crop, margin, denom, buf, layout)
         else {
             return Ok(None);
         };
         let crop = Crop { x: crop.x - at.0, y: crop.y - at.1, ..crop };
-        Ok(planes_with_crop(&layout, hd.subsampling, crop, 1, size))
+        let scaled = (size.0.div_ceil(denom), size.1.div_ceil(denom));
+        Ok(planes_with_crop(&layout, hd.subsampling, crop, denom, scaled))
     })
 }
 

@@ -171,29 +171,32 @@ impl Cache {
 }
 
 impl Cache {
-    /// [`Cache::window`]'s MCUs decoded straight into raw planes at scale 1 (no window JPEG
-    /// written; [`SeekIndex::window_planes`]), in `buf` as `layout` lays out planes of the
-    /// window's size: `(the planes' layout, where the window begins, its size)`. `None` where
-    /// [`Cache::window`] would give `None` or the whole image, or the planes decoder declines.
+    /// [`Cache::window`]'s MCUs decoded straight into raw planes at scale 1/`denom` (1, 2 or
+    /// 4; no window JPEG written: [`SeekIndex::window_planes`]), in `buf` as `layout` lays out
+    /// planes of the window's scaled size: `(the planes' layout, where the window begins, its
+    /// size unscaled)`. `None` where [`Cache::window`] would give `None` or the whole image, or
+    /// the planes decoder declines.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn planes(
         &self,
         data: &[u8],
         (width, height): (u32, u32),
         crop: Crop,
         margin: u32,
+        denom: u32,
         buf: &mut Vec<u8>,
         layout: impl FnOnce((u32, u32)) -> Option<PlaneLayout>,
     ) -> Option<PlaneWindow> {
         let Span { index, cols, rows, at, size } = self.span(data, (width, height), crop, margin)??;
-        let layout = layout(size)?;
+        let layout = layout((size.0.div_ceil(denom), size.1.div_ceil(denom)))?;
         buf.resize(layout.bytes, 0);
-        let decoded = index.window_planes(data, cols, rows, buf, layout.geometry())?;
+        let decoded = index.window_planes(data, cols, rows, denom, buf, layout.geometry())?;
         (decoded == size).then_some((layout, at, size))
     }
 }
 
 /// What [`Cache::planes`] decoded: the planes' count and geometry, where the window begins in
-/// the image, and its size.
+/// the image, and its size (unscaled).
 pub(crate) type PlaneWindow = (PlaneLayout, (u32, u32), (u32, u32));
 
 #[cfg(test)]
@@ -260,18 +263,19 @@ mod tests {
         }
 
         /// The window decoded straight into planes is libjpeg-turbo's planes of the window
-        /// JPEG, byte for byte, at the same place.
+        /// JPEG, byte for byte, at the same place, at each scale.
         #[test]
         fn planes_of_a_window_are_libjpeg_turbos_planes_of_its_jpeg(
-            crop in crop_in(203, 157), subsamp in 0i32..5, margin in 0u32..12,
+            crop in crop_in(203, 157), subsamp in 0i32..5, margin in 0u32..12, scale in 0u32..3,
         ) {
+            let denom = 1 << scale;
             let cache = Cache::new(1 << 20);
             let plain = jpeg(203, 157, subsamp, 0);
             let mut d = beton_storage::jpeg::Decompressor::new().unwrap();
             let hd = d.header(&plain).unwrap();
             let mut planes = Vec::new();
             let layout = |size| PlaneLayout::of(&hd, size);
-            let got = cache.planes(&plain, (203, 157), crop, margin, &mut planes, layout);
+            let got = cache.planes(&plain, (203, 157), crop, margin, denom, &mut planes, layout);
             let mut window = Vec::new();
             match cache.window(&plain, (203, 157), crop, margin, &mut window) {
                 Some(Window::Slice(s)) => {
@@ -282,6 +286,7 @@ mod tests {
                     d.set_own_planes(false);
                     let mut want = vec![0u8; planes.len()];
                     d.header(&window).unwrap();
+                    d.set_geometry(denom, beton_storage::jpeg::Rect::default()).unwrap();
                     d.decompress_planes(&window, &mut want, layout.geometry()).unwrap();
                     prop_assert!(planes == want, "planes differ");
                 }

@@ -15,9 +15,11 @@
 //! noise, every subsampling and odd sizes, and extreme quantisation tables.
 //!
 //! It takes what the entropy pass takes ([`super::check_with_restarts`]: a JPEG libjpeg-turbo
-//! decodes without a warning), at scale 1, uncropped, on x86-64 where libjpeg-turbo has its
-//! SIMD IDCT (`jsimd_can_idct_islow`, which honours `JSIMD_FORCENONE`). Anything else is
-//! `None` and the caller runs libjpeg-turbo, which gives the verdict and the message.
+//! decodes without a warning), uncropped, at scale 1, 1/2 or 1/4 (libjpeg-turbo's reduced
+//! IDCTs, `jsimd_idct_4x4_sse2` and `jsimd_idct_2x2_sse2`, which give 4×4 and 2×2 pixels a
+//! block), on x86-64 where libjpeg-turbo has its SIMD IDCT for the scale (`jsimd_can_idct_*`,
+//! which honour `JSIMD_FORCENONE`). Anything else is `None` and the caller runs libjpeg-turbo,
+//! which gives the verdict and the message.
 //! [`Sink`] writes the planes an MCU at a time, for a whole scan ([`decode_planes`]) or for a
 //! window of a JPEG without restart markers ([`super::SeekIndex::window_planes`]).
 //!
@@ -34,14 +36,15 @@ use super::{
     be_word, dc_difference, extend, value, Decoder, Header, Layout, Reader, Unstuffed, LOOKUP_BITS, NATURAL,
 };
 
-/// Decodes the baseline JPEG `data` into its planes in `buf`: plane `c` at
-/// `geometry[c] = (offset, width, height)`, rows of `width` bytes, as
-/// `tj3DecompressToYUVPlanes8` writes them at scale 1 (a plane's pixels beyond the image but
+/// Decodes the baseline JPEG `data` at scale 1/`denom` (1, 2 or 4) into its planes in `buf`:
+/// plane `c` at `geometry[c] = (offset, width, height)`, rows of `width` bytes, as
+/// `tj3DecompressToYUVPlanes8` writes them at that scale (a plane's pixels beyond the image but
 /// within its component's blocks included), the same bytes. `None`: not a JPEG this decoder
 /// takes (what [`check_with_restarts`](super::check_with_restarts) takes, on x86-64 where
-/// libjpeg-turbo has its SIMD IDCT and `JSIMD_FORCENONE` is not set), a plane its component's
-/// blocks do not cover, or a buffer too small; `buf` may then have been written in part.
-pub fn decode_planes(data: &[u8], buf: &mut [u8], geometry: &[(usize, u32, u32)]) -> Option<()> {
+/// libjpeg-turbo has its SIMD IDCT for the scale and `JSIMD_FORCENONE` is not set), another
+/// scale, a plane its component's blocks do not cover, or a buffer too small; `buf` may then
+/// have been written in part.
+pub fn decode_planes(data: &[u8], denom: u32, buf: &mut [u8], geometry: &[(usize, u32, u32)]) -> Option<()> {
     thread_local! {
         /// The unstuffed scan, kept between JPEGs.
         static SCAN: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
@@ -49,7 +52,7 @@ pub fn decode_planes(data: &[u8], buf: &mut [u8], geometry: &[(usize, u32, u32)]
     let header = Header::parse(data)?;
     let layout = Layout::of(&header)?;
     let scan = Unstuffed::reusing(data.get(header.data_at..)?, &layout, header.interval, SCAN.take())?;
-    let out = decode(&header, &layout, &scan, buf, geometry);
+    let out = decode(&header, &layout, &scan, denom, buf, geometry);
     if scan.bytes.capacity() <= KEPT_BYTES {
         SCAN.set(scan.bytes);
     }
@@ -63,14 +66,16 @@ const KEPT_BYTES: usize = 16 << 20;
 #[repr(C, align(32))]
 struct Block([i16; 64]);
 
-/// A component's plane: where it is in the output, its size, its quantisation table, and how
-/// many of its blocks hold image data (libjpeg decodes no others).
+/// A component's plane: where it is in the output, its size, its quantisation table, how
+/// many of its blocks hold image data (libjpeg decodes no others), and how many pixels across
+/// and down a block gives at the scale decoded (8, 4 or 2).
 struct Plane {
     at: *mut u8,
     width: usize,
     height: usize,
     quant: Block,
     blocks: (u32, u32),
+    px: usize,
 }
 
 /// One block of an MCU: its component, the component's sampling factors, and where the block
@@ -99,17 +104,19 @@ pub(super) struct Sink<'b> {
 
 impl<'b> Sink<'b> {
     /// The planes of an image of `size` pixels coded as `header` says (the JPEG's own size, or
-    /// a window's of it: the blocks with image data are counted from it), in `buf` at
-    /// `geometry`; `None` when this decoder does not decode here (see the module docs), when
-    /// the geometry is not one plane per component inside `buf`, or a plane reaches past its
-    /// component's blocks.
+    /// a window's of it: the blocks with image data are counted from it), decoded at scale
+    /// 1/`denom`, in `buf` at `geometry`; `None` when this decoder does not decode here (see
+    /// the module docs), when the geometry is not one plane per component inside `buf`, or a
+    /// plane reaches past its component's blocks.
     pub(super) fn new(
         header: &Header,
         size: (u32, u32),
+        denom: u32,
         buf: &'b mut [u8],
         geometry: &[(usize, u32, u32)],
     ) -> Option<Sink<'b>> {
-        let idct = idct::select()?;
+        let idct = idct::select(denom)?;
+        let px = 8 / denom as usize;
         let comps = &header.components;
         if comps.len() != geometry.len() {
             return None;
@@ -126,7 +133,7 @@ impl<'b> Sink<'b> {
             let across = (width * u64::from(c.h)).div_ceil(u64::from(hmax) * 8);
             let down = (height * u64::from(c.v)).div_ceil(u64::from(vmax) * 8);
             let (pw, ph) = (pw as usize, ph as usize);
-            if pw == 0 || ph == 0 || pw as u64 > across * 8 || ph as u64 > down * 8 {
+            if pw == 0 || ph == 0 || pw as u64 > across * px as u64 || ph as u64 > down * px as u64 {
                 return None;
             }
             if offset.checked_add(pw.checked_mul(ph)?)? > buf.len() {
@@ -136,7 +143,7 @@ impl<'b> Sink<'b> {
             // libjpeg-turbo's ISLOW_MULT_TYPE is a `short` with SIMD: a 16-bit value as it is cast.
             let quant = Block(std::array::from_fn(|i| table[i] as i16));
             let blocks = (u32::try_from(across).ok()?, u32::try_from(down).ok()?);
-            planes.push(Plane { at: base.wrapping_add(offset), width: pw, height: ph, quant, blocks });
+            planes.push(Plane { at: base.wrapping_add(offset), width: pw, height: ph, quant, blocks, px });
         }
         // The planes must not overlap: each is written through its own pointer.
         let mut spans: Vec<_> = geometry.iter().map(|&(o, w, h)| (o, o + w as usize * h as usize)).collect();
@@ -179,7 +186,7 @@ impl<'b> Sink<'b> {
             let plane = &self.planes[c];
             let (bx, by) = (mx * slot.h + slot.dx, my * slot.v + slot.dy);
             if bx < plane.blocks.0 && by < plane.blocks.1 {
-                put(plane, &mut self.block, bx as usize * 8, by as usize * 8, self.idct);
+                put(plane, &mut self.block, bx as usize * plane.px, by as usize * plane.px, self.idct);
             }
             self.block.0 = [0; 64];
         }
@@ -191,10 +198,11 @@ fn decode(
     header: &Header,
     layout: &Layout,
     scan: &Unstuffed,
+    denom: u32,
     buf: &mut [u8],
     geometry: &[(usize, u32, u32)],
 ) -> Option<()> {
-    let mut sink = Sink::new(header, (header.width, header.height), buf, geometry)?;
+    let mut sink = Sink::new(header, (header.width, header.height), denom, buf, geometry)?;
     let mcus_across = u64::from(header.width.div_ceil(header.mcu_size()?.0));
     let per_interval = if header.interval == 0 { layout.mcus } else { u64::from(header.interval) };
     let mut pred = vec![0i32; header.components.len()];
@@ -220,23 +228,25 @@ fn decode(
     (mcu == layout.mcus).then_some(())
 }
 
-/// The inverse DCT of `block` into `plane` at pixel `(x, y)` (inside the plane), through a
-/// scratch block where the plane ends within it.
+/// The inverse DCT of `block` into `plane` at pixel `(x, y)` (inside the plane): a block of
+/// `plane.px` pixels square, through a scratch block where the plane ends within it.
 #[inline(always)]
 fn put(plane: &Plane, block: &mut Block, x: usize, y: usize, idct: idct::Idct) {
     if x >= plane.width || y >= plane.height {
         return;
     }
-    let (w, h) = ((plane.width - x).min(8), (plane.height - y).min(8));
-    if w == 8 && h == 8 {
+    let px = plane.px;
+    let (w, h) = ((plane.width - x).min(px), (plane.height - y).min(px));
+    if w == px && h == px {
         let mut rows: [*mut u8; 8] = [std::ptr::null_mut(); 8];
-        for (i, row) in rows.iter_mut().enumerate() {
-            // SAFETY: rows y..y + 8 and columns x..x + 8 lie inside the plane (checked just
+        for (i, row) in rows.iter_mut().enumerate().take(px) {
+            // SAFETY: rows y..y + px and columns x..x + px lie inside the plane (checked just
             // above), which lies inside the output buffer (`Sink::new` checked it against `buf`).
             *row = unsafe { plane.at.add((y + i) * plane.width + x) };
         }
-        // SAFETY: the block and the table are 64 aligned `i16`s; each of the 8 rows has 8
-        // writable bytes from its pointer (above), and no other reference to them is live.
+        // SAFETY: the block and the table are 64 aligned `i16`s; the IDCT for this scale
+        // writes px rows of px bytes, each from its pointer (above, px of the 8), and no other
+        // reference to them is live.
         unsafe {
             idct(
                 &plane.quant.0 as *const i16 as *mut std::ffi::c_void,
@@ -249,7 +259,7 @@ fn put(plane: &Plane, block: &mut Block, x: usize, y: usize, idct: idct::Idct) {
     }
     let mut scratch = [[0u8; 8]; 8];
     let mut rows: [*mut u8; 8] = std::array::from_fn(|i| scratch[i].as_mut_ptr());
-    // SAFETY: as above, into the scratch block's 8 rows of 8 bytes.
+    // SAFETY: as above, into the scratch block's 8 rows of 8 bytes (px of each written).
     unsafe {
         idct(
             &plane.quant.0 as *const i16 as *mut std::ffi::c_void,
@@ -335,41 +345,56 @@ impl Decoder {
     }
 }
 
-/// libjpeg-turbo's SIMD inverse DCT, called as its `jsimd_idct_islow` calls it.
+/// libjpeg-turbo's SIMD inverse DCTs, called as its `jsimd_idct_islow` (scale 1),
+/// `jsimd_idct_4x4` (1/2) and `jsimd_idct_2x2` (1/4) call them.
 #[cfg(target_arch = "x86_64")]
 mod idct {
     use std::ffi::{c_int, c_void};
     use std::sync::OnceLock;
 
-    /// `jsimd_idct_islow_avx2` / `_sse2`: `(dct_table, coef_block, output_buf, output_col)`.
+    /// `jsimd_idct_islow_avx2` / `_sse2`, `jsimd_idct_4x4_sse2`, `jsimd_idct_2x2_sse2`:
+    /// `(dct_table, coef_block, output_buf, output_col)`; they write 8, 4 or 2 rows of as many
+    /// bytes.
     pub type Idct = unsafe extern "C" fn(*mut c_void, *mut i16, *mut *mut u8, u32);
 
     extern "C" {
         // In the libjpeg-turbo that turbojpeg-sys builds and links statically (with SIMD,
         // the `require-simd` feature).
         fn jsimd_can_idct_islow() -> c_int;
+        fn jsimd_can_idct_4x4() -> c_int;
+        fn jsimd_can_idct_2x2() -> c_int;
         fn jsimd_idct_islow_avx2(dct_table: *mut c_void, coef: *mut i16, rows: *mut *mut u8, col: u32);
         fn jsimd_idct_islow_sse2(dct_table: *mut c_void, coef: *mut i16, rows: *mut *mut u8, col: u32);
+        fn jsimd_idct_4x4_sse2(dct_table: *mut c_void, coef: *mut i16, rows: *mut *mut u8, col: u32);
+        fn jsimd_idct_2x2_sse2(dct_table: *mut c_void, coef: *mut i16, rows: *mut *mut u8, col: u32);
     }
 
-    /// The IDCT libjpeg-turbo uses on this CPU, or `None` where it would use its C one.
-    pub fn select() -> Option<Idct> {
-        static CHOSEN: OnceLock<Option<Idct>> = OnceLock::new();
-        *CHOSEN.get_or_init(|| {
-            // SAFETY: a query without arguments; it reads the CPU's features and libjpeg-turbo's
+    /// The IDCT libjpeg-turbo uses on this CPU at scale 1/`denom` (its `jddctmgr.c`: the SIMD
+    /// one where `jsimd_can_idct_*` says so), or `None` where it would use a C one, or at
+    /// another scale.
+    pub fn select(denom: u32) -> Option<Idct> {
+        static CHOSEN: OnceLock<[Option<Idct>; 3]> = OnceLock::new();
+        let chosen = CHOSEN.get_or_init(|| {
+            // SAFETY: queries without arguments; they read the CPU's features and libjpeg-turbo's
             // JSIMD_* environment variables once.
-            if unsafe { jsimd_can_idct_islow() } == 0 {
-                return None;
-            }
+            let can = unsafe { [jsimd_can_idct_islow(), jsimd_can_idct_4x4(), jsimd_can_idct_2x2()] };
             // As libjpeg-turbo's `init_simd`: AVX2 where the CPU (and OS) have it, unless
             // JSIMD_FORCESSE2=1 takes it away.
             let forced_sse2 = std::env::var("JSIMD_FORCESSE2").is_ok_and(|v| v == "1");
-            if std::is_x86_feature_detected!("avx2") && !forced_sse2 {
-                Some(jsimd_idct_islow_avx2 as Idct)
+            let islow = if std::is_x86_feature_detected!("avx2") && !forced_sse2 {
+                jsimd_idct_islow_avx2 as Idct
             } else {
-                Some(jsimd_idct_islow_sse2 as Idct)
-            }
-        })
+                jsimd_idct_islow_sse2 as Idct
+            };
+            let by_scale = [islow, jsimd_idct_4x4_sse2 as Idct, jsimd_idct_2x2_sse2 as Idct];
+            std::array::from_fn(|i| (can[i] != 0).then_some(by_scale[i]))
+        });
+        match denom {
+            1 => chosen[0],
+            2 => chosen[1],
+            4 => chosen[2],
+            _ => None,
+        }
     }
 }
 
@@ -378,7 +403,7 @@ mod idct {
     pub type Idct = unsafe extern "C" fn(*mut std::ffi::c_void, *mut i16, *mut *mut u8, u32);
 
     /// Elsewhere libjpeg-turbo decodes (its SIMD IDCT for this architecture is not wired here).
-    pub fn select() -> Option<Idct> {
+    pub fn select(_denom: u32) -> Option<Idct> {
         None
     }
 }

@@ -159,10 +159,10 @@ impl SeekIndex {
         Some((width, height))
     }
 
-    /// Decodes the MCU columns `cols` and rows `rows` of `data` into raw planes in `buf` at
-    /// `geometry`, as [`decode_planes`](super::decode_planes) decodes the JPEG
-    /// [`SeekIndex::window`] writes for them (the same pixels, byte for byte), without writing
-    /// it: each window row's first MCU is found through the index, and its MCUs are decoded
+    /// Decodes the MCU columns `cols` and rows `rows` of `data` at scale 1/`denom` into raw
+    /// planes in `buf` at `geometry`, as [`decode_planes`](super::decode_planes) decodes the
+    /// JPEG [`SeekIndex::window`] writes for them (the same pixels, byte for byte), without
+    /// writing it: each window row's first MCU is found through the index, and its MCUs are decoded
     /// from the original scan with the original's DC predictions. Gives the window's size.
     ///
     /// `data` must be the JPEG this index was built from (as for [`SeekIndex::window`]).
@@ -173,6 +173,7 @@ impl SeekIndex {
         data: &[u8],
         cols: Range<u32>,
         rows: Range<u32>,
+        denom: u32,
         buf: &mut [u8],
         geometry: &[(usize, u32, u32)],
     ) -> Option<(u32, u32)> {
@@ -185,7 +186,7 @@ impl SeekIndex {
         let width = (cols.end * self.mcu.0).min(header.width) - cols.start * self.mcu.0;
         let height = (rows.end * self.mcu.1).min(header.height) - rows.start * self.mcu.1;
         let decoded = (|| {
-            let mut sink = Sink::new(&header, (width, height), buf, geometry)?;
+            let mut sink = Sink::new(&header, (width, height), denom, buf, geometry)?;
             let mcus = Mcus::of(&header, &layout)?;
             let walk = Walk { index: self, scan: &scan, mcus: &mcus };
             let across = u64::from(self.mcus.0);

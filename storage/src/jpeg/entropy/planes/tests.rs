@@ -6,32 +6,70 @@ use super::super::tests::{damage, jpeg, picture};
 use super::*;
 use crate::jpeg::{compress, with_restarts, Decompressor, PlaneLayout};
 
+/// The DCT scales beton's decoder takes (1/`denom`).
+const SCALES: [u32; 3] = [1, 2, 4];
+
 /// The planes of `data` by beton's decoder (`None`: declined) and by libjpeg-turbo.
 fn both(data: &[u8]) -> (Option<Vec<u8>>, crate::Result<Vec<u8>>) {
+    both_at(data, 1)
+}
+
+/// [`both`] at scale 1/`denom`.
+fn both_at(data: &[u8], denom: u32) -> (Option<Vec<u8>>, crate::Result<Vec<u8>>) {
     let mut d = Decompressor::new().unwrap();
     let h = match d.header(data) {
         Ok(h) => h,
         Err(e) => return (None, Err(e)),
     };
-    let Some(layout) = PlaneLayout::of(&h, (h.width, h.height)) else {
+    let Some(layout) = PlaneLayout::of(&h, (h.width.div_ceil(denom), h.height.div_ceil(denom))) else {
         return (None, Err(crate::Error::Image("no planes".into())));
     };
     // Filled with a value, so that a pixel the decoder left unwritten shows.
     let mut ours = vec![0xA5; layout.bytes];
-    let ours = decode_planes(data, &mut ours, layout.geometry()).map(|()| ours);
+    let ours = decode_planes(data, denom, &mut ours, layout.geometry()).map(|()| ours);
     d.set_own_planes(false);
+    d.set_geometry(denom, crate::jpeg::Rect::default()).unwrap();
     let mut theirs = vec![0x5A; layout.bytes];
     let theirs = d.decompress_planes(data, &mut theirs, layout.geometry()).map(|()| theirs);
     (ours, theirs)
 }
 
-/// Taken, and libjpeg-turbo's planes byte for byte.
+/// Whether each plane of `data` at 1/`denom` lies within its component's blocks (libjpeg
+/// decodes no others: beyond them, a plane of a tiny image padded to its MCU holds what
+/// libjpeg-turbo's buffer held, which the planes decoder declines to guess).
+fn covered(data: &[u8], denom: u32) -> bool {
+    let header = Header::parse(data).unwrap();
+    let hd = Decompressor::new().unwrap().header(data).unwrap();
+    let layout = PlaneLayout::of(&hd, (hd.width.div_ceil(denom), hd.height.div_ceil(denom))).unwrap();
+    let (hmax, vmax) = (
+        header.components.iter().map(|c| c.h).max().unwrap(),
+        header.components.iter().map(|c| c.v).max().unwrap(),
+    );
+    header.components.iter().zip(layout.geometry()).all(|(c, &(_, pw, ph))| {
+        let across = (header.width * c.h).div_ceil(hmax * 8);
+        let down = (header.height * c.v).div_ceil(vmax * 8);
+        pw <= across * 8 / denom && ph <= down * 8 / denom
+    })
+}
+
+/// Taken, and libjpeg-turbo's planes byte for byte, at every scale (declined only where a plane
+/// reaches past its component's blocks).
 fn same(name: &str, data: &[u8]) {
-    let (ours, theirs) = both(data);
-    let theirs = theirs.unwrap_or_else(|e| panic!("{name}: libjpeg-turbo says {e}"));
-    let ours = ours.unwrap_or_else(|| panic!("{name}: declined"));
-    if let Some(at) = ours.iter().zip(&theirs).position(|(a, b)| a != b) {
-        panic!("{name}: byte {at} of {}: {} vs libjpeg-turbo's {}", ours.len(), ours[at], theirs[at]);
+    for denom in SCALES {
+        let (ours, theirs) = both_at(data, denom);
+        let theirs = theirs.unwrap_or_else(|e| panic!("{name} at 1/{denom}: libjpeg-turbo says {e}"));
+        let Some(ours) = ours else {
+            assert!(!covered(data, denom), "{name} at 1/{denom}: declined");
+            continue;
+        };
+        if let Some(at) = ours.iter().zip(&theirs).position(|(a, b)| a != b) {
+            panic!(
+                "{name} at 1/{denom}: byte {at} of {}: {} vs libjpeg-turbo's {}",
+                ours.len(),
+                ours[at],
+                theirs[at]
+            );
+        }
     }
 }
 
@@ -122,14 +160,16 @@ fn the_bundled_photos_and_the_edge_corpus_decode_as_libjpeg_turbo_decodes_them()
     for path in beton_testkit::bundled_photos() {
         let data = std::fs::read(&path).unwrap();
         let name = path.display().to_string();
-        // Some are progressive: declined; every baseline one decodes alike.
-        match both(&data) {
-            (Some(ours), Ok(theirs)) => {
-                assert!(ours == theirs, "{name}");
-                photos += 1;
+        // Some are progressive: declined; every baseline one decodes alike, at every scale.
+        for denom in SCALES {
+            match both_at(&data, denom) {
+                (Some(ours), Ok(theirs)) => {
+                    assert!(ours == theirs, "{name} at 1/{denom}");
+                    photos += usize::from(denom == 1);
+                }
+                (Some(_), Err(e)) => panic!("{name} at 1/{denom}: taken, but libjpeg-turbo says {e}"),
+                (None, _) => {}
             }
-            (Some(_), Err(e)) => panic!("{name}: taken, but libjpeg-turbo says {e}"),
-            (None, _) => {}
         }
         // The writer's passthrough rewrite of it (a restart marker per MCU).
         if let Some(super::super::Checked::Rewritten(rst)) = super::super::check_with_restarts(&data, 1) {
@@ -143,13 +183,17 @@ fn the_bundled_photos_and_the_edge_corpus_decode_as_libjpeg_turbo_decodes_them()
         let path = f.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let data = std::fs::read(&path).unwrap();
-        match both(&data) {
-            (Some(ours), Ok(theirs)) => {
-                assert!(ours == theirs, "{name}");
-                taken.push(name);
+        for denom in SCALES {
+            match both_at(&data, denom) {
+                (Some(ours), Ok(theirs)) => {
+                    assert!(ours == theirs, "{name} at 1/{denom}");
+                    if denom == 1 {
+                        taken.push(name.clone());
+                    }
+                }
+                (Some(_), Err(e)) => panic!("{name} at 1/{denom}: taken, but libjpeg-turbo says {e}"),
+                (None, _) => {}
             }
-            (Some(_), Err(e)) => panic!("{name}: taken, but libjpeg-turbo says {e}"),
-            (None, _) => {}
         }
     }
     for name in [
@@ -177,9 +221,10 @@ fn damaged_scans_are_declined_or_decode_as_libjpeg_turbo_decodes_them() {
     for (s, src) in sources.iter().enumerate() {
         for round in 0..1500 {
             let bad = damage(&mut rng, src);
-            match both(&bad) {
+            let denom = SCALES[round % SCALES.len()];
+            match both_at(&bad, denom) {
                 (Some(ours), Ok(theirs)) => {
-                    assert!(ours == theirs, "source {s}, damage {round}");
+                    assert!(ours == theirs, "source {s}, damage {round} at 1/{denom}");
                     taken += 1;
                 }
                 (Some(_), Err(e)) => {
@@ -206,7 +251,7 @@ fn the_decompressor_decodes_planes_with_it_where_it_may() {
         d.decompress_planes(&src, &mut buf, layout.geometry()).unwrap();
         (buf, decoded() > before)
     };
-    assert!(idct::select().is_some(), "no SIMD IDCT on this x86-64 CPU");
+    assert!(SCALES.iter().all(|&d| idct::select(d).is_some()), "no SIMD IDCT on this x86-64 CPU");
     let mut d = Decompressor::new().unwrap();
     let (ours, taken) = run(&mut d, 1);
     assert!(taken, "the default decodes with beton's decoder");
@@ -215,7 +260,14 @@ fn the_decompressor_decodes_planes_with_it_where_it_may() {
     assert!(!taken, "switched off");
     assert_eq!(ours, theirs);
     d.set_own_planes(true);
-    assert!(!run(&mut d, 2).1, "a DCT scale is libjpeg-turbo's");
+    for denom in [2, 4] {
+        let (ours, taken) = run(&mut d, denom);
+        assert!(taken, "at 1/{denom} too");
+        d.set_own_planes(false);
+        assert_eq!(ours, run(&mut d, denom).0, "at 1/{denom}");
+        d.set_own_planes(true);
+    }
+    assert!(!run(&mut d, 8).1, "1/8 is libjpeg-turbo's");
     d.set_fast_dct(true).unwrap();
     assert!(!run(&mut d, 1).1, "the fast IDCT is libjpeg-turbo's");
     assert!(!d.own_planes());

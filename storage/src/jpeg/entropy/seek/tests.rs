@@ -33,16 +33,23 @@ fn check_window(name: &str, data: &[u8], index: &SeekIndex, cols: Range<u32>, ro
     assert_eq!(header.interval, 0, "{name}: no restart markers");
     assert!(got == reference(data, index, &cols, &rows), "{name}: window {cols:?} x {rows:?}: pixels differ");
     // Decoded straight from the original without writing the window: libjpeg-turbo's planes of
-    // the window JPEG, byte for byte.
+    // the window JPEG, byte for byte, at every scale the planes decoder takes.
     let mut d = Decompressor::new().unwrap();
-    let layout = PlaneLayout::of(&d.header(&out).unwrap(), size).unwrap();
+    let header = d.header(&out).unwrap();
     d.set_own_planes(false);
-    let mut want = vec![0x5A; layout.bytes];
-    d.decompress_planes(&out, &mut want, layout.geometry()).unwrap();
-    let mut planes = vec![0xA5; layout.bytes];
-    let decoded = index.window_planes(data, cols.clone(), rows.clone(), &mut planes, layout.geometry());
-    assert_eq!(decoded, Some(size), "{name}: window {cols:?} x {rows:?} not decoded to planes");
-    assert!(planes == want, "{name}: window {cols:?} x {rows:?}: planes differ");
+    for denom in [1, 2, 4] {
+        let scaled = (size.0.div_ceil(denom), size.1.div_ceil(denom));
+        let layout = PlaneLayout::of(&header, scaled).unwrap();
+        d.set_geometry(denom, crate::jpeg::Rect::default()).unwrap();
+        let mut want = vec![0x5A; layout.bytes];
+        d.decompress_planes(&out, &mut want, layout.geometry()).unwrap();
+        let mut planes = vec![0xA5; layout.bytes];
+        let decoded =
+            index.window_planes(data, cols.clone(), rows.clone(), denom, &mut planes, layout.geometry());
+        let at = format!("{name}: window {cols:?} x {rows:?} at 1/{denom}");
+        assert_eq!(decoded, Some(size), "{at}: not decoded to planes");
+        assert!(planes == want, "{at}: planes differ");
+    }
 }
 
 #[test]
