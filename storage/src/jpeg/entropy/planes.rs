@@ -186,7 +186,13 @@ impl<'b> Sink<'b> {
             let plane = &self.planes[c];
             let (bx, by) = (mx * slot.h + slot.dx, my * slot.v + slot.dy);
             if bx < plane.blocks.0 && by < plane.blocks.1 {
-                put(plane, &mut self.block, bx as usize * plane.px, by as usize * plane.px, self.idct);
+                let (x, y) = (bx as usize * plane.px, by as usize * plane.px);
+                // One copy of `put` per block size, so that its loops are unrolled at scale 1.
+                match plane.px {
+                    8 => put::<8>(plane, &mut self.block, x, y, self.idct),
+                    4 => put::<4>(plane, &mut self.block, x, y, self.idct),
+                    _ => put::<2>(plane, &mut self.block, x, y, self.idct),
+                }
             }
             self.block.0 = [0; 64];
         }
@@ -229,13 +235,13 @@ fn decode(
 }
 
 /// The inverse DCT of `block` into `plane` at pixel `(x, y)` (inside the plane): a block of
-/// `plane.px` pixels square, through a scratch block where the plane ends within it.
+/// `PX` pixels square (`plane.px`), through a scratch block where the plane ends within it.
 #[inline(always)]
-fn put(plane: &Plane, block: &mut Block, x: usize, y: usize, idct: idct::Idct) {
+fn put<const PX: usize>(plane: &Plane, block: &mut Block, x: usize, y: usize, idct: idct::Idct) {
     if x >= plane.width || y >= plane.height {
         return;
     }
-    let px = plane.px;
+    let px = PX;
     let (w, h) = ((plane.width - x).min(px), (plane.height - y).min(px));
     if w == px && h == px {
         let mut rows: [*mut u8; 8] = [std::ptr::null_mut(); 8];
