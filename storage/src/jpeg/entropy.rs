@@ -51,7 +51,7 @@ mod optimize;
 mod planes;
 mod seek;
 pub use optimize::optimize_tables;
-pub use planes::decode_planes;
+pub use planes::{decode_planes, decodes_at};
 pub use seek::SeekIndex;
 
 /// The natural (row-major) position of each coefficient in zigzag order, then 16 entries of 63

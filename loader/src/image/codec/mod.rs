@@ -292,7 +292,8 @@ fn seek_planes(
     buf: &mut Vec<u8>,
 ) -> Result<Option<Planes>> {
     with_decompressor(|d| {
-        if !d.own_planes() {
+        // (Before the seek index is looked up: the caller's window JPEG looks it up again.)
+        if !d.own_planes() || !beton_storage::jpeg::entropy::decodes_at(denom) {
             return Ok(None);
         }
         let hd = header(d, data)?;

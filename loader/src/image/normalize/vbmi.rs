@@ -246,15 +246,19 @@ mod simd {
         let reverse = load(&reverse);
         // HWC: per output vector of a source vector's pixels (3 of them), its permutes and mask;
         // for 2-byte values word permutes, for 4-byte ones dword permutes (indices halved).
-        let interleave: [(__m512i, __m512i, u32); 3] = std::array::from_fn(|j| {
-            let (first, second, mask) = hwc_index(size, j);
-            if size == 2 {
-                (load(&first), load(&second), mask)
-            } else {
-                let dwords = |i: [i16; 32]| -> [i32; 16] { std::array::from_fn(|k| i32::from(i[k])) };
-                (load(&dwords(first)), load(&dwords(second)), mask)
+        // Not built for CHW.
+        let mut interleave = [(_mm512_setzero_si512(), _mm512_setzero_si512(), 0u32); 3];
+        if hwc {
+            for (j, entry) in interleave.iter_mut().enumerate() {
+                let (first, second, mask) = hwc_index(size, j);
+                *entry = if size == 2 {
+                    (load(&first), load(&second), mask)
+                } else {
+                    let dwords = |i: [i16; 32]| -> [i32; 16] { std::array::from_fn(|k| i32::from(i[k])) };
+                    (load(&dwords(first)), load(&dwords(second)), mask)
+                };
             }
-        });
+        }
         let plane = h * w * size;
         for y in 0..h {
             let mut x = 0;
@@ -294,7 +298,7 @@ mod simd {
                     rgb = rgb.map(|v| _mm512_permutexvar_epi8(idx, v));
                 }
                 // Each channel's values of the n pixels, in pixel order, 64 bytes a vector
-                // (2 vectors of 2-byte values, 4 of 4-byte ones).
+                // (`size` vectors: 2 of 2-byte values, 4 of 4-byte ones).
                 // (A loop, not `array::from_fn`: its closure is not inlined into this function,
                 // and the lookups then went through a call, 30 % slower.)
                 let mut values = [[_mm512_setzero_si512(); 4]; 3];
@@ -319,8 +323,6 @@ mod simd {
                         _mm512_permutex2var_epi16(hi16, words[1], hi16b),
                     ];
                 }
-                // 64 values of `size` bytes: `size` vectors of 64 bytes.
-                let vectors = size;
                 if hwc {
                     // 3n values of row y from pixel x on, contiguous: each source vector's
                     // pixels make three output vectors.
@@ -328,7 +330,7 @@ mod simd {
                     let out = unsafe { dst.as_mut_ptr().add((y * w + x) * 3 * size) };
                     let total = 3 * n * size;
                     let [r, g, b] = &values;
-                    for (k, ((&r, &g), &b)) in r.iter().zip(g).zip(b).enumerate().take(vectors) {
+                    for (k, ((&r, &g), &b)) in r.iter().zip(g).zip(b).enumerate().take(size) {
                         for (j, &(first, second, mask)) in interleave.iter().enumerate() {
                             let v = if size == 2 {
                                 let rg = _mm512_permutex2var_epi16(r, first, g);
@@ -347,7 +349,7 @@ mod simd {
                     for (c, values) in values.iter().enumerate() {
                         // SAFETY: values x .. x + n of row y of plane c lie inside dst.
                         let out = unsafe { dst.as_mut_ptr().add(c * plane + (y * w + x) * size) };
-                        for (k, &v) in values.iter().enumerate().take(vectors) {
+                        for (k, &v) in values.iter().enumerate().take(size) {
                             // SAFETY: n · size bytes are valid at out; this writes those of
                             // them from 64k on, at most 64.
                             unsafe {

@@ -45,14 +45,35 @@ use super::{
 /// scale, a plane its component's blocks do not cover, or a buffer too small; `buf` may then
 /// have been written in part.
 pub fn decode_planes(data: &[u8], denom: u32, buf: &mut [u8], geometry: &[(usize, u32, u32)]) -> Option<()> {
-    thread_local! {
-        /// The unstuffed scan, kept between JPEGs.
-        static SCAN: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    // Before the header is parsed and the scan unstuffed: a scale this decoder has no IDCT for.
+    if !decodes_at(denom) {
+        return None;
     }
     let header = Header::parse(data)?;
     let layout = Layout::of(&header)?;
-    let scan = Unstuffed::reusing(data.get(header.data_at..)?, &layout, header.interval, SCAN.take())?;
-    let out = decode(&header, &layout, &scan, denom, buf, geometry);
+    with_scan(data, &header, &layout, |scan| decode(&header, &layout, scan, denom, buf, geometry))
+}
+
+/// Whether the planes decoder decodes at scale 1/`denom` on this CPU (1, 2 and 4 where
+/// libjpeg-turbo has its SIMD IDCTs for them; see the module docs): callers skip work that
+/// only leads to it elsewhere.
+pub fn decodes_at(denom: u32) -> bool {
+    idct::select(denom).is_some()
+}
+
+/// Runs `f` on the unstuffed scan of `data` (its restart intervals as `header` says), read into
+/// this thread's buffer, which is kept between JPEGs unless one huge scan made it big.
+pub(super) fn with_scan<T>(
+    data: &[u8],
+    header: &Header,
+    layout: &Layout,
+    f: impl FnOnce(&Unstuffed) -> Option<T>,
+) -> Option<T> {
+    thread_local! {
+        static SCAN: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    }
+    let scan = Unstuffed::reusing(data.get(header.data_at..)?, layout, header.interval, SCAN.take())?;
+    let out = f(&scan);
     if scan.bytes.capacity() <= KEPT_BYTES {
         SCAN.set(scan.bytes);
     }

@@ -22,7 +22,7 @@
 
 use std::ops::Range;
 
-use super::planes::Sink;
+use super::planes::{decodes_at, with_scan, Sink};
 use super::{header_without_dri, Header, Layout, Mcus, Reader, Recorder, Rewrite, Unstuffed, SEEK_GROUP};
 
 /// Where every [`SEEK_GROUP`]-th MCU of a JPEG without restart markers begins (see the module docs).
@@ -91,8 +91,14 @@ impl SeekIndex {
     }
 
     /// The header and layout of `data` when it is coded as this index says and `cols` × `rows`
-    /// is a window of it (not empty, inside the image); `None` otherwise.
-    fn window_header(&self, data: &[u8], cols: &Range<u32>, rows: &Range<u32>) -> Option<(Header, Layout)> {
+    /// is a window of it (not empty, inside the image), with the window's size in pixels (the
+    /// original's width and height where it reaches the right or bottom edge); `None` otherwise.
+    fn window_header(
+        &self,
+        data: &[u8],
+        cols: &Range<u32>,
+        rows: &Range<u32>,
+    ) -> Option<(Header, Layout, (u32, u32))> {
         let header = Header::parse(data)?;
         let layout = Layout::of(&header)?;
         let fits = header.interval == 0
@@ -102,7 +108,13 @@ impl SeekIndex {
             && !rows.is_empty()
             && cols.end <= self.mcus.0
             && rows.end <= self.mcus.1;
-        fits.then_some((header, layout))
+        if !fits {
+            return None;
+        }
+        // (Only now: for a window inside the image each start is below its end.)
+        let width = (cols.end * self.mcu.0).min(header.width) - cols.start * self.mcu.0;
+        let height = (rows.end * self.mcu.1).min(header.height) - rows.start * self.mcu.1;
+        Some((header, layout, (width, height)))
     }
 
     /// Writes into `out` a baseline JPEG of the MCU columns `cols` and rows `rows` of `data`,
@@ -121,14 +133,12 @@ impl SeekIndex {
         rows: Range<u32>,
         out: &mut Vec<u8>,
     ) -> Option<(u32, u32)> {
-        let (header, layout) = self.window_header(data, &cols, &rows)?;
+        let (header, layout, (width, height)) = self.window_header(data, &cols, &rows)?;
         let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, 0)?;
         let mcus = Mcus::of(&header, &layout)?;
 
         // The header up to the SOS without its DRI segments (restart interval 0 anyway), with
         // the window's size in SOF, then the SOS.
-        let width = (cols.end * self.mcu.0).min(header.width) - cols.start * self.mcu.0;
-        let height = (rows.end * self.mcu.1).min(header.height) - rows.start * self.mcu.1;
         let mut head = std::mem::take(out);
         head.clear();
         let sof_at = header_without_dri(data, &header, &mut head)?;
@@ -177,18 +187,14 @@ impl SeekIndex {
         buf: &mut [u8],
         geometry: &[(usize, u32, u32)],
     ) -> Option<(u32, u32)> {
-        let (header, layout) = self.window_header(data, &cols, &rows)?;
-        thread_local! {
-            /// The unstuffed scan, kept between JPEGs.
-            static SCAN: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        if !decodes_at(denom) {
+            return None;
         }
-        let scan = Unstuffed::reusing(data.get(header.data_at..)?, &layout, 0, SCAN.take())?;
-        let width = (cols.end * self.mcu.0).min(header.width) - cols.start * self.mcu.0;
-        let height = (rows.end * self.mcu.1).min(header.height) - rows.start * self.mcu.1;
-        let decoded = (|| {
+        let (header, layout, (width, height)) = self.window_header(data, &cols, &rows)?;
+        with_scan(data, &header, &layout, |scan| {
             let mut sink = Sink::new(&header, (width, height), denom, buf, geometry)?;
             let mcus = Mcus::of(&header, &layout)?;
-            let walk = Walk { index: self, scan: &scan, mcus: &mcus };
+            let walk = Walk { index: self, scan, mcus: &mcus };
             let across = u64::from(self.mcus.0);
             let scan_bits = (scan.bytes.len() - 8) * 8;
             for r in rows.clone() {
@@ -202,11 +208,7 @@ impl SeekIndex {
                 }
             }
             Some((width, height))
-        })();
-        if scan.bytes.capacity() <= 16 << 20 {
-            SCAN.set(scan.bytes);
-        }
-        decoded
+        })
     }
 }
 

@@ -268,6 +268,7 @@ fn the_decompressor_decodes_planes_with_it_where_it_may() {
         d.set_own_planes(true);
     }
     assert!(!run(&mut d, 8).1, "1/8 is libjpeg-turbo's");
+    assert!(SCALES.iter().all(|&d| decodes_at(d)) && !decodes_at(8) && !decodes_at(3));
     d.set_fast_dct(true).unwrap();
     assert!(!run(&mut d, 1).1, "the fast IDCT is libjpeg-turbo's");
     assert!(!d.own_planes());
