@@ -16,8 +16,8 @@
 //!   (the writer's encodes with restart markers), and [`entropy::decode_planes`], beton's own
 //!   baseline decoder to raw planes (its Huffman decoding, libjpeg-turbo's SIMD IDCT: the planes
 //!   `tj3DecompressToYUVPlanes8` gives, byte for byte), which [`Decompressor::decompress_planes`]
-//!   uses at scale 1, and [`entropy::SeekIndex::window_planes`] for a window of a JPEG without
-//!   restart markers.
+//!   uses at scales 1, 1/2 and 1/4, and [`entropy::SeekIndex::window_planes`] for a window of a
+//!   JPEG without restart markers.
 //! - [`with_restarts`]: the lossless rewrite that gives a JPEG a restart marker every few MCUs
 //!   (the writer's passthrough; the loader's tests make such JPEGs with it). Encoding (the
 //!   writer's `jpg` mode) is crate-private: only the writer encodes.
