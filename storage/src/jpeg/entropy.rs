@@ -47,9 +47,11 @@
 
 use super::MAX_PIXELS;
 
+mod encode;
 mod optimize;
 mod planes;
 mod seek;
+pub use encode::encode_420;
 pub use optimize::optimize_tables;
 pub use planes::{decode_planes, decodes_at};
 pub use seek::SeekIndex;

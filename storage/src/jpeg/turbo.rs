@@ -590,6 +590,15 @@ pub(crate) fn compress_planes(
         strides[c] = c_int::try_from(pw).map_err(|_| bad())?;
     }
     let (w, h) = (c_int::try_from(width).map_err(|_| bad())?, c_int::try_from(height).map_err(|_| bad())?);
+    if subsamp == raw::TJSAMP_TJSAMP_420 as c_int && restart_interval > 0 && own_encoder() {
+        if let Some(jpeg) = template(quality, restart_interval)
+            .and_then(|t| super::entropy::encode_420(&t, [planes[0], planes[1], planes[2]], (width, height)))
+        {
+            #[cfg(test)]
+            OWN_ENCODES.with(|n| n.set(n.get() + 1));
+            return Ok(jpeg);
+        }
+    }
     encode(quality, subsamp, restart_interval, |handle, out| {
         // SAFETY: the handle is live and set up for compression with `subsamp`. Plane c starts at
         // ptrs[c] and holds exactly ph_c rows of pw_c = strides[c] bytes, where (pw_c, ph_c) is
@@ -610,8 +619,76 @@ pub(crate) fn compress_planes(
     })
 }
 
+/// Whether [`compress_planes`] encodes 4:2:0 planes with restart markers itself
+/// ([`encode_420`](super::entropy::encode_420): the same bytes as libjpeg-turbo's
+/// optimised encode, without its second entropy pass), unless the environment says
+/// `BETON_JPEG_ENCODER=libjpeg-turbo` (read once; for comparisons, and a way out should a
+/// difference ever be found).
+fn own_encoder() -> bool {
+    #[cfg(test)]
+    if LIBJPEG_OPTIMISES.with(std::cell::Cell::get) {
+        return false;
+    }
+    static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OWN.get_or_init(|| std::env::var("BETON_JPEG_ENCODER").map_or(true, |v| v != "libjpeg-turbo"))
+}
+
+/// A 4:2:0 JPEG libjpeg-turbo writes at `quality` with a restart marker every `interval` MCUs
+/// (16×16 mid-grey, the standard tables): the segments [`encode_420`](super::entropy::encode_420)
+/// writes before its scan, made once per thread and setting. `None` if libjpeg-turbo fails.
+fn template(quality: u8, interval: u16) -> Option<std::rc::Rc<[u8]>> {
+    /// Templates by (quality, interval).
+    type Templates = Vec<((u8, u16), std::rc::Rc<[u8]>)>;
+    thread_local! {
+        static TEMPLATES: std::cell::RefCell<Templates> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if let Some(t) =
+        TEMPLATES.with(|t| t.borrow().iter().find(|(k, _)| *k == (quality, interval)).map(|(_, t)| t.clone()))
+    {
+        return Some(t);
+    }
+    let (y, c) = ([128u8; 256], [128u8; 64]);
+    let ptrs = [y.as_ptr(), c.as_ptr(), c.as_ptr()];
+    let strides: [c_int; 3] = [16, 8, 8];
+    let jpeg = with_compressor(|handle| {
+        set_encoding(handle, quality, raw::TJSAMP_TJSAMP_420 as c_int, interval, false)?;
+        let mut out = JpegBuf::default();
+        // SAFETY: the handle is live and set up for 4:2:0; the planes are 16×16 and 8×8 bytes
+        // with those strides, as tj3YUVPlaneWidth/Height give for a 16×16 image, only read.
+        // libjpeg-turbo allocates the output and `out` frees it.
+        let rc = unsafe {
+            raw::tj3CompressFromYUVPlanes8(
+                handle.0,
+                ptrs.as_ptr(),
+                16,
+                strides.as_ptr(),
+                16,
+                &mut out.ptr,
+                &mut out.len,
+            )
+        };
+        if rc != 0 {
+            return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
+        }
+        Ok(out.to_vec())
+    })
+    .ok()?;
+    let jpeg: std::rc::Rc<[u8]> = jpeg.into();
+    TEMPLATES.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.len() >= 8 {
+            t.remove(0);
+        }
+        t.push(((quality, interval), jpeg.clone()));
+    });
+    Some(jpeg)
+}
+
 #[cfg(test)]
 thread_local! {
+    /// Tests: how many times [`compress_planes`] encoded with beton's encoder on this thread.
+    pub(crate) static OWN_ENCODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Tests: how many times [`Decompressor::decompress_planes`] took beton's planes decoder on
     /// this thread.
     pub(crate) static OWN_PLANES_DECODED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
@@ -857,6 +934,71 @@ mod optimised_tables {
         let (w, h, rgb) = &images[0];
         let plain = compress(rgb, (*w, *h, 3), 90, 0).unwrap();
         assert!(super::super::entropy::optimize_tables(&plain).is_some_and(|o| o.len() < plain.len()));
+    }
+
+    /// 4:2:0 planes with restart markers are encoded by beton's encoder: libjpeg-turbo's
+    /// optimised encode of the same planes, byte for byte, at every size up to two MCUs each way
+    /// and a few larger ones (every padding and dummy-block case: odd sizes, a last MCU column
+    /// or row of one block), noise (long codes, big coefficients), flat planes, photos'
+    /// planes, qualities 1 to 100 and several intervals.
+    #[test]
+    fn beton_encodes_420_planes_as_libjpeg_turbo_does() {
+        let s420 = raw::TJSAMP_TJSAMP_420 as c_int;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut noise = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as u8
+        };
+        let mut sizes: Vec<(u32, u32)> = (1..=33).flat_map(|w| [(w, 1 + w % 7), (w, 16 + w % 18)]).collect();
+        sizes.extend([(1, 1), (2, 2), (8, 8), (9, 17), (255, 31), (301, 77), (640, 17)]);
+        let photos = photos();
+        let (mut compared, mut case) = (0, 0usize);
+        for &(w, h) in &sizes {
+            for kind in 0..3 {
+                let planes: Vec<Vec<u8>> = (0..3)
+                    .map(|c| {
+                        let (pw, ph) = plane_size(c, (w, h), s420);
+                        let n = (pw * ph) as usize;
+                        match kind {
+                            0 => (0..n).map(|_| noise()).collect(),
+                            1 => vec![[128, 0, 255][c]; n],
+                            _ => {
+                                let (_, _, rgb) = &photos[case % photos.len()];
+                                rgb.iter().skip(c).step_by(3).cycle().take(n).copied().collect()
+                            }
+                        }
+                    })
+                    .collect();
+                let refs: Vec<&[u8]> = planes.iter().map(Vec::as_slice).collect();
+                let (quality, interval) =
+                    [(90, 1), (75, 2), (100, 1), (1, 3), (50, 5), (95, 16), (85, 7)][case % 7];
+                case += 1;
+                let before = OWN_ENCODES.with(std::cell::Cell::get);
+                let (ours, theirs) =
+                    both(|| compress_planes(&refs, (w, h), s420, quality, interval).unwrap());
+                assert_eq!(
+                    OWN_ENCODES.with(std::cell::Cell::get),
+                    before + 1,
+                    "{w}x{h}: not encoded by beton"
+                );
+                assert!(
+                    ours == theirs,
+                    "{w}x{h} kind {kind} q{quality} every {interval} MCUs: not libjpeg-turbo's bytes"
+                );
+                compared += 1;
+            }
+        }
+        assert!(compared > 200, "{compared}");
+        // Without markers, or another subsampling: libjpeg-turbo's.
+        let before = OWN_ENCODES.with(std::cell::Cell::get);
+        let y = vec![7u8; 16 * 16];
+        let c = vec![9u8; 8 * 8];
+        compress_planes(&[&y, &c, &c], (16, 16), s420, 90, 0).unwrap();
+        let s444 = raw::TJSAMP_TJSAMP_444 as c_int;
+        compress_planes(&[&y, &y, &y], (16, 16), s444, 90, 1).unwrap();
+        assert_eq!(OWN_ENCODES.with(std::cell::Cell::get), before);
     }
 
     #[test]

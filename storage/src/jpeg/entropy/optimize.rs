@@ -15,7 +15,7 @@ use super::{canonical, dc_code, BitWriter, Header, Layout, Mcus, Reader, Spec, U
 
 /// A decoded symbol: bits 0–7 the symbol, 8–10 its table (0–3: DC tables 0–3, 4–7: AC tables
 /// 0–3), 16–31 its coefficient bits (at most 11; how many the symbol says).
-type Symbol = u32;
+pub(super) type Symbol = u32;
 
 /// Rewrites the baseline JPEG `data` with optimal Huffman tables for its scan (see the module
 /// docs); `None` for a JPEG the entropy pass does not take (the caller then encodes with
@@ -111,11 +111,29 @@ fn rewrite(
         return None;
     }
 
+    emit(data, header, &slots, &counts, symbols, &interval_ends, data.len())
+}
+
+/// The JPEG of a scan given as its symbols (`symbols`, the end of each restart interval's in
+/// `interval_ends`, each table's counts in `counts`, each scan component's DC and AC table in
+/// `slots`), with the tables libjpeg builds from those counts: the segments of `data` before its
+/// scan (as `header` parsed them), each DHT written again with the rebuilt tables, then the
+/// symbols with their new codes, a restart marker after each interval but the last, and EOI.
+/// `capacity`: the bytes to reserve for it.
+pub(super) fn emit(
+    data: &[u8],
+    header: &Header,
+    slots: &[(u32, u32)],
+    counts: &[u32; 8 * 256],
+    symbols: &[Symbol],
+    interval_ends: &[usize],
+    capacity: usize,
+) -> Option<Vec<u8>> {
     // The tables the scan uses, rebuilt; for each symbol (table and symbol, as in `Symbol`'s
     // low 11 bits), its code shifted past its coefficient bits and the bits they take together.
     let mut specs: [Option<Spec>; 8] = Default::default();
     let mut codes = [(0u32, 0u32); 8 * 256];
-    for &(d, a) in &slots {
+    for &(d, a) in slots {
         for slot in [d as usize, a as usize] {
             if specs[slot].is_none() {
                 let spec = optimal_table(counts[slot * 256..][..256].try_into().ok()?)?;
@@ -129,7 +147,7 @@ fn rewrite(
     }
 
     // The segments before the scan, each DHT written again with the rebuilt tables.
-    let mut out = Vec::with_capacity(data.len());
+    let mut out = Vec::with_capacity(capacity);
     let mut at = 0;
     for (segment, tables_at) in &header.dht_segments {
         out.extend_from_slice(data.get(at..segment.start)?);
