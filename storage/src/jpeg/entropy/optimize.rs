@@ -6,10 +6,12 @@
 //!
 //! The result is the JPEG libjpeg-turbo writes with `optimize_coding` (`TJPARAM_OPTIMIZE`) from
 //! the same pixels, byte for byte: the same coefficients give the same symbols, and the same
-//! counts the same tables. The writer encodes with the standard tables (libjpeg-turbo's SIMD
-//! Huffman encoder, one pass, no whole-image coefficient buffer) and then runs this pass, which
-//! costs a fraction of libjpeg-turbo's own statistics pass (`encode_mcu_gather`, plain C, a
-//! second entropy coding of every block): 19 % of the writer's time before.
+//! counts the same tables. Where the writer encodes with libjpeg-turbo (grey and RGB images,
+//! subsamplings other than 4:2:0; its 4:2:0 re-encode is [`encode_420`](super::encode_420)'s,
+//! which shares [`emit`]), it encodes with the standard tables (libjpeg-turbo's SIMD Huffman
+//! encoder, one pass, no whole-image coefficient buffer) and then runs this pass, which costs a
+//! fraction of libjpeg-turbo's own statistics pass (`encode_mcu_gather`, plain C, a second
+//! entropy coding of every block): 19 % of the writer's time before.
 
 use super::{canonical, dc_code, BitWriter, Header, Layout, Mcus, Reader, Spec, Unstuffed};
 
