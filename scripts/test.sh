@@ -72,6 +72,8 @@ PY
 step "python: stubs checked against the built module (mypy.stubtest), then the wheel in a fresh venv"
 (cd python && "../$py" -m mypy.stubtest beton --mypy-config-file mypy.ini)
 BETON_VENV="$venv" bash scripts/wheel-check.sh
+# (The wheel's venv, ~300 MB, is for benchmarks run by hand; nothing below uses it.)
+rm -rf target/wheel-venv
 # The GPU path (feature `cuda`, docs/GPU.md) builds without CUDA (cudarc loads the driver at run
 # time). Its `gpu_*` tests need a device: without one each prints "SKIPPED: ..." and the summary
 # below counts it as skipped, not passed. The default build above stays free of cudarc. NVRTC
