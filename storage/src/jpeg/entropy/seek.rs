@@ -52,9 +52,13 @@ impl SeekIndex {
             return None;
         }
         let layout = Layout::of(&header)?;
-        let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, 0)?;
-        let mut record = Recorder::default();
-        super::decode(&header, &layout, &scan, None, Some(&mut record))?;
+        // (In this thread's scan buffer, as `window_planes`: a fresh one for every JPEG of an
+        // epoch 0 cost page faults.)
+        let record = with_scan(data, &header, &layout, |scan| {
+            let mut record = Recorder::default();
+            super::decode(&header, &layout, scan, None, Some(&mut record))?;
+            Some(record)
+        })?;
         let mcu = header.mcu_size()?;
         let mcus = (header.width.div_ceil(mcu.0), header.height.div_ceil(mcu.1));
         let comps = header.components.len();
@@ -134,39 +138,40 @@ impl SeekIndex {
         out: &mut Vec<u8>,
     ) -> Option<(u32, u32)> {
         let (header, layout, (width, height)) = self.window_header(data, &cols, &rows)?;
-        let scan = Unstuffed::of(data.get(header.data_at..)?, &layout, 0)?;
-        let mcus = Mcus::of(&header, &layout)?;
+        with_scan(data, &header, &layout, |scan| {
+            let mcus = Mcus::of(&header, &layout)?;
 
-        // The header up to the SOS without its DRI segments (restart interval 0 anyway), with
-        // the window's size in SOF, then the SOS.
-        let mut head = std::mem::take(out);
-        head.clear();
-        let sof_at = header_without_dri(data, &header, &mut head)?;
-        let [h1, h0] = u16::try_from(height).ok()?.to_be_bytes();
-        let [w1, w0] = u16::try_from(width).ok()?.to_be_bytes();
-        head.get_mut(sof_at..sof_at + 4)?.copy_from_slice(&[h1, h0, w1, w0]);
-        head.extend_from_slice(data.get(header.sos_at..header.data_at)?);
+            // The header up to the SOS without its DRI segments (restart interval 0 anyway), with
+            // the window's size in SOF, then the SOS.
+            let mut head = std::mem::take(out);
+            head.clear();
+            let sof_at = header_without_dri(data, &header, &mut head)?;
+            let [h1, h0] = u16::try_from(height).ok()?.to_be_bytes();
+            let [w1, w0] = u16::try_from(width).ok()?.to_be_bytes();
+            head.get_mut(sof_at..sof_at + 4)?.copy_from_slice(&[h1, h0, w1, w0]);
+            head.extend_from_slice(data.get(header.sos_at..header.data_at)?);
 
-        // The window's DC predictions start at 0; each row's first MCU is read through the
-        // rewrite (its blocks predicted from other values than in the input), the rest of the row
-        // copied as it is, after which the window predicts from the row's last blocks.
-        let mut rewrite = Rewrite::new(&header, &scan, head)?;
-        let walk = Walk { index: self, scan: &scan, mcus: &mcus };
-        let across = u64::from(self.mcus.0);
-        for r in rows {
-            let (from, mut pred) = walk.locate(u64::from(r) * across + u64::from(cols.start))?;
-            let (to, pred_after) = walk.locate(u64::from(r) * across + u64::from(cols.end))?;
-            let mut reader = Reader::at_bit(&scan.bytes, from);
-            rewrite.copy_from = from;
-            mcus.read(&mut reader, &mut pred, Some(&mut rewrite))?;
-            if reader.pos() > to {
-                return None;
+            // The window's DC predictions start at 0; each row's first MCU is read through the
+            // rewrite (its blocks predicted from other values than in the input), the rest of the row
+            // copied as it is, after which the window predicts from the row's last blocks.
+            let mut rewrite = Rewrite::new(&header, scan, head)?;
+            let walk = Walk { index: self, scan: scan, mcus: &mcus };
+            let across = u64::from(self.mcus.0);
+            for r in rows {
+                let (from, mut pred) = walk.locate(u64::from(r) * across + u64::from(cols.start))?;
+                let (to, pred_after) = walk.locate(u64::from(r) * across + u64::from(cols.end))?;
+                let mut reader = Reader::at_bit(&scan.bytes, from);
+                rewrite.copy_from = from;
+                mcus.read(&mut reader, &mut pred, Some(&mut rewrite))?;
+                if reader.pos() > to {
+                    return None;
+                }
+                rewrite.copy_to(to);
+                rewrite.pred.copy_from_slice(&pred_after[..self.comps]);
             }
-            rewrite.copy_to(to);
-            rewrite.pred.copy_from_slice(&pred_after[..self.comps]);
-        }
-        *out = rewrite.finish();
-        Some((width, height))
+            *out = rewrite.finish();
+            Some((width, height))
+        })
     }
 
     /// Decodes the MCU columns `cols` and rows `rows` of `data` at scale 1/`denom` into raw
