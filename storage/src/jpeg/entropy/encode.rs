@@ -313,7 +313,7 @@ impl Workspace {
     #[inline(always)]
     fn transform(
         &mut self,
-        fdct: fdct::Fdct,
+        fdct: Fdct,
         rows: &[u8],
         width: usize,
         col: usize,
@@ -344,19 +344,21 @@ impl Workspace {
     }
 }
 
+/// `jsimd_convsamp_*`, `jsimd_fdct_islow_*` and `jsimd_quantize_*` of one instruction set.
+#[derive(Clone, Copy)]
+struct Fdct {
+    convsamp: unsafe extern "C" fn(*const *const u8, u32, *mut i16),
+    fdct: unsafe extern "C" fn(*mut i16),
+    quantize: unsafe extern "C" fn(*mut i16, *const i16, *const i16),
+}
+
 /// libjpeg-turbo's SIMD forward DCT, as its `jcdctmgr.c` uses it.
 #[cfg(target_arch = "x86_64")]
 mod fdct {
     use std::ffi::c_int;
     use std::sync::OnceLock;
 
-    /// `jsimd_convsamp_*`, `jsimd_fdct_islow_*` and `jsimd_quantize_*` of one instruction set.
-    #[derive(Clone, Copy)]
-    pub struct Fdct {
-        pub convsamp: unsafe extern "C" fn(*const *const u8, u32, *mut i16),
-        pub fdct: unsafe extern "C" fn(*mut i16),
-        pub quantize: unsafe extern "C" fn(*mut i16, *const i16, *const i16),
-    }
+    use super::Fdct;
 
     extern "C" {
         // In the libjpeg-turbo that turbojpeg-sys builds and links statically (with SIMD,
@@ -370,6 +372,16 @@ mod fdct {
         fn jsimd_fdct_islow_sse2(data: *mut i16);
         fn jsimd_quantize_avx2(coef_block: *mut i16, divisors: *const i16, workspace: *const i16);
         fn jsimd_quantize_sse2(coef_block: *mut i16, divisors: *const i16, workspace: *const i16);
+    }
+
+    /// The AVX2 functions (to be called only where the CPU has AVX2).
+    pub fn avx2() -> Fdct {
+        Fdct { convsamp: jsimd_convsamp_avx2, fdct: jsimd_fdct_islow_avx2, quantize: jsimd_quantize_avx2 }
+    }
+
+    /// The SSE2 functions (every x86-64 has SSE2).
+    pub fn sse2() -> Fdct {
+        Fdct { convsamp: jsimd_convsamp_sse2, fdct: jsimd_fdct_islow_sse2, quantize: jsimd_quantize_sse2 }
     }
 
     /// The functions libjpeg-turbo's forward DCT uses on this CPU (AVX2 where the CPU has it,
@@ -386,31 +398,14 @@ mod fdct {
                 return None;
             }
             let forced_sse2 = std::env::var("JSIMD_FORCESSE2").is_ok_and(|v| v == "1");
-            Some(if std::is_x86_feature_detected!("avx2") && !forced_sse2 {
-                Fdct {
-                    convsamp: jsimd_convsamp_avx2,
-                    fdct: jsimd_fdct_islow_avx2,
-                    quantize: jsimd_quantize_avx2,
-                }
-            } else {
-                Fdct {
-                    convsamp: jsimd_convsamp_sse2,
-                    fdct: jsimd_fdct_islow_sse2,
-                    quantize: jsimd_quantize_sse2,
-                }
-            })
+            Some(if std::is_x86_feature_detected!("avx2") && !forced_sse2 { avx2() } else { sse2() })
         })
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 mod fdct {
-    #[derive(Clone, Copy)]
-    pub struct Fdct {
-        pub convsamp: unsafe extern "C" fn(*const *const u8, u32, *mut i16),
-        pub fdct: unsafe extern "C" fn(*mut i16),
-        pub quantize: unsafe extern "C" fn(*mut i16, *const i16, *const i16),
-    }
+    use super::Fdct;
 
     /// Elsewhere libjpeg-turbo encodes (its SIMD DCT for this architecture is not wired here).
     pub fn select() -> Option<Fdct> {
@@ -432,25 +427,7 @@ mod tests {
             eprintln!("SKIPPED: the_simd_forward_dcts_agree: no AVX2");
             return;
         }
-        extern "C" {
-            fn jsimd_convsamp_avx2(sample_data: *const *const u8, start_col: u32, workspace: *mut i16);
-            fn jsimd_convsamp_sse2(sample_data: *const *const u8, start_col: u32, workspace: *mut i16);
-            fn jsimd_fdct_islow_avx2(data: *mut i16);
-            fn jsimd_fdct_islow_sse2(data: *mut i16);
-            fn jsimd_quantize_avx2(coef_block: *mut i16, divisors: *const i16, workspace: *const i16);
-            fn jsimd_quantize_sse2(coef_block: *mut i16, divisors: *const i16, workspace: *const i16);
-        }
-        // (Called below only: this CPU has AVX2, checked above, and SSE2, as every x86-64.)
-        let avx2 = fdct::Fdct {
-            convsamp: jsimd_convsamp_avx2,
-            fdct: jsimd_fdct_islow_avx2,
-            quantize: jsimd_quantize_avx2,
-        };
-        let sse2 = fdct::Fdct {
-            convsamp: jsimd_convsamp_sse2,
-            fdct: jsimd_fdct_islow_sse2,
-            quantize: jsimd_quantize_sse2,
-        };
+        let (avx2, sse2) = (fdct::avx2(), fdct::sse2());
         let mut seed = 0x853c_49e6_748f_ea9bu64;
         let mut next = move || {
             seed ^= seed << 13;

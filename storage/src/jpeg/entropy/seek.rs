@@ -155,7 +155,7 @@ impl SeekIndex {
             // rewrite (its blocks predicted from other values than in the input), the rest of the row
             // copied as it is, after which the window predicts from the row's last blocks.
             let mut rewrite = Rewrite::new(&header, scan, head)?;
-            let walk = Walk { index: self, scan: scan, mcus: &mcus };
+            let walk = Walk { index: self, scan, mcus: &mcus };
             let across = u64::from(self.mcus.0);
             for r in rows {
                 let (from, mut pred) = walk.locate(u64::from(r) * across + u64::from(cols.start))?;
