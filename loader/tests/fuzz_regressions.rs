@@ -121,13 +121,7 @@ fn the_jpeg_harness_takes_the_edge_corpus_and_damaged_photos() {
     }
     // Damage: a few bytes of the scan changed, the data cut short, a marker inserted (a fixed
     // generator, so that a failure replays).
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = beton_testkit::xorshift(0x2545_f491_4f6c_dd1d);
     for path in &sources {
         let jpeg = std::fs::read(path).unwrap();
         inputs.push(jpeg.clone());

@@ -110,6 +110,17 @@ pub fn temp_file(name: &str, write: impl FnOnce(&Path)) -> (tempfile::TempDir, P
     (tmp, file)
 }
 
+/// A deterministic stream of pseudo-random values (xorshift64 from `seed`, not 0): noise for
+/// tests.
+pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 /// `w` x `h` RGB pixels, byte `k` `k * seed` (wrapping).
 pub fn pixels(w: u32, h: u32, seed: u8) -> Pixels {
     let data = (0..w * h * 3).map(|k| (k as u8).wrapping_mul(seed)).collect();

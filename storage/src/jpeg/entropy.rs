@@ -51,7 +51,7 @@ mod encode;
 mod optimize;
 mod planes;
 mod seek;
-pub use encode::encode_420;
+pub use encode::{encode_420, Template420};
 pub use optimize::optimize_tables;
 pub use planes::{decode_planes, decodes_at};
 pub use seek::SeekIndex;

@@ -5,6 +5,7 @@ use std::ffi::{c_int, CStr};
 
 use turbojpeg::raw;
 
+use super::entropy::Template420;
 use super::{MAX_PIXELS, SCAN_LIMIT};
 use crate::error::{Error, Result};
 
@@ -568,10 +569,22 @@ fn with_optimal_tables(restart_interval: u16, encode: impl Fn(bool) -> Result<Ve
 /// Quality and restart markers as [`compress`].
 pub(crate) fn compress_planes(
     planes: &[&[u8]],
+    size: (u32, u32),
+    subsamp: c_int,
+    quality: u8,
+    restart_interval: u16,
+) -> Result<Vec<u8>> {
+    compress_planes_with(planes, size, subsamp, quality, restart_interval, own_encoder())
+}
+
+/// [`compress_planes`], by beton's encoder where `own` and it applies, else by libjpeg-turbo.
+fn compress_planes_with(
+    planes: &[&[u8]],
     (width, height): (u32, u32),
     subsamp: c_int,
     quality: u8,
     restart_interval: u16,
+    own: bool,
 ) -> Result<Vec<u8>> {
     let count = if subsamp == raw::TJSAMP_TJSAMP_GRAY as c_int { 1 } else { 3 };
     let bad =
@@ -590,7 +603,7 @@ pub(crate) fn compress_planes(
         strides[c] = c_int::try_from(pw).map_err(|_| bad())?;
     }
     let (w, h) = (c_int::try_from(width).map_err(|_| bad())?, c_int::try_from(height).map_err(|_| bad())?);
-    if subsamp == raw::TJSAMP_TJSAMP_420 as c_int && restart_interval > 0 && own_encoder() {
+    if own && subsamp == raw::TJSAMP_TJSAMP_420 as c_int && restart_interval > 0 {
         if let Some(jpeg) = template(quality, restart_interval)
             .and_then(|t| super::entropy::encode_420(&t, [planes[0], planes[1], planes[2]], (width, height)))
         {
@@ -633,56 +646,35 @@ fn own_encoder() -> bool {
     *OWN.get_or_init(|| std::env::var("BETON_JPEG_ENCODER").map_or(true, |v| v != "libjpeg-turbo"))
 }
 
-/// A 4:2:0 JPEG libjpeg-turbo writes at `quality` with a restart marker every `interval` MCUs
-/// (16×16 mid-grey, the standard tables): the segments [`encode_420`](super::entropy::encode_420)
-/// writes before its scan, made once per thread and setting. `None` if libjpeg-turbo fails.
-fn template(quality: u8, interval: u16) -> Option<std::rc::Rc<[u8]>> {
+/// What [`encode_420`](super::entropy::encode_420) encodes with at `quality` and a restart
+/// marker every `interval` MCUs: the [`Template420`] of a 16×16 mid-grey JPEG libjpeg-turbo
+/// writes with those settings, made once per thread and setting (`None`, also kept, where
+/// libjpeg-turbo fails or the template is declined).
+fn template(quality: u8, interval: u16) -> Option<std::rc::Rc<Template420>> {
     /// Templates by (quality, interval).
-    type Templates = Vec<((u8, u16), std::rc::Rc<[u8]>)>;
+    type Templates = Vec<((u8, u16), Option<std::rc::Rc<Template420>>)>;
     thread_local! {
         static TEMPLATES: std::cell::RefCell<Templates> =
             const { std::cell::RefCell::new(Vec::new()) };
     }
-    if let Some(t) =
-        TEMPLATES.with(|t| t.borrow().iter().find(|(k, _)| *k == (quality, interval)).map(|(_, t)| t.clone()))
-    {
-        return Some(t);
+    let key = (quality, interval);
+    if let Some(t) = TEMPLATES.with(|t| t.borrow().iter().find(|(k, _)| *k == key).map(|(_, t)| t.clone())) {
+        return t;
     }
     let (y, c) = ([128u8; 256], [128u8; 64]);
-    let ptrs = [y.as_ptr(), c.as_ptr(), c.as_ptr()];
-    let strides: [c_int; 3] = [16, 8, 8];
-    let jpeg = with_compressor(|handle| {
-        set_encoding(handle, quality, raw::TJSAMP_TJSAMP_420 as c_int, interval, false)?;
-        let mut out = JpegBuf::default();
-        // SAFETY: the handle is live and set up for 4:2:0; the planes are 16×16 and 8×8 bytes
-        // with those strides, as tj3YUVPlaneWidth/Height give for a 16×16 image, only read.
-        // libjpeg-turbo allocates the output and `out` frees it.
-        let rc = unsafe {
-            raw::tj3CompressFromYUVPlanes8(
-                handle.0,
-                ptrs.as_ptr(),
-                16,
-                strides.as_ptr(),
-                16,
-                &mut out.ptr,
-                &mut out.len,
-            )
-        };
-        if rc != 0 {
-            return Err(Error::Image(format!("JPEG encoding failed: {}", handle.error_message())));
-        }
-        Ok(out.to_vec())
-    })
-    .ok()?;
-    let jpeg: std::rc::Rc<[u8]> = jpeg.into();
+    let s420 = raw::TJSAMP_TJSAMP_420 as c_int;
+    let made = compress_planes_with(&[&y, &c, &c], (16, 16), s420, quality, interval, false)
+        .ok()
+        .and_then(|jpeg| Template420::new(&jpeg))
+        .map(std::rc::Rc::new);
     TEMPLATES.with(|t| {
         let mut t = t.borrow_mut();
         if t.len() >= 8 {
             t.remove(0);
         }
-        t.push(((quality, interval), jpeg.clone()));
+        t.push((key, made.clone()));
     });
-    Some(jpeg)
+    made
 }
 
 #[cfg(test)]
@@ -893,17 +885,8 @@ mod optimised_tables {
     #[test]
     fn the_entropy_pass_writes_libjpeg_turbos_optimised_tables_byte_for_byte() {
         let mut images = photos();
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut noise = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed as u8
-                })
-                .collect()
-        };
+        let mut next = beton_testkit::xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut noise = |n: usize| -> Vec<u8> { (0..n).map(|_| next() as u8).collect() };
         images.push((1, 1, vec![200, 10, 30]));
         images.push((17, 9, noise(17 * 9 * 3)));
         images.push((301, 77, noise(301 * 77 * 3)));
@@ -944,13 +927,8 @@ mod optimised_tables {
     #[test]
     fn beton_encodes_420_planes_as_libjpeg_turbo_does() {
         let s420 = raw::TJSAMP_TJSAMP_420 as c_int;
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut noise = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as u8
-        };
+        let mut next = beton_testkit::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut noise = move || next() as u8;
         let mut sizes: Vec<(u32, u32)> = (1..=33).flat_map(|w| [(w, 1 + w % 7), (w, 16 + w % 18)]).collect();
         sizes.extend([(1, 1), (2, 2), (8, 8), (9, 17), (255, 31), (301, 77), (640, 17)]);
         let photos = photos();
@@ -999,6 +977,13 @@ mod optimised_tables {
         let s444 = raw::TJSAMP_TJSAMP_444 as c_int;
         compress_planes(&[&y, &y, &y], (16, 16), s444, 90, 1).unwrap();
         assert_eq!(OWN_ENCODES.with(std::cell::Cell::get), before);
+        // Templates it declines: another sampling, no restart interval.
+        let s444_template = compress_planes_with(&[&y, &y, &y], (16, 16), s444, 90, 1, false).unwrap();
+        assert!(Template420::new(&s444_template).is_none());
+        let no_markers = compress_planes_with(&[&y, &c, &c], (16, 16), s420, 90, 0, false).unwrap();
+        assert!(Template420::new(&no_markers).is_none());
+        let with_markers = compress_planes_with(&[&y, &c, &c], (16, 16), s420, 90, 1, false).unwrap();
+        assert!(Template420::new(&with_markers).is_some());
     }
 
     #[test]

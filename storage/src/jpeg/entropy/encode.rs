@@ -24,19 +24,51 @@
 use super::optimize::{emit, Symbol};
 use super::{Header, NATURAL};
 
+/// What [`encode_420`] takes from a libjpeg-turbo JPEG of the settings it encodes with (a 4:2:0
+/// JPEG with a restart interval, any size): the segments before its scan, parsed, and what
+/// they make of the blocks (each component's quantisation divisors and Huffman table slots),
+/// with the forward DCT of this CPU. Made once per setting.
+pub struct Template420 {
+    head: Vec<u8>,
+    header: Header,
+    divisors: [Divisors; 3],
+    slots: [(u32, u32); 3],
+    fdct: Fdct,
+}
+
+impl Template420 {
+    /// `None` for a JPEG that is not such a template, or on a CPU without libjpeg-turbo's SIMD
+    /// forward DCT (see the module docs).
+    pub fn new(template: &[u8]) -> Option<Template420> {
+        let fdct = fdct::select()?;
+        let header = Header::parse(template)?;
+        let sampling: Vec<(u32, u32)> = header.components.iter().map(|c| (c.h, c.v)).collect();
+        if sampling != [(2, 2), (1, 1), (1, 1)] || header.interval == 0 {
+            return None;
+        }
+        let mut divisors = [Divisors::ZERO; 3];
+        let mut slots = [(0, 0); 3];
+        for ((d, s), c) in divisors.iter_mut().zip(&mut slots).zip(&header.components) {
+            *d = Divisors::of(header.quant.get(c.q)?.as_ref()?)?;
+            *s = (c.dc as u32, 4 + c.ac as u32);
+        }
+        let head = template.get(..header.data_at)?.to_vec();
+        Some(Template420 { head, header, divisors, slots, fdct })
+    }
+}
+
 /// The JPEG of the 4:2:0 planes `planes` (Y, Cb, Cr, packed: Y is `width` and `height` rounded
 /// up to even, each chroma plane half that) of a `width × height` image, with the quantisation
-/// tables, restart interval and other segments of `template` (a 4:2:0 JPEG libjpeg-turbo wrote
-/// with a restart interval) and optimal Huffman tables; `None` where it does not apply (see the
-/// module docs).
-pub fn encode_420(template: &[u8], planes: [&[u8]; 3], (width, height): (u32, u32)) -> Option<Vec<u8>> {
-    let fdct = fdct::select()?;
-    let header = Header::parse(template)?;
-    let sampling: Vec<(u32, u32)> = header.components.iter().map(|c| (c.h, c.v)).collect();
-    if sampling != [(2, 2), (1, 1), (1, 1)] || header.interval == 0 || width == 0 || height == 0 {
-        return None;
-    }
-    if width > u32::from(u16::MAX) || height > u32::from(u16::MAX) {
+/// tables, restart interval and other segments of `template` and optimal Huffman tables; `None`
+/// for planes of other sizes, an empty image or one over 65,535 pixels either way.
+pub fn encode_420(
+    template: &Template420,
+    planes: [&[u8]; 3],
+    (width, height): (u32, u32),
+) -> Option<Vec<u8>> {
+    let Template420 { header, divisors, slots, fdct, .. } = template;
+    let fdct = *fdct;
+    if width == 0 || height == 0 || width > u32::from(u16::MAX) || height > u32::from(u16::MAX) {
         return None;
     }
     let (pw, ph) = (width.next_multiple_of(2) as usize, height.next_multiple_of(2) as usize);
@@ -47,13 +79,9 @@ pub fn encode_420(template: &[u8], planes: [&[u8]; 3], (width, height): (u32, u3
     {
         return None;
     }
-    let mut divisors = [Divisors::ZERO; 3];
-    for (d, c) in divisors.iter_mut().zip(&header.components) {
-        *d = Divisors::of(header.quant.get(c.q)?.as_ref()?)?;
-    }
 
     // The segments before the scan with this image's size in the SOF.
-    let mut head = template.get(..header.data_at)?.to_vec();
+    let mut head = template.head.clone();
     let size_at = header.sof_size_at;
     head.get_mut(size_at..size_at + 4)?.copy_from_slice(&[
         (height >> 8) as u8,
@@ -69,7 +97,6 @@ pub fn encode_420(template: &[u8], planes: [&[u8]; 3], (width, height): (u32, u3
     }
     let (mut symbols, mut strip) = SCRATCH.with(std::cell::Cell::take);
     symbols.clear();
-    let slots: Vec<(u32, u32)> = header.components.iter().map(|c| (c.dc as u32, 4 + c.ac as u32)).collect();
     let mut counts = [0u32; 8 * 256];
     let mut interval_ends = Vec::new();
     let mut coder = Coder { symbols: &mut symbols, counts: &mut counts };
@@ -120,7 +147,7 @@ pub fn encode_420(template: &[u8], planes: [&[u8]; 3], (width, height): (u32, u3
     }
     interval_ends.push(coder.symbols.len());
     let capacity = head.len() + symbols.len() + 1024;
-    let out = emit(&head, &header, &slots, &counts, &symbols, &interval_ends, capacity);
+    let out = emit(&head, header, slots, &counts, &symbols, &interval_ends, capacity);
     // Kept for the next image unless one huge image made them big.
     if symbols.capacity() * 4 + strip.capacity() <= KEPT_BYTES {
         SCRATCH.with(|s| s.set((symbols, strip)));
@@ -428,13 +455,7 @@ mod tests {
             return;
         }
         let (avx2, sse2) = (fdct::avx2(), fdct::sse2());
-        let mut seed = 0x853c_49e6_748f_ea9bu64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = beton_testkit::xorshift(0x853c_49e6_748f_ea9b);
         let (mut a, mut b) = (Workspace::new(), Workspace::new());
         for round in 0..400u32 {
             let q = 1 + (next() % 255) as u16;
@@ -467,12 +488,10 @@ mod tests {
 
     #[test]
     fn zigzag_orders_agree() {
-        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut next = beton_testkit::xorshift(0x1234_5678_9abc_def1);
         for round in 0..2000 {
             let block: [i16; 64] = std::array::from_fn(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
+                let seed = next();
                 // Mostly zeros, as quantised blocks are.
                 if seed % (1 + round % 9) == 0 {
                     (seed >> 20) as i16
@@ -498,8 +517,7 @@ mod tests {
 
     #[test]
     fn it_declines_what_it_does_not_encode() {
-        let planes: [&[u8]; 3] = [&[0; 4], &[0; 1], &[0; 1]];
-        assert!(encode_420(b"not a JPEG", planes, (2, 2)).is_none());
+        assert!(Template420::new(b"not a JPEG").is_none());
         assert!(Divisors::of(&[0; 64]).is_none());
     }
 }

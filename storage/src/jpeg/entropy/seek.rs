@@ -52,8 +52,7 @@ impl SeekIndex {
             return None;
         }
         let layout = Layout::of(&header)?;
-        // (In this thread's scan buffer, as `window_planes`: a fresh one for every JPEG of an
-        // epoch 0 cost page faults.)
+        // (In this thread's scan buffer, as `window_planes`, not a fresh one per JPEG.)
         let record = with_scan(data, &header, &layout, |scan| {
             let mut record = Recorder::default();
             super::decode(&header, &layout, scan, None, Some(&mut record))?;
