@@ -6,6 +6,8 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 use super::pixels::Pixels;
 use crate::error::{Error, Result};
 
+mod horizontal;
+
 /// FFCV's size rule: `ratio = max_res / max(w, h)`; when `ratio < 1` the new size is
 /// `(floor(ratio·w), floor(ratio·h))`, each at least 1. `None` (or an image that already fits)
 /// keeps the size.
@@ -58,7 +60,6 @@ pub(crate) fn resize_plane(
     dst: &mut [u8],
     dst_size: (u32, u32),
 ) -> Result<()> {
-    let resize_err = |e: &dyn std::fmt::Display| Error::Image(format!("resize failed: {e}"));
     let whole = (f64::from(src_size.0), f64::from(src_size.1));
     if extent == (f64::from(dst_size.0), f64::from(dst_size.1))
         && dst_size.0 <= src_size.0
@@ -73,12 +74,120 @@ pub(crate) fn resize_plane(
         }
         return Ok(());
     }
+    let crop_width = if extent == whole { whole.0 } else { extent.0.min(whole.0) };
+    if f64::from(dst_size.0) != crop_width && dst_size.1 > 0 && extent.1 > 0.0 {
+        if let Some(taps) = horizontal_taps(src_size.0, crop_width, dst_size.0) {
+            return resize_with_taps(src, src_size, extent, dst, dst_size, &taps);
+        }
+    }
+    resize_plane_fir(src, src_size, extent, dst, dst_size)
+}
+
+/// [`resize_plane`] by `fast_image_resize` alone.
+fn resize_plane_fir(
+    src: &[u8],
+    src_size: (u32, u32),
+    extent: (f64, f64),
+    dst: &mut [u8],
+    dst_size: (u32, u32),
+) -> Result<()> {
+    let resize_err = |e: &dyn std::fmt::Display| Error::Image(format!("resize failed: {e}"));
+    let whole = (f64::from(src_size.0), f64::from(src_size.1));
     let src = ImageRef::new(src_size.0, src_size.1, src, PixelType::U8).map_err(|e| resize_err(&e))?;
     let mut dst =
         Image::from_slice_u8(dst_size.0, dst_size.1, dst, PixelType::U8).map_err(|e| resize_err(&e))?;
     let options = box_filter(extent, whole);
     with_resizer(|r| r.resize(&src, &mut dst, &options)).map_err(|e| resize_err(&e))
 }
+
+/// [`resize_plane`] as `fast_image_resize` does it for 8-bit images (vertical pass first, into a
+/// buffer of the source columns the horizontal pass reads), its horizontal pass ours
+/// ([`horizontal`]).
+fn resize_with_taps(
+    src: &[u8],
+    src_size: (u32, u32),
+    extent: (f64, f64),
+    dst: &mut [u8],
+    dst_size: (u32, u32),
+    taps: &horizontal::Taps,
+) -> Result<()> {
+    let resize_err = |e: &dyn std::fmt::Display| Error::Image(format!("resize failed: {e}"));
+    let (sw, sh) = (src_size.0 as usize, src_size.1 as usize);
+    let (dw, dh) = (dst_size.0 as usize, dst_size.1 as usize);
+    if src.len() != sw * sh || dst.len() != dw * dh {
+        return Err(Error::Image("internal: plane buffers of the wrong size".into()));
+    }
+    let crop_height = extent.1.min(f64::from(src_size.1));
+    if f64::from(dst_size.1) == crop_height {
+        // No vertical pass (the crop's top is 0): rows straight from the source.
+        horizontal::convolve(taps, &src[taps.first as usize..], sw, dh, dst);
+        return Ok(());
+    }
+    // The vertical pass alone (a crop of the columns the taps read, as wide as its output, is
+    // not resized across), then ours.
+    let span = taps.last - taps.first;
+    COLUMNS.with(|cell| {
+        let mut columns = cell.take();
+        columns.clear();
+        columns.resize(span as usize * dh, 0);
+        let done = (|| {
+            let from =
+                ImageRef::new(src_size.0, src_size.1, src, PixelType::U8).map_err(|e| resize_err(&e))?;
+            let mut to = Image::from_slice_u8(span, dst_size.1, &mut columns, PixelType::U8)
+                .map_err(|e| resize_err(&e))?;
+            let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Box)).crop(
+                f64::from(taps.first),
+                0.0,
+                f64::from(span),
+                crop_height,
+            );
+            with_resizer(|r| r.resize(&from, &mut to, &options)).map_err(|e| resize_err(&e))
+        })();
+        if done.is_ok() {
+            horizontal::convolve(taps, &columns, span as usize, dh, dst);
+        }
+        if columns.capacity() <= KEPT_BYTES {
+            cell.set(columns);
+        }
+        done
+    })
+}
+
+/// Most bytes of the vertical pass's output kept for the next plane.
+const KEPT_BYTES: usize = 16 << 20;
+
+thread_local! {
+    /// The vertical pass's output, kept between planes.
+    static COLUMNS: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// This thread's taps from `in_size` pixels (the first `in1` of them) to `out_size`, the last
+/// [`KEPT_TAPS`] sets kept (a corpus has few sizes, each with a luma and a chroma set).
+fn horizontal_taps(in_size: u32, in1: f64, out_size: u32) -> Option<std::rc::Rc<horizontal::Taps>> {
+    type Kept = Vec<((u32, u64, u32), Option<std::rc::Rc<horizontal::Taps>>)>;
+    thread_local! {
+        static TAPS: std::cell::RefCell<Kept> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let key = (in_size, in1.to_bits(), out_size);
+    TAPS.with(|cell| {
+        let mut kept = cell.borrow_mut();
+        if let Some(at) = kept.iter().position(|(k, _)| *k == key) {
+            let entry = kept.remove(at);
+            let taps = entry.1.clone();
+            kept.push(entry);
+            return taps;
+        }
+        let taps = horizontal::Taps::area(in_size, in1, out_size).map(std::rc::Rc::new);
+        if kept.len() >= KEPT_TAPS {
+            kept.remove(0);
+        }
+        kept.push((key, taps.clone()));
+        taps
+    })
+}
+
+/// Sets of taps kept per thread.
+const KEPT_TAPS: usize = 16;
 
 /// Area averaging of the top-left `extent` (at most `whole`).
 fn box_filter(extent: (f64, f64), whole: (f64, f64)) -> ResizeOptions {
@@ -99,4 +208,62 @@ fn with_resizer<T>(f: impl FnOnce(&mut Resizer) -> T) -> T {
         Ok(mut r) => f(&mut r),
         Err(_) => f(&mut Resizer::new()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our horizontal pass gives `fast_image_resize`'s bytes: whole resizes compared at every
+    /// width to 40 and larger ones, down (to 1/9: windows of 8, and past them, where
+    /// `fast_image_resize` does it all) and up, heights resized and kept (no vertical pass),
+    /// whole planes and fractional crops (a chroma plane's picture ending inside its last
+    /// sample), with the AVX2 pass and the scalar one.
+    #[test]
+    fn the_horizontal_pass_is_fast_image_resizes() {
+        let mut next = beton_testkit::xorshift(0x5851_f42d_4c95_7f2d);
+        let mut widths: Vec<u32> = (1..=40).collect();
+        widths.extend([63, 64, 65, 100, 255, 256, 257, 333, 500, 512, 640, 1000, 1023, 2000]);
+        let (mut ours, mut compared) = (0, 0);
+        for scalar in [false, true] {
+            horizontal::SCALAR.with(|c| c.set(scalar));
+            for (case, &sw) in widths.iter().enumerate() {
+                let sh = [1, 2, 7, 17, 64, 375][case % 6];
+                let src: Vec<u8> = (0..sw * sh).map(|_| next() as u8).collect();
+                for (dw, dh) in [
+                    (sw * 256 / 500, sh * 256 / 500),
+                    (sw / 2, sh / 2),
+                    (sw / 3, sh),
+                    (sw * 2 / 7, sh / 5),
+                    (sw / 9, sh / 9),
+                    (sw * 3 / 2, sh),
+                    (sw + 3, sh * 2),
+                ] {
+                    let (dw, dh) = (dw.max(1), dh.max(1));
+                    let whole = (f64::from(sw), f64::from(sh));
+                    for extent in [whole, (whole.0 - 0.5, whole.1 - 0.25), (whole.0 - 0.75, whole.1)] {
+                        if extent.0 <= 0.0 || extent.1 <= 0.0 {
+                            continue;
+                        }
+                        let mut a = vec![0u8; (dw * dh) as usize];
+                        let mut b = vec![1u8; (dw * dh) as usize];
+                        resize_plane(&src, (sw, sh), extent, &mut a, (dw, dh)).unwrap();
+                        resize_plane_fir(&src, (sw, sh), extent, &mut b, (dw, dh)).unwrap();
+                        assert!(
+                            a == b,
+                            "{sw}x{sh} (extent {extent:?}) to {dw}x{dh}, scalar {scalar}: not fast_image_resize's"
+                        );
+                        compared += 1;
+                        let crop = if extent == whole { whole.0 } else { extent.0 };
+                        if f64::from(dw) != crop && horizontal_taps(sw, crop, dw).is_some() {
+                            ours += 1;
+                        }
+                    }
+                }
+            }
+        }
+        horizontal::SCALAR.with(|c| c.set(false));
+        // (The fallback is taken too: 2000 -> 222 has windows of 9.)
+        assert!(ours > 1000 && ours < compared, "{ours} of {compared} by our pass");
+    }
 }

@@ -965,6 +965,13 @@ mod optimised_tables {
                     ours == theirs,
                     "{w}x{h} kind {kind} q{quality} every {interval} MCUs: not libjpeg-turbo's bytes"
                 );
+                // Made in the memory reserved for it (not grown, which doubles it), and that
+                // close to its size (a writer holds them all until it chooses its page size).
+                let (len, reserved) = (ours.len(), ours.capacity());
+                assert!(
+                    reserved >= len && reserved <= len + len / 16 + 1100,
+                    "{w}x{h} kind {kind} q{quality}: {reserved} bytes reserved for {len}"
+                );
                 compared += 1;
             }
         }

@@ -146,8 +146,7 @@ pub fn encode_420(
         }
     }
     interval_ends.push(coder.symbols.len());
-    let capacity = head.len() + symbols.len() + 1024;
-    let out = emit(&head, header, slots, &counts, &symbols, &interval_ends, capacity);
+    let out = emit(&head, header, slots, &counts, &symbols, &interval_ends);
     // Kept for the next image unless one huge image made them big.
     if symbols.capacity() * 4 + strip.capacity() <= KEPT_BYTES {
         SCRATCH.with(|s| s.set((symbols, strip)));

@@ -113,7 +113,7 @@ fn rewrite(
         return None;
     }
 
-    emit(data, header, &slots, &counts, symbols, &interval_ends, data.len())
+    emit(data, header, &slots, &counts, symbols, &interval_ends)
 }
 
 /// The JPEG of a scan given as its symbols (`symbols`, the end of each restart interval's in
@@ -121,7 +121,6 @@ fn rewrite(
 /// `slots`), with the tables libjpeg builds from those counts: the segments of `data` before its
 /// scan (as `header` parsed them), each DHT written again with the rebuilt tables, then the
 /// symbols with their new codes, a restart marker after each interval but the last, and EOI.
-/// `capacity`: the bytes to reserve for it.
 pub(super) fn emit(
     data: &[u8],
     header: &Header,
@@ -129,7 +128,6 @@ pub(super) fn emit(
     counts: &[u32; 8 * 256],
     symbols: &[Symbol],
     interval_ends: &[usize],
-    capacity: usize,
 ) -> Option<Vec<u8>> {
     // The tables the scan uses, rebuilt; for each symbol (table and symbol, as in `Symbol`'s
     // low 11 bits), its code shifted past its coefficient bits and the bits they take together.
@@ -149,7 +147,7 @@ pub(super) fn emit(
     }
 
     // The segments before the scan, each DHT written again with the rebuilt tables.
-    let mut out = Vec::with_capacity(capacity);
+    let mut out = Vec::with_capacity(emitted_bytes(header, &specs, counts, &codes, interval_ends.len()));
     let mut at = 0;
     for (segment, tables_at) in &header.dht_segments {
         out.extend_from_slice(data.get(at..segment.start)?);
@@ -174,6 +172,27 @@ pub(super) fn emit(
     let mut out = w.finish();
     out.extend_from_slice(&[0xFF, 0xD9]);
     Some(out)
+}
+
+/// The bytes [`emit`] writes, but for the stuffed zeros, plus room for four times the stuffing
+/// of random bits (a zero after each 0xFF: 1 byte in 256): the segments before the scan with
+/// every rebuilt table (`specs`) added, every symbol's code and coefficient bits (`counts` ×
+/// `codes`), each interval's padding and marker, and EOI. The output is made in the memory it
+/// keeps (a writer holds every image of a small file until it chooses its page size): sized by
+/// the count of symbols instead, it reserved 1.6× the bytes of the writer's images, each
+/// reservation a first touch of fresh memory.
+fn emitted_bytes(
+    header: &Header,
+    specs: &[Option<Spec>; 8],
+    counts: &[u32; 8 * 256],
+    codes: &[(u32, u32); 8 * 256],
+    intervals: usize,
+) -> usize {
+    let bits: u64 = counts.iter().zip(codes).map(|(&n, &(_, len))| u64::from(n) * u64::from(len)).sum();
+    let scan = usize::try_from(bits.div_ceil(8)).unwrap_or(usize::MAX);
+    let tables: usize = specs.iter().flatten().map(|spec| 17 + spec.symbols.len()).sum();
+    // (An interval ends in at most a byte of padding and a 2-byte marker.)
+    (header.data_at + tables).saturating_add(scan).saturating_add(scan / 64).saturating_add(3 * intervals + 2)
 }
 
 /// Writes a DHT segment whose tables are `tables` (the segment's body), each table the scan
