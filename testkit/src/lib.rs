@@ -1,13 +1,17 @@
 //! Fixtures the workspace's tests and benches share, so that each crate's tests do not write
 //! them again: schemas in one line ([`schema`]), small `.beton` files ([`write`],
 //! [`write_labels`], [`write_labels_and_blobs`]), RGB pixels ([`pixels`]), temporary folders
-//! ([`temp_file`]), an ImageFolder of the bundled photos ([`image_folder`]) and query results as
-//! text ([`text_rows`]).
+//! ([`temp_file`]), an ImageFolder of the bundled photos ([`image_folder`]), query results as
+//! text ([`text_rows`]) and buffers that end at an inaccessible page ([`Guarded`]), for SIMD
+//! kernels' bounds.
 //!
 //! It depends on `beton-storage` alone, so that the unit tests of every crate above storage can
 //! use it without a second copy of their own crate's types.
 
 use std::path::{Path, PathBuf};
+
+mod guarded;
+pub use guarded::Guarded;
 
 use beton_storage::{
     FieldSpec, FieldType, ImageOptions, ImageSource, Pixels, SampleValue, WriteMode, WriteReport, Writer,

@@ -60,8 +60,6 @@
 mod codec;
 mod cpu;
 mod decoders;
-#[cfg(test)]
-mod guarded;
 mod normalize;
 mod ops;
 mod pipeline;

@@ -229,7 +229,7 @@ mod tests {
                 });
             if y % 64 == 0 {
                 // Planes and output ending at inaccessible pages: no byte past them is touched.
-                use crate::image::guarded::Guarded;
+                use beton_testkit::Guarded;
                 let (a, b, c) = (Guarded::with(&ys), Guarded::with(&cbs), Guarded::with(&crs));
                 let mut out = Guarded::with(&rgb);
                 ycc_to_rgb(a.as_ref(), b.as_ref(), c.as_ref(), out.as_mut());

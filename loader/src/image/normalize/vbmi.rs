@@ -368,8 +368,8 @@ mod simd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::guarded::Guarded;
     use crate::image::{FloatType, Layout, NormalizeImage};
+    use beton_testkit::Guarded;
 
     /// The lookups equal the table path for every source kind, type, layout, width (whole
     /// rounds of 64 and tails) and flip.

@@ -215,7 +215,7 @@ proptest::proptest! {
 /// enlarging and shrinking, one and three channels, and planes resized together.
 #[test]
 fn kernels_stay_inside_their_buffers() {
-    use crate::image::guarded::Guarded;
+    use beton_testkit::Guarded;
     for c in [1usize, 3] {
         for (w, h) in
             [(1usize, 1usize), (3, 2), (7, 5), (15, 9), (16, 16), (17, 3), (33, 20), (61, 40), (300, 7)]
@@ -295,9 +295,9 @@ fn one_channel_kernels_check_their_lengths() {
         assert_eq!(r.blocks.wide, wide, "{out}");
         let x0 = r.columns().0;
         // Source and output end at an inaccessible page: a stray access faults the test.
-        let src = crate::image::guarded::Guarded::with(&row[x0..]);
+        let src = beton_testkit::Guarded::with(&row[x0..]);
         let run = |blocks: &Blocks1, len: usize| {
-            let mut dst = crate::image::guarded::Guarded::with(&vec![0u8; len]);
+            let mut dst = beton_testkit::Guarded::with(&vec![0u8; len]);
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 // SAFETY: the CPU has AVX2 (checked above); what is tested is that the
                 // kernel refuses the wrong lengths.

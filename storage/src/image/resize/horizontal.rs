@@ -127,7 +127,12 @@ impl Taps {
                 *w = (v * fixed).round() as i16;
             }
         }
-        let starts = bounds.iter().map(|&(start, _)| (start - first) as i32).collect();
+        let starts: Vec<i32> = bounds.iter().map(|&(start, _)| (start - first) as i32).collect();
+        // The AVX2 pass checks a block's last start against the row's end: starts must not
+        // decrease (they follow the output pixels' centres).
+        if starts.windows(2).any(|w| w[0] > w[1]) {
+            return None;
+        }
         let sizes = bounds.iter().map(|&(_, size)| size as u8).collect();
         let mut interleaved = Vec::with_capacity(n / 8 * window * 8);
         for block in 0..n / 8 {

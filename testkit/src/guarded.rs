@@ -1,8 +1,8 @@
-//! (Tests) Buffers that end at an inaccessible page, so that a SIMD kernel reading or writing
+//! Buffers that end at an inaccessible page, so that a SIMD kernel reading or writing
 //! one byte past its slice faults instead of passing silently.
 
 /// `len` bytes ending exactly where a `PROT_NONE` page begins.
-pub(crate) struct Guarded {
+pub struct Guarded {
     map: *mut libc::c_void,
     map_len: usize,
     page: usize,
@@ -11,7 +11,7 @@ pub(crate) struct Guarded {
 
 impl Guarded {
     /// A guarded buffer holding `data`.
-    pub(crate) fn with(data: &[u8]) -> Guarded {
+    pub fn with(data: &[u8]) -> Guarded {
         // SAFETY: sysconf reads a system constant.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
         let len = data.len();
