@@ -30,6 +30,7 @@ pub mod imagefolder;
 pub mod jpeg;
 mod mmap;
 pub mod reader;
+mod recent;
 pub mod remote;
 pub mod splits;
 pub mod summary;

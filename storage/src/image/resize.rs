@@ -3,8 +3,12 @@
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
 use super::pixels::Pixels;
 use crate::error::{Error, Result};
+use crate::recent::{Kept, Recent};
 
 mod horizontal;
 
@@ -72,24 +76,13 @@ pub(crate) fn resize_plane(
         }
         return Ok(());
     }
-    let crop_width = if extent == whole { whole.0 } else { extent.0.min(whole.0) };
-    if f64::from(dst_size.0) != crop_width && dst_size.1 > 0 && extent.1 > 0.0 {
-        if let Some(taps) = horizontal_taps(src_size.0, crop_width, dst_size.0) {
-            return resize_with_taps(src, src_size, extent, dst, dst_size, &taps);
+    // The crop `fast_image_resize` is given (`box_filter`), from the top-left corner.
+    let crop = (extent.0.min(whole.0), extent.1.min(whole.1));
+    if f64::from(dst_size.0) != crop.0 && dst_size.1 > 0 && crop.1 > 0.0 {
+        if let Some(taps) = horizontal_taps(src_size.0, crop.0, dst_size.0) {
+            return resize_with_taps(src, src_size, crop.1, dst, dst_size, &taps);
         }
     }
-    resize_plane_fir(src, src_size, extent, dst, dst_size)
-}
-
-/// [`resize_plane`] by `fast_image_resize` alone.
-fn resize_plane_fir(
-    src: &[u8],
-    src_size: (u32, u32),
-    extent: (f64, f64),
-    dst: &mut [u8],
-    dst_size: (u32, u32),
-) -> Result<()> {
-    let whole = (f64::from(src_size.0), f64::from(src_size.1));
     fir_plane(src, src_size, dst, dst_size, &box_filter(extent, whole))
 }
 
@@ -113,21 +106,22 @@ fn resize_failed(e: impl std::fmt::Display) -> Error {
 
 /// [`resize_plane`] as `fast_image_resize` does it for 8-bit images (vertical pass first, into a
 /// buffer of the source columns the horizontal pass reads), its horizontal pass ours
-/// ([`horizontal`]).
+/// ([`horizontal`]): the crop's top `crop_height` rows (`taps` give its width) to `dst_size`.
 fn resize_with_taps(
     src: &[u8],
     src_size: (u32, u32),
-    extent: (f64, f64),
+    crop_height: f64,
     dst: &mut [u8],
     dst_size: (u32, u32),
     taps: &horizontal::Taps,
 ) -> Result<()> {
+    #[cfg(test)]
+    WITH_TAPS.with(|n| n.set(n.get() + 1));
     let (sw, sh) = (src_size.0 as usize, src_size.1 as usize);
     let (dw, dh) = (dst_size.0 as usize, dst_size.1 as usize);
     if src.len() != sw * sh || dst.len() != dw * dh {
         return Err(Error::Image("internal: plane buffers of the wrong size".into()));
     }
-    let crop_height = extent.1.min(f64::from(src_size.1));
     if f64::from(dst_size.1) == crop_height {
         // No vertical pass (the crop's top is 0): rows straight from the source.
         horizontal::convolve(taps, &src[taps.first as usize..], sw, dh, dst);
@@ -162,38 +156,32 @@ fn resize_with_taps(
 /// Most bytes of the vertical pass's output kept for the next plane.
 const KEPT_BYTES: usize = 16 << 20;
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: planes resized with our horizontal pass on this thread.
+    static WITH_TAPS: Cell<usize> = const { Cell::new(0) };
+}
+
 thread_local! {
     /// The vertical pass's output, kept between planes.
-    static COLUMNS: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    static COLUMNS: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
 /// This thread's taps from `in_size` pixels (the first `in1` of them) to `out_size`, the last
-/// [`KEPT_TAPS`] sets kept (a corpus has few sizes, each with a luma and a chroma set).
-fn horizontal_taps(in_size: u32, in1: f64, out_size: u32) -> Option<std::rc::Rc<horizontal::Taps>> {
-    type Kept = Vec<((u32, u64, u32), Option<std::rc::Rc<horizontal::Taps>>)>;
+/// 16 sets kept (a corpus has few sizes, each with a luma and a chroma set).
+fn horizontal_taps(in_size: u32, in1: f64, out_size: u32) -> Option<Rc<horizontal::Taps>> {
     thread_local! {
-        static TAPS: std::cell::RefCell<Kept> = const { std::cell::RefCell::new(Vec::new()) };
+        static TAPS: Kept<(u32, u64, u32), horizontal::Taps> =
+            const { RefCell::new(Recent::new(16)) };
     }
     let key = (in_size, in1.to_bits(), out_size);
-    TAPS.with(|cell| {
-        let mut kept = cell.borrow_mut();
-        if let Some(at) = kept.iter().position(|(k, _)| *k == key) {
-            let entry = kept.remove(at);
-            let taps = entry.1.clone();
-            kept.push(entry);
-            return taps;
-        }
-        let taps = horizontal::Taps::area(in_size, in1, out_size).map(std::rc::Rc::new);
-        if kept.len() >= KEPT_TAPS {
-            kept.remove(0);
-        }
-        kept.push((key, taps.clone()));
-        taps
+    TAPS.with(|kept| {
+        kept.borrow_mut().get_or_insert_with(
+            |k| *k == key,
+            || (key, horizontal::Taps::area(in_size, in1, out_size).map(Rc::new)),
+        )
     })
 }
-
-/// Sets of taps kept per thread.
-const KEPT_TAPS: usize = 16;
 
 /// Area averaging of the top-left `extent` (at most `whole`).
 fn box_filter(extent: (f64, f64), whole: (f64, f64)) -> ResizeOptions {
@@ -257,17 +245,15 @@ mod tests {
                         let guarded_src = beton_testkit::Guarded::with(&src);
                         let mut a = beton_testkit::Guarded::with(&vec![0u8; (dw * dh) as usize]);
                         let mut b = vec![1u8; (dw * dh) as usize];
+                        let before = WITH_TAPS.with(Cell::get);
                         resize_plane(guarded_src.as_ref(), (sw, sh), extent, a.as_mut(), (dw, dh)).unwrap();
-                        resize_plane_fir(&src, (sw, sh), extent, &mut b, (dw, dh)).unwrap();
+                        ours += WITH_TAPS.with(Cell::get) - before;
+                        fir_plane(&src, (sw, sh), &mut b, (dw, dh), &box_filter(extent, whole)).unwrap();
                         assert!(
                             a.as_ref() == b.as_slice(),
                             "{sw}x{sh} (extent {extent:?}) to {dw}x{dh}, scalar {scalar}: not fast_image_resize's"
                         );
                         compared += 1;
-                        let crop = if extent == whole { whole.0 } else { extent.0 };
-                        if f64::from(dw) != crop && horizontal_taps(sw, crop, dw).is_some() {
-                            ours += 1;
-                        }
                     }
                 }
             }

@@ -46,6 +46,7 @@
 //! `None`.
 
 use super::MAX_PIXELS;
+use crate::recent::{Kept, Recent};
 
 mod encode;
 mod optimize;
@@ -252,8 +253,8 @@ impl Drop for Decoder {
 const CACHED_DECODERS: usize = 8;
 
 thread_local! {
-    static DECODERS: std::cell::RefCell<Vec<(bool, Spec, std::rc::Rc<Decoder>)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    static DECODERS: Kept<(bool, Spec), Decoder> =
+        const { std::cell::RefCell::new(Recent::new(CACHED_DECODERS)) };
 }
 
 impl Decoder {
@@ -261,17 +262,10 @@ impl Decoder {
     /// `None` as for [`Decoder::new`].
     fn cached(spec: &Spec, dc: bool) -> Option<std::rc::Rc<Decoder>> {
         DECODERS.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            if let Some(at) = cache.iter().position(|(d, s, _)| *d == dc && s == spec) {
-                let hit = cache.remove(at);
-                let decoder = hit.2.clone();
-                cache.insert(0, hit);
-                return Some(decoder);
-            }
-            let decoder = std::rc::Rc::new(Decoder::new(spec, dc)?);
-            cache.truncate(CACHED_DECODERS - 1);
-            cache.insert(0, (dc, spec.clone(), decoder.clone()));
-            Some(decoder)
+            cache.borrow_mut().get_or_insert_with(
+                |(d, s)| *d == dc && s == spec,
+                || ((dc, spec.clone()), Decoder::new(spec, dc).map(std::rc::Rc::new)),
+            )
         })
     }
 

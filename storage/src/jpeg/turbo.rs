@@ -8,6 +8,7 @@ use turbojpeg::raw;
 use super::entropy::Template420;
 use super::{MAX_PIXELS, SCAN_LIMIT};
 use crate::error::{Error, Result};
+use crate::recent::{Kept, Recent};
 
 /// The colour space of a JPEG, as libjpeg-turbo identifies it from the frame header, the JFIF and
 /// the Adobe markers.
@@ -651,30 +652,27 @@ fn own_encoder() -> bool {
 /// writes with those settings, made once per thread and setting (`None`, also kept, where
 /// libjpeg-turbo fails or the template is declined).
 fn template(quality: u8, interval: u16) -> Option<std::rc::Rc<Template420>> {
-    /// Templates by (quality, interval).
-    type Templates = Vec<((u8, u16), Option<std::rc::Rc<Template420>>)>;
     thread_local! {
-        static TEMPLATES: std::cell::RefCell<Templates> =
-            const { std::cell::RefCell::new(Vec::new()) };
+        /// Templates by (quality, interval).
+        static TEMPLATES: Kept<(u8, u16), Template420> =
+            const { std::cell::RefCell::new(Recent::new(8)) };
     }
     let key = (quality, interval);
-    if let Some(t) = TEMPLATES.with(|t| t.borrow().iter().find(|(k, _)| *k == key).map(|(_, t)| t.clone())) {
-        return t;
-    }
-    let (y, c) = ([128u8; 256], [128u8; 64]);
-    let s420 = raw::TJSAMP_TJSAMP_420 as c_int;
-    let made = compress_planes_with(&[&y, &c, &c], (16, 16), s420, quality, interval, false)
-        .ok()
-        .and_then(|jpeg| Template420::new(&jpeg))
-        .map(std::rc::Rc::new);
     TEMPLATES.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.len() >= 8 {
-            t.remove(0);
-        }
-        t.push((key, made.clone()));
-    });
-    made
+        t.borrow_mut().get_or_insert_with(
+            |k| *k == key,
+            || {
+                // (libjpeg-turbo's own encode: `own = false` does not come back here.)
+                let (y, c) = ([128u8; 256], [128u8; 64]);
+                let s420 = raw::TJSAMP_TJSAMP_420 as c_int;
+                let made = compress_planes_with(&[&y, &c, &c], (16, 16), s420, quality, interval, false)
+                    .ok()
+                    .and_then(|jpeg| Template420::new(&jpeg))
+                    .map(std::rc::Rc::new);
+                (key, made)
+            },
+        )
+    })
 }
 
 #[cfg(test)]

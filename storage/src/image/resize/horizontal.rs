@@ -45,80 +45,17 @@ impl Taps {
     /// a row of `in_size` pixels to `out_size` pixels; `None` where a window is wider than 8
     /// (downscales of more than ~7×), or nothing is resized.
     pub(super) fn area(in_size: u32, in1: f64, out_size: u32) -> Option<Taps> {
-        let (filter_support, in0) = (0.5f64, 0.0f64);
-        if in_size == 0 || out_size == 0 {
-            return None;
-        }
-        // precompute_coefficients(in_size, in0, in1, out_size, box, 0.5, adaptive = true).
-        let scale = (in1 - in0) / out_size as f64;
-        if scale <= 0. || !scale.is_finite() {
-            return None;
-        }
-        let filter_scale = scale.max(1.0);
-        let filter_radius = filter_support * filter_scale;
-        let window_size = filter_radius.ceil() as usize * 2 + 1;
-        let recip_filter_scale = 1.0 / filter_scale;
-        let mut coeffs: Vec<f64> = Vec::with_capacity(window_size * out_size as usize);
-        let mut bounds: Vec<(u32, u32)> = Vec::with_capacity(out_size as usize);
-        for out_x in 0..out_size {
-            let in_center = in0 + (out_x as f64 + 0.5) * scale;
-            let x_min = (in_center - filter_radius).floor().max(0.) as u32;
-            let x_max = (in_center + filter_radius).ceil().min(in_size as f64) as u32;
-            let cur_index = coeffs.len();
-            let mut ww: f64 = 0.0;
-            let center = in_center - 0.5;
-            let mut bound_start = x_min;
-            let mut bound_end = x_max;
-            for x in x_min..x_max {
-                let w = box_filter((x as f64 - center) * recip_filter_scale);
-                if x == bound_start && w == 0. {
-                    bound_start += 1;
-                } else {
-                    coeffs.push(w);
-                    ww += w;
-                }
-            }
-            // (As there: over every weight so far, from the last.)
-            for &c in coeffs.iter().rev() {
-                if bound_end <= bound_start || c != 0. {
-                    break;
-                }
-                bound_end -= 1;
-            }
-            if ww != 0.0 {
-                coeffs[cur_index..].iter_mut().for_each(|w| *w /= ww);
-            }
-            coeffs.resize(cur_index + window_size, 0.);
-            bounds.push((bound_start, bound_end - bound_start));
-        }
-
-        // Normalizer16::new.
-        const PRECISION_BITS: u8 = 32 - 8 - 2;
-        const MAX_COEFFS_PRECISION: u8 = 16 - 1;
-        let max_weight = coeffs.iter().copied().fold(None, |m: Option<f64>, v| match m {
-            Some(m) if m >= v => Some(m),
-            _ => Some(v),
-        });
-        let max_weight = max_weight.unwrap_or(0.0);
-        let mut precision = 0u8;
-        for cur_precision in 0..PRECISION_BITS {
-            precision = cur_precision;
-            let next_value: i32 = (max_weight * (1 << (precision + 1)) as f64).round() as i32;
-            if next_value >= (1 << MAX_COEFFS_PRECISION) {
-                break;
-            }
-        }
-        if precision < 1 {
-            return None;
-        }
-        let widest = bounds.iter().map(|&(_, size)| size as usize).max()?;
-        let window = match widest {
+        let Coefficients { values: coeffs, window_size, bounds } =
+            precompute_coefficients(in_size, in1, out_size)?;
+        let precision = precision(&coeffs)?;
+        let window = match bounds.iter().map(|&(_, size)| size).max()? {
             0..=4 => 4,
             5..=8 => 8,
             _ => return None,
         };
         let first = bounds.iter().map(|&(start, _)| start).min()?;
         let last = bounds.iter().map(|&(start, size)| start + size).max()?;
+        // Normalizer16::new's i16 weights, each output's `window` of them.
         let fixed = (1 << precision) as f64;
         let n = out_size as usize;
         let mut weights = vec![0i16; n * window];
@@ -135,11 +72,10 @@ impl Taps {
         }
         let sizes = bounds.iter().map(|&(_, size)| size as u8).collect();
         let mut interleaved = Vec::with_capacity(n / 8 * window * 8);
-        for block in 0..n / 8 {
-            for pair in [(0, 2), (1, 3), (4, 6), (5, 7)].into_iter().take(window / 2) {
-                for j in 0..8 {
-                    let w = &weights[(block * 8 + j) * window..][..window];
-                    interleaved.extend([w[pair.0], w[pair.1]]);
+        for block in weights.chunks_exact(8 * window) {
+            for (a, b) in [(0, 2), (1, 3), (4, 6), (5, 7)].into_iter().take(window / 2) {
+                for w in block.chunks_exact(window) {
+                    interleaved.extend([w[a], w[b]]);
                 }
             }
         }
@@ -150,6 +86,80 @@ impl Taps {
     fn width(&self) -> usize {
         self.starts.len()
     }
+}
+
+/// `fast_image_resize`'s `Coefficients`: each output's weights (`window_size` of them, zeros
+/// past its bound) and bound (first source pixel, weights used).
+struct Coefficients {
+    values: Vec<f64>,
+    window_size: usize,
+    bounds: Vec<(u32, u32)>,
+}
+
+/// `fast_image_resize`'s `precompute_coefficients(in_size, 0, in1, out_size, box, 0.5,
+/// adaptive_kernel_size = true)`, step for step.
+fn precompute_coefficients(in_size: u32, in1: f64, out_size: u32) -> Option<Coefficients> {
+    let (filter_support, in0) = (0.5f64, 0.0f64);
+    let scale = (in1 - in0) / out_size as f64;
+    if in_size == 0 || out_size == 0 || scale <= 0. || !scale.is_finite() {
+        return None;
+    }
+    let filter_scale = scale.max(1.0);
+    let filter_radius = filter_support * filter_scale;
+    let window_size = filter_radius.ceil() as usize * 2 + 1;
+    let recip_filter_scale = 1.0 / filter_scale;
+    let mut coeffs: Vec<f64> = Vec::with_capacity(window_size * out_size as usize);
+    let mut bounds: Vec<(u32, u32)> = Vec::with_capacity(out_size as usize);
+    for out_x in 0..out_size {
+        let in_center = in0 + (out_x as f64 + 0.5) * scale;
+        let x_min = (in_center - filter_radius).floor().max(0.) as u32;
+        let x_max = (in_center + filter_radius).ceil().min(in_size as f64) as u32;
+        let cur_index = coeffs.len();
+        let mut ww: f64 = 0.0;
+        let center = in_center - 0.5;
+        let mut bound_start = x_min;
+        let mut bound_end = x_max;
+        for x in x_min..x_max {
+            let w = box_filter((x as f64 - center) * recip_filter_scale);
+            if x == bound_start && w == 0. {
+                bound_start += 1;
+            } else {
+                coeffs.push(w);
+                ww += w;
+            }
+        }
+        // (As there: over every weight so far, from the last.)
+        for &c in coeffs.iter().rev() {
+            if bound_end <= bound_start || c != 0. {
+                break;
+            }
+            bound_end -= 1;
+        }
+        if ww != 0.0 {
+            coeffs[cur_index..].iter_mut().for_each(|w| *w /= ww);
+        }
+        coeffs.resize(cur_index + window_size, 0.);
+        bounds.push((bound_start, bound_end - bound_start));
+    }
+    Some(Coefficients { values: coeffs, window_size, bounds })
+}
+
+/// `Normalizer16::new`'s fixed-point bits for `coeffs`: the most whose largest weight still fits
+/// an `i16` (`None` below 1, which its rounding needs).
+fn precision(coeffs: &[f64]) -> Option<u8> {
+    const PRECISION_BITS: u8 = 32 - 8 - 2;
+    const MAX_COEFFS_PRECISION: u8 = 16 - 1;
+    // (Its `max_by(partial_cmp)`, or 0 without weights; a box's weights are not negative.)
+    let max_weight = coeffs.iter().copied().fold(0.0, f64::max);
+    let mut precision = 0u8;
+    for cur_precision in 0..PRECISION_BITS {
+        precision = cur_precision;
+        let next_value: i32 = (max_weight * (1 << (precision + 1)) as f64).round() as i32;
+        if next_value >= (1 << MAX_COEFFS_PRECISION) {
+            break;
+        }
+    }
+    (precision >= 1).then_some(precision)
 }
 
 /// `fast_image_resize`'s box filter.

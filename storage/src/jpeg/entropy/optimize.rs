@@ -179,8 +179,8 @@ pub(super) fn emit(
 /// every rebuilt table (`specs`) added, every symbol's code and coefficient bits (`counts` ×
 /// `codes`), each interval's padding and marker, and EOI. The output is made in the memory it
 /// keeps (a writer holds every image of a small file until it chooses its page size): sized by
-/// the count of symbols instead, it reserved 1.6× the bytes of the writer's images, each
-/// reservation a first touch of fresh memory.
+/// the count of symbols instead, it reserved 1.45× the bytes of the writer's images (now 1.03×;
+/// 936 re-encoded corpus JPEGs at max 256), each reservation a first touch of fresh memory.
 fn emitted_bytes(
     header: &Header,
     specs: &[Option<Spec>; 8],
