@@ -198,9 +198,9 @@ struct Decoder {
     /// For an AC table, the steps of the next `LOOKUP_BITS` bits (see [`multi`]), built when
     /// first asked for (the check and the rewrite read them).
     steps: std::cell::OnceCell<Table>,
-    /// For an AC table, each code with its coefficient's value (see [`value`]), built
-    /// when first asked for (the planes decoder reads them).
-    values: std::cell::OnceCell<Table>,
+    /// For an AC table, each code with its coefficient's value (see [`value`]), built when
+    /// first asked for (the planes decoder reads them).
+    values: std::cell::OnceCell<ValueTable>,
     dc: bool,
     /// Largest code of each length 1..=16 (index 0 unused), -1 where there is none.
     max_code: [i32; 17],
@@ -215,11 +215,20 @@ type Table = Box<[u32; 1 << LOOKUP_BITS]>;
 /// A one-code lookup (see [`Decoder`]).
 type Fast = Box<[(u8, u8); 1 << LOOKUP_BITS]>;
 
+/// The bits the planes decoder looks a code and its coefficient up by (see [`value`]): fewer
+/// than [`LOOKUP_BITS`], so that a JPEG's two AC tables (4 KB each) stay in a 32 KB L1 cache
+/// beside everything else the decoder reads; the longer codes of a photo are rare.
+const VALUE_BITS: u32 = 10;
+
+/// A table of one `u32` per value of the next [`VALUE_BITS`] bits.
+type ValueTable = Box<[u32; 1 << VALUE_BITS]>;
+
 thread_local! {
     /// The tables of decoders dropped on this thread, for the next ones to fill: a JPEG with
     /// tables of its own (beton's writer optimises them per image) needs new decoders, and
     /// fresh 8–16 KB boxes cost page faults every time.
-    static SPARE: std::cell::RefCell<(Vec<Fast>, Vec<Table>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    static SPARE: std::cell::RefCell<(Vec<Fast>, Vec<Table>, Vec<ValueTable>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
 }
 
 /// Spare tables kept per thread, of each kind.
@@ -239,10 +248,11 @@ impl Drop for Decoder {
             if let Some(f) = fast.filter(|_| s.0.len() < SPARE_TABLES) {
                 s.0.push(f);
             }
-            for t in [steps, values].into_iter().flatten() {
-                if s.1.len() < SPARE_TABLES {
-                    s.1.push(t);
-                }
+            if let Some(t) = steps.filter(|_| s.1.len() < SPARE_TABLES) {
+                s.1.push(t);
+            }
+            if let Some(t) = values.filter(|_| s.2.len() < SPARE_TABLES) {
+                s.2.push(t);
             }
         });
     }
@@ -323,7 +333,7 @@ impl Decoder {
 
     /// An AC table's codes with their values (see [`value`]); `None` for a DC table.
     #[inline(always)]
-    fn values(&self) -> Option<&[u32; 1 << LOOKUP_BITS]> {
+    fn values(&self) -> Option<&[u32; 1 << VALUE_BITS]> {
         if self.dc {
             return None;
         }
@@ -445,39 +455,55 @@ fn ac_steps(fast: &[(u8, u8); 1 << LOOKUP_BITS]) -> Table {
     steps
 }
 
-/// An AC table's one-lookup decode of the next [`LOOKUP_BITS`] bits, packed in a `u32`: bits
+/// An AC table's one-lookup decode of the next [`VALUE_BITS`] bits, packed in a `u32`: bits
 /// 0–4 the bits taken (code and coefficient bits); bit 5: the code ends the block (EOB, or a
-/// run/size with size 0 other than ZRL); 8–12: the positions moved (run + 1, or 16 for ZRL);
-/// 16–31: the coefficient's value. 0: the code and its bits do not fit in the lookup.
+/// run/size with size 0 other than ZRL); bit 6: the code and its bits do not fit in the lookup
+/// (nothing else set); 8–15: the positions moved (run + 1, or 16 for ZRL); 16–31: the
+/// coefficient's value. A code that neither ends the block nor is too long has bits 5–7 clear,
+/// so a shift by the whole entry (which takes its low six bits) shifts by its bits.
 mod value {
     pub const BITS: u32 = 31;
     pub const END: u32 = 1 << 5;
+    pub const SLOW: u32 = 1 << 6;
     pub const ADVANCE: u32 = 8;
     pub const VALUE: u32 = 16;
 }
 
+/// `NATURAL[k - 1]` at `k` (the natural position of the coefficient a code moving to position
+/// `k` writes), 63 past the block, for the planes decoder's coefficient loop: indexed by `k & 127`
+/// without a subtraction (`k` stays below 64 + 16 there).
+const NATURAL_AT: [u8; 128] = {
+    let mut at = [63u8; 128];
+    let mut k = 1;
+    while k <= 64 {
+        at[k] = NATURAL[k - 1];
+        k += 1;
+    }
+    at
+};
+
 /// The one-lookup values of an AC table (see [`value`]) from its one-code lookup, filled a
 /// code (and a coefficient value) at a time: a JPEG with tables of its own builds them for each
 /// image.
-fn ac_values(fast: &[(u8, u8); 1 << LOOKUP_BITS]) -> Table {
-    let mut values = spare_table();
+fn ac_values(fast: &[(u8, u8); 1 << LOOKUP_BITS]) -> ValueTable {
+    let mut values = SPARE.with(|s| s.borrow_mut().2.pop()).unwrap_or_else(|| Box::new([0; 1 << VALUE_BITS]));
     let mut i = 0usize;
-    while i < 1 << LOOKUP_BITS {
-        let (len, rs) = fast[i];
+    while i < 1 << VALUE_BITS {
+        // The code the next VALUE_BITS bits begin with, if it has at most that many bits.
+        let (len, rs) = fast[i << (LOOKUP_BITS - VALUE_BITS)];
         let len = u32::from(len);
-        if len == 0 {
-            // Not a code of at most LOOKUP_BITS bits.
-            values[i] = 0;
+        if len == 0 || len > VALUE_BITS {
+            values[i] = value::SLOW;
             i += 1;
             continue;
         }
-        let span = 1usize << (LOOKUP_BITS - len);
+        let span = 1usize << (VALUE_BITS - len);
         let (run, size) = (u32::from(rs >> 4), u32::from(rs & 15));
         let code = &mut values[i..i + span];
         match (run, size) {
             (15, 0) => code.fill(len | (16 << value::ADVANCE)),
             (_, 0) => code.fill(len | value::END),
-            _ if len + size <= LOOKUP_BITS => {
+            _ if len + size <= VALUE_BITS => {
                 // Each value of the coefficient's bits over its share of the code's span.
                 let each = span >> size;
                 for (bits, entries) in code.chunks_exact_mut(each).enumerate() {
@@ -489,7 +515,7 @@ fn ac_values(fast: &[(u8, u8); 1 << LOOKUP_BITS]) -> Table {
                     );
                 }
             }
-            _ => code.fill(0),
+            _ => code.fill(value::SLOW),
         }
         i += span;
     }
@@ -788,28 +814,16 @@ impl Unstuffed {
     /// [`Unstuffed::of`] into `bytes` (a buffer kept between JPEGs; its contents are replaced).
     fn reusing(data: &[u8], layout: &Layout, interval: u16, mut bytes: Vec<u8>) -> Option<Unstuffed> {
         bytes.clear();
-        bytes.reserve(data.len() + 8);
         let mut ends = Vec::new();
-        let mut pos = 0;
-        loop {
-            let ff = pos + memchr::memchr(0xFF, data.get(pos..)?)?;
-            bytes.extend_from_slice(&data[pos..ff]);
-            match *data.get(ff + 1)? {
-                0x00 => bytes.push(0xFF),
-                m @ 0xD0..=0xD7 => {
-                    if interval == 0 || usize::from(m - 0xD0) != ends.len() % 8 {
-                        return None;
-                    }
-                    ends.push(bytes.len());
-                }
-                0xD9 => {
-                    ends.push(bytes.len());
-                    break;
-                }
-                _ => return None,
-            }
-            pos = ff + 2;
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked).
+            unsafe { unstuff_avx2(data, interval, &mut bytes, &mut ends) }?;
+        } else {
+            unstuff(data, interval, &mut bytes, &mut ends)?;
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        unstuff(data, interval, &mut bytes, &mut ends)?;
         let intervals = if interval == 0 { 1 } else { layout.mcus.div_ceil(u64::from(interval)) };
         if ends.len() as u64 != intervals {
             return None;
@@ -823,6 +837,112 @@ impl Unstuffed {
     fn word(&self, pos: usize) -> u64 {
         be_word(&self.bytes, pos >> 3) << (pos & 7)
     }
+}
+
+/// What follows the 0xFF at `ff` in a scan: a stuffed 0xFF (pushed), a restart marker (its
+/// interval's end noted), EOI (`Some(true)`: the scan ends); `None` for anything else, a restart
+/// marker out of order, or none where `interval` is 0.
+#[inline(always)]
+fn marker(data: &[u8], ff: usize, interval: u16, len: usize, ends: &mut Vec<usize>) -> Option<bool> {
+    match *data.get(ff + 1)? {
+        0x00 => Some(false),
+        m @ 0xD0..=0xD7 => {
+            if interval == 0 || usize::from(m - 0xD0) != ends.len() % 8 {
+                return None;
+            }
+            ends.push(len);
+            Some(false)
+        }
+        0xD9 => {
+            ends.push(len);
+            Some(true)
+        }
+        _ => None,
+    }
+}
+
+/// Appends the scan `data` to `bytes` without its stuffing and markers, noting where each
+/// restart interval ends in `ends` (see [`Unstuffed::reusing`]).
+fn unstuff(data: &[u8], interval: u16, bytes: &mut Vec<u8>, ends: &mut Vec<usize>) -> Option<()> {
+    bytes.reserve(data.len() + 8);
+    let mut pos = 0;
+    loop {
+        let ff = pos + memchr::memchr(0xFF, data.get(pos..)?)?;
+        bytes.extend_from_slice(&data[pos..ff]);
+        let stuffed = data.get(ff + 1) == Some(&0);
+        if marker(data, ff, interval, bytes.len(), ends)? {
+            return Some(());
+        }
+        if stuffed {
+            bytes.push(0xFF);
+        }
+        pos = ff + 2;
+    }
+}
+
+/// [`unstuff`] 32 bytes at a time: each 32 copied whole (past the next 0xFF, which later bytes
+/// overwrite), the output advancing to the first 0xFF among them; a JPEG beton writes has a
+/// restart marker every MCU (a few dozen bytes), where a search call per marker cost more than
+/// the copy.
+///
+/// # Safety
+///
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1")]
+unsafe fn unstuff_avx2(data: &[u8], interval: u16, bytes: &mut Vec<u8>, ends: &mut Vec<usize>) -> Option<()> {
+    use std::arch::x86_64::*;
+    debug_assert!(bytes.is_empty());
+    // Every write below lands within `len .. pos + 32` or `len .. len + 1` with `len <= pos`
+    // and `pos + 32 <= data.len()` (or the tail's `pos + i <= data.len()`): inside this.
+    bytes.reserve(data.len() + 8);
+    let out = bytes.as_mut_ptr();
+    let (mut len, mut pos) = (0usize, 0usize);
+    let all_ff = _mm256_set1_epi8(-1);
+    loop {
+        // Copy up to the next 0xFF.
+        let ff = loop {
+            if pos + 32 <= data.len() {
+                // SAFETY: bytes pos..pos + 32 of `data` (checked just above); 32 bytes written
+                // at `len <= pos`, inside the reservation (see above).
+                let mask = unsafe {
+                    let v = _mm256_loadu_si256(data.as_ptr().add(pos).cast());
+                    _mm256_storeu_si256(out.add(len).cast(), v);
+                    _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, all_ff)) as u32
+                };
+                if mask == 0 {
+                    pos += 32;
+                    len += 32;
+                    continue;
+                }
+                let i = mask.trailing_zeros() as usize;
+                pos += i;
+                len += i;
+                break pos;
+            }
+            let i = memchr::memchr(0xFF, &data[pos..])?;
+            // SAFETY: `i` bytes from `pos` of `data` to `len <= pos`, inside the reservation.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(pos), out.add(len), i) };
+            pos += i;
+            len += i;
+            break pos;
+        };
+        let stuffed = data.get(ff + 1) == Some(&0);
+        let end = marker(data, ff, interval, len, ends);
+        if end? {
+            break;
+        }
+        if stuffed {
+            // SAFETY: one byte at `len <= ff`, inside the reservation.
+            unsafe { out.add(len).write(0xFF) };
+            len += 1;
+        }
+        pos = ff + 2;
+    }
+    // SAFETY: bytes 0..len were written above (each advance of `len` covers bytes written),
+    // within the capacity reserved.
+    unsafe { bytes.set_len(len) };
+    Some(())
 }
 
 /// A bit reader over one restart interval of [`Unstuffed`] data: the next bits in a register,

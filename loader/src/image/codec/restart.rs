@@ -170,7 +170,7 @@ pub(crate) fn slice(
     let scan = data.get(h.scan_at..)?;
     let mut at = 0;
     while (markers.len() as u64) <= last_needed {
-        let ff = at + memchr::memchr(0xFF, scan.get(at..)?)?;
+        let ff = markers::next_ff(scan, at)?;
         let mut next = ff + 1;
         while *scan.get(next)? == 0xFF {
             next += 1;

@@ -6,34 +6,42 @@
 //! (what beton writes), takes its slower path for every block; it was a third of the writer's
 //! time and of the loader's. Here a block's codes are read with a lookup that gives a code, its
 //! coefficient's bits and the coefficient's value at once (most codes of a photo fit in
-//! [`LOOKUP_BITS`]), the block is handed to `jsimd_idct_islow_avx2` (or `_sse2`: the one
-//! libjpeg-turbo itself would pick on this CPU) with the component's quantisation table, and
-//! the IDCT writes straight into the plane. So the pixels are libjpeg-turbo's exactly: the same
-//! coefficients (libjpeg's `decode_mcu`: the DC prediction kept as an `int`, each value stored
-//! as a `JCOEF`) through the same IDCT code, with libjpeg-turbo's SIMD-specific arithmetic
-//! (16-bit products) included. The tests hold it byte for byte against libjpeg-turbo on photos,
-//! noise, every subsampling and odd sizes, and extreme quantisation tables.
+//! [`VALUE_BITS`]), and the block goes through the inverse DCT libjpeg-turbo itself would pick
+//! on this CPU with the component's quantisation table, straight into the plane: at scale 1
+//! `jsimd_idct_islow_avx2` ported instruction for instruction to Rust ([`islow`], inlined into
+//! the block loop) or `jsimd_idct_islow_sse2` where AVX2 is missing or `JSIMD_FORCESSE2=1`;
+//! `jsimd_idct_4x4_sse2` and `jsimd_idct_2x2_sse2` at 1/2 and 1/4. So the pixels are
+//! libjpeg-turbo's exactly: the same coefficients (libjpeg's `decode_mcu`: the DC prediction
+//! kept as an `int`, each value stored as a `JCOEF`) through the same IDCT arithmetic, with
+//! libjpeg-turbo's SIMD-specific 16-bit products included. The tests hold it byte for byte
+//! against libjpeg-turbo on photos, noise, every subsampling and odd sizes, and extreme
+//! quantisation tables, and the port against the assembly on random blocks.
 //!
 //! It takes what the entropy pass takes ([`super::check_with_restarts`]: a JPEG libjpeg-turbo
 //! decodes without a warning), uncropped, at scale 1, 1/2 or 1/4 (libjpeg-turbo's reduced
-//! IDCTs, `jsimd_idct_4x4_sse2` and `jsimd_idct_2x2_sse2`, which give 4×4 and 2×2 pixels a
-//! block), on x86-64 where libjpeg-turbo has its SIMD IDCT for the scale (`jsimd_can_idct_*`,
-//! which honour `JSIMD_FORCENONE`). Anything else is `None` and the caller runs libjpeg-turbo,
-//! which gives the verdict and the message.
+//! IDCTs give 4×4 and 2×2 pixels a block), on x86-64 where libjpeg-turbo has its SIMD IDCT for
+//! the scale (`jsimd_can_idct_*`, which honour `JSIMD_FORCENONE`). Anything else is `None` and
+//! the caller runs libjpeg-turbo, which gives the verdict and the message.
 //! [`Sink`] writes the planes an MCU at a time, for a whole scan ([`decode_planes`]) or for a
 //! window of a JPEG without restart markers ([`super::SeekIndex::window_planes`]).
 //!
 //! # Speed
 //!
 //! A ~500×375 4:2:0 photo: 0.45 ms against libjpeg-turbo's 0.565 ms (Huffman decoding 0.32 ms
-//! against its `decode_mcu`'s ~0.41 ms; the IDCT, the same code, 0.13 ms). The decode loop is
-//! not bound by its lookups: a second table giving two short codes at once, and a value table
-//! of 4 KB instead of 16 KB, both measured within noise (docs/PERFORMANCE.md).
+//! against its `decode_mcu`'s ~0.41 ms; the IDCT, the same code, 0.13 ms), before the changes
+//! below. On a CPU with AVX2 and BMI2 the block loops run compiled for them (shifts without
+//! flags; the scale-1 IDCT inlined, without the call, the row pointers and a separate zeroing of
+//! the block), a code's lookup tests one bit pair for both its rare cases (block end, code too
+//! long) and no position bound (the caller declines a block run past 64 once), and the lookup
+//! takes 10 bits (4 KB a table) instead of 12: a JPEG's two AC tables of 16 KB had filled a
+//! 32 KB L1 cache (AMD Zen 4) beside the decoder's other data. Together 1.08–1.09× the loader's
+//! images/s on the benchmark corpus (docs/PERFORMANCE.md); a DC table of values the same way
+//! measured 0.98–1.01× (beton's files build their tables per image) and was left out.
 
 use std::cell::Cell;
 
 use super::{
-    be_word, dc_difference, extend, value, Decoder, Header, Layout, Reader, Unstuffed, LOOKUP_BITS, NATURAL,
+    be_word, dc_difference, extend, value, Decoder, Header, Layout, Reader, Unstuffed, NATURAL_AT, VALUE_BITS,
 };
 
 /// Decodes the baseline JPEG `data` at scale 1/`denom` (1, 2 or 4) into its planes in `buf`:
@@ -118,6 +126,9 @@ pub(super) struct Sink<'b> {
     dc: Vec<std::rc::Rc<Decoder>>,
     ac: Vec<std::rc::Rc<Decoder>>,
     idct: idct::Idct,
+    /// Whether the loops run compiled for AVX2 and BMI2, with the scale-1 IDCT inlined
+    /// ([`islow`]): where libjpeg-turbo's IDCT at scale 1 is its AVX2 one, which [`islow`] is.
+    fast: bool,
     block: Block,
     /// The planes' pointers point into this borrow.
     _buf: std::marker::PhantomData<&'b mut [u8]>,
@@ -189,13 +200,37 @@ impl<'b> Sink<'b> {
             comps.iter().map(|c| Decoder::cached(header.dc[c.dc].as_ref()?, true)).collect::<Option<_>>()?;
         let ac =
             comps.iter().map(|c| Decoder::cached(header.ac[c.ac].as_ref()?, false)).collect::<Option<_>>()?;
-        Some(Sink { planes, slots, dc, ac, idct, block: Block([0; 64]), _buf: std::marker::PhantomData })
+        let fast = idct::inlined();
+        Some(Sink {
+            planes,
+            slots,
+            dc,
+            ac,
+            idct,
+            fast,
+            block: Block([0; 64]),
+            _buf: std::marker::PhantomData,
+        })
+    }
+
+    /// Whether the loops run compiled for AVX2 and BMI2 with [`Sink::mcu`]'s `FAST` (see
+    /// [`idct::inlined`]).
+    pub(super) fn fast(&self) -> bool {
+        self.fast
     }
 
     /// Reads the MCU at `r` (its blocks' DC differences added to `pred`) and writes its blocks
     /// as MCU `(mx, my)` of the planes.
+    /// `FAST`: inlined into a loop compiled for AVX2 (where [`Sink::fast`] says so), the
+    /// scale-1 IDCT with it.
     #[inline(always)]
-    pub(super) fn mcu(&mut self, r: &mut Reader<'_>, pred: &mut [i32], mx: u32, my: u32) -> Option<()> {
+    pub(super) fn mcu<const FAST: bool>(
+        &mut self,
+        r: &mut Reader<'_>,
+        pred: &mut [i32],
+        mx: u32,
+        my: u32,
+    ) -> Option<()> {
         for slot in &self.slots {
             let c = slot.comp;
             pred[c] = pred[c].wrapping_add(dc_difference(&self.dc[c], r)?);
@@ -210,6 +245,13 @@ impl<'b> Sink<'b> {
                 let (x, y) = (bx as usize * plane.px, by as usize * plane.px);
                 // One copy of `put` per block size, so that its loops are unrolled at scale 1.
                 match plane.px {
+                    #[cfg(target_arch = "x86_64")]
+                    8 if FAST => {
+                        // SAFETY: `FAST` only in loops compiled for AVX2, run where `Sink::fast`
+                        // (the CPU has it).
+                        unsafe { put_inlined(plane, &mut self.block, x, y) };
+                        continue;
+                    }
                     8 => put::<8>(plane, &mut self.block, x, y, self.idct),
                     4 => put::<4>(plane, &mut self.block, x, y, self.idct),
                     _ => put::<2>(plane, &mut self.block, x, y, self.idct),
@@ -218,6 +260,36 @@ impl<'b> Sink<'b> {
             self.block.0 = [0; 64];
         }
         Some(())
+    }
+}
+
+/// [`put`] at scale 1 through [`islow::idct`] (the block left zero), inlined into the loops
+/// compiled for AVX2.
+///
+/// # Safety
+///
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn put_inlined(plane: &Plane, block: &mut Block, x: usize, y: usize) {
+    if x >= plane.width || y >= plane.height {
+        block.0 = [0; 64];
+        return;
+    }
+    let (w, h) = ((plane.width - x).min(8), (plane.height - y).min(8));
+    if w == 8 && h == 8 {
+        // SAFETY: AVX2 (this function's contract); rows y..y + 8 and columns x..x + 8 lie inside
+        // the plane (checked just above), which lies inside the output buffer (`Sink::new`
+        // checked it against `buf`), apart from the block and the table.
+        unsafe { islow::idct(&plane.quant.0, &mut block.0, plane.at.add(y * plane.width + x), plane.width) };
+        return;
+    }
+    let mut scratch = [0u8; 64];
+    // SAFETY: AVX2; the scratch block's 8 rows of 8 bytes.
+    unsafe { islow::idct(&plane.quant.0, &mut block.0, scratch.as_mut_ptr(), 8) };
+    for (i, row) in scratch.chunks_exact(8).enumerate().take(h) {
+        // SAFETY: row y + i, columns x..x + w, lie inside the plane (w and h clipped to it).
+        unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), plane.at.add((y + i) * plane.width + x), w) };
     }
 }
 
@@ -231,16 +303,46 @@ fn decode(
 ) -> Option<()> {
     let mut sink = Sink::new(header, (header.width, header.height), denom, buf, geometry)?;
     let mcus_across = u64::from(header.width.div_ceil(header.mcu_size()?.0));
+    #[cfg(target_arch = "x86_64")]
+    if sink.fast() {
+        // SAFETY: `Sink::fast` says the CPU has AVX2, BMI1, BMI2 and LZCNT.
+        return unsafe { scan_fast(&mut sink, header, layout, scan, mcus_across) };
+    }
+    scan_mcus::<false>(&mut sink, header, layout, scan, mcus_across)
+}
+
+/// [`scan_mcus`] compiled for AVX2, BMI1, BMI2 and LZCNT: the Huffman decoder's shifts without
+/// flags (`shlx`, `shrx`) and the scale-1 IDCT inlined ([`islow`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+fn scan_fast(
+    sink: &mut Sink<'_>,
+    header: &Header,
+    layout: &Layout,
+    scan: &Unstuffed,
+    mcus_across: u64,
+) -> Option<()> {
+    scan_mcus::<true>(sink, header, layout, scan, mcus_across)
+}
+
+/// Every MCU of `scan` into `sink`, an interval at a time.
+#[inline(always)]
+fn scan_mcus<const FAST: bool>(
+    sink: &mut Sink<'_>,
+    header: &Header,
+    layout: &Layout,
+    scan: &Unstuffed,
+    mcus_across: u64,
+) -> Option<()> {
     let per_interval = if header.interval == 0 { layout.mcus } else { u64::from(header.interval) };
-    let mut pred = vec![0i32; header.components.len()];
     let (mut start, mut mcu) = (0usize, 0u64);
     for &end in &scan.ends {
         let end_bits = end * 8;
         let mut r = Reader::at(&scan.bytes, start);
-        pred.iter_mut().for_each(|p| *p = 0);
+        let mut pred = [0i32; 4];
         let last = (mcu + per_interval).min(layout.mcus);
         while mcu < last {
-            sink.mcu(&mut r, &mut pred, (mcu % mcus_across) as u32, (mcu / mcus_across) as u32)?;
+            sink.mcu::<FAST>(&mut r, &mut pred, (mcu % mcus_across) as u32, (mcu / mcus_across) as u32)?;
             if r.pos() > end_bits {
                 return None;
             }
@@ -305,7 +407,8 @@ impl Decoder {
     /// Reads the AC codes of one block into `block` (natural order; the block zero but for its
     /// DC) to its EOB or its 63rd coefficient, as libjpeg's `decode_mcu` stores them; gives the
     /// position reached as [`Decoder::skip_block`] does (above 64: a run past the block, which
-    /// this decoder declines). On a local copy of the reader.
+    /// the caller declines; `block` may then hold values at other positions). On a local copy
+    /// of the reader.
     #[inline(always)]
     fn coefficients(&self, r: &mut Reader<'_>, block: &mut [i16; 64]) -> Option<u32> {
         let values = self.values()?;
@@ -322,23 +425,24 @@ impl Decoder {
         let mut k = 1u32;
         'block: loop {
             // One refill for two codes: a code and its bits within the lookup take at most
-            // LOOKUP_BITS of the 56 or more; a longer one refills first.
+            // VALUE_BITS of the 56 or more; a longer one refills first.
             refill!();
             for _ in 0..2 {
-                let e = values[(acc >> (64 - LOOKUP_BITS)) as usize];
-                if e != 0 {
-                    let bits = e & value::BITS;
-                    acc <<= bits;
-                    n -= bits;
-                    if e & value::END != 0 {
-                        break 'block;
-                    }
-                    k += (e >> value::ADVANCE) & 31;
-                    if k > 64 {
-                        return None;
-                    }
-                    // The value lands at position k - 1 (0 for a ZRL, on a coefficient still 0).
-                    block[usize::from(NATURAL[(k - 1) as usize & 63])] = (e >> value::VALUE) as i16;
+                let e = values[(acc >> (64 - VALUE_BITS)) as usize];
+                if e & (value::END | value::SLOW) == 0 {
+                    // A run/size code and its coefficient's bits (a shift by `e` takes its low
+                    // six bits: the bits, bit 5 clear). The value lands at position k - 1 (0 for
+                    // a ZRL, on a coefficient still 0); a run past the block is the caller's to
+                    // decline (k above 64), the position written then being any.
+                    acc = acc.wrapping_shl(e);
+                    n -= e & value::BITS;
+                    k += (e >> value::ADVANCE) & 0xFF;
+                    block[usize::from(NATURAL_AT[k as usize & 127])] = (e >> value::VALUE) as i16;
+                } else if e & value::SLOW == 0 {
+                    // The end of the block.
+                    acc <<= e & value::BITS;
+                    n -= e & value::BITS;
+                    break 'block;
                 } else {
                     // A code longer than the lookup, or whose bits reach past it: up to 31 bits.
                     refill!();
@@ -353,13 +457,10 @@ impl Decoder {
                         k += 16;
                     } else {
                         k += run + 1;
-                        if k > 64 {
-                            return None;
-                        }
                         let bits = acc >> (64 - size);
                         acc <<= size;
                         n -= size;
-                        block[usize::from(NATURAL[(k - 1) as usize & 63])] = extend(bits, size) as i16;
+                        block[usize::from(NATURAL_AT[k as usize & 127])] = extend(bits, size) as i16;
                     }
                 }
                 if k >= 64 {
@@ -396,26 +497,48 @@ mod idct {
         fn jsimd_idct_2x2_sse2(dct_table: *mut c_void, coef: *mut i16, rows: *mut *mut u8, col: u32);
     }
 
-    /// The IDCT libjpeg-turbo uses on this CPU at scale 1/`denom` (its `jddctmgr.c`: the SIMD
-    /// one where `jsimd_can_idct_*` says so), or `None` where it would use a C one, or at
-    /// another scale.
-    pub fn select(denom: u32) -> Option<Idct> {
-        static CHOSEN: OnceLock<[Option<Idct>; 3]> = OnceLock::new();
-        let chosen = CHOSEN.get_or_init(|| {
+    /// What libjpeg-turbo uses on this CPU: its IDCT at each scale, and whether the one at
+    /// scale 1 is `jsimd_idct_islow_avx2` on a CPU that also has BMI1, BMI2 and LZCNT.
+    struct Chosen {
+        by_scale: [Option<Idct>; 3],
+        inlined: bool,
+    }
+
+    fn chosen() -> &'static Chosen {
+        static CHOSEN: OnceLock<Chosen> = OnceLock::new();
+        CHOSEN.get_or_init(|| {
             // SAFETY: queries without arguments; they read the CPU's features and libjpeg-turbo's
             // JSIMD_* environment variables once.
             let can = unsafe { [jsimd_can_idct_islow(), jsimd_can_idct_4x4(), jsimd_can_idct_2x2()] };
             // As libjpeg-turbo's `init_simd`: AVX2 where the CPU (and OS) have it, unless
             // JSIMD_FORCESSE2=1 takes it away.
             let forced_sse2 = std::env::var("JSIMD_FORCESSE2").is_ok_and(|v| v == "1");
-            let islow = if std::is_x86_feature_detected!("avx2") && !forced_sse2 {
-                jsimd_idct_islow_avx2 as Idct
-            } else {
-                jsimd_idct_islow_sse2 as Idct
-            };
+            let avx2 = std::is_x86_feature_detected!("avx2") && !forced_sse2;
+            let islow = if avx2 { jsimd_idct_islow_avx2 as Idct } else { jsimd_idct_islow_sse2 as Idct };
             let by_scale = [islow, jsimd_idct_4x4_sse2 as Idct, jsimd_idct_2x2_sse2 as Idct];
-            std::array::from_fn(|i| (can[i] != 0).then_some(by_scale[i]))
-        });
+            let bmi = std::is_x86_feature_detected!("bmi1")
+                && std::is_x86_feature_detected!("bmi2")
+                && std::is_x86_feature_detected!("lzcnt");
+            Chosen {
+                by_scale: std::array::from_fn(|i| (can[i] != 0).then_some(by_scale[i])),
+                inlined: avx2 && can[0] != 0 && bmi,
+            }
+        })
+    }
+
+    /// Whether the planes decoder runs compiled for AVX2 and BMI2, with the scale-1 IDCT
+    /// inlined ([`super::islow`], libjpeg-turbo's AVX2 one ported): where libjpeg-turbo's IDCT
+    /// at scale 1 is `jsimd_idct_islow_avx2` (so the port gives its bytes) and the CPU has BMI1,
+    /// BMI2 and LZCNT too.
+    pub fn inlined() -> bool {
+        chosen().inlined
+    }
+
+    /// The IDCT libjpeg-turbo uses on this CPU at scale 1/`denom` (its `jddctmgr.c`: the SIMD
+    /// one where `jsimd_can_idct_*` says so), or `None` where it would use a C one, or at
+    /// another scale.
+    pub fn select(denom: u32) -> Option<Idct> {
+        let chosen = &chosen().by_scale;
         match denom {
             1 => chosen[0],
             2 => chosen[1],
@@ -433,7 +556,13 @@ mod idct {
     pub fn select(_denom: u32) -> Option<Idct> {
         None
     }
+
+    pub fn inlined() -> bool {
+        false
+    }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod islow;
 #[cfg(test)]
 mod tests;

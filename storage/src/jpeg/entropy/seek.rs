@@ -199,21 +199,48 @@ impl SeekIndex {
             let mut sink = Sink::new(&header, (width, height), denom, buf, geometry)?;
             let mcus = Mcus::of(&header, &layout)?;
             let walk = Walk { index: self, scan, mcus: &mcus };
-            let across = u64::from(self.mcus.0);
-            let scan_bits = (scan.bytes.len() - 8) * 8;
-            for r in rows.clone() {
-                let (from, mut pred) = walk.locate(u64::from(r) * across + u64::from(cols.start))?;
-                let mut reader = Reader::at_bit(&scan.bytes, from);
-                for c in cols.clone() {
-                    sink.mcu(&mut reader, &mut pred, c - cols.start, r - rows.start)?;
-                }
-                if reader.pos() > scan_bits {
-                    return None;
-                }
+            #[cfg(target_arch = "x86_64")]
+            if sink.fast() {
+                // SAFETY: `Sink::fast` says the CPU has AVX2, BMI1, BMI2 and LZCNT.
+                unsafe { window_fast(&mut sink, &walk, cols, rows) }?;
+                return Some((width, height));
             }
+            window_mcus::<false>(&mut sink, &walk, cols, rows)?;
             Some((width, height))
         })
     }
+}
+
+/// [`window_mcus`] compiled for AVX2, BMI1, BMI2 and LZCNT: the Huffman decoder's shifts
+/// without flags (`shlx`, `shrx`) and the scale-1 IDCT inlined.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+fn window_fast(sink: &mut Sink<'_>, walk: &Walk<'_>, cols: Range<u32>, rows: Range<u32>) -> Option<()> {
+    window_mcus::<true>(sink, walk, cols, rows)
+}
+
+/// The MCUs of columns `cols` and rows `rows` of the indexed scan into `sink` (see
+/// [`SeekIndex::window_planes`]), a row at a time from its first MCU found through the index.
+#[inline(always)]
+fn window_mcus<const FAST: bool>(
+    sink: &mut Sink<'_>,
+    walk: &Walk<'_>,
+    cols: Range<u32>,
+    rows: Range<u32>,
+) -> Option<()> {
+    let across = u64::from(walk.index.mcus.0);
+    let scan_bits = (walk.scan.bytes.len() - 8) * 8;
+    for r in rows.clone() {
+        let (from, mut pred) = walk.locate(u64::from(r) * across + u64::from(cols.start))?;
+        let mut reader = Reader::at_bit(&walk.scan.bytes, from);
+        for c in cols.clone() {
+            sink.mcu::<FAST>(&mut reader, &mut pred, c - cols.start, r - rows.start)?;
+        }
+        if reader.pos() > scan_bits {
+            return None;
+        }
+    }
+    Some(())
 }
 
 /// Finding MCUs of an indexed scan.

@@ -482,3 +482,49 @@ fn the_bmi2_pass_is_the_portable_pass() {
     }
     assert_eq!(checked, 108);
 }
+
+#[test]
+fn the_avx2_unstuffing_is_the_portable_one() {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        let mut next = beton_testkit::xorshift(0x0ff0_5eed_0000_0042);
+        let mut refused = 0;
+        for round in 0..20_000u32 {
+            // Scans of 0-300 bytes: data bytes, stuffed 0xFFs, restart markers (in order, or
+            // now and then out of it), other markers, and EOI at the end (or not).
+            let mut data = Vec::new();
+            let mut rst = 0u8;
+            let len = (next() % 300) as usize;
+            while data.len() < len {
+                match next() % 40 {
+                    0 | 1 => data.extend_from_slice(&[0xFF, 0x00]),
+                    2 => {
+                        let m = if next() % 50 == 0 { 0xD0 + (next() % 8) as u8 } else { 0xD0 + rst % 8 };
+                        data.extend_from_slice(&[0xFF, m]);
+                        rst += 1;
+                    }
+                    3 if next() % 20 == 0 => data.extend_from_slice(&[0xFF, (next() % 256) as u8]),
+                    _ => data.push((next() % 255) as u8),
+                }
+            }
+            match next() % 10 {
+                0 => {}
+                1 => data.push(0xFF),
+                _ => data.extend_from_slice(&[0xFF, 0xD9]),
+            }
+            let interval = if round % 3 == 0 { 0 } else { 1 };
+            let (mut a, mut a_ends) = (Vec::new(), Vec::new());
+            let (mut b, mut b_ends) = (Vec::new(), Vec::new());
+            let ra = unstuff(&data, interval, &mut a, &mut a_ends);
+            // SAFETY: the CPU has AVX2 (checked).
+            let rb = unsafe { unstuff_avx2(&data, interval, &mut b, &mut b_ends) };
+            assert_eq!(ra, rb, "round {round}: {data:02x?}");
+            if ra.is_some() {
+                assert_eq!((&a, &a_ends), (&b, &b_ends), "round {round}: {data:02x?}");
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(refused > 1000 && refused < 19_000, "{refused} refused");
+    }
+}
