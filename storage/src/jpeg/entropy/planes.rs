@@ -88,6 +88,24 @@ pub(super) fn with_scan<T>(
     out
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Set by tests to run the loops as on a CPU without AVX2 or BMI2 (libjpeg-turbo's IDCT
+    /// called, not inlined), which every CI machine has: both paths are held to libjpeg-turbo.
+    pub(super) static PORTABLE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a test asked for the portable loops ([`PORTABLE`]).
+#[cfg(test)]
+fn forced_portable() -> bool {
+    PORTABLE.get()
+}
+
+#[cfg(not(test))]
+fn forced_portable() -> bool {
+    false
+}
+
 /// Most bytes of scan kept for the next JPEG.
 const KEPT_BYTES: usize = 16 << 20;
 
@@ -200,7 +218,7 @@ impl<'b> Sink<'b> {
             comps.iter().map(|c| Decoder::cached(header.dc[c.dc].as_ref()?, true)).collect::<Option<_>>()?;
         let ac =
             comps.iter().map(|c| Decoder::cached(header.ac[c.ac].as_ref()?, false)).collect::<Option<_>>()?;
-        let fast = idct::inlined();
+        let fast = idct::inlined() && !forced_portable();
         Some(Sink {
             planes,
             slots,

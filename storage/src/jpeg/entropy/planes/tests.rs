@@ -53,10 +53,14 @@ fn covered(data: &[u8], denom: u32) -> bool {
 }
 
 /// Taken, and libjpeg-turbo's planes byte for byte, at every scale (declined only where a plane
-/// reaches past its component's blocks).
+/// reaches past its component's blocks), by the loops compiled for AVX2 (where the CPU has it)
+/// and by the portable ones.
 fn same(name: &str, data: &[u8]) {
-    for denom in SCALES {
+    for (denom, portable) in SCALES.into_iter().flat_map(|d| [(d, false), (d, true)]) {
+        PORTABLE.set(portable);
         let (ours, theirs) = both_at(data, denom);
+        PORTABLE.set(false);
+        let name = &format!("{name}{}", if portable { " (portable loop)" } else { "" });
         let theirs = theirs.unwrap_or_else(|e| panic!("{name} at 1/{denom}: libjpeg-turbo says {e}"));
         let Some(ours) = ours else {
             assert!(!covered(data, denom), "{name} at 1/{denom}: declined");

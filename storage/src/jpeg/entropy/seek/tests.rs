@@ -43,12 +43,17 @@ fn check_window(name: &str, data: &[u8], index: &SeekIndex, cols: Range<u32>, ro
         d.set_geometry(denom, crate::jpeg::Rect::default()).unwrap();
         let mut want = vec![0x5A; layout.bytes];
         d.decompress_planes(&out, &mut want, layout.geometry()).unwrap();
-        let mut planes = vec![0xA5; layout.bytes];
-        let decoded =
-            index.window_planes(data, cols.clone(), rows.clone(), denom, &mut planes, layout.geometry());
-        let at = format!("{name}: window {cols:?} x {rows:?} at 1/{denom}");
-        assert_eq!(decoded, Some(size), "{at}: not decoded to planes");
-        assert!(planes == want, "{at}: planes differ");
+        // By the loops compiled for AVX2 (where the CPU has it) and by the portable ones.
+        for portable in [false, true] {
+            let mut planes = vec![0xA5; layout.bytes];
+            super::super::planes::PORTABLE.set(portable);
+            let decoded =
+                index.window_planes(data, cols.clone(), rows.clone(), denom, &mut planes, layout.geometry());
+            super::super::planes::PORTABLE.set(false);
+            let at = format!("{name}: window {cols:?} x {rows:?} at 1/{denom}, portable {portable}");
+            assert_eq!(decoded, Some(size), "{at}: not decoded to planes");
+            assert!(planes == want, "{at}: planes differ");
+        }
     }
 }
 
