@@ -717,7 +717,9 @@ impl Header {
                 0xDA => {
                     let (width, height, comps) = frame?;
                     let ns = usize::from(*seg.first()?);
-                    if ns != comps.len() || seg.len() != 1 + 2 * ns + 3 {
+                    // libjpeg allows 1 to 4 components in a scan (MAX_COMPS_IN_SCAN); the
+                    // decoders here keep 4 DC predictions.
+                    if !(1..=4).contains(&ns) || ns != comps.len() || seg.len() != 1 + 2 * ns + 3 {
                         return None;
                     }
                     // Sequential: spectral selection 0..63, no successive approximation.

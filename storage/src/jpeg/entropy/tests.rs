@@ -321,6 +321,24 @@ fn headers_it_cannot_vouch_for_are_declined() {
     assert_eq!(with(sos + 9, 9), None);
     assert_eq!(with(sos + 11, 1), None);
     assert_eq!(with(sos + 13, 0x10), None);
+    // Five components in the frame and the scan (8 blocks an MCU, within libjpeg's 10): libjpeg
+    // allows at most 4 in a scan (MAX_COMPS_IN_SCAN); declined, not a panic, by every reader
+    // of the header (the planes decoder and the seek index keep 4 DC predictions).
+    let mut five = src[..sof].to_vec();
+    five.extend_from_slice(&[0xFF, 0xC0, 0, 8 + 3 * 5]);
+    five.extend_from_slice(&src[sof + 4..sof + 19]);
+    five.extend_from_slice(&[4, 0x11, 0, 5, 0x11, 0]);
+    five[sof + 9] = 5;
+    five.extend_from_slice(&src[sof + 19..sos]);
+    five.extend_from_slice(&[0xFF, 0xDA, 0, 6 + 2 * 5, 5]);
+    five.extend_from_slice(&src[sos + 5..sos + 11]);
+    five.extend_from_slice(&[4, 0x00, 5, 0x00, 0, 63, 0]);
+    five.extend_from_slice(&src[sos + 14..]);
+    assert_eq!(check_with_restarts(&five, 1), None);
+    assert_eq!(check_with_restarts(&five, 0), None);
+    assert!(SeekIndex::build(&five).is_none());
+    let geometry: Vec<(usize, u32, u32)> = (0..5).map(|c| (c * 32 * 32, 16, 16)).collect();
+    assert_eq!(decode_planes(&five, 1, &mut vec![0; 5 * 32 * 32], &geometry), None);
     // Every prefix of the header, and no EOI.
     for cut in 0..markers::parse(&src).scan.unwrap().data_at + 1 {
         assert_eq!(check_with_restarts(&src[..cut], 0), None, "{cut}");
