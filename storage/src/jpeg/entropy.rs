@@ -841,23 +841,32 @@ impl Unstuffed {
     }
 }
 
-/// What follows the 0xFF at `ff` in a scan: a stuffed 0xFF (pushed), a restart marker (its
-/// interval's end noted), EOI (`Some(true)`: the scan ends); `None` for anything else, a restart
-/// marker out of order, or none where `interval` is 0.
+/// What a 0xFF in a scan is.
+enum Ff {
+    /// A data byte, stuffed (0xFF 0x00).
+    Stuffed,
+    /// A restart marker (its interval's end noted).
+    Restart,
+    /// EOI: the scan ends (its last interval's end noted).
+    End,
+}
+
+/// What the 0xFF at `ff` in a scan is, the ends of intervals noted at `len` bytes of output;
+/// `None` for anything else, a restart marker out of order, or one where `interval` is 0.
 #[inline(always)]
-fn marker(data: &[u8], ff: usize, interval: u16, len: usize, ends: &mut Vec<usize>) -> Option<bool> {
+fn marker(data: &[u8], ff: usize, interval: u16, len: usize, ends: &mut Vec<usize>) -> Option<Ff> {
     match *data.get(ff + 1)? {
-        0x00 => Some(false),
+        0x00 => Some(Ff::Stuffed),
         m @ 0xD0..=0xD7 => {
             if interval == 0 || usize::from(m - 0xD0) != ends.len() % 8 {
                 return None;
             }
             ends.push(len);
-            Some(false)
+            Some(Ff::Restart)
         }
         0xD9 => {
             ends.push(len);
-            Some(true)
+            Some(Ff::End)
         }
         _ => None,
     }
@@ -871,12 +880,10 @@ fn unstuff(data: &[u8], interval: u16, bytes: &mut Vec<u8>, ends: &mut Vec<usize
     loop {
         let ff = pos + memchr::memchr(0xFF, data.get(pos..)?)?;
         bytes.extend_from_slice(&data[pos..ff]);
-        let stuffed = data.get(ff + 1) == Some(&0);
-        if marker(data, ff, interval, bytes.len(), ends)? {
-            return Some(());
-        }
-        if stuffed {
-            bytes.push(0xFF);
+        match marker(data, ff, interval, bytes.len(), ends)? {
+            Ff::Stuffed => bytes.push(0xFF),
+            Ff::Restart => {}
+            Ff::End => return Some(()),
         }
         pos = ff + 2;
     }
@@ -922,22 +929,21 @@ unsafe fn unstuff_avx2(data: &[u8], interval: u16, bytes: &mut Vec<u8>, ends: &m
                 len += i;
                 break pos;
             }
-            let i = memchr::memchr(0xFF, &data[pos..])?;
+            let i = super::markers::next_ff(data, pos)? - pos;
             // SAFETY: `i` bytes from `pos` of `data` to `len <= pos`, inside the reservation.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(pos), out.add(len), i) };
             pos += i;
             len += i;
             break pos;
         };
-        let stuffed = data.get(ff + 1) == Some(&0);
-        let end = marker(data, ff, interval, len, ends);
-        if end? {
-            break;
-        }
-        if stuffed {
-            // SAFETY: one byte at `len <= ff`, inside the reservation.
-            unsafe { out.add(len).write(0xFF) };
-            len += 1;
+        match marker(data, ff, interval, len, ends)? {
+            Ff::Stuffed => {
+                // SAFETY: one byte at `len <= ff`, inside the reservation.
+                unsafe { out.add(len).write(0xFF) };
+                len += 1;
+            }
+            Ff::Restart => {}
+            Ff::End => break,
         }
         pos = ff + 2;
     }
